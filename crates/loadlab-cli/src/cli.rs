@@ -1,0 +1,21 @@
+//! Command-line grammar. Raw flags only: validation into the engine's config happens in
+//! `cmd::*`, so the engine never sees a half-checked value.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "loadlab", version, about = "Measure web services under load, honestly")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Drive load against a URL and report latency, throughput and failures.
+    Run(crate::cmd::run::RunArgs),
+}
+
+pub fn parse() -> Cli {
+    Cli::parse()
+}

@@ -1,0 +1,12 @@
+//! One module per subcommand; each exposes `Args` (clap) and `run(args) -> Result<ExitCode>`.
+
+pub mod run;
+
+use crate::cli::{Cli, Command};
+use std::process::ExitCode;
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(args),
+    }
+}

@@ -1,0 +1,274 @@
+//! One connection's closed loop: connect, send the request, read the response, record,
+//! repeat. This is the hot path. Per request it does one write, usually one read, two clock
+//! reads and no allocation: the request bytes are shared, the read buffer is the thread's, and
+//! the timeout timer is armed lazily (see [`poll_deadline`]), so steady state touches no timer.
+//!
+//! Reads go through `AsyncRead::poll_read` on purpose: on epoll, tokio treats a short read as
+//! proof the socket is drained and skips the `EAGAIN` read a `readable()`/`try_read` loop
+//! would make on every request.
+
+use super::ThreadCtx;
+use crate::error::ErrorClass;
+use crate::http1::{Progress, ResponseParser};
+use crate::stats::Phase;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::Sleep;
+
+/// The outcome of one request on an open connection.
+struct Exchange {
+    status: u16,
+    /// The connection cannot carry another request.
+    close: bool,
+    /// The server already closed its side (the body ran until close).
+    eof: bool,
+}
+
+/// Bytes moved by one request, whatever its outcome.
+#[derive(Default)]
+struct Traffic {
+    sent: u64,
+    received: u64,
+    /// Received bytes not yet put on the timeline.
+    unbooked: u64,
+}
+
+pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
+    let mut parser = ResponseParser::new(ctx.request.is_head);
+    let mut stream: Option<TcpStream> = None;
+    // Armed with the first request's deadline on first use; see `poll_deadline`.
+    let mut timer = Box::pin(tokio::time::sleep(Duration::from_secs(86_400)));
+    loop {
+        let now = Instant::now();
+        if ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        let phase = if now < ctx.warmup_end {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        };
+        if phase == Phase::Measured && !ctx.budget.take() {
+            break;
+        }
+        let s = match stream.as_mut() {
+            Some(s) => s,
+            None => match connect(&ctx, phase).await {
+                Ok(s) => stream.insert(s),
+                Err(class) => {
+                    record_failure(&ctx, phase, class, &Traffic::default(), false);
+                    continue;
+                }
+            },
+        };
+        let sent_at = Instant::now();
+        ctx.recorder.borrow_mut().in_flight += 1;
+        let mut traffic = Traffic::default();
+        let deadline = sent_at + ctx.timeout;
+        let outcome = exchange(&ctx, s, &mut parser, &mut timer, deadline, &mut traffic).await;
+        match outcome {
+            Ok(done) => {
+                record_success(&ctx, phase, sent_at, done.status, &traffic);
+                if done.close || !ctx.keepalive {
+                    if let Some(mut s) = stream.take() {
+                        if done.close && !done.eof {
+                            // Let the server close first so TIME_WAIT stays on its side.
+                            await_close(&mut s, &mut timer, Instant::now() + ctx.timeout).await;
+                        }
+                    }
+                }
+            }
+            Err(class) => {
+                record_failure(&ctx, phase, class, &traffic, true);
+                stream = None;
+                parser.reset();
+            }
+        }
+    }
+    let live = ctx.live_connections.get() - 1;
+    ctx.live_connections.set(live);
+    if live == 0 {
+        ctx.all_done.notify_one();
+    }
+}
+
+async fn connect(ctx: &ThreadCtx, phase: Phase) -> Result<TcpStream, ErrorClass> {
+    let started = Instant::now();
+    let stream = match tokio::time::timeout(ctx.connect_timeout, TcpStream::connect(ctx.address)).await
+    {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(ErrorClass::from_connect(&e)),
+        Err(_) => return Err(ErrorClass::ConnectTimeout),
+    };
+    // Requests are written whole; Nagle would only delay them.
+    let _ = stream.set_nodelay(true);
+    let took = started.elapsed();
+    let mut rec = ctx.recorder.borrow_mut();
+    let stats = rec.phase(phase);
+    stats.connections_opened += 1;
+    stats.connect.saturating_record(took.as_nanos() as u64);
+    Ok(stream)
+}
+
+/// Writes the request and reads one full response, or fails with a class.
+async fn exchange(
+    ctx: &ThreadCtx,
+    stream: &mut TcpStream,
+    parser: &mut ResponseParser,
+    timer: &mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    traffic: &mut Traffic,
+) -> Result<Exchange, ErrorClass> {
+    let request = &ctx.request.bytes[..];
+    let mut written = 0;
+    poll_fn(|cx| {
+        while written < request.len() {
+            match Pin::new(&mut *stream).poll_write(cx, &request[written..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(ErrorClass::ConnectionReset)),
+                Poll::Ready(Ok(n)) => {
+                    written += n;
+                    traffic.sent += n as u64;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
+                Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
+            }
+        }
+        loop {
+            let mut buf = ctx.read_buf.borrow_mut();
+            let mut read = ReadBuf::new(&mut buf[..]);
+            match Pin::new(&mut *stream).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let n = read.filled().len();
+                    if n == 0 {
+                        return Poll::Ready(match parser.eof() {
+                            Some(r) => Ok(Exchange {
+                                status: r.status,
+                                close: true,
+                                eof: true,
+                            }),
+                            None => Err(ErrorClass::ClosedBeforeResponse),
+                        });
+                    }
+                    traffic.received += n as u64;
+                    traffic.unbooked += n as u64;
+                    match parser.feed(&buf[..n]) {
+                        Ok(Progress::NeedMore) => continue,
+                        Ok(Progress::Complete(r)) => {
+                            return Poll::Ready(Ok(Exchange {
+                                status: r.status,
+                                // Bytes beyond the response were never asked for: do not
+                                // trust the connection with another request.
+                                close: r.close || r.consumed < n,
+                                eof: false,
+                            }))
+                        }
+                        Err(_) => return Poll::Ready(Err(ErrorClass::MalformedResponse)),
+                    }
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
+                Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
+            }
+        }
+    })
+    .await
+}
+
+/// Called when the socket is not ready: books a long response's bytes on the timeline where
+/// they arrived, then reports a timeout if the deadline has passed.
+fn timed_out(
+    ctx: &ThreadCtx,
+    timer: &mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    traffic: &mut Traffic,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Exchange, ErrorClass>> {
+    if traffic.unbooked > 0 {
+        let mut rec = ctx.recorder.borrow_mut();
+        rec.timeline.at(ctx.start.elapsed()).bytes_received += traffic.unbooked;
+        traffic.unbooked = 0;
+    }
+    match poll_deadline(timer, deadline, cx) {
+        Poll::Ready(()) => Poll::Ready(Err(ErrorClass::RequestTimeout)),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+/// Ready once `deadline` has passed. The timer is moved only when it fires: it is never later
+/// than the current deadline (deadlines only grow), so when it fires early we re-arm it for
+/// the current request. A connection whose requests finish in time re-arms it once per
+/// timeout period instead of once per request.
+fn poll_deadline(timer: &mut Pin<Box<Sleep>>, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    if timer.deadline() > deadline {
+        timer.as_mut().reset(deadline);
+    }
+    loop {
+        match timer.as_mut().poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(()) if tokio::time::Instant::now() >= deadline => return Poll::Ready(()),
+            Poll::Ready(()) => timer.as_mut().reset(deadline),
+        }
+    }
+}
+
+/// Waits (bounded) for the server to close after a response that announced it would.
+async fn await_close(stream: &mut TcpStream, timer: &mut Pin<Box<Sleep>>, deadline: Instant) {
+    let mut scratch = [0u8; 512];
+    poll_fn(|cx| loop {
+        let mut read = ReadBuf::new(&mut scratch);
+        match Pin::new(&mut *stream).poll_read(cx, &mut read) {
+            Poll::Ready(Ok(())) if !read.filled().is_empty() => continue,
+            Poll::Ready(_) => return Poll::Ready(()),
+            Poll::Pending => return poll_deadline(timer, deadline, cx),
+        }
+    })
+    .await
+}
+
+fn record_success(ctx: &ThreadCtx, phase: Phase, sent_at: Instant, status: u16, t: &Traffic) {
+    let end = Instant::now();
+    let mut rec = ctx.recorder.borrow_mut();
+    rec.in_flight -= 1;
+    let bucket = rec.timeline.at(end - ctx.start);
+    bucket.completed += 1;
+    bucket.bytes_sent += t.sent;
+    bucket.bytes_received += t.unbooked;
+    let stats = rec.phase(phase);
+    stats.issued += 1;
+    stats.completed += 1;
+    stats.status[status as usize % 1000] += 1;
+    stats
+        .latency
+        .saturating_record((end - sent_at).as_nanos() as u64);
+    stats.bytes_sent += t.sent;
+    stats.bytes_received += t.received;
+    // Single writer: a plain store, no locked read-modify-write.
+    let p = &ctx.progress.completed;
+    p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+/// `was_in_flight`: the request had been sent (a failed connect never was).
+fn record_failure(ctx: &ThreadCtx, phase: Phase, class: ErrorClass, t: &Traffic, was_in_flight: bool) {
+    let mut rec = ctx.recorder.borrow_mut();
+    if was_in_flight {
+        rec.in_flight -= 1;
+    }
+    let bucket = rec.timeline.at(ctx.start.elapsed());
+    bucket.failed += 1;
+    bucket.bytes_sent += t.sent;
+    bucket.bytes_received += t.unbooked;
+    let stats = rec.phase(phase);
+    stats.issued += 1;
+    stats.failed += 1;
+    stats.errors[class as usize] += 1;
+    stats.bytes_sent += t.sent;
+    stats.bytes_received += t.received;
+    let p = &ctx.progress.failed;
+    p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}

@@ -1,0 +1,290 @@
+//! The closed-loop engine: `threads` OS threads, each running one single-threaded tokio event
+//! loop that drives its share of the connections. Threads share nothing on the hot path; each
+//! records into its own [`Recorder`], merged when the run ends.
+//!
+//! This module owns the run's lifetime (start, warm-up, stop by deadline, request count or
+//! [`RunControl::stop`]); `conn` owns what one connection does.
+
+mod budget;
+mod conn;
+
+use crate::config::{RunConfig, Stop};
+use crate::http1::{self, EncodedRequest};
+use crate::stats::Recorder;
+use crate::sys;
+use budget::{Budget, SharedBudget};
+use std::cell::{Cell, RefCell};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Why a run could not start. Failures of single requests are not errors: they are counted.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot resolve `{host}`: {source}; check the host name in the URL")]
+    Resolve {
+        host: String,
+        source: std::io::Error,
+    },
+    #[error("`{0}` resolved to no address; check the host name in the URL")]
+    NoAddress(String),
+    #[error("cannot start worker thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Live counters of one worker thread, written by it alone, read by progress displays.
+#[derive(Debug, Default)]
+pub struct ThreadProgress {
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+/// Lets another thread stop a run (Ctrl-C) and watch its progress.
+#[derive(Debug, Clone, Default)]
+pub struct RunControl {
+    inner: Arc<ControlInner>,
+}
+
+#[derive(Debug, Default)]
+struct ControlInner {
+    stop: AtomicBool,
+    notify: tokio::sync::Notify,
+    /// Set when the run starts.
+    started: Mutex<Option<Instant>>,
+    progress: Mutex<Vec<Arc<ThreadProgress>>>,
+}
+
+/// A snapshot for progress bars.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProgressSnapshot {
+    pub elapsed: Duration,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+impl RunControl {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ends the run as soon as possible; requests in flight are abandoned and reported so.
+    pub fn stop(&self) {
+        self.inner.stop.store(true, Ordering::Release);
+        self.inner.notify.notify_waiters();
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.inner.stop.load(Ordering::Acquire)
+    }
+
+    pub fn progress(&self) -> ProgressSnapshot {
+        let elapsed = self
+            .inner
+            .started
+            .lock()
+            .ok()
+            .and_then(|s| s.map(|s| s.elapsed()))
+            .unwrap_or_default();
+        let threads = self.inner.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        let mut snap = ProgressSnapshot {
+            elapsed,
+            ..ProgressSnapshot::default()
+        };
+        for t in threads {
+            snap.completed += t.completed.load(Ordering::Relaxed);
+            snap.failed += t.failed.load(Ordering::Relaxed);
+        }
+        snap
+    }
+
+    async fn stopped(&self) {
+        loop {
+            let notified = self.inner.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_stopped() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// What one worker thread hands back.
+#[derive(Debug)]
+pub struct ThreadReport {
+    pub recorder: Recorder,
+    pub cpu: Duration,
+    pub wall: Duration,
+}
+
+/// The raw outcome of a run, before summarising.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub address: SocketAddr,
+    pub started_at: SystemTime,
+    /// When the warm-up ended and measurement began, from the start.
+    pub warmup: Duration,
+    /// From the start to the end of the run.
+    pub elapsed: Duration,
+    pub interrupted: bool,
+    pub recorder: Recorder,
+    pub threads: Vec<ThreadReport>,
+    pub process_cpu: (Duration, Duration),
+    pub nofile: Option<sys::NofileLimit>,
+}
+
+/// Timing and limits every connection of a thread consults.
+pub(crate) struct ThreadCtx {
+    pub request: EncodedRequest,
+    pub address: SocketAddr,
+    pub keepalive: bool,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub start: Instant,
+    pub warmup_end: Instant,
+    /// `None` when the run ends by request count.
+    pub deadline: Option<Instant>,
+    pub budget: Budget,
+    pub stop: RunControl,
+    pub recorder: RefCell<Recorder>,
+    pub progress: Arc<ThreadProgress>,
+    /// One read buffer for all the thread's connections: reads happen one at a time.
+    pub read_buf: RefCell<Box<[u8]>>,
+    pub live_connections: Cell<usize>,
+    pub all_done: tokio::sync::Notify,
+}
+
+const READ_BUF_BYTES: usize = 64 * 1024;
+
+/// Runs the load described by `config` until it ends or `control` stops it.
+pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, EngineError> {
+    let nofile = sys::raise_nofile_limit();
+    let address = resolve(&config.url.host, config.url.port)?;
+    let request = http1::encode(config);
+    let cpu_before = sys::process_cpu_time();
+    let started_at = SystemTime::now();
+    let start = Instant::now();
+    let warmup_end = start + config.warmup;
+    let deadline = match config.stop {
+        Stop::Duration(d) => Some(warmup_end + d),
+        Stop::Requests(_) => None,
+    };
+    let shared_budget = match config.stop {
+        Stop::Requests(n) => Some(Arc::new(SharedBudget::new(n, config.connections))),
+        Stop::Duration(_) => None,
+    };
+    *control.inner.started.lock().expect("not poisoned") = Some(start);
+
+    let mut handles = Vec::with_capacity(config.threads);
+    for t in 0..config.threads {
+        let connections =
+            config.connections / config.threads + usize::from(t < config.connections % config.threads);
+        let progress = Arc::new(ThreadProgress::default());
+        control.inner.progress.lock().expect("not poisoned").push(progress.clone());
+        let request = request.clone();
+        let control = control.clone();
+        let shared_budget = shared_budget.clone();
+        let (keepalive, timeout, connect_timeout) =
+            (config.keepalive, config.timeout, config.connect_timeout);
+        let handle = std::thread::Builder::new()
+            .name(format!("loadlab-worker-{t}"))
+            .spawn(move || {
+                let ctx = Rc::new(ThreadCtx {
+                    request,
+                    address,
+                    keepalive,
+                    timeout,
+                    connect_timeout,
+                    start,
+                    warmup_end,
+                    deadline,
+                    budget: Budget::new(shared_budget),
+                    stop: control,
+                    recorder: RefCell::new(Recorder::default()),
+                    progress,
+                    read_buf: RefCell::new(vec![0; READ_BUF_BYTES].into_boxed_slice()),
+                    live_connections: Cell::new(connections),
+                    all_done: tokio::sync::Notify::new(),
+                });
+                worker(ctx, connections)
+            })
+            .map_err(EngineError::Thread)?;
+        handles.push(handle);
+    }
+
+    let mut threads = Vec::with_capacity(handles.len());
+    for h in handles {
+        // A worker only panics on a bug; surface it as one rather than hiding data loss.
+        threads.push(h.join().expect("worker thread panicked"));
+    }
+    let end = Instant::now();
+    let mut recorder = Recorder::default();
+    for t in &threads {
+        recorder.merge(&t.recorder);
+    }
+    let cpu_after = sys::process_cpu_time();
+    Ok(RunOutcome {
+        address,
+        started_at,
+        warmup: config.warmup,
+        elapsed: end - start,
+        interrupted: control.is_stopped(),
+        recorder,
+        threads,
+        process_cpu: (cpu_after.0 - cpu_before.0, cpu_after.1 - cpu_before.1),
+        nofile,
+    })
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
+    let mut addrs = (host, port).to_socket_addrs().map_err(|source| EngineError::Resolve {
+        host: host.to_string(),
+        source,
+    })?;
+    addrs.next().ok_or_else(|| EngineError::NoAddress(host.to_string()))
+}
+
+fn worker(ctx: Rc<ThreadCtx>, connections: usize) -> ThreadReport {
+    let cpu_start = sys::thread_cpu_time();
+    let wall_start = Instant::now();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime only fails without an OS event queue");
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async {
+        for _ in 0..connections {
+            tokio::task::spawn_local(conn::drive(ctx.clone()));
+        }
+        let deadline = async {
+            match ctx.deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let all_done = async {
+            if ctx.live_connections.get() > 0 {
+                ctx.all_done.notified().await;
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = ctx.stop.stopped() => {}
+            _ = deadline => {}
+            _ = all_done => {}
+        }
+    });
+    // Dropping the set abandons requests still in flight; the recorder counts them.
+    drop(local);
+    drop(runtime);
+    let recorder = ctx.recorder.take();
+    ThreadReport {
+        recorder,
+        cpu: sys::thread_cpu_time() - cpu_start,
+        wall: wall_start.elapsed(),
+    }
+}

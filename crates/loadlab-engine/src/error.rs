@@ -1,0 +1,122 @@
+//! Why a request failed, as data. A failed request is counted by class, never an early
+//! return: the run goes on and the report says what went wrong and how often.
+
+use std::io;
+
+/// Failure classes. Small and `Copy`: it is used on the hot path as an array index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorClass {
+    ConnectRefused,
+    ConnectTimeout,
+    ConnectError,
+    RequestTimeout,
+    ConnectionReset,
+    ClosedBeforeResponse,
+    MalformedResponse,
+    OutOfFileDescriptors,
+    OutOfEphemeralPorts,
+    IoError,
+}
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; 10] = [
+        ErrorClass::ConnectRefused,
+        ErrorClass::ConnectTimeout,
+        ErrorClass::ConnectError,
+        ErrorClass::RequestTimeout,
+        ErrorClass::ConnectionReset,
+        ErrorClass::ClosedBeforeResponse,
+        ErrorClass::MalformedResponse,
+        ErrorClass::OutOfFileDescriptors,
+        ErrorClass::OutOfEphemeralPorts,
+        ErrorClass::IoError,
+    ];
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// The stable name used in JSON results.
+    pub fn key(self) -> &'static str {
+        match self {
+            ErrorClass::ConnectRefused => "connect_refused",
+            ErrorClass::ConnectTimeout => "connect_timeout",
+            ErrorClass::ConnectError => "connect_error",
+            ErrorClass::RequestTimeout => "request_timeout",
+            ErrorClass::ConnectionReset => "connection_reset",
+            ErrorClass::ClosedBeforeResponse => "closed_before_response",
+            ErrorClass::MalformedResponse => "malformed_response",
+            ErrorClass::OutOfFileDescriptors => "out_of_file_descriptors",
+            ErrorClass::OutOfEphemeralPorts => "out_of_ephemeral_ports",
+            ErrorClass::IoError => "io_error",
+        }
+    }
+
+    /// What a person should read: the problem, and for local limits, the fix.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ErrorClass::ConnectRefused => "connection refused (nothing listening, or the listen backlog overflowed)",
+            ErrorClass::ConnectTimeout => "connect timed out (see --connect-timeout)",
+            ErrorClass::ConnectError => "could not connect (other error)",
+            ErrorClass::RequestTimeout => "no full response within --timeout",
+            ErrorClass::ConnectionReset => "connection reset by the server",
+            ErrorClass::ClosedBeforeResponse => "server closed the connection before a full response",
+            ErrorClass::MalformedResponse => "malformed HTTP response",
+            ErrorClass::OutOfFileDescriptors => "loadlab ran out of file descriptors: raise `ulimit -n` (hard limit) or use fewer -c connections",
+            ErrorClass::OutOfEphemeralPorts => "loadlab ran out of local ports: use keep-alive, widen net.ipv4.ip_local_port_range, or set net.ipv4.tcp_tw_reuse=1",
+            ErrorClass::IoError => "other I/O error",
+        }
+    }
+
+    /// Classifies an error from `connect`.
+    pub fn from_connect(err: &io::Error) -> ErrorClass {
+        match err.raw_os_error() {
+            Some(libc::ECONNREFUSED) => ErrorClass::ConnectRefused,
+            Some(libc::ETIMEDOUT) => ErrorClass::ConnectTimeout,
+            Some(libc::ECONNRESET) => ErrorClass::ConnectionReset,
+            _ => match Self::local_limit(err) {
+                Some(class) => class,
+                None if err.kind() == io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
+                None => ErrorClass::ConnectError,
+            },
+        }
+    }
+
+    /// Classifies an error from reading or writing an established connection.
+    pub fn from_io(err: &io::Error) -> ErrorClass {
+        match err.kind() {
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe => ErrorClass::ConnectionReset,
+            io::ErrorKind::UnexpectedEof => ErrorClass::ClosedBeforeResponse,
+            io::ErrorKind::TimedOut => ErrorClass::RequestTimeout,
+            _ => Self::local_limit(err).unwrap_or(ErrorClass::IoError),
+        }
+    }
+
+    fn local_limit(err: &io::Error) -> Option<ErrorClass> {
+        match err.raw_os_error() {
+            Some(libc::EMFILE | libc::ENFILE) => Some(ErrorClass::OutOfFileDescriptors),
+            Some(libc::EADDRNOTAVAIL | libc::EADDRINUSE) => Some(ErrorClass::OutOfEphemeralPorts),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_from_os_errors() {
+        let os = io::Error::from_raw_os_error;
+        assert_eq!(ErrorClass::from_connect(&os(libc::ECONNREFUSED)), ErrorClass::ConnectRefused);
+        assert_eq!(ErrorClass::from_connect(&os(libc::EMFILE)), ErrorClass::OutOfFileDescriptors);
+        assert_eq!(ErrorClass::from_connect(&os(libc::EADDRNOTAVAIL)), ErrorClass::OutOfEphemeralPorts);
+        assert_eq!(ErrorClass::from_io(&os(libc::ECONNRESET)), ErrorClass::ConnectionReset);
+        assert_eq!(ErrorClass::from_io(&os(libc::EPIPE)), ErrorClass::ConnectionReset);
+        assert_eq!(ErrorClass::from_io(&os(libc::ENFILE)), ErrorClass::OutOfFileDescriptors);
+        // Keys are unique: they are JSON object keys.
+        let mut keys: Vec<_> = ErrorClass::ALL.iter().map(|c| c.key()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), ErrorClass::COUNT);
+    }
+}

@@ -1,0 +1,31 @@
+//! loadlab's load engine.
+//!
+//! # Layout
+//!
+//! - [`config`]: what a user asked for ([`RunSpec`]) and the checked form the engine runs
+//!   ([`RunConfig`]). Every rejection names the flag and the fix.
+//! - [`http1`]: the request, encoded once; an incremental response parser that finds where
+//!   each response ends without copying bodies.
+//! - [`engine`]: worker threads, each a single-threaded event loop driving its connections
+//!   in a closed loop; [`RunControl`] stops a run and reads its progress.
+//! - [`stats`]: per-thread recorders (HDR histograms, counters, a 100 ms timeline), merged
+//!   after the run.
+//! - [`error`]: failure classes; a failed request is data, never an early return.
+//! - [`result`]: the run's result as the JSON contract, with summaries and warnings.
+//! - [`sys`]: the operating system's limits and clocks.
+//!
+//! The engine knows nothing of terminals, flags or output formats: that is the CLI's and the
+//! report crate's business.
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod http1;
+pub mod result;
+pub mod stats;
+pub mod sys;
+
+pub use config::{RunConfig, RunSpec, Stop};
+pub use engine::{run, EngineError, ProgressSnapshot, RunControl, RunOutcome};
+pub use error::ErrorClass;
+pub use result::{summarize, RunResult};

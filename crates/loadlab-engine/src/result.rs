@@ -1,0 +1,379 @@
+//! The result of a run as data: the JSON contract that reports, stored results and outside
+//! scripts read (`schema/run-result.schema.json` describes it; a test checks real output
+//! against it). Field names carry their units. Summaries come from full HDR histograms, which
+//! are also kept, compressed, so results from several runs can be merged exactly.
+
+use crate::config::{RunConfig, Stop};
+use crate::engine::RunOutcome;
+use crate::error::ErrorClass;
+use crate::stats::{PhaseStats, BUCKET};
+use crate::sys::{Environment, NofileLimit};
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema_version: u32,
+    pub loadlab_version: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// The run was stopped early (Ctrl-C): what is here is what was measured until then.
+    pub interrupted: bool,
+    /// The command line that produced this result, when run from the CLI.
+    pub command: Vec<String>,
+    pub target: TargetInfo,
+    pub load: LoadModel,
+    /// The measured part of the run, warm-up excluded.
+    pub measured: PhaseSummary,
+    /// The warm-up, reported apart; absent when there was none.
+    pub warmup: Option<PhaseSummary>,
+    /// Requests sent but neither answered nor failed when the run ended (abandoned).
+    pub in_flight_at_end: u64,
+    pub generator: GeneratorHealth,
+    pub environment: Environment,
+    /// Things a careful reader must know about this run, in plain words.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub url: String,
+    pub method: String,
+    /// The socket address the host name resolved to.
+    pub address: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadModel {
+    /// `closed_loop`: each connection sends its next request when the last one ends.
+    pub model: String,
+    pub connections: usize,
+    pub threads: usize,
+    pub keepalive: bool,
+    /// Set when the run was bounded by time.
+    pub duration_s: Option<f64>,
+    /// Set when the run was bounded by a request count.
+    pub requests: Option<u64>,
+    pub warmup_s: f64,
+    pub timeout_s: f64,
+    pub connect_timeout_s: f64,
+    pub body_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    pub duration_s: f64,
+    pub requests: Requests,
+    /// Absent when no request completed.
+    pub latency_us: Option<LatencySummary>,
+    /// TCP connection setup, apart from request latency. Absent when none was opened.
+    pub connect_us: Option<LatencySummary>,
+    pub connections_opened: u64,
+    /// Responses by status code.
+    pub status_codes: BTreeMap<String, u64>,
+    /// Failed requests by class (only classes that occurred).
+    pub errors: BTreeMap<String, u64>,
+    pub bytes: Bytes,
+    /// HdrHistograms (nanoseconds) in HdrHistogram's compressed V2 form, base64.
+    pub histograms: EncodedHistograms,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Requests {
+    /// Sent, or attempted: a request whose connection could not be opened counts as issued and failed.
+    pub issued: u64,
+    /// A full response arrived, whatever its status.
+    pub completed: u64,
+    /// No full response: see `errors`.
+    pub failed: u64,
+    /// Completed requests per second.
+    pub per_second: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub p99_99: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bytes {
+    pub sent: u64,
+    pub received: u64,
+    pub sent_per_s: f64,
+    pub received_per_s: f64,
+    /// The most bytes sent in any 1-second window (Cloud Run's "max send bytes").
+    pub max_sent_per_s: u64,
+    pub max_received_per_s: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncodedHistograms {
+    pub latency: String,
+    pub connect: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorHealth {
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    /// Generator CPU seconds (user + system) per 100,000 completed requests.
+    pub cpu_s_per_100k_requests: Option<f64>,
+    /// Per worker thread: CPU time over wall time. Near 1.0, the generator was the limit.
+    pub thread_busy: Vec<f64>,
+    pub nofile: Option<NofileLimit>,
+}
+
+impl LatencySummary {
+    pub fn from_histogram(h: &Histogram<u64>) -> Option<LatencySummary> {
+        if h.is_empty() {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1_000.0;
+        let q = |q: f64| us(h.value_at_quantile(q));
+        Some(LatencySummary {
+            count: h.len(),
+            min: us(h.min()),
+            mean: h.mean() / 1_000.0,
+            stdev: h.stdev() / 1_000.0,
+            p50: q(0.50),
+            p75: q(0.75),
+            p90: q(0.90),
+            p95: q(0.95),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            p99_99: q(0.9999),
+            max: us(h.max()),
+        })
+    }
+}
+
+/// Encodes a histogram in the compressed V2 format, base64 (as HdrHistogram's tools print it).
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    use base64::Engine as _;
+    let mut bytes = Vec::new();
+    // Serialising into a Vec cannot fail for a valid histogram.
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("in-memory serialisation");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes what [`encode_histogram`] produced.
+pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("histogram is not base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("histogram does not decode: {e:?}"))
+}
+
+fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64)) -> PhaseSummary {
+    let secs = duration.as_secs_f64();
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let status_codes = stats
+        .status
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(code, &n)| (code.to_string(), n))
+        .collect();
+    let errors = ErrorClass::ALL
+        .iter()
+        .filter(|c| stats.errors[**c as usize] > 0)
+        .map(|c| (c.key().to_string(), stats.errors[*c as usize]))
+        .collect();
+    PhaseSummary {
+        duration_s: secs,
+        requests: Requests {
+            issued: stats.issued,
+            completed: stats.completed,
+            failed: stats.failed,
+            per_second: rate(stats.completed),
+        },
+        latency_us: LatencySummary::from_histogram(&stats.latency),
+        connect_us: LatencySummary::from_histogram(&stats.connect),
+        connections_opened: stats.connections_opened,
+        status_codes,
+        errors,
+        bytes: Bytes {
+            sent: stats.bytes_sent,
+            received: stats.bytes_received,
+            sent_per_s: rate(stats.bytes_sent),
+            received_per_s: rate(stats.bytes_received),
+            max_sent_per_s: max_window.0,
+            max_received_per_s: max_window.1,
+        },
+        histograms: EncodedHistograms {
+            latency: encode_histogram(&stats.latency),
+            connect: encode_histogram(&stats.connect),
+        },
+    }
+}
+
+/// Turns a run's raw outcome into its result, with warnings a careful reader needs.
+pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
+    let warmup_len = outcome.warmup.min(outcome.elapsed);
+    let measured_len = outcome.elapsed.saturating_sub(outcome.warmup);
+    let warmup_buckets = (warmup_len.as_nanos() / BUCKET.as_nanos()) as usize;
+    let timeline = &outcome.recorder.timeline;
+    let [warm, measured] = &outcome.recorder.phases;
+    let measured_summary =
+        summarize_phase(measured, measured_len, timeline.max_window_per_s(warmup_buckets));
+    let warmup = (!outcome.warmup.is_zero()).then(|| {
+        let mut head = timeline.clone();
+        head.buckets.truncate(warmup_buckets);
+        summarize_phase(warm, warmup_len, head.max_window_per_s(0))
+    });
+
+    let (user, system) = outcome.process_cpu;
+    let completed_all = warm.completed + measured.completed;
+    let thread_busy: Vec<f64> = outcome
+        .threads
+        .iter()
+        .map(|t| t.cpu.as_secs_f64() / t.wall.as_secs_f64().max(1e-9))
+        .collect();
+    let generator = GeneratorHealth {
+        cpu_user_s: user.as_secs_f64(),
+        cpu_system_s: system.as_secs_f64(),
+        cpu_s_per_100k_requests: (completed_all > 0)
+            .then(|| (user + system).as_secs_f64() * 100_000.0 / completed_all as f64),
+        thread_busy,
+        nofile: outcome.nofile,
+    };
+    let warnings = warnings(config, outcome, &measured_summary, &generator);
+    RunResult {
+        schema_version: SCHEMA_VERSION,
+        loadlab_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: humantime::format_rfc3339_millis(outcome.started_at).to_string(),
+        interrupted: outcome.interrupted,
+        command: Vec::new(),
+        target: TargetInfo {
+            url: config.url.original.clone(),
+            method: config.method.clone(),
+            address: outcome.address.to_string(),
+        },
+        load: LoadModel {
+            model: "closed_loop".into(),
+            connections: config.connections,
+            threads: config.threads,
+            keepalive: config.keepalive,
+            duration_s: match config.stop {
+                Stop::Duration(d) => Some(d.as_secs_f64()),
+                Stop::Requests(_) => None,
+            },
+            requests: match config.stop {
+                Stop::Requests(n) => Some(n),
+                Stop::Duration(_) => None,
+            },
+            warmup_s: config.warmup.as_secs_f64(),
+            timeout_s: config.timeout.as_secs_f64(),
+            connect_timeout_s: config.connect_timeout.as_secs_f64(),
+            body_bytes: config.body.len() as u64,
+        },
+        measured: measured_summary,
+        warmup,
+        in_flight_at_end: outcome.recorder.in_flight,
+        generator,
+        environment: crate::sys::environment(),
+        warnings,
+    }
+}
+
+/// Threshold above which a worker thread counts as saturated.
+pub const BUSY_THRESHOLD: f64 = 0.9;
+
+fn warnings(
+    config: &RunConfig,
+    outcome: &RunOutcome,
+    measured: &PhaseSummary,
+    generator: &GeneratorHealth,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if outcome.interrupted {
+        out.push("the run was interrupted: these figures cover only the time until then".into());
+    }
+    if let Some(lim) = outcome.nofile {
+        // Each connection needs a descriptor; leave room for the runtime's own.
+        let needed = config.connections as u64 + 64;
+        if lim.soft < needed {
+            out.push(format!(
+                "the open-files limit ({}) is below the {needed} descriptors {} connections need: \
+                 raise the hard limit (ulimit -Hn, or LimitNOFILE in systemd) or use fewer connections",
+                lim.soft, config.connections
+            ));
+        }
+    }
+    let busiest = generator.thread_busy.iter().cloned().fold(0.0, f64::max);
+    if busiest >= BUSY_THRESHOLD {
+        out.push(format!(
+            "the generator was saturated (a worker thread was busy {:.0}% of the time): \
+             the target may be faster than these numbers say; give loadlab more threads (-t) or cores",
+            busiest * 100.0
+        ));
+    }
+    let r = &measured.requests;
+    if r.issued > 0 && r.completed == 0 {
+        out.push("every measured request failed: see the errors".into());
+    } else if r.failed * 100 > r.issued {
+        out.push(format!(
+            "{:.1}% of measured requests failed: see the errors",
+            r.failed as f64 * 100.0 / r.issued as f64
+        ));
+    }
+    if measured.requests.completed > 0 && measured.requests.completed < 1_000 {
+        out.push(format!(
+            "only {} requests were measured: high percentiles rest on very few samples",
+            measured.requests.completed
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::new_histogram;
+
+    #[test]
+    fn histograms_round_trip_exactly() {
+        let mut h = new_histogram();
+        for v in [1_000u64, 25_000, 25_001, 3_000_000, 59_000_000_000] {
+            h.record(v).unwrap();
+        }
+        let back = decode_histogram(&encode_histogram(&h)).unwrap();
+        assert_eq!(back, h);
+        assert!(decode_histogram("not base64!").is_err());
+    }
+
+    #[test]
+    fn summary_is_in_microseconds() {
+        let mut h = new_histogram();
+        for _ in 0..99 {
+            h.record(100_000).unwrap(); // 100 us
+        }
+        h.record(10_000_000).unwrap(); // 10 ms
+        let s = LatencySummary::from_histogram(&h).unwrap();
+        assert_eq!(s.count, 100);
+        assert!((s.p50 - 100.0).abs() < 0.1, "{s:?}");
+        assert!((s.max - 10_000.0).abs() < 10.0, "{s:?}");
+        assert!(LatencySummary::from_histogram(&new_histogram()).is_none());
+    }
+}

@@ -1,0 +1,199 @@
+//! Per-thread measurement state. Each worker thread owns one [`Recorder`] and nothing on the
+//! hot path is shared between threads: recorders are merged once, after the run.
+
+use crate::error::ErrorClass;
+use hdrhistogram::Histogram;
+use std::time::Duration;
+
+/// Histograms count nanoseconds, from 1 ns to one hour, at 3 significant digits.
+pub const HIST_MAX_NS: u64 = 3_600 * 1_000_000_000;
+const HIST_SIGFIG: u8 = 3;
+
+/// Width of a timeline bucket; the busiest 1-second window is found by sliding over them.
+pub const BUCKET: Duration = Duration::from_millis(100);
+pub const BUCKETS_PER_SECOND: usize = 10;
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_NS, HIST_SIGFIG).expect("static histogram bounds")
+}
+
+/// Whether a request belongs to the warm-up or to the measured part of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Warmup = 0,
+    Measured = 1,
+}
+
+/// Everything counted for one phase.
+#[derive(Debug, Clone)]
+pub struct PhaseStats {
+    /// Request latency: from writing the first byte to reading the last.
+    pub latency: Histogram<u64>,
+    /// TCP connection setup, apart from request latency.
+    pub connect: Histogram<u64>,
+    pub issued: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Indexed by status code (httparse only yields three digits).
+    pub status: Vec<u64>,
+    pub errors: [u64; ErrorClass::COUNT],
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub connections_opened: u64,
+}
+
+impl Default for PhaseStats {
+    fn default() -> Self {
+        PhaseStats {
+            latency: new_histogram(),
+            connect: new_histogram(),
+            issued: 0,
+            completed: 0,
+            failed: 0,
+            status: vec![0; 1000],
+            errors: [0; ErrorClass::COUNT],
+            bytes_sent: 0,
+            bytes_received: 0,
+            connections_opened: 0,
+        }
+    }
+}
+
+impl PhaseStats {
+    pub fn merge(&mut self, other: &PhaseStats) {
+        // Same bounds on both sides: `add` cannot fail.
+        self.latency.add(&other.latency).expect("same histogram bounds");
+        self.connect.add(&other.connect).expect("same histogram bounds");
+        self.issued += other.issued;
+        self.completed += other.completed;
+        self.failed += other.failed;
+        for (a, b) in self.status.iter_mut().zip(&other.status) {
+            *a += b;
+        }
+        for (a, b) in self.errors.iter_mut().zip(&other.errors) {
+            *a += b;
+        }
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.connections_opened += other.connections_opened;
+    }
+}
+
+/// Traffic per [`BUCKET`] since the start of the run (warm-up included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bucket {
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    pub buckets: Vec<Bucket>,
+}
+
+impl Timeline {
+    /// The bucket for a moment `since_start` into the run, created on first use.
+    #[inline]
+    pub fn at(&mut self, since_start: Duration) -> &mut Bucket {
+        let i = since_start.as_secs() as usize * BUCKETS_PER_SECOND
+            + (since_start.subsec_millis() / 100) as usize;
+        if i >= self.buckets.len() {
+            self.buckets.resize(i + 1, Bucket::default());
+        }
+        &mut self.buckets[i]
+    }
+
+    pub fn merge(&mut self, other: &Timeline) {
+        if other.buckets.len() > self.buckets.len() {
+            self.buckets.resize(other.buckets.len(), Bucket::default());
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            a.bytes_sent += b.bytes_sent;
+            a.bytes_received += b.bytes_received;
+            a.completed += b.completed;
+            a.failed += b.failed;
+        }
+    }
+
+    /// The most bytes sent and received in any 1-second window starting at or after bucket
+    /// `from` (windows that run past the end count what there is).
+    pub fn max_window_per_s(&self, from: usize) -> (u64, u64) {
+        let buckets = self.buckets.get(from..).unwrap_or(&[]);
+        if buckets.is_empty() {
+            return (0, 0);
+        }
+        let mut best = (0, 0);
+        let windows = buckets.len().saturating_sub(BUCKETS_PER_SECOND) + 1;
+        for w in buckets.windows(BUCKETS_PER_SECOND.min(buckets.len())).take(windows) {
+            let sent = w.iter().map(|b| b.bytes_sent).sum();
+            let received = w.iter().map(|b| b.bytes_received).sum();
+            best.0 = best.0.max(sent);
+            best.1 = best.1.max(received);
+        }
+        best
+    }
+}
+
+/// One worker thread's measurements.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    pub phases: [PhaseStats; 2],
+    pub timeline: Timeline,
+    /// Requests sent whose outcome is not yet known.
+    pub in_flight: u64,
+}
+
+impl Recorder {
+    #[inline]
+    pub fn phase(&mut self, phase: Phase) -> &mut PhaseStats {
+        &mut self.phases[phase as usize]
+    }
+
+    pub fn merge(&mut self, other: &Recorder) {
+        for (a, b) in self.phases.iter_mut().zip(&other.phases) {
+            a.merge(b);
+        }
+        self.timeline.merge(&other.timeline);
+        self.in_flight += other.in_flight;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busiest_second_slides_over_buckets() {
+        let mut t = Timeline::default();
+        // 100 bytes in each of 30 buckets, plus a burst straddling seconds 1 and 2.
+        for i in 0..30 {
+            t.at(BUCKET * i).bytes_sent += 100;
+        }
+        t.at(Duration::from_millis(1_850)).bytes_sent += 5_000;
+        t.at(Duration::from_millis(2_050)).bytes_sent += 5_000;
+        // A window aligned to whole seconds would see only one half of the burst.
+        assert_eq!(t.max_window_per_s(0).0, 10 * 100 + 10_000);
+        // Starting after the burst, only the steady traffic is left.
+        assert_eq!(t.max_window_per_s(21).0, 9 * 100);
+        assert_eq!(t.max_window_per_s(99), (0, 0));
+    }
+
+    #[test]
+    fn merge_adds_everything() {
+        let mut a = Recorder::default();
+        let mut b = Recorder::default();
+        a.phase(Phase::Measured).latency.record(1_000).unwrap();
+        b.phase(Phase::Measured).latency.record(3_000).unwrap();
+        b.phase(Phase::Measured).status[200] = 2;
+        b.phase(Phase::Warmup).errors[0] = 1;
+        b.timeline.at(Duration::from_millis(250)).completed = 4;
+        a.merge(&b);
+        let m = &a.phases[Phase::Measured as usize];
+        assert_eq!(m.latency.len(), 2);
+        assert_eq!(m.status[200], 2);
+        assert_eq!(a.phases[Phase::Warmup as usize].errors[0], 1);
+        assert_eq!(a.timeline.buckets[2].completed, 4);
+    }
+}
