@@ -1,0 +1,24 @@
+//! What every Rust reference target shares: the workload contract's domain logic
+//! (`../../CONTRACT.md`). Each target wires these pieces into its framework the way that
+//! framework's documentation recommends; nothing here knows about a framework, and nothing
+//! here may cache a response the contract says is built per request.
+//!
+//! Layout:
+//! - [`config`]: the environment a target reads (`PORT`, `HOST`, `WORKERS`, `BACKLOG`,
+//!   `UPSTREAM_URL`, `CONTENT_DIR`).
+//! - [`params`]: query-string parsing with the contract's maxima; bad input becomes a
+//!   [`params::BadParam`] that targets turn into a 400.
+//! - [`workload`]: the bodies of `/plaintext`, `/json`, `/compute`, `/bytes`.
+//! - [`site`]: the portfolio (templates and Markdown posts from `targets/content`).
+//! - [`upstream`]: the pooled and per-call clients behind `/upstream`.
+
+pub mod config;
+pub mod params;
+pub mod site;
+pub mod upstream;
+pub mod workload;
+
+pub use config::Config;
+pub use params::{BadParam, Params};
+pub use site::Site;
+pub use upstream::{ClientMode, UpstreamClient, UpstreamError};

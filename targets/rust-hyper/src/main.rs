@@ -1,0 +1,168 @@
+//! loadlab reference target: the workload contract (`targets/CONTRACT.md`) served with bare
+//! hyper 1, the way hyper's server guide recommends: a tokio accept loop, one task per
+//! connection, `http1::Builder::serve_connection` with a `service_fn`, routing by `match`.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use lab_common::{params, workload, BadParam, Config, Site, UpstreamClient, UpstreamError};
+use std::convert::Infallible;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+struct AppState {
+    site: Site,
+    upstream: UpstreamClient,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("rust-hyper: {err}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::from_env()?;
+    let state = Arc::new(AppState {
+        site: Site::load(&config.content_dir)?,
+        upstream: UpstreamClient::new(config.upstream_url.as_deref()),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.workers)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let socket = match config.host {
+            std::net::IpAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            std::net::IpAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(config.bind_addr())?;
+        let listener = socket.listen(config.backlog)?;
+        println!("listening on {}", listener.local_addr()?);
+        loop {
+            let (stream, _) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                // Out of file descriptors and the like: keep serving the connections we have.
+                Err(err) => {
+                    eprintln!("rust-hyper: accept failed: {err}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let state = state.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req| handle(state.clone(), req));
+                // Errors here are a client going away mid-request; nothing to do about them.
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    })
+}
+
+type Reply = Response<Full<Bytes>>;
+
+fn reply(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Reply {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::SERVER, HeaderValue::from_static("hyper"));
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+const TEXT: &str = "text/plain; charset=utf-8";
+const HTML: &str = "text/html; charset=utf-8";
+const JSON: &str = "application/json";
+const OCTETS: &str = "application/octet-stream";
+
+fn ok(content_type: &'static str, body: impl Into<Bytes>) -> Reply {
+    reply(StatusCode::OK, content_type, body)
+}
+
+fn bad_request(err: BadParam) -> Reply {
+    reply(StatusCode::BAD_REQUEST, TEXT, err.to_string())
+}
+
+async fn handle(state: Arc<AppState>, req: Request<Incoming>) -> Result<Reply, Infallible> {
+    let query = req.uri().query().map(str::to_owned);
+    let query = query.as_deref();
+    let path = req.uri().path().to_owned();
+    let response = match (req.method(), path.as_str()) {
+        (&Method::GET, "/plaintext") => ok(TEXT, workload::PLAINTEXT),
+        (&Method::GET, "/json") => match serde_json::to_vec(&workload::message()) {
+            Ok(body) => ok(JSON, body),
+            Err(err) => reply(StatusCode::INTERNAL_SERVER_ERROR, TEXT, err.to_string()),
+        },
+        (&Method::GET, "/delay") => match params::delay_ms(query) {
+            Ok(ms) => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                ok(TEXT, workload::DONE)
+            }
+            Err(err) => bad_request(err),
+        },
+        (&Method::GET, "/block") => match params::block_ms(query) {
+            Ok(ms) => {
+                // Deliberately blocks the worker thread: the mistake post 002 measured.
+                std::thread::sleep(Duration::from_millis(ms));
+                ok(TEXT, workload::DONE)
+            }
+            Err(err) => bad_request(err),
+        },
+        (&Method::GET, "/compute") => match params::compute_n(query) {
+            Ok(n) => ok(JSON, workload::compute_json(n)),
+            Err(err) => bad_request(err),
+        },
+        (&Method::GET, "/bytes") => match params::bytes_n(query) {
+            Ok(n) => ok(OCTETS, workload::payload(n)),
+            Err(err) => bad_request(err),
+        },
+        (&Method::POST, "/echo") => {
+            match Limited::new(req.into_body(), params::MAX_ECHO_BYTES)
+                .collect()
+                .await
+            {
+                Ok(body) => ok(OCTETS, body.to_bytes()),
+                Err(err) if err.is::<http_body_util::LengthLimitError>() => reply(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    TEXT,
+                    format!("request body over {} bytes", params::MAX_ECHO_BYTES),
+                ),
+                Err(err) => reply(StatusCode::BAD_REQUEST, TEXT, err.to_string()),
+            }
+        }
+        (&Method::GET, "/upstream") => match params::upstream(query) {
+            Ok((calls, mode)) => match state.upstream.call(calls, mode).await {
+                Ok(bytes) => ok(JSON, workload::upstream_json(calls, mode, bytes)),
+                Err(err @ UpstreamError::NotConfigured) => {
+                    reply(StatusCode::SERVICE_UNAVAILABLE, TEXT, err.to_string())
+                }
+                Err(err) => reply(StatusCode::BAD_GATEWAY, TEXT, err.to_string()),
+            },
+            Err(err) => bad_request(err),
+        },
+        (&Method::GET, "/healthz") => ok(TEXT, workload::HEALTHZ),
+        (&Method::GET, "/") => ok(HTML, state.site.home()),
+        (&Method::GET, "/blogs") => ok(HTML, state.site.blogs()),
+        (&Method::GET, "/version") => ok(HTML, state.site.version()),
+        (&Method::GET, p) => match p.strip_prefix("/blogs/").and_then(|id| state.site.blog(id)) {
+            Some(page) => ok(HTML, page),
+            None => reply(StatusCode::NOT_FOUND, HTML, state.site.not_found()),
+        },
+        _ => reply(StatusCode::METHOD_NOT_ALLOWED, TEXT, "method not allowed"),
+    };
+    Ok(response)
+}
