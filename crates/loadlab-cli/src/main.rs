@@ -4,6 +4,8 @@
 
 mod cli;
 mod cmd;
+mod output;
+mod progress;
 
 use std::process::ExitCode;
 

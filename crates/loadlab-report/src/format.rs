@@ -1,0 +1,65 @@
+//! Number formatting shared by the human-facing formats.
+
+/// A latency in microseconds, with a unit a person reads at a glance: `812 µs`, `4.21 ms`.
+pub fn duration_us(us: f64) -> String {
+    if us < 10.0 {
+        format!("{us:.2} µs")
+    } else if us < 1_000.0 {
+        format!("{us:.0} µs")
+    } else if us < 10_000.0 {
+        format!("{:.2} ms", us / 1_000.0)
+    } else if us < 1_000_000.0 {
+        format!("{:.1} ms", us / 1_000.0)
+    } else {
+        format!("{:.2} s", us / 1_000_000.0)
+    }
+}
+
+/// An integer with thousands separators: `1,234,567`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A byte count in binary units: `512 B`, `1.50 KiB`, `12.3 MiB`.
+pub fn bytes(n: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{v:.0} B"),
+        _ if v < 10.0 => format!("{v:.2} {}", UNITS[unit]),
+        _ => format!("{v:.1} {}", UNITS[unit]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(duration_us(4.216), "4.22 µs");
+        assert_eq!(duration_us(812.4), "812 µs");
+        assert_eq!(duration_us(4_210.0), "4.21 ms");
+        assert_eq!(duration_us(42_100.0), "42.1 ms");
+        assert_eq!(duration_us(2_500_000.0), "2.50 s");
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(bytes(512.0), "512 B");
+        assert_eq!(bytes(1536.0), "1.50 KiB");
+        assert_eq!(bytes(12.3 * 1024.0 * 1024.0), "12.3 MiB");
+    }
+}

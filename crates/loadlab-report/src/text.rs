@@ -1,0 +1,266 @@
+//! The human summary: what ran, what came back, how fast, and what to distrust. Plain text
+//! that reads well in a terminal, a CI log or an issue.
+
+use crate::format::{bytes, count, duration_us};
+use crate::Exporter;
+use loadlab_engine::result::{decode_histogram, LatencySummary, PhaseSummary};
+use loadlab_engine::{ErrorClass, RunResult};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+pub struct TextExporter;
+
+impl Exporter for TextExporter {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+
+    fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(summary(result).as_bytes())
+    }
+}
+
+const BAR_WIDTH: usize = 40;
+
+fn summary(r: &RunResult) -> String {
+    let mut s = String::new();
+    let m = &r.measured;
+    let load = &r.load;
+    let _ = writeln!(s, "{} {}  ({})", r.target.method, r.target.url, r.target.address);
+    let length = match (load.duration_s, load.requests) {
+        (Some(d), _) => format!("{d}s"),
+        (_, Some(n)) => format!("{} requests", count(n)),
+        _ => String::new(),
+    };
+    let warmup = if load.warmup_s > 0.0 {
+        format!(" after a {}s warm-up (reported apart)", load.warmup_s)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "closed loop: {} connections on {} thread{}, {}, {length}{warmup}",
+        load.connections,
+        load.threads,
+        if load.threads == 1 { "" } else { "s" },
+        if load.keepalive {
+            "keep-alive"
+        } else {
+            "a new connection per request"
+        },
+    );
+    if r.interrupted {
+        let _ = writeln!(s, "INTERRUPTED: partial result");
+    }
+    s.push('\n');
+
+    let q = &m.requests;
+    let mut requests = format!(
+        "{} completed of {} issued, {} failed",
+        count(q.completed),
+        count(q.issued),
+        count(q.failed)
+    );
+    if r.in_flight_at_end > 0 {
+        let _ = write!(requests, ", {} abandoned in flight at the end", count(r.in_flight_at_end));
+    }
+    row(&mut s, "Requests", &requests);
+    row(
+        &mut s,
+        "Throughput",
+        &format!("{:.1} requests/s over {:.2}s", q.per_second, m.duration_s),
+    );
+    match &m.latency_us {
+        Some(l) => {
+            row(
+                &mut s,
+                "Latency",
+                &format!(
+                    "mean {}, stdev {}, min {}, max {}",
+                    duration_us(l.mean),
+                    duration_us(l.stdev),
+                    duration_us(l.min),
+                    duration_us(l.max)
+                ),
+            );
+            s.push('\n');
+            percentile_table(&mut s, l);
+            s.push('\n');
+            distribution(&mut s, m);
+        }
+        None => row(&mut s, "Latency", "no request completed"),
+    }
+    s.push('\n');
+    let codes = if m.status_codes.is_empty() {
+        "none".to_string()
+    } else {
+        m.status_codes
+            .iter()
+            .map(|(code, n)| format!("{code}: {}", count(*n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    row(&mut s, "Status", &codes);
+    if m.errors.is_empty() {
+        row(&mut s, "Errors", "none");
+    } else {
+        let mut first = true;
+        for (key, n) in &m.errors {
+            let what = ErrorClass::ALL
+                .iter()
+                .find(|c| c.key() == key)
+                .map_or("", |c| c.describe());
+            let line = format!("{key}: {}  ({what})", count(*n));
+            row(&mut s, if first { "Errors" } else { "" }, &line);
+            first = false;
+        }
+    }
+    let b = &m.bytes;
+    row(
+        &mut s,
+        "Sent",
+        &format!(
+            "{} ({}/s; busiest second {}/s)",
+            bytes(b.sent as f64),
+            bytes(b.sent_per_s),
+            bytes(b.max_sent_per_s as f64)
+        ),
+    );
+    row(
+        &mut s,
+        "Received",
+        &format!(
+            "{} ({}/s; busiest second {}/s)",
+            bytes(b.received as f64),
+            bytes(b.received_per_s),
+            bytes(b.max_received_per_s as f64)
+        ),
+    );
+    let mut conns = format!("{} opened", count(m.connections_opened));
+    if let Some(c) = &m.connect_us {
+        let _ = write!(
+            conns,
+            ", setup p50 {}, p99 {}, max {} (not in request latency)",
+            duration_us(c.p50),
+            duration_us(c.p99),
+            duration_us(c.max)
+        );
+    }
+    row(&mut s, "Connections", &conns);
+    if let Some(w) = &r.warmup {
+        let mut line = format!(
+            "{} completed, {} failed in {:.2}s, {:.1} requests/s",
+            count(w.requests.completed),
+            count(w.requests.failed),
+            w.duration_s,
+            w.requests.per_second
+        );
+        if let Some(l) = &w.latency_us {
+            let _ = write!(line, ", p50 {}, p99 {}", duration_us(l.p50), duration_us(l.p99));
+        }
+        row(&mut s, "Warm-up", &format!("{line} (excluded above)"));
+    }
+    let g = &r.generator;
+    let mut gen = format!("CPU {:.2}s", g.cpu_user_s + g.cpu_system_s);
+    if let Some(per) = g.cpu_s_per_100k_requests {
+        let _ = write!(gen, " ({per:.2}s per 100k requests)");
+    }
+    if !g.thread_busy.is_empty() {
+        let busy: Vec<String> = g
+            .thread_busy
+            .iter()
+            .map(|b| format!("{:.0}%", b * 100.0))
+            .collect();
+        let _ = write!(gen, ", threads busy {}", busy.join(" "));
+    }
+    row(&mut s, "Generator", &gen);
+    if !r.warnings.is_empty() {
+        s.push_str("\nWarnings\n");
+        for w in &r.warnings {
+            let _ = writeln!(s, "  ! {w}");
+        }
+    }
+    s
+}
+
+fn row(s: &mut String, label: &str, text: &str) {
+    let _ = writeln!(s, "{label:<12} {text}");
+}
+
+fn percentile_table(s: &mut String, l: &LatencySummary) {
+    let cols = [
+        ("p50", l.p50),
+        ("p75", l.p75),
+        ("p90", l.p90),
+        ("p95", l.p95),
+        ("p99", l.p99),
+        ("p99.9", l.p99_9),
+        ("p99.99", l.p99_99),
+        ("max", l.max),
+    ];
+    let cells: Vec<(String, String)> = cols
+        .iter()
+        .map(|(h, v)| (h.to_string(), duration_us(*v)))
+        .collect();
+    let widths: Vec<usize> = cells
+        .iter()
+        .map(|(h, v)| h.chars().count().max(v.chars().count()))
+        .collect();
+    let mut head = String::from("  ");
+    let mut vals = String::from("  ");
+    for ((h, v), w) in cells.iter().zip(&widths) {
+        let _ = write!(head, "{h:>w$}  ");
+        let _ = write!(vals, "{v:>w$}  ");
+    }
+    let _ = writeln!(s, "{}", head.trim_end());
+    let _ = writeln!(s, "{}", vals.trim_end());
+}
+
+/// Latency histogram on 1-2-5 bucket edges from the fastest to the slowest request.
+fn distribution(s: &mut String, m: &PhaseSummary) {
+    let Ok(h) = decode_histogram(&m.histograms.latency) else {
+        return;
+    };
+    if h.is_empty() {
+        return;
+    }
+    let (lo, hi) = (h.min().max(1), h.max().max(1));
+    // Bucket i holds latencies in (edge[i-1], edge[i]]; edges run from the first 1-2-5 value
+    // at or above the fastest request to the first at or above the slowest.
+    let mut edges = Vec::new();
+    let mut decade = 1u64;
+    'outer: loop {
+        for step in [1, 2, 5] {
+            let edge = decade * step;
+            if edge >= lo {
+                edges.push(edge);
+            }
+            if edge >= hi {
+                break 'outer;
+            }
+        }
+        decade *= 10;
+    }
+    let mut counts = vec![0u64; edges.len()];
+    for v in h.iter_recorded() {
+        let value = v.value_iterated_to();
+        let i = edges.iter().position(|&e| value <= e).unwrap_or(edges.len() - 1);
+        counts[i] += v.count_at_value();
+    }
+    let total = h.len() as f64;
+    let peak = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
+    for (edge, n) in edges.iter().zip(&counts) {
+        let share = *n as f64 / total;
+        let cells = (*n as f64 / peak * BAR_WIDTH as f64 * 8.0).round() as usize;
+        let mut bar = "█".repeat(cells / 8);
+        if cells % 8 > 0 {
+            bar.push(['▏', '▎', '▍', '▌', '▋', '▊', '▉'][cells % 8 - 1]);
+        }
+        let _ = writeln!(
+            s,
+            "  ≤ {:>9} {:>6.2}% {bar}",
+            duration_us(*edge as f64 / 1_000.0),
+            share * 100.0
+        );
+    }
+}
