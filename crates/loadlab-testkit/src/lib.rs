@@ -1,1 +1,251 @@
-//! placeholder
+//! Scriptable HTTP/1.1 servers on 127.0.0.1:0 for loadlab's tests.
+//!
+//! A [`TestServer`] runs on its own thread with its own runtime, so it never shares an event
+//! loop with the engine under test. It counts what it sees (connections accepted, requests
+//! read, responses written) and misbehaves on request: resets, stalls, garbage, bodies cut
+//! short, responses trickled one byte per write. It parses requests only as far as a test
+//! needs: the header block and a Content-Length body.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the server does with each request.
+#[derive(Debug, Clone)]
+pub enum Behavior {
+    /// Answer every request with these bytes.
+    Fixed(Vec<u8>),
+    /// Answer request number i (counted across connections) with `responses[i % len]`.
+    Cycle(Vec<Vec<u8>>),
+    /// Reset the connection (RST) instead of answering.
+    Reset,
+    /// Read the request, never answer, keep the connection open.
+    Stall,
+    /// Answer with bytes that are not HTTP.
+    Garbage,
+    /// Promise a 100-byte body, send 10 bytes of it, close.
+    CloseMidBody,
+    /// Write the response one byte per write, flushing each.
+    Trickle(Vec<u8>),
+}
+
+/// What the server has seen so far.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub accepted: AtomicU64,
+    pub requests: AtomicU64,
+    pub answered: AtomicU64,
+}
+
+impl Counters {
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
+    }
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+    pub fn answered(&self) -> u64 {
+        self.answered.load(Ordering::SeqCst)
+    }
+}
+
+pub struct TestServer {
+    addr: SocketAddr,
+    counters: Arc<Counters>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A complete response with a Content-Length body.
+pub fn response(status: u16, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status} Test\r\nContent-Length: {}\r\nContent-Type: text/plain\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A chunked response carrying `body` in chunks of `chunk` bytes, with an extension and a
+/// trailer so every part of the grammar is exercised.
+pub fn chunked_response(body: &str, chunk: usize) -> Vec<u8> {
+    let mut out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for (i, piece) in body.as_bytes().chunks(chunk).enumerate() {
+        if i == 0 {
+            out.extend_from_slice(format!("{:x};name=value\r\n", piece.len()).as_bytes());
+        } else {
+            out.extend_from_slice(format!("{:X}\r\n", piece.len()).as_bytes());
+        }
+        out.extend_from_slice(piece);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\nX-Trailer: done\r\n\r\n");
+    out
+}
+
+impl TestServer {
+    pub fn start(behavior: Behavior) -> TestServer {
+        let std_listener =
+            std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let addr = std_listener.local_addr().expect("local addr");
+        let counters = Arc::new(Counters::default());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let c = counters.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).expect("listener");
+                let behavior = Arc::new(behavior);
+                let accept = async {
+                    loop {
+                        let Ok((stream, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        c.accepted.fetch_add(1, Ordering::SeqCst);
+                        tokio::spawn(serve(stream, behavior.clone(), c.clone()));
+                    }
+                };
+                tokio::select! {
+                    _ = accept => {}
+                    _ = rx => {}
+                }
+            });
+            // Dropping the runtime closes every connection still open.
+        });
+        TestServer {
+            addr,
+            counters,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Reads one request (head plus Content-Length body) from `buf`/`stream`; returns whether
+/// it asked to close, or `None` at EOF.
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<bool> {
+    loop {
+        if let Some(end) = find(buf, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let body_len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            let total = end + 4 + body_len;
+            if buf.len() >= total {
+                let close = head.lines().any(|l| l.starts_with("connection:") && l.contains("close"));
+                buf.drain(..total);
+                return Some(close);
+            }
+        }
+        let mut chunk = [0u8; 8192];
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// Whether the response just sent said `Connection: close` (then the server closes, as RFC
+/// 9112 requires).
+fn announces_close(behavior: &Behavior, n: u64) -> bool {
+    let sent = match behavior {
+        Behavior::Fixed(b) | Behavior::Trickle(b) => b,
+        Behavior::Cycle(all) => &all[n as usize % all.len()],
+        _ => return false,
+    };
+    let head_end = find(sent, b"\r\n\r\n").unwrap_or(sent.len());
+    String::from_utf8_lossy(&sent[..head_end])
+        .to_ascii_lowercase()
+        .contains("\r\nconnection: close")
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+async fn serve(mut stream: TcpStream, behavior: Arc<Behavior>, counters: Arc<Counters>) {
+    let _ = stream.set_nodelay(true);
+    let mut buf = Vec::new();
+    while let Some(close) = read_request(&mut stream, &mut buf).await {
+        let n = counters.requests.fetch_add(1, Ordering::SeqCst);
+        let wrote = match &*behavior {
+            Behavior::Fixed(bytes) => stream.write_all(bytes).await.is_ok(),
+            Behavior::Cycle(all) => stream
+                .write_all(&all[n as usize % all.len()])
+                .await
+                .is_ok(),
+            Behavior::Reset => {
+                // Linger 0 makes close send RST; blocking on drop is moot with nothing unsent.
+                #[allow(deprecated)]
+                let _ = stream.set_linger(Some(Duration::ZERO));
+                return; // dropped with linger 0: the peer sees RST
+            }
+            Behavior::Stall => {
+                std::future::pending::<()>().await;
+                false
+            }
+            Behavior::Garbage => {
+                let _ = stream.write_all(b"this is not HTTP at all\r\n\r\n").await;
+                return;
+            }
+            Behavior::CloseMidBody => {
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+                    .await;
+                let _ = stream.shutdown().await;
+                return;
+            }
+            Behavior::Trickle(bytes) => {
+                let mut ok = true;
+                for b in bytes {
+                    if stream.write_all(std::slice::from_ref(b)).await.is_err() {
+                        ok = false;
+                        break;
+                    }
+                    let _ = stream.flush().await;
+                    tokio::task::yield_now().await;
+                }
+                ok
+            }
+        };
+        if !wrote {
+            return;
+        }
+        counters.answered.fetch_add(1, Ordering::SeqCst);
+        if close || announces_close(&behavior, n) {
+            let _ = stream.shutdown().await;
+            return;
+        }
+    }
+}

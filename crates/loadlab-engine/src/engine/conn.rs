@@ -39,6 +39,9 @@ struct Traffic {
     unbooked: u64,
 }
 
+/// How long to wait for a server to close a connection it said it would close.
+const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
+
 pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
     let mut parser = ResponseParser::new(ctx.request.is_head);
     let mut stream: Option<TcpStream> = None;
@@ -68,7 +71,11 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
             },
         };
         let sent_at = Instant::now();
-        ctx.recorder.borrow_mut().in_flight += 1;
+        {
+            let mut rec = ctx.recorder.borrow_mut();
+            rec.in_flight += 1;
+            rec.phase(phase).issued += 1;
+        }
         let mut traffic = Traffic::default();
         let deadline = sent_at + ctx.timeout;
         let outcome = exchange(&ctx, s, &mut parser, &mut timer, deadline, &mut traffic).await;
@@ -78,8 +85,11 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
                 if done.close || !ctx.keepalive {
                     if let Some(mut s) = stream.take() {
                         if done.close && !done.eof {
-                            // Let the server close first so TIME_WAIT stays on its side.
-                            await_close(&mut s, &mut timer, Instant::now() + ctx.timeout).await;
+                            // Let the server close first so TIME_WAIT stays on its side. A
+                            // server that announced close but does not close is not waited
+                            // for long: the slot is needed for the next request.
+                            let wait = ctx.timeout.min(MAX_CLOSE_WAIT);
+                            await_close(&mut s, &mut timer, Instant::now() + wait).await;
                         }
                     }
                 }
@@ -240,7 +250,6 @@ fn record_success(ctx: &ThreadCtx, phase: Phase, sent_at: Instant, status: u16, 
     bucket.bytes_sent += t.sent;
     bucket.bytes_received += t.unbooked;
     let stats = rec.phase(phase);
-    stats.issued += 1;
     stats.completed += 1;
     stats.status[status as usize % 1000] += 1;
     stats
@@ -258,13 +267,14 @@ fn record_failure(ctx: &ThreadCtx, phase: Phase, class: ErrorClass, t: &Traffic,
     let mut rec = ctx.recorder.borrow_mut();
     if was_in_flight {
         rec.in_flight -= 1;
+    } else {
+        rec.phase(phase).issued += 1;
     }
     let bucket = rec.timeline.at(ctx.start.elapsed());
     bucket.failed += 1;
     bucket.bytes_sent += t.sent;
     bucket.bytes_received += t.unbooked;
     let stats = rec.phase(phase);
-    stats.issued += 1;
     stats.failed += 1;
     stats.errors[class as usize] += 1;
     stats.bytes_sent += t.sent;

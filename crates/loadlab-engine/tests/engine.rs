@@ -1,0 +1,242 @@
+//! The engine against real servers on loopback that count what they receive.
+
+use loadlab_engine::{run, summarize, RunControl, RunResult, RunSpec};
+use loadlab_testkit::{chunked_response, response, Behavior, TestServer};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Runs the engine on its own thread; a run that does not end within 30 s fails the test
+/// instead of hanging it.
+fn run_spec(spec: RunSpec) -> RunResult {
+    let config = spec.validate().expect("valid spec");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let outcome = run(&config, &RunControl::new()).expect("run starts");
+        let _ = tx.send(summarize(&config, &outcome));
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the run hung: no result within 30 s")
+}
+
+fn spec(url: String) -> RunSpec {
+    RunSpec {
+        url,
+        connections: 4,
+        threads: Some(2),
+        timeout: Duration::from_secs(5),
+        ..RunSpec::default()
+    }
+}
+
+#[test]
+fn completed_requests_equal_what_the_server_answered() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "hello")));
+    let r = run_spec(RunSpec {
+        requests: Some(5_000),
+        connections: 10,
+        ..spec(server.url("/"))
+    });
+    let q = &r.measured.requests;
+    assert_eq!((q.issued, q.completed, q.failed), (5_000, 5_000, 0));
+    assert_eq!(server.counters().answered(), 5_000);
+    assert_eq!(r.measured.status_codes.get("200"), Some(&5_000));
+    assert_eq!(r.in_flight_at_end, 0);
+    let lat = r.measured.latency_us.as_ref().expect("latency");
+    assert_eq!(lat.count, 5_000);
+    assert!(lat.min > 0.0 && lat.min <= lat.p50 && lat.p50 <= lat.p99 && lat.p99 <= lat.max);
+}
+
+#[test]
+fn timed_runs_account_for_every_request() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "hello")));
+    let r = run_spec(RunSpec {
+        duration: Some(Duration::from_millis(500)),
+        ..spec(server.url("/"))
+    });
+    let q = &r.measured.requests;
+    assert!(q.completed > 100, "{q:?}");
+    assert_eq!(q.issued, q.completed + q.failed + r.in_flight_at_end);
+    // Requests abandoned at the deadline may or may not have been answered.
+    let answered = server.counters().answered();
+    assert!(
+        (q.completed..=q.completed + r.in_flight_at_end).contains(&answered),
+        "server answered {answered}, loadlab completed {} with {} in flight",
+        q.completed,
+        r.in_flight_at_end
+    );
+    assert!((r.measured.duration_s - 0.5).abs() < 0.1, "{}", r.measured.duration_s);
+}
+
+#[test]
+fn keepalive_opens_exactly_one_connection_per_slot() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let r = run_spec(RunSpec {
+        requests: Some(2_000),
+        connections: 8,
+        ..spec(server.url("/"))
+    });
+    assert_eq!(r.measured.requests.completed, 2_000);
+    assert_eq!(server.counters().accepted(), 8);
+    assert_eq!(r.measured.connections_opened, 8);
+}
+
+#[test]
+fn no_keepalive_opens_one_connection_per_request() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let r = run_spec(RunSpec {
+        requests: Some(300),
+        keepalive: false,
+        ..spec(server.url("/"))
+    });
+    assert_eq!(r.measured.requests.completed, 300);
+    assert_eq!(server.counters().accepted(), 300);
+    assert_eq!(r.measured.connections_opened, 300);
+    assert_eq!(r.measured.connect_us.as_ref().map(|c| c.count), Some(300));
+}
+
+#[test]
+fn server_connection_close_is_honoured() {
+    let mut close = response(200, "bye");
+    close.splice(19..19, b"Connection: close\r\n".iter().copied());
+    let server = TestServer::start(Behavior::Fixed(close));
+    let r = run_spec(RunSpec {
+        requests: Some(50),
+        ..spec(server.url("/"))
+    });
+    assert_eq!(r.measured.requests.completed, 50);
+    assert!(server.counters().accepted() >= 50, "{}", server.counters().accepted());
+}
+
+#[test]
+fn status_codes_are_counted_per_code() {
+    let server = TestServer::start(Behavior::Cycle(vec![
+        response(200, "ok"),
+        response(404, "missing"),
+        response(500, "broken"),
+    ]));
+    let r = run_spec(RunSpec {
+        requests: Some(300),
+        ..spec(server.url("/"))
+    });
+    let codes = &r.measured.status_codes;
+    assert_eq!(codes.get("200"), Some(&100));
+    assert_eq!(codes.get("404"), Some(&100));
+    assert_eq!(codes.get("500"), Some(&100));
+    assert_eq!(r.measured.requests.failed, 0);
+}
+
+/// Each misbehaving server yields its own failure class, and the run still ends.
+#[test]
+fn failures_are_classified() {
+    let cases = [
+        (Behavior::Reset, "connection_reset"),
+        (Behavior::Stall, "request_timeout"),
+        (Behavior::Garbage, "malformed_response"),
+        (Behavior::CloseMidBody, "closed_before_response"),
+    ];
+    for (behavior, class) in cases {
+        let server = TestServer::start(behavior.clone());
+        let r = run_spec(RunSpec {
+            requests: Some(6),
+            connections: 2,
+            timeout: Duration::from_millis(300),
+            ..spec(server.url("/"))
+        });
+        let q = &r.measured.requests;
+        assert_eq!((q.issued, q.completed, q.failed), (6, 0, 6), "{behavior:?}: {q:?}");
+        assert_eq!(
+            r.measured.errors.get(class),
+            Some(&6),
+            "{behavior:?}: {:?}",
+            r.measured.errors
+        );
+        assert!(r.warnings.iter().any(|w| w.contains("every measured request failed")));
+    }
+}
+
+#[test]
+fn refused_connections_are_classified() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }; // closed again: nothing listens there now
+    let r = run_spec(RunSpec {
+        requests: Some(10),
+        ..spec(format!("http://127.0.0.1:{port}/"))
+    });
+    assert_eq!(r.measured.errors.get("connect_refused"), Some(&10));
+    assert_eq!(r.measured.requests.issued, 10);
+}
+
+#[test]
+fn chunked_responses_trickled_byte_by_byte() {
+    let body = "The quick brown fox jumps over the lazy dog. ".repeat(8);
+    let server = TestServer::start(Behavior::Trickle(chunked_response(&body, 7)));
+    let r = run_spec(RunSpec {
+        requests: Some(40),
+        ..spec(server.url("/"))
+    });
+    assert_eq!(r.measured.requests.completed, 40, "{:?}", r.measured.errors);
+    assert_eq!(server.counters().answered(), 40);
+}
+
+#[test]
+fn warmup_is_reported_apart() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let r = run_spec(RunSpec {
+        requests: Some(1_000),
+        warmup: Duration::from_millis(300),
+        ..spec(server.url("/"))
+    });
+    let w = r.warmup.as_ref().expect("warm-up summary");
+    assert!(w.requests.completed > 0);
+    assert_eq!(r.measured.requests.completed, 1_000);
+    assert_eq!(
+        server.counters().answered(),
+        1_000 + w.requests.completed,
+        "the server saw warm-up and measured requests"
+    );
+}
+
+#[test]
+fn stop_ends_a_run_early_and_marks_it() {
+    let server = TestServer::start(Behavior::Stall);
+    let config = RunSpec {
+        duration: Some(Duration::from_secs(60)),
+        ..spec(server.url("/"))
+    }
+    .validate()
+    .unwrap();
+    let control = RunControl::new();
+    let (tx, rx) = mpsc::channel();
+    let c = control.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&config, &c).map(|o| summarize(&config, &o)));
+    });
+    // Stop once every connection has a request waiting at the server.
+    while server.counters().requests() < 4 {
+        std::thread::yield_now();
+    }
+    control.stop();
+    let r = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("stopped promptly")
+        .unwrap();
+    assert!(r.interrupted);
+    assert_eq!(r.in_flight_at_end, 4);
+    assert!(r.warnings.iter().any(|w| w.contains("interrupted")));
+}
+
+#[test]
+fn request_bodies_and_headers_are_sent() {
+    let server = TestServer::start(Behavior::Fixed(response(201, "")));
+    let r = run_spec(RunSpec {
+        requests: Some(20),
+        method: "POST".into(),
+        headers: vec!["X-Test: 1".into()],
+        body: vec![b'x'; 1000],
+        ..spec(server.url("/echo"))
+    });
+    assert_eq!(r.measured.status_codes.get("201"), Some(&20));
+    assert!(r.measured.bytes.sent >= 20 * 1000, "{}", r.measured.bytes.sent);
+}

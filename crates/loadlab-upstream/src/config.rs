@@ -1,0 +1,33 @@
+//! The mock upstream's settings, validated by construction (a `Duration` cannot be negative).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How the mock upstream behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamConfig {
+    /// Where [`crate::Upstream::start`] binds; loopback port 0 unless a caller needs a fixed one.
+    pub addr: SocketAddr,
+    /// Added before every counted answer: stands in for the remote service's work, so a target
+    /// making N sequential calls takes at least N times this.
+    pub delay: Duration,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        UpstreamConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            delay: Duration::ZERO,
+        }
+    }
+}
+
+impl UpstreamConfig {
+    /// The default config with a delay per call.
+    pub fn with_delay(delay: Duration) -> Self {
+        UpstreamConfig {
+            delay,
+            ..Self::default()
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Running the mock upstream in-process: what tests and `lab verify` use. The handle owns the
+//! shutdown signal; dropping it stops the server.
+
+use crate::{run, Counters, Stats, UpstreamConfig, UpstreamError};
+use std::net::SocketAddr;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Entry point: `Upstream::start(config).await?`.
+#[derive(Debug)]
+pub struct Upstream;
+
+impl Upstream {
+    /// Binds `config.addr` and serves on the current tokio runtime until the handle is shut
+    /// down or dropped.
+    pub async fn start(config: UpstreamConfig) -> Result<UpstreamHandle, UpstreamError> {
+        let listener = TcpListener::bind(config.addr)
+            .await
+            .map_err(|source| UpstreamError::Bind {
+                addr: config.addr,
+                source,
+            })?;
+        let addr = listener.local_addr()?;
+        let counters = Counters::default();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(run(listener, config, counters.clone(), async move {
+            // A dropped sender stops the server just like a sent signal.
+            let _ = stopped.await;
+        }));
+        Ok(UpstreamHandle {
+            addr,
+            counters,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+}
+
+/// A running mock upstream.
+#[derive(Debug)]
+pub struct UpstreamHandle {
+    addr: SocketAddr,
+    counters: Counters,
+    /// Sending (or dropping) stops the accept loop.
+    stop: Option<oneshot::Sender<()>>,
+    /// The server task, awaited by [`UpstreamHandle::shutdown`].
+    task: Option<JoinHandle<Result<(), UpstreamError>>>,
+}
+
+impl UpstreamHandle {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The URL to give a target as `UPSTREAM_URL`, e.g. `http://127.0.0.1:43121/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// The counters right now (reading them is not traffic).
+    pub fn stats(&self) -> Stats {
+        self.counters.snapshot()
+    }
+
+    /// Stops accepting, drops open connections, and reports how the server ended.
+    pub async fn shutdown(mut self) -> Result<(), UpstreamError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.unwrap_or(Ok(())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for UpstreamHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}

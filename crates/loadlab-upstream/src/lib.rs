@@ -1,0 +1,41 @@
+//! The mock upstream that `/upstream` targets call (posts 003 and 004). It answers every path
+//! with `200 ok` after a configurable delay and counts what it sees, so a test or `lab verify`
+//! can tell a pooled client (few connections, many requests) from a client built per call (one
+//! connection per request). It must stay boring and predictable: no routing logic beyond
+//! `/__stats`, no state other than the counters.
+//!
+//! Layout:
+//! - [`config`]: [`UpstreamConfig`] (bind address, delay per call).
+//! - [`stats`]: [`Counters`] (shared atomics) and [`Stats`] (a snapshot, the `/__stats` JSON).
+//! - [`server`]: [`run`], the accept loop; takes its listener and its shutdown signal as
+//!   arguments so tests and the CLI inject their own (mini-redis style).
+//! - [`handle`]: [`Upstream::start`], which runs the server on the current tokio runtime and
+//!   returns an [`UpstreamHandle`] with `addr()`, `stats()` and `shutdown()`.
+
+pub mod config;
+pub mod handle;
+pub mod server;
+pub mod stats;
+
+pub use config::UpstreamConfig;
+pub use handle::{Upstream, UpstreamHandle};
+pub use server::run;
+pub use stats::{Counters, Stats};
+
+/// What can go wrong starting or running the mock upstream.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("cannot bind the mock upstream to {addr}: {source} (pick another --port, or 0 for a free one)")]
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the mock upstream's listener failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The body of every answer other than `/__stats`.
+pub const RESPONSE_BODY: &str = "ok";
+
+/// The path that serves the counters instead of being counted.
+pub const STATS_PATH: &str = "/__stats";
