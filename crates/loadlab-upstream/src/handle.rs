@@ -15,12 +15,13 @@ impl Upstream {
     /// Binds `config.addr` and serves on the current tokio runtime until the handle is shut
     /// down or dropped.
     pub async fn start(config: UpstreamConfig) -> Result<UpstreamHandle, UpstreamError> {
-        let listener = TcpListener::bind(config.addr)
-            .await
-            .map_err(|source| UpstreamError::Bind {
-                addr: config.addr,
-                source,
-            })?;
+        let listener =
+            TcpListener::bind(config.addr)
+                .await
+                .map_err(|source| UpstreamError::Bind {
+                    addr: config.addr,
+                    source,
+                })?;
         let addr = listener.local_addr()?;
         let counters = Counters::default();
         let (stop, stopped) = oneshot::channel::<()>();

@@ -50,9 +50,8 @@ pub async fn run(
         connections.spawn(async move {
             // Set on the connection's first counted request, so the connection is counted once.
             let counted = Arc::new(AtomicBool::new(false));
-            let service = service_fn(move |req| {
-                answer(req, counters.clone(), counted.clone(), delay)
-            });
+            let service =
+                service_fn(move |req| answer(req, counters.clone(), counted.clone(), delay));
             // A client closing mid-request is its business, not an upstream failure.
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -63,8 +62,12 @@ pub async fn run(
 
 fn is_transient(err: &std::io::Error) -> bool {
     use std::io::ErrorKind::*;
-    matches!(err.kind(), ConnectionAborted | ConnectionReset | Interrupted | WouldBlock)
-        || err.raw_os_error().is_some_and(|code| code == 23 || code == 24) // ENFILE, EMFILE
+    matches!(
+        err.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
+    ) || err
+        .raw_os_error()
+        .is_some_and(|code| code == 23 || code == 24) // ENFILE, EMFILE
 }
 
 async fn answer(

@@ -26,7 +26,10 @@ async fn pooled_client_reuses_one_connection() {
     let upstream = Upstream::start(UpstreamConfig::default()).await.unwrap();
     let pooled = client();
     for _ in 0..8 {
-        assert_eq!(get(&pooled, &upstream.url()).await, (200, Bytes::from("ok")));
+        assert_eq!(
+            get(&pooled, &upstream.url()).await,
+            (200, Bytes::from("ok"))
+        );
     }
     assert_eq!(
         upstream.stats(),
