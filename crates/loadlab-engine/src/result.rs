@@ -322,7 +322,8 @@ fn warnings(
         }
     }
     let busiest = generator.thread_busy.iter().cloned().fold(0.0, f64::max);
-    if busiest >= BUSY_THRESHOLD {
+    // Below a second, start-up and scheduling noise make the busy share meaningless.
+    if busiest >= BUSY_THRESHOLD && outcome.elapsed >= Duration::from_secs(1) {
         out.push(format!(
             "the generator was saturated (a worker thread was busy {:.0}% of the time): \
              the target may be faster than these numbers say; give loadlab more threads (-t) or cores",

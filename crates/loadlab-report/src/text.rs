@@ -39,8 +39,9 @@ fn summary(r: &RunResult) -> String {
     };
     let _ = writeln!(
         s,
-        "closed loop: {} connections on {} thread{}, {}, {length}{warmup}",
+        "closed loop: {} connection{} on {} thread{}, {}, {length}{warmup}",
         load.connections,
+        if load.connections == 1 { "" } else { "s" },
         load.threads,
         if load.threads == 1 { "" } else { "s" },
         if load.keepalive {
@@ -68,7 +69,7 @@ fn summary(r: &RunResult) -> String {
     row(
         &mut s,
         "Throughput",
-        &format!("{:.1} requests/s over {:.2}s", q.per_second, m.duration_s),
+        &format!("{} requests/s over {:.2}s", rate(q.per_second), m.duration_s),
     );
     match &m.latency_us {
         Some(l) => {
@@ -137,6 +138,9 @@ fn summary(r: &RunResult) -> String {
         ),
     );
     let mut conns = format!("{} opened", count(m.connections_opened));
+    if let Some(w) = r.warmup.as_ref().filter(|w| w.connections_opened > 0) {
+        let _ = write!(conns, " (and {} during the warm-up)", count(w.connections_opened));
+    }
     if let Some(c) = &m.connect_us {
         let _ = write!(
             conns,
@@ -149,11 +153,11 @@ fn summary(r: &RunResult) -> String {
     row(&mut s, "Connections", &conns);
     if let Some(w) = &r.warmup {
         let mut line = format!(
-            "{} completed, {} failed in {:.2}s, {:.1} requests/s",
+            "{} completed, {} failed in {:.2}s, {} requests/s",
             count(w.requests.completed),
             count(w.requests.failed),
             w.duration_s,
-            w.requests.per_second
+            rate(w.requests.per_second)
         );
         if let Some(l) = &w.latency_us {
             let _ = write!(line, ", p50 {}, p99 {}", duration_us(l.p50), duration_us(l.p99));
@@ -181,6 +185,12 @@ fn summary(r: &RunResult) -> String {
         }
     }
     s
+}
+
+/// A rate with thousands separators and one decimal: `112,908.1`.
+fn rate(per_second: f64) -> String {
+    let tenths = (per_second * 10.0).round() as u64;
+    format!("{}.{}", count(tenths / 10), tenths % 10)
 }
 
 fn row(s: &mut String, label: &str, text: &str) {

@@ -1,0 +1,120 @@
+//! The `loadlab` binary as a user runs it: real processes against real loopback servers.
+
+use loadlab_testkit::{response, Behavior, TestServer};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn loadlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loadlab"))
+}
+
+fn run(args: &[&str]) -> Output {
+    loadlab().args(args).output().expect("loadlab runs")
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "loadlab-cli-test-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn bad_flags_exit_2_naming_the_flag_and_the_fix() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["run", "-c", "0", "http://127.0.0.1:9/"], &["-c/--connections", "-c 50"]),
+        (&["run", "localhost:8080/"], &["no scheme", "http://localhost:8080/"]),
+        (&["run", "-H", "NoColon", "http://127.0.0.1:9/"], &["-H/--header", "Name: value"]),
+        (&["run", "-d", "10x", "http://127.0.0.1:9/"], &["--duration", "e.g. 10s"]),
+        (&["run", "-t", "0", "http://127.0.0.1:9/"], &["-t/--threads"]),
+        (
+            &["run", "--json", "/nonexistent-dir/x.json", "http://127.0.0.1:9/"],
+            &["--json", "/nonexistent-dir/x.json"],
+        ),
+        (&["run", "--body-file", "/nonexistent-file", "http://127.0.0.1:9/"], &["--body-file"]),
+    ];
+    for (args, needles) in cases {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        for n in *needles {
+            assert!(stderr.contains(n), "{args:?}: `{stderr}` lacks `{n}`");
+        }
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+fn schema() -> jsonschema::Validator {
+    let text = include_str!("../../../schema/run-result.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(text).expect("schema is JSON");
+    jsonschema::validator_for(&schema).expect("schema is valid")
+}
+
+fn assert_valid(value: &serde_json::Value) {
+    let validator = schema();
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "result does not match the schema: {errors:#?}");
+}
+
+#[test]
+fn json_result_follows_the_schema() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "Hello, World!")));
+    let dir = tempdir();
+    let path = dir.join("result.json");
+    let out = run(&[
+        "run", "-n", "500", "-c", "4", "-t", "2", "--warmup", "100ms",
+        "--json", path.to_str().unwrap(), &server.url("/"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&value);
+    assert_eq!(value["measured"]["requests"]["completed"], 500);
+    assert!(value["warmup"].is_object());
+    // The human summary went to standard output.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("500 completed of 500 issued"), "{stdout}");
+
+    // `--json -` puts JSON alone on standard output, a failing run included.
+    let out = run(&["run", "-n", "3", "--json", "-", "http://127.0.0.1:9/"]);
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_valid(&value);
+    assert_eq!(value["measured"]["errors"]["connect_refused"], 3);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("connect_refused"));
+}
+
+#[test]
+fn ctrl_c_prints_and_writes_the_partial_result() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let dir = tempdir();
+    let path = dir.join("partial.json");
+    let child = loadlab()
+        .args(["run", "-d", "60s", "-c", "2", "--json", path.to_str().unwrap(), &server.url("/")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while server.counters().answered() < 100 {
+        assert!(started.elapsed() < Duration::from_secs(20), "the run never started");
+        std::thread::yield_now();
+    }
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(20), "Ctrl-C did not stop the run");
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("INTERRUPTED"), "{stdout}");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&value);
+    assert_eq!(value["interrupted"], true);
+    assert!(value["measured"]["requests"]["completed"].as_u64().unwrap() >= 100);
+}

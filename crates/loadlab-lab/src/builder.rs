@@ -1,0 +1,110 @@
+//! `lab build NAME|all`: runs each target's own build command (loadlab knows no toolchain),
+//! skipped when the sources' fingerprint matches the last successful build and the artifacts
+//! are still there.
+
+use crate::lab::Lab;
+use crate::manifest::Target;
+use crate::{fingerprint, toolchain, LabError};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What `build` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuildAction {
+    /// Up to date: nothing ran.
+    Cached,
+    /// The build command ran and succeeded.
+    Built,
+}
+
+/// One target's build result.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BuildOutcome {
+    pub name: String,
+    pub action: BuildAction,
+    /// Wall time of the build command (zero when cached).
+    pub duration: Duration,
+    pub fingerprint: String,
+}
+
+impl Lab {
+    /// Builds `target` unless it is up to date (or `force` is set). The build command's
+    /// output goes to this process's stdout and stderr, so a failure explains itself.
+    pub fn build(&self, target: &Target, force: bool) -> Result<BuildOutcome, LabError> {
+        let missing = toolchain::missing(&target.manifest.toolchain);
+        if !missing.is_empty() {
+            return Err(LabError::ToolchainMissing {
+                name: target.name().to_string(),
+                programs: missing,
+            });
+        }
+        let fingerprint = fingerprint::of(target)?;
+        let artifacts_present = target.artifacts().iter().all(|a| a.exists());
+        if !force && artifacts_present && self.stamp(target).as_deref() == Some(&fingerprint) {
+            return Ok(BuildOutcome {
+                name: target.name().to_string(),
+                action: BuildAction::Cached,
+                duration: Duration::ZERO,
+                fingerprint,
+            });
+        }
+        let spec = &target.manifest.build;
+        let shown = spec.command.join(" ");
+        let started = Instant::now();
+        let status = Command::new(&spec.command[0])
+            .args(&spec.command[1..])
+            .current_dir(&target.dir)
+            .envs(&spec.env)
+            .stdin(Stdio::null())
+            .stdout(stdout_to_stderr())
+            .status()
+            .map_err(|source| LabError::Spawn {
+                name: target.name().to_string(),
+                command: shown.clone(),
+                source,
+            })?;
+        if !status.success() {
+            return Err(LabError::BuildFailed {
+                name: target.name().to_string(),
+                command: shown,
+                status,
+            });
+        }
+        if let Some(missing) = target.artifacts().into_iter().find(|a| !a.exists()) {
+            return Err(LabError::ArtifactMissing {
+                name: target.name().to_string(),
+                path: missing,
+            });
+        }
+        // The fingerprint taken before the build: if a source changed meanwhile, the next
+        // build sees a mismatch and rebuilds, which is the safe direction.
+        self.write_stamp(target, &fingerprint)?;
+        Ok(BuildOutcome {
+            name: target.name().to_string(),
+            action: BuildAction::Built,
+            duration: started.elapsed(),
+            fingerprint,
+        })
+    }
+
+    /// Builds `NAME`, or every target for `all`, stopping at the first failure.
+    pub fn build_named(&self, name: &str, force: bool) -> Result<Vec<BuildOutcome>, LabError> {
+        self.select(name)?
+            .into_iter()
+            .map(|t| self.build(t, force))
+            .collect()
+    }
+}
+
+/// The build's stdout joins our stderr, so loadlab's own stdout stays machine-readable.
+fn stdout_to_stderr() -> Stdio {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
+            return Stdio::from(fd);
+        }
+    }
+    Stdio::inherit()
+}

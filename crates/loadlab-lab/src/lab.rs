@@ -1,0 +1,188 @@
+//! [`Lab`]: the targets under one `targets/` directory, found by their `target.toml`, and
+//! their build state. Reading the lab never builds or runs anything.
+
+use crate::manifest::{Target, MANIFEST_FILE};
+use crate::{fingerprint, toolchain, LabError};
+use std::path::{Path, PathBuf};
+
+/// The file that marks a directory as a lab's `targets/` directory.
+pub const CONTRACT_FILE: &str = "CONTRACT.md";
+
+/// The targets of one `targets/` directory.
+#[derive(Debug, Clone)]
+pub struct Lab {
+    root: PathBuf,
+    targets: Vec<Target>,
+}
+
+/// Whether a target can be served as it is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "state", content = "missing")]
+pub enum BuildState {
+    /// Artifacts present and built from the current sources.
+    Built,
+    /// Artifacts present, but sources changed since.
+    Stale,
+    NotBuilt,
+    /// These build programs are not on `PATH`.
+    ToolchainMissing(Vec<String>),
+}
+
+impl BuildState {
+    /// Short label for tables: `built`, `stale`, `not-built`, `toolchain-missing`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            BuildState::Built => "built",
+            BuildState::Stale => "stale",
+            BuildState::NotBuilt => "not-built",
+            BuildState::ToolchainMissing(_) => "toolchain-missing",
+        }
+    }
+}
+
+/// One row of `lab list`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TargetStatus {
+    pub name: String,
+    pub language: String,
+    pub framework: String,
+    pub framework_version: String,
+    pub warmup_secs: u64,
+    pub state: BuildState,
+}
+
+impl Lab {
+    /// Opens `root` (a `targets/` directory) and reads every `*/target.toml` in it.
+    pub fn open(root: &Path) -> Result<Self, LabError> {
+        let root = root.canonicalize().map_err(|source| LabError::Io {
+            context: format!("cannot open targets directory {}", root.display()),
+            source,
+        })?;
+        let entries = std::fs::read_dir(&root).map_err(|source| LabError::Io {
+            context: format!("cannot list {}", root.display()),
+            source,
+        })?;
+        let mut targets = Vec::new();
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            if dir.join(MANIFEST_FILE).is_file() {
+                targets.push(Target::load(&dir)?);
+            }
+        }
+        targets.sort_by(|a, b| a.name().cmp(b.name()));
+        Ok(Lab { root, targets })
+    }
+
+    /// Finds the `targets/` directory from `start` upwards (the first ancestor that has a
+    /// `targets/CONTRACT.md`, or `start` itself if it is one) and opens it.
+    pub fn discover(start: &Path) -> Result<Self, LabError> {
+        for dir in start.ancestors() {
+            if dir.join(CONTRACT_FILE).is_file() && dir.file_name() == Some("targets".as_ref()) {
+                return Lab::open(dir);
+            }
+            let candidate = dir.join("targets");
+            if candidate.join(CONTRACT_FILE).is_file() {
+                return Lab::open(&candidate);
+            }
+        }
+        Err(LabError::NoTargetsDir {
+            searched_from: start.to_path_buf(),
+        })
+    }
+
+    /// The `targets/` directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The shared portfolio content every target serves.
+    pub fn content_dir(&self) -> PathBuf {
+        self.root.join("content")
+    }
+
+    /// Where build fingerprints are kept (inside the git-ignored `targets/target`).
+    pub fn stamp_dir(&self) -> PathBuf {
+        self.root.join("target").join("loadlab-stamps")
+    }
+
+    pub fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    /// The target called `name`, or an error listing the known ones.
+    pub fn target(&self, name: &str) -> Result<&Target, LabError> {
+        self.targets
+            .iter()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| LabError::UnknownTarget {
+                name: name.to_string(),
+                known: self.targets.iter().map(|t| t.name().to_string()).collect(),
+            })
+    }
+
+    /// `NAME` as one target, or `all` as every target.
+    pub fn select(&self, name: &str) -> Result<Vec<&Target>, LabError> {
+        if name == "all" {
+            Ok(self.targets.iter().collect())
+        } else {
+            Ok(vec![self.target(name)?])
+        }
+    }
+
+    /// The build state of `target`.
+    pub fn state(&self, target: &Target) -> Result<BuildState, LabError> {
+        let missing = toolchain::missing(&target.manifest.toolchain);
+        let built = !target.artifacts().is_empty() && target.artifacts().iter().all(|a| a.exists());
+        if !built {
+            return Ok(if missing.is_empty() {
+                BuildState::NotBuilt
+            } else {
+                BuildState::ToolchainMissing(missing)
+            });
+        }
+        let current = fingerprint::of(target)?;
+        Ok(if self.stamp(target).as_deref() == Some(current.as_str()) {
+            BuildState::Built
+        } else {
+            BuildState::Stale
+        })
+    }
+
+    /// Every target with its state, sorted by name.
+    pub fn list(&self) -> Result<Vec<TargetStatus>, LabError> {
+        self.targets
+            .iter()
+            .map(|t| {
+                Ok(TargetStatus {
+                    name: t.name().to_string(),
+                    language: t.manifest.language.clone(),
+                    framework: t.manifest.framework.clone(),
+                    framework_version: t.manifest.framework_version.clone(),
+                    warmup_secs: t.manifest.warmup_secs,
+                    state: self.state(t)?,
+                })
+            })
+            .collect()
+    }
+
+    fn stamp_path(&self, target: &Target) -> PathBuf {
+        self.stamp_dir().join(format!("{}.fingerprint", target.name()))
+    }
+
+    /// The fingerprint recorded by the last successful build.
+    pub(crate) fn stamp(&self, target: &Target) -> Option<String> {
+        std::fs::read_to_string(self.stamp_path(target))
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+
+    pub(crate) fn write_stamp(&self, target: &Target, fingerprint: &str) -> Result<(), LabError> {
+        let path = self.stamp_path(target);
+        let io = |source| LabError::Io {
+            context: format!("cannot record the build of {} in {}", target.name(), path.display()),
+            source,
+        };
+        std::fs::create_dir_all(self.stamp_dir()).map_err(io)?;
+        std::fs::write(&path, fingerprint).map_err(io)
+    }
+}
