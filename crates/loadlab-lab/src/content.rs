@@ -46,11 +46,14 @@ impl ReferenceSite {
         let read = |rel: &str| read_checked(&dir.join(rel));
         let layout = read("templates/layout.html")?;
         let fill = |template: &str, values: &[(&str, &str)]| {
-            values.iter().fold(template.to_string(), |out, (name, value)| {
-                out.replace(&format!("{{{{{name}}}}}"), value)
-            })
+            values
+                .iter()
+                .fold(template.to_string(), |out, (name, value)| {
+                    out.replace(&format!("{{{{{name}}}}}"), value)
+                })
         };
-        let page = |title: &str, main: &str| fill(&layout, &[("title", &escape(title)), ("main", main)]);
+        let page =
+            |title: &str, main: &str| fill(&layout, &[("title", &escape(title)), ("main", main)]);
 
         let mut posts = load_posts(&dir.join("posts"))?;
         posts.sort_by(|a, b| a.id.as_bytes().cmp(b.id.as_bytes()));
@@ -65,16 +68,36 @@ impl ReferenceSite {
         let not_found = page("Not Found", &read("templates/not_found.html")?);
 
         let mut pages = vec![
-            ok("/", "index.html", page("Home", &read("templates/home.html")?)),
-            ok("/blogs", "blogs.html", page("Blogs", &fill(&read("templates/blogs.html")?, &[("items", &items)]))),
+            ok(
+                "/",
+                "index.html",
+                page("Home", &read("templates/home.html")?),
+            ),
+            ok(
+                "/blogs",
+                "blogs.html",
+                page(
+                    "Blogs",
+                    &fill(&read("templates/blogs.html")?, &[("items", &items)]),
+                ),
+            ),
             ok(
                 "/version",
                 "version.html",
-                page("Version", &fill(&read("templates/version.html")?, &[("version", &escape(version))])),
+                page(
+                    "Version",
+                    &fill(
+                        &read("templates/version.html")?,
+                        &[("version", &escape(version))],
+                    ),
+                ),
             ),
         ];
         for post in &posts {
-            let main = fill(&blog, &[("title", &escape(&post.title)), ("body", &post.html)]);
+            let main = fill(
+                &blog,
+                &[("title", &escape(&post.title)), ("body", &post.html)],
+            );
             pages.push(ok(
                 &format!("/blogs/{}", post.id),
                 &format!("blogs/{}.html", post.id),
@@ -87,7 +110,11 @@ impl ReferenceSite {
                 status: 404,
                 body: not_found.clone(),
                 // Only the first 404 is stored; they are all the same page.
-                expected_file: if i == 0 { "404.html".into() } else { String::new() },
+                expected_file: if i == 0 {
+                    "404.html".into()
+                } else {
+                    String::new()
+                },
             });
         }
         Ok(ReferenceSite { pages })
@@ -112,9 +139,13 @@ fn fail(path: &Path, message: impl Into<String>) -> ContentError {
 
 /// Reads a content file and enforces the rules that keep rendering unambiguous.
 fn read_checked(path: &Path) -> Result<String, ContentError> {
-    let text = std::fs::read_to_string(path).map_err(|e| fail(path, format!("cannot read: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| fail(path, format!("cannot read: {e}")))?;
     if text.contains('\r') {
-        return Err(fail(path, "contains \\r: content uses \\n line endings only"));
+        return Err(fail(
+            path,
+            "contains \\r: content uses \\n line endings only",
+        ));
     }
     Ok(text)
 }
@@ -127,11 +158,23 @@ fn load_posts(dir: &Path) -> Result<Vec<Post>, ContentError> {
         if path.extension().and_then(|e| e.to_str()) != Some("md") {
             continue;
         }
-        let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
-            return Err(fail(&path, "post ids use lowercase letters, digits and - only: rename the file"));
+        let id = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("")
+            .to_string();
+        if id.is_empty()
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
+            return Err(fail(
+                &path,
+                "post ids use lowercase letters, digits and - only: rename the file",
+            ));
         }
-        let (title, html) = convert(&read_checked(&path)?).map_err(|(line, m)| fail(&path, format!("line {line}: {m}")))?;
+        let (title, html) = convert(&read_checked(&path)?)
+            .map_err(|(line, m)| fail(&path, format!("line {line}: {m}")))?;
         posts.push(Post { id, title, html });
     }
     Ok(posts)
@@ -140,7 +183,10 @@ fn load_posts(dir: &Path) -> Result<Vec<Post>, ContentError> {
 /// The Markdown subset: returns (title, body HTML) or (line number, what to fix).
 fn convert(text: &str) -> Result<(String, String), (usize, String)> {
     if text.contains("{{") {
-        return Err((0, "posts must not contain {{ (it would be read as a placeholder)".into()));
+        return Err((
+            0,
+            "posts must not contain {{ (it would be read as a placeholder)".into(),
+        ));
     }
     let lines: Vec<&str> = text.split('\n').collect();
     for (i, line) in lines.iter().enumerate() {
@@ -158,19 +204,25 @@ fn convert(text: &str) -> Result<(String, String), (usize, String)> {
             start += 1;
             continue;
         }
-        let end = (start..lines.len()).find(|&i| lines[i].is_empty()).unwrap_or(lines.len());
+        let end = (start..lines.len())
+            .find(|&i| lines[i].is_empty())
+            .unwrap_or(lines.len());
         let block = &lines[start..end];
         if let Some(heading) = block[0].strip_prefix("## ") {
             if block.len() > 1 {
-                return Err((start + 2, "a heading is one line: add an empty line after it".into()));
+                return Err((
+                    start + 2,
+                    "a heading is one line: add an empty line after it".into(),
+                ));
             }
             html += &format!("<h2>{}</h2>\n", escape(heading));
         } else if block[0].starts_with("- ") {
             html += "<ul>\n";
             for (k, line) in block.iter().enumerate() {
-                let item = line
-                    .strip_prefix("- ")
-                    .ok_or((start + k + 1, "every line of a list starts with `- `".to_string()))?;
+                let item = line.strip_prefix("- ").ok_or((
+                    start + k + 1,
+                    "every line of a list starts with `- `".to_string(),
+                ))?;
                 html += &format!("<li>{}</li>\n", escape(item));
             }
             html += "</ul>\n";
@@ -214,13 +266,19 @@ mod tests {
             }
             let expected = std::fs::read_to_string(&file)
                 .unwrap_or_else(|e| panic!("{}: {e}; run with LOADLAB_BLESS=1", file.display()));
-            assert!(expected == page.body, "{} differs from {}: run with LOADLAB_BLESS=1", page.path, file.display());
+            assert!(
+                expected == page.body,
+                "{} differs from {}: run with LOADLAB_BLESS=1",
+                page.path,
+                file.display()
+            );
         }
     }
 
     #[test]
     fn markdown_subset_and_escaping() {
-        let (title, html) = convert("# Q&A\n\nline one\nline <two>\n\n## It's\n\n- a\n- \"b\"\n").unwrap();
+        let (title, html) =
+            convert("# Q&A\n\nline one\nline <two>\n\n## It's\n\n- a\n- \"b\"\n").unwrap();
         assert_eq!(title, "Q&A");
         assert_eq!(
             html,

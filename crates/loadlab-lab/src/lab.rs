@@ -166,7 +166,8 @@ impl Lab {
     }
 
     fn stamp_path(&self, target: &Target) -> PathBuf {
-        self.stamp_dir().join(format!("{}.fingerprint", target.name()))
+        self.stamp_dir()
+            .join(format!("{}.fingerprint", target.name()))
     }
 
     /// The fingerprint recorded by the last successful build.
@@ -179,7 +180,11 @@ impl Lab {
     pub(crate) fn write_stamp(&self, target: &Target, fingerprint: &str) -> Result<(), LabError> {
         let path = self.stamp_path(target);
         let io = |source| LabError::Io {
-            context: format!("cannot record the build of {} in {}", target.name(), path.display()),
+            context: format!(
+                "cannot record the build of {} in {}",
+                target.name(),
+                path.display()
+            ),
             source,
         };
         std::fs::create_dir_all(self.stamp_dir()).map_err(io)?;

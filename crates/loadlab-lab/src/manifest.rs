@@ -181,7 +181,10 @@ mod tests {
             manifest: parse(MINIMAL).unwrap(),
             dir: PathBuf::from("/lab/go-nethttp"),
         };
-        assert_eq!(target.run_program(), PathBuf::from("/lab/go-nethttp/./server"));
+        assert_eq!(
+            target.run_program(),
+            PathBuf::from("/lab/go-nethttp/./server")
+        );
         let mut on_path = target.clone();
         on_path.manifest.run.command = vec!["java".into()];
         assert_eq!(on_path.run_program(), PathBuf::from("java"));

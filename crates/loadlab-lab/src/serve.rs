@@ -237,12 +237,19 @@ pub fn parse_address_line(line: &str) -> Result<SocketAddr, String> {
     let line = line.trim();
     let addr = line
         .strip_prefix("listening on ")
-        .and_then(|rest| rest.trim().trim_start_matches("http://").parse::<SocketAddr>().ok())
+        .and_then(|rest| {
+            rest.trim()
+                .trim_start_matches("http://")
+                .parse::<SocketAddr>()
+                .ok()
+        })
         .ok_or_else(|| {
             format!("its first stdout line should be `listening on ADDR:PORT`, got {line:?}")
         })?;
     Ok(match addr.ip() {
-        ip if ip.is_unspecified() && ip.is_ipv4() => SocketAddr::from(([127, 0, 0, 1], addr.port())),
+        ip if ip.is_unspecified() && ip.is_ipv4() => {
+            SocketAddr::from(([127, 0, 0, 1], addr.port()))
+        }
         ip if ip.is_unspecified() => SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port())),
         _ => addr,
     })

@@ -60,7 +60,12 @@ impl Probe {
     }
 
     /// Sends one request and reads the whole response, within the probe's timeout.
-    pub async fn send(&mut self, method: Method, path: &str, body: SendBody) -> Result<Reply, String> {
+    pub async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: SendBody,
+    ) -> Result<Reply, String> {
         let started = Instant::now();
         match tokio::time::timeout(self.timeout, self.exchange(method, path, body)).await {
             Ok(Ok((status, headers, body))) => Ok(Reply {
@@ -80,12 +85,18 @@ impl Probe {
         }
     }
 
-    async fn exchange(&mut self, method: Method, path: &str, body: SendBody) -> Result<(u16, HeaderMap, Bytes), String> {
+    async fn exchange(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: SendBody,
+    ) -> Result<(u16, HeaderMap, Bytes), String> {
+        let host = self.addr.to_string();
         let sender = self.ready_sender().await?;
         let request = Request::builder()
             .method(method)
             .uri(path)
-            .header(HOST, self.addr.to_string())
+            .header(HOST, host)
             .body(WireBody::from(body))
             .map_err(|e| format!("cannot build request: {e}"))?;
         let response = sender
@@ -168,7 +179,10 @@ impl Body for WireBody {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         Poll::Ready(self.chunks.pop_front().map(|c| Ok(Frame::data(c))))
     }
 

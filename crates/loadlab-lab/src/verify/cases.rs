@@ -1,0 +1,511 @@
+//! The contract, as a sequence of requests. Order matters: the plain endpoints first, then
+//! `Date`, keep-alive, echo, the portfolio and `/upstream`, and the bad inputs last, each
+//! followed by a liveness check, so a target that crashes on bad input still gets every other
+//! finding reported.
+
+use super::client::{Probe, Reply, SendBody};
+use super::expect::{compare, BodyRule, Expect, HTML, JSON, OCTETS, TEXT};
+use super::{Check, Outcome, Report, UpstreamSummary, VerifyOptions};
+use crate::content::ReferenceSite;
+use bytes::Bytes;
+use hyper::header::DATE;
+use hyper::Method;
+use loadlab_upstream::Stats;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+const MAX_ECHO_BYTES: usize = 1024 * 1024;
+const MAX_BYTES_N: usize = 10 * 1024 * 1024;
+/// What the mock upstream answers, so `upstream_bytes` is `2 * calls`.
+const UPSTREAM_BODY_BYTES: u32 = loadlab_upstream::RESPONSE_BODY.len() as u32;
+/// Pooled `/upstream?calls=8` requests sent; each may open at most one connection.
+const POOLED_ROUNDS: u32 = 3;
+const CALLS: u32 = 8;
+
+struct Runner<'a> {
+    addr: SocketAddr,
+    options: &'a VerifyOptions,
+    probe: Probe,
+    checks: Vec<Check>,
+    /// Set when the target stopped answering; later requests are skipped with this reason.
+    down: Option<String>,
+}
+
+pub(super) async fn run(
+    target: String,
+    addr: SocketAddr,
+    reference: &ReferenceSite,
+    upstream_stats: Option<SocketAddr>,
+    options: &VerifyOptions,
+) -> Report {
+    let mut runner = Runner {
+        addr,
+        options,
+        probe: Probe::new(addr, options.request_timeout),
+        checks: Vec::new(),
+        down: None,
+    };
+    runner.fixed_endpoints().await;
+    runner.date_changes().await;
+    runner.keep_alive().await;
+    runner.echo().await;
+    runner.portfolio(reference).await;
+    let upstream = runner.upstream(upstream_stats).await;
+    runner.bad_inputs().await;
+    Report {
+        target,
+        addr,
+        checks: runner.checks,
+        upstream,
+    }
+}
+
+impl Runner<'_> {
+    fn record(&mut self, endpoint: &str, what: &str, outcome: Outcome) {
+        self.checks.push(Check {
+            endpoint: endpoint.to_string(),
+            what: what.to_string(),
+            outcome,
+        });
+    }
+
+    fn fail(
+        &mut self,
+        endpoint: &str,
+        what: &str,
+        expected: impl Into<String>,
+        got: impl Into<String>,
+    ) {
+        self.record(
+            endpoint,
+            what,
+            Outcome::Fail {
+                expected: expected.into(),
+                got: got.into(),
+            },
+        );
+    }
+
+    /// Sends one request and compares it; `None` when there was no response.
+    async fn expect(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: SendBody,
+        label: &str,
+        expect: Expect,
+    ) -> Option<Reply> {
+        let endpoint = if label.is_empty() {
+            format!("{method} {path}")
+        } else {
+            format!("{method} {path} ({label})")
+        };
+        if let Some(reason) = self.down.clone() {
+            self.record(&endpoint, "response", Outcome::Skip { reason });
+            return None;
+        }
+        match self.probe.send(method, path, body).await {
+            Ok(reply) => {
+                compare(&endpoint, &reply, &expect, &mut self.checks);
+                Some(reply)
+            }
+            Err(err) => {
+                self.fail(
+                    &endpoint,
+                    "response",
+                    format!("HTTP {}", expect.status),
+                    err,
+                );
+                None
+            }
+        }
+    }
+
+    async fn get(&mut self, path: &str, expect: Expect) -> Option<Reply> {
+        self.expect(Method::GET, path, SendBody::Empty, "", expect)
+            .await
+    }
+
+    async fn fixed_endpoints(&mut self) {
+        self.get("/healthz", Expect::ok(TEXT, "ok")).await;
+        self.get("/plaintext", Expect::ok(TEXT, "Hello, World!"))
+            .await;
+        self.get("/json", Expect::ok(JSON, r#"{"message":"Hello, World!"}"#))
+            .await;
+        for ms in [0u64, 50] {
+            let expect = Expect {
+                min_elapsed: Some(Duration::from_millis(ms)),
+                ..Expect::ok(TEXT, "done")
+            };
+            self.get(&format!("/delay?ms={ms}"), expect.clone()).await;
+            self.get(&format!("/block?ms={ms}"), expect).await;
+        }
+        for n in [0usize, 3, 1000, 100_000] {
+            self.get(
+                &format!("/compute?n={n}"),
+                Expect::ok(JSON, compute_json(n)),
+            )
+            .await;
+        }
+        self.get(
+            "/compute?n=3&other=1&n=5",
+            Expect::ok(JSON, "[1250496027,1116302264,1000676753]"),
+        )
+        .await;
+        for n in [0usize, 1, 27, 100_000, MAX_BYTES_N] {
+            self.get(&format!("/bytes?n={n}"), Expect::ok(OCTETS, payload(n)))
+                .await;
+        }
+    }
+
+    /// `Date` must change: one response, then (after just over a second, the only sleep in
+    /// the lab, because the contract is about wall-clock seconds) poll until it differs.
+    async fn date_changes(&mut self) {
+        let endpoint = "GET /plaintext";
+        if self.down.is_some() {
+            return;
+        }
+        let Some(first) = self.date().await else {
+            return self.fail(endpoint, "Date changes", "a Date header", "none");
+        };
+        tokio::time::sleep(Duration::from_millis(1050)).await;
+        let deadline = Instant::now() + self.options.date_change_timeout;
+        loop {
+            let now = self.date().await;
+            if now.as_ref().is_some_and(|d| *d != first) {
+                return self.record(endpoint, "Date changes", Outcome::Pass);
+            }
+            if Instant::now() >= deadline {
+                return self.fail(
+                    endpoint,
+                    "Date changes",
+                    "a different Date a second later",
+                    format!(
+                        "still {first:?} after {:.1} s",
+                        1.05 + self.options.date_change_timeout.as_secs_f64()
+                    ),
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn date(&mut self) -> Option<String> {
+        let reply = self
+            .probe
+            .send(Method::GET, "/plaintext", SendBody::Empty)
+            .await
+            .ok()?;
+        reply.headers.get(DATE)?.to_str().ok().map(str::to_owned)
+    }
+
+    /// Three requests on a fresh probe must share one connection.
+    async fn keep_alive(&mut self) {
+        let endpoint = "GET /plaintext";
+        if self.down.is_some() {
+            return;
+        }
+        let mut probe = Probe::new(self.addr, self.options.request_timeout);
+        for _ in 0..3 {
+            if let Err(err) = probe.send(Method::GET, "/plaintext", SendBody::Empty).await {
+                return self.fail(endpoint, "keep-alive", "three responses", err);
+            }
+        }
+        if probe.connections_opened == 1 {
+            self.record(endpoint, "keep-alive", Outcome::Pass);
+        } else {
+            self.fail(
+                endpoint,
+                "keep-alive",
+                "3 requests on 1 connection",
+                format!(
+                    "the server closed it; {} connections were needed",
+                    probe.connections_opened
+                ),
+            );
+        }
+    }
+
+    async fn echo(&mut self) {
+        let cases: [(&str, SendBody, Bytes); 5] = [
+            ("empty", SendBody::Fixed(Bytes::new()), Bytes::new()),
+            (
+                "fixed, 1000 bytes",
+                SendBody::Fixed(payload(1000)),
+                payload(1000),
+            ),
+            (
+                "chunked, 70000 bytes",
+                SendBody::Chunked(vec![payload(1), payload(40_000), payload(29_999)]),
+                concat(&[payload(1), payload(40_000), payload(29_999)]),
+            ),
+            (
+                "fixed, the 1 MiB maximum",
+                SendBody::Fixed(payload(MAX_ECHO_BYTES)),
+                payload(MAX_ECHO_BYTES),
+            ),
+            (
+                "chunked, the 1 MiB maximum",
+                SendBody::Chunked(vec![
+                    payload(MAX_ECHO_BYTES / 2),
+                    payload(MAX_ECHO_BYTES / 2),
+                ]),
+                concat(&[payload(MAX_ECHO_BYTES / 2), payload(MAX_ECHO_BYTES / 2)]),
+            ),
+        ];
+        for (label, body, expected) in cases {
+            self.expect(
+                Method::POST,
+                "/echo",
+                body,
+                label,
+                Expect::ok(OCTETS, expected),
+            )
+            .await;
+        }
+    }
+
+    async fn portfolio(&mut self, reference: &ReferenceSite) {
+        for page in &reference.pages {
+            let expect = Expect {
+                status: page.status,
+                media_type: Some(HTML),
+                body: BodyRule::Exact(Bytes::from(page.body.clone())),
+                min_elapsed: None,
+            };
+            self.get(&page.path, expect).await;
+        }
+    }
+
+    async fn upstream(&mut self, stats_addr: Option<SocketAddr>) -> Option<UpstreamSummary> {
+        let pooled_path = format!("/upstream?calls={CALLS}");
+        let per_call_path = format!("/upstream?calls={CALLS}&client=per-call");
+        let Some(stats_addr) = stats_addr else {
+            let reason = "no mock upstream to count calls: pass the mock upstream the server calls (--upstream URL)";
+            for path in [&pooled_path, &per_call_path] {
+                self.record(
+                    &format!("GET {path}"),
+                    "upstream calls",
+                    Outcome::Skip {
+                        reason: reason.into(),
+                    },
+                );
+            }
+            return None;
+        };
+        let body = |calls: u32, client: &str| {
+            format!(
+                "{{\"calls\":{calls},\"client\":\"{client}\",\"upstream_bytes\":{}}}",
+                calls * UPSTREAM_BODY_BYTES
+            )
+        };
+        let mut stats = StatsReader::new(stats_addr, self.options.request_timeout);
+
+        let before = stats.read().await;
+        self.get("/upstream?calls=0", Expect::ok(JSON, body(0, "pooled")))
+            .await;
+        let after_zero = stats.read().await;
+        self.count(
+            &"GET /upstream?calls=0",
+            "upstream requests",
+            0,
+            delta(&before, &after_zero).map(|d| d.requests),
+        );
+
+        for _ in 0..POOLED_ROUNDS {
+            self.get(&pooled_path, Expect::ok(JSON, body(CALLS, "pooled")))
+                .await;
+        }
+        let after_pooled = stats.read().await;
+        let pooled = delta(&after_zero, &after_pooled);
+        let endpoint = format!("GET {pooled_path}");
+        self.count(
+            &endpoint,
+            "upstream requests",
+            u64::from(CALLS * POOLED_ROUNDS),
+            pooled.as_ref().map(|d| d.requests).map_err(Clone::clone),
+        );
+        match &pooled {
+            Ok(d) if d.connections <= u64::from(POOLED_ROUNDS) && d.connections > 0 => {
+                self.record(&endpoint, "upstream connection reuse", Outcome::Pass)
+            }
+            Ok(d) => self.fail(
+                &endpoint,
+                "upstream connection reuse",
+                format!(
+                    "at most {POOLED_ROUNDS} connections for {} pooled calls (one shared pooled client)",
+                    CALLS * POOLED_ROUNDS
+                ),
+                format!("{} connections for {} requests", d.connections, d.requests),
+            ),
+            Err(e) => self.fail(&endpoint, "upstream connection reuse", "the mock upstream's counters", e.clone()),
+        }
+
+        self.get(&per_call_path, Expect::ok(JSON, body(CALLS, "per-call")))
+            .await;
+        let after_per_call = stats.read().await;
+        let per_call = delta(&after_pooled, &after_per_call);
+        let endpoint = format!("GET {per_call_path}");
+        self.count(
+            &endpoint,
+            "upstream requests",
+            u64::from(CALLS),
+            per_call.as_ref().map(|d| d.requests).map_err(Clone::clone),
+        );
+        self.count(
+            &endpoint,
+            "upstream connections",
+            u64::from(CALLS),
+            per_call
+                .as_ref()
+                .map(|d| d.connections)
+                .map_err(Clone::clone),
+        );
+
+        let pooled = pooled.ok()?;
+        Some(UpstreamSummary {
+            pooled,
+            per_call: per_call.ok()?,
+            pooled_reuse_ratio: pooled.reuse_ratio(),
+        })
+    }
+
+    fn count(&mut self, endpoint: &str, what: &str, expected: u64, got: Result<u64, String>) {
+        match got {
+            Ok(n) if n == expected => self.record(endpoint, what, Outcome::Pass),
+            Ok(n) => self.fail(endpoint, what, expected.to_string(), n.to_string()),
+            Err(e) => self.fail(endpoint, what, expected.to_string(), e),
+        }
+    }
+
+    async fn bad_inputs(&mut self) {
+        let bad = [
+            "/delay",
+            "/delay?ms=",
+            "/delay?ms=-1",
+            "/delay?ms=foo",
+            "/delay?ms=1.5",
+            "/delay?ms=10001",
+            "/delay?ms=99999999999999999999999",
+            "/block?ms=-1",
+            "/block?ms=1001",
+            "/compute?n=foo",
+            "/compute?n=-1",
+            "/compute?n=100001",
+            "/bytes?n=foo",
+            "/bytes?n=-1",
+            "/bytes?n=10485761",
+            "/upstream?calls=-1",
+            "/upstream?calls=65",
+            "/upstream?calls=1&client=shared",
+        ];
+        for path in bad {
+            self.get(path, Expect::bad_request()).await;
+            self.still_serving(&format!("GET {path}")).await;
+        }
+        let too_big = SendBody::Fixed(payload(MAX_ECHO_BYTES + 1));
+        self.expect(
+            Method::POST,
+            "/echo",
+            too_big,
+            "over the 1 MiB maximum",
+            Expect::status_only(413),
+        )
+        .await;
+        self.still_serving("POST /echo (over the 1 MiB maximum)")
+            .await;
+    }
+
+    /// After a bad request: a fresh connection must still get `/healthz`. If not, the target
+    /// crashed or hung on that input; later requests are skipped.
+    async fn still_serving(&mut self, after: &str) {
+        if self.down.is_some() {
+            return;
+        }
+        let mut fresh = Probe::new(self.addr, self.options.request_timeout);
+        match fresh.send(Method::GET, "/healthz", SendBody::Empty).await {
+            Ok(reply) if reply.status == 200 => {
+                self.record(after, "still serving afterwards", Outcome::Pass)
+            }
+            outcome => {
+                let got = match outcome {
+                    Ok(reply) => format!("GET /healthz answered {}", reply.status),
+                    Err(err) => format!("GET /healthz failed: {err}"),
+                };
+                self.fail(
+                    after,
+                    "still serving afterwards",
+                    "GET /healthz answers 200",
+                    got,
+                );
+                self.down = Some(format!("the target stopped answering after {after}"));
+            }
+        }
+    }
+}
+
+/// Reads `/__stats` from the mock upstream; its own requests are not counted there.
+struct StatsReader {
+    probe: Probe,
+}
+
+impl StatsReader {
+    fn new(addr: SocketAddr, timeout: Duration) -> Self {
+        StatsReader {
+            probe: Probe::new(addr, timeout),
+        }
+    }
+
+    async fn read(&mut self) -> Result<Stats, String> {
+        let reply = self
+            .probe
+            .send(Method::GET, loadlab_upstream::STATS_PATH, SendBody::Empty)
+            .await
+            .map_err(|e| format!("the mock upstream's /__stats: {e}"))?;
+        serde_json::from_slice(&reply.body)
+            .map_err(|e| format!("the mock upstream's /__stats is not its JSON: {e}"))
+    }
+}
+
+fn delta(before: &Result<Stats, String>, after: &Result<Stats, String>) -> Result<Stats, String> {
+    match (before, after) {
+        (Ok(b), Ok(a)) => Ok(a.since(b)),
+        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+    }
+}
+
+/// The contract's `/compute` generator, written here independently of any target.
+pub fn compute_json(n: usize) -> String {
+    let mut x: u64 = 42;
+    let numbers: Vec<String> = (0..n)
+        .map(|_| {
+            x = (1_103_515_245 * x + 12_345) % (1 << 31);
+            x.to_string()
+        })
+        .collect();
+    format!("[{}]", numbers.join(","))
+}
+
+/// The contract's `/bytes` payload: `abc...zabc...`.
+pub fn payload(n: usize) -> Bytes {
+    (0..n)
+        .map(|i| b'a' + (i % 26) as u8)
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+fn concat(parts: &[Bytes]) -> Bytes {
+    parts.concat().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_generators() {
+        assert_eq!(compute_json(0), "[]");
+        assert_eq!(compute_json(3), "[1250496027,1116302264,1000676753]");
+        assert_eq!(&payload(28)[..], b"abcdefghijklmnopqrstuvwxyzab");
+    }
+}
