@@ -4,7 +4,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "loadlab", version, about = "Measure web services under load, honestly")]
+#[command(
+    name = "loadlab",
+    version,
+    about = "Measure web services under load, honestly"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -14,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Drive load against a URL and report latency, throughput and failures.
     Run(crate::cmd::run::RunArgs),
+    /// Load an embedded server for a few seconds: see what loadlab reports, no setup needed.
+    Demo(crate::cmd::demo::DemoArgs),
 }
 
 pub fn parse() -> Cli {

@@ -39,8 +39,8 @@ impl Progress {
             while !flag.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(100));
                 let p = control.progress();
-                let rate = (p.completed - last.1) as f64
-                    / (p.elapsed - last.0).as_secs_f64().max(1e-3);
+                let rate =
+                    (p.completed - last.1) as f64 / (p.elapsed - last.0).as_secs_f64().max(1e-3);
                 last = (p.elapsed, p.completed);
                 let phase = if p.elapsed < warmup { "warm-up, " } else { "" };
                 bar.set_message(format!(

@@ -25,16 +25,44 @@ fn tempdir() -> std::path::PathBuf {
 #[test]
 fn bad_flags_exit_2_naming_the_flag_and_the_fix() {
     let cases: &[(&[&str], &[&str])] = &[
-        (&["run", "-c", "0", "http://127.0.0.1:9/"], &["-c/--connections", "-c 50"]),
-        (&["run", "localhost:8080/"], &["no scheme", "http://localhost:8080/"]),
-        (&["run", "-H", "NoColon", "http://127.0.0.1:9/"], &["-H/--header", "Name: value"]),
-        (&["run", "-d", "10x", "http://127.0.0.1:9/"], &["--duration", "e.g. 10s"]),
-        (&["run", "-t", "0", "http://127.0.0.1:9/"], &["-t/--threads"]),
         (
-            &["run", "--json", "/nonexistent-dir/x.json", "http://127.0.0.1:9/"],
+            &["run", "-c", "0", "http://127.0.0.1:9/"],
+            &["-c/--connections", "-c 50"],
+        ),
+        (
+            &["run", "localhost:8080/"],
+            &["no scheme", "http://localhost:8080/"],
+        ),
+        (
+            &["run", "-H", "NoColon", "http://127.0.0.1:9/"],
+            &["-H/--header", "Name: value"],
+        ),
+        (
+            &["run", "-d", "10x", "http://127.0.0.1:9/"],
+            &["--duration", "e.g. 10s"],
+        ),
+        (
+            &["run", "-t", "0", "http://127.0.0.1:9/"],
+            &["-t/--threads"],
+        ),
+        (
+            &[
+                "run",
+                "--json",
+                "/nonexistent-dir/x.json",
+                "http://127.0.0.1:9/",
+            ],
             &["--json", "/nonexistent-dir/x.json"],
         ),
-        (&["run", "--body-file", "/nonexistent-file", "http://127.0.0.1:9/"], &["--body-file"]),
+        (
+            &[
+                "run",
+                "--body-file",
+                "/nonexistent-file",
+                "http://127.0.0.1:9/",
+            ],
+            &["--body-file"],
+        ),
     ];
     for (args, needles) in cases {
         let out = run(args);
@@ -59,7 +87,10 @@ fn assert_valid(value: &serde_json::Value) {
         .iter_errors(value)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
-    assert!(errors.is_empty(), "result does not match the schema: {errors:#?}");
+    assert!(
+        errors.is_empty(),
+        "result does not match the schema: {errors:#?}"
+    );
 }
 
 #[test]
@@ -68,10 +99,24 @@ fn json_result_follows_the_schema() {
     let dir = tempdir();
     let path = dir.join("result.json");
     let out = run(&[
-        "run", "-n", "500", "-c", "4", "-t", "2", "--warmup", "100ms",
-        "--json", path.to_str().unwrap(), &server.url("/"),
+        "run",
+        "-n",
+        "500",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "--warmup",
+        "100ms",
+        "--json",
+        path.to_str().unwrap(),
+        &server.url("/"),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let value: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_valid(&value);
@@ -95,20 +140,35 @@ fn ctrl_c_prints_and_writes_the_partial_result() {
     let dir = tempdir();
     let path = dir.join("partial.json");
     let child = loadlab()
-        .args(["run", "-d", "60s", "-c", "2", "--json", path.to_str().unwrap(), &server.url("/")])
+        .args([
+            "run",
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "--json",
+            path.to_str().unwrap(),
+            &server.url("/"),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let started = Instant::now();
     while server.counters().answered() < 100 {
-        assert!(started.elapsed() < Duration::from_secs(20), "the run never started");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the run never started"
+        );
         std::thread::yield_now();
     }
     // SAFETY: signalling our own child by its PID.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(20), "Ctrl-C did not stop the run");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "Ctrl-C did not stop the run"
+    );
     assert_eq!(out.status.code(), Some(130));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("INTERRUPTED"), "{stdout}");

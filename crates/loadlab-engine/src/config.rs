@@ -134,10 +134,7 @@ impl RunSpec {
                 ))
             }
             (Some(d), None) if d.is_zero() => {
-                return Err(reject(
-                    "-d/--duration",
-                    "must be longer than 0; try -d 10s",
-                ))
+                return Err(reject("-d/--duration", "must be longer than 0; try -d 10s"))
             }
             (Some(d), None) => Stop::Duration(d),
             (None, Some(0)) => {
@@ -150,7 +147,10 @@ impl RunSpec {
             (None, None) => Stop::Duration(DEFAULT_DURATION),
         };
         if self.timeout.is_zero() {
-            return Err(reject("--timeout", "must be longer than 0; try --timeout 20s"));
+            return Err(reject(
+                "--timeout",
+                "must be longer than 0; try --timeout 20s",
+            ));
         }
         if self.connect_timeout.is_zero() {
             return Err(reject(
@@ -177,7 +177,10 @@ impl RunSpec {
 fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
     const FLAG: &str = "URL";
     if raw.is_empty() {
-        return Err(reject(FLAG, "missing; give one, e.g. http://127.0.0.1:8080/"));
+        return Err(reject(
+            FLAG,
+            "missing; give one, e.g. http://127.0.0.1:8080/",
+        ));
     }
     let Some((scheme, _)) = raw.split_once("://") else {
         return Err(reject(
@@ -203,12 +206,17 @@ fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
     let uri: http::Uri = raw
         .parse()
         .map_err(|e| reject(FLAG, format!("`{raw}` is not a valid URL ({e})")))?;
-    let host = uri
-        .host()
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| reject(FLAG, format!("`{raw}` has no host; e.g. http://127.0.0.1:8080/")))?;
+    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(|| {
+        reject(
+            FLAG,
+            format!("`{raw}` has no host; e.g. http://127.0.0.1:8080/"),
+        )
+    })?;
     // `http::Uri` keeps IPv6 brackets in `host()`; sockets want them off.
-    let bare_host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let bare_host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
     let port = uri.port_u16().unwrap_or(80);
     let authority = match uri.port_u16() {
         Some(p) if p != 80 => format!("{host}:{p}"),
@@ -231,9 +239,8 @@ fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
 
 fn is_token(s: &str) -> bool {
     !s.is_empty()
-        && s.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-        })
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 fn validate_method(raw: &str) -> Result<String, ConfigError> {
@@ -293,7 +300,10 @@ mod tests {
         assert_eq!((c.url.port, c.url.authority.as_str()), (80, "example.test"));
         assert_eq!(c.url.path_and_query, "/");
         let c = spec("http://[::1]:9000/x").validate().unwrap();
-        assert_eq!((c.url.host.as_str(), c.url.authority.as_str()), ("::1", "[::1]:9000"));
+        assert_eq!(
+            (c.url.host.as_str(), c.url.authority.as_str()),
+            ("::1", "[::1]:9000")
+        );
     }
 
     #[test]

@@ -107,12 +107,30 @@ mod tests {
     #[test]
     fn classes_from_os_errors() {
         let os = io::Error::from_raw_os_error;
-        assert_eq!(ErrorClass::from_connect(&os(libc::ECONNREFUSED)), ErrorClass::ConnectRefused);
-        assert_eq!(ErrorClass::from_connect(&os(libc::EMFILE)), ErrorClass::OutOfFileDescriptors);
-        assert_eq!(ErrorClass::from_connect(&os(libc::EADDRNOTAVAIL)), ErrorClass::OutOfEphemeralPorts);
-        assert_eq!(ErrorClass::from_io(&os(libc::ECONNRESET)), ErrorClass::ConnectionReset);
-        assert_eq!(ErrorClass::from_io(&os(libc::EPIPE)), ErrorClass::ConnectionReset);
-        assert_eq!(ErrorClass::from_io(&os(libc::ENFILE)), ErrorClass::OutOfFileDescriptors);
+        assert_eq!(
+            ErrorClass::from_connect(&os(libc::ECONNREFUSED)),
+            ErrorClass::ConnectRefused
+        );
+        assert_eq!(
+            ErrorClass::from_connect(&os(libc::EMFILE)),
+            ErrorClass::OutOfFileDescriptors
+        );
+        assert_eq!(
+            ErrorClass::from_connect(&os(libc::EADDRNOTAVAIL)),
+            ErrorClass::OutOfEphemeralPorts
+        );
+        assert_eq!(
+            ErrorClass::from_io(&os(libc::ECONNRESET)),
+            ErrorClass::ConnectionReset
+        );
+        assert_eq!(
+            ErrorClass::from_io(&os(libc::EPIPE)),
+            ErrorClass::ConnectionReset
+        );
+        assert_eq!(
+            ErrorClass::from_io(&os(libc::ENFILE)),
+            ErrorClass::OutOfFileDescriptors
+        );
         // Keys are unique: they are JSON object keys.
         let mut keys: Vec<_> = ErrorClass::ALL.iter().map(|c| c.key()).collect();
         keys.sort();

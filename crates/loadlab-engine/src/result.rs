@@ -130,6 +130,8 @@ pub struct EncodedHistograms {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GeneratorHealth {
+    /// CPU time of loadlab's worker threads (not the whole process: a server embedded in the
+    /// same process is not billed to the generator).
     pub cpu_user_s: f64,
     pub cpu_system_s: f64,
     /// Generator CPU seconds (user + system) per 100,000 completed requests.
@@ -235,20 +237,28 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
     let warmup_buckets = (warmup_len.as_nanos() / BUCKET.as_nanos()) as usize;
     let timeline = &outcome.recorder.timeline;
     let [warm, measured] = &outcome.recorder.phases;
-    let measured_summary =
-        summarize_phase(measured, measured_len, timeline.max_window_per_s(warmup_buckets));
+    let measured_summary = summarize_phase(
+        measured,
+        measured_len,
+        timeline.max_window_per_s(warmup_buckets),
+    );
     let warmup = (!outcome.warmup.is_zero()).then(|| {
         let mut head = timeline.clone();
         head.buckets.truncate(warmup_buckets);
         summarize_phase(warm, warmup_len, head.max_window_per_s(0))
     });
 
-    let (user, system) = outcome.process_cpu;
+    let (user, system) = outcome
+        .threads
+        .iter()
+        .fold((Duration::ZERO, Duration::ZERO), |(u, s), t| {
+            (u + t.cpu.user, s + t.cpu.system)
+        });
     let completed_all = warm.completed + measured.completed;
     let thread_busy: Vec<f64> = outcome
         .threads
         .iter()
-        .map(|t| t.cpu.as_secs_f64() / t.wall.as_secs_f64().max(1e-9))
+        .map(|t| t.cpu.total().as_secs_f64() / t.wall.as_secs_f64().max(1e-9))
         .collect();
     let generator = GeneratorHealth {
         cpu_user_s: user.as_secs_f64(),

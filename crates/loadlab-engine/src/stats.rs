@@ -62,8 +62,12 @@ impl Default for PhaseStats {
 impl PhaseStats {
     pub fn merge(&mut self, other: &PhaseStats) {
         // Same bounds on both sides: `add` cannot fail.
-        self.latency.add(&other.latency).expect("same histogram bounds");
-        self.connect.add(&other.connect).expect("same histogram bounds");
+        self.latency
+            .add(&other.latency)
+            .expect("same histogram bounds");
+        self.connect
+            .add(&other.connect)
+            .expect("same histogram bounds");
         self.issued += other.issued;
         self.completed += other.completed;
         self.failed += other.failed;
@@ -126,7 +130,10 @@ impl Timeline {
         }
         let mut best = (0, 0);
         let windows = buckets.len().saturating_sub(BUCKETS_PER_SECOND) + 1;
-        for w in buckets.windows(BUCKETS_PER_SECOND.min(buckets.len())).take(windows) {
+        for w in buckets
+            .windows(BUCKETS_PER_SECOND.min(buckets.len()))
+            .take(windows)
+        {
             let sent = w.iter().map(|b| b.bytes_sent).sum();
             let received = w.iter().map(|b| b.bytes_received).sum();
             best.0 = best.0.max(sent);

@@ -41,33 +41,42 @@ pub fn raise_nofile_limit() -> Option<NofileLimit> {
     }
 }
 
-fn timespec_to_duration(ts: libc::timespec) -> Duration {
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-/// CPU time consumed by the calling thread so far.
-pub fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes only the timespec we pass.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return Duration::ZERO;
-    }
-    timespec_to_duration(ts)
-}
-
-/// User and system CPU time consumed by this process so far.
-pub fn process_cpu_time() -> (Duration, Duration) {
+/// User and system CPU time consumed by the calling thread so far. Per thread, so that a
+/// server embedded in the same process (`loadlab demo`, tests) is not billed to the generator.
+pub fn thread_cpu_time() -> CpuTime {
     // SAFETY: getrusage writes only the struct we pass; zeroed is a valid rusage.
     unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
-            return (Duration::ZERO, Duration::ZERO);
+        if libc::getrusage(libc::RUSAGE_THREAD, &mut usage) != 0 {
+            return CpuTime::default();
         }
         let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
-        (tv(usage.ru_utime), tv(usage.ru_stime))
+        CpuTime {
+            user: tv(usage.ru_utime),
+            system: tv(usage.ru_stime),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTime {
+    pub user: Duration,
+    pub system: Duration,
+}
+
+impl CpuTime {
+    pub fn total(self) -> Duration {
+        self.user + self.system
+    }
+}
+
+impl std::ops::Sub for CpuTime {
+    type Output = CpuTime;
+    fn sub(self, earlier: CpuTime) -> CpuTime {
+        CpuTime {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
     }
 }
 
@@ -116,6 +125,6 @@ mod tests {
             x = x.wrapping_add(std::hint::black_box(1));
         }
         assert!(x > 0);
-        assert!(thread_cpu_time() > before);
+        assert!(thread_cpu_time().total() > before.total());
     }
 }

@@ -64,7 +64,11 @@ fn timed_runs_account_for_every_request() {
         q.completed,
         r.in_flight_at_end
     );
-    assert!((r.measured.duration_s - 0.5).abs() < 0.1, "{}", r.measured.duration_s);
+    assert!(
+        (r.measured.duration_s - 0.5).abs() < 0.1,
+        "{}",
+        r.measured.duration_s
+    );
 }
 
 #[test]
@@ -104,7 +108,11 @@ fn server_connection_close_is_honoured() {
         ..spec(server.url("/"))
     });
     assert_eq!(r.measured.requests.completed, 50);
-    assert!(server.counters().accepted() >= 50, "{}", server.counters().accepted());
+    assert!(
+        server.counters().accepted() >= 50,
+        "{}",
+        server.counters().accepted()
+    );
 }
 
 #[test]
@@ -143,14 +151,21 @@ fn failures_are_classified() {
             ..spec(server.url("/"))
         });
         let q = &r.measured.requests;
-        assert_eq!((q.issued, q.completed, q.failed), (6, 0, 6), "{behavior:?}: {q:?}");
+        assert_eq!(
+            (q.issued, q.completed, q.failed),
+            (6, 0, 6),
+            "{behavior:?}: {q:?}"
+        );
         assert_eq!(
             r.measured.errors.get(class),
             Some(&6),
             "{behavior:?}: {:?}",
             r.measured.errors
         );
-        assert!(r.warnings.iter().any(|w| w.contains("every measured request failed")));
+        assert!(r
+            .warnings
+            .iter()
+            .any(|w| w.contains("every measured request failed")));
     }
 }
 
@@ -238,5 +253,9 @@ fn request_bodies_and_headers_are_sent() {
         ..spec(server.url("/echo"))
     });
     assert_eq!(r.measured.status_codes.get("201"), Some(&20));
-    assert!(r.measured.bytes.sent >= 20 * 1000, "{}", r.measured.bytes.sent);
+    assert!(
+        r.measured.bytes.sent >= 20 * 1000,
+        "{}",
+        r.measured.bytes.sent
+    );
 }

@@ -26,7 +26,11 @@ fn summary(r: &RunResult) -> String {
     let mut s = String::new();
     let m = &r.measured;
     let load = &r.load;
-    let _ = writeln!(s, "{} {}  ({})", r.target.method, r.target.url, r.target.address);
+    let _ = writeln!(
+        s,
+        "{} {}  ({})",
+        r.target.method, r.target.url, r.target.address
+    );
     let length = match (load.duration_s, load.requests) {
         (Some(d), _) => format!("{d}s"),
         (_, Some(n)) => format!("{} requests", count(n)),
@@ -63,13 +67,21 @@ fn summary(r: &RunResult) -> String {
         count(q.failed)
     );
     if r.in_flight_at_end > 0 {
-        let _ = write!(requests, ", {} abandoned in flight at the end", count(r.in_flight_at_end));
+        let _ = write!(
+            requests,
+            ", {} abandoned in flight at the end",
+            count(r.in_flight_at_end)
+        );
     }
     row(&mut s, "Requests", &requests);
     row(
         &mut s,
         "Throughput",
-        &format!("{} requests/s over {:.2}s", rate(q.per_second), m.duration_s),
+        &format!(
+            "{} requests/s over {:.2}s",
+            rate(q.per_second),
+            m.duration_s
+        ),
     );
     match &m.latency_us {
         Some(l) => {
@@ -139,7 +151,11 @@ fn summary(r: &RunResult) -> String {
     );
     let mut conns = format!("{} opened", count(m.connections_opened));
     if let Some(w) = r.warmup.as_ref().filter(|w| w.connections_opened > 0) {
-        let _ = write!(conns, " (and {} during the warm-up)", count(w.connections_opened));
+        let _ = write!(
+            conns,
+            " (and {} during the warm-up)",
+            count(w.connections_opened)
+        );
     }
     if let Some(c) = &m.connect_us {
         let _ = write!(
@@ -160,7 +176,12 @@ fn summary(r: &RunResult) -> String {
             rate(w.requests.per_second)
         );
         if let Some(l) = &w.latency_us {
-            let _ = write!(line, ", p50 {}, p99 {}", duration_us(l.p50), duration_us(l.p99));
+            let _ = write!(
+                line,
+                ", p50 {}, p99 {}",
+                duration_us(l.p50),
+                duration_us(l.p99)
+            );
         }
         row(&mut s, "Warm-up", &format!("{line} (excluded above)"));
     }
@@ -254,7 +275,10 @@ fn distribution(s: &mut String, m: &PhaseSummary) {
     let mut counts = vec![0u64; edges.len()];
     for v in h.iter_recorded() {
         let value = v.value_iterated_to();
-        let i = edges.iter().position(|&e| value <= e).unwrap_or(edges.len() - 1);
+        let i = edges
+            .iter()
+            .position(|&e| value <= e)
+            .unwrap_or(edges.len() - 1);
         counts[i] += v.count_at_value();
     }
     let total = h.len() as f64;

@@ -87,8 +87,7 @@ pub fn chunked_response(body: &str, chunk: usize) -> Vec<u8> {
 
 impl TestServer {
     pub fn start(behavior: Behavior) -> TestServer {
-        let std_listener =
-            std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         std_listener.set_nonblocking(true).expect("nonblocking");
         let addr = std_listener.local_addr().expect("local addr");
         let counters = Arc::new(Counters::default());
@@ -163,7 +162,9 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<bool>
                 .unwrap_or(0);
             let total = end + 4 + body_len;
             if buf.len() >= total {
-                let close = head.lines().any(|l| l.starts_with("connection:") && l.contains("close"));
+                let close = head
+                    .lines()
+                    .any(|l| l.starts_with("connection:") && l.contains("close"));
                 buf.drain(..total);
                 return Some(close);
             }
@@ -201,10 +202,7 @@ async fn serve(mut stream: TcpStream, behavior: Arc<Behavior>, counters: Arc<Cou
         let n = counters.requests.fetch_add(1, Ordering::SeqCst);
         let wrote = match &*behavior {
             Behavior::Fixed(bytes) => stream.write_all(bytes).await.is_ok(),
-            Behavior::Cycle(all) => stream
-                .write_all(&all[n as usize % all.len()])
-                .await
-                .is_ok(),
+            Behavior::Cycle(all) => stream.write_all(&all[n as usize % all.len()]).await.is_ok(),
             Behavior::Reset => {
                 // Linger 0 makes close send RST; blocking on drop is moot with nothing unsent.
                 #[allow(deprecated)]

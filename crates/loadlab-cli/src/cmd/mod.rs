@@ -1,5 +1,6 @@
 //! One module per subcommand; each exposes `Args` (clap) and `run(args) -> Result<ExitCode>`.
 
+pub mod demo;
 pub mod run;
 
 use crate::cli::{Cli, Command};
@@ -8,5 +9,6 @@ use std::process::ExitCode;
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Demo(args) => demo::run(args),
     }
 }

@@ -6,7 +6,7 @@ use crate::output::{self, Destination};
 use crate::progress::Progress;
 use anyhow::Context as _;
 use clap::Args;
-use loadlab_engine::{RunControl, RunSpec};
+use loadlab_engine::{RunConfig, RunControl, RunResult, RunSpec};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -94,7 +94,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let body = match (&args.body, &args.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(path)) => std::fs::read(path).with_context(|| {
-            format!("--body-file: cannot read {}; check the path", path.display())
+            format!(
+                "--body-file: cannot read {}; check the path",
+                path.display()
+            )
         })?,
         (None, None) => Vec::new(),
     };
@@ -114,28 +117,39 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let config = spec.validate()?;
     let json = args.json.as_deref().map(Destination::open).transpose()?;
+    let (_, code) = execute(&config, json, args.quiet)?;
+    Ok(code)
+}
 
+/// Runs a validated config with a progress bar and Ctrl-C handling, then prints and writes
+/// the result. Shared by every command that drives load.
+pub fn execute(
+    config: &RunConfig,
+    json: Option<Destination>,
+    quiet: bool,
+) -> anyhow::Result<(RunResult, ExitCode)> {
     let control = RunControl::new();
     install_ctrlc(&control)?;
-    let progress = Progress::start(&config, &control);
-    let outcome = loadlab_engine::run(&config, &control);
+    let progress = Progress::start(config, &control);
+    let outcome = loadlab_engine::run(config, &control);
     progress.finish();
     let outcome = outcome?;
-    let mut result = loadlab_engine::summarize(&config, &outcome);
+    let mut result = loadlab_engine::summarize(config, &outcome);
     result.command = std::env::args().collect();
 
     let json_on_stdout = matches!(json, Some(Destination::Stdout));
     if let Some(dest) = json {
         output::write_json(dest, &result)?;
     }
-    if !args.quiet {
+    if !quiet {
         output::print_summary(&result, json_on_stdout)?;
     }
-    Ok(if result.interrupted {
+    let code = if result.interrupted {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
-    })
+    };
+    Ok((result, code))
 }
 
 /// First Ctrl-C: stop the run and keep what was measured. Second: leave at once.

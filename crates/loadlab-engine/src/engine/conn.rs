@@ -110,12 +110,12 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
 
 async fn connect(ctx: &ThreadCtx, phase: Phase) -> Result<TcpStream, ErrorClass> {
     let started = Instant::now();
-    let stream = match tokio::time::timeout(ctx.connect_timeout, TcpStream::connect(ctx.address)).await
-    {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(ErrorClass::from_connect(&e)),
-        Err(_) => return Err(ErrorClass::ConnectTimeout),
-    };
+    let stream =
+        match tokio::time::timeout(ctx.connect_timeout, TcpStream::connect(ctx.address)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(ErrorClass::from_connect(&e)),
+            Err(_) => return Err(ErrorClass::ConnectTimeout),
+        };
     // Requests are written whole; Nagle would only delay them.
     let _ = stream.set_nodelay(true);
     let took = started.elapsed();
@@ -176,7 +176,7 @@ async fn exchange(
                                 // trust the connection with another request.
                                 close: r.close || r.consumed < n,
                                 eof: false,
-                            }))
+                            }));
                         }
                         Err(_) => return Poll::Ready(Err(ErrorClass::MalformedResponse)),
                     }
@@ -263,7 +263,13 @@ fn record_success(ctx: &ThreadCtx, phase: Phase, sent_at: Instant, status: u16, 
 }
 
 /// `was_in_flight`: the request had been sent (a failed connect never was).
-fn record_failure(ctx: &ThreadCtx, phase: Phase, class: ErrorClass, t: &Traffic, was_in_flight: bool) {
+fn record_failure(
+    ctx: &ThreadCtx,
+    phase: Phase,
+    class: ErrorClass,
+    t: &Traffic,
+    was_in_flight: bool,
+) {
     let mut rec = ctx.recorder.borrow_mut();
     if was_in_flight {
         rec.in_flight -= 1;

@@ -87,7 +87,12 @@ impl RunControl {
             .ok()
             .and_then(|s| s.map(|s| s.elapsed()))
             .unwrap_or_default();
-        let threads = self.inner.progress.lock().map(|p| p.clone()).unwrap_or_default();
+        let threads = self
+            .inner
+            .progress
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default();
         let mut snap = ProgressSnapshot {
             elapsed,
             ..ProgressSnapshot::default()
@@ -116,7 +121,7 @@ impl RunControl {
 #[derive(Debug)]
 pub struct ThreadReport {
     pub recorder: Recorder,
-    pub cpu: Duration,
+    pub cpu: sys::CpuTime,
     pub wall: Duration,
 }
 
@@ -132,7 +137,6 @@ pub struct RunOutcome {
     pub interrupted: bool,
     pub recorder: Recorder,
     pub threads: Vec<ThreadReport>,
-    pub process_cpu: (Duration, Duration),
     pub nofile: Option<sys::NofileLimit>,
 }
 
@@ -164,7 +168,6 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     let nofile = sys::raise_nofile_limit();
     let address = resolve(&config.url.host, config.url.port)?;
     let request = http1::encode(config);
-    let cpu_before = sys::process_cpu_time();
     let started_at = SystemTime::now();
     let start = Instant::now();
     let warmup_end = start + config.warmup;
@@ -180,10 +183,15 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
 
     let mut handles = Vec::with_capacity(config.threads);
     for t in 0..config.threads {
-        let connections =
-            config.connections / config.threads + usize::from(t < config.connections % config.threads);
+        let connections = config.connections / config.threads
+            + usize::from(t < config.connections % config.threads);
         let progress = Arc::new(ThreadProgress::default());
-        control.inner.progress.lock().expect("not poisoned").push(progress.clone());
+        control
+            .inner
+            .progress
+            .lock()
+            .expect("not poisoned")
+            .push(progress.clone());
         let request = request.clone();
         let control = control.clone();
         let shared_budget = shared_budget.clone();
@@ -225,7 +233,6 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     for t in &threads {
         recorder.merge(&t.recorder);
     }
-    let cpu_after = sys::process_cpu_time();
     Ok(RunOutcome {
         address,
         started_at,
@@ -234,17 +241,20 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         interrupted: control.is_stopped(),
         recorder,
         threads,
-        process_cpu: (cpu_after.0 - cpu_before.0, cpu_after.1 - cpu_before.1),
         nofile,
     })
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
-    let mut addrs = (host, port).to_socket_addrs().map_err(|source| EngineError::Resolve {
-        host: host.to_string(),
-        source,
-    })?;
-    addrs.next().ok_or_else(|| EngineError::NoAddress(host.to_string()))
+    let mut addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|source| EngineError::Resolve {
+            host: host.to_string(),
+            source,
+        })?;
+    addrs
+        .next()
+        .ok_or_else(|| EngineError::NoAddress(host.to_string()))
 }
 
 fn worker(ctx: Rc<ThreadCtx>, connections: usize) -> ThreadReport {

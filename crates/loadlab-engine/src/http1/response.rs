@@ -148,7 +148,11 @@ impl ResponseParser {
         }
         // Borrow either the fresh bytes (the common case: no copy) or the carried-over block.
         let parsed = {
-            let buf: &[u8] = if carried > 0 { &self.partial_head } else { data };
+            let buf: &[u8] = if carried > 0 {
+                &self.partial_head
+            } else {
+                data
+            };
             let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
             let mut response = httparse::Response::new(&mut headers);
             match response.parse(buf) {
@@ -183,10 +187,8 @@ impl ResponseParser {
             return;
         }
         self.close = info.close;
-        let bodiless = self.request_is_head
-            || info.status == 204
-            || info.status == 304
-            || info.status == 101;
+        let bodiless =
+            self.request_is_head || info.status == 204 || info.status == 304 || info.status == 101;
         self.state = if bodiless {
             if info.status == 101 {
                 self.close = true; // we never speak the upgraded protocol
@@ -428,10 +430,19 @@ mod tests {
     #[test]
     fn connection_close_and_http10() {
         let cases: &[(&[u8], bool)] = &[
-            (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", true),
-            (b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Close\r\nContent-Length: 0\r\n\r\n", true),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Close\r\nContent-Length: 0\r\n\r\n",
+                true,
+            ),
             (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", true),
-            (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", false),
+            (
+                b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+                false,
+            ),
             (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false),
         ];
         for (input, close) in cases {
@@ -453,7 +464,11 @@ mod tests {
     #[test]
     fn cut_off_responses_are_not_complete() {
         let mut p = ResponseParser::new(false);
-        run(&mut p, &[b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"]).unwrap();
+        run(
+            &mut p,
+            &[b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"],
+        )
+        .unwrap();
         assert!(p.started());
         assert_eq!(p.eof(), None);
         let mut p = ResponseParser::new(false);
