@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Drive load against a URL and report latency, throughput and failures.
-    Run(crate::cmd::run::RunArgs),
+    Run(Box<crate::cmd::run::RunArgs>),
     /// Load an embedded server for a few seconds: see what loadlab reports, no setup needed.
     Demo(crate::cmd::demo::DemoArgs),
 }

@@ -13,6 +13,8 @@ pub struct NofileLimit {
 }
 
 /// Raises this process's soft `nofile` limit to its hard limit, as wrk users do by hand.
+// `rlim_t` is u64 on 64-bit Linux only; the casts keep other targets compiling.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_nofile_limit() -> Option<NofileLimit> {
     // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
     unsafe {

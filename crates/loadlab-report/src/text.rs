@@ -287,7 +287,7 @@ fn distribution(s: &mut String, m: &PhaseSummary) {
         let share = *n as f64 / total;
         let cells = (*n as f64 / peak * BAR_WIDTH as f64 * 8.0).round() as usize;
         let mut bar = "█".repeat(cells / 8);
-        if cells % 8 > 0 {
+        if !cells.is_multiple_of(8) {
             bar.push(['▏', '▎', '▍', '▌', '▋', '▊', '▉'][cells % 8 - 1]);
         }
         let _ = writeln!(
