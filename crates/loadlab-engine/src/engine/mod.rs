@@ -32,6 +32,8 @@ pub enum EngineError {
     NoAddress(String),
     #[error("cannot start worker thread: {0}")]
     Thread(std::io::Error),
+    #[error("a worker thread crashed (a bug in loadlab: please report it with the command line)")]
+    WorkerCrashed,
 }
 
 /// Live counters of one worker thread, written by it alone, read by progress displays.
@@ -224,9 +226,17 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     }
 
     let mut threads = Vec::with_capacity(handles.len());
+    let mut crashed = false;
     for h in handles {
-        // A worker only panics on a bug; surface it as one rather than hiding data loss.
-        threads.push(h.join().expect("worker thread panicked"));
+        // A worker only panics on a bug. The other threads' measurements are still good,
+        // but a result missing a thread's share would mislead: report the bug instead.
+        match h.join() {
+            Ok(report) => threads.push(report),
+            Err(_) => crashed = true,
+        }
+    }
+    if crashed {
+        return Err(EngineError::WorkerCrashed);
     }
     let end = Instant::now();
     let mut recorder = Recorder::default();
