@@ -57,8 +57,12 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let host = parse(&lookup, "HOST", "an IP address such as 127.0.0.1")?
             .unwrap_or(IpAddr::from([127, 0, 0, 1]));
-        let port = parse(&lookup, "PORT", "a port number from 0 to 65535 (0 picks a free one)")?
-            .unwrap_or(0);
+        let port = parse(
+            &lookup,
+            "PORT",
+            "a port number from 0 to 65535 (0 picks a free one)",
+        )?
+        .unwrap_or(0);
         let workers = match parse::<usize>(&lookup, "WORKERS", "a whole number of at least 1")? {
             Some(0) => {
                 return Err(ConfigError {
@@ -117,15 +121,11 @@ fn parse<T: std::str::FromStr>(
 ) -> Result<Option<T>, ConfigError> {
     match lookup(var).filter(|v| !v.is_empty()) {
         None => Ok(None),
-        Some(value) => value
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| ConfigError {
-                var,
-                value,
-                expected,
-            }),
+        Some(value) => value.trim().parse().map(Some).map_err(|_| ConfigError {
+            var,
+            value,
+            expected,
+        }),
     }
 }
 
@@ -134,7 +134,12 @@ mod tests {
     use super::*;
 
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
@@ -149,7 +154,9 @@ mod tests {
     #[test]
     fn bad_values_name_the_variable_and_the_fix() {
         let err = Config::from_lookup(env(&[("PORT", "http")])).unwrap_err();
-        assert!(err.to_string().starts_with("PORT=\"http\" is not valid: set it to"));
+        assert!(err
+            .to_string()
+            .starts_with("PORT=\"http\" is not valid: set it to"));
         assert!(Config::from_lookup(env(&[("WORKERS", "0")])).is_err());
         assert!(Config::from_lookup(env(&[("UPSTREAM_URL", "ftp://x")])).is_err());
     }

@@ -20,10 +20,24 @@ pub const MAX_ECHO_BYTES: usize = 1024 * 1024;
 /// Why a request's parameters were rejected; its `Display` is the 400 body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BadParam {
-    Missing { name: &'static str },
-    NotAnInteger { name: &'static str, got: String, max: u64 },
-    TooLarge { name: &'static str, got: u64, max: u64 },
-    NotOneOf { name: &'static str, got: String, allowed: &'static str },
+    Missing {
+        name: &'static str,
+    },
+    NotAnInteger {
+        name: &'static str,
+        got: String,
+        max: u64,
+    },
+    TooLarge {
+        name: &'static str,
+        got: u64,
+        max: u64,
+    },
+    NotOneOf {
+        name: &'static str,
+        got: String,
+        allowed: &'static str,
+    },
 }
 
 impl fmt::Display for BadParam {
@@ -39,7 +53,10 @@ impl fmt::Display for BadParam {
                 "query parameter {name} must be a whole number from 0 to {max}, got {got}"
             ),
             BadParam::NotOneOf { name, got, allowed } => {
-                write!(f, "query parameter {name} must be one of {allowed}, got {got:?}")
+                write!(
+                    f,
+                    "query parameter {name} must be one of {allowed}, got {got:?}"
+                )
             }
         }
     }
@@ -117,7 +134,9 @@ pub fn compute_n(query: Option<&str>) -> Result<usize, BadParam> {
 
 /// `/bytes?n=N`.
 pub fn bytes_n(query: Option<&str>) -> Result<usize, BadParam> {
-    Params::parse(query).int("n", MAX_BYTES_N).map(|n| n as usize)
+    Params::parse(query)
+        .int("n", MAX_BYTES_N)
+        .map(|n| n as usize)
 }
 
 /// `/upstream?calls=N[&client=pooled|per-call]`.
@@ -185,7 +204,10 @@ mod tests {
 
     #[test]
     fn upstream_client_defaults_to_pooled() {
-        assert_eq!(upstream(Some("calls=8")), Ok((8, crate::ClientMode::Pooled)));
+        assert_eq!(
+            upstream(Some("calls=8")),
+            Ok((8, crate::ClientMode::Pooled))
+        );
         assert_eq!(
             upstream(Some("calls=8&client=per-call")),
             Ok((8, crate::ClientMode::PerCall))

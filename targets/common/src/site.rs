@@ -82,17 +82,12 @@ impl Site {
                 source,
             })?;
             let (title, body) = markdown(&text);
-            let main = blog
-                .replace("{{title}}", &title)
-                .replace("{{body}}", &body);
+            let main = blog.replace("{{title}}", &title).replace("{{body}}", &body);
             posts.insert(id, Post { title, main });
         }
         let items: String = posts
             .iter()
-            .map(|(id, post)| {
-                item.replace("{{id}}", id)
-                    .replace("{{title}}", &post.title)
-            })
+            .map(|(id, post)| item.replace("{{id}}", id).replace("{{title}}", &post.title))
             .collect();
         let version_text = read("VERSION")?;
         let version_line = version_text.lines().next().unwrap_or("").trim();
@@ -207,9 +202,8 @@ mod tests {
     fn pages_match_the_committed_reference() {
         let content = Path::new(env!("CARGO_MANIFEST_DIR")).join("../content");
         let site = Site::load(&content).unwrap();
-        let expected = |name: &str| {
-            std::fs::read_to_string(content.join("expected").join(name)).unwrap()
-        };
+        let expected =
+            |name: &str| std::fs::read_to_string(content.join("expected").join(name)).unwrap();
         assert_eq!(site.home(), expected("index.html"));
         assert_eq!(site.blogs(), expected("blogs.html"));
         assert_eq!(site.blog("001").unwrap(), expected("blogs/001.html"));

@@ -84,7 +84,10 @@ impl UpstreamClient {
     }
 }
 
-async fn get(client: &Client<HttpConnector, Empty<Bytes>>, url: &Uri) -> Result<u64, UpstreamError> {
+async fn get(
+    client: &Client<HttpConnector, Empty<Bytes>>,
+    url: &Uri,
+) -> Result<u64, UpstreamError> {
     let response = client
         .get(url.clone())
         .await

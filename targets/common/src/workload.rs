@@ -20,9 +20,7 @@ pub struct Message {
 
 /// The `/json` value, ready to serialize.
 pub fn message() -> Message {
-    Message {
-        message: PLAINTEXT,
-    }
+    Message { message: PLAINTEXT }
 }
 
 /// First state of the `/compute` generator.

@@ -68,16 +68,18 @@ fn query() -> impl Filter<Extract = (Option<String>,), Error = Infallible> + Clo
 }
 
 fn routes(state: Shared) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
-    let get = |name: &'static str| warp::get().and(warp::path(name)).and(warp::path::end());
+    // Path before method: a path no route has must end as "not found" (404 page), not as a
+    // 405 from whichever method filter rejected last.
+    let get = |name: &'static str| warp::path(name).and(warp::path::end()).and(warp::get());
     let plaintext = get("plaintext").map(|| workload::PLAINTEXT.into_response());
     let json = get("json").map(|| reply::json(&workload::message()).into_response());
     let delay = get("delay").and(query()).then(delay);
     let block = get("block").and(query()).map(block);
     let compute = get("compute").and(query()).map(compute);
     let bytes = get("bytes").and(query()).map(bytes);
-    let echo = warp::post()
-        .and(warp::path("echo"))
+    let echo = warp::path("echo")
         .and(warp::path::end())
+        .and(warp::post())
         .and(warp::body::stream())
         .then(echo);
     let upstream = get("upstream")
@@ -85,15 +87,15 @@ fn routes(state: Shared) -> impl Filter<Extract = (Response,), Error = Infallibl
         .and(query())
         .then(upstream);
     let healthz = get("healthz").map(|| workload::HEALTHZ.into_response());
-    let home = warp::get()
-        .and(warp::path::end())
+    let home = warp::path::end()
+        .and(warp::get())
         .and(with_state(state.clone()))
         .map(|s: Shared| reply::html(s.site.home()).into_response());
     let blogs = get("blogs")
         .and(with_state(state.clone()))
         .map(|s: Shared| reply::html(s.site.blogs()).into_response());
-    let blog = warp::get()
-        .and(warp::path!("blogs" / String))
+    let blog = warp::path!("blogs" / String)
+        .and(warp::get())
         .and(with_state(state.clone()))
         .map(|id: String, s: Shared| match s.site.blog(&id) {
             Some(page) => reply::html(page).into_response(),
@@ -152,7 +154,10 @@ async fn recover(state: Shared, rejection: Rejection) -> Result<Response, Infall
     } else if rejection.find::<warp::reject::MethodNotAllowed>().is_some() {
         text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed".into())
     } else {
-        text(StatusCode::BAD_REQUEST, format!("bad request: {rejection:?}"))
+        text(
+            StatusCode::BAD_REQUEST,
+            format!("bad request: {rejection:?}"),
+        )
     })
 }
 

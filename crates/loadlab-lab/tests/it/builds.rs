@@ -1,0 +1,181 @@
+//! Manifests, build caching and start-up failures, on small fake targets in a temporary lab
+//! (shell commands instead of compilers, so these run in milliseconds), plus the real lab's
+//! manifests.
+
+use super::support::{targets_dir, RUST_TARGETS};
+use loadlab_lab::{BuildAction, BuildState, Lab, LabError, ServeOptions};
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+/// A target whose "build" copies its source to an artifact and logs each run.
+fn fake_target(lab: &Path, name: &str, toolchain: &str, run: &str) {
+    let dir = lab.join(name);
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::write(dir.join("src/main.txt"), "v1").unwrap();
+    fs::write(
+        dir.join("target.toml"),
+        format!(
+            r#"
+name = "{name}"
+language = "shell"
+framework = "none"
+framework_version = "0"
+toolchain = [{toolchain}]
+sources = ["src"]
+warmup_secs = 1
+[build]
+command = ["sh", "-c", "echo run >> builds.log && mkdir -p out && cp src/main.txt out/artifact"]
+artifacts = ["out/artifact"]
+[run]
+command = ["sh", "-c", {run:?}]
+"#
+        ),
+    )
+    .unwrap();
+}
+
+fn builds_logged(lab: &Path, name: &str) -> usize {
+    fs::read_to_string(lab.join(name).join("builds.log"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn builds_are_cached_until_a_source_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_target(tmp.path(), "fake", "\"sh\"", "exit 0");
+    let lab = Lab::open(tmp.path()).unwrap();
+    let target = lab.target("fake").unwrap().clone();
+    assert_eq!(lab.state(&target).unwrap(), BuildState::NotBuilt);
+
+    assert_eq!(
+        lab.build(&target, false).unwrap().action,
+        BuildAction::Built
+    );
+    assert_eq!(lab.state(&target).unwrap(), BuildState::Built);
+    assert_eq!(
+        lab.build(&target, false).unwrap().action,
+        BuildAction::Cached
+    );
+    assert_eq!(builds_logged(tmp.path(), "fake"), 1);
+
+    fs::write(tmp.path().join("fake/src/main.txt"), "v2").unwrap();
+    assert_eq!(lab.state(&target).unwrap(), BuildState::Stale);
+    assert_eq!(
+        lab.build(&target, false).unwrap().action,
+        BuildAction::Built
+    );
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("fake/out/artifact")).unwrap(),
+        "v2"
+    );
+    assert_eq!(lab.build(&target, true).unwrap().action, BuildAction::Built);
+    assert_eq!(builds_logged(tmp.path(), "fake"), 3);
+
+    fs::remove_file(tmp.path().join("fake/out/artifact")).unwrap();
+    assert_eq!(lab.state(&target).unwrap(), BuildState::NotBuilt);
+    assert_eq!(
+        lab.build(&target, false).unwrap().action,
+        BuildAction::Built
+    );
+}
+
+#[test]
+fn a_missing_toolchain_is_a_state_and_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_target(
+        tmp.path(),
+        "needs-zig",
+        "\"no-such-toolchain-xyz\"",
+        "exit 0",
+    );
+    let lab = Lab::open(tmp.path()).unwrap();
+    let rows = lab.list().unwrap();
+    assert_eq!(
+        rows[0].state,
+        BuildState::ToolchainMissing(vec!["no-such-toolchain-xyz".into()])
+    );
+    let err = lab.build_named("needs-zig", false).unwrap_err();
+    assert!(matches!(err, LabError::ToolchainMissing { .. }));
+    assert!(
+        err.to_string().contains("no-such-toolchain-xyz on PATH"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failing_build_and_an_unknown_name_say_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_target(tmp.path(), "fails", "", "exit 0");
+    let manifest = tmp.path().join("fails/target.toml");
+    let text = fs::read_to_string(&manifest).unwrap();
+    let broken = text.replace("echo run >> builds.log", "exit 3");
+    fs::write(&manifest, broken).unwrap();
+    let lab = Lab::open(tmp.path()).unwrap();
+    let err = lab.build_named("fails", false).unwrap_err();
+    assert!(matches!(err, LabError::BuildFailed { .. }), "{err}");
+
+    let err = lab.build_named("nope", false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no target named \"nope\"; known targets: fails (see `loadlab lab list`)"
+    );
+}
+
+#[test]
+fn a_manifest_must_match_its_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_target(tmp.path(), "one", "", "exit 0");
+    fs::rename(tmp.path().join("one"), tmp.path().join("two")).unwrap();
+    let err = Lab::open(tmp.path()).unwrap_err();
+    assert!(err.to_string().contains("make them equal"), "{err}");
+}
+
+#[test]
+fn serve_refuses_unbuilt_targets_and_reports_a_crash_at_startup() {
+    let tmp = tempfile::tempdir().unwrap();
+    fake_target(
+        tmp.path(),
+        "crashes",
+        "",
+        "echo 'bad config: PORT' >&2; exit 2",
+    );
+    fake_target(tmp.path(), "mumbles", "", "echo hello; exec sleep 30");
+    let lab = Lab::open(tmp.path()).unwrap();
+    let options = ServeOptions {
+        ready_timeout: Duration::from_secs(10),
+        ..ServeOptions::default()
+    };
+    let err = lab.serve("crashes", &options).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "target crashes is not built: run `loadlab lab build crashes`"
+    );
+
+    lab.build_named("all", false).unwrap();
+    let err = lab.serve("crashes", &options).unwrap_err().to_string();
+    assert!(
+        err.contains("exited (exit status: 2) before printing"),
+        "{err}"
+    );
+    assert!(err.contains("bad config: PORT"), "{err}");
+    let err = lab.serve("mumbles", &options).unwrap_err().to_string();
+    assert!(err.contains("got \"hello\""), "{err}");
+}
+
+#[test]
+fn the_repository_lab_lists_the_four_rust_targets() {
+    let lab = Lab::open(&targets_dir()).unwrap();
+    let rows = lab.list().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    for name in RUST_TARGETS {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    for row in rows.iter().filter(|r| r.name.starts_with("rust-")) {
+        assert_eq!(row.language, "rust");
+        assert!(!row.framework_version.is_empty());
+    }
+    let found = Lab::discover(&targets_dir().join("rust-axum/src")).unwrap();
+    assert_eq!(found.root(), lab.root());
+}

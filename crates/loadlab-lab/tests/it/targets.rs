@@ -1,0 +1,172 @@
+//! The four Rust reference targets, built by `Lab::build` and served as real processes:
+//! each passes `verify`, each makes exactly the upstream calls it is asked for with the
+//! connection behaviour its client mode promises, and all serve the same portfolio bytes.
+
+use super::support::{built_lab, serve, RUST_TARGETS};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+use loadlab_lab::content::ReferenceSite;
+use loadlab_lab::verify::verify_target;
+use loadlab_lab::{ServeOptions, VerifyOptions};
+use loadlab_upstream::{Stats, Upstream, UpstreamConfig};
+
+async fn verify_passes(name: &str) {
+    let lab = built_lab();
+    let serve = ServeOptions {
+        workers: Some(2),
+        ..ServeOptions::default()
+    };
+    let report = verify_target(lab, name, &serve, &VerifyOptions::default())
+        .await
+        .unwrap();
+    let failures: Vec<String> = report
+        .failures()
+        .map(|c| format!("{} [{}]: {:?}", c.endpoint, c.what, c.outcome))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{name} failed verification:\n{}",
+        failures.join("\n")
+    );
+    let (passed, _, skipped) = report.counts();
+    assert_eq!(
+        skipped, 0,
+        "{name}: nothing may be skipped when verifying by name"
+    );
+    assert!(passed > 200, "{name}: only {passed} checks ran");
+    let upstream = report.upstream.expect("upstream summary");
+    eprintln!(
+        "{name}: {passed} checks passed; pooled upstream {:?} (reuse ratio {:?}), per-call {:?}",
+        upstream.pooled, upstream.pooled_reuse_ratio, upstream.per_call
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_rust_actix_web() {
+    verify_passes("rust-actix-web").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_rust_axum() {
+    verify_passes("rust-axum").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_rust_hyper() {
+    verify_passes("rust-hyper").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_rust_warp() {
+    verify_passes("rust-warp").await;
+}
+
+type HttpClient = Client<HttpConnector, Empty<Bytes>>;
+
+async fn get(client: &HttpClient, url: &str) -> (u16, Bytes) {
+    let response = client.get(url.parse().unwrap()).await.unwrap();
+    let status = response.status().as_u16();
+    (
+        status,
+        response.into_body().collect().await.unwrap().to_bytes(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_calls_8_counts_requests_and_connections_for_every_target() {
+    built_lab();
+    const ROUNDS: u64 = 5;
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let mut table = Vec::new();
+    for name in RUST_TARGETS {
+        let upstream = Upstream::start(UpstreamConfig::default()).await.unwrap();
+        let target = serve(name, Some(upstream.url()));
+        let base = target.base_url();
+
+        let before = upstream.stats();
+        for _ in 0..ROUNDS {
+            let (status, body) = get(&client, &format!("{base}/upstream?calls=8")).await;
+            assert_eq!(status, 200, "{name}");
+            assert_eq!(
+                &body[..],
+                br#"{"calls":8,"client":"pooled","upstream_bytes":16}"#,
+                "{name}"
+            );
+        }
+        let pooled = upstream.stats().since(&before);
+        assert_eq!(
+            pooled.requests,
+            8 * ROUNDS,
+            "{name}: 8 upstream requests per call"
+        );
+        // One shared pooled client and sequential calls: a single kept-alive connection.
+        assert_eq!(
+            pooled.connections, 1,
+            "{name}: pooled client reused no connection: {pooled:?}"
+        );
+
+        let before = upstream.stats();
+        for _ in 0..2 {
+            let (status, body) =
+                get(&client, &format!("{base}/upstream?calls=8&client=per-call")).await;
+            assert_eq!(status, 200, "{name}");
+            assert_eq!(
+                &body[..],
+                br#"{"calls":8,"client":"per-call","upstream_bytes":16}"#,
+                "{name}"
+            );
+        }
+        let per_call = upstream.stats().since(&before);
+        assert_eq!(
+            per_call,
+            Stats {
+                requests: 16,
+                connections: 16
+            },
+            "{name}: a client per call means a connection per request"
+        );
+        table.push(format!(
+            "{name:16} pooled: {:3} requests / {} connections (reuse ratio {:.0}); per-call: {} / {}",
+            pooled.requests,
+            pooled.connections,
+            pooled.reuse_ratio().unwrap_or(0.0),
+            per_call.requests,
+            per_call.connections
+        ));
+        drop(target);
+        upstream.shutdown().await.unwrap();
+    }
+    eprintln!("{}", table.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn portfolio_pages_are_byte_identical_across_targets() {
+    let lab = built_lab();
+    let reference = ReferenceSite::load(&lab.content_dir()).unwrap();
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let served: Vec<_> = RUST_TARGETS.iter().map(|name| serve(name, None)).collect();
+    for page in &reference.pages {
+        let mut bodies = Vec::new();
+        for target in &served {
+            let (status, body) = get(&client, &format!("{}{}", target.base_url(), page.path)).await;
+            assert_eq!(status, page.status, "{} {}", target.name(), page.path);
+            bodies.push((target.name().to_string(), body));
+        }
+        let (first_name, first) = &bodies[0];
+        for (name, body) in &bodies[1..] {
+            assert!(
+                body == first,
+                "{} differs between {first_name} and {name}",
+                page.path
+            );
+        }
+        assert!(
+            first == page.body.as_bytes(),
+            "{} differs from the reference content",
+            page.path
+        );
+    }
+    assert!(reference.pages.len() >= 7);
+}
