@@ -22,6 +22,7 @@ pub mod engine;
 pub mod error;
 pub mod http1;
 pub mod result;
+pub mod schedule;
 pub mod stats;
 pub mod sys;
 
