@@ -48,6 +48,8 @@ pub struct TargetStatus {
     pub framework: String,
     pub framework_version: String,
     pub warmup_secs: u64,
+    /// In JSON: `"state": "built"`, plus `"missing": [...]` for a missing toolchain.
+    #[serde(flatten)]
     pub state: BuildState,
 }
 

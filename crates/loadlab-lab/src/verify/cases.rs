@@ -306,7 +306,7 @@ impl Runner<'_> {
             .await;
         let after_zero = stats.read().await;
         self.count(
-            &"GET /upstream?calls=0",
+            "GET /upstream?calls=0",
             "upstream requests",
             0,
             delta(&before, &after_zero).map(|d| d.requests),
