@@ -31,14 +31,12 @@ async fn pooled_client_reuses_one_connection() {
             (200, Bytes::from("ok"))
         );
     }
-    assert_eq!(
-        upstream.stats(),
-        Stats {
-            requests: 8,
-            connections: 1
-        }
-    );
-    assert_eq!(upstream.stats().reuse_ratio(), Some(8.0));
+    let stats = upstream.stats();
+    assert_eq!(stats.requests, 8);
+    // Normally exactly one; hyper-util may open a second if the first is handed back to its
+    // pool a moment after the next request starts. Either way: far below 8.
+    assert!((1..=2).contains(&stats.connections), "{stats:?}");
+    assert!(stats.reuse_ratio().unwrap() >= 4.0);
 }
 
 #[tokio::test]

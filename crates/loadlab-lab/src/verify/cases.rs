@@ -3,7 +3,7 @@
 //! followed by a liveness check, so a target that crashes on bad input still gets every other
 //! finding reported.
 
-use super::client::{Probe, Reply, SendBody};
+use super::client::{Probe, Reply, SendBody, CONNECT_FAILED};
 use super::expect::{compare, BodyRule, Expect, HTML, JSON, OCTETS, TEXT};
 use super::{Check, Outcome, Report, UpstreamSummary, VerifyOptions};
 use crate::content::ReferenceSite;
@@ -110,6 +110,11 @@ impl Runner<'_> {
                 Some(reply)
             }
             Err(err) => {
+                // Nothing listens any more (or never did): one finding, then skip the rest
+                // instead of repeating "connection refused" for every endpoint.
+                if err.starts_with(CONNECT_FAILED) {
+                    self.down = Some(format!("the target is unreachable ({err})"));
+                }
                 self.fail(
                     &endpoint,
                     "response",

@@ -19,6 +19,10 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
+/// How every connection failure message starts, so callers can tell "nothing listens" from a
+/// bad response.
+pub const CONNECT_FAILED: &str = "cannot connect to";
+
 /// A request body as the check wants it on the wire.
 #[derive(Debug, Clone)]
 pub enum SendBody {
@@ -123,7 +127,7 @@ impl Probe {
         if self.sender.is_none() {
             let stream = TcpStream::connect(self.addr)
                 .await
-                .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
+                .map_err(|e| format!("{CONNECT_FAILED} {}: {e}", self.addr))?;
             let _ = stream.set_nodelay(true);
             let (sender, connection) = http1::handshake(TokioIo::new(stream))
                 .await

@@ -156,3 +156,22 @@ async fn a_broken_target_fails_with_each_broken_endpoint_named() {
     // The upstream checks ran through the proxy and passed.
     assert!(report.upstream.is_some());
 }
+
+#[tokio::test]
+async fn an_unreachable_target_is_one_finding_not_a_wall_of_them() {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let options = VerifyOptions {
+        content_dir: Some(super::support::targets_dir().join("content")),
+        ..VerifyOptions::default()
+    };
+    let report = verify_url(&format!("http://{closed}"), &options)
+        .await
+        .unwrap();
+    assert_eq!(report.failed_endpoints(), ["GET /healthz"]);
+    let (passed, failed, skipped) = report.counts();
+    assert_eq!((passed, failed), (0, 1));
+    assert!(skipped > 20, "{skipped}");
+}
