@@ -28,6 +28,9 @@ pub struct ServeOptions {
     pub upstream_url: Option<String>,
     /// How long to wait for the address line and then for `/healthz` (a JVM needs a while).
     pub ready_timeout: Duration,
+    /// CPUs the target may run on (Linux). Set before the program starts, so every thread it
+    /// ever creates inherits it; pinning a PID afterwards would miss the worker threads.
+    pub cpus: Option<Vec<usize>>,
 }
 
 impl Default for ServeOptions {
@@ -39,6 +42,7 @@ impl Default for ServeOptions {
             backlog: None,
             upstream_url: None,
             ready_timeout: Duration::from_secs(30),
+            cpus: None,
         }
     }
 }
@@ -143,6 +147,13 @@ impl Lab {
         if let Some(url) = &options.upstream_url {
             command.env("UPSTREAM_URL", url);
         }
+        if let Some(cpus) = &options.cpus {
+            pin_to(&mut command, cpus).map_err(|message| LabError::Startup {
+                name: name.into(),
+                message,
+                stderr_tail: Vec::new(),
+            })?;
+        }
         let child = command.spawn().map_err(|source| LabError::Spawn {
             name: name.into(),
             command: run.command.join(" "),
@@ -150,6 +161,41 @@ impl Lab {
         })?;
         start(name, child, options.ready_timeout)
     }
+}
+
+/// Restricts the child to `cpus` between fork and exec.
+#[cfg(target_os = "linux")]
+fn pin_to(command: &mut Command, cpus: &[usize]) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    if cpus.is_empty() || cpus.iter().any(|&c| c >= max) {
+        return Err(format!(
+            "--cpus needs CPU numbers from 0 to {}, got {cpus:?}",
+            max - 1
+        ));
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: the closure runs in the forked child before exec and only makes one
+    // async-signal-safe system call on a set prepared before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pin_to(_: &mut Command, _: &[usize]) -> Result<(), String> {
+    Err("pinning a target to CPUs (--cpus) needs Linux".into())
 }
 
 /// Takes ownership of a just-spawned target: reads its address line, drains its output, and

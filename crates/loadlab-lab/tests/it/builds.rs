@@ -179,3 +179,26 @@ fn the_repository_lab_lists_the_four_rust_targets() {
     let found = Lab::discover(&targets_dir().join("rust-axum/src")).unwrap();
     assert_eq!(found.root(), lab.root());
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_pins_the_target_to_the_cpus_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A "target" that reports the CPUs it may use on its address line, then exits.
+    fake_target(
+        tmp.path(),
+        "pinned",
+        "",
+        "echo \"listening on $(grep Cpus_allowed_list /proc/self/status | tr -d ' \\t')\"",
+    );
+    let lab = Lab::open(tmp.path()).unwrap();
+    lab.build_named("all", false).unwrap();
+    let options = ServeOptions {
+        cpus: Some(vec![0]),
+        ready_timeout: Duration::from_secs(10),
+        ..ServeOptions::default()
+    };
+    // The line is not an address, so start-up fails, and the message shows what it printed.
+    let err = lab.serve("pinned", &options).unwrap_err().to_string();
+    assert!(err.contains("Cpus_allowed_list:0\""), "{err}");
+}
