@@ -7,6 +7,7 @@
 mod cases;
 pub mod client;
 pub mod expect;
+mod upstream_checks;
 
 use crate::content::ReferenceSite;
 use crate::lab::Lab;
