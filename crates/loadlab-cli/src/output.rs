@@ -2,46 +2,53 @@
 
 use anyhow::Context as _;
 use loadlab_engine::RunResult;
-use loadlab_report::{Exporter, JsonExporter, TextExporter};
+use loadlab_report::{Exporter, TextExporter};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 pub enum Destination {
     Stdout,
-    File(PathBuf, File),
+    File(&'static str, PathBuf, File),
+}
+
+/// The machine-readable outputs a run writes.
+#[derive(Default)]
+pub struct Outputs {
+    pub json: Option<Destination>,
+    pub hdr_log: Option<Destination>,
 }
 
 impl Destination {
     /// Opens (creates) the output now, so that a bad path fails before the run.
-    pub fn open(raw: &str) -> anyhow::Result<Destination> {
+    pub fn open(raw: &str, flag: &'static str) -> anyhow::Result<Destination> {
         if raw == "-" {
             return Ok(Destination::Stdout);
         }
         let path = PathBuf::from(raw);
         let file = File::create(&path).with_context(|| {
             format!(
-                "--json: cannot create {}; check that its directory exists and is writable",
+                "{flag}: cannot create {}; check that its directory exists and is writable",
                 path.display()
             )
         })?;
-        Ok(Destination::File(path, file))
+        Ok(Destination::File(flag, path, file))
     }
 }
 
-pub fn write_json(dest: Destination, result: &RunResult) -> anyhow::Result<()> {
+pub fn write(dest: Destination, exporter: &dyn Exporter, result: &RunResult) -> anyhow::Result<()> {
     match dest {
         Destination::Stdout => {
             let mut out = io::stdout().lock();
-            JsonExporter.export(result, &mut out)?;
+            exporter.export(result, &mut out)?;
             out.flush()?;
         }
-        Destination::File(path, file) => {
+        Destination::File(flag, path, file) => {
             let mut out = BufWriter::new(file);
-            JsonExporter
+            exporter
                 .export(result, &mut out)
                 .and_then(|_| out.flush())
-                .with_context(|| format!("--json: cannot write {}", path.display()))?;
+                .with_context(|| format!("{flag}: cannot write {}", path.display()))?;
         }
     }
     Ok(())

@@ -132,6 +132,48 @@ fn json_result_follows_the_schema() {
     assert_valid(&value);
     assert_eq!(value["measured"]["errors"]["connect_refused"], 3);
     assert!(String::from_utf8_lossy(&out.stderr).contains("connect_refused"));
+
+    // An open loop with stages, its timeline and an HdrHistogram log.
+    let hlog = dir.join("run.hlog");
+    let out = run(&[
+        "run",
+        "--stages",
+        "1s:200, 1s:200->400",
+        "--arrival",
+        "poisson",
+        "--interval",
+        "500ms",
+        "--json",
+        "-",
+        "--hdr-log",
+        hlog.to_str().unwrap(),
+        &server.url("/"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_valid(&value);
+    assert_eq!(value["load"]["model"], "open_loop");
+    assert_eq!(value["load"]["arrival"], "poisson");
+    assert!(value["timeline"].as_array().unwrap().len() >= 4);
+    assert!(value["measured"]["service_time_us"].is_object());
+    let log = std::fs::read_to_string(&hlog).unwrap();
+    assert!(
+        log.lines()
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+            .count()
+            >= 4,
+        "{log}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .contains("open loop, poisson arrivals: 1s at 200 requests/s, then 1s from 200 to 400"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! names the flag, what was wrong, and how to fix it. Nothing here does I/O: name resolution
 //! happens when the run starts.
 
+use crate::schedule::{Arrival, Profile};
 use std::time::Duration;
 
 /// What a user asked for, before any checking. Field names follow the CLI flags.
@@ -13,7 +14,8 @@ pub struct RunSpec {
     /// Raw `Name: value` strings, as given to `-H`.
     pub headers: Vec<String>,
     pub body: Vec<u8>,
-    pub connections: usize,
+    /// `-c`: closed-loop connections. `None`: the default (50), or unset in an open loop.
+    pub connections: Option<usize>,
     /// `None`: one thread per core.
     pub threads: Option<usize>,
     pub duration: Option<Duration>,
@@ -22,6 +24,19 @@ pub struct RunSpec {
     pub connect_timeout: Duration,
     pub warmup: Duration,
     pub keepalive: bool,
+    /// `--rate`: requests per second; switches to an open loop.
+    pub rate: Option<f64>,
+    /// `--stages`: a staged profile (rates, or connection counts with `closed_stages`).
+    pub stages: Option<String>,
+    /// `--closed`: `stages` are connection counts of a closed loop.
+    pub closed_stages: bool,
+    pub arrival: Arrival,
+    /// `--max-connections`: the open loop's cap.
+    pub max_connections: Option<usize>,
+    /// `--interval`: width of the timeline's intervals.
+    pub interval: Duration,
+    /// Hold the PM QoS CPU latency at 0 during the run (`--no-pm-qos` turns it off).
+    pub pm_qos: bool,
 }
 
 impl Default for RunSpec {
@@ -31,7 +46,7 @@ impl Default for RunSpec {
             method: "GET".into(),
             headers: Vec::new(),
             body: Vec::new(),
-            connections: 50,
+            connections: None,
             threads: None,
             duration: None,
             requests: None,
@@ -39,6 +54,13 @@ impl Default for RunSpec {
             connect_timeout: Duration::from_secs(5),
             warmup: Duration::ZERO,
             keepalive: true,
+            rate: None,
+            stages: None,
+            closed_stages: false,
+            arrival: Arrival::Uniform,
+            max_connections: None,
+            interval: Duration::from_secs(1),
+            pm_qos: true,
         }
     }
 }
@@ -50,6 +72,17 @@ pub enum Stop {
     Duration(Duration),
     /// Issue exactly this many measured requests.
     Requests(u64),
+}
+
+/// How load is generated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Model {
+    /// Each connection sends its next request when the last one ends. With stages, the number
+    /// of active connections follows the profile.
+    Closed { stages: Option<Profile> },
+    /// Requests are sent on a schedule, whatever the server does; connections open as needed,
+    /// up to `RunConfig::connections`.
+    Open { profile: Profile, arrival: Arrival },
 }
 
 /// The parts of the URL the engine needs. Only `http` for now.
@@ -72,6 +105,8 @@ pub struct RunConfig {
     /// Validated header names and values, in the order given.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    pub model: Model,
+    /// Closed loop: the connections (the most any stage asks for). Open loop: the cap.
     pub connections: usize,
     pub threads: usize,
     pub stop: Stop,
@@ -79,6 +114,14 @@ pub struct RunConfig {
     pub connect_timeout: Duration,
     pub warmup: Duration,
     pub keepalive: bool,
+    pub interval: Duration,
+    pub pm_qos: bool,
+}
+
+impl RunConfig {
+    pub fn is_open_loop(&self) -> bool {
+        matches!(self.model, Model::Open { .. })
+    }
 }
 
 /// A rejected flag. `Display` gives the whole sentence, fix included.
@@ -98,6 +141,10 @@ fn reject(flag: &'static str, message: impl Into<String>) -> ConfigError {
 
 /// The default run length when neither `-d` nor `-n` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Closed-loop connections when `-c` is not given.
+pub const DEFAULT_CONNECTIONS: usize = 50;
+/// The open loop's connection cap when `--max-connections` is not given.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 impl RunSpec {
     pub fn validate(&self) -> Result<RunConfig, ConfigError> {
@@ -108,12 +155,16 @@ impl RunSpec {
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
-        if self.connections == 0 {
+        if self.interval < Duration::from_millis(100)
+            || !self.interval.as_millis().is_multiple_of(100)
+            || !self.interval.subsec_nanos().is_multiple_of(1_000_000)
+        {
             return Err(reject(
-                "-c/--connections",
-                "must be at least 1, got 0; try -c 50",
+                "--interval",
+                "must be a whole multiple of 100ms; try --interval 1s",
             ));
         }
+        let (model, connections, stop) = self.load_model()?;
         let threads = match self.threads {
             Some(0) => {
                 return Err(reject(
@@ -125,27 +176,7 @@ impl RunSpec {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
         // A thread without a connection would only burn a core.
-        .min(self.connections);
-        let stop = match (self.duration, self.requests) {
-            (Some(_), Some(_)) => {
-                return Err(reject(
-                    "-d/--duration",
-                    "cannot be combined with -n/--requests; give one of them",
-                ))
-            }
-            (Some(d), None) if d.is_zero() => {
-                return Err(reject("-d/--duration", "must be longer than 0; try -d 10s"))
-            }
-            (Some(d), None) => Stop::Duration(d),
-            (None, Some(0)) => {
-                return Err(reject(
-                    "-n/--requests",
-                    "must be at least 1, got 0; try -n 10000",
-                ))
-            }
-            (None, Some(n)) => Stop::Requests(n),
-            (None, None) => Stop::Duration(DEFAULT_DURATION),
-        };
+        .min(connections);
         if self.timeout.is_zero() {
             return Err(reject(
                 "--timeout",
@@ -163,14 +194,166 @@ impl RunSpec {
             method,
             headers,
             body: self.body.clone(),
-            connections: self.connections,
+            model,
+            connections,
             threads,
             stop,
             timeout: self.timeout,
             connect_timeout: self.connect_timeout,
             warmup: self.warmup,
             keepalive: self.keepalive,
+            interval: self.interval,
+            pm_qos: self.pm_qos,
         })
+    }
+
+    /// Works out the load model, its connection count and when it stops.
+    fn load_model(&self) -> Result<(Model, usize, Stop), ConfigError> {
+        if self.duration.is_some_and(|d| d.is_zero()) {
+            return Err(reject("-d/--duration", "must be longer than 0; try -d 10s"));
+        }
+        if self.duration.is_some() && self.requests.is_some() {
+            return Err(reject(
+                "-d/--duration",
+                "cannot be combined with -n/--requests; give one of them",
+            ));
+        }
+        if self.requests == Some(0) {
+            return Err(reject(
+                "-n/--requests",
+                "must be at least 1, got 0; try -n 10000",
+            ));
+        }
+        if self.connections == Some(0) {
+            return Err(reject(
+                "-c/--connections",
+                "must be at least 1, got 0; try -c 50",
+            ));
+        }
+        if self.max_connections == Some(0) {
+            return Err(reject(
+                "--max-connections",
+                "must be at least 1, got 0; leave it out for no practical cap",
+            ));
+        }
+        let stages = self
+            .stages
+            .as_deref()
+            .map(Profile::parse)
+            .transpose()
+            .map_err(|e| reject("--stages", e.0.trim_start_matches("--stages: ").to_string()))?;
+        if self.closed_stages && stages.is_none() {
+            return Err(reject(
+                "--closed",
+                "stages connection counts, so it needs --stages, e.g. --stages \"10s:10, 20s:10->100\" --closed",
+            ));
+        }
+        let open = self.rate.is_some() || (stages.is_some() && !self.closed_stages);
+        if !open {
+            if self.max_connections.is_some() {
+                return Err(reject(
+                    "--max-connections",
+                    "caps an open loop (--rate or --stages); in a closed loop -c sets the connections",
+                ));
+            }
+            if let Some(profile) = stages {
+                if self.duration.is_some() || self.requests.is_some() {
+                    return Err(reject(
+                        "--stages",
+                        "already sets how long the run lasts; drop -d/-n",
+                    ));
+                }
+                if self.connections.is_some() {
+                    return Err(reject(
+                        "-c/--connections",
+                        "conflicts with --stages --closed, which sets the connection counts; drop -c",
+                    ));
+                }
+                let most = profile
+                    .stages
+                    .iter()
+                    .map(|s| s.from.max(s.to))
+                    .fold(0.0, f64::max)
+                    .floor() as usize;
+                if most == 0 {
+                    return Err(reject(
+                        "--stages",
+                        "with --closed, the levels are connection counts: at least one must be 1 or more",
+                    ));
+                }
+                let stop = Stop::Duration(profile.duration());
+                return Ok((
+                    Model::Closed {
+                        stages: Some(profile),
+                    },
+                    most,
+                    stop,
+                ));
+            }
+            let stop = match (self.duration, self.requests) {
+                (Some(d), _) => Stop::Duration(d),
+                (_, Some(n)) => Stop::Requests(n),
+                _ => Stop::Duration(DEFAULT_DURATION),
+            };
+            let connections = self.connections.unwrap_or(DEFAULT_CONNECTIONS);
+            return Ok((Model::Closed { stages: None }, connections, stop));
+        }
+        // Open loop.
+        if self.requests.is_some() {
+            return Err(reject(
+                "-n/--requests",
+                "counts requests of a closed loop; with --rate, give -d/--duration",
+            ));
+        }
+        if self.connections.is_some() {
+            return Err(reject(
+                "-c/--connections",
+                "sets a closed loop's connections; with --rate, connections open as needed: cap them with --max-connections",
+            ));
+        }
+        let profile = match (self.rate, stages) {
+            (Some(_), Some(_)) => {
+                return Err(reject(
+                    "--rate",
+                    "cannot be combined with --stages, which sets the rates; give one of them",
+                ))
+            }
+            (Some(rate), None) => {
+                if !(rate.is_finite() && rate > 0.0) {
+                    return Err(reject(
+                        "--rate",
+                        format!("must be more than 0 requests/s, got {rate}; try --rate 1000"),
+                    ));
+                }
+                Profile::constant(rate, self.duration.unwrap_or(DEFAULT_DURATION))
+            }
+            (None, Some(profile)) => {
+                if self.duration.is_some() {
+                    return Err(reject(
+                        "--stages",
+                        "already sets how long the run lasts; drop -d",
+                    ));
+                }
+                if profile.total_arrivals() < 1.0 {
+                    return Err(reject(
+                        "--stages",
+                        "asks for no request at all; give a rate above 0 in some stage",
+                    ));
+                }
+                profile
+            }
+            (None, None) => unreachable!("open only with a rate or stages"),
+        };
+        let stop = Stop::Duration(profile.duration());
+        let cap = self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+        Ok((
+            Model::Open {
+                profile,
+                arrival: self.arrival,
+            },
+            cap,
+            stop,
+        ))
     }
 }
 
@@ -313,7 +496,7 @@ mod tests {
             (spec("ftp://x/"), "URL", "use http://"),
             (
                 RunSpec {
-                    connections: 0,
+                    connections: Some(0),
                     ..spec("http://a/")
                 },
                 "-c/--connections",
@@ -369,9 +552,141 @@ mod tests {
     }
 
     #[test]
+    fn load_models() {
+        let c = spec("http://a/").validate().unwrap();
+        assert_eq!(c.model, Model::Closed { stages: None });
+        assert_eq!(
+            (c.connections, c.stop),
+            (50, Stop::Duration(DEFAULT_DURATION))
+        );
+
+        let c = RunSpec {
+            rate: Some(500.0),
+            duration: Some(Duration::from_secs(3)),
+            ..spec("http://a/")
+        }
+        .validate()
+        .unwrap();
+        assert!(c.is_open_loop());
+        assert_eq!(
+            (c.connections, c.stop),
+            (
+                DEFAULT_MAX_CONNECTIONS,
+                Stop::Duration(Duration::from_secs(3))
+            )
+        );
+
+        let c = RunSpec {
+            stages: Some("1s:10, 2s:10->40".into()),
+            ..spec("http://a/")
+        }
+        .validate()
+        .unwrap();
+        assert!(c.is_open_loop());
+        assert_eq!(c.stop, Stop::Duration(Duration::from_secs(3)));
+
+        let c = RunSpec {
+            stages: Some("1s:2, 2s:2->7.5".into()),
+            closed_stages: true,
+            ..spec("http://a/")
+        }
+        .validate()
+        .unwrap();
+        assert!(matches!(c.model, Model::Closed { stages: Some(_) }));
+        assert_eq!(c.connections, 7);
+    }
+
+    #[test]
+    fn load_model_conflicts_name_the_fix() {
+        let cases: &[(RunSpec, &str, &str)] = &[
+            (
+                RunSpec {
+                    rate: Some(0.0),
+                    ..spec("http://a/")
+                },
+                "--rate",
+                "--rate 1000",
+            ),
+            (
+                RunSpec {
+                    rate: Some(10.0),
+                    requests: Some(5),
+                    ..spec("http://a/")
+                },
+                "-n/--requests",
+                "-d/--duration",
+            ),
+            (
+                RunSpec {
+                    rate: Some(10.0),
+                    connections: Some(5),
+                    ..spec("http://a/")
+                },
+                "-c/--connections",
+                "--max-connections",
+            ),
+            (
+                RunSpec {
+                    rate: Some(10.0),
+                    stages: Some("1s:5".into()),
+                    ..spec("http://a/")
+                },
+                "--rate",
+                "one of them",
+            ),
+            (
+                RunSpec {
+                    stages: Some("1s:5".into()),
+                    duration: Some(Duration::from_secs(1)),
+                    ..spec("http://a/")
+                },
+                "--stages",
+                "drop -d",
+            ),
+            (
+                RunSpec {
+                    stages: Some("1s".into()),
+                    ..spec("http://a/")
+                },
+                "--stages",
+                "DURATION:LEVEL",
+            ),
+            (
+                RunSpec {
+                    closed_stages: true,
+                    ..spec("http://a/")
+                },
+                "--closed",
+                "--stages",
+            ),
+            (
+                RunSpec {
+                    max_connections: Some(10),
+                    ..spec("http://a/")
+                },
+                "--max-connections",
+                "open loop",
+            ),
+            (
+                RunSpec {
+                    interval: Duration::from_millis(250),
+                    ..spec("http://a/")
+                },
+                "--interval",
+                "100ms",
+            ),
+        ];
+        for (s, flag, fix) in cases {
+            let err = s.validate().unwrap_err();
+            assert_eq!(err.flag, *flag, "{err}");
+            assert!(err.to_string().contains(fix), "`{err}` lacks `{fix}`");
+        }
+    }
+
+    #[test]
     fn threads_never_exceed_connections() {
         let c = RunSpec {
-            connections: 3,
+            connections: Some(3),
             threads: Some(8),
             ..spec("http://a/")
         }

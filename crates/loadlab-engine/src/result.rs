@@ -3,9 +3,10 @@
 //! against it). Field names carry their units. Summaries come from full HDR histograms, which
 //! are also kept, compressed, so results from several runs can be merged exactly.
 
-use crate::config::{RunConfig, Stop};
+use crate::config::{Model, RunConfig, Stop};
 use crate::engine::RunOutcome;
 use crate::error::ErrorClass;
+use crate::schedule::Arrival;
 use crate::stats::{PhaseStats, BUCKET};
 use crate::sys::{Environment, NofileLimit};
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
@@ -34,6 +35,10 @@ pub struct RunResult {
     pub warmup: Option<PhaseSummary>,
     /// Requests sent but neither answered nor failed when the run ended (abandoned).
     pub in_flight_at_end: u64,
+    /// The run interval by interval (warm-up included), for charts and for spotting drift.
+    pub timeline: Vec<IntervalSummary>,
+    /// One-line conclusions a reader should not miss: who was the bottleneck.
+    pub verdicts: Vec<String>,
     pub generator: GeneratorHealth,
     pub environment: Environment,
     /// Things a careful reader must know about this run, in plain words.
@@ -51,7 +56,9 @@ pub struct TargetInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadModel {
     /// `closed_loop`: each connection sends its next request when the last one ends.
+    /// `open_loop`: requests go out on a schedule (an arrival rate), whatever the server does.
     pub model: String,
+    /// Closed loop: the connections (the most any stage uses). Open loop: the cap.
     pub connections: usize,
     pub threads: usize,
     pub keepalive: bool,
@@ -63,6 +70,48 @@ pub struct LoadModel {
     pub timeout_s: f64,
     pub connect_timeout_s: f64,
     pub body_bytes: u64,
+    /// Open loop: `uniform` (evenly spaced) or `poisson`.
+    pub arrival: Option<String>,
+    /// The Poisson seed, to reproduce the schedule.
+    pub seed: Option<u64>,
+    /// Stages of the profile: requests/s in an open loop, connections in a staged closed loop.
+    pub stages: Vec<StageSpec>,
+    /// The plan in words, as printed before the run.
+    pub plan: String,
+    pub interval_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSpec {
+    pub duration_s: f64,
+    pub from: f64,
+    pub to: f64,
+}
+
+/// One interval of the timeline. Latencies are response times (from the intended send time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSummary {
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub warmup: bool,
+    /// Open loop: requests/s the schedule asked for.
+    pub offered_per_s: Option<f64>,
+    /// Closed loop: active connections (the stage level).
+    pub connections: Option<f64>,
+    /// Completed requests/s.
+    pub achieved_per_s: f64,
+    pub completed: u64,
+    pub failed: u64,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Share of all CPU time the hypervisor stole during this interval.
+    pub steal: Option<f64>,
+    /// This interval's response-time histogram (nanoseconds, compressed V2, base64).
+    pub histogram: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,6 +120,14 @@ pub struct PhaseSummary {
     pub requests: Requests,
     /// Absent when no request completed.
     pub latency_us: Option<LatencySummary>,
+    /// Open loop: from the actual send to the last byte (the server's share of `latency_us`).
+    pub service_time_us: Option<LatencySummary>,
+    /// From the actual send to the first byte of the response.
+    pub ttfb_us: Option<LatencySummary>,
+    /// Open loop: actual send minus intended send, whatever the cause.
+    pub send_lag_us: Option<LatencySummary>,
+    /// Open loop: how late loadlab itself noticed requests were due (its own health).
+    pub scheduler_lag_us: Option<LatencySummary>,
     /// TCP connection setup, apart from request latency. Absent when none was opened.
     pub connect_us: Option<LatencySummary>,
     pub connections_opened: u64,
@@ -91,6 +148,8 @@ pub struct Requests {
     pub completed: u64,
     /// No full response: see `errors`.
     pub failed: u64,
+    /// Open loop: due before the end of the run but never sent (every connection was busy).
+    pub not_sent: u64,
     /// Completed requests per second.
     pub per_second: f64,
 }
@@ -139,6 +198,10 @@ pub struct GeneratorHealth {
     /// Per worker thread: CPU time over wall time. Near 1.0, the generator was the limit.
     pub thread_busy: Vec<f64>,
     pub nofile: Option<NofileLimit>,
+    /// Whether the PM QoS CPU latency was held at 0 during the run ("held"), or why not.
+    pub pm_qos: String,
+    /// Share of all CPU time the hypervisor stole, worst interval.
+    pub max_steal: Option<f64>,
 }
 
 impl LatencySummary {
@@ -208,9 +271,14 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
             issued: stats.issued,
             completed: stats.completed,
             failed: stats.failed,
+            not_sent: stats.not_sent,
             per_second: rate(stats.completed),
         },
         latency_us: LatencySummary::from_histogram(&stats.latency),
+        service_time_us: LatencySummary::from_histogram(&stats.service),
+        ttfb_us: LatencySummary::from_histogram(&stats.ttfb),
+        send_lag_us: LatencySummary::from_histogram(&stats.send_lag),
+        scheduler_lag_us: LatencySummary::from_histogram(&stats.scheduler_lag),
         connect_us: LatencySummary::from_histogram(&stats.connect),
         connections_opened: stats.connections_opened,
         status_codes,
@@ -233,7 +301,12 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
 /// Turns a run's raw outcome into its result, with warnings a careful reader needs.
 pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
     let warmup_len = outcome.warmup.min(outcome.elapsed);
-    let measured_len = outcome.elapsed.saturating_sub(outcome.warmup);
+    // Rates are per planned second: an open loop's drain of the last responses, or the
+    // instant it takes threads to stop, does not stretch the measured time.
+    let measured_len = match config.stop {
+        Stop::Duration(d) if !outcome.interrupted => d,
+        _ => outcome.elapsed.saturating_sub(outcome.warmup),
+    };
     let warmup_buckets = (warmup_len.as_nanos() / BUCKET.as_nanos()) as usize;
     let timeline = &outcome.recorder.timeline;
     let [warm, measured] = &outcome.recorder.phases;
@@ -267,8 +340,14 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
             .then(|| (user + system).as_secs_f64() * 100_000.0 / completed_all as f64),
         thread_busy,
         nofile: outcome.nofile,
+        pm_qos: match &outcome.pm_qos {
+            Ok(()) => "held".to_string(),
+            Err(why) => format!("not held: {why}"),
+        },
+        max_steal: outcome.steal.iter().cloned().reduce(f64::max),
     };
     let warnings = warnings(config, outcome, &measured_summary, &generator);
+    let verdicts = verdicts(config, &measured_summary, &generator, outcome);
     RunResult {
         schema_version: SCHEMA_VERSION,
         loadlab_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -280,32 +359,254 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
             method: config.method.clone(),
             address: outcome.address.to_string(),
         },
-        load: LoadModel {
-            model: "closed_loop".into(),
-            connections: config.connections,
-            threads: config.threads,
-            keepalive: config.keepalive,
-            duration_s: match config.stop {
-                Stop::Duration(d) => Some(d.as_secs_f64()),
-                Stop::Requests(_) => None,
-            },
-            requests: match config.stop {
-                Stop::Requests(n) => Some(n),
-                Stop::Duration(_) => None,
-            },
-            warmup_s: config.warmup.as_secs_f64(),
-            timeout_s: config.timeout.as_secs_f64(),
-            connect_timeout_s: config.connect_timeout.as_secs_f64(),
-            body_bytes: config.body.len() as u64,
-        },
+        load: load_model(config),
         measured: measured_summary,
         warmup,
         in_flight_at_end: outcome.recorder.in_flight,
+        timeline: timeline_summary(config, outcome),
+        verdicts,
         generator,
         environment: crate::sys::environment(),
         warnings,
     }
 }
+
+/// What is about to run, in words: printed before the run starts.
+pub fn plan(config: &RunConfig) -> String {
+    format!(
+        "{} {}: {}, {} thread{}{}",
+        config.method,
+        config.url.original,
+        load_model(config).plan,
+        config.threads,
+        if config.threads == 1 { "" } else { "s" },
+        if config.warmup.is_zero() {
+            String::new()
+        } else {
+            format!(
+                ", after a {} warm-up",
+                humantime::format_duration(config.warmup)
+            )
+        }
+    )
+}
+
+fn load_model(config: &RunConfig) -> LoadModel {
+    let (model, arrival, seed, profile, plan) = match &config.model {
+        Model::Open { profile, arrival } => {
+            let (name, seed) = match arrival {
+                Arrival::Uniform => ("uniform", None),
+                Arrival::Poisson { seed } => ("poisson", Some(*seed)),
+            };
+            let plan = format!(
+                "open loop, {} arrivals: {}; up to {} connections",
+                name,
+                profile.describe("requests/s"),
+                config.connections
+            );
+            (
+                "open_loop",
+                Some(name.to_string()),
+                seed,
+                Some(profile),
+                plan,
+            )
+        }
+        Model::Closed {
+            stages: Some(profile),
+        } => {
+            let plan = format!("closed loop: {}", profile.describe("connections"));
+            ("closed_loop", None, None, Some(profile), plan)
+        }
+        Model::Closed { stages: None } => {
+            let length = match config.stop {
+                Stop::Duration(d) => humantime::format_duration(d).to_string(),
+                Stop::Requests(n) => format!("{n} requests"),
+            };
+            let plan = format!(
+                "closed loop: {} connections for {length}",
+                config.connections
+            );
+            ("closed_loop", None, None, None, plan)
+        }
+    };
+    LoadModel {
+        model: model.into(),
+        connections: config.connections,
+        threads: config.threads,
+        keepalive: config.keepalive,
+        duration_s: match config.stop {
+            Stop::Duration(d) => Some(d.as_secs_f64()),
+            Stop::Requests(_) => None,
+        },
+        requests: match config.stop {
+            Stop::Requests(n) => Some(n),
+            Stop::Duration(_) => None,
+        },
+        warmup_s: config.warmup.as_secs_f64(),
+        timeout_s: config.timeout.as_secs_f64(),
+        connect_timeout_s: config.connect_timeout.as_secs_f64(),
+        body_bytes: config.body.len() as u64,
+        arrival,
+        seed,
+        stages: profile.map_or_else(Vec::new, |p| {
+            p.stages
+                .iter()
+                .map(|s| StageSpec {
+                    duration_s: s.duration.as_secs_f64(),
+                    from: s.from,
+                    to: s.to,
+                })
+                .collect()
+        }),
+        plan,
+        interval_s: config.interval.as_secs_f64(),
+    }
+}
+
+fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSummary> {
+    let len = config.interval;
+    let buckets_per_interval = (len.as_millis() / BUCKET.as_millis()).max(1) as usize;
+    let buckets = &outcome.recorder.timeline.buckets;
+    // The planned length (not the elapsed time, which runs a hair over) decides the count,
+    // unless data arrived later (requests drained after the schedule ended).
+    let planned = match config.stop {
+        Stop::Duration(d) => (config.warmup + d).min(outcome.elapsed),
+        Stop::Requests(_) => outcome.elapsed,
+    };
+    let n = planned.as_nanos().div_ceil(len.as_nanos()) as usize;
+    let n = n
+        .max(buckets.len().div_ceil(buckets_per_interval))
+        .max(outcome.intervals.last().map_or(0, |(i, _)| i + 1));
+    let warmup = config.warmup;
+    let mut hists = outcome.intervals.iter().peekable();
+    (0..n)
+        .map(|i| {
+            let start = len * i as u32;
+            let end = start + len;
+            let span = &buckets[(i * buckets_per_interval).min(buckets.len())
+                ..((i + 1) * buckets_per_interval).min(buckets.len())];
+            let sum = |f: fn(&crate::stats::Bucket) -> u64| span.iter().map(f).sum::<u64>();
+            let hist = match hists.peek() {
+                Some((index, _)) if *index == i => hists.next().map(|(_, h)| h),
+                _ => None,
+            };
+            let q = |q: f64| hist.map(|h| h.value_at_quantile(q) as f64 / 1_000.0);
+            let completed = sum(|b| b.completed);
+            let secs = len.as_secs_f64();
+            let (offered_per_s, connections) = match &config.model {
+                Model::Open { profile, .. } => {
+                    // The schedule runs from the start, warm-up (at the first rate) included.
+                    let first = profile.stages.first().map_or(0.0, |s| s.from);
+                    let arrivals = |t: Duration| {
+                        if t <= warmup {
+                            first * t.as_secs_f64()
+                        } else {
+                            first * warmup.as_secs_f64() + profile.cumulative(t - warmup)
+                        }
+                    };
+                    (Some((arrivals(end) - arrivals(start)) / secs), None)
+                }
+                Model::Closed { stages: Some(p) } => {
+                    let mid = (start + len / 2).saturating_sub(warmup);
+                    (None, Some(p.level_at(mid).floor()))
+                }
+                Model::Closed { stages: None } => (None, None),
+            };
+            IntervalSummary {
+                start_s: start.as_secs_f64(),
+                duration_s: secs,
+                warmup: start < warmup,
+                offered_per_s,
+                connections,
+                achieved_per_s: completed as f64 / secs,
+                completed,
+                failed: sum(|b| b.failed),
+                p50_us: q(0.5),
+                p90_us: q(0.9),
+                p99_us: q(0.99),
+                max_us: hist.map(|h| h.max() as f64 / 1_000.0),
+                bytes_sent: sum(|b| b.bytes_sent),
+                bytes_received: sum(|b| b.bytes_received),
+                steal: outcome.steal.get(i).copied(),
+                histogram: hist.map(encode_histogram),
+            }
+        })
+        .collect()
+}
+
+/// The most scheduler lag at p99 before the generator counts as late (the issue's 1 ms).
+pub const LATE_SCHEDULER_P99_US: f64 = 1_000.0;
+
+fn verdicts(
+    config: &RunConfig,
+    measured: &PhaseSummary,
+    generator: &GeneratorHealth,
+    outcome: &RunOutcome,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let busiest = generator.thread_busy.iter().cloned().fold(0.0, f64::max);
+    let busy = busiest >= BUSY_THRESHOLD && outcome.elapsed >= Duration::from_secs(1);
+    let late = measured
+        .scheduler_lag_us
+        .as_ref()
+        .filter(|l| l.p99 > LATE_SCHEDULER_P99_US);
+    if busy || late.is_some() {
+        let mut why = Vec::new();
+        if let Some(l) = late {
+            why.push(format!(
+                "it noticed due requests {:.2} ms late at p99",
+                l.p99 / 1_000.0
+            ));
+        }
+        if busy {
+            why.push(format!(
+                "a worker thread was busy {:.0}% of the time",
+                busiest * 100.0
+            ));
+        }
+        out.push(format!(
+            "the generator was saturated ({}): the target may be faster than these numbers say; \
+             give loadlab more threads (-t) or cores",
+            why.join(", ")
+        ));
+    }
+    if let Model::Open { profile, .. } = &config.model {
+        // Compare what completed while the schedule ran with what fell due in that time (not
+        // with the nominal rate: Poisson arrivals vary by themselves).
+        let due = measured.requests.issued + measured.requests.not_sent;
+        let from = (config.warmup.as_nanos() / BUCKET.as_nanos()) as usize;
+        let to = ((config.warmup + profile.duration()).as_nanos() / BUCKET.as_nanos()) as usize;
+        let buckets = &outcome.recorder.timeline.buckets;
+        let in_time: u64 = buckets
+            .get(from.min(buckets.len())..to.min(buckets.len()))
+            .map_or(0, |b| b.iter().map(|b| b.completed).sum());
+        let unsent = measured.requests.not_sent;
+        if due > 0 && (unsent > 0 || (in_time as f64) < due as f64 * KEEP_UP_SHARE) {
+            let secs = profile.duration().as_secs_f64();
+            let mut line = format!(
+                "the target could not keep up: {:.1} requests/s completed while {:.1}/s fell due",
+                in_time as f64 / secs,
+                due as f64 / secs
+            );
+            if unsent > 0 {
+                line.push_str(&format!(
+                    "; {unsent} requests were never sent because every connection was busy (cap {})",
+                    config.connections
+                ));
+            }
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// An open loop "kept up" when at least this share of the requests that fell due during the
+/// schedule also completed during it.
+pub const KEEP_UP_SHARE: f64 = 0.97;
+
+/// Steal above this share of CPU time in an interval earns a warning.
+pub const STEAL_WARNING: f64 = 0.05;
 
 /// Threshold above which a worker thread counts as saturated.
 pub const BUSY_THRESHOLD: f64 = 0.9;
@@ -314,7 +615,7 @@ fn warnings(
     config: &RunConfig,
     outcome: &RunOutcome,
     measured: &PhaseSummary,
-    generator: &GeneratorHealth,
+    _generator: &GeneratorHealth,
 ) -> Vec<String> {
     let mut out = Vec::new();
     if outcome.interrupted {
@@ -331,14 +632,14 @@ fn warnings(
             ));
         }
     }
-    let busiest = generator.thread_busy.iter().cloned().fold(0.0, f64::max);
-    // Below a second, start-up and scheduling noise make the busy share meaningless.
-    if busiest >= BUSY_THRESHOLD && outcome.elapsed >= Duration::from_secs(1) {
-        out.push(format!(
-            "the generator was saturated (a worker thread was busy {:.0}% of the time): \
-             the target may be faster than these numbers say; give loadlab more threads (-t) or cores",
-            busiest * 100.0
-        ));
+    if let Some(steal) = outcome.steal.iter().cloned().reduce(f64::max) {
+        if steal >= STEAL_WARNING {
+            out.push(format!(
+                "the hypervisor stole up to {:.0}% of CPU time in an interval: another tenant or \
+                 this VM's host was busy; expect noisy figures and repeat the run",
+                steal * 100.0
+            ));
+        }
     }
     let r = &measured.requests;
     if r.issued > 0 && r.completed == 0 {

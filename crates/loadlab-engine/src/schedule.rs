@@ -100,6 +100,49 @@ impl Profile {
         self.stages.last().map_or(0.0, |s| s.to)
     }
 
+    /// The earliest moment at or after `after` when the level is at least `level` (plus a
+    /// microsecond, so that the level read then is past it despite rounding); `None` if the
+    /// level never gets there.
+    pub fn when_at_least(&self, level: f64, after: Duration) -> Option<Duration> {
+        let mut start = Duration::ZERO;
+        for s in &self.stages {
+            let end = start + s.duration;
+            if end > after {
+                let t0 = after.max(start);
+                let at = |t: Duration| {
+                    s.from + (s.to - s.from) * (t - start).as_secs_f64() / s.duration.as_secs_f64()
+                };
+                if at(t0) >= level {
+                    return Some(t0);
+                }
+                if s.to >= level && s.to > s.from {
+                    let frac = (level - s.from) / (s.to - s.from);
+                    let t = start + s.duration.mul_f64(frac) + Duration::from_micros(1);
+                    return Some(t.max(t0).min(end));
+                }
+            }
+            start = end;
+        }
+        None
+    }
+
+    /// Expected arrivals (the integral of the level) from the start until `t`.
+    pub fn cumulative(&self, t: Duration) -> f64 {
+        let mut start = Duration::ZERO;
+        let mut total = 0.0;
+        for s in &self.stages {
+            let end = start + s.duration;
+            if t <= start {
+                break;
+            }
+            let span = (t.min(end) - start).as_secs_f64();
+            let slope = (s.to - s.from) / s.duration.as_secs_f64();
+            total += s.from * span + slope * span * span / 2.0;
+            start = end;
+        }
+        total
+    }
+
     /// Expected arrivals over the whole profile when levels are rates.
     pub fn total_arrivals(&self) -> f64 {
         self.stages
@@ -397,11 +440,31 @@ mod tests {
     }
 
     #[test]
+    fn when_a_level_is_reached() {
+        let p = Profile::parse("10s:2, 10s:2->12, 5s:0").unwrap();
+        assert_eq!(p.when_at_least(1.0, ms(0)), Some(ms(0)));
+        // Level 7 is halfway up the ramp.
+        assert_eq!(
+            p.when_at_least(7.0, ms(0)),
+            Some(ms(15_000) + Duration::from_micros(1))
+        );
+        assert_eq!(p.when_at_least(7.0, ms(17_000)), Some(ms(17_000)));
+        assert_eq!(p.when_at_least(1.0, ms(20_000)), None);
+        assert_eq!(p.when_at_least(13.0, ms(0)), None);
+        let steps = Profile::parse("1s:1, 1s:3").unwrap();
+        assert_eq!(steps.when_at_least(2.0, ms(0)), Some(ms(1_000)));
+    }
+
+    #[test]
     fn level_at_interpolates() {
         let p = Profile::parse("10s:10, 10s:10->20").unwrap();
         assert_eq!(p.level_at(ms(5_000)), 10.0);
         assert_eq!(p.level_at(ms(15_000)), 15.0);
         assert_eq!(p.level_at(ms(99_000)), 20.0);
         assert_eq!(p.total_arrivals(), 100.0 + 150.0);
+        assert_eq!(p.cumulative(ms(5_000)), 50.0);
+        assert_eq!(p.cumulative(ms(20_000)), 250.0);
+        assert_eq!(p.cumulative(ms(99_000)), 250.0);
+        assert!((p.cumulative(ms(15_000)) - (100.0 + 62.5)).abs() < 1e-9);
     }
 }

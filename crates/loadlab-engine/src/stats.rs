@@ -27,8 +27,19 @@ pub enum Phase {
 /// Everything counted for one phase.
 #[derive(Debug, Clone)]
 pub struct PhaseStats {
-    /// Request latency: from writing the first byte to reading the last.
+    /// Response time: from the intended send time to the last byte read. In a closed loop a
+    /// request is intended when it is sent; in an open loop, when the schedule says.
     pub latency: Histogram<u64>,
+    /// Service time: from writing the first byte to reading the last (open loop only; in a
+    /// closed loop it equals `latency`).
+    pub service: Histogram<u64>,
+    /// Time to first byte: from writing the first byte to reading the first.
+    pub ttfb: Histogram<u64>,
+    /// Open loop: actual send minus intended send, whatever the cause (the generator was
+    /// late, every connection was busy, a connection had to be opened).
+    pub send_lag: Histogram<u64>,
+    /// Open loop: how late the generator itself noticed a request was due. Its own health.
+    pub scheduler_lag: Histogram<u64>,
     /// TCP connection setup, apart from request latency.
     pub connect: Histogram<u64>,
     pub issued: u64,
@@ -40,12 +51,18 @@ pub struct PhaseStats {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub connections_opened: u64,
+    /// Open loop: requests due before the end that never got a connection.
+    pub not_sent: u64,
 }
 
 impl Default for PhaseStats {
     fn default() -> Self {
         PhaseStats {
             latency: new_histogram(),
+            service: new_histogram(),
+            ttfb: new_histogram(),
+            send_lag: new_histogram(),
+            scheduler_lag: new_histogram(),
             connect: new_histogram(),
             issued: 0,
             completed: 0,
@@ -55,6 +72,7 @@ impl Default for PhaseStats {
             bytes_sent: 0,
             bytes_received: 0,
             connections_opened: 0,
+            not_sent: 0,
         }
     }
 }
@@ -62,12 +80,16 @@ impl Default for PhaseStats {
 impl PhaseStats {
     pub fn merge(&mut self, other: &PhaseStats) {
         // Same bounds on both sides: `add` cannot fail.
-        self.latency
-            .add(&other.latency)
-            .expect("same histogram bounds");
-        self.connect
-            .add(&other.connect)
-            .expect("same histogram bounds");
+        for (a, b) in [
+            (&mut self.latency, &other.latency),
+            (&mut self.service, &other.service),
+            (&mut self.ttfb, &other.ttfb),
+            (&mut self.send_lag, &other.send_lag),
+            (&mut self.scheduler_lag, &other.scheduler_lag),
+            (&mut self.connect, &other.connect),
+        ] {
+            a.add(b).expect("same histogram bounds");
+        }
         self.issued += other.issued;
         self.completed += other.completed;
         self.failed += other.failed;
@@ -80,6 +102,7 @@ impl PhaseStats {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.connections_opened += other.connections_opened;
+        self.not_sent += other.not_sent;
     }
 }
 
@@ -143,11 +166,88 @@ impl Timeline {
     }
 }
 
+/// Response times per interval of the run (by completion time), for the timeline and the
+/// HdrHistogram interval log. A worker keeps only the current interval's histogram in full;
+/// finished ones are kept serialised (HdrHistogram V2, uncompressed: a few hundred bytes, and
+/// fast enough to write once per interval on the worker thread).
+#[derive(Debug, Clone)]
+pub struct Intervals {
+    pub length: Duration,
+    current: usize,
+    hist: Histogram<u64>,
+    pub done: Vec<(usize, Vec<u8>)>,
+}
+
+impl Intervals {
+    pub fn new(length: Duration) -> Intervals {
+        Intervals {
+            length,
+            current: 0,
+            hist: new_histogram(),
+            done: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, since_start: Duration, value_ns: u64) {
+        let index = (since_start.as_nanos() / self.length.as_nanos()) as usize;
+        if index != self.current {
+            self.close_current();
+            self.current = index;
+        }
+        self.hist.saturating_record(value_ns);
+    }
+
+    fn close_current(&mut self) {
+        use hdrhistogram::serialization::{Serializer, V2Serializer};
+        if self.hist.is_empty() {
+            return;
+        }
+        let mut bytes = Vec::new();
+        V2Serializer::new()
+            .serialize(&self.hist, &mut bytes)
+            .expect("in-memory serialisation");
+        self.done.push((self.current, bytes));
+        self.hist.reset();
+    }
+
+    /// Closes the last interval; call once, when the worker ends.
+    pub fn finish(&mut self) {
+        self.close_current();
+    }
+
+    /// Merges every thread's intervals: one histogram per interval index, in order.
+    pub fn merge_all<'a>(all: impl Iterator<Item = &'a Intervals>) -> Vec<(usize, Histogram<u64>)> {
+        let mut merged: std::collections::BTreeMap<usize, Histogram<u64>> = Default::default();
+        let mut de = hdrhistogram::serialization::Deserializer::new();
+        for iv in all {
+            for (index, bytes) in &iv.done {
+                let h: Histogram<u64> = de
+                    .deserialize(&mut &bytes[..])
+                    .expect("we serialised it ourselves");
+                merged
+                    .entry(*index)
+                    .or_insert_with(new_histogram)
+                    .add(&h)
+                    .expect("same bounds");
+            }
+        }
+        merged.into_iter().collect()
+    }
+}
+
+impl Default for Intervals {
+    fn default() -> Self {
+        Intervals::new(Duration::from_secs(1))
+    }
+}
+
 /// One worker thread's measurements.
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
     pub phases: [PhaseStats; 2],
     pub timeline: Timeline,
+    pub intervals: Intervals,
     /// Requests sent whose outcome is not yet known.
     pub in_flight: u64,
 }
@@ -164,6 +264,7 @@ impl Recorder {
         }
         self.timeline.merge(&other.timeline);
         self.in_flight += other.in_flight;
+        // Intervals are merged separately (`Intervals::merge_all`): they need decoding.
     }
 }
 
@@ -188,17 +289,36 @@ mod tests {
     }
 
     #[test]
+    fn intervals_split_by_completion_time_and_merge() {
+        let mut a = Intervals::new(Duration::from_secs(1));
+        let mut b = Intervals::new(Duration::from_secs(1));
+        a.record(Duration::from_millis(100), 1_000);
+        a.record(Duration::from_millis(900), 2_000);
+        a.record(Duration::from_millis(2_500), 9_000);
+        b.record(Duration::from_millis(950), 4_000);
+        a.finish();
+        b.finish();
+        let merged = Intervals::merge_all([&a, &b].into_iter());
+        let summary: Vec<(usize, u64)> = merged.iter().map(|(i, h)| (*i, h.len())).collect();
+        assert_eq!(summary, [(0, 3), (2, 1)]);
+        assert_eq!(merged[0].1.max(), 4_000 + 1); // highest equivalent value at 3 digits
+    }
+
+    #[test]
     fn merge_adds_everything() {
         let mut a = Recorder::default();
         let mut b = Recorder::default();
         a.phase(Phase::Measured).latency.record(1_000).unwrap();
         b.phase(Phase::Measured).latency.record(3_000).unwrap();
+        b.phase(Phase::Measured).service.record(2_000).unwrap();
+        b.phase(Phase::Measured).scheduler_lag.record(10).unwrap();
         b.phase(Phase::Measured).status[200] = 2;
         b.phase(Phase::Warmup).errors[0] = 1;
         b.timeline.at(Duration::from_millis(250)).completed = 4;
         a.merge(&b);
         let m = &a.phases[Phase::Measured as usize];
         assert_eq!(m.latency.len(), 2);
+        assert_eq!((m.service.len(), m.scheduler_lag.len()), (1, 1));
         assert_eq!(m.status[200], 2);
         assert_eq!(a.phases[Phase::Warmup as usize].errors[0], 1);
         assert_eq!(a.timeline.buckets[2].completed, 4);

@@ -21,7 +21,7 @@ fn run_spec(spec: RunSpec) -> RunResult {
 fn spec(url: String) -> RunSpec {
     RunSpec {
         url,
-        connections: 4,
+        connections: Some(4),
         threads: Some(2),
         timeout: Duration::from_secs(5),
         ..RunSpec::default()
@@ -33,7 +33,7 @@ fn completed_requests_equal_what_the_server_answered() {
     let server = TestServer::start(Behavior::Fixed(response(200, "hello")));
     let r = run_spec(RunSpec {
         requests: Some(5_000),
-        connections: 10,
+        connections: Some(10),
         ..spec(server.url("/"))
     });
     let q = &r.measured.requests;
@@ -76,7 +76,7 @@ fn keepalive_opens_exactly_one_connection_per_slot() {
     let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
     let r = run_spec(RunSpec {
         requests: Some(2_000),
-        connections: 8,
+        connections: Some(8),
         ..spec(server.url("/"))
     });
     assert_eq!(r.measured.requests.completed, 2_000);
@@ -146,7 +146,7 @@ fn failures_are_classified() {
         let server = TestServer::start(behavior.clone());
         let r = run_spec(RunSpec {
             requests: Some(6),
-            connections: 2,
+            connections: Some(2),
             timeout: Duration::from_millis(300),
             ..spec(server.url("/"))
         });
@@ -283,7 +283,7 @@ fn counts_match_an_independent_server() {
     let url = rx.recv().unwrap();
     let r = run_spec(RunSpec {
         requests: Some(3_000),
-        connections: 6,
+        connections: Some(6),
         ..spec(format!("{}/x", url.trim_end_matches('/')))
     });
     stop_tx.send(()).unwrap();

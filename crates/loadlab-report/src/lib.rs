@@ -5,10 +5,12 @@
 //! with no terminal colours: styling belongs to the CLI.
 
 mod format;
+mod hdrlog;
 mod json;
 mod text;
 
 pub use format::{bytes, count, duration_us};
+pub use hdrlog::HdrLogExporter;
 pub use json::JsonExporter;
 pub use text::TextExporter;
 
@@ -24,7 +26,7 @@ pub trait Exporter {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("unknown output format `{0}`: use one of text, json (or a file ending in .txt or .json)")]
+#[error("unknown output format `{0}`: use one of text, json, hdr-log (or a file ending in .txt, .json or .hlog)")]
 pub struct UnknownFormat(pub String);
 
 /// Finds the exporter for a format name (`json`) or, failing that, a path's extension.
@@ -37,6 +39,7 @@ pub fn exporter_for(name_or_path: &str) -> Result<Box<dyn Exporter>, UnknownForm
     match key.as_str() {
         "json" => Ok(Box::new(JsonExporter)),
         "text" | "txt" => Ok(Box::new(TextExporter)),
+        "hdr-log" | "hlog" => Ok(Box::new(HdrLogExporter)),
         _ => Err(UnknownFormat(name_or_path.to_string())),
     }
 }
@@ -61,5 +64,6 @@ mod tests {
         assert_eq!(exporter_for("summary.txt").unwrap().name(), "text");
         let err = exporter_for("result.xml").err().unwrap().to_string();
         assert!(err.contains("text, json"), "{err}");
+        assert_eq!(exporter_for("run.hlog").unwrap().name(), "hdr-log");
     }
 }

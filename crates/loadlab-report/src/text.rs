@@ -31,21 +31,15 @@ fn summary(r: &RunResult) -> String {
         "{} {}  ({})",
         r.target.method, r.target.url, r.target.address
     );
-    let length = match (load.duration_s, load.requests) {
-        (Some(d), _) => format!("{d}s"),
-        (_, Some(n)) => format!("{} requests", count(n)),
-        _ => String::new(),
-    };
     let warmup = if load.warmup_s > 0.0 {
-        format!(" after a {}s warm-up (reported apart)", load.warmup_s)
+        format!(", after a {}s warm-up (reported apart)", load.warmup_s)
     } else {
         String::new()
     };
     let _ = writeln!(
         s,
-        "closed loop: {} connection{} on {} thread{}, {}, {length}{warmup}",
-        load.connections,
-        if load.connections == 1 { "" } else { "s" },
+        "{}; {} thread{}, {}{warmup}",
+        load.plan,
         load.threads,
         if load.threads == 1 { "" } else { "s" },
         if load.keepalive {
@@ -66,6 +60,9 @@ fn summary(r: &RunResult) -> String {
         count(q.issued),
         count(q.failed)
     );
+    if q.not_sent > 0 {
+        let _ = write!(requests, ", {} due but never sent", count(q.not_sent));
+    }
     if r.in_flight_at_end > 0 {
         let _ = write!(
             requests,
@@ -83,11 +80,18 @@ fn summary(r: &RunResult) -> String {
             m.duration_s
         ),
     );
+    let open = load.model == "open_loop";
     match &m.latency_us {
         Some(l) => {
+            if open {
+                let _ = writeln!(
+                    s,
+                    "\nResponse time, from when each request was due (what a user waits):"
+                );
+            }
             row(
                 &mut s,
-                "Latency",
+                if open { "Response" } else { "Latency" },
                 &format!(
                     "mean {}, stdev {}, min {}, max {}",
                     duration_us(l.mean),
@@ -100,9 +104,31 @@ fn summary(r: &RunResult) -> String {
             percentile_table(&mut s, l);
             s.push('\n');
             distribution(&mut s, m);
+            if open {
+                s.push('\n');
+                for (label, what, summary) in [
+                    ("Service", "from the actual send", &m.service_time_us),
+                    ("Send lag", "actual minus intended send", &m.send_lag_us),
+                    ("Scheduler", "how late loadlab noticed", &m.scheduler_lag_us),
+                ] {
+                    if let Some(l) = summary {
+                        row(
+                            &mut s,
+                            label,
+                            &format!(
+                                "p50 {}, p99 {}, max {}  ({what})",
+                                duration_us(l.p50),
+                                duration_us(l.p99),
+                                duration_us(l.max)
+                            ),
+                        );
+                    }
+                }
+            }
         }
         None => row(&mut s, "Latency", "no request completed"),
     }
+    timeline(&mut s, r);
     s.push('\n');
     let codes = if m.status_codes.is_empty() {
         "none".to_string()
@@ -199,6 +225,12 @@ fn summary(r: &RunResult) -> String {
         let _ = write!(gen, ", threads busy {}", busy.join(" "));
     }
     row(&mut s, "Generator", &gen);
+    if !r.verdicts.is_empty() {
+        s.push_str("\nVerdicts\n");
+        for v in &r.verdicts {
+            let _ = writeln!(s, "  > {v}");
+        }
+    }
     if !r.warnings.is_empty() {
         s.push_str("\nWarnings\n");
         for w in &r.warnings {
@@ -212,6 +244,92 @@ fn summary(r: &RunResult) -> String {
 fn rate(per_second: f64) -> String {
     let tenths = (per_second * 10.0).round() as u64;
     format!("{}.{}", count(tenths / 10), tenths % 10)
+}
+
+/// At most this many rows of timeline; longer runs are shown in groups of intervals.
+const TIMELINE_ROWS: usize = 20;
+
+/// The run over time: a row per interval (or group of intervals).
+fn timeline(s: &mut String, r: &RunResult) {
+    let t = &r.timeline;
+    if t.len() < 2 {
+        return;
+    }
+    let group = t.len().div_ceil(TIMELINE_ROWS);
+    let open = r.load.model == "open_loop";
+    let staged = t.iter().any(|i| i.connections.is_some());
+    let _ = writeln!(
+        s,
+        "\nTimeline{}",
+        if group > 1 {
+            format!(" ({} intervals a row)", group)
+        } else {
+            String::new()
+        }
+    );
+    let level = if open {
+        "offered/s"
+    } else if staged {
+        "conns"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        s,
+        "  {:>8} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7}",
+        "at", level, "achieved/s", "p50", "p99", "max", "failed"
+    );
+    for rows in t.chunks(group) {
+        let first = &rows[0];
+        let secs: f64 = rows.iter().map(|i| i.duration_s).sum();
+        let completed: u64 = rows.iter().map(|i| i.completed).sum();
+        let failed: u64 = rows.iter().map(|i| i.failed).sum();
+        let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
+        for i in rows {
+            if let Some(h) = i
+                .histogram
+                .as_deref()
+                .and_then(|e| decode_histogram(e).ok())
+            {
+                match merged.as_mut() {
+                    Some(m) => {
+                        let _ = m.add(&h);
+                    }
+                    None => merged = Some(h),
+                }
+            }
+        }
+        let q = |q: f64| {
+            merged.as_ref().map_or("-".to_string(), |h| {
+                duration_us(h.value_at_quantile(q) as f64 / 1e3)
+            })
+        };
+        let level = if open {
+            let offered: f64 = rows
+                .iter()
+                .map(|i| i.offered_per_s.unwrap_or(0.0) * i.duration_s)
+                .sum();
+            format!("{:.0}", offered / secs)
+        } else {
+            first
+                .connections
+                .map_or(String::new(), |c| format!("{c:.0}"))
+        };
+        let _ = writeln!(
+            s,
+            "  {:>7.1}s {:>10} {:>11.0} {:>9} {:>9} {:>9} {:>7}{}",
+            first.start_s,
+            level,
+            completed as f64 / secs,
+            q(0.5),
+            q(0.99),
+            merged
+                .as_ref()
+                .map_or("-".to_string(), |h| duration_us(h.max() as f64 / 1e3)),
+            count(failed),
+            if first.warmup { "  warm-up" } else { "" }
+        );
+    }
 }
 
 fn row(s: &mut String, label: &str, text: &str) {

@@ -18,3 +18,58 @@ fn summary_of_a_healthy_run() {
 fn summary_of_a_run_where_everything_failed() {
     insta::assert_snapshot!(render(&TextExporter, &fixture("refused.json")));
 }
+
+#[test]
+fn summary_of_an_open_loop_run() {
+    insta::assert_snapshot!(render(&TextExporter, &fixture("open.json")));
+}
+
+/// The interval log parses with HdrHistogram's own reader, interval by interval, and its
+/// histograms add up to the run's.
+#[test]
+fn hdr_log_reads_back() {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let result = fixture("open.json");
+    let log = render(&loadlab_report::HdrLogExporter, &result);
+    assert!(log.contains("#[StartTime: "), "{log}");
+    let mut de = hdrhistogram::serialization::Deserializer::new();
+    let (mut total, mut warm) = (0u64, 0u64);
+    let mut intervals = 0;
+    for entry in IntervalLogIterator::new(log.as_bytes()) {
+        if let LogEntry::Interval(i) = entry.expect("a valid log line") {
+            let bytes = base64_decode(i.encoded_histogram());
+            let h: hdrhistogram::Histogram<u64> = de.deserialize(&mut &bytes[..]).unwrap();
+            if i.tag().map(|t| t.as_str()) == Some("warmup") {
+                warm += h.len();
+            } else {
+                total += h.len();
+            }
+            intervals += 1;
+        }
+    }
+    assert_eq!(
+        intervals,
+        result
+            .timeline
+            .iter()
+            .filter(|i| i.histogram.is_some())
+            .count()
+    );
+    let warmup_completed = result.warmup.as_ref().map_or(0, |w| w.requests.completed);
+    assert_eq!(
+        total + warm,
+        result.measured.requests.completed + warmup_completed
+    );
+    assert!(warm > 0);
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    let h = loadlab_engine::result::decode_histogram(text).unwrap();
+    // Re-encode uncompressed so the test reads the log through HdrHistogram's deserializer.
+    let mut out = Vec::new();
+    use hdrhistogram::serialization::Serializer;
+    hdrhistogram::serialization::V2Serializer::new()
+        .serialize(&h, &mut out)
+        .unwrap();
+    out
+}

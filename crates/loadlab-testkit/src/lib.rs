@@ -6,6 +6,9 @@
 //! short, responses trickled one byte per write. It parses requests only as far as a test
 //! needs: the header block and a Content-Length body.
 
+mod timed;
+pub use timed::{TimedServer, Timing};
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

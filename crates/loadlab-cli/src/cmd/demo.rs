@@ -3,7 +3,7 @@
 //! loadlab's counts against the server's own.
 
 use super::run::{execute, parse_duration};
-use crate::output::Destination;
+use crate::output::{Destination, Outputs};
 use anyhow::Context as _;
 use clap::Args;
 use loadlab_engine::RunSpec;
@@ -31,7 +31,14 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let json = args.json.as_deref().map(Destination::open).transpose()?;
+    let outputs = Outputs {
+        json: args
+            .json
+            .as_deref()
+            .map(|p| Destination::open(p, "--json"))
+            .transpose()?,
+        hdr_log: None,
+    };
     // The server gets a thread and event loop of its own, as a separate process would.
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -59,14 +66,14 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         args.duration, args.connections);
     let config = RunSpec {
         url: format!("{}/demo", url.trim_end_matches('/')),
-        connections: args.connections,
+        connections: Some(args.connections),
         threads: Some(1),
         duration: Some(args.duration),
         warmup: Duration::from_secs(1),
         ..RunSpec::default()
     }
     .validate()?;
-    let (result, code) = execute(&config, json, false)?;
+    let (result, code) = execute(&config, outputs, false)?;
     let _ = stop_tx.send(());
     let served = server
         .join()

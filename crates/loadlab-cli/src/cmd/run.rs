@@ -2,14 +2,22 @@
 //! progress bar and Ctrl-C handling, then print and write the result. The JSON file is opened
 //! before the run starts so a bad path fails in a second, not after a long run.
 
-use crate::output::{self, Destination};
+use crate::output::{self, Destination, Outputs};
 use crate::progress::Progress;
 use anyhow::Context as _;
 use clap::Args;
+use loadlab_engine::schedule::Arrival;
 use loadlab_engine::{RunConfig, RunControl, RunResult, RunSpec};
+use loadlab_report::{HdrLogExporter, JsonExporter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ArrivalArg {
+    Uniform,
+    Poisson,
+}
 
 #[derive(Debug, Args)]
 #[command(
@@ -21,9 +29,41 @@ pub struct RunArgs {
     /// The URL to load, e.g. http://127.0.0.1:8080/plaintext
     pub url: String,
 
-    /// Concurrent connections, each sending its next request when the last one ends.
-    #[arg(short = 'c', long, default_value_t = 50)]
-    pub connections: usize,
+    /// Closed loop: concurrent connections, each sending its next request when the last one
+    /// ends [default: 50].
+    #[arg(short = 'c', long)]
+    pub connections: Option<usize>,
+
+    /// Open loop: send this many requests per second on a schedule, whatever the server does;
+    /// latency is measured from when each request was due.
+    #[arg(short = 'r', long, help_heading = "Open loop")]
+    pub rate: Option<f64>,
+
+    /// A staged profile, e.g. "10s:1000, 30s:1000->5000, 10s:5000": requests/s per stage,
+    /// constant or ramping (with --closed: connection counts).
+    #[arg(long, help_heading = "Open loop")]
+    pub stages: Option<String>,
+
+    /// With --stages: the levels are closed-loop connection counts.
+    #[arg(long, requires = "stages")]
+    pub closed: bool,
+
+    /// How arrivals are spaced: uniform (evenly) or poisson (exponential gaps).
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Uniform, help_heading = "Open loop")]
+    pub arrival: ArrivalArg,
+
+    /// Seed for --arrival poisson, to reproduce a schedule.
+    #[arg(long, default_value_t = 1, help_heading = "Open loop")]
+    pub seed: u64,
+
+    /// The most connections an open loop may open; at the cap, due requests wait (and the
+    /// wait counts in their response time) [default: 10000].
+    #[arg(long, help_heading = "Open loop")]
+    pub max_connections: Option<usize>,
+
+    /// Width of the timeline's intervals (a multiple of 100ms).
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub interval: Duration,
 
     /// Worker threads, each an event loop driving a share of the connections [default: one per core]
     #[arg(short = 't', long)]
@@ -65,6 +105,11 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
 
+    /// Do not hold the kernel's PM QoS CPU latency at 0 during the run (loadlab holds it
+    /// when it may, as root: on VMs, idle CPUs otherwise take tens of microseconds to wake).
+    #[arg(long)]
+    pub no_pm_qos: bool,
+
     /// Open a new TCP connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,
@@ -72,6 +117,11 @@ pub struct RunArgs {
     /// Write the result as JSON to this file (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+
+    /// Write response times per interval as an HdrHistogram interval log (readable by
+    /// HdrHistogram's own tools; values in milliseconds).
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<String>,
 
     /// Print no human summary.
     #[arg(short = 'q', long)]
@@ -114,10 +164,31 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         connect_timeout: args.connect_timeout,
         warmup: args.warmup,
         keepalive: !args.no_keepalive,
+        rate: args.rate,
+        stages: args.stages.clone(),
+        closed_stages: args.closed,
+        arrival: match args.arrival {
+            ArrivalArg::Uniform => Arrival::Uniform,
+            ArrivalArg::Poisson => Arrival::Poisson { seed: args.seed },
+        },
+        max_connections: args.max_connections,
+        interval: args.interval,
+        pm_qos: !args.no_pm_qos,
     };
     let config = spec.validate()?;
-    let json = args.json.as_deref().map(Destination::open).transpose()?;
-    let (_, code) = execute(&config, json, args.quiet)?;
+    let outputs = Outputs {
+        json: args
+            .json
+            .as_deref()
+            .map(|p| Destination::open(p, "--json"))
+            .transpose()?,
+        hdr_log: args
+            .hdr_log
+            .as_deref()
+            .map(|p| Destination::open(p, "--hdr-log"))
+            .transpose()?,
+    };
+    let (_, code) = execute(&config, outputs, args.quiet)?;
     Ok(code)
 }
 
@@ -125,9 +196,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// the result. Shared by every command that drives load.
 pub fn execute(
     config: &RunConfig,
-    json: Option<Destination>,
+    outputs: Outputs,
     quiet: bool,
 ) -> anyhow::Result<(RunResult, ExitCode)> {
+    if !quiet {
+        eprintln!("{}", loadlab_engine::result::plan(config));
+    }
     let control = RunControl::new();
     install_ctrlc(&control)?;
     let progress = Progress::start(config, &control);
@@ -137,12 +211,16 @@ pub fn execute(
     let mut result = loadlab_engine::summarize(config, &outcome);
     result.command = std::env::args().collect();
 
-    let json_on_stdout = matches!(json, Some(Destination::Stdout));
-    if let Some(dest) = json {
-        output::write_json(dest, &result)?;
+    let stdout_taken = matches!(outputs.json, Some(Destination::Stdout))
+        || matches!(outputs.hdr_log, Some(Destination::Stdout));
+    if let Some(dest) = outputs.json {
+        output::write(dest, &JsonExporter, &result)?;
+    }
+    if let Some(dest) = outputs.hdr_log {
+        output::write(dest, &HdrLogExporter, &result)?;
     }
     if !quiet {
-        output::print_summary(&result, json_on_stdout)?;
+        output::print_summary(&result, stdout_taken)?;
     }
     let code = if result.interrupted {
         ExitCode::from(130)

@@ -1,7 +1,8 @@
-//! One connection's closed loop: connect, send the request, read the response, record,
-//! repeat. This is the hot path. Per request it does one write, usually one read, two clock
-//! reads and no allocation: the request bytes are shared, the read buffer is the thread's, and
-//! the timeout timer is armed lazily (see [`poll_deadline`]), so steady state touches no timer.
+//! One request on one connection, shared by the closed and the open loop: connect if needed,
+//! write the request, read the response, record the outcome. This is the hot path. Per
+//! request it does one write, usually one read, three clock reads and no allocation: the
+//! request bytes are shared, the read buffer is the thread's, and the timeout timer is armed
+//! lazily (see [`poll_deadline`]), so steady state touches no timer.
 //!
 //! Reads go through `AsyncRead::poll_read` on purpose: on epoll, tokio treats a short read as
 //! proof the socket is drained and skips the `EAGAIN` read a `readable()`/`try_read` loop
@@ -13,7 +14,6 @@ use crate::http1::{Progress, ResponseParser};
 use crate::stats::Phase;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -30,43 +30,61 @@ struct Exchange {
     eof: bool,
 }
 
-/// Bytes moved by one request, whatever its outcome.
+/// Bytes and moments of one request, whatever its outcome.
 #[derive(Default)]
 struct Traffic {
     sent: u64,
     received: u64,
     /// Received bytes not yet put on the timeline.
     unbooked: u64,
+    first_byte: Option<Instant>,
+}
+
+/// When a request was meant to go, and when the generator got to it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Due {
+    pub phase: Phase,
+    /// The intended send time; `None` in a closed loop, where a request is intended when it
+    /// is sent.
+    pub intended: Option<Instant>,
+    /// When the generator noticed the request was due (open loop's own lateness).
+    pub noticed: Instant,
 }
 
 /// How long to wait for a server to close a connection it said it would close.
 const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
 
-pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
-    let mut parser = ResponseParser::new(ctx.request.is_head);
-    let mut stream: Option<TcpStream> = None;
-    // Armed with the first request's deadline on first use; see `poll_deadline`.
-    let mut timer = Box::pin(tokio::time::sleep(Duration::from_secs(86_400)));
-    loop {
-        let now = Instant::now();
-        if ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d) {
-            break;
+/// A connection slot: the socket (when open), its parser and its timeout timer.
+pub(super) struct Conn {
+    stream: Option<TcpStream>,
+    parser: ResponseParser,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl Conn {
+    pub fn new(ctx: &ThreadCtx) -> Conn {
+        Conn {
+            stream: None,
+            parser: ResponseParser::new(ctx.request.is_head),
+            // Armed with the first request's deadline on first use; see `poll_deadline`.
+            timer: Box::pin(tokio::time::sleep(Duration::from_secs(86_400))),
         }
-        let phase = if now < ctx.warmup_end {
-            Phase::Warmup
-        } else {
-            Phase::Measured
-        };
-        if phase == Phase::Measured && !ctx.budget.take() {
-            break;
-        }
-        let s = match stream.as_mut() {
+    }
+
+    /// Closes the socket, if open (a closed loop whose stage dropped this connection).
+    pub fn close(&mut self) {
+        self.stream = None;
+    }
+
+    /// Sends one request (opening the connection first if needed) and records the outcome.
+    pub async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
+        let stream = match self.stream.as_mut() {
             Some(s) => s,
-            None => match connect(&ctx, phase).await {
-                Ok(s) => stream.insert(s),
+            None => match connect(ctx, due.phase).await {
+                Ok(s) => self.stream.insert(s),
                 Err(class) => {
-                    record_failure(&ctx, phase, class, &Traffic::default(), false);
-                    continue;
+                    record_failure(ctx, due.phase, class, &Traffic::default(), false);
+                    return;
                 }
             },
         };
@@ -74,37 +92,40 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
         {
             let mut rec = ctx.recorder.borrow_mut();
             rec.in_flight += 1;
-            rec.phase(phase).issued += 1;
+            rec.phase(due.phase).issued += 1;
         }
         let mut traffic = Traffic::default();
         let deadline = sent_at + ctx.timeout;
-        let outcome = exchange(&ctx, s, &mut parser, &mut timer, deadline, &mut traffic).await;
+        let outcome = exchange(
+            ctx,
+            stream,
+            &mut self.parser,
+            &mut self.timer,
+            deadline,
+            &mut traffic,
+        )
+        .await;
         match outcome {
             Ok(done) => {
-                record_success(&ctx, phase, sent_at, done.status, &traffic);
+                record_success(ctx, &due, sent_at, done.status, &traffic);
                 if done.close || !ctx.keepalive {
-                    if let Some(mut s) = stream.take() {
+                    if let Some(mut s) = self.stream.take() {
                         if done.close && !done.eof {
                             // Let the server close first so TIME_WAIT stays on its side. A
                             // server that announced close but does not close is not waited
                             // for long: the slot is needed for the next request.
                             let wait = ctx.timeout.min(MAX_CLOSE_WAIT);
-                            await_close(&mut s, &mut timer, Instant::now() + wait).await;
+                            await_close(&mut s, &mut self.timer, Instant::now() + wait).await;
                         }
                     }
                 }
             }
             Err(class) => {
-                record_failure(&ctx, phase, class, &traffic, true);
-                stream = None;
-                parser.reset();
+                record_failure(ctx, due.phase, class, &traffic, true);
+                self.stream = None;
+                self.parser.reset();
             }
         }
-    }
-    let live = ctx.live_connections.get() - 1;
-    ctx.live_connections.set(live);
-    if live == 0 {
-        ctx.all_done.notify_one();
     }
 }
 
@@ -164,6 +185,9 @@ async fn exchange(
                             }),
                             None => Err(ErrorClass::ClosedBeforeResponse),
                         });
+                    }
+                    if traffic.first_byte.is_none() {
+                        traffic.first_byte = Some(Instant::now());
                     }
                     traffic.received += n as u64;
                     traffic.unbooked += n as u64;
@@ -241,20 +265,39 @@ async fn await_close(stream: &mut TcpStream, timer: &mut Pin<Box<Sleep>>, deadli
     .await
 }
 
-fn record_success(ctx: &ThreadCtx, phase: Phase, sent_at: Instant, status: u16, t: &Traffic) {
+fn record_success(ctx: &ThreadCtx, due: &Due, sent_at: Instant, status: u16, t: &Traffic) {
     let end = Instant::now();
+    let since_start = end - ctx.start;
     let mut rec = ctx.recorder.borrow_mut();
     rec.in_flight -= 1;
-    let bucket = rec.timeline.at(end - ctx.start);
+    let intended = due.intended.unwrap_or(sent_at);
+    let response_ns = (end - intended).as_nanos() as u64;
+    rec.intervals.record(since_start, response_ns);
+    let bucket = rec.timeline.at(since_start);
     bucket.completed += 1;
     bucket.bytes_sent += t.sent;
     bucket.bytes_received += t.unbooked;
-    let stats = rec.phase(phase);
+    let open_loop = due.intended.is_some();
+    let stats = rec.phase(due.phase);
     stats.completed += 1;
     stats.status[status as usize % 1000] += 1;
-    stats
-        .latency
-        .saturating_record((end - sent_at).as_nanos() as u64);
+    stats.latency.saturating_record(response_ns);
+    if let Some(first) = t.first_byte {
+        stats
+            .ttfb
+            .saturating_record((first - sent_at).as_nanos() as u64);
+    }
+    if open_loop {
+        stats
+            .service
+            .saturating_record((end - sent_at).as_nanos() as u64);
+        stats
+            .send_lag
+            .saturating_record(sent_at.saturating_duration_since(intended).as_nanos() as u64);
+        stats
+            .scheduler_lag
+            .saturating_record(due.noticed.saturating_duration_since(intended).as_nanos() as u64);
+    }
     stats.bytes_sent += t.sent;
     stats.bytes_received += t.received;
     // Single writer: a plain store, no locked read-modify-write.

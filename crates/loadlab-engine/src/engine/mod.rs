@@ -1,15 +1,20 @@
-//! The closed-loop engine: `threads` OS threads, each running one single-threaded tokio event
-//! loop that drives its share of the connections. Threads share nothing on the hot path; each
-//! records into its own [`Recorder`], merged when the run ends.
+//! The engine: `threads` OS threads, each running one single-threaded tokio event loop that
+//! drives its share of the load. Threads share nothing on the hot path; each records into its
+//! own [`Recorder`], merged when the run ends.
 //!
 //! This module owns the run's lifetime (start, warm-up, stop by deadline, request count or
-//! [`RunControl::stop`]); `conn` owns what one connection does.
+//! [`RunControl::stop`]). `closed` and `open` are the two load models; `exchange` is one
+//! request on one connection, which both use; `timer` is the open loop's precise timer.
 
 mod budget;
-mod conn;
+mod closed;
+mod exchange;
+mod open;
+mod timer;
 
-use crate::config::{RunConfig, Stop};
+use crate::config::{Model, RunConfig, Stop};
 use crate::http1::{self, EncodedRequest};
+use crate::schedule::{Profile, Schedule, Stage};
 use crate::stats::Recorder;
 use crate::sys;
 use budget::{Budget, SharedBudget};
@@ -138,8 +143,14 @@ pub struct RunOutcome {
     pub elapsed: Duration,
     pub interrupted: bool,
     pub recorder: Recorder,
+    /// Response-time histograms per interval of `RunConfig::interval`, by interval index.
+    pub intervals: Vec<(usize, hdrhistogram::Histogram<u64>)>,
     pub threads: Vec<ThreadReport>,
     pub nofile: Option<sys::NofileLimit>,
+    /// `Ok` when the PM QoS CPU latency was held at 0, else why not.
+    pub pm_qos: Result<(), String>,
+    /// Share of all CPU time stolen by the hypervisor, per interval.
+    pub steal: Vec<f64>,
 }
 
 /// Timing and limits every connection of a thread consults.
@@ -161,6 +172,10 @@ pub(crate) struct ThreadCtx {
     pub read_buf: RefCell<Box<[u8]>>,
     pub live_connections: Cell<usize>,
     pub all_done: tokio::sync::Notify,
+    /// Closed loop with `--stages --closed`: the connection-count profile.
+    pub closed_stages: Option<Profile>,
+    /// Open loop only.
+    pub open: Option<open::OpenState>,
 }
 
 const READ_BUF_BYTES: usize = 64 * 1024;
@@ -182,6 +197,12 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         Stop::Duration(_) => None,
     };
     *control.inner.started.lock().expect("not poisoned") = Some(start);
+    let pm_qos = if config.pm_qos {
+        sys::PmQos::hold_zero()
+    } else {
+        Err("disabled with --no-pm-qos".to_string())
+    };
+    let steal_sampler = StealSampler::start(start, config.interval);
 
     let mut handles = Vec::with_capacity(config.threads);
     for t in 0..config.threads {
@@ -199,9 +220,29 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         let shared_budget = shared_budget.clone();
         let (keepalive, timeout, connect_timeout) =
             (config.keepalive, config.timeout, config.connect_timeout);
+        let threads = config.threads;
+        let interval = config.interval;
+        let (closed_stages, open_plan) = match &config.model {
+            Model::Closed { stages } => (stages.clone(), None),
+            Model::Open { profile, arrival } => {
+                let profile = with_warmup(profile, config.warmup);
+                (
+                    None,
+                    Some((
+                        Schedule::new(&profile, *arrival, t, threads),
+                        config.connections / threads
+                            + usize::from(t < config.connections % threads),
+                    )),
+                )
+            }
+        };
         let handle = std::thread::Builder::new()
             .name(format!("loadlab-worker-{t}"))
             .spawn(move || {
+                let recorder = Recorder {
+                    intervals: crate::stats::Intervals::new(interval),
+                    ..Recorder::default()
+                };
                 let ctx = Rc::new(ThreadCtx {
                     request,
                     address,
@@ -213,13 +254,17 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     deadline,
                     budget: Budget::new(shared_budget),
                     stop: control,
-                    recorder: RefCell::new(Recorder::default()),
+                    recorder: RefCell::new(recorder),
                     progress,
                     read_buf: RefCell::new(vec![0; READ_BUF_BYTES].into_boxed_slice()),
                     live_connections: Cell::new(connections),
                     all_done: tokio::sync::Notify::new(),
+                    closed_stages,
+                    open: open_plan.map(|(schedule, cap)| {
+                        open::OpenState::new(open::Pending::new(schedule, start), cap.max(1))
+                    }),
                 });
-                worker(ctx, connections)
+                worker(ctx, t, threads, connections)
             })
             .map_err(EngineError::Thread)?;
         handles.push(handle);
@@ -239,10 +284,14 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         return Err(EngineError::WorkerCrashed);
     }
     let end = Instant::now();
+    let steal = steal_sampler.finish();
+    let pm_qos = pm_qos.map(drop);
     let mut recorder = Recorder::default();
     for t in &threads {
         recorder.merge(&t.recorder);
     }
+    let intervals =
+        crate::stats::Intervals::merge_all(threads.iter().map(|t| &t.recorder.intervals));
     Ok(RunOutcome {
         address,
         started_at,
@@ -250,9 +299,59 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         elapsed: end - start,
         interrupted: control.is_stopped(),
         recorder,
+        intervals,
         threads,
         nofile,
+        pm_qos,
+        steal,
     })
+}
+
+/// Samples hypervisor steal at each interval boundary on a thread of its own.
+struct StealSampler {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Vec<f64>>>,
+}
+
+impl StealSampler {
+    fn start(start: Instant, interval: Duration) -> StealSampler {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let thread = std::thread::Builder::new()
+            .name("loadlab-steal".into())
+            .spawn(move || {
+                let mut out = Vec::new();
+                let mut last = sys::cpu_steal_ticks();
+                let mut next = start + interval;
+                loop {
+                    // Short naps so the run's end is noticed quickly.
+                    while Instant::now() < next && !flag.load(Ordering::Acquire) {
+                        std::thread::sleep(Duration::from_millis(10).min(next - Instant::now()));
+                    }
+                    let now = sys::cpu_steal_ticks();
+                    if let (Some((s0, t0)), Some((s1, t1))) = (last, now) {
+                        let dt = t1.saturating_sub(t0);
+                        out.push(if dt > 0 {
+                            s1.saturating_sub(s0) as f64 / dt as f64
+                        } else {
+                            0.0
+                        });
+                    }
+                    last = now;
+                    next += interval;
+                    if flag.load(Ordering::Acquire) {
+                        return out;
+                    }
+                }
+            })
+            .ok();
+        StealSampler { done, thread }
+    }
+
+    fn finish(self) -> Vec<f64> {
+        self.done.store(true, Ordering::Release);
+        self.thread.and_then(|t| t.join().ok()).unwrap_or_default()
+    }
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
@@ -267,7 +366,24 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
         .ok_or_else(|| EngineError::NoAddress(host.to_string()))
 }
 
-fn worker(ctx: Rc<ThreadCtx>, connections: usize) -> ThreadReport {
+/// The open loop's schedule includes the warm-up, run at the first stage's starting rate.
+fn with_warmup(profile: &Profile, warmup: Duration) -> Profile {
+    let mut stages = profile.stages.clone();
+    if !warmup.is_zero() {
+        let rate = stages.first().map_or(0.0, |s| s.from);
+        stages.insert(
+            0,
+            Stage {
+                duration: warmup,
+                from: rate,
+                to: rate,
+            },
+        );
+    }
+    Profile { stages }
+}
+
+fn worker(ctx: Rc<ThreadCtx>, thread: usize, threads: usize, connections: usize) -> ThreadReport {
     let cpu_start = sys::thread_cpu_time();
     let wall_start = Instant::now();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -277,8 +393,18 @@ fn worker(ctx: Rc<ThreadCtx>, connections: usize) -> ThreadReport {
         .expect("a current-thread runtime only fails without an OS event queue");
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
-        for _ in 0..connections {
-            tokio::task::spawn_local(conn::drive(ctx.clone()));
+        if ctx.open.is_some() {
+            tokio::select! {
+                biased;
+                _ = ctx.stop.stopped() => {}
+                _ = open::run(ctx.clone()) => {}
+            }
+            return;
+        }
+        // Closed loop: connection k of this thread is number thread + k * threads overall,
+        // so that stages activate connections evenly across threads.
+        for k in 0..connections {
+            tokio::task::spawn_local(closed::drive(ctx.clone(), thread + k * threads));
         }
         let deadline = async {
             match ctx.deadline {
@@ -301,7 +427,13 @@ fn worker(ctx: Rc<ThreadCtx>, connections: usize) -> ThreadReport {
     // Dropping the set abandons requests still in flight; the recorder counts them.
     drop(local);
     drop(runtime);
-    let recorder = ctx.recorder.take();
+    let mut recorder = ctx.recorder.take();
+    if let Some(open) = &ctx.open {
+        let (warm, measured) = open.unsent(recorder.in_flight, ctx.warmup_end);
+        recorder.phase(crate::stats::Phase::Warmup).not_sent += warm;
+        recorder.phase(crate::stats::Phase::Measured).not_sent += measured;
+    }
+    recorder.intervals.finish();
     ThreadReport {
         recorder,
         cpu: sys::thread_cpu_time() - cpu_start,

@@ -1,0 +1,214 @@
+//! The open loop: requests go out on the schedule, whatever the server does.
+//!
+//! A dispatcher sleeps on a precise timer until the next request is due, then hands every due
+//! request to an idle connection, or opens a new one while under the cap. A connection that
+//! finishes a request takes the next due one itself, with no hand-off, so when the target
+//! falls behind, requests wait for a connection and that wait counts in their response time.
+//! The backlog is never stored: it is the part of the schedule that is due and not yet taken.
+//! Requests still untaken when the schedule ends are reported as not sent.
+
+use super::exchange::{Conn, Due};
+use super::timer::PreciseTimer;
+use super::ThreadCtx;
+use crate::schedule::Schedule;
+use crate::stats::Phase;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// This thread's share of the schedule, as absolute instants.
+pub(crate) struct Pending {
+    schedule: Schedule,
+    start: Instant,
+    next: Option<Instant>,
+}
+
+impl Pending {
+    pub fn new(mut schedule: Schedule, start: Instant) -> Pending {
+        let next = schedule.next_offset().map(|o| start + o);
+        Pending {
+            schedule,
+            start,
+            next,
+        }
+    }
+
+    fn peek(&self) -> Option<Instant> {
+        self.next
+    }
+
+    fn take(&mut self) -> Option<Instant> {
+        let t = self.next?;
+        self.next = self.schedule.next_offset().map(|o| self.start + o);
+        Some(t)
+    }
+
+    fn take_due(&mut self, now: Instant) -> Option<Instant> {
+        match self.next {
+            Some(t) if t <= now => self.take(),
+            _ => None,
+        }
+    }
+}
+
+/// Open-loop state shared by a thread's dispatcher and connections.
+pub(crate) struct OpenState {
+    pending: RefCell<Pending>,
+    /// Connections waiting for work.
+    idle: RefCell<Vec<Rc<Slot>>>,
+    open_connections: Cell<usize>,
+    /// Connections holding a request (connecting, sending or waiting for the response).
+    busy: Cell<usize>,
+    cap: usize,
+    dispatcher_waiting: Cell<bool>,
+    dispatcher_wake: Notify,
+}
+
+/// How an idle connection receives its next request.
+struct Slot {
+    work: Cell<Option<Due>>,
+    wake: Notify,
+}
+
+impl OpenState {
+    pub fn new(pending: Pending, cap: usize) -> OpenState {
+        OpenState {
+            pending: RefCell::new(pending),
+            idle: RefCell::new(Vec::new()),
+            open_connections: Cell::new(0),
+            busy: Cell::new(0),
+            cap,
+            dispatcher_waiting: Cell::new(false),
+            dispatcher_wake: Notify::new(),
+        }
+    }
+
+    /// Requests never sent: still in the schedule, or taken by a connection that was still
+    /// connecting when the run was stopped.
+    pub fn unsent(&self, in_flight: u64, warmup_end: Instant) -> (u64, u64) {
+        let mut counts = (0u64, 0u64);
+        let mut pending = self.pending.borrow_mut();
+        while let Some(t) = pending.take() {
+            if t < warmup_end {
+                counts.0 += 1;
+            } else {
+                counts.1 += 1;
+            }
+        }
+        counts.1 += (self.busy.get() as u64).saturating_sub(in_flight);
+        counts
+    }
+}
+
+fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
+    Due {
+        phase: if intended < ctx.warmup_end {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        },
+        intended: Some(intended),
+        noticed,
+    }
+}
+
+/// Hands out due requests until the schedule ends, then waits for requests in flight.
+pub(super) async fn run(ctx: Rc<ThreadCtx>) {
+    let open = ctx.open.as_ref().expect("open-loop thread");
+    let deadline = ctx.deadline.expect("open loops end by time");
+    // Without a timerfd, fall back to tokio's millisecond timer.
+    let mut timer = PreciseTimer::new().ok();
+    'run: loop {
+        let now = Instant::now();
+        if now >= deadline || ctx.stop.is_stopped() {
+            break;
+        }
+        let next = loop {
+            let Some(t) = open.pending.borrow().peek() else {
+                break 'run;
+            };
+            if t > now {
+                break t;
+            }
+            // Take the idle connection out first: a borrow held into the `else` branch
+            // would still be alive across its await.
+            let idle = open.idle.borrow_mut().pop();
+            if let Some(slot) = idle {
+                open.pending.borrow_mut().take();
+                open.busy.set(open.busy.get() + 1);
+                slot.work.set(Some(due(&ctx, t, now)));
+                slot.wake.notify_one();
+            } else if open.open_connections.get() < open.cap {
+                open.pending.borrow_mut().take();
+                open.busy.set(open.busy.get() + 1);
+                open.open_connections.set(open.open_connections.get() + 1);
+                tokio::task::spawn_local(connection(ctx.clone(), due(&ctx, t, now)));
+            } else {
+                // At the cap: busy connections take due requests themselves as they finish.
+                // One going idle means the backlog is drained; look again then.
+                open.dispatcher_waiting.set(true);
+                tokio::select! {
+                    _ = open.dispatcher_wake.notified() => {}
+                    _ = tokio::time::sleep_until(deadline.into()) => {}
+                }
+                continue 'run;
+            }
+        };
+        let wake_at = next.min(deadline);
+        match timer.as_mut() {
+            Some(timer) => {
+                if timer.sleep_until(wake_at).await.is_err() {
+                    tokio::time::sleep_until(wake_at.into()).await;
+                }
+            }
+            None => tokio::time::sleep_until(wake_at.into()).await,
+        }
+    }
+    // The schedule is over: let requests in flight finish (each is bounded by --timeout).
+    while open.busy.get() > 0 && !ctx.stop.is_stopped() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+async fn connection(ctx: Rc<ThreadCtx>, first: Due) {
+    let open = ctx.open.as_ref().expect("open-loop thread");
+    let deadline = ctx.deadline.expect("open loops end by time");
+    let slot = Rc::new(Slot {
+        work: Cell::new(None),
+        wake: Notify::new(),
+    });
+    let mut conn = Conn::new(&ctx);
+    let mut next = Some(first);
+    loop {
+        let work = match next.take() {
+            Some(w) => w,
+            None => {
+                open.idle.borrow_mut().push(slot.clone());
+                if open.dispatcher_waiting.replace(false) {
+                    open.dispatcher_wake.notify_one();
+                }
+                loop {
+                    slot.wake.notified().await;
+                    if let Some(w) = slot.work.take() {
+                        break w;
+                    }
+                }
+            }
+        };
+        conn.request(&ctx, work).await;
+        // Work-conserving: take the next due request at once, if the run is still on.
+        let now = Instant::now();
+        next = if now < deadline && !ctx.stop.is_stopped() {
+            open.pending
+                .borrow_mut()
+                .take_due(now)
+                .map(|t| due(&ctx, t, now))
+        } else {
+            None
+        };
+        if next.is_none() {
+            open.busy.set(open.busy.get() - 1);
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! The open loop against real servers with known timing: latency measured from the intended
+//! send time, the coordinated-omission case, and a target that cannot keep up.
+
+use loadlab_engine::{run, summarize, RunControl, RunResult, RunSpec};
+use loadlab_testkit::{TimedServer, Timing};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// These tests measure time: run them one at a time, not against each other.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn run_spec(spec: RunSpec) -> RunResult {
+    let config = spec.validate().expect("valid spec");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let outcome = run(&config, &RunControl::new()).expect("run starts");
+        let _ = tx.send(summarize(&config, &outcome));
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the run hung: no result within 60 s")
+}
+
+fn ms(us: f64) -> f64 {
+    us / 1_000.0
+}
+
+#[test]
+fn response_time_of_a_10ms_server_at_1000_per_second() {
+    let _serial = serial();
+    let server = TimedServer::start(Timing::Delay(Duration::from_millis(10)));
+    let r = run_spec(RunSpec {
+        url: server.url("/"),
+        rate: Some(1_000.0),
+        duration: Some(Duration::from_secs(5)),
+        threads: Some(1),
+        ..RunSpec::default()
+    });
+    let q = &r.measured.requests;
+    assert_eq!(q.completed, 5_000, "{q:?} {:?}", r.measured.errors);
+    let p50 = ms(r.measured.latency_us.as_ref().unwrap().p50);
+    assert!((10.0..=11.0).contains(&p50), "p50 response time {p50} ms");
+    // Every second of the timeline offered and achieved about 1,000 requests/s.
+    // Responses due at the very end may land just after it: a sixth interval, offering 0.
+    let measured: Vec<_> = r
+        .timeline
+        .iter()
+        .filter(|i| i.offered_per_s.unwrap_or(0.0) > 0.0)
+        .collect();
+    assert_eq!(measured.len(), 5, "{:?}", r.timeline);
+    for i in &measured[1..] {
+        assert_eq!(i.offered_per_s, Some(1_000.0));
+        assert!((i.achieved_per_s - 1_000.0).abs() <= 20.0, "{i:?}");
+    }
+    assert!(
+        r.verdicts.iter().all(|v| !v.contains("could not keep up")),
+        "{:?}",
+        r.verdicts
+    );
+}
+
+/// The server freezes for 1 s in the middle of a 5 s run.
+fn freezing_server() -> TimedServer {
+    TimedServer::start(Timing::Freeze {
+        at: Duration::from_secs(2),
+        span: Duration::from_secs(1),
+    })
+}
+
+#[test]
+fn coordinated_omission_open_versus_closed() {
+    let _serial = serial();
+    // Open loop at 200/s: the ~200 requests due during the freeze all wait for it.
+    let server = freezing_server();
+    let open = run_spec(RunSpec {
+        url: server.url("/"),
+        rate: Some(200.0),
+        duration: Some(Duration::from_secs(5)),
+        threads: Some(1),
+        ..RunSpec::default()
+    });
+    let open_p99 = ms(open.measured.latency_us.as_ref().unwrap().p99);
+    assert!(open_p99 >= 500.0, "open-loop p99 {open_p99} ms");
+
+    // Closed loop with 10 connections: only the 10 requests in flight see the freeze.
+    let server = freezing_server();
+    let closed = run_spec(RunSpec {
+        url: server.url("/"),
+        connections: Some(10),
+        duration: Some(Duration::from_secs(5)),
+        threads: Some(1),
+        ..RunSpec::default()
+    });
+    let closed_p99 = ms(closed.measured.latency_us.as_ref().unwrap().p99);
+    assert!(
+        closed_p99 * 10.0 < open_p99,
+        "closed-loop p99 {closed_p99} ms should be far below open-loop p99 {open_p99} ms"
+    );
+    assert!(closed.measured.latency_us.as_ref().unwrap().max >= 900_000.0);
+
+    // Open loop capped at 10 connections: requests wait for a connection. Service time
+    // (from the actual send) stays low; response time (from the intended send) carries it.
+    let server = freezing_server();
+    let capped = run_spec(RunSpec {
+        url: server.url("/"),
+        rate: Some(200.0),
+        duration: Some(Duration::from_secs(5)),
+        max_connections: Some(10),
+        threads: Some(1),
+        ..RunSpec::default()
+    });
+    let m = &capped.measured;
+    let service_p50 = ms(m.service_time_us.as_ref().unwrap().p50);
+    let response_p99 = ms(m.latency_us.as_ref().unwrap().p99);
+    let send_lag_p99 = ms(m.send_lag_us.as_ref().unwrap().p99);
+    assert!(service_p50 < 5.0, "service p50 {service_p50} ms");
+    assert!(response_p99 >= 500.0, "response p99 {response_p99} ms");
+    assert!(
+        send_lag_p99 >= 500.0,
+        "requests waited for a connection: {send_lag_p99} ms"
+    );
+    assert!(m.connections_opened <= 10 && capped.warmup.is_none());
+}
+
+#[test]
+fn a_target_that_cannot_keep_up_is_named_and_nothing_is_lost() {
+    let _serial = serial();
+    // Two connections to a 50 ms server carry 40 requests/s; 1,000/s are asked for.
+    let server = TimedServer::start(Timing::Delay(Duration::from_millis(50)));
+    let r = run_spec(RunSpec {
+        url: server.url("/"),
+        rate: Some(1_000.0),
+        duration: Some(Duration::from_secs(2)),
+        max_connections: Some(2),
+        threads: Some(1),
+        ..RunSpec::default()
+    });
+    let q = &r.measured.requests;
+    // Every scheduled request is accounted for: completed, failed or never sent.
+    assert_eq!(
+        q.completed + q.failed + q.not_sent + r.in_flight_at_end,
+        2_000,
+        "{q:?}"
+    );
+    assert!(q.not_sent > 1_800, "{q:?}");
+    assert!(
+        r.verdicts.iter().any(|v| v.contains("could not keep up")),
+        "{:?}",
+        r.verdicts
+    );
+    assert_eq!(server.counters().accepted(), 2);
+}
