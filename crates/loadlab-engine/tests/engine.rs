@@ -292,3 +292,23 @@ fn counts_match_an_independent_server() {
     assert_eq!(stats.requests, 3_000);
     assert_eq!(stats.connections, 6);
 }
+
+/// `--stages ... --closed`: the number of active connections follows the profile.
+#[test]
+fn closed_loop_stages_change_the_connection_count() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let r = run_spec(RunSpec {
+        url: server.url("/"),
+        stages: Some("600ms:2, 600ms:6".into()),
+        closed_stages: true,
+        interval: Duration::from_millis(300),
+        threads: Some(2),
+        ..RunSpec::default()
+    });
+    assert_eq!(r.load.connections, 6);
+    assert_eq!(server.counters().accepted(), 6);
+    let levels: Vec<Option<f64>> = r.timeline.iter().map(|i| i.connections).collect();
+    assert_eq!(levels[..4], [Some(2.0), Some(2.0), Some(6.0), Some(6.0)]);
+    assert!(r.timeline[0].completed > 0 && r.timeline[3].completed > 0);
+    assert_eq!(r.measured.requests.failed, 0);
+}
