@@ -123,6 +123,14 @@ fn coordinated_omission_open_versus_closed() {
         "requests waited for a connection: {send_lag_p99} ms"
     );
     assert!(m.connections_opened <= 10 && capped.warmup.is_none());
+    // The README quotes these (cargo test --test open_loop -- --nocapture).
+    eprintln!(
+        "freeze of 1 s in 5 s: open loop 200/s p99 {open_p99:.1} ms; closed loop 10 connections \
+         p99 {closed_p99:.2} ms ({} requests); open loop capped at 10 connections: response p99 \
+         {response_p99:.1} ms, service p50 {service_p50:.2} ms, p99 {:.1} ms",
+        closed.measured.requests.completed,
+        ms(m.service_time_us.as_ref().unwrap().p99)
+    );
 }
 
 #[test]

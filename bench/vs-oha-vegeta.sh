@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# loadlab against oha and vegeta in an open loop (fixed arrival rates), on one machine:
+# nginx pinned to core 0, each generator pinned to core 1, 10 s per run, rates 5,000,
+# 20,000 and 50,000 requests/s, tools interleaved. Prints, per tool and rate: achieved rate,
+# send lag p99 where the tool reports it, generator CPU seconds per 100,000 requests, and
+# p50/p99 latency (oha with --latency-correction, so all three measure from the intended time).
+#
+#   bash bench/vs-oha-vegeta.sh
+#   RATES="5000" SECS=3 bash bench/vs-oha-vegeta.sh   # a quick look
+#
+# Installs oha (crates.io) and vegeta (Go module proxy, built from the module cache) into
+# bench/tools if they are missing. Run it on a quiet machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RATES=${RATES:-"5000 20000 50000"}
+SECS=${SECS:-10}
+PORT=${PORT:-18182}
+SERVER_CPU=${SERVER_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+TOOLS=$PWD/bench/tools
+mkdir -p "$TOOLS"
+
+need() { command -v "$1" >/dev/null 2>&1; }
+missing=()
+need nginx || missing+=(nginx-light)
+[ -x /usr/bin/time ] || missing+=(time)
+if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+OHA=$(command -v oha || echo "$TOOLS/bin/oha")
+if [ ! -x "$OHA" ]; then
+    echo "installing oha from crates.io (a few minutes)"
+    cargo install oha --locked --root "$TOOLS" -q
+    OHA=$TOOLS/bin/oha
+fi
+VEGETA=$(command -v vegeta || echo "$TOOLS/vegeta")
+if [ ! -x "$VEGETA" ]; then
+    echo "building vegeta v12.12.0 from the Go module proxy"
+    dir=$(go mod download -json github.com/tsenart/vegeta/v12@v12.12.0 | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+    (cd "$dir" && GOFLAGS=-mod=mod go build -o "$TOOLS/vegeta" .)
+    VEGETA=$TOOLS/vegeta
+fi
+
+cargo build --release -q -p loadlab-cli
+LOADLAB=$PWD/target/release/loadlab
+OUT=$PWD/bench/out/vs-oha-vegeta-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT"
+sed -e "s|__DIR__|$OUT|g" -e "s|__PORT__|$PORT|g" bench/nginx.conf > "$OUT/nginx.conf"
+ulimit -n 65536 2>/dev/null || true
+taskset -c "$SERVER_CPU" nginx -c "$OUT/nginx.conf" -p "$OUT" &
+NGINX_PID=$!
+trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true' EXIT
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
+URL="http://127.0.0.1:$PORT/"
+
+timed() { /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c "$LOAD_CPU" "$@"; }
+cpu() { awk '{print $1 + $2}' "$OUT/time"; }
+
+echo "tool rate achieved send_lag_p99_ms cpu_s_per_100k p50_ms p99_ms" > "$OUT/results.txt"
+for rate in $RATES; do
+    for tool in loadlab oha vegeta; do
+        case $tool in
+        loadlab)
+            timed "$LOADLAB" run -q -t1 --rate "$rate" -d "${SECS}s" --json "$OUT/l.json" "$URL"
+            python3 - "$OUT/l.json" "$(cpu)" "$rate" >> "$OUT/results.txt" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); m = r["measured"]; cpu = float(sys.argv[2])
+n = m["requests"]["completed"] + (r["warmup"] or {"requests": {"completed": 0}})["requests"]["completed"]
+print("loadlab", sys.argv[3], round(m["requests"]["per_second"]), round(m["send_lag_us"]["p99"] / 1e3, 3),
+      round(cpu * 1e5 / n, 2), round(m["latency_us"]["p50"] / 1e3, 3), round(m["latency_us"]["p99"] / 1e3, 3))
+PY
+            ;;
+        oha)
+            timed "$OHA" -q "$rate" -z "${SECS}s" -c 50 --latency-correction --no-tui \
+                --output-format json "$URL" > "$OUT/o.json"
+            python3 - "$OUT/o.json" "$(cpu)" "$rate" "$SECS" >> "$OUT/results.txt" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); cpu = float(sys.argv[2]); secs = float(sys.argv[4])
+s = r["summary"]; n = sum(r.get("statusCodeDistribution", {}).values())
+p = r["latencyPercentiles"]
+print("oha", sys.argv[3], round(n / secs), "-", round(cpu * 1e5 / max(n, 1), 2),
+      round(p["p50"] * 1e3, 3), round(p["p99"] * 1e3, 3))
+PY
+            ;;
+        vegeta)
+            echo "GET $URL" | timed "$VEGETA" attack -rate="$rate/s" -duration="${SECS}s" > "$OUT/v.bin"
+            "$VEGETA" report -type=json < "$OUT/v.bin" > "$OUT/v.json"
+            python3 - "$OUT/v.json" "$(cpu)" "$rate" >> "$OUT/results.txt" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); cpu = float(sys.argv[2]); l = r["latencies"]
+n = r["requests"]
+print("vegeta", sys.argv[3], round(r["throughput"]), "-", round(cpu * 1e5 / max(n, 1), 2),
+      round(l["50th"] / 1e6, 3), round(l["99th"] / 1e6, 3))
+PY
+            ;;
+        esac
+        tail -1 "$OUT/results.txt"
+    done
+done
+echo
+column -t "$OUT/results.txt"
+python3 - "$OUT/results.txt" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])][1:]
+by = {(t, r): row for t, r, *row in rows}
+print()
+for rate in sorted({r for _, r, *_ in rows}, key=int):
+    l, o = by.get(("loadlab", rate)), by.get(("oha", rate))
+    held = float(l[0]) / float(rate) * 100
+    line = f"{rate:>6}/s  loadlab held {held:.2f}% of the offered rate, send lag p99 {l[1]} ms"
+    if o:
+        line += f"; CPU per request loadlab/oha = {float(l[2]) / float(o[2]):.2f}x"
+    print(line)
+PY
+echo "raw output: $OUT"
