@@ -73,6 +73,8 @@ pub enum LabError {
     },
     #[error("invalid target URL {url:?}: {reason} (expected http://HOST:PORT)")]
     BadUrl { url: String, reason: String },
+    #[error("verifying a URL needs the reference content: set VerifyOptions::content_dir to targets/content")]
+    NoReferenceContent,
     #[error(transparent)]
     Content(#[from] content::ContentError),
     #[error(transparent)]

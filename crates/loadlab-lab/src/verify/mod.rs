@@ -126,10 +126,7 @@ pub async fn verify_url(url: &str, options: &VerifyOptions) -> Result<Report, La
     let content_dir = options
         .content_dir
         .clone()
-        .ok_or_else(|| LabError::BadUrl {
-            url: url.into(),
-            reason: "no reference content directory given".into(),
-        })?;
+        .ok_or(LabError::NoReferenceContent)?;
     let reference = ReferenceSite::load(&content_dir)?;
     let stats_addr = match &options.upstream_url {
         Some(upstream) => Some(resolve(upstream).await?),
