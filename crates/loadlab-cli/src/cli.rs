@@ -20,6 +20,10 @@ pub enum Command {
     Run(Box<crate::cmd::run::RunArgs>),
     /// Load an embedded server for a few seconds: see what loadlab reports, no setup needed.
     Demo(crate::cmd::demo::DemoArgs),
+    /// The reference lab: list, build, serve and verify the target services in targets/.
+    Lab(crate::cmd::lab::LabArgs),
+    /// Run the mock upstream: a server that counts requests and connections.
+    Upstream(crate::cmd::upstream::UpstreamArgs),
 }
 
 pub fn parse() -> Cli {

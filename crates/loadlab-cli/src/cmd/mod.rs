@@ -1,7 +1,9 @@
 //! One module per subcommand; each exposes `Args` (clap) and `run(args) -> Result<ExitCode>`.
 
 pub mod demo;
+pub mod lab;
 pub mod run;
+pub mod upstream;
 
 use crate::cli::{Cli, Command};
 use std::process::ExitCode;
@@ -10,5 +12,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Demo(args) => demo::run(args),
+        Command::Lab(args) => lab::run(args),
+        Command::Upstream(args) => upstream::run(args),
     }
 }
