@@ -5,17 +5,10 @@ use loadlab_testkit::{chunked_response, response, Behavior, TestServer};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// Runs the engine on its own thread; a run that does not end within 30 s fails the test
-/// instead of hanging it.
+mod common;
+
 fn run_spec(spec: RunSpec) -> RunResult {
-    let config = spec.validate().expect("valid spec");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let outcome = run(&config, &RunControl::new()).expect("run starts");
-        let _ = tx.send(summarize(&config, &outcome));
-    });
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("the run hung: no result within 30 s")
+    common::run_within(spec, Duration::from_secs(30))
 }
 
 fn spec(url: String) -> RunSpec {

@@ -1,9 +1,8 @@
 //! The open loop against real servers with known timing: latency measured from the intended
 //! send time, the coordinated-omission case, and a target that cannot keep up.
 
-use loadlab_engine::{run, summarize, RunControl, RunResult, RunSpec};
+use loadlab_engine::{RunResult, RunSpec};
 use loadlab_testkit::{TimedServer, Timing};
-use std::sync::mpsc;
 use std::time::Duration;
 
 /// These tests measure time: run them one at a time, not against each other.
@@ -13,15 +12,10 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+mod common;
+
 fn run_spec(spec: RunSpec) -> RunResult {
-    let config = spec.validate().expect("valid spec");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let outcome = run(&config, &RunControl::new()).expect("run starts");
-        let _ = tx.send(summarize(&config, &outcome));
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("the run hung: no result within 60 s")
+    common::run_within(spec, Duration::from_secs(60))
 }
 
 fn ms(us: f64) -> f64 {
