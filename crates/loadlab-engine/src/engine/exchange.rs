@@ -76,17 +76,31 @@ impl Conn {
         self.stream = None;
     }
 
+    /// Opens the connection unless it is open. A failure is recorded as the failure of the
+    /// request it was opened for, and returns false.
+    pub async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool {
+        if self.stream.is_some() {
+            return true;
+        }
+        match connect(ctx, phase).await {
+            Ok(s) => {
+                self.stream = Some(s);
+                true
+            }
+            Err(class) => {
+                record_failure(ctx, phase, class, &Traffic::default(), false);
+                false
+            }
+        }
+    }
+
     /// Sends one request (opening the connection first if needed) and records the outcome.
     pub async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
-        let stream = match self.stream.as_mut() {
-            Some(s) => s,
-            None => match connect(ctx, due.phase).await {
-                Ok(s) => self.stream.insert(s),
-                Err(class) => {
-                    record_failure(ctx, due.phase, class, &Traffic::default(), false);
-                    return;
-                }
-            },
+        if !self.connect(ctx, due.phase).await {
+            return;
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            return;
         };
         let sent_at = Instant::now();
         {

@@ -17,6 +17,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
+/// New connections a thread may have connecting at once.
+const MAX_CONNECTING: usize = 8;
+
 /// This thread's share of the schedule, as absolute instants.
 pub(crate) struct Pending {
     schedule: Schedule,
@@ -58,6 +61,10 @@ pub(crate) struct OpenState {
     /// Connections waiting for work.
     idle: RefCell<Vec<Rc<Slot>>>,
     open_connections: Cell<usize>,
+    /// New connections still connecting. Bounded, so that a burst of due requests at the
+    /// start (or after a stall) does not open hundreds of connections at once, each slowed
+    /// by the others, when a few would soon carry them all.
+    connecting: Cell<usize>,
     /// Connections holding a request (connecting, sending or waiting for the response).
     busy: Cell<usize>,
     cap: usize,
@@ -77,6 +84,7 @@ impl OpenState {
             pending: RefCell::new(pending),
             idle: RefCell::new(Vec::new()),
             open_connections: Cell::new(0),
+            connecting: Cell::new(0),
             busy: Cell::new(0),
             cap,
             dispatcher_waiting: Cell::new(false),
@@ -139,14 +147,18 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
                 open.busy.set(open.busy.get() + 1);
                 slot.work.set(Some(due(&ctx, t, now)));
                 slot.wake.notify_one();
-            } else if open.open_connections.get() < open.cap {
+            } else if open.open_connections.get() < open.cap
+                && open.connecting.get() < MAX_CONNECTING
+            {
                 open.pending.borrow_mut().take();
                 open.busy.set(open.busy.get() + 1);
                 open.open_connections.set(open.open_connections.get() + 1);
+                open.connecting.set(open.connecting.get() + 1);
                 tokio::task::spawn_local(connection(ctx.clone(), due(&ctx, t, now)));
             } else {
-                // At the cap: busy connections take due requests themselves as they finish.
-                // One going idle means the backlog is drained; look again then.
+                // At the cap, or enough connections are on their way: busy connections take
+                // due requests themselves as they finish. Look again when one goes idle (the
+                // backlog is drained) or finishes connecting (another may be opened).
                 open.dispatcher_waiting.set(true);
                 tokio::select! {
                     _ = open.dispatcher_wake.notified() => {}
@@ -179,7 +191,25 @@ async fn connection(ctx: Rc<ThreadCtx>, first: Due) {
         wake: Notify::new(),
     });
     let mut conn = Conn::new(&ctx);
-    let mut next = Some(first);
+    let connected = conn.connect(&ctx, first.phase).await;
+    open.connecting.set(open.connecting.get() - 1);
+    if open.dispatcher_waiting.replace(false) {
+        open.dispatcher_wake.notify_one();
+    }
+    // A failed connect was recorded as the first request's failure; the slot then takes
+    // the next due request and tries again.
+    let mut next = if connected { Some(first) } else { None };
+    if !connected {
+        let now = Instant::now();
+        next = open
+            .pending
+            .borrow_mut()
+            .take_due(now)
+            .map(|t| due(&ctx, t, now));
+        if next.is_none() {
+            open.busy.set(open.busy.get() - 1);
+        }
+    }
     loop {
         let work = match next.take() {
             Some(w) => w,
