@@ -65,6 +65,18 @@ impl ErrorClass {
         }
     }
 
+    /// Whether this class means a connection could not be opened.
+    pub fn is_connect_failure(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::ConnectRefused
+                | ErrorClass::ConnectTimeout
+                | ErrorClass::ConnectError
+                | ErrorClass::OutOfFileDescriptors
+                | ErrorClass::OutOfEphemeralPorts
+        )
+    }
+
     /// Classifies an error from `connect`.
     pub fn from_connect(err: &io::Error) -> ErrorClass {
         match err.raw_os_error() {

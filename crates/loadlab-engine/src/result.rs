@@ -131,6 +131,9 @@ pub struct PhaseSummary {
     /// TCP connection setup, apart from request latency. Absent when none was opened.
     pub connect_us: Option<LatencySummary>,
     pub connections_opened: u64,
+    /// Connections loadlab tried and failed to open (refused, timed out, out of descriptors
+    /// or ports): each is also a failed request in `errors`.
+    pub connections_failed: u64,
     /// Responses by status code.
     pub status_codes: BTreeMap<String, u64>,
     /// Failed requests by class (only classes that occurred).
@@ -281,6 +284,11 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
         scheduler_lag_us: LatencySummary::from_histogram(&stats.scheduler_lag),
         connect_us: LatencySummary::from_histogram(&stats.connect),
         connections_opened: stats.connections_opened,
+        connections_failed: ErrorClass::ALL
+            .iter()
+            .filter(|c| c.is_connect_failure())
+            .map(|c| stats.errors[*c as usize])
+            .sum(),
         status_codes,
         errors,
         bytes: Bytes {

@@ -176,6 +176,9 @@ fn summary(r: &RunResult) -> String {
         ),
     );
     let mut conns = format!("{} opened", count(m.connections_opened));
+    if m.connections_failed > 0 {
+        let _ = write!(conns, ", {} failed to open", count(m.connections_failed));
+    }
     if let Some(w) = r.warmup.as_ref().filter(|w| w.connections_opened > 0) {
         let _ = write!(
             conns,

@@ -128,6 +128,8 @@ impl RunControl {
 #[derive(Debug)]
 pub struct ThreadReport {
     pub recorder: Recorder,
+    /// A task of this thread panicked.
+    pub crashed: bool,
     pub cpu: sys::CpuTime,
     pub wall: Duration,
 }
@@ -176,6 +178,33 @@ pub(crate) struct ThreadCtx {
     pub closed_stages: Option<Profile>,
     /// Open loop only.
     pub open: Option<open::OpenState>,
+    /// A task of this thread panicked (a bug): the run stops and reports it.
+    pub crashed: Cell<bool>,
+}
+
+/// Spawns a task on the thread's set; a panic in it stops the run instead of vanishing with
+/// the task (tokio would otherwise drop it silently, leaving counts that do not add up).
+pub(crate) fn spawn_guarded(
+    ctx: &Rc<ThreadCtx>,
+    task: impl std::future::Future<Output = ()> + 'static,
+) {
+    let ctx = ctx.clone();
+    tokio::task::spawn_local(async move {
+        let mut task = std::pin::pin!(task);
+        let outcome = std::future::poll_fn(|cx| {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.as_mut().poll(cx)))
+            {
+                Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+                Ok(std::task::Poll::Ready(())) => std::task::Poll::Ready(Ok(())),
+                Err(_) => std::task::Poll::Ready(Err(())),
+            }
+        })
+        .await;
+        if outcome.is_err() {
+            ctx.crashed.set(true);
+            ctx.stop.stop();
+        }
+    });
 }
 
 const READ_BUF_BYTES: usize = 64 * 1024;
@@ -260,6 +289,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     live_connections: Cell::new(connections),
                     all_done: tokio::sync::Notify::new(),
                     closed_stages,
+                    crashed: Cell::new(false),
                     open: open_plan.map(|(schedule, cap)| {
                         open::OpenState::new(open::Pending::new(schedule, start), cap.max(1))
                     }),
@@ -276,7 +306,10 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         // A worker only panics on a bug. The other threads' measurements are still good,
         // but a result missing a thread's share would mislead: report the bug instead.
         match h.join() {
-            Ok(report) => threads.push(report),
+            Ok(report) => {
+                crashed |= report.crashed;
+                threads.push(report);
+            }
             Err(_) => crashed = true,
         }
     }
@@ -404,7 +437,7 @@ fn worker(ctx: Rc<ThreadCtx>, thread: usize, threads: usize, connections: usize)
         // Closed loop: connection k of this thread is number thread + k * threads overall,
         // so that stages activate connections evenly across threads.
         for k in 0..connections {
-            tokio::task::spawn_local(closed::drive(ctx.clone(), thread + k * threads));
+            spawn_guarded(&ctx, closed::drive(ctx.clone(), thread + k * threads));
         }
         let deadline = async {
             match ctx.deadline {
@@ -436,6 +469,7 @@ fn worker(ctx: Rc<ThreadCtx>, thread: usize, threads: usize, connections: usize)
     recorder.intervals.finish();
     ThreadReport {
         recorder,
+        crashed: ctx.crashed.get(),
         cpu: sys::thread_cpu_time() - cpu_start,
         wall: wall_start.elapsed(),
     }

@@ -154,7 +154,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
                 open.busy.set(open.busy.get() + 1);
                 open.open_connections.set(open.open_connections.get() + 1);
                 open.connecting.set(open.connecting.get() + 1);
-                tokio::task::spawn_local(connection(ctx.clone(), due(&ctx, t, now)));
+                super::spawn_guarded(&ctx, connection(ctx.clone(), due(&ctx, t, now)));
             } else {
                 // At the cap, or enough connections are on their way: busy connections take
                 // due requests themselves as they finish. Look again when one goes idle (the
