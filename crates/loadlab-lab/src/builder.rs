@@ -37,6 +37,7 @@ impl Lab {
             return Err(LabError::ToolchainMissing {
                 name: target.name().to_string(),
                 programs: missing,
+                install: target.manifest.toolchain_install.clone(),
             });
         }
         let fingerprint = fingerprint::of(target)?;

@@ -40,8 +40,13 @@ pub enum LabError {
     Manifest { path: PathBuf, message: String },
     #[error("no target named {name:?}; known targets: {} (see `loadlab lab list`)", known.join(", "))]
     UnknownTarget { name: String, known: Vec<String> },
-    #[error("target {name} needs {} on PATH to build; install it or pick another target", programs.join(", "))]
-    ToolchainMissing { name: String, programs: Vec<String> },
+    #[error("target {name} needs {} on PATH to build; install it{} or pick another target", programs.join(", "), install_hint(install))]
+    ToolchainMissing {
+        name: String,
+        programs: Vec<String>,
+        /// The manifest's `toolchain_install` command (empty when it gives none).
+        install: String,
+    },
     #[error("cannot read source {path}: {source} (fix `sources` in the target's target.toml)")]
     Source {
         path: PathBuf,
@@ -84,6 +89,14 @@ pub enum LabError {
         context: String,
         source: std::io::Error,
     },
+}
+
+fn install_hint(command: &str) -> String {
+    if command.is_empty() {
+        String::new()
+    } else {
+        format!(" (`{command}`)")
+    }
 }
 
 fn tail(lines: &[String]) -> String {

@@ -25,6 +25,10 @@ pub struct Manifest {
     /// Programs that must be on `PATH` to build the target (`lab list` says when one is not).
     #[serde(default)]
     pub toolchain: Vec<String>,
+    /// How to install the toolchain when it is missing (a command to show, never run), e.g.
+    /// `apt-get install golang-go`; `lab build` quotes it in its error.
+    #[serde(default)]
+    pub toolchain_install: String,
     /// Files and directories whose contents decide whether a rebuild is needed.
     pub sources: Vec<String>,
     /// Recommended warm-up before measuring, in seconds (a JIT runtime needs more).
@@ -165,6 +169,7 @@ mod tests {
         assert_eq!(m.name, "go-nethttp");
         assert_eq!(m.warmup_secs, 0);
         assert!(m.toolchain.is_empty() && m.build.env.is_empty() && m.run.env.is_empty());
+        assert!(m.toolchain_install.is_empty());
     }
 
     #[test]

@@ -22,6 +22,7 @@ language = "shell"
 framework = "none"
 framework_version = "0"
 toolchain = [{toolchain}]
+toolchain_install = "apt-get install {name}-toolchain"
 sources = ["src"]
 warmup_secs = 1
 [build]
@@ -100,6 +101,11 @@ fn a_missing_toolchain_is_a_state_and_a_clear_error() {
     assert!(matches!(err, LabError::ToolchainMissing { .. }));
     assert!(
         err.to_string().contains("no-such-toolchain-xyz on PATH"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("install it (`apt-get install needs-zig-toolchain`)"),
         "{err}"
     );
 }

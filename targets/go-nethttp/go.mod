@@ -1,0 +1,3 @@
+module loadlab/targets/go-nethttp
+
+go 1.22

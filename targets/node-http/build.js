@@ -1,0 +1,17 @@
+'use strict';
+// The "build" of a dependency-free Node target: check that each module compiles under this
+// Node, then leave build/ok (the artifact `lab build` looks for). Nothing is installed.
+
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+
+const [major] = process.versions.node.split('.').map(Number);
+if (major < 20) {
+  process.stderr.write(`node-http needs Node.js 20 or newer, found ${process.version}\n`);
+  process.exit(1);
+}
+for (const file of ['server.js', 'content.js', 'contract.js']) {
+  execFileSync(process.execPath, ['--check', file], { stdio: 'inherit' });
+}
+fs.mkdirSync('build', { recursive: true });
+fs.writeFileSync('build/ok', `checked with node ${process.version}\n`);
