@@ -1,0 +1,141 @@
+"""The loadlab reference target on Flask (../CONTRACT.md), served by gunicorn with threaded
+workers (gunicorn.conf.py). WSGI has no timers: /delay parks one of the worker's threads while
+the others keep serving, which is what a Flask service waiting on I/O does in production."""
+
+import time
+
+import requests
+from flask import Flask, Response, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+import contract
+from portfolio import Site
+
+config = contract.Config()
+site = Site(config.content_dir)
+app = Flask(__name__)
+app.config["MAX_CONTENT_LENGTH"] = contract.MAX_ECHO_BYTES
+# One pooled client per worker process (gunicorn forks workers; a Session must not cross a
+# fork), shared by the worker's threads: urllib3's pool is thread-safe.
+pooled = requests.Session()
+
+
+def text(body: str, status: int = 200) -> Response:
+    return Response(body, status, mimetype="text/plain")
+
+
+def html(body: str, status: int = 200) -> Response:
+    return Response(body, status, mimetype="text/html")
+
+
+def json_reply(value) -> Response:
+    # Flask's JSON provider, compact as jsonify makes it outside debug mode, but without the
+    # newline jsonify appends (the contract's bodies are exact).
+    return Response(app.json.dumps(value, separators=(",", ":")), 200, mimetype="application/json")
+
+
+def arg(name: str) -> str | None:
+    return request.args.get(name)  # the first value when a parameter repeats
+
+
+@app.errorhandler(contract.BadRequest)
+def bad_request(error):
+    return text(str(error), 400)
+
+
+@app.errorhandler(404)
+def not_found(_error):
+    return html(site.not_found(), 404)
+
+
+@app.errorhandler(RequestEntityTooLarge)
+def too_large(_error):
+    return text(f"the request body must be at most {contract.MAX_ECHO_BYTES} bytes", 413)
+
+
+@app.get("/plaintext")
+def plaintext():
+    return text("Hello, World!")
+
+
+@app.get("/json")
+def json_endpoint():
+    return json_reply({"message": "Hello, World!"})
+
+
+@app.get("/healthz")
+def healthz():
+    return text("ok")
+
+
+@app.get("/delay")
+def delay():
+    time.sleep(contract.parse_param("ms", arg("ms"), contract.MAX_DELAY_MS) / 1000)
+    return text("done")
+
+
+@app.get("/block")
+def block():
+    # Same call as /delay: in a threaded WSGI worker, blocking the handling thread is all
+    # either can do.
+    time.sleep(contract.parse_param("ms", arg("ms"), contract.MAX_BLOCK_MS) / 1000)
+    return text("done")
+
+
+@app.get("/compute")
+def compute():
+    return json_reply(contract.compute(contract.parse_param("n", arg("n"), contract.MAX_COMPUTE_N)))
+
+
+@app.get("/bytes")
+def bytes_endpoint():
+    n = contract.parse_param("n", arg("n"), contract.MAX_BYTES_N)
+    return Response(contract.BYTES[:n], 200, mimetype="application/octet-stream")
+
+
+@app.post("/echo")
+def echo():
+    return Response(request.get_data(), 200, mimetype="application/octet-stream")
+
+
+@app.get("/upstream")
+def upstream():
+    calls = contract.parse_param("calls", arg("calls"), contract.MAX_CALLS)
+    client = contract.parse_client(arg("client"))
+    if config.upstream is None:
+        return text("UPSTREAM_URL is not set", 503)
+    total = 0
+    try:
+        for _ in range(calls):
+            if client == "pooled":
+                response = pooled.get(config.upstream, timeout=30)
+            else:
+                # A client per call, closed after it: the mistake post 004 found.
+                with requests.Session() as session:
+                    response = session.get(config.upstream, timeout=30)
+            response.raise_for_status()
+            total += len(response.content)
+    except requests.RequestException as error:
+        return text(f"upstream call failed: {error}", 502)
+    return json_reply({"calls": calls, "client": client, "upstream_bytes": total})
+
+
+@app.get("/")
+def home():
+    return html(site.home())
+
+
+@app.get("/blogs")
+def blogs():
+    return html(site.blogs())
+
+
+@app.get("/blogs/<post_id>")
+def blog(post_id: str):
+    page = site.blog(post_id)
+    return html(page) if page is not None else not_found(None)
+
+
+@app.get("/version")
+def version():
+    return html(site.version())

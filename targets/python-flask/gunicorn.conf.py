@@ -1,0 +1,30 @@
+"""gunicorn settings from the contract's environment (../CONTRACT.md). Read by the gunicorn
+master before it binds; a bad variable exits with status 2 from here."""
+
+import sys
+
+import contract
+
+_config = contract.Config()
+
+bind = [f"[{_config.host}]:{_config.port}" if ":" in _config.host else f"{_config.host}:{_config.port}"]
+workers = _config.workers
+backlog = _config.backlog
+# Threaded workers: a request waiting on /delay or /upstream holds a thread, not the process.
+worker_class = "gthread"
+threads = 8
+# Flask's production advice is "behind a WSGI server"; gunicorn's defaults otherwise
+# (keep-alive 2 s, access log off).
+accesslog = None
+
+
+def when_ready(server):
+    """After the listening socket is bound: the contract's first stdout line."""
+    host, port = server.LISTENERS[0].sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    sys.stdout.write(f"listening on {shown}:{port}\n")
+    sys.stdout.flush()
+
+
+def post_fork(server, worker):
+    contract.die_with_parent()
