@@ -1,0 +1,135 @@
+'use strict';
+// What the contract (../CONTRACT.md) asks of every target, independent of the HTTP layer:
+// configuration from the environment, the 400 rule, /compute, /bytes and the upstream calls.
+// node-http keeps the original; this is an identical copy.
+
+const http = require('node:http');
+const os = require('node:os');
+const net = require('node:net');
+
+// A bad variable: its name and the fix on stderr, exit status 2.
+function configError(message) {
+  process.stderr.write(`${message}\n`);
+  process.exit(2);
+}
+
+function readConfig() {
+  const env = process.env;
+  const positive = (name, fallback) => {
+    const raw = env[name];
+    if (raw === undefined) return fallback;
+    if (!/^[0-9]+$/.test(raw) || Number(raw) < 1) {
+      configError(`${name} must be a whole number >= 1, got ${JSON.stringify(raw)}: fix or unset it`);
+    }
+    return Number(raw);
+  };
+  const config = {
+    host: env.HOST ?? '127.0.0.1',
+    port: env.PORT ?? '0',
+    workers: positive('WORKERS', os.availableParallelism()),
+    backlog: positive('BACKLOG', 1024),
+    upstream: env.UPSTREAM_URL || null,
+    contentDir: env.CONTENT_DIR ?? '../content',
+  };
+  if (!/^[0-9]+$/.test(config.port) || Number(config.port) > 65535) {
+    configError(`PORT must be a port number from 0 to 65535, got ${JSON.stringify(config.port)}`);
+  }
+  config.port = Number(config.port);
+  if (net.isIP(config.host) === 0) {
+    configError(`HOST must be an IP address such as 127.0.0.1, got ${JSON.stringify(config.host)}`);
+  }
+  if (config.upstream !== null) {
+    let url;
+    try {
+      url = new URL(config.upstream);
+    } catch {
+      url = null;
+    }
+    if (!url || url.protocol !== 'http:') {
+      configError(`UPSTREAM_URL must be an http:// URL such as http://127.0.0.1:9100/, got ${JSON.stringify(config.upstream)}`);
+    }
+  }
+  return config;
+}
+
+class BadRequest extends Error {}
+
+// The 400 rule: one or more ASCII digits, at most `max`. `raw` is the first value or undefined.
+function parseParam(name, raw, max) {
+  if (typeof raw !== 'string' || !/^[0-9]+$/.test(raw) || Number(raw) > max) {
+    throw new BadRequest(`query parameter ${name} must be a whole number from 0 to ${max}, got ${JSON.stringify(raw ?? '')}`);
+  }
+  return Number(raw);
+}
+
+function parseClient(raw) {
+  if (raw === undefined || raw === 'pooled' || raw === 'per-call') return raw ?? 'pooled';
+  throw new BadRequest(`query parameter client must be pooled or per-call, got ${JSON.stringify(raw)}`);
+}
+
+const LIMITS = { delay: 10000, block: 1000, compute: 100000, bytes: 10485760, calls: 64, echo: 1048576 };
+
+function compute(n) {
+  const numbers = new Array(n);
+  let x = 42;
+  for (let i = 0; i < n; i++) {
+    x = (Math.imul(x, 1103515245) + 12345) & 0x7fffffff;
+    numbers[i] = x;
+  }
+  return numbers;
+}
+
+const BYTES = Buffer.alloc(LIMITS.bytes, 'abcdefghijklmnopqrstuvwxyz');
+
+// Blocks this (the only JavaScript) thread: the mistake /block exists to measure.
+const blockCell = new Int32Array(new SharedArrayBuffer(4));
+function blockThread(ms) {
+  Atomics.wait(blockCell, 0, 0, ms);
+}
+
+// The process-wide pooled client: one keep-alive Agent, created at startup.
+const pooledAgent = new http.Agent({ keepAlive: true });
+
+class UpstreamError extends Error {}
+
+// One GET to `url`, body read to the end; resolves to the body length.
+function get(url, agent) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent }, (res) => {
+      let length = 0;
+      res.on('data', (chunk) => (length += chunk.length));
+      res.on('end', () => {
+        if (res.statusCode < 200 || res.statusCode > 299) {
+          reject(new UpstreamError(`upstream answered ${res.statusCode}`));
+        } else {
+          resolve(length);
+        }
+      });
+      res.on('error', (e) => reject(new UpstreamError(e.message)));
+    });
+    req.on('error', (e) => reject(new UpstreamError(e.message)));
+  });
+}
+
+// N sequential calls; per-call mode makes a fresh non-keep-alive Agent for each.
+async function callUpstream(url, calls, client) {
+  let bytes = 0;
+  for (let i = 0; i < calls; i++) {
+    if (client === 'per-call') {
+      const agent = new http.Agent({ keepAlive: false });
+      try {
+        bytes += await get(url, agent);
+      } finally {
+        agent.destroy();
+      }
+    } else {
+      bytes += await get(url, pooledAgent);
+    }
+  }
+  return { calls, client, upstream_bytes: bytes };
+}
+
+module.exports = {
+  readConfig, configError, BadRequest, UpstreamError, parseParam, parseClient, LIMITS, compute,
+  BYTES, blockThread, callUpstream,
+};
