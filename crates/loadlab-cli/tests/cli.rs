@@ -1,6 +1,6 @@
 //! The `loadlab` binary as a user runs it: real processes against real loopback servers.
 
-use loadlab_testkit::{response, Behavior, TestServer};
+use loadlab_testkit::{response, Behavior, TestCa, TestServer};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -219,4 +219,44 @@ fn ctrl_c_prints_and_writes_the_partial_result() {
     assert_valid(&value);
     assert_eq!(value["interrupted"], true);
     assert!(value["measured"]["requests"]["completed"].as_u64().unwrap() >= 100);
+}
+
+#[test]
+fn https_with_a_ca_file_and_the_summary_shows_tls() {
+    let ca = TestCa::new();
+    let server = TestServer::start_tls(Behavior::Fixed(response(200, "secure")), &ca);
+    let dir = tempdir();
+    let ca_path = dir.join("ca.pem");
+    std::fs::write(&ca_path, ca.pem()).unwrap();
+    let url = format!("https://localhost:{}/", server.addr().port());
+    let out = run(&[
+        "run",
+        "-n",
+        "300",
+        "-c",
+        "3",
+        "--no-keepalive",
+        "--tls-version",
+        "1.3",
+        "--cacert",
+        ca_path.to_str().unwrap(),
+        "--json",
+        "-",
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&value);
+    assert_eq!(value["measured"]["requests"]["completed"], 300);
+    assert_eq!(value["target"]["tls"]["versions"], "1.3");
+    assert!(value["measured"]["tls_resumed"].as_u64().unwrap() > 250);
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        summary.contains("TLS 1.3") && summary.contains("resumed of 300"),
+        "{summary}"
+    );
 }

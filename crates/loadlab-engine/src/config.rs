@@ -4,6 +4,7 @@
 //! happens when the run starts.
 
 use crate::schedule::{Arrival, Profile};
+use crate::tls::{TlsSettings, TlsSpec};
 use std::time::Duration;
 
 /// What a user asked for, before any checking. Field names follow the CLI flags.
@@ -37,6 +38,8 @@ pub struct RunSpec {
     pub interval: Duration,
     /// Hold the PM QoS CPU latency at 0 during the run (`--no-pm-qos` turns it off).
     pub pm_qos: bool,
+    /// TLS options; used with `https://` URLs.
+    pub tls: TlsSpec,
 }
 
 impl Default for RunSpec {
@@ -61,6 +64,7 @@ impl Default for RunSpec {
             max_connections: None,
             interval: Duration::from_secs(1),
             pm_qos: true,
+            tls: TlsSpec::default(),
         }
     }
 }
@@ -95,6 +99,7 @@ pub struct TargetUrl {
     /// Value of the `Host` header: host, plus the port when it is not the default.
     pub authority: String,
     pub path_and_query: String,
+    pub https: bool,
 }
 
 /// A run the engine can execute: every value checked.
@@ -116,6 +121,8 @@ pub struct RunConfig {
     pub keepalive: bool,
     pub interval: Duration,
     pub pm_qos: bool,
+    /// Set for `https://` URLs.
+    pub tls: Option<TlsSettings>,
 }
 
 impl RunConfig {
@@ -149,6 +156,26 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 impl RunSpec {
     pub fn validate(&self) -> Result<RunConfig, ConfigError> {
         let url = parse_url(&self.url)?;
+        let t = &self.tls;
+        let tls_flags = t.insecure
+            || t.ca_pem.is_some()
+            || t.cert_pem.is_some()
+            || t.key_pem.is_some()
+            || t.resume.is_some()
+            || t.version.is_some();
+        let tls = if url.https {
+            Some(t.build(&url.host)?)
+        } else if tls_flags {
+            return Err(reject(
+                "URL",
+                format!(
+                    "TLS options need an https:// URL; `{}` is plain HTTP",
+                    url.original
+                ),
+            ));
+        } else {
+            None
+        };
         let method = validate_method(&self.method)?;
         let headers = self
             .headers
@@ -204,6 +231,7 @@ impl RunSpec {
             keepalive: self.keepalive,
             interval: self.interval,
             pm_qos: self.pm_qos,
+            tls,
         })
     }
 
@@ -371,21 +399,16 @@ fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
             format!("`{raw}` has no scheme; write it as http://{raw}"),
         ));
     };
-    match scheme.to_ascii_lowercase().as_str() {
-        "http" => {}
-        "https" => {
-            return Err(reject(
-                FLAG,
-                format!("`{raw}`: HTTPS is not supported by this version yet; use an http:// URL"),
-            ))
-        }
+    let https = match scheme.to_ascii_lowercase().as_str() {
+        "http" => false,
+        "https" => true,
         other => {
             return Err(reject(
                 FLAG,
-                format!("`{raw}`: unsupported scheme `{other}`; use http://"),
+                format!("`{raw}`: unsupported scheme `{other}`; use http:// or https://"),
             ))
         }
-    }
+    };
     let uri: http::Uri = raw
         .parse()
         .map_err(|e| reject(FLAG, format!("`{raw}` is not a valid URL ({e})")))?;
@@ -400,9 +423,10 @@ fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_string();
-    let port = uri.port_u16().unwrap_or(80);
+    let default_port = if https { 443 } else { 80 };
+    let port = uri.port_u16().unwrap_or(default_port);
     let authority = match uri.port_u16() {
-        Some(p) if p != 80 => format!("{host}:{p}"),
+        Some(p) if p != default_port => format!("{host}:{p}"),
         _ => host.to_string(),
     };
     let path_and_query = uri
@@ -417,6 +441,7 @@ fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
         port,
         authority,
         path_and_query,
+        https,
     })
 }
 
@@ -481,6 +506,12 @@ mod tests {
         assert_eq!(c.url.path_and_query, "/a?b=1");
         let c = spec("http://example.test").validate().unwrap();
         assert_eq!((c.url.port, c.url.authority.as_str()), (80, "example.test"));
+        let c = spec("https://example.test/x").validate().unwrap();
+        assert_eq!(
+            (c.url.port, c.url.authority.as_str()),
+            (443, "example.test")
+        );
+        assert!(c.tls.is_some());
         assert_eq!(c.url.path_and_query, "/");
         let c = spec("http://[::1]:9000/x").validate().unwrap();
         assert_eq!(
@@ -494,6 +525,28 @@ mod tests {
         let cases: &[(RunSpec, &str, &str)] = &[
             (spec("localhost:8080/"), "URL", "http://localhost:8080/"),
             (spec("ftp://x/"), "URL", "use http://"),
+            (
+                RunSpec {
+                    tls: TlsSpec {
+                        insecure: true,
+                        ..TlsSpec::default()
+                    },
+                    ..spec("http://a/")
+                },
+                "URL",
+                "need an https:// URL",
+            ),
+            (
+                RunSpec {
+                    tls: TlsSpec {
+                        ca_pem: Some(b"not a pem".to_vec()),
+                        ..TlsSpec::default()
+                    },
+                    ..spec("https://a/")
+                },
+                "--cacert",
+                "no PEM certificate",
+            ),
             (
                 RunSpec {
                     connections: Some(0),

@@ -16,10 +16,12 @@ pub enum ErrorClass {
     OutOfFileDescriptors,
     OutOfEphemeralPorts,
     IoError,
+    TlsCertificate,
+    TlsHandshake,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 10] = [
+    pub const ALL: [ErrorClass; 12] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -30,6 +32,8 @@ impl ErrorClass {
         ErrorClass::OutOfFileDescriptors,
         ErrorClass::OutOfEphemeralPorts,
         ErrorClass::IoError,
+        ErrorClass::TlsCertificate,
+        ErrorClass::TlsHandshake,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -46,6 +50,8 @@ impl ErrorClass {
             ErrorClass::OutOfFileDescriptors => "out_of_file_descriptors",
             ErrorClass::OutOfEphemeralPorts => "out_of_ephemeral_ports",
             ErrorClass::IoError => "io_error",
+            ErrorClass::TlsCertificate => "tls_certificate",
+            ErrorClass::TlsHandshake => "tls_handshake",
         }
     }
 
@@ -62,6 +68,8 @@ impl ErrorClass {
             ErrorClass::OutOfFileDescriptors => "loadlab ran out of file descriptors: raise `ulimit -n` (hard limit) or use fewer -c connections",
             ErrorClass::OutOfEphemeralPorts => "loadlab ran out of local ports: use keep-alive, widen net.ipv4.ip_local_port_range, or set net.ipv4.tcp_tw_reuse=1",
             ErrorClass::IoError => "other I/O error",
+            ErrorClass::TlsCertificate => "the server's certificate was rejected (see the detail; --cacert or --insecure)",
+            ErrorClass::TlsHandshake => "the TLS handshake failed",
         }
     }
 
@@ -74,6 +82,8 @@ impl ErrorClass {
                 | ErrorClass::ConnectError
                 | ErrorClass::OutOfFileDescriptors
                 | ErrorClass::OutOfEphemeralPorts
+                | ErrorClass::TlsCertificate
+                | ErrorClass::TlsHandshake
         )
     }
 

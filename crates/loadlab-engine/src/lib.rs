@@ -13,6 +13,7 @@
 //! - [`error`]: failure classes; a failed request is data, never an early return.
 //! - [`result`]: the run's result as the JSON contract, with summaries and warnings.
 //! - [`sys`]: the operating system's limits and clocks.
+//! - [`tls`]: the TLS client configuration (rustls) and its errors.
 //!
 //! The engine knows nothing of terminals, flags or output formats: that is the CLI's and the
 //! report crate's business.
@@ -25,6 +26,7 @@ pub mod result;
 pub mod schedule;
 pub mod stats;
 pub mod sys;
+pub mod tls;
 
 pub use config::{RunConfig, RunSpec, Stop};
 pub use engine::{run, EngineError, ProgressSnapshot, RunControl, RunOutcome};

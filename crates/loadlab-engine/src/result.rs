@@ -51,6 +51,20 @@ pub struct TargetInfo {
     pub method: String,
     /// The socket address the host name resolved to.
     pub address: String,
+    /// For https: how the connection was secured.
+    pub tls: Option<TlsInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TlsInfo {
+    /// `1.2`, `1.3`, or `1.2 or 1.3`.
+    pub versions: String,
+    /// How the server's certificate was checked.
+    pub trust: String,
+    /// `--insecure`: certificates were not verified.
+    pub insecure: bool,
+    pub resumption: bool,
+    pub client_certificate: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,6 +144,11 @@ pub struct PhaseSummary {
     pub scheduler_lag_us: Option<LatencySummary>,
     /// TCP connection setup, apart from request latency. Absent when none was opened.
     pub connect_us: Option<LatencySummary>,
+    /// TLS handshakes, after TCP setup (https only).
+    pub tls_handshake_us: Option<LatencySummary>,
+    /// TLS handshakes that resumed an earlier session, and full ones.
+    pub tls_resumed: u64,
+    pub tls_full: u64,
     pub connections_opened: u64,
     /// Connections loadlab tried and failed to open (refused, timed out, out of descriptors
     /// or ports): each is also a failed request in `errors`.
@@ -138,6 +157,8 @@ pub struct PhaseSummary {
     pub status_codes: BTreeMap<String, u64>,
     /// Failed requests by class (only classes that occurred).
     pub errors: BTreeMap<String, u64>,
+    /// For some classes, the first message seen (a certificate's problem, with the fix).
+    pub error_details: BTreeMap<String, String>,
     pub bytes: Bytes,
     /// HdrHistograms (nanoseconds) in HdrHistogram's compressed V2 form, base64.
     pub histograms: EncodedHistograms,
@@ -283,6 +304,17 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
         send_lag_us: LatencySummary::from_histogram(&stats.send_lag),
         scheduler_lag_us: LatencySummary::from_histogram(&stats.scheduler_lag),
         connect_us: LatencySummary::from_histogram(&stats.connect),
+        tls_handshake_us: LatencySummary::from_histogram(&stats.tls_handshake),
+        tls_resumed: stats.tls_resumed,
+        tls_full: stats.tls_full,
+        error_details: ErrorClass::ALL
+            .iter()
+            .filter_map(|c| {
+                stats.error_details[*c as usize]
+                    .as_ref()
+                    .map(|d| (c.key().to_string(), d.clone()))
+            })
+            .collect(),
         connections_opened: stats.connections_opened,
         connections_failed: ErrorClass::ALL
             .iter()
@@ -366,6 +398,18 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
             url: config.url.original.clone(),
             method: config.method.clone(),
             address: outcome.address.to_string(),
+            tls: config.tls.as_ref().map(|t| TlsInfo {
+                versions: match t.version {
+                    None => "1.2 or 1.3",
+                    Some(crate::tls::TlsVersion::V1_2) => "1.2",
+                    Some(crate::tls::TlsVersion::V1_3) => "1.3",
+                }
+                .to_string(),
+                trust: t.trust.clone(),
+                insecure: t.insecure,
+                resumption: t.resume,
+                client_certificate: t.client_certificate,
+            }),
         },
         load: load_model(config),
         measured: measured_summary,

@@ -42,6 +42,13 @@ pub struct PhaseStats {
     pub scheduler_lag: Histogram<u64>,
     /// TCP connection setup, apart from request latency.
     pub connect: Histogram<u64>,
+    /// TLS handshakes, after the TCP connection was set up.
+    pub tls_handshake: Histogram<u64>,
+    /// Handshakes that resumed an earlier session, and full ones.
+    pub tls_resumed: u64,
+    pub tls_full: u64,
+    /// The first message seen for each failure class (certificate reasons and the like).
+    pub error_details: Vec<Option<String>>,
     pub issued: u64,
     pub completed: u64,
     pub failed: u64,
@@ -64,6 +71,10 @@ impl Default for PhaseStats {
             send_lag: new_histogram(),
             scheduler_lag: new_histogram(),
             connect: new_histogram(),
+            tls_handshake: new_histogram(),
+            tls_resumed: 0,
+            tls_full: 0,
+            error_details: vec![None; ErrorClass::COUNT],
             issued: 0,
             completed: 0,
             failed: 0,
@@ -87,6 +98,7 @@ impl PhaseStats {
             (&mut self.send_lag, &other.send_lag),
             (&mut self.scheduler_lag, &other.scheduler_lag),
             (&mut self.connect, &other.connect),
+            (&mut self.tls_handshake, &other.tls_handshake),
         ] {
             a.add(b).expect("same histogram bounds");
         }
@@ -103,6 +115,13 @@ impl PhaseStats {
         self.bytes_received += other.bytes_received;
         self.connections_opened += other.connections_opened;
         self.not_sent += other.not_sent;
+        self.tls_resumed += other.tls_resumed;
+        self.tls_full += other.tls_full;
+        for (a, b) in self.error_details.iter_mut().zip(&other.error_details) {
+            if a.is_none() {
+                a.clone_from(b);
+            }
+        }
     }
 }
 

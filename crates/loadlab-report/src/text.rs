@@ -151,6 +151,9 @@ fn summary(r: &RunResult) -> String {
                 .map_or("", |c| c.describe());
             let line = format!("{key}: {}  ({what})", count(*n));
             row(&mut s, if first { "Errors" } else { "" }, &line);
+            if let Some(detail) = m.error_details.get(key) {
+                row(&mut s, "", &format!("  {detail}"));
+            }
             first = false;
         }
     }
@@ -196,6 +199,25 @@ fn summary(r: &RunResult) -> String {
         );
     }
     row(&mut s, "Connections", &conns);
+    if let Some(tls) = &r.target.tls {
+        let mut line = format!("TLS {}, trust: {}", tls.versions, tls.trust);
+        if let Some(h) = &m.tls_handshake_us {
+            let _ = write!(
+                line,
+                "; handshake p50 {}, p99 {}; {} resumed of {}{}",
+                duration_us(h.p50),
+                duration_us(h.p99),
+                count(m.tls_resumed),
+                count(m.tls_resumed + m.tls_full),
+                if tls.resumption {
+                    ""
+                } else {
+                    " (resumption off)"
+                }
+            );
+        }
+        row(&mut s, "TLS", &line);
+    }
     if let Some(w) = &r.warmup {
         let mut line = format!(
             "{} completed, {} failed in {:.2}s, {} requests/s",

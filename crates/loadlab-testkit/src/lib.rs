@@ -7,13 +7,15 @@
 //! needs: the header block and a Content-Length body.
 
 mod timed;
+mod tls;
 pub use timed::{TimedServer, Timing};
+pub use tls::TestCa;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// What the server does with each request.
@@ -41,6 +43,9 @@ pub struct Counters {
     pub accepted: AtomicU64,
     pub requests: AtomicU64,
     pub answered: AtomicU64,
+    /// TLS servers: handshakes that resumed a session, and full ones.
+    pub tls_resumed: AtomicU64,
+    pub tls_full: AtomicU64,
 }
 
 impl Counters {
@@ -52,6 +57,12 @@ impl Counters {
     }
     pub fn answered(&self) -> u64 {
         self.answered.load(Ordering::SeqCst)
+    }
+    pub fn tls_resumed(&self) -> u64 {
+        self.tls_resumed.load(Ordering::SeqCst)
+    }
+    pub fn tls_full(&self) -> u64 {
+        self.tls_full.load(Ordering::SeqCst)
     }
 }
 
@@ -90,6 +101,19 @@ pub fn chunked_response(body: &str, chunk: usize) -> Vec<u8> {
 
 impl TestServer {
     pub fn start(behavior: Behavior) -> TestServer {
+        Self::start_with(behavior, None)
+    }
+
+    /// The same server over TLS, with a certificate for 127.0.0.1 and localhost signed by a
+    /// CA made for this test (`ca.pem()` to trust it).
+    pub fn start_tls(behavior: Behavior, ca: &TestCa) -> TestServer {
+        Self::start_with(behavior, Some(ca.server_config()))
+    }
+
+    fn start_with(
+        behavior: Behavior,
+        tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    ) -> TestServer {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         std_listener.set_nonblocking(true).expect("nonblocking");
         let addr = std_listener.local_addr().expect("local addr");
@@ -104,13 +128,37 @@ impl TestServer {
             rt.block_on(async move {
                 let listener = TcpListener::from_std(std_listener).expect("listener");
                 let behavior = Arc::new(behavior);
+                let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
                 let accept = async {
                     loop {
                         let Ok((stream, _)) = listener.accept().await else {
                             continue;
                         };
                         c.accepted.fetch_add(1, Ordering::SeqCst);
-                        tokio::spawn(serve(stream, behavior.clone(), c.clone()));
+                        let _ = stream.set_nodelay(true);
+                        let (behavior, c) = (behavior.clone(), c.clone());
+                        match &acceptor {
+                            None => {
+                                tokio::spawn(serve(stream, behavior, c));
+                            }
+                            Some(acceptor) => {
+                                let acceptor = acceptor.clone();
+                                tokio::spawn(async move {
+                                    // A handshake the client aborts is the client's test.
+                                    let Ok(tls) = acceptor.accept(stream).await else {
+                                        return;
+                                    };
+                                    let resumed = tls.get_ref().1.handshake_kind()
+                                        == Some(rustls::HandshakeKind::Resumed);
+                                    if resumed {
+                                        c.tls_resumed.fetch_add(1, Ordering::SeqCst);
+                                    } else {
+                                        c.tls_full.fetch_add(1, Ordering::SeqCst);
+                                    }
+                                    serve(tls, behavior, c).await;
+                                });
+                            }
+                        }
                     }
                 };
                 tokio::select! {
@@ -154,7 +202,27 @@ impl Drop for TestServer {
 
 /// Reads one request (head plus Content-Length body) from `buf`/`stream`; returns whether
 /// it asked to close, or `None` at EOF.
-async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<bool> {
+/// A server-side connection: plain TCP or TLS, and how to reset it.
+trait ServerConn: AsyncRead + AsyncWrite + Unpin {
+    /// Makes the next close send RST.
+    fn reset_on_close(&self);
+}
+
+impl ServerConn for TcpStream {
+    fn reset_on_close(&self) {
+        // Linger 0 makes close send RST; blocking on drop is moot with nothing unsent.
+        #[allow(deprecated)]
+        let _ = self.set_linger(Some(Duration::ZERO));
+    }
+}
+
+impl ServerConn for tokio_rustls::server::TlsStream<TcpStream> {
+    fn reset_on_close(&self) {
+        self.get_ref().0.reset_on_close();
+    }
+}
+
+async fn read_request(stream: &mut impl ServerConn, buf: &mut Vec<u8>) -> Option<bool> {
     loop {
         if let Some(end) = find(buf, b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
@@ -198,8 +266,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-async fn serve(mut stream: TcpStream, behavior: Arc<Behavior>, counters: Arc<Counters>) {
-    let _ = stream.set_nodelay(true);
+async fn serve(mut stream: impl ServerConn, behavior: Arc<Behavior>, counters: Arc<Counters>) {
     let mut buf = Vec::new();
     while let Some(close) = read_request(&mut stream, &mut buf).await {
         let n = counters.requests.fetch_add(1, Ordering::SeqCst);
@@ -207,9 +274,7 @@ async fn serve(mut stream: TcpStream, behavior: Arc<Behavior>, counters: Arc<Cou
             Behavior::Fixed(bytes) => stream.write_all(bytes).await.is_ok(),
             Behavior::Cycle(all) => stream.write_all(&all[n as usize % all.len()]).await.is_ok(),
             Behavior::Reset => {
-                // Linger 0 makes close send RST; blocking on drop is moot with nothing unsent.
-                #[allow(deprecated)]
-                let _ = stream.set_linger(Some(Duration::ZERO));
+                stream.reset_on_close();
                 return; // dropped with linger 0: the peer sees RST
             }
             Behavior::Stall => {

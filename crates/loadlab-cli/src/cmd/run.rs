@@ -7,11 +7,26 @@ use crate::progress::Progress;
 use anyhow::Context as _;
 use clap::Args;
 use loadlab_engine::schedule::Arrival;
+use loadlab_engine::tls::{TlsSpec, TlsVersion};
 use loadlab_engine::{RunConfig, RunControl, RunResult, RunSpec};
 use loadlab_report::{HdrLogExporter, JsonExporter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum TlsVersionArg {
+    #[value(name = "1.2")]
+    V1_2,
+    #[value(name = "1.3")]
+    V1_3,
+}
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ArrivalArg {
@@ -110,6 +125,30 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_pm_qos: bool,
 
+    /// https: accept any server certificate (for self-signed test servers).
+    #[arg(short = 'k', long, help_heading = "TLS")]
+    pub insecure: bool,
+
+    /// https: trust the CA certificates in this PEM file instead of the built-in web roots.
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub cacert: Option<PathBuf>,
+
+    /// https: client certificate chain (PEM) for mutual TLS; needs --key.
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub cert: Option<PathBuf>,
+
+    /// https: the client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    pub key: Option<PathBuf>,
+
+    /// https: resume TLS sessions on new connections [default: on].
+    #[arg(long, value_enum, help_heading = "TLS")]
+    pub tls_resume: Option<OnOff>,
+
+    /// https: allow only this TLS version [default: 1.2 or 1.3].
+    #[arg(long, value_enum, help_heading = "TLS")]
+    pub tls_version: Option<TlsVersionArg>,
+
     /// Open a new TCP connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,
@@ -138,6 +177,15 @@ pub fn parse_duration(raw: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(raw)
         .map_err(|_| format!("`{raw}` is not a duration; write e.g. 10s, 500ms, 2m"))
+}
+
+fn read_pem(path: &Option<PathBuf>, flag: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    path.as_ref()
+        .map(|p| {
+            std::fs::read(p)
+                .with_context(|| format!("{flag}: cannot read {}; check the path", p.display()))
+        })
+        .transpose()
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -174,6 +222,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_connections: args.max_connections,
         interval: args.interval,
         pm_qos: !args.no_pm_qos,
+        tls: TlsSpec {
+            insecure: args.insecure,
+            ca_pem: read_pem(&args.cacert, "--cacert")?,
+            cert_pem: read_pem(&args.cert, "--cert")?,
+            key_pem: read_pem(&args.key, "--key")?,
+            resume: args.tls_resume.map(|r| r == OnOff::On),
+            version: args.tls_version.map(|v| match v {
+                TlsVersionArg::V1_2 => TlsVersion::V1_2,
+                TlsVersionArg::V1_3 => TlsVersion::V1_3,
+            }),
+        },
     };
     let config = spec.validate()?;
     let outputs = Outputs {

@@ -54,9 +54,58 @@ pub(super) struct Due {
 /// How long to wait for a server to close a connection it said it would close.
 const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
 
+/// An open connection: plain TCP, or TLS over TCP.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    #[inline]
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    #[inline]
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    #[inline]
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(_) => Poll::Ready(Ok(())),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
 /// A connection slot: the socket (when open), its parser and its timeout timer.
 pub(super) struct Conn {
-    stream: Option<TcpStream>,
+    stream: Option<Stream>,
     parser: ResponseParser,
     timer: Pin<Box<Sleep>>,
 }
@@ -87,7 +136,14 @@ impl Conn {
                 self.stream = Some(s);
                 true
             }
-            Err(class) => {
+            Err((class, detail)) => {
+                if let Some(detail) = detail {
+                    let mut rec = ctx.recorder.borrow_mut();
+                    let slot = &mut rec.phase(phase).error_details[class as usize];
+                    if slot.is_none() {
+                        *slot = Some(detail);
+                    }
+                }
                 record_failure(ctx, phase, class, &Traffic::default(), false);
                 false
             }
@@ -143,28 +199,63 @@ impl Conn {
     }
 }
 
-async fn connect(ctx: &ThreadCtx, phase: Phase) -> Result<TcpStream, ErrorClass> {
+/// Opens a connection: TCP, then TLS for https. The failure carries a detail worth showing
+/// (a certificate's problem) when there is one.
+async fn connect(ctx: &ThreadCtx, phase: Phase) -> Result<Stream, (ErrorClass, Option<String>)> {
     let started = Instant::now();
-    let stream =
-        match tokio::time::timeout(ctx.connect_timeout, TcpStream::connect(ctx.address)).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(ErrorClass::from_connect(&e)),
-            Err(_) => return Err(ErrorClass::ConnectTimeout),
-        };
+    let tcp = match tokio::time::timeout(ctx.connect_timeout, TcpStream::connect(ctx.address)).await
+    {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err((ErrorClass::from_connect(&e), None)),
+        Err(_) => return Err((ErrorClass::ConnectTimeout, None)),
+    };
     // Requests are written whole; Nagle would only delay them.
-    let _ = stream.set_nodelay(true);
-    let took = started.elapsed();
+    let _ = tcp.set_nodelay(true);
+    let connected = Instant::now();
+    {
+        let mut rec = ctx.recorder.borrow_mut();
+        let stats = rec.phase(phase);
+        stats.connections_opened += 1;
+        stats
+            .connect
+            .saturating_record((connected - started).as_nanos() as u64);
+    }
+    let Some(tls) = &ctx.tls else {
+        return Ok(Stream::Plain(tcp));
+    };
+    let budget = ctx.connect_timeout.saturating_sub(connected - started);
+    let handshake = tls.connector.connect(tls.server_name.clone(), tcp);
+    let stream = match tokio::time::timeout(budget, handshake).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            let (class, detail) = crate::tls::classify_handshake_error(&e);
+            return Err((class, Some(detail)));
+        }
+        Err(_) => {
+            return Err((
+                ErrorClass::ConnectTimeout,
+                Some("the TLS handshake did not finish within --connect-timeout".into()),
+            ))
+        }
+    };
+    let resumed = stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
     let mut rec = ctx.recorder.borrow_mut();
     let stats = rec.phase(phase);
-    stats.connections_opened += 1;
-    stats.connect.saturating_record(took.as_nanos() as u64);
-    Ok(stream)
+    stats
+        .tls_handshake
+        .saturating_record(connected.elapsed().as_nanos() as u64);
+    if resumed {
+        stats.tls_resumed += 1;
+    } else {
+        stats.tls_full += 1;
+    }
+    Ok(Stream::Tls(Box::new(stream)))
 }
 
 /// Writes the request and reads one full response, or fails with a class.
 async fn exchange(
     ctx: &ThreadCtx,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     parser: &mut ResponseParser,
     timer: &mut Pin<Box<Sleep>>,
     deadline: Instant,
@@ -172,6 +263,7 @@ async fn exchange(
 ) -> Result<Exchange, ErrorClass> {
     let request = &ctx.request.bytes[..];
     let mut written = 0;
+    let mut flushed = false;
     poll_fn(|cx| {
         while written < request.len() {
             match Pin::new(&mut *stream).poll_write(cx, &request[written..]) {
@@ -180,6 +272,14 @@ async fn exchange(
                     written += n;
                     traffic.sent += n as u64;
                 }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
+                Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
+            }
+        }
+        if !flushed {
+            // A no-op for plain TCP; TLS may hold the last record until flushed.
+            match Pin::new(&mut *stream).poll_flush(cx) {
+                Poll::Ready(Ok(())) => flushed = true,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
                 Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
             }
@@ -266,7 +366,7 @@ fn poll_deadline(timer: &mut Pin<Box<Sleep>>, deadline: Instant, cx: &mut Contex
 }
 
 /// Waits (bounded) for the server to close after a response that announced it would.
-async fn await_close(stream: &mut TcpStream, timer: &mut Pin<Box<Sleep>>, deadline: Instant) {
+async fn await_close(stream: &mut Stream, timer: &mut Pin<Box<Sleep>>, deadline: Instant) {
     let mut scratch = [0u8; 512];
     poll_fn(|cx| loop {
         let mut read = ReadBuf::new(&mut scratch);

@@ -158,6 +158,8 @@ pub struct RunOutcome {
 /// Timing and limits every connection of a thread consults.
 pub(crate) struct ThreadCtx {
     pub request: EncodedRequest,
+    /// For https: the TLS client configuration.
+    pub tls: Option<crate::tls::TlsSettings>,
     pub address: SocketAddr,
     pub keepalive: bool,
     pub timeout: Duration,
@@ -245,6 +247,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
             .expect("not poisoned")
             .push(progress.clone());
         let request = request.clone();
+        let tls = config.tls.clone();
         let control = control.clone();
         let shared_budget = shared_budget.clone();
         let (keepalive, timeout, connect_timeout) =
@@ -274,6 +277,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                 };
                 let ctx = Rc::new(ThreadCtx {
                     request,
+                    tls,
                     address,
                     keepalive,
                     timeout,

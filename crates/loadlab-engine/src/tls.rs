@@ -1,0 +1,236 @@
+//! TLS client settings, built once per run: trust (the built-in web roots, `--cacert`, or
+//! `--insecure`), client certificates for mutual TLS, protocol versions, session resumption
+//! and ALPN. rustls with the ring provider does the work; this module only assembles its
+//! configuration and turns its errors into failure classes a person can act on.
+
+use crate::config::ConfigError;
+use crate::error::ErrorClass;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::Resumption;
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::sync::Arc;
+
+/// Which TLS versions may be negotiated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsVersion {
+    V1_2,
+    V1_3,
+}
+
+/// What the user asked for (PEM contents already read by the caller).
+#[derive(Debug, Clone, Default)]
+pub struct TlsSpec {
+    /// Accept any server certificate (`--insecure`).
+    pub insecure: bool,
+    /// Trust these CA certificates instead of the built-in web roots (`--cacert`).
+    pub ca_pem: Option<Vec<u8>>,
+    /// Client certificate chain and key for mutual TLS (`--cert`, `--key`).
+    pub cert_pem: Option<Vec<u8>>,
+    pub key_pem: Option<Vec<u8>>,
+    /// Resume sessions on new connections (`--tls-resume on`, the default).
+    pub resume: Option<bool>,
+    /// Only this version (`--tls-version`); both 1.2 and 1.3 by default.
+    pub version: Option<TlsVersion>,
+}
+
+/// A checked TLS client configuration for one target.
+#[derive(Clone)]
+pub struct TlsSettings {
+    pub connector: tokio_rustls::TlsConnector,
+    pub server_name: ServerName<'static>,
+    pub insecure: bool,
+    pub resume: bool,
+    pub version: Option<TlsVersion>,
+    /// How the server is trusted, in words, for the result.
+    pub trust: String,
+    pub client_certificate: bool,
+}
+
+impl std::fmt::Debug for TlsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsSettings")
+            .field("server_name", &self.server_name)
+            .field("insecure", &self.insecure)
+            .field("resume", &self.resume)
+            .field("version", &self.version)
+            .field("trust", &self.trust)
+            .finish()
+    }
+}
+
+fn reject(flag: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        flag,
+        message: message.into(),
+    }
+}
+
+impl TlsSpec {
+    /// Builds the client configuration for `host`.
+    pub fn build(&self, host: &str) -> Result<TlsSettings, ConfigError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let versions: &[&'static rustls::SupportedProtocolVersion] = match self.version {
+            None => rustls::DEFAULT_VERSIONS,
+            Some(TlsVersion::V1_2) => &[&rustls::version::TLS12],
+            Some(TlsVersion::V1_3) => &[&rustls::version::TLS13],
+        };
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(versions)
+            .map_err(|e| reject("--tls-version", format!("not supported: {e}")))?;
+        let (builder, trust) = if self.insecure {
+            if self.ca_pem.is_some() {
+                return Err(reject(
+                    "--insecure",
+                    "skips verification, so --cacert would be ignored; give one of them",
+                ));
+            }
+            (
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider))),
+                "none: --insecure accepts any certificate".to_string(),
+            )
+        } else {
+            let mut roots = RootCertStore::empty();
+            let trust = match &self.ca_pem {
+                Some(pem) => {
+                    let mut n = 0;
+                    for cert in CertificateDer::pem_slice_iter(pem) {
+                        let cert = cert.map_err(|e| {
+                            reject("--cacert", format!("is not a PEM certificate file ({e})"))
+                        })?;
+                        roots.add(cert).map_err(|e| {
+                            reject(
+                                "--cacert",
+                                format!("holds a certificate rustls rejects: {e}"),
+                            )
+                        })?;
+                        n += 1;
+                    }
+                    if n == 0 {
+                        return Err(reject(
+                            "--cacert",
+                            "holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                        ));
+                    }
+                    format!("{n} CA certificate(s) from --cacert")
+                }
+                None => {
+                    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+                    "the built-in web roots (Mozilla's, via webpki-roots)".to_string()
+                }
+            };
+            (builder.with_root_certificates(roots), trust)
+        };
+        let mut config = match (&self.cert_pem, &self.key_pem) {
+            (Some(cert), Some(key)) => {
+                let chain = CertificateDer::pem_slice_iter(cert)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| {
+                        reject("--cert", format!("is not a PEM certificate file ({e})"))
+                    })?;
+                if chain.is_empty() {
+                    return Err(reject("--cert", "holds no PEM certificate"));
+                }
+                let key = PrivateKeyDer::from_pem_slice(key)
+                    .map_err(|e| reject("--key", format!("holds no PEM private key ({e})")))?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| reject("--key", format!("does not fit --cert: {e}")))?
+            }
+            (None, None) => builder.with_no_client_auth(),
+            (Some(_), None) => return Err(reject("--cert", "needs --key with its private key")),
+            (None, Some(_)) => return Err(reject("--key", "needs --cert with its certificate")),
+        };
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let resume = self.resume.unwrap_or(true);
+        config.resumption = if resume {
+            Resumption::default()
+        } else {
+            Resumption::disabled()
+        };
+        let server_name = ServerName::try_from(host.to_string())
+            .map_err(|_| reject("URL", format!("`{host}` is not a valid TLS server name")))?;
+        Ok(TlsSettings {
+            connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            server_name,
+            insecure: self.insecure,
+            resume,
+            version: self.version,
+            trust,
+            client_certificate: self.cert_pem.is_some(),
+        })
+    }
+}
+
+/// `--insecure`: every certificate passes; signatures are still checked, so the handshake
+/// itself stays a real one.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Classifies a failed handshake, with the reason in words.
+pub fn classify_handshake_error(err: &std::io::Error) -> (ErrorClass, String) {
+    if let Some(tls) = err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+    {
+        return match tls {
+            rustls::Error::InvalidCertificate(why) => (
+                ErrorClass::TlsCertificate,
+                format!(
+                    "certificate not trusted ({why:?}): pass the CA that signed it with --cacert FILE, or skip checks with --insecure"
+                ),
+            ),
+            other => (ErrorClass::TlsHandshake, other.to_string()),
+        };
+    }
+    (ErrorClass::from_io(err), err.to_string())
+}

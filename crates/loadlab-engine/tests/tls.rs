@@ -1,0 +1,189 @@
+//! HTTPS against an in-process rustls server whose certificate is made by the test.
+
+use loadlab_engine::tls::{TlsSpec, TlsVersion};
+use loadlab_engine::{RunResult, RunSpec};
+use loadlab_testkit::{response, Behavior, TestCa, TestServer};
+use std::time::Duration;
+
+mod common;
+
+fn run_spec(spec: RunSpec) -> RunResult {
+    common::run_within(spec, Duration::from_secs(30))
+}
+
+fn https(server: &TestServer) -> String {
+    format!("https://{}/", server.addr())
+}
+
+fn spec(url: String, tls: TlsSpec) -> RunSpec {
+    RunSpec {
+        url,
+        tls,
+        requests: Some(200),
+        connections: Some(4),
+        threads: Some(2),
+        ..RunSpec::default()
+    }
+}
+
+#[test]
+fn trust_decides_whether_requests_succeed() {
+    let ca = TestCa::new();
+    let server = TestServer::start_tls(Behavior::Fixed(response(200, "secure")), &ca);
+
+    // Trusted through --cacert.
+    let r = run_spec(spec(
+        https(&server),
+        TlsSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            ..TlsSpec::default()
+        },
+    ));
+    assert_eq!(
+        r.measured.requests.completed, 200,
+        "{:?}",
+        r.measured.errors
+    );
+    assert_eq!(r.measured.status_codes.get("200"), Some(&200));
+    assert_eq!(
+        r.measured.tls_handshake_us.as_ref().map(|h| h.count),
+        Some(4)
+    );
+    let tls = r.target.tls.as_ref().expect("tls info");
+    assert!(!tls.insecure && tls.trust.contains("--cacert"), "{tls:?}");
+
+    // The built-in web roots do not know the test CA: "certificate not trusted".
+    let r = run_spec(spec(https(&server), TlsSpec::default()));
+    assert_eq!(
+        r.measured.errors.get("tls_certificate"),
+        Some(&200),
+        "{:?}",
+        r.measured.errors
+    );
+    let detail = &r.measured.error_details["tls_certificate"];
+    assert!(
+        detail.contains("not trusted") && detail.contains("--cacert"),
+        "{detail}"
+    );
+    assert_eq!(r.measured.connections_failed, 200);
+
+    // --insecure accepts it, and says so.
+    let r = run_spec(spec(
+        https(&server),
+        TlsSpec {
+            insecure: true,
+            ..TlsSpec::default()
+        },
+    ));
+    assert_eq!(r.measured.requests.completed, 200);
+    assert!(r.target.tls.as_ref().unwrap().insecure);
+}
+
+#[test]
+fn sessions_resume_on_new_connections_unless_turned_off() {
+    let ca = TestCa::new();
+    for version in [TlsVersion::V1_2, TlsVersion::V1_3] {
+        let server = TestServer::start_tls(Behavior::Fixed(response(200, "ok")), &ca);
+        let tls = TlsSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            version: Some(version),
+            ..TlsSpec::default()
+        };
+        let r = run_spec(RunSpec {
+            keepalive: false,
+            requests: Some(40),
+            ..spec(https(&server), tls.clone())
+        });
+        assert_eq!(
+            r.measured.requests.completed, 40,
+            "{version:?}: {:?}",
+            r.measured.errors
+        );
+        let c = server.counters();
+        // The first handshakes (one per thread, racing) are full; the rest resume.
+        assert!(
+            c.tls_resumed() >= 30,
+            "{version:?}: resumed {}, full {}",
+            c.tls_resumed(),
+            c.tls_full()
+        );
+        assert_eq!(c.tls_resumed(), r.measured.tls_resumed, "{version:?}");
+
+        let server = TestServer::start_tls(Behavior::Fixed(response(200, "ok")), &ca);
+        let r = run_spec(RunSpec {
+            keepalive: false,
+            requests: Some(20),
+            ..spec(
+                https(&server),
+                TlsSpec {
+                    resume: Some(false),
+                    ..tls
+                },
+            )
+        });
+        assert_eq!(r.measured.requests.completed, 20);
+        assert_eq!(server.counters().tls_resumed(), 0, "{version:?}");
+        assert_eq!(r.measured.tls_full, 20);
+    }
+}
+
+/// A server that answers a ClientHello with plain HTTP: the handshake fails, and is
+/// reported as such, not as a malformed response.
+#[test]
+fn a_plain_http_answer_is_a_handshake_failure() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten().take(8) {
+            let mut hello = [0u8; 512];
+            let _ = stream.read(&mut hello);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let r = run_spec(RunSpec {
+        requests: Some(8),
+        connections: Some(1),
+        ..spec(
+            format!("https://{addr}/"),
+            TlsSpec {
+                insecure: true,
+                ..TlsSpec::default()
+            },
+        )
+    });
+    assert_eq!(r.measured.requests.completed, 0);
+    assert_eq!(
+        r.measured.errors.get("tls_handshake"),
+        Some(&8),
+        "{:?}",
+        r.measured.errors
+    );
+    assert!(!r.measured.error_details["tls_handshake"].is_empty());
+}
+
+/// A server that never answers the ClientHello: the handshake counts against
+/// --connect-timeout, and the run does not hang.
+#[test]
+fn a_silent_server_times_the_handshake_out() {
+    let server = TestServer::start(Behavior::Stall);
+    let r = run_spec(RunSpec {
+        requests: Some(4),
+        connections: Some(2),
+        connect_timeout: Duration::from_millis(300),
+        ..spec(
+            https(&server),
+            TlsSpec {
+                insecure: true,
+                ..TlsSpec::default()
+            },
+        )
+    });
+    assert_eq!(
+        r.measured.errors.get("connect_timeout"),
+        Some(&4),
+        "{:?}",
+        r.measured.errors
+    );
+    assert!(r.measured.error_details["connect_timeout"].contains("TLS handshake"));
+}

@@ -1,0 +1,70 @@
+//! A certificate authority made for one test: it signs a server certificate for 127.0.0.1
+//! and localhost, and can sign client certificates for mutual TLS.
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::sync::Arc;
+
+pub struct TestCa {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Default for TestCa {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestCa {
+    pub fn new() -> TestCa {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "loadlab test CA");
+        let key = KeyPair::generate().expect("CA key");
+        TestCa {
+            issuer: CertifiedIssuer::self_signed(params, key).expect("CA certificate"),
+        }
+    }
+
+    /// The CA certificate, PEM: what `--cacert` takes.
+    pub fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// A certificate and key signed by this CA, for these names (PEM, PEM).
+    pub fn issue(&self, names: &[&str]) -> (String, String) {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let params = CertificateParams::new(names).expect("leaf params");
+        let key = KeyPair::generate().expect("leaf key");
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("leaf certificate");
+        (cert.pem(), key.serialize_pem())
+    }
+
+    /// A rustls server configuration presenting a certificate for 127.0.0.1 and localhost.
+    pub fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        let names = vec!["127.0.0.1".to_string(), "localhost".to_string()];
+        let params = CertificateParams::new(names).expect("server params");
+        let key = KeyPair::generate().expect("server key");
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("server certificate");
+        let chain = vec![cert.der().clone(), self.issuer.der().clone()];
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .expect("server certificate and key");
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        // Tickets (TLS 1.3) and a session cache (TLS 1.2), so clients can resume.
+        config.ticketer = rustls::crypto::ring::Ticketer::new().expect("ticketer");
+        config.session_storage = rustls::server::ServerSessionMemoryCache::new(1024);
+        Arc::new(config)
+    }
+}
