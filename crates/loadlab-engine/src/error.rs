@@ -103,6 +103,17 @@ impl ErrorClass {
 
     /// Classifies an error from reading or writing an established connection.
     pub fn from_io(err: &io::Error) -> ErrorClass {
+        // TLS alerts and protocol errors arrive as I/O errors wrapping a rustls error (with
+        // TLS 1.3, a server refusing our client certificate says so on the first read).
+        if let Some(tls) = err
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<rustls::Error>())
+        {
+            return match tls {
+                rustls::Error::InvalidCertificate(_) => ErrorClass::TlsCertificate,
+                _ => ErrorClass::TlsHandshake,
+            };
+        }
         match err.kind() {
             io::ErrorKind::ConnectionReset
             | io::ErrorKind::ConnectionAborted

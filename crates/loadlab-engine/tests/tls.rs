@@ -187,3 +187,46 @@ fn a_silent_server_times_the_handshake_out() {
     );
     assert!(r.measured.error_details["connect_timeout"].contains("TLS handshake"));
 }
+
+#[test]
+fn mutual_tls_needs_the_client_certificate() {
+    let ca = TestCa::new();
+    let server = TestServer::start_mutual_tls(Behavior::Fixed(response(200, "mtls")), &ca);
+    let (cert, key) = ca.issue(&["loadlab-client"]);
+    let with = TlsSpec {
+        ca_pem: Some(ca.pem().into_bytes()),
+        cert_pem: Some(cert.into_bytes()),
+        key_pem: Some(key.into_bytes()),
+        ..TlsSpec::default()
+    };
+    let r = run_spec(RunSpec {
+        requests: Some(20),
+        ..spec(https(&server), with.clone())
+    });
+    assert_eq!(
+        r.measured.requests.completed, 20,
+        "{:?}",
+        r.measured.error_details
+    );
+    assert!(r.target.tls.as_ref().unwrap().client_certificate);
+
+    // Without it the server refuses (TLS 1.3 reports it on the first read).
+    let r = run_spec(RunSpec {
+        requests: Some(6),
+        ..spec(
+            https(&server),
+            TlsSpec {
+                cert_pem: None,
+                key_pem: None,
+                ..with
+            },
+        )
+    });
+    assert_eq!(r.measured.requests.completed, 0);
+    assert_eq!(
+        r.measured.errors.get("tls_handshake"),
+        Some(&6),
+        "{:?}",
+        r.measured.errors
+    );
+}

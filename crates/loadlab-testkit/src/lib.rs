@@ -110,6 +110,11 @@ impl TestServer {
         Self::start_with(behavior, Some(ca.server_config()))
     }
 
+    /// A TLS server that demands a client certificate signed by `ca`.
+    pub fn start_mutual_tls(behavior: Behavior, ca: &TestCa) -> TestServer {
+        Self::start_with(behavior, Some(ca.server_config_with_client_auth()))
+    }
+
     fn start_with(
         behavior: Behavior,
         tls: Option<std::sync::Arc<rustls::ServerConfig>>,

@@ -46,6 +46,15 @@ impl TestCa {
 
     /// A rustls server configuration presenting a certificate for 127.0.0.1 and localhost.
     pub fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        self.build_server_config(false)
+    }
+
+    /// The same, demanding a client certificate signed by this CA (mutual TLS).
+    pub fn server_config_with_client_auth(&self) -> Arc<rustls::ServerConfig> {
+        self.build_server_config(true)
+    }
+
+    fn build_server_config(&self, client_auth: bool) -> Arc<rustls::ServerConfig> {
         let names = vec!["127.0.0.1".to_string(), "localhost".to_string()];
         let params = CertificateParams::new(names).expect("server params");
         let key = KeyPair::generate().expect("server key");
@@ -55,10 +64,23 @@ impl TestCa {
         let chain = vec![cert.der().clone(), self.issuer.der().clone()];
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .expect("protocol versions")
-            .with_no_client_auth()
+            .expect("protocol versions");
+        let builder = if client_auth {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(self.issuer.der().clone()).expect("CA as a root");
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .expect("client verifier");
+            builder.with_client_cert_verifier(verifier)
+        } else {
+            builder.with_no_client_auth()
+        };
+        let mut config = builder
             .with_single_cert(chain, key)
             .expect("server certificate and key");
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
