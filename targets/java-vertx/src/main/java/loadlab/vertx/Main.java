@@ -1,0 +1,46 @@
+package loadlab.vertx;
+
+import io.vertx.core.DeploymentOptions;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.ext.web.client.WebClient;
+import io.vertx.ext.web.client.WebClientOptions;
+import java.nio.file.Path;
+
+/**
+ * The loadlab reference target on Vert.x web (../CONTRACT.md). WORKERS event loops, each running
+ * one instance of {@link Server}, all sharing one listening socket: the way Vert.x scales a
+ * server across cores.
+ */
+public final class Main {
+    public static void main(String[] args) {
+        Config config = Config.fromEnv(System.getenv());
+        Portfolio portfolio;
+        try {
+            portfolio = new Portfolio(Path.of(config.contentDir()));
+        } catch (Exception e) {
+            Config.fail("CONTENT_DIR=" + config.contentDir() + ": cannot load the portfolio content: " + e
+                    + " (point CONTENT_DIR at targets/content)");
+            return;
+        }
+        Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(config.workers()));
+        // The one pooled client of the process, shared by every event loop: keep-alive pooling.
+        WebClient pooled = WebClient.create(vertx, new WebClientOptions().setKeepAlive(true));
+        // PORT=0: Vert.x shares one random port among the servers that ask for the same negative
+        // port, so every event loop's server accepts on the same socket.
+        int port = config.port() == 0 ? -1 : config.port();
+        vertx.deployVerticle(() -> new Server(config, port, portfolio, pooled),
+                        new DeploymentOptions().setInstances(config.workers()))
+                .map(id -> Server.boundPort())
+                .onSuccess(bound -> {
+                    String host = config.host().contains(":") ? "[" + config.host() + "]" : config.host();
+                    System.out.println("listening on " + host + ":" + bound);
+                    System.out.flush();
+                })
+                .onFailure(error -> {
+                    System.err.println("cannot listen on " + config.host() + ":" + config.port() + ": " + error
+                            + " (pick another PORT or HOST)");
+                    System.exit(2);
+                });
+    }
+}
