@@ -1,6 +1,6 @@
 //! The `loadlab` binary as a user runs it: real processes against real loopback servers.
 
-use loadlab_testkit::{response, Behavior, TestCa, TestServer};
+use loadlab_testkit::{response, Behavior, H2Behavior, H2Server, TestCa, TestServer};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -62,6 +62,47 @@ fn bad_flags_exit_2_naming_the_flag_and_the_fix() {
                 "http://127.0.0.1:9/",
             ],
             &["--body-file"],
+        ),
+        (
+            &["run", "--rate", "0", "http://127.0.0.1:9/"],
+            &["--rate", "--rate 1000"],
+        ),
+        (
+            &["run", "--rate", "10", "-c", "5", "http://127.0.0.1:9/"],
+            &["-c/--connections", "--max-connections"],
+        ),
+        (
+            &["run", "--stages", "10s", "http://127.0.0.1:9/"],
+            &["--stages", "DURATION:LEVEL"],
+        ),
+        (
+            &["run", "--rate", "10", "-n", "5", "http://127.0.0.1:9/"],
+            &["-n/--requests", "-d/--duration"],
+        ),
+        (
+            &["run", "--insecure", "http://127.0.0.1:9/"],
+            &["URL", "https://"],
+        ),
+        (
+            &[
+                "run",
+                "--cacert",
+                "/nonexistent.pem",
+                "https://127.0.0.1:9/",
+            ],
+            &["--cacert", "/nonexistent.pem"],
+        ),
+        (
+            &["run", "--cert", "Cargo.toml", "https://127.0.0.1:9/"],
+            &["--cert", "--key"],
+        ),
+        (
+            &["run", "--streams", "10", "http://127.0.0.1:9/"],
+            &["--streams", "--http2"],
+        ),
+        (
+            &["run", "--http2", "--rate", "100", "http://127.0.0.1:9/"],
+            &["--http2", "closed loop"],
         ),
     ];
     for (args, needles) in cases {
@@ -259,4 +300,32 @@ fn https_with_a_ca_file_and_the_summary_shows_tls() {
         summary.contains("TLS 1.3") && summary.contains("resumed of 300"),
         "{summary}"
     );
+}
+
+#[test]
+fn http2_prior_knowledge_from_the_command_line() {
+    let server = H2Server::start(H2Behavior::default());
+    let out = run(&[
+        "run",
+        "--http2",
+        "-c",
+        "2",
+        "--streams",
+        "8",
+        "-n",
+        "400",
+        "--json",
+        "-",
+        &format!("http://{}/", server.addr()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&value);
+    assert_eq!(value["load"]["protocol"], "h2");
+    assert_eq!(value["measured"]["requests"]["completed"], 400);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("2 connections x 8 streams"));
 }

@@ -40,6 +40,10 @@ pub struct RunSpec {
     pub pm_qos: bool,
     /// TLS options; used with `https://` URLs.
     pub tls: TlsSpec,
+    /// `--http2`: HTTP/2 (ALPN h2 over TLS, prior knowledge over plain TCP).
+    pub http2: bool,
+    /// `--streams`: concurrent HTTP/2 streams per connection.
+    pub streams: usize,
 }
 
 impl Default for RunSpec {
@@ -65,6 +69,8 @@ impl Default for RunSpec {
             interval: Duration::from_secs(1),
             pm_qos: true,
             tls: TlsSpec::default(),
+            http2: false,
+            streams: 1,
         }
     }
 }
@@ -123,6 +129,9 @@ pub struct RunConfig {
     pub pm_qos: bool,
     /// Set for `https://` URLs.
     pub tls: Option<TlsSettings>,
+    pub http2: bool,
+    /// HTTP/2 streams per connection (1 for HTTP/1.1).
+    pub streams: usize,
 }
 
 impl RunConfig {
@@ -163,8 +172,29 @@ impl RunSpec {
             || t.key_pem.is_some()
             || t.resume.is_some()
             || t.version.is_some();
+        if self.streams == 0 {
+            return Err(reject("--streams", "must be at least 1; try --streams 10"));
+        }
+        if self.streams > 1 && !self.http2 {
+            return Err(reject(
+                "--streams",
+                "sets concurrent HTTP/2 streams per connection; add --http2",
+            ));
+        }
+        if self.http2 && !self.keepalive {
+            return Err(reject(
+                "--no-keepalive",
+                "does not apply to HTTP/2, whose point is one long connection; drop it",
+            ));
+        }
+        if self.http2 && (self.rate.is_some() || (self.stages.is_some() && !self.closed_stages)) {
+            return Err(reject(
+                "--http2",
+                "runs in a closed loop for now (-c connections x --streams); drop --rate/--stages",
+            ));
+        }
         let tls = if url.https {
-            Some(t.build(&url.host)?)
+            Some(t.build(&url.host, self.http2)?)
         } else if tls_flags {
             return Err(reject(
                 "URL",
@@ -204,6 +234,12 @@ impl RunSpec {
         }
         // A thread without a connection would only burn a core.
         .min(connections);
+        if self.closed_stages && self.http2 {
+            return Err(reject(
+                "--http2",
+                "cannot stage connections yet; drop --stages --closed",
+            ));
+        }
         if self.timeout.is_zero() {
             return Err(reject(
                 "--timeout",
@@ -232,6 +268,8 @@ impl RunSpec {
             interval: self.interval,
             pm_qos: self.pm_qos,
             tls,
+            http2: self.http2,
+            streams: self.streams,
         })
     }
 
@@ -512,7 +550,10 @@ mod tests {
             (443, "example.test")
         );
         assert!(c.tls.is_some());
+        assert_eq!(c.url.path_and_query, "/x");
+        let c = spec("http://example.test").validate().unwrap();
         assert_eq!(c.url.path_and_query, "/");
+        assert!(c.tls.is_none());
         let c = spec("http://[::1]:9000/x").validate().unwrap();
         assert_eq!(
             (c.url.host.as_str(), c.url.authority.as_str()),

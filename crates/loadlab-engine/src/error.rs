@@ -18,10 +18,16 @@ pub enum ErrorClass {
     IoError,
     TlsCertificate,
     TlsHandshake,
+    /// HTTP/2: the server reset the stream (RST_STREAM).
+    StreamReset,
+    /// HTTP/2: the server sent GOAWAY; the request was not processed.
+    GoAway,
+    /// HTTP/2: a protocol violation (by either side).
+    ProtocolError,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 12] = [
+    pub const ALL: [ErrorClass; 15] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -34,6 +40,9 @@ impl ErrorClass {
         ErrorClass::IoError,
         ErrorClass::TlsCertificate,
         ErrorClass::TlsHandshake,
+        ErrorClass::StreamReset,
+        ErrorClass::GoAway,
+        ErrorClass::ProtocolError,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -52,6 +61,9 @@ impl ErrorClass {
             ErrorClass::IoError => "io_error",
             ErrorClass::TlsCertificate => "tls_certificate",
             ErrorClass::TlsHandshake => "tls_handshake",
+            ErrorClass::StreamReset => "stream_reset",
+            ErrorClass::GoAway => "goaway",
+            ErrorClass::ProtocolError => "protocol_error",
         }
     }
 
@@ -70,6 +82,9 @@ impl ErrorClass {
             ErrorClass::IoError => "other I/O error",
             ErrorClass::TlsCertificate => "the server's certificate was rejected (see the detail; --cacert or --insecure)",
             ErrorClass::TlsHandshake => "the TLS handshake failed",
+            ErrorClass::StreamReset => "the server reset the HTTP/2 stream (RST_STREAM)",
+            ErrorClass::GoAway => "the server sent GOAWAY: the request was not processed",
+            ErrorClass::ProtocolError => "HTTP/2 protocol error",
         }
     }
 
@@ -121,6 +136,20 @@ impl ErrorClass {
             io::ErrorKind::UnexpectedEof => ErrorClass::ClosedBeforeResponse,
             io::ErrorKind::TimedOut => ErrorClass::RequestTimeout,
             _ => Self::local_limit(err).unwrap_or(ErrorClass::IoError),
+        }
+    }
+
+    /// Classifies an HTTP/2 error.
+    pub fn from_h2(err: &h2::Error) -> ErrorClass {
+        if let Some(io) = err.get_io() {
+            return ErrorClass::from_io(io);
+        }
+        if err.is_go_away() {
+            ErrorClass::GoAway
+        } else if err.is_reset() {
+            ErrorClass::StreamReset
+        } else {
+            ErrorClass::ProtocolError
         }
     }
 

@@ -93,6 +93,10 @@ pub struct LoadModel {
     /// The plan in words, as printed before the run.
     pub plan: String,
     pub interval_s: f64,
+    /// `http/1.1` or `h2`.
+    pub protocol: String,
+    /// HTTP/2 streams per connection (1 for HTTP/1.1).
+    pub streams: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -475,10 +479,17 @@ fn load_model(config: &RunConfig) -> LoadModel {
                 Stop::Duration(d) => humantime::format_duration(d).to_string(),
                 Stop::Requests(n) => format!("{n} requests"),
             };
-            let plan = format!(
-                "closed loop: {} connections for {length}",
-                config.connections
-            );
+            let plan = if config.http2 {
+                format!(
+                    "closed loop over HTTP/2: {} connections x {} streams for {length}",
+                    config.connections, config.streams
+                )
+            } else {
+                format!(
+                    "closed loop: {} connections for {length}",
+                    config.connections
+                )
+            };
             ("closed_loop", None, None, None, plan)
         }
     };
@@ -513,6 +524,8 @@ fn load_model(config: &RunConfig) -> LoadModel {
         }),
         plan,
         interval_s: config.interval.as_secs_f64(),
+        protocol: if config.http2 { "h2" } else { "http/1.1" }.to_string(),
+        streams: config.streams,
     }
 }
 

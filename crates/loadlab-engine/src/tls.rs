@@ -69,8 +69,8 @@ fn reject(flag: &'static str, message: impl Into<String>) -> ConfigError {
 }
 
 impl TlsSpec {
-    /// Builds the client configuration for `host`.
-    pub fn build(&self, host: &str) -> Result<TlsSettings, ConfigError> {
+    /// Builds the client configuration for `host`, offering h2 by ALPN when `http2`.
+    pub fn build(&self, host: &str, http2: bool) -> Result<TlsSettings, ConfigError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let versions: &[&'static rustls::SupportedProtocolVersion] = match self.version {
             None => rustls::DEFAULT_VERSIONS,
@@ -145,7 +145,11 @@ impl TlsSpec {
             (Some(_), None) => return Err(reject("--cert", "needs --key with its private key")),
             (None, Some(_)) => return Err(reject("--key", "needs --cert with its certificate")),
         };
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = if http2 {
+            vec![b"h2".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        };
         let resume = self.resume.unwrap_or(true);
         config.resumption = if resume {
             Resumption::default()

@@ -6,8 +6,10 @@
 //! short, responses trickled one byte per write. It parses requests only as far as a test
 //! needs: the header block and a Content-Length body.
 
+mod h2server;
 mod timed;
 mod tls;
+pub use h2server::{H2Behavior, H2Counters, H2Server};
 pub use timed::{TimedServer, Timing};
 pub use tls::TestCa;
 

@@ -125,6 +125,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_pm_qos: bool,
 
+    /// Speak HTTP/2: over https by ALPN (h2), over http by prior knowledge (h2c).
+    #[arg(long, help_heading = "HTTP/2")]
+    pub http2: bool,
+
+    /// HTTP/2: concurrent streams per connection; the concurrency is -c x --streams.
+    #[arg(long, default_value_t = 1, help_heading = "HTTP/2")]
+    pub streams: usize,
+
     /// https: accept any server certificate (for self-signed test servers).
     #[arg(short = 'k', long, help_heading = "TLS")]
     pub insecure: bool,
@@ -222,6 +230,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_connections: args.max_connections,
         interval: args.interval,
         pm_qos: !args.no_pm_qos,
+        http2: args.http2,
+        streams: args.streams,
         tls: TlsSpec {
             insecure: args.insecure,
             ca_pem: read_pem(&args.cacert, "--cacert")?,

@@ -32,12 +32,12 @@ struct Exchange {
 
 /// Bytes and moments of one request, whatever its outcome.
 #[derive(Default)]
-struct Traffic {
-    sent: u64,
-    received: u64,
+pub(super) struct Traffic {
+    pub sent: u64,
+    pub received: u64,
     /// Received bytes not yet put on the timeline.
-    unbooked: u64,
-    first_byte: Option<Instant>,
+    pub unbooked: u64,
+    pub first_byte: Option<Instant>,
 }
 
 /// When a request was meant to go, and when the generator got to it.
@@ -55,7 +55,7 @@ pub(super) struct Due {
 const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
 
 /// An open connection: plain TCP, or TLS over TCP.
-enum Stream {
+pub(super) enum Stream {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
@@ -137,13 +137,7 @@ impl Conn {
                 true
             }
             Err((class, detail)) => {
-                if let Some(detail) = detail {
-                    let mut rec = ctx.recorder.borrow_mut();
-                    let slot = &mut rec.phase(phase).error_details[class as usize];
-                    if slot.is_none() {
-                        *slot = Some(detail);
-                    }
-                }
+                note_detail(ctx, phase, class, detail);
                 record_failure(ctx, phase, class, &Traffic::default(), false);
                 false
             }
@@ -201,7 +195,10 @@ impl Conn {
 
 /// Opens a connection: TCP, then TLS for https. The failure carries a detail worth showing
 /// (a certificate's problem) when there is one.
-async fn connect(ctx: &ThreadCtx, phase: Phase) -> Result<Stream, (ErrorClass, Option<String>)> {
+pub(super) async fn connect(
+    ctx: &ThreadCtx,
+    phase: Phase,
+) -> Result<Stream, (ErrorClass, Option<String>)> {
     let started = Instant::now();
     let tcp = match tokio::time::timeout(ctx.connect_timeout, TcpStream::connect(ctx.address)).await
     {
@@ -379,7 +376,13 @@ async fn await_close(stream: &mut Stream, timer: &mut Pin<Box<Sleep>>, deadline:
     .await
 }
 
-fn record_success(ctx: &ThreadCtx, due: &Due, sent_at: Instant, status: u16, t: &Traffic) {
+pub(super) fn record_success(
+    ctx: &ThreadCtx,
+    due: &Due,
+    sent_at: Instant,
+    status: u16,
+    t: &Traffic,
+) {
     let end = Instant::now();
     let since_start = end - ctx.start;
     let mut rec = ctx.recorder.borrow_mut();
@@ -419,8 +422,24 @@ fn record_success(ctx: &ThreadCtx, due: &Due, sent_at: Instant, status: u16, t: 
     p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
+/// Keeps the first message seen for a failure class.
+pub(super) fn note_detail(
+    ctx: &ThreadCtx,
+    phase: Phase,
+    class: ErrorClass,
+    detail: Option<String>,
+) {
+    if let Some(detail) = detail {
+        let mut rec = ctx.recorder.borrow_mut();
+        let slot = &mut rec.phase(phase).error_details[class as usize];
+        if slot.is_none() {
+            *slot = Some(detail);
+        }
+    }
+}
+
 /// `was_in_flight`: the request had been sent (a failed connect never was).
-fn record_failure(
+pub(super) fn record_failure(
     ctx: &ThreadCtx,
     phase: Phase,
     class: ErrorClass,

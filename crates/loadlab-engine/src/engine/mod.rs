@@ -9,6 +9,7 @@
 mod budget;
 mod closed;
 mod exchange;
+mod h2;
 mod open;
 mod timer;
 
@@ -160,6 +161,11 @@ pub(crate) struct ThreadCtx {
     pub request: EncodedRequest,
     /// For https: the TLS client configuration.
     pub tls: Option<crate::tls::TlsSettings>,
+    /// HTTP/2 only: the request, and streams per connection.
+    pub h2: Option<h2::H2Request>,
+    pub streams: usize,
+    /// HTTP/2: the `-n` budget ran out (no reconnecting then).
+    pub budget_spent: Cell<bool>,
     pub address: SocketAddr,
     pub keepalive: bool,
     pub timeout: Duration,
@@ -248,6 +254,8 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
             .push(progress.clone());
         let request = request.clone();
         let tls = config.tls.clone();
+        let h2_request = h2::H2Request::from_config(config);
+        let streams = config.streams;
         let control = control.clone();
         let shared_budget = shared_budget.clone();
         let (keepalive, timeout, connect_timeout) =
@@ -278,6 +286,9 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                 let ctx = Rc::new(ThreadCtx {
                     request,
                     tls,
+                    h2: h2_request,
+                    streams,
+                    budget_spent: Cell::new(false),
                     address,
                     keepalive,
                     timeout,
@@ -441,7 +452,11 @@ fn worker(ctx: Rc<ThreadCtx>, thread: usize, threads: usize, connections: usize)
         // Closed loop: connection k of this thread is number thread + k * threads overall,
         // so that stages activate connections evenly across threads.
         for k in 0..connections {
-            spawn_guarded(&ctx, closed::drive(ctx.clone(), thread + k * threads));
+            if ctx.h2.is_some() {
+                spawn_guarded(&ctx, h2::drive(ctx.clone()));
+            } else {
+                spawn_guarded(&ctx, closed::drive(ctx.clone(), thread + k * threads));
+            }
         }
         let deadline = async {
             match ctx.deadline {

@@ -1,0 +1,252 @@
+//! HTTP/2 in the closed loop: each connection carries `--streams` concurrent streams, and each
+//! stream sends its next request when the last one ends, so the concurrency is connections x
+//! streams. Over TLS, h2 is agreed by ALPN; over plain TCP, by prior knowledge (h2c). The h2
+//! crate does the framing; this module drives it and records each request like HTTP/1.1's.
+//!
+//! When a connection dies (GOAWAY, reset, I/O error), its streams stop, the failures are
+//! counted, and the connection is opened again while the run goes on. Bytes counted for
+//! HTTP/2 are payload (DATA frame) bytes, not header or framing bytes.
+
+use super::exchange::{connect, note_detail, record_failure, record_success, Due, Stream, Traffic};
+use super::ThreadCtx;
+use crate::error::ErrorClass;
+use crate::stats::Phase;
+use bytes::Bytes;
+use h2::client::SendRequest;
+use std::rc::Rc;
+use std::time::Instant;
+
+/// The request, ready to be cloned per stream (h2 takes ownership of each one).
+#[derive(Debug, Clone)]
+pub(crate) struct H2Request {
+    pub method: http::Method,
+    pub uri: http::Uri,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+impl H2Request {
+    pub fn from_config(config: &crate::config::RunConfig) -> Option<H2Request> {
+        if !config.http2 {
+            return None;
+        }
+        let scheme = if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let mut authority = config.url.authority.clone();
+        let mut headers = http::HeaderMap::new();
+        for (name, value) in &config.headers {
+            // HTTP/2 carries the host in :authority and has no connection-specific headers.
+            if name.eq_ignore_ascii_case("host") {
+                authority = value.clone();
+                continue;
+            }
+            if [
+                "connection",
+                "keep-alive",
+                "transfer-encoding",
+                "upgrade",
+                "proxy-connection",
+            ]
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h))
+            {
+                continue;
+            }
+            if let (Ok(n), Ok(v)) = (
+                http::header::HeaderName::from_bytes(name.as_bytes()),
+                http::header::HeaderValue::from_str(value),
+            ) {
+                headers.append(n, v);
+            }
+        }
+        let uri = format!("{scheme}://{authority}{}", config.url.path_and_query)
+            .parse()
+            .ok()?;
+        Some(H2Request {
+            method: http::Method::from_bytes(config.method.as_bytes()).ok()?,
+            uri,
+            headers,
+            body: Bytes::from(config.body.clone()),
+        })
+    }
+
+    fn build(&self) -> http::Request<()> {
+        let mut req = http::Request::new(());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+}
+
+fn phase_at(ctx: &ThreadCtx, now: Instant) -> Phase {
+    if now < ctx.warmup_end {
+        Phase::Warmup
+    } else {
+        Phase::Measured
+    }
+}
+
+fn over(ctx: &ThreadCtx, now: Instant) -> bool {
+    ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
+}
+
+/// Drives one HTTP/2 connection slot until the run ends, reconnecting when it dies.
+pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
+    loop {
+        let now = Instant::now();
+        if over(&ctx, now) || ctx.budget_spent.get() {
+            break;
+        }
+        let phase = phase_at(&ctx, now);
+        let io = match connect(&ctx, phase).await {
+            Ok(s) => s,
+            Err((class, detail)) => {
+                note_detail(&ctx, phase, class, detail);
+                record_failure(&ctx, phase, class, &Traffic::default(), false);
+                continue;
+            }
+        };
+        if let Stream::Tls(tls) = &io {
+            if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+                let class = ErrorClass::ProtocolError;
+                note_detail(
+                    &ctx,
+                    phase,
+                    class,
+                    Some(
+                        "the server did not agree to h2 by ALPN: it may not speak HTTP/2 over TLS"
+                            .into(),
+                    ),
+                );
+                record_failure(&ctx, phase, class, &Traffic::default(), false);
+                continue;
+            }
+        }
+        let (send, connection) = match h2::client::Builder::new().handshake::<_, Bytes>(io).await {
+            Ok(pair) => pair,
+            Err(e) => {
+                let class = ErrorClass::from_h2(&e);
+                note_detail(&ctx, phase, class, Some(format!("HTTP/2 handshake: {e}")));
+                record_failure(&ctx, phase, class, &Traffic::default(), false);
+                continue;
+            }
+        };
+        let driver = tokio::task::spawn_local(async move {
+            let _ = connection.await;
+        });
+        let mut streams = tokio::task::JoinSet::new();
+        for _ in 0..ctx.streams {
+            streams.spawn_local(stream_loop(ctx.clone(), send.clone()));
+        }
+        drop(send);
+        let mut connection_died = false;
+        while let Some(outcome) = streams.join_next().await {
+            match outcome {
+                Ok(died) => connection_died |= died,
+                Err(_) => {
+                    ctx.crashed.set(true);
+                    ctx.stop.stop();
+                }
+            }
+        }
+        driver.abort();
+        if !connection_died {
+            break;
+        }
+    }
+    let live = ctx.live_connections.get() - 1;
+    ctx.live_connections.set(live);
+    if live == 0 {
+        ctx.all_done.notify_one();
+    }
+}
+
+/// One stream's closed loop. Returns true when the connection died under it.
+async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>) -> bool {
+    let request = ctx.h2.as_ref().expect("HTTP/2 run");
+    loop {
+        let now = Instant::now();
+        if over(&ctx, now) {
+            return false;
+        }
+        let phase = phase_at(&ctx, now);
+        if phase == Phase::Measured && !ctx.budget.take() {
+            ctx.budget_spent.set(true);
+            return false;
+        }
+        // Waits for a free stream under the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+        let mut ready = match send.clone().ready().await {
+            Ok(s) => s,
+            Err(e) => {
+                // The request never left: a connection-level failure.
+                record_failure(
+                    &ctx,
+                    phase,
+                    ErrorClass::from_h2(&e),
+                    &Traffic::default(),
+                    false,
+                );
+                return true;
+            }
+        };
+        let sent_at = Instant::now();
+        {
+            let mut rec = ctx.recorder.borrow_mut();
+            rec.in_flight += 1;
+            rec.phase(phase).issued += 1;
+        }
+        let due = Due {
+            phase,
+            intended: None,
+            noticed: now,
+        };
+        let mut traffic = Traffic::default();
+        let exchange = async {
+            let end_of_stream = request.body.is_empty();
+            let (response, mut body_tx) = ready
+                .send_request(request.build(), end_of_stream)
+                .map_err(|e| ErrorClass::from_h2(&e))?;
+            if !end_of_stream {
+                body_tx
+                    .send_data(request.body.clone(), true)
+                    .map_err(|e| ErrorClass::from_h2(&e))?;
+                traffic.sent += request.body.len() as u64;
+            }
+            let response = response.await.map_err(|e| ErrorClass::from_h2(&e))?;
+            traffic.first_byte = Some(Instant::now());
+            let status = response.status().as_u16();
+            let mut body = response.into_body();
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk.map_err(|e| ErrorClass::from_h2(&e))?;
+                traffic.received += chunk.len() as u64;
+                traffic.unbooked += chunk.len() as u64;
+                let _ = body.flow_control().release_capacity(chunk.len());
+            }
+            Ok::<u16, ErrorClass>(status)
+        };
+        let outcome = match tokio::time::timeout(ctx.timeout, exchange).await {
+            Ok(r) => r,
+            Err(_) => Err(ErrorClass::RequestTimeout),
+        };
+        match outcome {
+            Ok(status) => record_success(&ctx, &due, sent_at, status, &traffic),
+            Err(class) => {
+                record_failure(&ctx, phase, class, &traffic, true);
+                if matches!(
+                    class,
+                    ErrorClass::GoAway
+                        | ErrorClass::ConnectionReset
+                        | ErrorClass::ClosedBeforeResponse
+                        | ErrorClass::ProtocolError
+                        | ErrorClass::IoError
+                ) {
+                    return true;
+                }
+            }
+        }
+    }
+}

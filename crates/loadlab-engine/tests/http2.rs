@@ -1,0 +1,117 @@
+//! HTTP/2 against an in-process h2 server that counts connections and concurrent streams.
+
+use loadlab_engine::tls::TlsSpec;
+use loadlab_engine::{RunResult, RunSpec};
+use loadlab_testkit::{H2Behavior, H2Server, TestCa};
+use std::time::Duration;
+
+mod common;
+
+fn run_spec(spec: RunSpec) -> RunResult {
+    common::run_within(spec, Duration::from_secs(30))
+}
+
+fn h2(url: String) -> RunSpec {
+    RunSpec {
+        url,
+        http2: true,
+        threads: Some(2),
+        ..RunSpec::default()
+    }
+}
+
+#[test]
+fn connections_times_streams_is_the_concurrency() {
+    let server = H2Server::start(H2Behavior::default());
+    let r = run_spec(RunSpec {
+        connections: Some(4),
+        streams: 25,
+        requests: Some(5_000),
+        ..h2(format!("http://{}/", server.addr()))
+    });
+    let c = server.counters();
+    assert_eq!(
+        r.measured.requests.completed, 5_000,
+        "{:?}",
+        r.measured.errors
+    );
+    assert_eq!(r.measured.status_codes.get("200"), Some(&5_000));
+    assert_eq!(c.connections.load(std::sync::atomic::Ordering::SeqCst), 4);
+    let most = c
+        .max_streams_on_one_connection
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        (2..=25).contains(&most),
+        "at most 25 streams per connection, saw {most}"
+    );
+    assert_eq!(r.measured.connections_opened, 4);
+    assert!(r.measured.bytes.received >= 5_000 * 14);
+}
+
+#[test]
+fn h2_over_tls_by_alpn() {
+    let ca = TestCa::new();
+    let server = H2Server::start_tls(H2Behavior::default(), &ca);
+    let r = run_spec(RunSpec {
+        connections: Some(2),
+        streams: 10,
+        requests: Some(1_000),
+        tls: TlsSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            ..TlsSpec::default()
+        },
+        ..h2(format!("https://localhost:{}/", server.addr().port()))
+    });
+    assert_eq!(
+        r.measured.requests.completed, 1_000,
+        "{:?}",
+        r.measured.error_details
+    );
+    assert_eq!(r.measured.tls_full + r.measured.tls_resumed, 2);
+}
+
+#[test]
+fn resets_and_goaway_are_counted_and_the_run_goes_on() {
+    // Every 10th stream is reset.
+    let server = H2Server::start(H2Behavior {
+        reset_every: Some(10),
+        ..H2Behavior::default()
+    });
+    let r = run_spec(RunSpec {
+        connections: Some(2),
+        streams: 5,
+        requests: Some(1_000),
+        ..h2(format!("http://{}/", server.addr()))
+    });
+    let q = &r.measured.requests;
+    assert_eq!(q.completed + q.failed, 1_000);
+    assert_eq!(
+        r.measured.errors.get("stream_reset"),
+        Some(&100),
+        "{:?}",
+        r.measured.errors
+    );
+
+    // GOAWAY after 50 requests on each connection: loadlab opens new connections and goes on.
+    let server = H2Server::start(H2Behavior {
+        goaway_after: Some(50),
+        ..H2Behavior::default()
+    });
+    let r = run_spec(RunSpec {
+        connections: Some(2),
+        streams: 4,
+        requests: Some(1_000),
+        ..h2(format!("http://{}/", server.addr()))
+    });
+    let q = &r.measured.requests;
+    assert!(q.completed >= 900, "{q:?} {:?}", r.measured.errors);
+    assert_eq!(q.issued, q.completed + q.failed);
+    let connections = server
+        .counters()
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        connections >= 18,
+        "reconnected after each GOAWAY: {connections}"
+    );
+}
