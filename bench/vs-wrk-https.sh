@@ -27,9 +27,7 @@ cargo build --release -q -p loadlab-cli
 LOADLAB=$PWD/target/release/loadlab
 OUT=$PWD/bench/out/vs-wrk-https-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$OUT/server.key" -out "$OUT/server.pem" 2>/dev/null
+bash bench/make-cert.sh "$OUT"
 sed -e "s|__DIR__|$OUT|g" -e "s|__PORT__|$PORT|g" bench/nginx-tls.conf > "$OUT/nginx.conf"
 ulimit -n 65536 2>/dev/null || true
 taskset -c "$SERVER_CPU" nginx -c "$OUT/nginx.conf" -p "$OUT" &
@@ -45,7 +43,7 @@ run_wrk() {
 }
 run_loadlab() {
     /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c "$LOAD_CPU" \
-        "$LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --cacert "$OUT/server.pem" \
+        "$LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --cacert "$OUT/ca.pem" \
         --json "$OUT/loadlab.json" "$URL"
     n=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['measured']['requests']['completed'])" "$OUT/loadlab.json")
     echo "$n $(awk '{print $1 + $2}' "$OUT/time")"
@@ -74,7 +72,7 @@ PY
 echo
 for resume in on off; do
     taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --no-keepalive \
-        --tls-resume "$resume" --cacert "$OUT/server.pem" --json "$OUT/nk-$resume.json" "$URL"
+        --tls-resume "$resume" --cacert "$OUT/ca.pem" --json "$OUT/nk-$resume.json" "$URL"
     python3 - "$OUT/nk-$resume.json" "$resume" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); m = r["measured"]; h = m["tls_handshake_us"] or {}
