@@ -2,7 +2,7 @@
 //! (shell commands instead of compilers, so these run in milliseconds), plus the real lab's
 //! manifests.
 
-use super::support::{targets_dir, RUST_TARGETS};
+use super::support::{targets_dir, OTHER_TARGETS, RUST_TARGETS};
 use loadlab_lab::{BuildAction, BuildState, Lab, LabError, ServeOptions};
 use std::fs;
 use std::path::Path;
@@ -171,16 +171,24 @@ fn serve_refuses_unbuilt_targets_and_reports_a_crash_at_startup() {
 }
 
 #[test]
-fn the_repository_lab_lists_the_four_rust_targets() {
+fn the_repository_lab_lists_every_reference_target() {
     let lab = Lab::open(&targets_dir()).unwrap();
     let rows = lab.list().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
-    for name in RUST_TARGETS {
+    for name in RUST_TARGETS.into_iter().chain(OTHER_TARGETS) {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     for row in rows.iter().filter(|r| r.name.starts_with("rust-")) {
         assert_eq!(row.language, "rust");
         assert!(!row.framework_version.is_empty());
+    }
+    for name in OTHER_TARGETS {
+        let target = lab.target(name).unwrap();
+        assert!(
+            !target.manifest.toolchain.is_empty() && !target.manifest.toolchain_install.is_empty(),
+            "{name}: a target outside the Rust workspace names its toolchain and how to install it"
+        );
+        assert!(!target.manifest.build.artifacts.is_empty(), "{name}");
     }
     let found = Lab::discover(&targets_dir().join("rust-axum/src")).unwrap();
     assert_eq!(found.root(), lab.root());

@@ -1,8 +1,10 @@
-//! The four Rust reference targets, built by `Lab::build` and served as real processes:
-//! each passes `verify`, each makes exactly the upstream calls it is asked for with the
-//! connection behaviour its client mode promises, and all serve the same portfolio bytes.
+//! The reference targets, built by `Lab::build` and served as real processes: each passes
+//! `verify` (the targets in other languages only where their toolchain is installed; otherwise
+//! the test says it skipped them); each Rust target makes exactly the upstream calls it is
+//! asked for with the connection behaviour its client mode promises, and all serve the same
+//! portfolio bytes.
 
-use super::support::{built_lab, serve, RUST_TARGETS};
+use super::support::{built_lab, serve, skip_reason, RUST_TARGETS};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -61,6 +63,48 @@ async fn verify_passes_for_rust_hyper() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_passes_for_rust_warp() {
     verify_passes("rust-warp").await;
+}
+
+/// `verify_passes`, unless the target's toolchain is missing here (then it says so).
+async fn verify_passes_if_installed(name: &str) {
+    if skip_reason(name).is_none() {
+        verify_passes(name).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_go_nethttp() {
+    verify_passes_if_installed("go-nethttp").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_java_vertx() {
+    verify_passes_if_installed("java-vertx").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_java_webflux() {
+    verify_passes_if_installed("java-webflux").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_node_http() {
+    verify_passes_if_installed("node-http").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_node_express() {
+    verify_passes_if_installed("node-express").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_python_flask() {
+    verify_passes_if_installed("python-flask").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_python_starlette() {
+    verify_passes_if_installed("python-starlette").await;
 }
 
 type HttpClient = Client<HttpConnector, Empty<Bytes>>;
