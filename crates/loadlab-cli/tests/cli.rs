@@ -101,8 +101,8 @@ fn bad_flags_exit_2_naming_the_flag_and_the_fix() {
             &["--streams", "--http2"],
         ),
         (
-            &["run", "--http2", "--rate", "100", "http://127.0.0.1:9/"],
-            &["--http2", "closed loop"],
+            &["run", "--http2", "--no-keepalive", "http://127.0.0.1:9/"],
+            &["--no-keepalive", "HTTP/2"],
         ),
     ];
     for (args, needles) in cases {

@@ -187,12 +187,6 @@ impl RunSpec {
                 "does not apply to HTTP/2, whose point is one long connection; drop it",
             ));
         }
-        if self.http2 && (self.rate.is_some() || (self.stages.is_some() && !self.closed_stages)) {
-            return Err(reject(
-                "--http2",
-                "runs in a closed loop for now (-c connections x --streams); drop --rate/--stages",
-            ));
-        }
         let tls = if url.https {
             Some(t.build(&url.host, self.http2)?)
         } else if tls_flags {

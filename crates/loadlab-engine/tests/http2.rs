@@ -115,3 +115,28 @@ fn resets_and_goaway_are_counted_and_the_run_goes_on() {
         "reconnected after each GOAWAY: {connections}"
     );
 }
+
+/// An open loop over HTTP/2: stream slots share the thread's connections.
+#[test]
+fn open_loop_over_http2_shares_connections() {
+    let server = H2Server::start(H2Behavior::default());
+    let r = run_spec(RunSpec {
+        rate: Some(2_000.0),
+        duration: Some(Duration::from_secs(2)),
+        streams: 10,
+        threads: Some(1),
+        ..h2(format!("http://{}/", server.addr()))
+    });
+    let q = &r.measured.requests;
+    assert_eq!(q.completed, 4_000, "{q:?} {:?}", r.measured.errors);
+    assert_eq!(q.not_sent, 0);
+    let connections = server
+        .counters()
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        (1..=3).contains(&connections),
+        "{connections} connections for 10-stream slots"
+    );
+    assert!(r.measured.service_time_us.is_some());
+}

@@ -13,6 +13,7 @@ use crate::error::ErrorClass;
 use crate::stats::Phase;
 use bytes::Bytes;
 use h2::client::SendRequest;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -102,42 +103,9 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
             break;
         }
         let phase = phase_at(&ctx, now);
-        let io = match connect(&ctx, phase).await {
-            Ok(s) => s,
-            Err((class, detail)) => {
-                note_detail(&ctx, phase, class, detail);
-                record_failure(&ctx, phase, class, &Traffic::default(), false);
-                continue;
-            }
+        let Some(send) = open_connection(&ctx, phase).await else {
+            continue;
         };
-        if let Stream::Tls(tls) = &io {
-            if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
-                let class = ErrorClass::ProtocolError;
-                note_detail(
-                    &ctx,
-                    phase,
-                    class,
-                    Some(
-                        "the server did not agree to h2 by ALPN: it may not speak HTTP/2 over TLS"
-                            .into(),
-                    ),
-                );
-                record_failure(&ctx, phase, class, &Traffic::default(), false);
-                continue;
-            }
-        }
-        let (send, connection) = match h2::client::Builder::new().handshake::<_, Bytes>(io).await {
-            Ok(pair) => pair,
-            Err(e) => {
-                let class = ErrorClass::from_h2(&e);
-                note_detail(&ctx, phase, class, Some(format!("HTTP/2 handshake: {e}")));
-                record_failure(&ctx, phase, class, &Traffic::default(), false);
-                continue;
-            }
-        };
-        let driver = tokio::task::spawn_local(async move {
-            let _ = connection.await;
-        });
         let mut streams = tokio::task::JoinSet::new();
         for _ in 0..ctx.streams {
             streams.spawn_local(stream_loop(ctx.clone(), send.clone()));
@@ -153,7 +121,6 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
                 }
             }
         }
-        driver.abort();
         if !connection_died {
             break;
         }
@@ -167,7 +134,6 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
 
 /// One stream's closed loop. Returns true when the connection died under it.
 async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>) -> bool {
-    let request = ctx.h2.as_ref().expect("HTTP/2 run");
     loop {
         let now = Instant::now();
         if over(&ctx, now) {
@@ -178,75 +144,225 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>) -> bool {
             ctx.budget_spent.set(true);
             return false;
         }
-        // Waits for a free stream under the server's SETTINGS_MAX_CONCURRENT_STREAMS.
-        let mut ready = match send.clone().ready().await {
-            Ok(s) => s,
-            Err(e) => {
-                // The request never left: a connection-level failure.
-                record_failure(
-                    &ctx,
-                    phase,
-                    ErrorClass::from_h2(&e),
-                    &Traffic::default(),
-                    false,
-                );
-                return true;
-            }
-        };
-        let sent_at = Instant::now();
-        {
-            let mut rec = ctx.recorder.borrow_mut();
-            rec.in_flight += 1;
-            rec.phase(phase).issued += 1;
-        }
         let due = Due {
             phase,
             intended: None,
             noticed: now,
         };
-        let mut traffic = Traffic::default();
-        let exchange = async {
-            let end_of_stream = request.body.is_empty();
-            let (response, mut body_tx) = ready
-                .send_request(request.build(), end_of_stream)
+        if one_request(&ctx, &send, due).await {
+            return true;
+        }
+    }
+}
+
+/// Sends one request on a stream of `send`'s connection and records the outcome. Returns
+/// true when the connection died (the caller needs another).
+async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> bool {
+    let request = ctx.h2.as_ref().expect("HTTP/2 run");
+    let phase = due.phase;
+    // Waits for a free stream under the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    let mut ready = match send.clone().ready().await {
+        Ok(s) => s,
+        Err(e) => {
+            // The request never left: a connection-level failure.
+            record_failure(
+                ctx,
+                phase,
+                ErrorClass::from_h2(&e),
+                &Traffic::default(),
+                false,
+            );
+            return true;
+        }
+    };
+    let sent_at = Instant::now();
+    {
+        let mut rec = ctx.recorder.borrow_mut();
+        rec.in_flight += 1;
+        rec.phase(phase).issued += 1;
+    }
+    let mut traffic = Traffic::default();
+    let exchange = async {
+        let end_of_stream = request.body.is_empty();
+        let (response, mut body_tx) = ready
+            .send_request(request.build(), end_of_stream)
+            .map_err(|e| ErrorClass::from_h2(&e))?;
+        if !end_of_stream {
+            body_tx
+                .send_data(request.body.clone(), true)
                 .map_err(|e| ErrorClass::from_h2(&e))?;
-            if !end_of_stream {
-                body_tx
-                    .send_data(request.body.clone(), true)
-                    .map_err(|e| ErrorClass::from_h2(&e))?;
-                traffic.sent += request.body.len() as u64;
+            traffic.sent += request.body.len() as u64;
+        }
+        let response = response.await.map_err(|e| ErrorClass::from_h2(&e))?;
+        traffic.first_byte = Some(Instant::now());
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.map_err(|e| ErrorClass::from_h2(&e))?;
+            traffic.received += chunk.len() as u64;
+            traffic.unbooked += chunk.len() as u64;
+            let _ = body.flow_control().release_capacity(chunk.len());
+        }
+        Ok::<u16, ErrorClass>(status)
+    };
+    let outcome = match tokio::time::timeout(ctx.timeout, exchange).await {
+        Ok(r) => r,
+        Err(_) => Err(ErrorClass::RequestTimeout),
+    };
+    match outcome {
+        Ok(status) => {
+            record_success(ctx, &due, sent_at, status, &traffic);
+            false
+        }
+        Err(class) => {
+            record_failure(ctx, phase, class, &traffic, true);
+            matches!(
+                class,
+                ErrorClass::GoAway
+                    | ErrorClass::ConnectionReset
+                    | ErrorClass::ClosedBeforeResponse
+                    | ErrorClass::ProtocolError
+                    | ErrorClass::IoError
+            )
+        }
+    }
+}
+
+/// Opens an HTTP/2 connection and starts its driver. Failures are recorded as the failure of
+/// a request of `phase`.
+async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<Bytes>> {
+    let io = match connect(ctx, phase).await {
+        Ok(s) => s,
+        Err((class, detail)) => {
+            note_detail(ctx, phase, class, detail);
+            record_failure(ctx, phase, class, &Traffic::default(), false);
+            return None;
+        }
+    };
+    if let Stream::Tls(tls) = &io {
+        if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+            let class = ErrorClass::ProtocolError;
+            note_detail(
+                ctx,
+                phase,
+                class,
+                Some(
+                    "the server did not agree to h2 by ALPN: it may not speak HTTP/2 over TLS"
+                        .into(),
+                ),
+            );
+            record_failure(ctx, phase, class, &Traffic::default(), false);
+            return None;
+        }
+    }
+    match h2::client::Builder::new().handshake::<_, Bytes>(io).await {
+        Ok((send, connection)) => {
+            tokio::task::spawn_local(async move {
+                let _ = connection.await;
+            });
+            Some(send)
+        }
+        Err(e) => {
+            let class = ErrorClass::from_h2(&e);
+            note_detail(ctx, phase, class, Some(format!("HTTP/2 handshake: {e}")));
+            record_failure(ctx, phase, class, &Traffic::default(), false);
+            None
+        }
+    }
+}
+
+/// An open-loop thread's HTTP/2 connections, shared by its stream slots.
+#[derive(Default)]
+pub(crate) struct Pool {
+    connections: RefCell<Vec<Rc<PooledConnection>>>,
+    /// A connection is being opened: slots wait for it rather than open their own.
+    opening: Cell<bool>,
+    opened: tokio::sync::Notify,
+}
+
+struct PooledConnection {
+    send: SendRequest<Bytes>,
+    slots: Cell<usize>,
+    dead: Cell<bool>,
+}
+
+/// An open loop's stream slot: one request at a time, on a pooled HTTP/2 connection with a
+/// free slot (each connection carries up to `--streams` of them).
+pub(super) struct Slot {
+    on: Option<Rc<PooledConnection>>,
+}
+
+impl Slot {
+    pub fn new() -> Slot {
+        Slot { on: None }
+    }
+
+    fn detach(&mut self) {
+        if let Some(c) = self.on.take() {
+            c.slots.set(c.slots.get() - 1);
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+impl super::open::Carrier for Slot {
+    async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool {
+        let pool = &ctx.h2_pool;
+        loop {
+            if self.on.as_ref().is_some_and(|c| !c.dead.get()) {
+                return true;
             }
-            let response = response.await.map_err(|e| ErrorClass::from_h2(&e))?;
-            traffic.first_byte = Some(Instant::now());
-            let status = response.status().as_u16();
-            let mut body = response.into_body();
-            while let Some(chunk) = body.data().await {
-                let chunk = chunk.map_err(|e| ErrorClass::from_h2(&e))?;
-                traffic.received += chunk.len() as u64;
-                traffic.unbooked += chunk.len() as u64;
-                let _ = body.flow_control().release_capacity(chunk.len());
+            self.detach();
+            let free = pool
+                .connections
+                .borrow()
+                .iter()
+                .find(|c| !c.dead.get() && c.slots.get() < ctx.streams)
+                .cloned();
+            if let Some(c) = free {
+                c.slots.set(c.slots.get() + 1);
+                self.on = Some(c);
+                return true;
             }
-            Ok::<u16, ErrorClass>(status)
+            if pool.opening.get() {
+                pool.opened.notified().await;
+                continue;
+            }
+            pool.opening.set(true);
+            let send = open_connection(ctx, phase).await;
+            pool.opening.set(false);
+            pool.opened.notify_waiters();
+            let Some(send) = send else {
+                return false;
+            };
+            let mut connections = pool.connections.borrow_mut();
+            connections.retain(|c| !c.dead.get() || c.slots.get() > 0);
+            let c = Rc::new(PooledConnection {
+                send,
+                slots: Cell::new(1),
+                dead: Cell::new(false),
+            });
+            connections.push(c.clone());
+            self.on = Some(c);
+            return true;
+        }
+    }
+
+    async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
+        if !self.connect(ctx, due.phase).await {
+            return;
+        }
+        let Some(c) = self.on.clone() else {
+            return;
         };
-        let outcome = match tokio::time::timeout(ctx.timeout, exchange).await {
-            Ok(r) => r,
-            Err(_) => Err(ErrorClass::RequestTimeout),
-        };
-        match outcome {
-            Ok(status) => record_success(&ctx, &due, sent_at, status, &traffic),
-            Err(class) => {
-                record_failure(&ctx, phase, class, &traffic, true);
-                if matches!(
-                    class,
-                    ErrorClass::GoAway
-                        | ErrorClass::ConnectionReset
-                        | ErrorClass::ClosedBeforeResponse
-                        | ErrorClass::ProtocolError
-                        | ErrorClass::IoError
-                ) {
-                    return true;
-                }
-            }
+        if one_request(ctx, &c.send, due).await {
+            c.dead.set(true);
+            self.detach();
         }
     }
 }

@@ -166,6 +166,8 @@ pub(crate) struct ThreadCtx {
     pub streams: usize,
     /// HTTP/2: the `-n` budget ran out (no reconnecting then).
     pub budget_spent: Cell<bool>,
+    /// Open loop over HTTP/2: the thread's connections, shared by stream slots.
+    pub h2_pool: h2::Pool,
     pub address: SocketAddr,
     pub keepalive: bool,
     pub timeout: Duration,
@@ -270,8 +272,10 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     None,
                     Some((
                         Schedule::new(&profile, *arrival, t, threads),
-                        config.connections / threads
-                            + usize::from(t < config.connections % threads),
+                        // Over HTTP/2 the open loop's slots are streams.
+                        (config.connections / threads
+                            + usize::from(t < config.connections % threads))
+                            * config.streams,
                     )),
                 )
             }
@@ -289,6 +293,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     h2: h2_request,
                     streams,
                     budget_spent: Cell::new(false),
+                    h2_pool: h2::Pool::default(),
                     address,
                     keepalive,
                     timeout,

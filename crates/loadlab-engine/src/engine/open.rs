@@ -183,14 +183,41 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
     }
 }
 
+/// What carries an open loop's requests: an HTTP/1.1 connection, or an HTTP/2 stream slot on
+/// a shared connection.
+pub(super) trait Carrier {
+    /// Gets ready to send (opens the connection if needed); false when that failed, in
+    /// which case the failure was recorded as the request's.
+    async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool;
+    async fn request(&mut self, ctx: &ThreadCtx, due: Due);
+}
+
+impl Carrier for Conn {
+    async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool {
+        Conn::connect(self, ctx, phase).await
+    }
+    async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
+        Conn::request(self, ctx, due).await
+    }
+}
+
 async fn connection(ctx: Rc<ThreadCtx>, first: Due) {
+    if ctx.h2.is_some() {
+        let carrier = super::h2::Slot::new();
+        carry(ctx, first, carrier).await
+    } else {
+        let carrier = Conn::new(&ctx);
+        carry(ctx, first, carrier).await
+    }
+}
+
+async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
     let open = ctx.open.as_ref().expect("open-loop thread");
     let deadline = ctx.deadline.expect("open loops end by time");
     let slot = Rc::new(Slot {
         work: Cell::new(None),
         wake: Notify::new(),
     });
-    let mut conn = Conn::new(&ctx);
     let connected = conn.connect(&ctx, first.phase).await;
     open.connecting.set(open.connecting.get() - 1);
     if open.dispatcher_waiting.replace(false) {
