@@ -13,7 +13,7 @@ MAX_BYTES_N = 10 * 1024 * 1024
 MAX_CALLS = 64
 MAX_ECHO_BYTES = 1024 * 1024
 
-BYTES = bytes(ord("a") + i % 26 for i in range(MAX_BYTES_N))
+BYTES = (b"abcdefghijklmnopqrstuvwxyz" * (MAX_BYTES_N // 26 + 1))[:MAX_BYTES_N]
 
 
 def config_error(message: str) -> None:
