@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
 # The README's lab table, measured by loadlab itself: each target pinned to core 0 with one
-# worker, loadlab (and the mock upstream) on core 1; 50 connections, 10 s per row, on
-# /plaintext and /upstream?calls=8 with a pooled client and with a client per call.
+# worker, loadlab (and the mock upstream) on core 1; 50 connections, 10 s per column after a
+# 1 s warm-up, on /plaintext, /json, and /upstream?calls=8 with a pooled client and with a
+# client per call; plus the target's idle memory (RSS of its process tree just after start).
+# Before the first column each target also gets the warm-up its manifest recommends (30 s for
+# the JVM targets), unmeasured.
 #
-#   bash bench/lab-table.sh                 # all Rust targets
-#   TARGETS="rust-axum" SECS=3 bash bench/lab-table.sh
+#   bash bench/lab-table.sh                                # every built target
+#   TARGETS="rust-axum go-nethttp" SECS=3 bash bench/lab-table.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGETS=${TARGETS:-"rust-actix-web rust-axum rust-hyper rust-warp"}
 SECS=${SECS:-10}
 TARGET_CPU=${TARGET_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 
 cargo build --release -q -p loadlab-cli
 LOADLAB=$PWD/target/release/loadlab
-"$LOADLAB" lab build all >/dev/null
 OUT=$PWD/bench/out/lab-table-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
+"$LOADLAB" lab build all > "$OUT/build.log" 2>&1 || echo "some targets did not build: see $OUT/build.log"
+"$LOADLAB" lab list --json > "$OUT/targets.json"
+TARGETS=${TARGETS:-$(python3 -c "
+import json,sys; print(' '.join(t['name'] for t in json.load(open(sys.argv[1])) if t['state'] == 'built'))" "$OUT/targets.json")}
+warmup_of() { python3 -c "
+import json,sys; print(next((t['warmup_secs'] for t in json.load(open(sys.argv[1])) if t['name'] == sys.argv[2]), 0))" "$OUT/targets.json" "$1"; }
+
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
 # Waits for the first line of a background process's output that matches a pattern.
 first_match() { # file pattern
-    for _ in $(seq 300); do
+    for _ in $(seq 600); do
         line=$(grep -m1 -E "$2" "$1" 2>/dev/null || true)
         [ -n "$line" ] && { echo "$line"; return; }
         sleep 0.1
@@ -31,35 +39,61 @@ first_match() { # file pattern
     echo "timed out waiting for $2 in $1" >&2; exit 2
 }
 
+# RSS in MiB of a process and all its descendants.
+tree_rss() {
+    local all=("$1") i=0
+    while [ $i -lt ${#all[@]} ]; do
+        for c in $(cat /proc/"${all[$i]}"/task/*/children 2>/dev/null); do all+=("$c"); done
+        i=$((i + 1))
+    done
+    local kb=0
+    for p in "${all[@]}"; do
+        kb=$((kb + $(awk '/^VmRSS/ {print $2}' /proc/"$p"/status 2>/dev/null || echo 0)))
+    done
+    echo $((kb / 1024))
+}
+
 taskset -c "$LOAD_CPU" "$LOADLAB" upstream --port 0 --threads 1 > "$OUT/upstream.log" 2>&1 &
 pids+=($!)
 UPSTREAM="http://$(first_match "$OUT/upstream.log" '^listening on ' | awk '{print $3}')"
 
-load() { # url name -> "rps p99_ms"
+load() { # url name -> "rps p99_ms bad"
     taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c50 -d "${SECS}s" --warmup 1s --json "$OUT/$2.json" "$1"
     python3 -c "
 import json,sys; r=json.load(open(sys.argv[1])); m=r['measured']
 ok=sum(v for k,v in m['status_codes'].items() if k.startswith('2'))
-print(round(m['requests']['per_second']), round(m['latency_us']['p99']/1000, 2), m['requests']['failed'] + m['requests']['completed'] - ok)
+print(round(m['requests']['per_second']), round(m['latency_us']['p99']/1000, 2) if m['latency_us'] else '-', m['requests']['failed'] + m['requests']['completed'] - ok)
 " "$OUT/$2.json"
 }
 stats() { curl -s "$UPSTREAM/__stats" | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['requests'], s['connections'])"; }
+fmt() { python3 -c "import sys; print(f'{int(sys.argv[1]):,}')" "$1"; }
 
-printf '| target | /plaintext req/s (p99) | /upstream?calls=8 pooled req/s (p99), upstream conns | per-call req/s (p99), upstream conns |\n|---|---|---|---|\n' > "$OUT/table.md"
+{
+    echo '| target | idle RSS | /plaintext req/s (p99) | /json req/s (p99) | /upstream?calls=8 pooled: req/s (p99), upstream conns | per-call client: req/s (p99), upstream conns |'
+    echo '|---|---|---|---|---|---|'
+} > "$OUT/table.md"
 for t in $TARGETS; do
     "$LOADLAB" lab serve "$t" --cpus "$TARGET_CPU" --workers 1 --upstream "$UPSTREAM" > "$OUT/$t.log" 2>&1 &
     serve_pid=$!
     pids+=($serve_pid)
     URL=$(first_match "$OUT/$t.log" '^http://')
+    target_pid=$(first_match "$OUT/$t.log" 'pid [0-9]+' | sed -E 's/.*pid ([0-9]+).*/\1/')
+    sleep 1
+    rss=$(tree_rss "$target_pid")
+    warm=$(warmup_of "$t")
+    if [ "$warm" -gt 1 ]; then
+        taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c50 -d "${warm}s" "$URL/plaintext" >/dev/null
+    fi
     read -r p_rps p_p99 p_bad < <(load "$URL/plaintext" "$t-plaintext")
+    read -r j_rps j_p99 j_bad < <(load "$URL/json" "$t-json")
     read -r r0 c0 < <(stats)
     read -r u_rps u_p99 u_bad < <(load "$URL/upstream?calls=8" "$t-pooled")
     read -r r1 c1 < <(stats)
     read -r c_rps c_p99 c_bad < <(load "$URL/upstream?calls=8&client=per-call" "$t-per-call")
     read -r r2 c2 < <(stats)
     kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
-    bad=$((p_bad + u_bad + c_bad))
-    row="| $t | $p_rps ($p_p99 ms) | $u_rps ($u_p99 ms), $((c1 - c0)) conns for $((r1 - r0)) calls | $c_rps ($c_p99 ms), $((c2 - c1)) conns for $((r2 - r1)) calls |"
+    bad=$((p_bad + j_bad + u_bad + c_bad))
+    row="| $t | $rss MiB | $(fmt "$p_rps") ($p_p99 ms) | $(fmt "$j_rps") ($j_p99 ms) | $(fmt "$u_rps") ($u_p99 ms), $(fmt $((c1 - c0))) conns for $(fmt $((r1 - r0))) calls | $(fmt "$c_rps") ($c_p99 ms), $(fmt $((c2 - c1))) conns for $(fmt $((r2 - r1))) calls |"
     [ "$bad" -gt 0 ] && row="$row ($bad non-2xx or failed)"
     echo "$row" | tee -a "$OUT/table.md"
 done
