@@ -28,45 +28,19 @@ LOADLAB=$PWD/target/release/loadlab
 OUT=$PWD/bench/out/vs-h2load-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 bash bench/make-cert.sh "$OUT"
-sed -e "s|__DIR__|$OUT|g" -e "s|__PORT__|$PORT|g" bench/nginx-h2.conf > "$OUT/nginx.conf"
-ulimit -n 65536 2>/dev/null || true
-taskset -c "$SERVER_CPU" nginx -c "$OUT/nginx.conf" -p "$OUT" &
-NGINX_PID=$!
-trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true' EXIT
-for _ in $(seq 50); do curl -skf "https://127.0.0.1:$PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
+source bench/lib.sh
+start_nginx bench/nginx-h2.conf "https://127.0.0.1:$PORT/"
 URL="https://localhost:$PORT/"
 
 run_h2load() {
-    /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c "$LOAD_CPU" \
-        h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$SECS" "$URL" > "$OUT/h2load.txt" 2>&1
-    echo "$(awk '/^requests:/ {print $8}' "$OUT/h2load.txt") $(awk '{print $1 + $2}' "$OUT/time")"
+    timed h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$SECS" "$URL" > "$OUT/h2load.txt" 2>&1
+    echo "$(awk '/^requests:/ {print $8}' "$OUT/h2load.txt") $(cpu_seconds)"
 }
 run_loadlab() {
-    /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c "$LOAD_CPU" \
-        "$LOADLAB" run -q -t1 --http2 -c"$CONNS" --streams "$STREAMS" -d"${SECS}s" \
+    timed "$LOADLAB" run -q -t1 --http2 -c"$CONNS" --streams "$STREAMS" -d"${SECS}s" \
         --cacert "$OUT/ca.pem" --json "$OUT/loadlab.json" "$URL"
     n=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['measured']; print(r['status_codes'].get('200', 0))" "$OUT/loadlab.json")
-    echo "$n $(awk '{print $1 + $2}' "$OUT/time")"
+    echo "$n $(cpu_seconds)"
 }
-: > "$OUT/rounds.txt"
-for round in $(seq "$ROUNDS"); do
-    for tool in h2load loadlab; do
-        read -r n cpu < <("run_$tool")
-        echo "$tool $n $cpu" >> "$OUT/rounds.txt"
-        awk -v r="$round" -v t="$tool" -v n="$n" -v c="$cpu" -v s="$SECS" 'BEGIN {
-            printf "round %d  %-8s %10.0f requests/s  %.2f CPU-s per 100k requests\n", r, t, n / s, c * 100000 / n }'
-    done
-done
-python3 - "$OUT/rounds.txt" "$SECS" <<'PY'
-import statistics, sys
-rows = [l.split() for l in open(sys.argv[1])]
-secs = float(sys.argv[2]); med = {}
-for tool in ("h2load", "loadlab"):
-    runs = [(int(n), float(c)) for t, n, c in rows if t == tool]
-    med[tool] = (statistics.median(n / secs for n, _ in runs), statistics.median(c * 1e5 / n for n, c in runs))
-print(f"\n{'tool':<8} {'median requests/s':>18} {'CPU-s per 100k':>15}")
-for tool, (rps, cpu) in med.items():
-    print(f"{tool:<8} {rps:>18,.0f} {cpu:>15.2f}")
-print(f"\nloadlab/h2load over HTTP/2: {med['loadlab'][0] / med['h2load'][0]:.3f}x requests/s")
-PY
+alternate h2load loadlab
 echo "raw output: $OUT"

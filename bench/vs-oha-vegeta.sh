@@ -45,16 +45,10 @@ cargo build --release -q -p loadlab-cli
 LOADLAB=$PWD/target/release/loadlab
 OUT=$PWD/bench/out/vs-oha-vegeta-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
-sed -e "s|__DIR__|$OUT|g" -e "s|__PORT__|$PORT|g" bench/nginx.conf > "$OUT/nginx.conf"
-ulimit -n 65536 2>/dev/null || true
-taskset -c "$SERVER_CPU" nginx -c "$OUT/nginx.conf" -p "$OUT" &
-NGINX_PID=$!
-trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true' EXIT
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
+source bench/lib.sh
+start_nginx bench/nginx.conf "http://127.0.0.1:$PORT/"
 URL="http://127.0.0.1:$PORT/"
 
-timed() { /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c "$LOAD_CPU" "$@"; }
-cpu() { awk '{print $1 + $2}' "$OUT/time"; }
 
 echo "tool rate achieved send_lag_p99_ms cpu_s_per_100k p50_ms p99_ms" > "$OUT/results.txt"
 for rate in $RATES; do
@@ -62,7 +56,7 @@ for rate in $RATES; do
         case $tool in
         loadlab)
             timed "$LOADLAB" run -q -t1 --rate "$rate" -d "${SECS}s" --json "$OUT/l.json" "$URL"
-            python3 - "$OUT/l.json" "$(cpu)" "$rate" >> "$OUT/results.txt" <<'PY'
+            python3 - "$OUT/l.json" "$(cpu_seconds)" "$rate" >> "$OUT/results.txt" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); m = r["measured"]; cpu = float(sys.argv[2])
 n = m["requests"]["completed"] + (r["warmup"] or {"requests": {"completed": 0}})["requests"]["completed"]
@@ -73,7 +67,7 @@ PY
         oha)
             timed "$OHA" -q "$rate" -z "${SECS}s" -c 50 --latency-correction --no-tui \
                 --output-format json "$URL" > "$OUT/o.json"
-            python3 - "$OUT/o.json" "$(cpu)" "$rate" "$SECS" >> "$OUT/results.txt" <<'PY'
+            python3 - "$OUT/o.json" "$(cpu_seconds)" "$rate" "$SECS" >> "$OUT/results.txt" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); cpu = float(sys.argv[2]); secs = float(sys.argv[4])
 s = r["summary"]; n = sum(r.get("statusCodeDistribution", {}).values())
@@ -85,7 +79,7 @@ PY
         vegeta)
             echo "GET $URL" | timed "$VEGETA" attack -rate="$rate/s" -duration="${SECS}s" > "$OUT/v.bin"
             "$VEGETA" report -type=json < "$OUT/v.bin" > "$OUT/v.json"
-            python3 - "$OUT/v.json" "$(cpu)" "$rate" >> "$OUT/results.txt" <<'PY'
+            python3 - "$OUT/v.json" "$(cpu_seconds)" "$rate" >> "$OUT/results.txt" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); cpu = float(sys.argv[2]); l = r["latencies"]
 n = r["requests"]

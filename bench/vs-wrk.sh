@@ -32,59 +32,25 @@ cargo build --release -q -p loadlab-cli
 LOADLAB=$PWD/target/release/loadlab
 OUT=$PWD/bench/out/vs-wrk-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
-sed -e "s|__DIR__|$OUT|g" -e "s|__PORT__|$PORT|g" bench/nginx.conf > "$OUT/nginx.conf"
-ulimit -n 65536 2>/dev/null || true
-taskset -c "$SERVER_CPU" nginx -c "$OUT/nginx.conf" -p "$OUT" &
-NGINX_PID=$!
-trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
-    curl -sf "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && break
-    sleep 0.1
-done
+source bench/lib.sh
+start_nginx bench/nginx.conf "http://127.0.0.1:$PORT/"
 URL="http://127.0.0.1:$PORT/"
 
 # Runs a command pinned to the load core; prints "requests cpu_seconds".
 run_wrk() {
-    /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c "$LOAD_CPU" \
-        wrk -t1 -c"$CONNS" -d"${SECS}s" "$URL" > "$OUT/wrk.txt"
+    timed wrk -t1 -c"$CONNS" -d"${SECS}s" "$URL" > "$OUT/wrk.txt"
     local n
     n=$(awk '/requests in/ {print $1}' "$OUT/wrk.txt")
-    echo "$n $(awk '{print $1 + $2}' "$OUT/time")"
+    echo "$n $(cpu_seconds)"
 }
 run_loadlab() {
-    /usr/bin/time -f "%U %S" -o "$OUT/time" taskset -c "$LOAD_CPU" \
-        "$LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --json "$OUT/loadlab.json" "$URL"
+    timed "$LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --json "$OUT/loadlab.json" "$URL"
     local n
-    n=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['measured']['requests']['completed'])" "$OUT/loadlab.json")
-    echo "$n $(awk '{print $1 + $2}' "$OUT/time")"
+    n=$(loadlab_completed "$OUT/loadlab.json")
+    echo "$n $(cpu_seconds)"
 }
 
-: > "$OUT/rounds.txt"
-for round in $(seq "$ROUNDS"); do
-    for tool in wrk loadlab; do
-        read -r n cpu < <("run_$tool")
-        echo "$tool $n $cpu" >> "$OUT/rounds.txt"
-        awk -v r="$round" -v t="$tool" -v n="$n" -v c="$cpu" -v s="$SECS" 'BEGIN {
-            printf "round %d  %-8s %10.0f requests/s  %.2f CPU-s per 100k requests\n", r, t, n / s, c * 100000 / n }' 
-    done
-done
-
-python3 - "$OUT/rounds.txt" "$SECS" <<'PY'
-import statistics, sys
-rows = [l.split() for l in open(sys.argv[1])]
-secs = float(sys.argv[2])
-med = {}
-for tool in ("wrk", "loadlab"):
-    runs = [(int(n), float(c)) for t, n, c in rows if t == tool]
-    med[tool] = (statistics.median(n / secs for n, _ in runs),
-                 statistics.median(c * 100000 / n for n, c in runs))
-print()
-print(f"{'tool':<8} {'median requests/s':>18} {'CPU-s per 100k':>15}")
-for tool, (rps, cpu) in med.items():
-    print(f"{tool:<8} {rps:>18,.0f} {cpu:>15.2f}")
-print(f"\nloadlab/wrk requests/s: {med['loadlab'][0] / med['wrk'][0]:.3f}x")
-print(f"loadlab/wrk CPU per request: {med['loadlab'][1] / med['wrk'][1]:.3f}x (lower is better)")
-PY
+alternate wrk loadlab
 
 echo
 echo "== $BIG connections held for ${SECS}s (loadlab, 1 thread, pinned to core $LOAD_CPU)"
