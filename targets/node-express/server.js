@@ -5,8 +5,8 @@
 
 const cluster = require('node:cluster');
 const express = require('express');
-const { loadSite } = require('./content');
-const c = require('./contract');
+const { loadSite } = require('../node-common/content');
+const c = require('../node-common/contract');
 
 const config = c.readConfig();
 

@@ -10,7 +10,7 @@ if (major < 20) {
   process.stderr.write(`node-http needs Node.js 20 or newer, found ${process.version}\n`);
   process.exit(1);
 }
-for (const file of ['server.js', 'content.js', 'contract.js']) {
+for (const file of ['server.js', '../node-common/content.js', '../node-common/contract.js']) {
   execFileSync(process.execPath, ['--check', file], { stdio: 'inherit' });
 }
 fs.mkdirSync('build', { recursive: true });

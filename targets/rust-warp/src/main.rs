@@ -42,14 +42,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let socket = match config.host {
-            std::net::IpAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
-            std::net::IpAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
-        };
-        socket.set_reuseaddr(true)?;
-        socket.bind(config.bind_addr())?;
-        let listener = socket.listen(config.backlog)?;
-        println!("listening on {}", listener.local_addr()?);
+        let listener = config.listen()?;
         warp::serve(routes(state)).incoming(listener).run().await;
         Ok(())
     })

@@ -1,5 +1,8 @@
 package loadlab.vertx;
 
+import loadlab.common.Config;
+import loadlab.common.Portfolio;
+
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;

@@ -1,5 +1,8 @@
 package loadlab.vertx;
 
+import loadlab.common.Config;
+import loadlab.common.Portfolio;
+
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;

@@ -1,5 +1,8 @@
 package loadlab.webflux;
 
+import loadlab.common.Config;
+import loadlab.common.Portfolio;
+
 import io.netty.channel.ChannelOption;
 import java.nio.file.Path;
 import java.util.Map;

@@ -1,5 +1,8 @@
 package loadlab.webflux;
 
+import loadlab.common.Config;
+import loadlab.common.Portfolio;
+
 import static org.springframework.web.reactive.function.server.RequestPredicates.all;
 
 import java.time.Duration;

@@ -1,7 +1,7 @@
 'use strict';
 // What the contract (../CONTRACT.md) asks of every target, independent of the HTTP layer:
 // configuration from the environment, the 400 rule, /compute, /bytes and the upstream calls.
-// node-express keeps an identical copy.
+// Shared by node-http and node-express (each manifest hashes ../node-common).
 
 const http = require('node:http');
 const os = require('node:os');

@@ -1,7 +1,7 @@
 'use strict';
 // The portfolio (../content/README.md): posts converted once at startup, the layout filled per
-// request by plain sequential string replacement. node-express keeps an identical copy: each
-// target directory stands alone, and `loadlab lab verify` compares both against the reference.
+// request by plain sequential string replacement. Shared by node-http and node-express; `loadlab
+// lab verify` checks each against the reference.
 
 const fs = require('node:fs');
 const path = require('node:path');

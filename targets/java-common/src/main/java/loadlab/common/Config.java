@@ -1,12 +1,12 @@
-package loadlab.vertx;
+package loadlab.common;
 
 import java.net.InetAddress;
 import java.net.URI;
 import java.util.Map;
 
-/** The contract's environment variables, checked; a bad one exits with status 2 and its fix. */
-record Config(String host, int port, int workers, int backlog, String upstreamUrl, String contentDir) {
-    static Config fromEnv(Map<String, String> env) {
+/** Shared by the Java targets (each pom adds ../java-common as a source root). The contract's environment variables, checked; a bad one exits with status 2 and its fix. */
+public record Config(String host, int port, int workers, int backlog, String upstreamUrl, String contentDir) {
+    public static Config fromEnv(Map<String, String> env) {
         String host = env.getOrDefault("HOST", "127.0.0.1");
         if (!host.matches("[0-9.]+|[0-9a-fA-F:]*:[0-9a-fA-F:.]*")) {
             fail("HOST must be an IP address such as 127.0.0.1, got \"" + host + "\"");
@@ -51,7 +51,7 @@ record Config(String host, int port, int workers, int backlog, String upstreamUr
         return Integer.parseInt(raw);
     }
 
-    static void fail(String message) {
+    public static void fail(String message) {
         System.err.println(message);
         System.exit(2);
     }

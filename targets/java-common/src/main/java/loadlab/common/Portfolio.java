@@ -1,4 +1,4 @@
-package loadlab.webflux;
+package loadlab.common;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -14,7 +14,7 @@ import java.util.stream.Stream;
  * The portfolio (../content/README.md): posts converted once at startup, the layout filled per
  * request by plain sequential string replacement (content never contains "{{").
  */
-final class Portfolio {
+public final class Portfolio {
     private record Post(String title, String html) {}
 
     private final Map<String, String> templates = new TreeMap<>();
@@ -22,7 +22,7 @@ final class Portfolio {
     /** Sorted by id; ids are ASCII, so String order is byte order. */
     private final TreeMap<String, Post> posts = new TreeMap<>();
 
-    Portfolio(Path dir) throws IOException {
+    public Portfolio(Path dir) throws IOException {
         for (String name : List.of("layout", "home", "blogs", "blog_item", "blog", "version", "not_found")) {
             templates.put(name, read(dir.resolve("templates/" + name + ".html")));
         }
@@ -42,7 +42,7 @@ final class Portfolio {
         return Files.readString(path, StandardCharsets.UTF_8);
     }
 
-    static String escape(String s) {
+    public static String escape(String s) {
         StringBuilder out = new StringBuilder(s.length() + 16);
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
@@ -104,18 +104,18 @@ final class Portfolio {
         return fill(templates.get("layout"), "title", escape(title), "main", main);
     }
 
-    String home() {
+    public String home() {
         return page("Home", templates.get("home"));
     }
 
-    String blogs() {
+    public String blogs() {
         StringBuilder items = new StringBuilder();
         posts.forEach((id, post) -> items.append(fill(templates.get("blog_item"), "id", id, "title", escape(post.title()))));
         return page("Blogs", fill(templates.get("blogs"), "items", items.toString()));
     }
 
     /** The post page, or null for an unknown id. */
-    String blog(String id) {
+    public String blog(String id) {
         Post post = posts.get(id);
         if (post == null) {
             return null;
@@ -123,11 +123,11 @@ final class Portfolio {
         return page(post.title(), fill(templates.get("blog"), "title", escape(post.title()), "body", post.html()));
     }
 
-    String version() {
+    public String version() {
         return page("Version", fill(templates.get("version"), "version", escape(version)));
     }
 
-    String notFound() {
+    public String notFound() {
         return page("Not Found", templates.get("not_found"));
     }
 }
