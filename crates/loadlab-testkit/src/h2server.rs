@@ -2,12 +2,12 @@
 //! and the most streams any one connection had open at once, and can misbehave: GOAWAY after
 //! some requests on each connection, or RST_STREAM on every n-th stream.
 
+use crate::background::Background;
 use crate::TestCa;
 use bytes::Bytes;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::net::TcpListener;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct H2Behavior {
@@ -28,10 +28,9 @@ pub struct H2Counters {
 }
 
 pub struct H2Server {
-    addr: SocketAddr,
     counters: Arc<H2Counters>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Stops the server when dropped.
+    background: Background,
 }
 
 impl H2Server {
@@ -48,71 +47,41 @@ impl H2Server {
     }
 
     fn start_with(behavior: H2Behavior, tls: Option<Arc<rustls::ServerConfig>>) -> H2Server {
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        std_listener.set_nonblocking(true).expect("nonblocking");
-        let addr = std_listener.local_addr().expect("addr");
         let counters = Arc::new(H2Counters::default());
-        let (tx, rx) = tokio::sync::oneshot::channel();
         let c = counters.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = TcpListener::from_std(std_listener).expect("listener");
-                let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-                let accept = async {
-                    loop {
-                        let Ok((tcp, _)) = listener.accept().await else {
-                            continue;
-                        };
-                        c.connections.fetch_add(1, Ordering::SeqCst);
-                        let c = c.clone();
-                        let acceptor = acceptor.clone();
-                        tokio::spawn(async move {
-                            match acceptor {
-                                Some(a) => {
-                                    if let Ok(tls) = a.accept(tcp).await {
-                                        serve(tls, behavior, c).await;
-                                    }
-                                }
-                                None => serve(tcp, behavior, c).await,
-                            }
-                        });
-                    }
+        let background = Background::start(move |listener| async move {
+            let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
                 };
-                tokio::select! {
-                    _ = accept => {}
-                    _ = rx => {}
-                }
-            });
+                c.connections.fetch_add(1, Ordering::SeqCst);
+                let c = c.clone();
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    match acceptor {
+                        Some(a) => {
+                            if let Ok(tls) = a.accept(tcp).await {
+                                serve(tls, behavior, c).await;
+                            }
+                        }
+                        None => serve(tcp, behavior, c).await,
+                    }
+                });
+            }
         });
         H2Server {
-            addr,
             counters,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            background,
         }
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.background.addr
     }
 
     pub fn counters(&self) -> &H2Counters {
         &self.counters
-    }
-}
-
-impl Drop for H2Server {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

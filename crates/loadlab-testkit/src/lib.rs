@@ -6,6 +6,7 @@
 //! short, responses trickled one byte per write. It parses requests only as far as a test
 //! needs: the header block and a Content-Length body.
 
+mod background;
 mod h2server;
 mod timed;
 mod tls;
@@ -18,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// What the server does with each request.
 #[derive(Debug, Clone)]
@@ -69,10 +70,9 @@ impl Counters {
 }
 
 pub struct TestServer {
-    addr: SocketAddr,
     counters: Arc<Counters>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Stops the server when dropped.
+    background: background::Background,
 }
 
 /// A complete response with a Content-Length body.
@@ -121,89 +121,58 @@ impl TestServer {
         behavior: Behavior,
         tls: Option<std::sync::Arc<rustls::ServerConfig>>,
     ) -> TestServer {
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        std_listener.set_nonblocking(true).expect("nonblocking");
-        let addr = std_listener.local_addr().expect("local addr");
         let counters = Arc::new(Counters::default());
-        let (tx, rx) = tokio::sync::oneshot::channel();
         let c = counters.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = TcpListener::from_std(std_listener).expect("listener");
-                let behavior = Arc::new(behavior);
-                let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-                let accept = async {
-                    loop {
-                        let Ok((stream, _)) = listener.accept().await else {
-                            continue;
-                        };
-                        c.accepted.fetch_add(1, Ordering::SeqCst);
-                        let _ = stream.set_nodelay(true);
-                        let (behavior, c) = (behavior.clone(), c.clone());
-                        match &acceptor {
-                            None => {
-                                tokio::spawn(serve(stream, behavior, c));
-                            }
-                            Some(acceptor) => {
-                                let acceptor = acceptor.clone();
-                                tokio::spawn(async move {
-                                    // A handshake the client aborts is the client's test.
-                                    let Ok(tls) = acceptor.accept(stream).await else {
-                                        return;
-                                    };
-                                    let resumed = tls.get_ref().1.handshake_kind()
-                                        == Some(rustls::HandshakeKind::Resumed);
-                                    if resumed {
-                                        c.tls_resumed.fetch_add(1, Ordering::SeqCst);
-                                    } else {
-                                        c.tls_full.fetch_add(1, Ordering::SeqCst);
-                                    }
-                                    serve(tls, behavior, c).await;
-                                });
-                            }
-                        }
-                    }
+        let background = background::Background::start(move |listener| async move {
+            let behavior = Arc::new(behavior);
+            let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
                 };
-                tokio::select! {
-                    _ = accept => {}
-                    _ = rx => {}
+                c.accepted.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.set_nodelay(true);
+                let (behavior, c) = (behavior.clone(), c.clone());
+                match &acceptor {
+                    None => {
+                        tokio::spawn(serve(stream, behavior, c));
+                    }
+                    Some(acceptor) => {
+                        let acceptor = acceptor.clone();
+                        tokio::spawn(async move {
+                            // A handshake the client aborts is the client's test.
+                            let Ok(tls) = acceptor.accept(stream).await else {
+                                return;
+                            };
+                            let resumed = tls.get_ref().1.handshake_kind()
+                                == Some(rustls::HandshakeKind::Resumed);
+                            if resumed {
+                                c.tls_resumed.fetch_add(1, Ordering::SeqCst);
+                            } else {
+                                c.tls_full.fetch_add(1, Ordering::SeqCst);
+                            }
+                            serve(tls, behavior, c).await;
+                        });
+                    }
                 }
-            });
-            // Dropping the runtime closes every connection still open.
+            }
         });
         TestServer {
-            addr,
             counters,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            background,
         }
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.background.addr
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr, path)
+        format!("http://{}{}", self.addr(), path)
     }
 
     pub fn counters(&self) -> &Counters {
         &self.counters
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -1,0 +1,56 @@
+//! A server's accept loop on a thread of its own, with its own current-thread runtime, so it
+//! never shares an event loop with the engine under test. Dropping the handle stops the loop
+//! and the runtime, which closes every connection still open.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use tokio::net::TcpListener;
+
+pub(crate) struct Background {
+    pub addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    /// Binds 127.0.0.1:0 and runs `accept_loop(listener)` until dropped.
+    pub fn start<F, Fut>(accept_loop: F) -> Background
+    where
+        F: FnOnce(TcpListener) -> Fut + Send + 'static,
+        Fut: Future<Output = ()>,
+    {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let addr = std_listener.local_addr().expect("local addr");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).expect("listener");
+                tokio::select! {
+                    _ = accept_loop(listener) => {}
+                    _ = rx => {}
+                }
+            });
+        });
+        Background {
+            addr,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
