@@ -1,0 +1,435 @@
+//! Starting a server for a run: inside its own cgroup (limits applied before its first
+//! instruction), in its own process group (a terminal's Ctrl-C goes to loadlab alone, which
+//! then saves its results and stops the server), with start-up timed from spawn to the
+//! first 2xx health check.
+
+use crate::cgroup::{Cgroup, LimitsReport};
+use crate::limits::{format_cpu_list, Limits, LimitsMode};
+use crate::sampler::{ExitProbe, Source};
+use crate::{procfs, ProbeError};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How loadlab learns where the server listens.
+#[derive(Debug, Clone)]
+pub enum Readiness {
+    /// The first stdout line is `listening on ADDR` (the lab's contract).
+    AddressLine,
+    /// It listens on this address (loadlab chose the port and passed it in `PORT`).
+    Address(SocketAddr),
+}
+
+/// A server to start.
+#[derive(Debug)]
+pub struct Launch {
+    pub command: Command,
+    /// For messages and the result: a target's name or the command line.
+    pub description: String,
+    pub limits: Limits,
+    pub mode: LimitsMode,
+    pub readiness: Readiness,
+    /// Ready means a 2xx answer to `GET health_path`.
+    pub health_path: String,
+    pub timeout: Duration,
+}
+
+/// How often readiness is polled: start-up time is known to this precision.
+const READY_POLL: Duration = Duration::from_millis(5);
+const OUTPUT_LINES_KEPT: usize = 20;
+
+/// A running server. Dropping it kills it (by PID) and deletes its cgroup.
+#[derive(Debug)]
+pub struct Launched {
+    child: Arc<Mutex<Child>>,
+    pid: u32,
+    addr: SocketAddr,
+    ready_after: Duration,
+    health_path: String,
+    description: String,
+    limits: LimitsReport,
+    output_tail: Arc<Mutex<VecDeque<String>>>,
+    // Declared last: dropped after the child has been killed and reaped.
+    group: Option<Arc<Cgroup>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Launch {
+    /// Creates the cgroup, spawns the server inside it and waits until it is healthy.
+    pub fn start(mut self) -> Result<Launched, ProbeError> {
+        let (group, mut limits) = Cgroup::create(&self.limits, self.mode)?;
+        let join = group.as_ref().map(Cgroup::join_files).unwrap_or_default();
+        // Pinning without a cpuset (best-effort): the affinity mask still pins, though the
+        // server could widen it again.
+        let mut affinity = None;
+        if let (Some(cpus), Some(pin)) = (&self.limits.pin, limits.pin.as_mut()) {
+            if !pin.applied {
+                affinity = Some(cpu_set(cpus));
+                pin.applied = true;
+                pin.how = format!(
+                    "sched_setaffinity({}) (no cpuset: {})",
+                    format_cpu_list(cpus),
+                    pin.how
+                );
+            }
+        }
+        self.command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        prepare_child(&mut self.command, join, affinity);
+        let spawned_at = Instant::now();
+        let mut child = self.command.spawn().map_err(|source| ProbeError::Spawn {
+            command: self.description.clone(),
+            source,
+        })?;
+        let output_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let first_line = drain_output(&mut child, &output_tail, &self.readiness);
+        let pid = child.id();
+        let mut launched = Launched {
+            child: Arc::new(Mutex::new(child)),
+            pid,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ready_after: Duration::ZERO,
+            health_path: self.health_path.clone(),
+            description: self.description.clone(),
+            limits,
+            output_tail,
+            group: group.map(Arc::new),
+        };
+        let deadline = spawned_at + self.timeout;
+        let fail = |l: &Launched, message: String| {
+            // Let the output readers catch the reason it exited.
+            std::thread::sleep(Duration::from_millis(50));
+            ProbeError::Startup {
+                command: l.description.clone(),
+                message,
+                stderr_tail: l.output_tail(),
+            }
+        };
+        launched.addr = match &self.readiness {
+            Readiness::Address(addr) => *addr,
+            Readiness::AddressLine => {
+                let rx = first_line.expect("AddressLine readiness reads stdout");
+                match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                    Ok(line) => parse_address_line(&line).map_err(|m| fail(&launched, m))?,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        return Err(fail(
+                            &launched,
+                            format!(
+                                "no `listening on ADDR` line on stdout within {:?}",
+                                self.timeout
+                            ),
+                        ))
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        let status = launched
+                            .exit_status()
+                            .unwrap_or_else(|| "closed stdout".into());
+                        return Err(fail(
+                            &launched,
+                            format!("it exited ({status}) before printing `listening on ADDR`"),
+                        ));
+                    }
+                }
+            }
+        };
+        loop {
+            if healthz(launched.addr, &self.health_path) {
+                launched.ready_after = spawned_at.elapsed();
+                return Ok(launched);
+            }
+            if let Some(status) = launched.exit_status() {
+                return Err(fail(
+                    &launched,
+                    format!(
+                        "it exited ({status}) before GET {} answered 2xx",
+                        self.health_path
+                    ),
+                ));
+            }
+            if Instant::now() >= deadline {
+                return Err(fail(
+                    &launched,
+                    format!(
+                        "GET http://{}{} did not answer 2xx within {:?}; if the server has no \
+                         such path, pass --healthz PATH (one it answers 200 on), or allow more \
+                         time with --startup-timeout",
+                        launched.addr, self.health_path, self.timeout
+                    ),
+                ));
+            }
+            std::thread::sleep(READY_POLL);
+        }
+    }
+}
+
+impl Launched {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// From spawn to the first 2xx health check.
+    pub fn ready_after(&self) -> Duration {
+        self.ready_after
+    }
+
+    pub fn health_url(&self) -> String {
+        format!("http://{}{}", self.addr, self.health_path)
+    }
+
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    pub fn limits(&self) -> &LimitsReport {
+        &self.limits
+    }
+
+    pub fn cgroup(&self) -> Option<&Arc<Cgroup>> {
+        self.group.as_ref()
+    }
+
+    /// The last lines the server wrote (stderr, and stdout after the address line).
+    pub fn output_tail(&self) -> Vec<String> {
+        lock(&self.output_tail).iter().cloned().collect()
+    }
+
+    /// How to sample it.
+    pub fn source(&self) -> Source {
+        match &self.group {
+            Some(group) => Source::Cgroup {
+                group: group.clone(),
+                pid: self.pid,
+            },
+            None => Source::Tree { pid: self.pid },
+        }
+    }
+
+    /// `Some(status)` once the server has exited.
+    pub fn exit_status(&self) -> Option<String> {
+        let mut child = lock(&self.child);
+        match child.try_wait() {
+            Ok(Some(status)) => Some(describe(status)),
+            Ok(None) => None,
+            Err(e) => Some(format!("unknown ({e})")),
+        }
+    }
+
+    /// An [`ExitProbe`] for the sampler.
+    pub fn exit_probe(&self) -> ExitProbe {
+        let child = self.child.clone();
+        Box::new(move || match lock(&child).try_wait() {
+            Ok(Some(status)) => Some(describe(status)),
+            _ => None,
+        })
+    }
+
+    /// Resident and cgroup memory now (idle, right after start-up).
+    pub fn memory_now(&self) -> (u64, Option<u64>) {
+        let pids = match &self.group {
+            Some(g) => g.pids(),
+            None => procfs::tree(self.pid),
+        };
+        (
+            procfs::sum(&pids).rss_bytes,
+            self.group.as_ref().and_then(|g| g.memory_bytes()),
+        )
+    }
+
+    /// Stops the server now (what dropping does).
+    pub fn stop(self) {}
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        let mut child = lock(&self.child);
+        // Its own PID only; the cgroup's drop then kills any process it left behind.
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(9)) => "killed by signal 9 (SIGKILL)".into(),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => status.to_string(),
+    }
+}
+
+fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it for CPUs parse_cpu_list
+    // bounded by the machine's count.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    set
+}
+
+/// Between fork and exec: join the cgroup (so every thread the server ever starts is inside),
+/// leave loadlab's process group (a terminal's Ctrl-C must reach loadlab only), die with
+/// loadlab (a `kill -9` of loadlab must not leave a server behind), and pin if asked.
+fn prepare_child(
+    command: &mut Command,
+    join: Vec<std::ffi::CString>,
+    affinity: Option<libc::cpu_set_t>,
+) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child and makes only async-signal-safe system
+    // calls (open, write, close, setpgid, prctl, sched_setaffinity) on data prepared before
+    // the fork; it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            for file in &join {
+                let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let wrote = libc::write(fd, b"0".as_ptr().cast(), 1);
+                libc::close(fd);
+                if wrote != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            libc::setpgid(0, 0);
+            // The signal follows the death of the thread that forked: loadlab launches from
+            // its main thread.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if let Some(set) = &affinity {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Keeps the last lines of the server's stdout and stderr (for error messages) and never
+/// lets a full pipe block it. With [`Readiness::AddressLine`], the first stdout line is
+/// handed over on the returned channel.
+fn drain_output(
+    child: &mut Child,
+    tail: &Arc<Mutex<VecDeque<String>>>,
+    readiness: &Readiness,
+) -> Option<mpsc::Receiver<String>> {
+    let keep = |tail: &Arc<Mutex<VecDeque<String>>>, line: String| {
+        let mut tail = lock(tail);
+        if tail.len() == OUTPUT_LINES_KEPT {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    };
+    if let Some(stderr) = child.stderr.take() {
+        let tail = tail.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                keep(&tail, line);
+            }
+        });
+    }
+    let stdout = child.stdout.take()?;
+    let (tx, rx) = mpsc::channel();
+    let wants_line = matches!(readiness, Readiness::AddressLine);
+    let tail = tail.clone();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut first = true;
+        let mut line = String::new();
+        while matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+            if first && wants_line {
+                let _ = tx.send(line.clone());
+            } else {
+                keep(&tail, line.trim_end().to_string());
+            }
+            first = false;
+            line.clear();
+        }
+        // Anything unreadable as text: drain it anyway.
+        let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    });
+    wants_line.then_some(rx)
+}
+
+/// Parses `listening on 127.0.0.1:43121`; an unspecified IP becomes loopback.
+pub fn parse_address_line(line: &str) -> Result<SocketAddr, String> {
+    let line = line.trim();
+    let addr = line
+        .strip_prefix("listening on ")
+        .and_then(|rest| {
+            rest.trim()
+                .trim_start_matches("http://")
+                .parse::<SocketAddr>()
+                .ok()
+        })
+        .ok_or_else(|| {
+            format!("its first stdout line should be `listening on ADDR:PORT`, got {line:?}")
+        })?;
+    Ok(match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => {
+            SocketAddr::from(([127, 0, 0, 1], addr.port()))
+        }
+        ip if ip.is_unspecified() => SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port())),
+        _ => addr,
+    })
+}
+
+/// One blocking `GET path`; true on a 2xx.
+pub fn healthz(addr: SocketAddr, path: &str) -> bool {
+    let attempt = || -> std::io::Result<bool> {
+        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut head = [0u8; 10];
+        stream.read_exact(&mut head)?;
+        Ok(head.starts_with(b"HTTP/1.") && head[9] == b'2')
+    };
+    attempt().unwrap_or(false)
+}
+
+/// A free loopback port for a server loadlab starts with `PORT` set. (Another process could
+/// take it before the server binds; the start-up then fails with the server's own message.)
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
+        .local_addr()?
+        .port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_lines() {
+        assert_eq!(
+            parse_address_line("listening on 127.0.0.1:43121\n").unwrap(),
+            "127.0.0.1:43121".parse().unwrap()
+        );
+        assert_eq!(
+            parse_address_line("listening on 0.0.0.0:80").unwrap(),
+            "127.0.0.1:80".parse().unwrap()
+        );
+        assert_eq!(
+            parse_address_line("listening on [::1]:8080").unwrap(),
+            "[::1]:8080".parse().unwrap()
+        );
+        assert!(parse_address_line("Server started").is_err());
+    }
+}

@@ -1,0 +1,391 @@
+//! The server's figures as a run result carries them: a series of windows between
+//! consecutive samples, on the same clock as the latency timeline (seconds from the run's
+//! start), and p50/p99/max summaries over the measured phase. Pure functions of the samples.
+
+use crate::cgroup::LimitsReport;
+use crate::sampler::{Exit, Sample};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Everything the result says about the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerReport {
+    /// "launched", "pid" or "cgroup".
+    pub source: String,
+    /// What ran: a lab target's name, a command, a PID or a cgroup path.
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<LimitsReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup: Option<Startup>,
+    pub sample_interval_s: f64,
+    /// Over the measured phase (after any warm-up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<ResourceSummary>,
+    /// Set when the server died during the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitReport>,
+    pub samples: Vec<WindowSample>,
+}
+
+/// From spawn to the first good health check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Startup {
+    pub ready_s: f64,
+    pub health_url: String,
+    /// Right after it became ready, before any load.
+    pub idle_rss_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_memory_bytes: Option<u64>,
+}
+
+/// p50, p99, max and mean of a figure over the sample windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Spread {
+    /// Nearest-rank percentiles; `None` for no values.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let rank =
+            |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+        Some(Spread {
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: sorted[sorted.len() - 1],
+            mean: sorted.iter().sum::<f64>() / sorted.len() as f64,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSummary {
+    pub windows: usize,
+    /// CPU in cores (1.0 = one core busy throughout the window).
+    pub cpu_cores: Spread,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_quota_cores: Option<f64>,
+    /// CPU as a share of the quota (1.0 = the whole quota used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_quota_share: Option<Spread>,
+    /// CFS periods in which the group ran out of quota, of all periods, and the time its
+    /// threads waited for the next period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub periods: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_s: Option<f64>,
+    pub rss_bytes: Spread,
+    /// The cgroup's charged memory (what the limit is checked against).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<Spread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit_share: Option<Spread>,
+    pub threads_max: u64,
+    pub fds_max: u64,
+    pub processes_max: u64,
+    /// Bytes the server passed to write-like system calls (responses, logs).
+    pub written_bytes: u64,
+    pub written_per_s: f64,
+    /// loadlab's own CPU in cores, from the same sampler.
+    pub generator_cpu_cores: Spread,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oom_kills: Option<u64>,
+}
+
+/// The window between two consecutive samples, ending at `t_s`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WindowSample {
+    /// End of the window, seconds from the run's start (negative before load began).
+    pub t_s: f64,
+    pub dt_s: f64,
+    pub cpu_cores: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    pub rss_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    pub threads: u64,
+    pub fds: u64,
+    pub written_bytes: u64,
+    pub generator_cpu_cores: f64,
+    pub processes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExitReport {
+    /// Seconds from the run's start.
+    pub at_s: f64,
+    pub status: String,
+    pub oom_killed: bool,
+}
+
+/// The server's figures within one interval of the latency timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IntervalResources {
+    /// Mean CPU over the interval, in cores.
+    pub cpu_cores: f64,
+    /// Highest RSS sampled in the interval.
+    pub rss_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    pub generator_cpu_cores: f64,
+}
+
+fn secs_between(origin: Instant, at: Instant) -> f64 {
+    if at >= origin {
+        (at - origin).as_secs_f64()
+    } else {
+        -(origin - at).as_secs_f64()
+    }
+}
+
+/// Windows between consecutive samples, timed from `origin` (the run's start).
+pub fn windows(samples: &[Sample], origin: Instant) -> Vec<WindowSample> {
+    samples
+        .windows(2)
+        .filter_map(|pair| {
+            let (a, b) = (&pair[0], &pair[1]);
+            let dt = (b.at - a.at).as_secs_f64();
+            (dt > 0.0).then(|| WindowSample {
+                t_s: secs_between(origin, b.at),
+                dt_s: dt,
+                // A process that exits takes its CPU time with it (tree sampling): never
+                // report a negative rate.
+                cpu_cores: b.cpu_ns.saturating_sub(a.cpu_ns) as f64 / 1e9 / dt,
+                throttled_periods: match (a.throttling, b.throttling) {
+                    (Some(x), Some(y)) => Some(y.throttled.saturating_sub(x.throttled)),
+                    _ => None,
+                },
+                rss_bytes: b.rss_bytes,
+                memory_bytes: b.memory_bytes,
+                threads: b.threads,
+                fds: b.fds,
+                written_bytes: b.written_bytes.saturating_sub(a.written_bytes),
+                generator_cpu_cores: b.generator_cpu_ns.saturating_sub(a.generator_cpu_ns) as f64
+                    / 1e9
+                    / dt,
+                processes: b.processes,
+            })
+        })
+        .collect()
+}
+
+/// Summary of the windows ending within `(from_s, to_s]`, plus the throttling counters
+/// between the samples that bound that span.
+pub fn summarize(
+    samples: &[Sample],
+    origin: Instant,
+    from_s: f64,
+    to_s: f64,
+    quota_cores: Option<f64>,
+    memory_limit: Option<u64>,
+) -> Option<ResourceSummary> {
+    // A small tolerance: the last sample is taken just after the run ends.
+    let slack = 0.05;
+    let inside: Vec<usize> = (1..samples.len())
+        .filter(|&i| {
+            let t = secs_between(origin, samples[i].at);
+            t > from_s && t <= to_s + slack
+        })
+        .collect();
+    let (&first, &last) = (inside.first()?, inside.last()?);
+    let all = windows(samples, origin);
+    let picked: Vec<&WindowSample> = all
+        .iter()
+        .filter(|w| w.t_s > from_s && w.t_s <= to_s + slack)
+        .collect();
+    let spread = |f: &dyn Fn(&WindowSample) -> f64| {
+        Spread::of(&picked.iter().map(|w| f(w)).collect::<Vec<_>>()).unwrap_or_default()
+    };
+    let cpu = spread(&|w| w.cpu_cores);
+    let (start, end) = (&samples[first - 1], &samples[last]);
+    let span = (end.at - start.at).as_secs_f64();
+    let throttling = match (start.throttling, end.throttling) {
+        (Some(a), Some(b)) => Some((
+            b.throttled.saturating_sub(a.throttled),
+            b.periods.saturating_sub(a.periods),
+            b.throttled_ns.saturating_sub(a.throttled_ns) as f64 / 1e9,
+        )),
+        _ => None,
+    };
+    let has_memory = picked.iter().all(|w| w.memory_bytes.is_some());
+    let written = end.written_bytes.saturating_sub(start.written_bytes);
+    Some(ResourceSummary {
+        windows: picked.len(),
+        cpu_cores: cpu,
+        cpu_quota_cores: quota_cores,
+        cpu_quota_share: quota_cores.map(|q| spread(&|w| w.cpu_cores / q)),
+        throttled_periods: throttling.map(|t| t.0),
+        periods: throttling.map(|t| t.1),
+        throttled_s: throttling.map(|t| t.2),
+        rss_bytes: spread(&|w| w.rss_bytes as f64),
+        memory_bytes: has_memory.then(|| spread(&|w| w.memory_bytes.unwrap_or(0) as f64)),
+        memory_limit_bytes: memory_limit,
+        memory_limit_share: memory_limit
+            .filter(|_| has_memory)
+            .map(|limit| spread(&|w| w.memory_bytes.unwrap_or(0) as f64 / limit as f64)),
+        threads_max: picked.iter().map(|w| w.threads).max().unwrap_or(0),
+        fds_max: picked.iter().map(|w| w.fds).max().unwrap_or(0),
+        processes_max: picked.iter().map(|w| w.processes).max().unwrap_or(0),
+        written_bytes: written,
+        written_per_s: if span > 0.0 {
+            written as f64 / span
+        } else {
+            0.0
+        },
+        generator_cpu_cores: spread(&|w| w.generator_cpu_cores),
+        oom_kills: end.oom_kills,
+    })
+}
+
+/// The server's figures for the timeline interval `[start_s, start_s + duration_s)`:
+/// windows ending inside it, CPU weighted by window length.
+pub fn interval(
+    windows: &[WindowSample],
+    start_s: f64,
+    duration_s: f64,
+) -> Option<IntervalResources> {
+    let end = start_s + duration_s;
+    let inside: Vec<&WindowSample> = windows
+        .iter()
+        .filter(|w| w.t_s > start_s && w.t_s <= end + 1e-9)
+        .collect();
+    if inside.is_empty() {
+        return None;
+    }
+    let time: f64 = inside.iter().map(|w| w.dt_s).sum();
+    let weighted =
+        |f: &dyn Fn(&WindowSample) -> f64| inside.iter().map(|w| f(w) * w.dt_s).sum::<f64>() / time;
+    Some(IntervalResources {
+        cpu_cores: weighted(&|w| w.cpu_cores),
+        rss_bytes: inside.iter().map(|w| w.rss_bytes).max().unwrap_or(0),
+        memory_bytes: inside.iter().filter_map(|w| w.memory_bytes).max(),
+        throttled_periods: inside
+            .iter()
+            .map(|w| w.throttled_periods)
+            .sum::<Option<u64>>(),
+        generator_cpu_cores: weighted(&|w| w.generator_cpu_cores),
+    })
+}
+
+/// The exit as the result reports it.
+pub fn exit_report(exit: &Exit, origin: Instant) -> ExitReport {
+    ExitReport {
+        at_s: secs_between(origin, exit.at),
+        status: exit.status.clone(),
+        oom_killed: exit.oom_killed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cgroup::Throttling;
+    use std::time::Duration;
+
+    /// A synthetic series on a controllable clock: `cpu_ms` per 100 ms window.
+    fn series(origin: Instant, cpu_ms: &[u64], rss_mb: &[u64]) -> Vec<Sample> {
+        let mut cpu = 0;
+        let mut out = Vec::new();
+        for i in 0..=cpu_ms.len() {
+            if i > 0 {
+                cpu += cpu_ms[i - 1] * 1_000_000;
+            }
+            out.push(Sample {
+                at: origin + Duration::from_millis(100 * i as u64),
+                cpu_ns: cpu,
+                throttling: Some(Throttling {
+                    periods: i as u64,
+                    throttled: i as u64 / 2,
+                    throttled_ns: i as u64 * 10_000_000,
+                }),
+                rss_bytes: rss_mb[i.min(rss_mb.len() - 1)] << 20,
+                memory_bytes: Some((rss_mb[i.min(rss_mb.len() - 1)] + 1) << 20),
+                threads: 4,
+                fds: 10 + i as u64,
+                written_bytes: 1000 * i as u64,
+                generator_cpu_ns: 50_000_000 * i as u64,
+                processes: 1,
+                oom_kills: Some(0),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn windows_are_rates_between_samples() {
+        let origin = Instant::now();
+        let s = series(origin, &[8, 8, 50], &[10]);
+        let w = windows(&s, origin);
+        assert_eq!(w.len(), 3);
+        assert!((w[0].cpu_cores - 0.08).abs() < 1e-9);
+        assert!((w[2].cpu_cores - 0.5).abs() < 1e-9);
+        assert!((w[0].t_s - 0.1).abs() < 1e-9);
+        assert!((w[1].generator_cpu_cores - 0.5).abs() < 1e-9);
+        assert_eq!(w[1].written_bytes, 1000);
+    }
+
+    #[test]
+    fn summary_covers_only_the_measured_span() {
+        let origin = Instant::now();
+        // 5 warm-up windows at 90% of a core, then 10 at 8%.
+        let mut cpu = vec![90; 5];
+        cpu.extend([8; 10]);
+        let rss: Vec<u64> = (0..=15).map(|i| 10 + i).collect();
+        let s = series(origin, &cpu, &rss);
+        let sum = summarize(&s, origin, 0.5, 1.5, Some(0.08), Some(64 << 20)).unwrap();
+        assert_eq!(sum.windows, 10);
+        assert!(
+            (sum.cpu_cores.p99 - 0.08).abs() < 1e-9,
+            "{:?}",
+            sum.cpu_cores
+        );
+        assert!((sum.cpu_quota_share.unwrap().max - 1.0).abs() < 1e-9);
+        assert_eq!(sum.rss_bytes.max as u64, 25 << 20);
+        assert_eq!(sum.periods, Some(10));
+        assert_eq!(sum.throttled_periods, Some(5));
+        assert_eq!(sum.fds_max, 25);
+        assert!((sum.written_per_s - 10_000.0).abs() < 1e-6);
+        let share = sum.memory_limit_share.unwrap();
+        assert!((share.max - 26.0 / 64.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn intervals_weight_cpu_by_time() {
+        let origin = Instant::now();
+        let s = series(origin, &[10, 30, 20, 40], &[5, 6, 9, 7, 8]);
+        let w = windows(&s, origin);
+        let first = interval(&w, 0.0, 0.2).unwrap();
+        assert!((first.cpu_cores - 0.2).abs() < 1e-9);
+        assert_eq!(first.rss_bytes, 9 << 20);
+        let second = interval(&w, 0.2, 0.2).unwrap();
+        assert!((second.cpu_cores - 0.3).abs() < 1e-9);
+        assert!(interval(&w, 5.0, 1.0).is_none());
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        let s = Spread::of(&values).unwrap();
+        assert_eq!((s.p50, s.p99, s.max), (50.0, 99.0, 100.0));
+        assert_eq!(Spread::of(&[3.0]).unwrap().p99, 3.0);
+        assert!(Spread::of(&[]).is_none());
+    }
+}
