@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub use loadlab_probe::ServerReport;
+
 pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +45,27 @@ pub struct RunResult {
     pub environment: Environment,
     /// Things a careful reader must know about this run, in plain words.
     pub warnings: Vec<String>,
+    /// The first interval's response times against the measured rest: a cold start shows
+    /// here. Absent when the run had fewer than two intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_requests: Option<FirstRequests>,
+    /// The server's side, when loadlab launched it (`--target`, `--exec`) or watched it
+    /// (`--pid`, `--cgroup`): limits, start-up, CPU and memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<loadlab_probe::ServerReport>,
+}
+
+/// The first requests of a run, reported apart from the steady state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FirstRequests {
+    /// The first interval of the run (warm-up or not).
+    pub window_s: f64,
+    pub latency_us: LatencySummary,
+    /// The measured intervals after the first.
+    pub rest_us: LatencySummary,
+    /// The first requests were much slower than the rest: p50 at least twice, or p99 at
+    /// least three times the rest's, and at least 1 ms more.
+    pub cold_start: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,6 +153,9 @@ pub struct IntervalSummary {
     pub steal: Option<f64>,
     /// This interval's response-time histogram (nanoseconds, compressed V2, base64).
     pub histogram: Option<String>,
+    /// The server's CPU and memory in this interval, when loadlab sampled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<loadlab_probe::report::IntervalResources>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -391,7 +417,20 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         max_steal: outcome.steal.iter().cloned().reduce(f64::max),
     };
     let warnings = warnings(config, outcome, &measured_summary, &generator);
-    let verdicts = verdicts(config, &measured_summary, &generator, outcome);
+    let mut verdicts = verdicts(config, &measured_summary, &generator, outcome);
+    let first_requests = first_requests(config, outcome);
+    if let Some(first) = first_requests.as_ref().filter(|f| f.cold_start) {
+        verdicts.push(format!(
+            "cold start: the first {:.0} s of requests took p50 {:.2} ms, p99 {:.2} ms, against \
+             p50 {:.2} ms, p99 {:.2} ms afterwards; keep it out of the figures with --warmup, or \
+             study it on its own",
+            first.window_s,
+            first.latency_us.p50 / 1e3,
+            first.latency_us.p99 / 1e3,
+            first.rest_us.p50 / 1e3,
+            first.rest_us.p99 / 1e3
+        ));
+    }
     RunResult {
         schema_version: SCHEMA_VERSION,
         loadlab_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -424,7 +463,107 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         generator,
         environment: crate::sys::environment(),
         warnings,
+        first_requests,
+        server: None,
     }
+}
+
+/// How much slower the first requests must be to count as a cold start.
+const COLD_P50_FACTOR: f64 = 2.0;
+const COLD_P99_FACTOR: f64 = 3.0;
+const COLD_MIN_EXTRA_US: f64 = 1_000.0;
+
+/// The first interval against the measured intervals after it.
+fn first_requests(config: &RunConfig, outcome: &RunOutcome) -> Option<FirstRequests> {
+    let (first_index, first) = outcome.intervals.first()?;
+    if *first_index != 0 {
+        return None;
+    }
+    let mut rest: Option<Histogram<u64>> = None;
+    for (i, h) in outcome.intervals.iter().skip(1) {
+        if config.interval * (*i as u32) < config.warmup {
+            continue;
+        }
+        match &mut rest {
+            Some(r) => r.add(h).ok()?,
+            None => rest = Some(h.clone()),
+        }
+    }
+    let latency = LatencySummary::from_histogram(first)?;
+    let rest = LatencySummary::from_histogram(&rest?)?;
+    let slower = |a: f64, b: f64, factor: f64| a >= b * factor && a - b >= COLD_MIN_EXTRA_US;
+    Some(FirstRequests {
+        window_s: config.interval.as_secs_f64(),
+        cold_start: slower(latency.p50, rest.p50, COLD_P50_FACTOR)
+            || slower(latency.p99, rest.p99, COLD_P99_FACTOR),
+        latency_us: latency,
+        rest_us: rest,
+    })
+}
+
+/// Adds what loadlab saw of the server to a result: the report itself, its figures on each
+/// timeline interval, and the verdicts they call for.
+pub fn attach_server(result: &mut RunResult, report: loadlab_probe::ServerReport) {
+    for interval in &mut result.timeline {
+        interval.server =
+            loadlab_probe::report::interval(&report.samples, interval.start_s, interval.duration_s);
+    }
+    if let Some(exit) = &report.exit {
+        // The run ended because the server did, not because someone stopped it.
+        if !result.interrupted {
+            result
+                .warnings
+                .retain(|w| !w.starts_with("the run was interrupted"));
+        }
+        result.verdicts.push(if exit.oom_killed {
+            format!(
+                "the server was OOM-killed {:.1} s into the run ({}): it needed more than its \
+                 memory limit; the run stopped there and these results cover the time before",
+                exit.at_s, exit.status
+            )
+        } else {
+            format!(
+                "the server exited {:.1} s into the run ({}): the run stopped there and these \
+                 results cover the time before",
+                exit.at_s, exit.status
+            )
+        });
+    }
+    if let Some(sum) = &report.summary {
+        if let (Some(share), Some(throttled), Some(periods)) =
+            (&sum.cpu_quota_share, sum.throttled_periods, sum.periods)
+        {
+            if periods > 0 && throttled as f64 >= periods as f64 * 0.5 && share.p50 >= 0.9 {
+                result.verdicts.push(format!(
+                    "the server was CPU-bound on its quota: it used {:.0}% of its {} cores at p50 \
+                     and was throttled in {:.0}% of CPU periods ({:.2} s waiting); latency includes \
+                     those waits",
+                    share.p50 * 100.0,
+                    sum.cpu_quota_cores.unwrap_or(0.0),
+                    throttled as f64 * 100.0 / periods as f64,
+                    sum.throttled_s.unwrap_or(0.0)
+                ));
+            }
+        }
+        if let Some(share) = &sum.memory_limit_share {
+            if share.max >= 0.9 {
+                result.verdicts.push(format!(
+                    "the server came within {:.0}% of its memory limit: close to being OOM-killed",
+                    (1.0 - share.max).max(0.0) * 100.0
+                ));
+            }
+        }
+    }
+    if let Some(limits) = &report.limits {
+        let missing = limits.not_applied();
+        if !missing.is_empty() {
+            result.warnings.push(format!(
+                "these limits did not hold (--limits best-effort): {}",
+                missing.join("; ")
+            ));
+        }
+    }
+    result.server = Some(report);
 }
 
 /// What is about to run, in words: printed before the run starts.
@@ -595,6 +734,7 @@ fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSum
                 bytes_received: sum(|b| b.bytes_received),
                 steal: outcome.steal.get(i).copied(),
                 histogram: hist.map(encode_histogram),
+                server: None,
             }
         })
         .collect()

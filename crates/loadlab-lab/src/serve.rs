@@ -7,8 +7,8 @@
 use crate::lab::{BuildState, Lab};
 use crate::LabError;
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -113,8 +113,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Lab {
-    /// Starts the built target `name` and waits until it is ready.
-    pub fn serve(&self, name: &str, options: &ServeOptions) -> Result<ServedTarget, LabError> {
+    /// The command that starts the built target `name` with `options` (environment, working
+    /// directory), not yet spawned: `serve` runs it; `loadlab run --target` runs it under
+    /// limits through the probe.
+    pub fn command(&self, name: &str, options: &ServeOptions) -> Result<Command, LabError> {
         let target = self.target(name)?;
         match self.state(target)? {
             BuildState::Built => {}
@@ -147,6 +149,12 @@ impl Lab {
         if let Some(url) = &options.upstream_url {
             command.env("UPSTREAM_URL", url);
         }
+        Ok(command)
+    }
+
+    /// Starts the built target `name` and waits until it is ready.
+    pub fn serve(&self, name: &str, options: &ServeOptions) -> Result<ServedTarget, LabError> {
+        let mut command = self.command(name, options)?;
         if let Some(cpus) = &options.cpus {
             pin_to(&mut command, cpus).map_err(|message| LabError::Startup {
                 name: name.into(),
@@ -156,7 +164,10 @@ impl Lab {
         }
         let child = command.spawn().map_err(|source| LabError::Spawn {
             name: name.into(),
-            command: run.command.join(" "),
+            command: self
+                .target(name)
+                .map(|t| t.manifest.run.command.join(" "))
+                .unwrap_or_default(),
             source,
         })?;
         start(name, child, options.ready_timeout)
@@ -278,63 +289,9 @@ fn start(name: &str, mut child: Child, timeout: Duration) -> Result<ServedTarget
     }
 }
 
-/// Parses `listening on 127.0.0.1:43121`; an unspecified IP becomes loopback.
-pub fn parse_address_line(line: &str) -> Result<SocketAddr, String> {
-    let line = line.trim();
-    let addr = line
-        .strip_prefix("listening on ")
-        .and_then(|rest| {
-            rest.trim()
-                .trim_start_matches("http://")
-                .parse::<SocketAddr>()
-                .ok()
-        })
-        .ok_or_else(|| {
-            format!("its first stdout line should be `listening on ADDR:PORT`, got {line:?}")
-        })?;
-    Ok(match addr.ip() {
-        ip if ip.is_unspecified() && ip.is_ipv4() => {
-            SocketAddr::from(([127, 0, 0, 1], addr.port()))
-        }
-        ip if ip.is_unspecified() => SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port())),
-        _ => addr,
-    })
-}
+pub use loadlab_probe::launch::parse_address_line;
 
-/// One blocking `GET /healthz`; true on a 200.
+/// One blocking `GET /healthz`; true on a 2xx.
 fn healthz(addr: SocketAddr) -> bool {
-    let attempt = || -> std::io::Result<bool> {
-        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
-        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-        write!(
-            stream,
-            "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-        )?;
-        let mut head = [0u8; 12];
-        stream.read_exact(&mut head)?;
-        Ok(&head[..] == b"HTTP/1.1 200" || &head[..] == b"HTTP/1.0 200")
-    };
-    attempt().unwrap_or(false)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn address_lines() {
-        assert_eq!(
-            parse_address_line("listening on 127.0.0.1:43121\n").unwrap(),
-            "127.0.0.1:43121".parse().unwrap()
-        );
-        assert_eq!(
-            parse_address_line("listening on 0.0.0.0:80").unwrap(),
-            "127.0.0.1:80".parse().unwrap()
-        );
-        assert_eq!(
-            parse_address_line("listening on [::1]:8080").unwrap(),
-            "[::1]:8080".parse().unwrap()
-        );
-        assert!(parse_address_line("Server started").is_err());
-    }
+    loadlab_probe::launch::healthz(addr, "/healthz")
 }

@@ -4,8 +4,7 @@
 //! - [`cgroup`]: a cgroup of loadlab's own (v2 where the controllers are there, v1 otherwise)
 //!   that applies those limits, accounts CPU and memory for every process inside, counts OOM
 //!   kills, and is deleted when the run ends, including after Ctrl-C.
-//! - [`procfs`]: per-process figures from `/proc` (RSS, threads, descriptors, bytes written,
-//!   CPU time through the process CPU clock).
+//! - [`procfs`]: per-process figures from `/proc` (RSS, threads, descriptors, CPU time through the process CPU clock).
 //! - [`launch`]: starts a server inside its cgroup, times its start-up to the first good
 //!   health check, and kills it (by PID) when dropped.
 //! - [`sampler`]: a thread that samples the server and loadlab itself every 100 ms and notices

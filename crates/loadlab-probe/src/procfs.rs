@@ -1,5 +1,5 @@
 //! Per-process figures from `/proc`, for servers with no cgroup of loadlab's (`--pid`) and for
-//! the figures a cgroup does not keep (RSS, threads, descriptors, bytes written).
+//! the figures a cgroup does not keep (RSS, threads, descriptors).
 
 use std::collections::HashMap;
 
@@ -11,8 +11,6 @@ pub struct ProcessFigures {
     pub rss_bytes: u64,
     pub threads: u64,
     pub fds: u64,
-    /// Bytes passed to write-like system calls (write, send, sendfile...) so far.
-    pub written_bytes: u64,
 }
 
 impl std::ops::AddAssign for ProcessFigures {
@@ -21,7 +19,6 @@ impl std::ops::AddAssign for ProcessFigures {
         self.rss_bytes += o.rss_bytes;
         self.threads += o.threads;
         self.fds += o.fds;
-        self.written_bytes += o.written_bytes;
     }
 }
 
@@ -47,13 +44,6 @@ pub fn figures(pid: u32) -> Option<ProcessFigures> {
         threads,
         fds: std::fs::read_dir(format!("/proc/{pid}/fd"))
             .map(|d| d.count() as u64)
-            .unwrap_or(0),
-        written_bytes: std::fs::read_to_string(format!("/proc/{pid}/io"))
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find_map(|l| l.strip_prefix("wchar:").and_then(|v| v.trim().parse().ok()))
-            })
             .unwrap_or(0),
     })
 }

@@ -98,9 +98,6 @@ pub struct ResourceSummary {
     pub threads_max: u64,
     pub fds_max: u64,
     pub processes_max: u64,
-    /// Bytes the server passed to write-like system calls (responses, logs).
-    pub written_bytes: u64,
-    pub written_per_s: f64,
     /// loadlab's own CPU in cores, from the same sampler.
     pub generator_cpu_cores: Spread,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -121,7 +118,6 @@ pub struct WindowSample {
     pub memory_bytes: Option<u64>,
     pub threads: u64,
     pub fds: u64,
-    pub written_bytes: u64,
     pub generator_cpu_cores: f64,
     pub processes: u64,
 }
@@ -177,7 +173,6 @@ pub fn windows(samples: &[Sample], origin: Instant) -> Vec<WindowSample> {
                 memory_bytes: b.memory_bytes,
                 threads: b.threads,
                 fds: b.fds,
-                written_bytes: b.written_bytes.saturating_sub(a.written_bytes),
                 generator_cpu_cores: b.generator_cpu_ns.saturating_sub(a.generator_cpu_ns) as f64
                     / 1e9
                     / dt,
@@ -207,16 +202,20 @@ pub fn summarize(
         .collect();
     let (&first, &last) = (inside.first()?, inside.last()?);
     let all = windows(samples, origin);
+    // A window much shorter than the rest (the last sample, taken when the run ends) gives a
+    // noisy rate; its counters still count in the totals.
+    let mut lengths: Vec<f64> = all.iter().map(|w| w.dt_s).collect();
+    lengths.sort_by(f64::total_cmp);
+    let typical = lengths.get(lengths.len() / 2).copied().unwrap_or(0.0);
     let picked: Vec<&WindowSample> = all
         .iter()
-        .filter(|w| w.t_s > from_s && w.t_s <= to_s + slack)
+        .filter(|w| w.t_s > from_s && w.t_s <= to_s + slack && w.dt_s >= typical * 0.5)
         .collect();
     let spread = |f: &dyn Fn(&WindowSample) -> f64| {
         Spread::of(&picked.iter().map(|w| f(w)).collect::<Vec<_>>()).unwrap_or_default()
     };
     let cpu = spread(&|w| w.cpu_cores);
     let (start, end) = (&samples[first - 1], &samples[last]);
-    let span = (end.at - start.at).as_secs_f64();
     let throttling = match (start.throttling, end.throttling) {
         (Some(a), Some(b)) => Some((
             b.throttled.saturating_sub(a.throttled),
@@ -226,7 +225,6 @@ pub fn summarize(
         _ => None,
     };
     let has_memory = picked.iter().all(|w| w.memory_bytes.is_some());
-    let written = end.written_bytes.saturating_sub(start.written_bytes);
     Some(ResourceSummary {
         windows: picked.len(),
         cpu_cores: cpu,
@@ -244,12 +242,6 @@ pub fn summarize(
         threads_max: picked.iter().map(|w| w.threads).max().unwrap_or(0),
         fds_max: picked.iter().map(|w| w.fds).max().unwrap_or(0),
         processes_max: picked.iter().map(|w| w.processes).max().unwrap_or(0),
-        written_bytes: written,
-        written_per_s: if span > 0.0 {
-            written as f64 / span
-        } else {
-            0.0
-        },
         generator_cpu_cores: spread(&|w| w.generator_cpu_cores),
         oom_kills: end.oom_kills,
     })
@@ -320,7 +312,6 @@ mod tests {
                 memory_bytes: Some((rss_mb[i.min(rss_mb.len() - 1)] + 1) << 20),
                 threads: 4,
                 fds: 10 + i as u64,
-                written_bytes: 1000 * i as u64,
                 generator_cpu_ns: 50_000_000 * i as u64,
                 processes: 1,
                 oom_kills: Some(0),
@@ -339,7 +330,6 @@ mod tests {
         assert!((w[2].cpu_cores - 0.5).abs() < 1e-9);
         assert!((w[0].t_s - 0.1).abs() < 1e-9);
         assert!((w[1].generator_cpu_cores - 0.5).abs() < 1e-9);
-        assert_eq!(w[1].written_bytes, 1000);
     }
 
     #[test]
@@ -362,7 +352,6 @@ mod tests {
         assert_eq!(sum.periods, Some(10));
         assert_eq!(sum.throttled_periods, Some(5));
         assert_eq!(sum.fds_max, 25);
-        assert!((sum.written_per_s - 10_000.0).abs() < 1e-6);
         let share = sum.memory_limit_share.unwrap();
         assert!((share.max - 26.0 / 64.0).abs() < 1e-9);
     }

@@ -54,7 +54,6 @@ impl Source {
             memory_bytes: group.and_then(Cgroup::memory_bytes),
             threads: procs.threads,
             fds: procs.fds,
-            written_bytes: procs.written_bytes,
             generator_cpu_ns,
             processes: pids.len() as u64,
             oom_kills: group.and_then(Cgroup::oom_kills),
@@ -74,7 +73,6 @@ pub struct Sample {
     pub memory_bytes: Option<u64>,
     pub threads: u64,
     pub fds: u64,
-    pub written_bytes: u64,
     /// loadlab's own CPU time so far, ns.
     pub generator_cpu_ns: u64,
     pub processes: u64,

@@ -250,6 +250,27 @@ fn summary(r: &RunResult) -> String {
         let _ = write!(gen, ", threads busy {}", busy.join(" "));
     }
     row(&mut s, "Generator", &gen);
+    if let Some(first) = &r.first_requests {
+        row(
+            &mut s,
+            &format!("First {:.0}s", first.window_s),
+            &format!(
+                "p50 {}, p99 {} against p50 {}, p99 {} afterwards{}",
+                duration_us(first.latency_us.p50),
+                duration_us(first.latency_us.p99),
+                duration_us(first.rest_us.p50),
+                duration_us(first.rest_us.p99),
+                if first.cold_start {
+                    " (cold start)"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+    if let Some(server) = &r.server {
+        server_section(&mut s, server);
+    }
     if !r.verdicts.is_empty() {
         s.push_str("\nVerdicts\n");
         for v in &r.verdicts {
@@ -263,6 +284,116 @@ fn summary(r: &RunResult) -> String {
         }
     }
     s
+}
+
+/// What loadlab saw of the server: limits, start-up, CPU and memory over the measured phase.
+fn server_section(s: &mut String, server: &loadlab_engine::result::ServerReport) {
+    s.push_str("\nServer\n");
+    let mut what = format!("{} ({})", server.description, server.source);
+    if let Some(pid) = server.pid {
+        let _ = write!(what, ", pid {pid}");
+    }
+    row(s, "  Process", &what);
+    if let Some(l) = &server.limits {
+        let held: Vec<String> = [("cpus", &l.cpus), ("memory", &l.memory), ("pin", &l.pin)]
+            .into_iter()
+            .filter_map(|(name, x)| {
+                x.as_ref().map(|x| {
+                    format!(
+                        "{name} {}{}",
+                        x.requested,
+                        if x.applied { "" } else { " (NOT held)" }
+                    )
+                })
+            })
+            .collect();
+        if !held.is_empty() {
+            row(
+                s,
+                "  Limits",
+                &format!("{} via {}", held.join(", "), l.mechanism),
+            );
+        }
+    }
+    if let Some(st) = &server.startup {
+        let mut line = format!(
+            "ready in {} (first 2xx from {}), idle RSS {}",
+            duration_us(st.ready_s * 1e6),
+            st.health_url,
+            bytes(st.idle_rss_bytes as f64)
+        );
+        if let Some(m) = st.idle_memory_bytes {
+            let _ = write!(line, ", cgroup memory {}", bytes(m as f64));
+        }
+        row(s, "  Start-up", &line);
+    }
+    if let Some(sum) = &server.summary {
+        let c = &sum.cpu_cores;
+        let mut cpu = format!("p50 {:.3} cores, p99 {:.3}, max {:.3}", c.p50, c.p99, c.max);
+        if let (Some(q), Some(share)) = (sum.cpu_quota_cores, &sum.cpu_quota_share) {
+            let _ = write!(
+                cpu,
+                " ({:.0}% / {:.0}% of the {q} quota)",
+                share.p50 * 100.0,
+                share.p99 * 100.0
+            );
+        }
+        if let (Some(t), Some(p)) = (sum.throttled_periods, sum.periods) {
+            if p > 0 {
+                let _ = write!(
+                    cpu,
+                    "; throttled in {} of {} periods ({:.2} s)",
+                    count(t),
+                    count(p),
+                    sum.throttled_s.unwrap_or(0.0)
+                );
+            }
+        }
+        row(s, "  CPU", &cpu);
+        let m = &sum.rss_bytes;
+        let mut mem = format!(
+            "RSS p50 {}, p99 {}, max {}",
+            bytes(m.p50),
+            bytes(m.p99),
+            bytes(m.max)
+        );
+        if let Some(g) = &sum.memory_bytes {
+            let _ = write!(mem, "; cgroup p99 {}", bytes(g.p99));
+            if let (Some(limit), Some(share)) = (sum.memory_limit_bytes, &sum.memory_limit_share) {
+                let _ = write!(
+                    mem,
+                    " ({:.0}% of {})",
+                    share.p99 * 100.0,
+                    bytes(limit as f64)
+                );
+            }
+        }
+        row(s, "  Memory", &mem);
+        row(
+            s,
+            "  Processes",
+            &format!(
+                "{} process{}, {} threads, {} open files at most; loadlab used p50 {:.2} cores",
+                sum.processes_max,
+                if sum.processes_max == 1 { "" } else { "es" },
+                sum.threads_max,
+                sum.fds_max,
+                sum.generator_cpu_cores.p50
+            ),
+        );
+    }
+    if let Some(exit) = &server.exit {
+        row(
+            s,
+            "  Exit",
+            &format!(
+                "{} at {:.1} s{}",
+                exit.status,
+                exit.at_s,
+                if exit.oom_killed { " (OOM-killed)" } else { "" }
+            ),
+        );
+    }
 }
 
 /// A rate with thousands separators and one decimal: `112,908.1`.
@@ -299,10 +430,22 @@ fn timeline(s: &mut String, r: &RunResult) {
     } else {
         ""
     };
+    let with_server = t.iter().any(|i| i.server.is_some());
     let _ = writeln!(
         s,
-        "  {:>8} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7}",
-        "at", level, "achieved/s", "p50", "p99", "max", "failed"
+        "  {:>8} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7}{}",
+        "at",
+        level,
+        "achieved/s",
+        "p50",
+        "p99",
+        "max",
+        "failed",
+        if with_server {
+            format!(" {:>9} {:>10}", "srv cpu", "srv rss")
+        } else {
+            String::new()
+        }
     );
     for rows in t.chunks(group) {
         let first = &rows[0];
@@ -340,9 +483,34 @@ fn timeline(s: &mut String, r: &RunResult) {
                 .connections
                 .map_or(String::new(), |c| format!("{c:.0}"))
         };
+        let server = if with_server {
+            let secs_with: f64 = rows
+                .iter()
+                .filter(|i| i.server.is_some())
+                .map(|i| i.duration_s)
+                .sum();
+            let cpu: f64 = rows
+                .iter()
+                .filter_map(|i| i.server.map(|x| x.cpu_cores * i.duration_s))
+                .sum();
+            let rss = rows
+                .iter()
+                .filter_map(|i| i.server.map(|x| x.rss_bytes))
+                .max();
+            match rss {
+                Some(rss) if secs_with > 0.0 => format!(
+                    " {:>9} {:>10}",
+                    format!("{:.3}", cpu / secs_with),
+                    bytes(rss as f64)
+                ),
+                _ => format!(" {:>9} {:>10}", "-", "-"),
+            }
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "  {:>7.1}s {:>10} {:>11.0} {:>9} {:>9} {:>9} {:>7}{}",
+            "  {:>7.1}s {:>10} {:>11.0} {:>9} {:>9} {:>9} {:>7}{}{}",
             first.start_s,
             level,
             completed as f64 / secs,
@@ -352,6 +520,7 @@ fn timeline(s: &mut String, r: &RunResult) {
                 .as_ref()
                 .map_or("-".to_string(), |h| duration_us(h.max() as f64 / 1e3)),
             count(failed),
+            server,
             if first.warmup { "  warm-up" } else { "" }
         );
     }

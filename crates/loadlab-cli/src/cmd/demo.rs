@@ -73,7 +73,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ..RunSpec::default()
     }
     .validate()?;
-    let (result, code) = execute(&config, outputs, false)?;
+    let (result, code) = execute(&config, outputs, false, None)?;
     let _ = stop_tx.send(());
     let served = server
         .join()

@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod lab;
 pub mod run;
+pub mod server;
 pub mod upstream;
 
 use crate::cli::{Cli, Command};

@@ -2,6 +2,7 @@
 //! progress bar and Ctrl-C handling, then print and write the result. The JSON file is opened
 //! before the run starts so a bad path fails in a second, not after a long run.
 
+use crate::cmd::server::{self, Server, ServerArgs};
 use crate::output::{self, Destination, Outputs};
 use crate::progress::Progress;
 use anyhow::Context as _;
@@ -12,6 +13,7 @@ use loadlab_engine::{RunConfig, RunControl, RunResult, RunSpec};
 use loadlab_report::{HdrLogExporter, JsonExporter};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -38,10 +40,18 @@ pub enum ArrivalArg {
 #[command(
     about = "Drive load against a URL and report latency, throughput and failures",
     after_help = "Exit codes: 0 the run completed; 2 bad usage or the run could not start; \
-                  130 interrupted (Ctrl-C), partial results printed and written."
+                  3 the server under test died during the run (crash or OOM kill), results up \
+                  to then printed and written; 130 interrupted (Ctrl-C), partial results \
+                  printed and written.\n\n\
+                  Examples:\n  \
+                  loadlab run -c 50 -d 10s http://127.0.0.1:8080/plaintext\n  \
+                  loadlab run --rate 5000 --warmup 2s http://127.0.0.1:8080/json\n  \
+                  loadlab run --target rust-axum --cpus 0.08 --memory 128Mi /plaintext\n  \
+                  loadlab run --exec './server --port {port}' --pin 1 /"
 )]
 pub struct RunArgs {
-    /// The URL to load, e.g. http://127.0.0.1:8080/plaintext
+    /// The URL to load, e.g. http://127.0.0.1:8080/plaintext; with --target or --exec, a
+    /// path such as /plaintext.
     pub url: String,
 
     /// Closed loop: concurrent connections, each sending its next request when the last one
@@ -173,6 +183,9 @@ pub struct RunArgs {
     /// Print no human summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 /// Durations as people write them: `10s`, `1m30s`, `250ms`; a bare number means seconds.
@@ -207,8 +220,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })?,
         (None, None) => Vec::new(),
     };
-    let spec = RunSpec {
-        url: args.url.clone(),
+    args.server.check()?;
+    let path_only = args.url.starts_with('/');
+    if path_only && args.server.target.is_none() && args.server.exec.is_none() {
+        anyhow::bail!(
+            "{} is a path: give a full URL such as http://127.0.0.1:8080{}, or let loadlab \
+             start the server with --target NAME or --exec CMD",
+            args.url,
+            args.url
+        );
+    }
+    let mut spec = RunSpec {
+        // A stand-in until the server is up, so bad flags fail before it starts.
+        url: if path_only {
+            format!("http://127.0.0.1:1{}", args.url)
+        } else {
+            args.url.clone()
+        },
         method: args.method.clone(),
         headers: args.headers.clone(),
         body,
@@ -244,7 +272,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }),
         },
     };
-    let config = spec.validate()?;
+    spec.validate()?;
     let outputs = Outputs {
         json: args
             .json
@@ -257,8 +285,45 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .map(|p| Destination::open(p, "--hdr-log"))
             .transpose()?,
     };
-    let (_, code) = execute(&config, outputs, args.quiet)?;
+    let mut server = args.server.start(args.quiet)?;
+    if let Some(server) = &server {
+        if let (true, Some(base)) = (path_only, server.base_url()) {
+            spec.url = format!("{base}{}", args.url);
+        }
+        if let Some(free) = &server.generator_cpus {
+            // Threads inherit the affinity of the thread that creates them: pinning this one
+            // before the engine starts pins every worker.
+            pin_self(free)?;
+            spec.threads = spec.threads.or(Some(free.len()));
+            if !args.quiet {
+                eprintln!(
+                    "loadlab runs on CPUs {} (the server has the others)",
+                    server::cpus(free)
+                );
+            }
+        }
+    }
+    let config = spec.validate()?;
+    let (_, code) = execute(&config, outputs, args.quiet, server.as_mut())?;
     Ok(code)
+}
+
+/// Restricts the calling thread (and every thread it creates afterwards) to `cpus`.
+fn pin_self(cpus: &[usize]) -> anyhow::Result<()> {
+    // SAFETY: cpu_set_t is plain data; the CPU numbers were checked against the machine's.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: sched_setaffinity reads the set we pass.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        anyhow::bail!(
+            "cannot pin loadlab to CPUs {}: {}",
+            server::cpus(cpus),
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
 }
 
 /// Runs a validated config with a progress bar and Ctrl-C handling, then prints and writes
@@ -267,18 +332,32 @@ pub fn execute(
     config: &RunConfig,
     outputs: Outputs,
     quiet: bool,
+    mut server: Option<&mut Server>,
 ) -> anyhow::Result<(RunResult, ExitCode)> {
     if !quiet {
         eprintln!("{}", loadlab_engine::result::plan(config));
     }
     let control = RunControl::new();
     install_ctrlc(&control)?;
+    if let Some(server) = server.as_deref_mut() {
+        let control = control.clone();
+        server.start_sampling(Box::new(move || control.stop()));
+    }
     let progress = Progress::start(config, &control);
     let outcome = loadlab_engine::run(config, &control);
     progress.finish();
     let outcome = outcome?;
     let mut result = loadlab_engine::summarize(config, &outcome);
     result.command = std::env::args().collect();
+    let mut server_died = false;
+    if let (Some(server), Some(origin)) = (server, control.started_at()) {
+        let from = outcome.warmup.min(outcome.elapsed).as_secs_f64();
+        let report = server.finish(origin, (from, outcome.elapsed.as_secs_f64()));
+        server_died = report.exit.is_some();
+        // The run stopped because the server died, not because someone pressed Ctrl-C.
+        result.interrupted = CTRL_C.load(Ordering::Acquire);
+        loadlab_engine::result::attach_server(&mut result, report);
+    }
 
     let stdout_taken = matches!(outputs.json, Some(Destination::Stdout))
         || matches!(outputs.hdr_log, Some(Destination::Stdout));
@@ -293,17 +372,23 @@ pub fn execute(
     }
     let code = if result.interrupted {
         ExitCode::from(130)
+    } else if server_died {
+        ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
     };
     Ok((result, code))
 }
 
-/// First Ctrl-C: stop the run and keep what was measured. Second: leave at once.
+static CTRL_C: AtomicBool = AtomicBool::new(false);
+
+/// First Ctrl-C: stop the run and keep what was measured. Second: leave at once (deleting
+/// any cgroup loadlab made; a launched server dies with loadlab).
 fn install_ctrlc(control: &RunControl) -> anyhow::Result<()> {
     let control = control.clone();
     ctrlc::set_handler(move || {
-        if control.is_stopped() {
+        if CTRL_C.swap(true, Ordering::AcqRel) {
+            loadlab_probe::cgroup::cleanup_all();
             std::process::exit(130);
         }
         control.stop();

@@ -83,6 +83,11 @@ impl RunControl {
         self.inner.notify.notify_waiters();
     }
 
+    /// When the run started (the origin of its timeline), once it has.
+    pub fn started_at(&self) -> Option<Instant> {
+        self.inner.started.lock().ok().and_then(|s| *s)
+    }
+
     pub fn is_stopped(&self) -> bool {
         self.inner.stop.load(Ordering::Acquire)
     }

@@ -1,0 +1,170 @@
+//! `loadlab-fixture`: a deliberately simple HTTP/1.1 server that misbehaves on request, for
+//! loadlab's own tests of launching, limits and sampling, and for trying them by hand:
+//!
+//! ```text
+//! loadlab run --exec 'loadlab-fixture --spin-threads 1' --cpus 0.5 -d 3s /
+//! ```
+//!
+//! It listens on 127.0.0.1:$PORT (or `--port`), answers every request `200 ok` with
+//! keep-alive, one thread per connection. Flags:
+//! - `--start-delay-ms N`: sleep before listening (a slow start-up);
+//! - `--spin-threads N`: threads that burn CPU for as long as it runs;
+//! - `--alloc-mb N`: allocate and touch N MiB at start;
+//! - `--leak-mb-per-request N`: allocate, touch and keep N MiB per request (to be OOM-killed);
+//! - `--cold-ms N --cold-delay-ms D`: for the first N ms after it listens, every request
+//!   waits D ms first (a cold start);
+//! - `--print-address`: print `listening on ADDR` as the lab's targets do.
+//!
+//! Standard library only, so it builds in a second and behaves the same everywhere.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Default)]
+struct Options {
+    port: u16,
+    start_delay_ms: u64,
+    spin_threads: usize,
+    alloc_mb: usize,
+    leak_mb_per_request: usize,
+    cold_ms: u64,
+    cold_delay_ms: u64,
+    print_address: bool,
+}
+
+fn parse() -> Result<Options, String> {
+    let mut o = Options {
+        port: std::env::var("PORT")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0),
+        ..Options::default()
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        if flag == "--print-address" {
+            o.print_address = true;
+            continue;
+        }
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let number = |v: &str| {
+            v.parse::<u64>()
+                .map_err(|_| format!("{flag} {v}: not a number"))
+        };
+        match flag.as_str() {
+            "--port" => o.port = number(&value)? as u16,
+            "--start-delay-ms" => o.start_delay_ms = number(&value)?,
+            "--spin-threads" => o.spin_threads = number(&value)? as usize,
+            "--alloc-mb" => o.alloc_mb = number(&value)? as usize,
+            "--leak-mb-per-request" => o.leak_mb_per_request = number(&value)? as usize,
+            "--cold-ms" => o.cold_ms = number(&value)?,
+            "--cold-delay-ms" => o.cold_delay_ms = number(&value)?,
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    Ok(o)
+}
+
+/// Allocates `mb` MiB and writes every page, so it is resident.
+fn touched(mb: usize) -> Vec<u8> {
+    let mut block = vec![0u8; mb << 20];
+    for i in (0..block.len()).step_by(4096) {
+        block[i] = 1;
+    }
+    block
+}
+
+fn main() {
+    let options = match parse() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("loadlab-fixture: {e}");
+            std::process::exit(2);
+        }
+    };
+    for _ in 0..options.spin_threads {
+        std::thread::spawn(|| {
+            let mut x = 0u64;
+            loop {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        });
+    }
+    let _kept = touched(options.alloc_mb);
+    std::thread::sleep(Duration::from_millis(options.start_delay_ms));
+    let listener = match TcpListener::bind(("127.0.0.1", options.port)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!(
+                "loadlab-fixture: cannot listen on 127.0.0.1:{}: {e}",
+                options.port
+            );
+            std::process::exit(1);
+        }
+    };
+    if options.print_address {
+        println!("listening on {}", listener.local_addr().expect("bound"));
+    }
+    let leak = Arc::new(Mutex::new(Vec::new()));
+    let cold = Cold {
+        until: Instant::now() + Duration::from_millis(options.cold_ms),
+        delay: Duration::from_millis(options.cold_delay_ms),
+    };
+    for stream in listener.incoming().flatten() {
+        let leak = leak.clone();
+        let per_request = options.leak_mb_per_request;
+        std::thread::spawn(move || serve(stream, per_request, &leak, cold));
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Cold {
+    until: Instant,
+    delay: Duration,
+}
+
+fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: Cold) {
+    let _ = stream.set_nodelay(true);
+    let mut writer = match stream.try_clone() {
+        Ok(w) => w,
+        Err(_) => return,
+    };
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    loop {
+        // Read one request head; bodies are not expected.
+        let mut close = false;
+        let mut first = true;
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if first {
+                first = false;
+                continue;
+            }
+            if line == "\r\n" || line == "\n" {
+                break;
+            }
+            if line.to_ascii_lowercase().starts_with("connection: close") {
+                close = true;
+            }
+        }
+        if Instant::now() < cold.until {
+            std::thread::sleep(cold.delay);
+        }
+        if leak_mb > 0 {
+            let block = touched(leak_mb);
+            leak.lock().unwrap_or_else(|p| p.into_inner()).push(block);
+        }
+        let response =
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
+        if writer.write_all(response).is_err() || close {
+            return;
+        }
+    }
+}

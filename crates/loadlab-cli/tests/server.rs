@@ -1,0 +1,397 @@
+//! `loadlab run` with the server on its side (issue 7): launched under cgroup limits,
+//! attached by PID, sampled every 100 ms. Real processes: the `loadlab` binary and the
+//! `loadlab-fixture` server (spinning, leaking, slow to start), real cgroups, real signals.
+//!
+//! Limits need root and cgroups; without root these tests say so and pass nothing else
+//! (the CI machine is root, so there they always run).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_loadlab-fixture");
+
+fn loadlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loadlab"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            eprintln!("skipped: cgroup limits need root");
+            return;
+        }
+    };
+}
+
+/// Runs loadlab, killing it if it outlives `limit` (a hang is a failure, not a stuck CI).
+fn run_within(args: &[&str], limit: Duration) -> Output {
+    let mut child = loadlab()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loadlab runs");
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("loadlab {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON on stdout ({e}); stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn f(v: &Value, path: &[&str]) -> f64 {
+    let mut x = v;
+    for p in path {
+        x = &x[*p];
+    }
+    x.as_f64()
+        .unwrap_or_else(|| panic!("{path:?} is not a number: {x}"))
+}
+
+/// Every directory named `loadlab-PID-*` under the cgroup mounts.
+fn groups_of(pid: u32) -> Vec<PathBuf> {
+    fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if !path.is_dir() {
+                continue;
+            }
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                out.push(path);
+            } else if depth > 0 {
+                walk(&path, prefix, depth - 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        Path::new("/sys/fs/cgroup"),
+        &format!("loadlab-{pid}-"),
+        4,
+        &mut out,
+    );
+    out
+}
+
+#[test]
+fn a_spinning_server_under_half_a_core_uses_half_a_core() {
+    require_root!();
+    let exec = format!("{FIXTURE} --spin-threads 2");
+    let out = run_within(
+        &[
+            "run", "--exec", &exec, "--cpus", "0.5", "-c", "1", "-d", "2s", "-q", "--json", "-",
+            "/",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    let server = &r["server"];
+    assert_eq!(server["limits"]["cpus"]["applied"], true, "{server}");
+    let p50 = f(server, &["summary", "cpu_cores", "p50"]);
+    let mean = f(server, &["summary", "cpu_cores", "mean"]);
+    assert!(
+        (0.4..=0.6).contains(&p50),
+        "p50 {p50} cores under --cpus 0.5"
+    );
+    assert!(
+        (0.4..=0.6).contains(&mean),
+        "mean {mean} cores under --cpus 0.5"
+    );
+    // Two spinning threads want two cores: the quota throttles nearly every period.
+    let throttled = f(server, &["summary", "throttled_periods"]);
+    let periods = f(server, &["summary", "periods"]);
+    assert!(
+        throttled >= periods * 0.8,
+        "{throttled} of {periods} throttled"
+    );
+    // The series lines up with the latency timeline.
+    for interval in r["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["completed"].as_u64() > Some(100))
+    {
+        let cpu = f(interval, &["server", "cpu_cores"]);
+        assert!(
+            (0.35..=0.65).contains(&cpu),
+            "interval at {}: {cpu}",
+            interval["start_s"]
+        );
+    }
+    assert!(r["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v.as_str().unwrap().contains("CPU-bound on its quota")));
+}
+
+#[test]
+fn a_server_past_its_memory_limit_is_reported_oom_killed() {
+    require_root!();
+    let exec = format!("{FIXTURE} --leak-mb-per-request 4");
+    let started = Instant::now();
+    let out = run_within(
+        &[
+            "run", "--exec", &exec, "--memory", "64Mi", "-c", "2", "-d", "20s", "-q", "--json",
+            "-", "/",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the run went on after the kill"
+    );
+    let r = json_of(&out);
+    let exit = &r["server"]["exit"];
+    assert_eq!(exit["oom_killed"], true, "{exit}");
+    assert_eq!(r["interrupted"], false);
+    assert!(r["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v.as_str().unwrap().contains("OOM-killed")));
+    // What was measured before the kill is kept.
+    assert!(r["measured"]["requests"]["completed"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn start_up_time_covers_a_slow_start() {
+    let exec = format!("{FIXTURE} --start-delay-ms 500");
+    let out = run_within(
+        &[
+            "run", "--exec", &exec, "-d", "1s", "-c", "2", "-q", "--json", "-", "/",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    let ready = f(&r, &["server", "startup", "ready_s"]);
+    assert!((0.5..3.0).contains(&ready), "ready after {ready} s");
+    assert!(f(&r, &["server", "startup", "idle_rss_bytes"]) > 0.0);
+}
+
+#[test]
+fn sampled_rss_matches_proc_status() {
+    let mut server = Command::new(FIXTURE)
+        .args(["--alloc-mb", "64"])
+        .env("PORT", "0")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = server.id();
+    // Wait until the 64 MiB are resident.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while loadlab_probe::procfs::rss_bytes(pid).unwrap_or(0) < 64 << 20 {
+        assert!(Instant::now() < deadline, "the fixture never grew");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sample = loadlab_probe::Source::Tree { pid }.sample();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let vm_rss_kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let sampled = sample.rss_bytes as f64;
+    let expected = vm_rss_kb * 1024.0;
+    assert!(
+        (sampled - expected).abs() <= expected * 0.05,
+        "sampled {sampled} B, /proc/{pid}/status says {expected} B"
+    );
+    assert!(sample.threads >= 1 && sample.processes == 1, "{sample:?}");
+}
+
+#[test]
+fn attaching_by_pid_samples_a_running_server() {
+    let port = loadlab_probe::launch::free_port().unwrap();
+    let mut server: Child = Command::new(FIXTURE)
+        .args(["--port", &port.to_string(), "--alloc-mb", "16"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !loadlab_probe::launch::healthz(([127, 0, 0, 1], port).into(), "/") {
+        assert!(Instant::now() < deadline, "the fixture did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = server.id().to_string();
+    let out = run_within(
+        &[
+            "run", "--pid", &pid, "-c", "2", "-d", "1s", "-q", "--json", "-", &url,
+        ],
+        Duration::from_secs(30),
+    );
+    let still_running = server.try_wait().unwrap().is_none();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(still_running, "attaching must not stop the server");
+    let r = json_of(&out);
+    assert_eq!(r["server"]["source"], "pid");
+    assert!(f(&r, &["server", "summary", "rss_bytes", "max"]) >= (16 << 20) as f64);
+    assert!(f(&r, &["server", "summary", "cpu_cores", "max"]) > 0.0);
+}
+
+#[test]
+fn cgroups_are_removed_after_the_run_and_after_ctrl_c() {
+    require_root!();
+    // A run that ends by itself.
+    let exec = format!("{FIXTURE} --spin-threads 1");
+    let mut child = loadlab()
+        .args([
+            "run", "--exec", &exec, "--cpus", "0.2", "--memory", "64Mi", "-d", "1s", "-q", "/",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
+
+    // A run stopped with Ctrl-C while the server spins.
+    let json = std::env::temp_dir().join(format!("loadlab-ctrlc-{}.json", std::process::id()));
+    let mut child = loadlab()
+        .args([
+            "run", "--exec", &exec, "--cpus", "0.2", "--memory", "64Mi", "-d", "60s", "-q",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("/")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while groups_of(pid).is_empty() {
+        assert!(Instant::now() < deadline, "loadlab made no cgroup");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "loadlab did not stop on Ctrl-C");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(groups_of(pid), Vec::<PathBuf>::new(), "cgroups left behind");
+    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(r["interrupted"], true);
+    let server_pid = r["server"]["pid"].as_u64().unwrap() as u32;
+    assert!(
+        !loadlab_probe::procfs::alive(server_pid),
+        "the server outlived loadlab"
+    );
+}
+
+#[test]
+fn a_cold_start_is_flagged_and_a_warm_server_is_not() {
+    let cold = format!("{FIXTURE} --cold-ms 1000 --cold-delay-ms 5");
+    let warm = FIXTURE.to_string();
+    let mut flags = Vec::new();
+    for exec in [&cold, &warm] {
+        let out = run_within(
+            &[
+                "run", "--exec", exec, "-c", "4", "-d", "3s", "-q", "--json", "-", "/",
+            ],
+            Duration::from_secs(30),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = json_of(&out);
+        flags.push(r["first_requests"]["cold_start"].as_bool().unwrap());
+        if exec == &cold {
+            assert!(f(&r, &["first_requests", "latency_us", "p50"]) >= 5_000.0);
+            assert!(f(&r, &["first_requests", "rest_us", "p50"]) < 5_000.0);
+        }
+    }
+    assert_eq!(flags, vec![true, false]);
+}
+
+#[test]
+fn bad_server_flags_exit_2_naming_the_fix() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--cpus", "0.5", "http://127.0.0.1:9/"],
+            "--target NAME or --exec CMD",
+        ),
+        (
+            &["run", "--exec", "true", "--memory", "lots", "/"],
+            "--memory",
+        ),
+        (
+            &["run", "--exec", "true", "--cpus", "999", "/"],
+            "--cpus 999",
+        ),
+        (&["run", "--exec", "true", "--pin", "99", "/"], "--pin"),
+        (&["run", "/plaintext"], "--target NAME or --exec CMD"),
+        (
+            &["run", "--pid", "999999999", "http://127.0.0.1:9/"],
+            "no such running process",
+        ),
+        (
+            &["run", "--exec", "exit 3", "--startup-timeout", "5s", "/"],
+            "exit status 3",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = run_within(args, Duration::from_secs(20));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
