@@ -73,7 +73,7 @@ fmt() { python3 -c "import sys; print(f'{int(sys.argv[1]):,}')" "$1"; }
     echo '|---|---|---|---|---|---|'
 } > "$OUT/table.md"
 for t in $TARGETS; do
-    "$LOADLAB" lab serve "$t" --cpus "$TARGET_CPU" --workers 1 --upstream "$UPSTREAM" > "$OUT/$t.log" 2>&1 &
+    "$LOADLAB" lab serve "$t" --pin "$TARGET_CPU" --workers 1 --upstream "$UPSTREAM" > "$OUT/$t.log" 2>&1 &
     serve_pid=$!
     pids+=($serve_pid)
     URL=$(first_match "$OUT/$t.log" '^http://')

@@ -1,5 +1,8 @@
 //! The `loadlab` binary as a user runs it: real processes against real loopback servers.
 
+mod common;
+
+use common::assert_valid;
 use loadlab_testkit::{response, Behavior, H2Behavior, H2Server, TestCa, TestServer};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -114,24 +117,6 @@ fn bad_flags_exit_2_naming_the_flag_and_the_fix() {
         }
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
-}
-
-fn schema() -> jsonschema::Validator {
-    let text = include_str!("../../../schema/run-result.schema.json");
-    let schema: serde_json::Value = serde_json::from_str(text).expect("schema is JSON");
-    jsonschema::validator_for(&schema).expect("schema is valid")
-}
-
-fn assert_valid(value: &serde_json::Value) {
-    let validator = schema();
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "result does not match the schema: {errors:#?}"
-    );
 }
 
 #[test]
