@@ -26,7 +26,7 @@ done
 python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-print(f"{'setup':<28} {'requests/s':>11} {'p99':>10} {'CPU p50':>9} {'CPU p99':>9} {'CPU max':>9} {'mem p99':>9} {'throttled':>10}")
+print(f"{'setup':<28} {'requests/s':>11} {'p99':>10} {'CPU p50':>9} {'CPU p99':>9} {'CPU max':>9} {'1s p99':>8} {'1s max':>8} {'mem p99':>9} {'throttled':>10}")
 for name, label in [("quota", "--cpus 0.08 --memory 128Mi"), ("pin", "--pin 1 (no quota)")]:
     runs = [json.load(open(f"{out}/{name}-{r}.json")) for r in range(1, rounds + 1)]
     med = lambda f: statistics.median(f(r) for r in runs)
@@ -37,7 +37,10 @@ for name, label in [("quota", "--cpus 0.08 --memory 128Mi"), ("pin", "--pin 1 (n
           f" {med(lambda r: s(r)['cpu_cores']['p50']) * 100:>8.1f}%"
           f" {med(lambda r: s(r)['cpu_cores']['p99']) * 100:>8.1f}%"
           f" {max(s(r)['cpu_cores']['max'] for r in runs) * 100:>8.1f}%"
+          f" {med(lambda r: s(r)['cpu_cores_per_s']['p99']) * 100:>7.1f}%"
+          f" {max(s(r)['cpu_cores_per_s']['max'] for r in runs) * 100:>7.1f}%"
           f" {med(lambda r: s(r)['memory_bytes']['p99']) / 2**20:>7.1f}Mi"
           f" {med(thr) * 100:>9.0f}%")
-print("(CPU in % of one core, p50/p99 over 100 ms windows, median of", rounds, "rounds; CPU max is the highest window of any round)")
+print("(CPU in % of one core: p50/p99 over 100 ms windows and p99 over whole seconds, median of", rounds,
+      "rounds; the max columns are the highest window or second of any round)")
 PY

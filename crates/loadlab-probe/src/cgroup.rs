@@ -437,6 +437,21 @@ impl Cgroup {
         }
     }
 
+    /// The CFS bandwidth period, when the group has a quota.
+    pub fn cpu_period(&self) -> Option<Duration> {
+        self.cpu_quota()?;
+        let dir = self.dirs.cpu.as_ref()?;
+        let us = match self.version {
+            Version::V1 => read_u64(dir.join("cpu.cfs_period_us"))?,
+            Version::V2 => read_text(dir.join("cpu.max"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?,
+        };
+        (us > 0).then(|| Duration::from_micros(us))
+    }
+
     /// Processes the kernel's OOM killer killed in this group.
     pub fn oom_kills(&self) -> Option<u64> {
         let dir = self.dirs.memory.as_ref()?;

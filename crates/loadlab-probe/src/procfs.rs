@@ -117,6 +117,11 @@ pub fn sum(pids: &[u32]) -> ProcessFigures {
     total
 }
 
+/// A process's CPU time (every thread, ns), or `None` once it has gone.
+pub fn cpu_ns(pid: u32) -> Option<u64> {
+    process_cpu_ns(pid)
+}
+
 /// A process's CPU time through its CPU-time clock: nanosecond resolution, every thread.
 fn process_cpu_ns(pid: u32) -> Option<u64> {
     let mut clock: libc::clockid_t = 0;

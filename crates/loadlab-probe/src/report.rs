@@ -72,11 +72,19 @@ impl Spread {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResourceSummary {
     pub windows: usize,
-    /// CPU in cores (1.0 = one core busy throughout the window).
+    /// CPU in cores (1.0 = one core busy throughout the window), over the sample windows.
     pub cpu_cores: Spread,
+    /// CPU in cores over whole seconds (consecutive windows joined). Under a quota this is
+    /// the figure to hold against it: the kernel enforces a quota per 100 ms period but lets
+    /// a CPU carry up to one bandwidth slice (5 ms by default) of unused runtime into the next
+    /// period, so a single 100 ms window can show more than the quota while every second
+    /// stays within it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_cores_per_s: Option<Spread>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_quota_cores: Option<f64>,
-    /// CPU as a share of the quota (1.0 = the whole quota used).
+    /// CPU as a share of the quota (1.0 = the whole quota used), over whole seconds (over the
+    /// sample windows when the run was shorter than a second).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_quota_share: Option<Spread>,
     /// CFS periods in which the group ran out of quota, of all periods, and the time its
@@ -215,6 +223,16 @@ pub fn summarize(
         Spread::of(&picked.iter().map(|w| f(w)).collect::<Vec<_>>()).unwrap_or_default()
     };
     let cpu = spread(&|w| w.cpu_cores);
+    let mut seconds = Vec::new();
+    let (mut busy, mut span) = (0.0, 0.0);
+    for w in &picked {
+        busy += w.cpu_cores * w.dt_s;
+        span += w.dt_s;
+        if span >= 1.0 - 1e-6 {
+            seconds.push(busy / span);
+            (busy, span) = (0.0, 0.0);
+        }
+    }
     let (start, end) = (&samples[first - 1], &samples[last]);
     let throttling = match (start.throttling, end.throttling) {
         (Some(a), Some(b)) => Some((
@@ -228,8 +246,16 @@ pub fn summarize(
     Some(ResourceSummary {
         windows: picked.len(),
         cpu_cores: cpu,
+        cpu_cores_per_s: Spread::of(&seconds),
         cpu_quota_cores: quota_cores,
-        cpu_quota_share: quota_cores.map(|q| spread(&|w| w.cpu_cores / q)),
+        // Against the quota, whole seconds: see `cpu_cores_per_s`.
+        cpu_quota_share: quota_cores.map(|q| {
+            if seconds.is_empty() {
+                spread(&|w| w.cpu_cores / q)
+            } else {
+                Spread::of(&seconds.iter().map(|c| c / q).collect::<Vec<_>>()).unwrap_or_default()
+            }
+        }),
         throttled_periods: throttling.map(|t| t.0),
         periods: throttling.map(|t| t.1),
         throttled_s: throttling.map(|t| t.2),
@@ -347,13 +373,29 @@ mod tests {
             "{:?}",
             sum.cpu_cores
         );
+        let per_s = sum.cpu_cores_per_s.unwrap();
+        assert!((per_s.max - 0.08).abs() < 1e-9, "{per_s:?}");
         assert!((sum.cpu_quota_share.unwrap().max - 1.0).abs() < 1e-9);
+        assert!((sum.cpu_quota_share.unwrap().p50 - 1.0).abs() < 1e-9);
         assert_eq!(sum.rss_bytes.max as u64, 25 << 20);
         assert_eq!(sum.periods, Some(10));
         assert_eq!(sum.throttled_periods, Some(5));
         assert_eq!(sum.fds_max, 25);
         let share = sum.memory_limit_share.unwrap();
         assert!((share.max - 26.0 / 64.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn whole_seconds_smooth_a_quota_carried_between_periods() {
+        let origin = Instant::now();
+        // A 0.08-core quota the kernel hands out as 12, 4, 8, 8, 8 ms per 100 ms period.
+        let cpu: Vec<u64> = [12, 4, 8, 8, 8].iter().cycle().take(30).copied().collect();
+        let s = series(origin, &cpu, &[10]);
+        let sum = summarize(&s, origin, 0.0, 3.0, Some(0.08), None).unwrap();
+        assert!(sum.cpu_cores.max > 0.1, "{:?}", sum.cpu_cores);
+        let per_s = sum.cpu_cores_per_s.unwrap();
+        assert_eq!(per_s.p50, per_s.max);
+        assert!((per_s.max - 0.08).abs() < 1e-9, "{per_s:?}");
     }
 
     #[test]

@@ -329,11 +329,20 @@ fn server_section(s: &mut String, server: &loadlab_engine::result::ServerReport)
     }
     if let Some(sum) = &server.summary {
         let c = &sum.cpu_cores;
-        let mut cpu = format!("p50 {:.3} cores, p99 {:.3}, max {:.3}", c.p50, c.p99, c.max);
+        let mut cpu = match &sum.cpu_cores_per_s {
+            Some(sec) => format!(
+                "{:.3} cores at p50 per second, p99 {:.3}; per 100 ms p50 {:.3}, p99 {:.3}, max {:.3}",
+                sec.p50, sec.p99, c.p50, c.p99, c.max
+            ),
+            None => format!(
+                "p50 {:.3} cores, p99 {:.3}, max {:.3}",
+                c.p50, c.p99, c.max
+            ),
+        };
         if let (Some(q), Some(share)) = (sum.cpu_quota_cores, &sum.cpu_quota_share) {
             let _ = write!(
                 cpu,
-                " ({:.0}% / {:.0}% of the {q} quota)",
+                "; {:.0}% of the {q}-core quota at p50, {:.0}% at p99",
                 share.p50 * 100.0,
                 share.p99 * 100.0
             );
