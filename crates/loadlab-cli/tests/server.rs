@@ -417,3 +417,60 @@ fn bad_server_flags_exit_2_naming_the_fix() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_lab_target_runs_pinned_with_loadlab_on_the_other_cores() {
+    let _serial = serial();
+    require_root!();
+    if loadlab_probe::limits::online_cpus() < 2 {
+        eprintln!("skipped: pinning apart needs two CPUs");
+        return;
+    }
+    let targets = concat!(env!("CARGO_MANIFEST_DIR"), "/../../targets");
+    let build = run_within(
+        &["lab", "--targets", targets, "build", "rust-axum"],
+        Duration::from_secs(900),
+    );
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let out = run_within(
+        &[
+            "run",
+            "--target",
+            "rust-axum",
+            "--targets",
+            targets,
+            "--pin",
+            "1",
+            "-c",
+            "8",
+            "-d",
+            "1s",
+            "--json",
+            "-",
+            "/plaintext",
+        ],
+        Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("loadlab runs on CPUs 0"), "{stderr}");
+    let r = json_of(&out);
+    assert_valid(&r);
+    let server = &r["server"];
+    assert_eq!(server["description"], "rust-axum");
+    assert_eq!(server["limits"]["pin"]["applied"], true, "{server}");
+    assert_eq!(
+        r["measured"]["status_codes"]["200"].as_u64().map(|n| n > 0),
+        Some(true)
+    );
+    // One core busy at most: the cpuset holds every thread of the server.
+    assert!(
+        f(server, &["summary", "cpu_cores", "max"]) <= 1.05,
+        "{server}"
+    );
+    assert!(f(server, &["startup", "ready_s"]) < 30.0);
+}
