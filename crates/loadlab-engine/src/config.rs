@@ -36,6 +36,8 @@ pub struct RunSpec {
     pub max_connections: Option<usize>,
     /// `--interval`: width of the timeline's intervals.
     pub interval: Duration,
+    /// `--tick`: open loop only; wake to send at most once per tick (0: at each due time).
+    pub tick: Duration,
     /// Hold the PM QoS CPU latency at 0 during the run (`--no-pm-qos` turns it off).
     pub pm_qos: bool,
     /// TLS options; used with `https://` URLs.
@@ -45,6 +47,9 @@ pub struct RunSpec {
     /// `--streams`: concurrent HTTP/2 streams per connection.
     pub streams: usize,
 }
+
+/// The longest `--tick`: beyond it the send lag a tick adds would dwarf most latencies.
+const MAX_TICK: Duration = Duration::from_millis(10);
 
 impl Default for RunSpec {
     fn default() -> Self {
@@ -67,6 +72,7 @@ impl Default for RunSpec {
             arrival: Arrival::Uniform,
             max_connections: None,
             interval: Duration::from_secs(1),
+            tick: Duration::ZERO,
             pm_qos: true,
             tls: TlsSpec::default(),
             http2: false,
@@ -126,6 +132,9 @@ pub struct RunConfig {
     pub warmup: Duration,
     pub keepalive: bool,
     pub interval: Duration,
+    /// Open loop: the sender wakes at most once per tick and sends every request due by then
+    /// (zero: each request at its due time).
+    pub tick: Duration,
     pub pm_qos: bool,
     /// Set for `https://` URLs.
     pub tls: Option<TlsSettings>,
@@ -228,6 +237,21 @@ impl RunSpec {
         }
         // A thread without a connection would only burn a core.
         .min(connections);
+        if !self.tick.is_zero() {
+            if matches!(model, Model::Closed { .. }) {
+                return Err(reject(
+                    "--tick",
+                    "paces an open loop's sends; add --rate or --stages, or drop --tick",
+                ));
+            }
+            if self.tick > MAX_TICK {
+                return Err(reject(
+                    "--tick",
+                    "must be at most 10ms: every request may wait up to a tick, and that wait \
+                     counts in its response time; try --tick 1ms",
+                ));
+            }
+        }
         if self.closed_stages && self.http2 {
             return Err(reject(
                 "--http2",
@@ -260,6 +284,7 @@ impl RunSpec {
             warmup: self.warmup,
             keepalive: self.keepalive,
             interval: self.interval,
+            tick: self.tick,
             pm_qos: self.pm_qos,
             tls,
             http2: self.http2,

@@ -116,6 +116,9 @@ pub struct LoadModel {
     /// The plan in words, as printed before the run.
     pub plan: String,
     pub interval_s: f64,
+    /// Open loop with `--tick`: the sender wakes at most once per tick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_s: Option<f64>,
     /// `http/1.1` or `h2`.
     pub protocol: String,
     /// HTTP/2 streams per connection (1 for HTTP/1.1).
@@ -594,8 +597,16 @@ fn load_model(config: &RunConfig) -> LoadModel {
                 Arrival::Poisson { seed } => ("poisson", Some(*seed)),
             };
             let plan = format!(
-                "open loop, {} arrivals: {}; up to {} connections",
+                "open loop, {} arrivals{}: {}; up to {} connections",
                 name,
+                if config.tick.is_zero() {
+                    String::new()
+                } else {
+                    format!(
+                        " sent on a {} tick",
+                        humantime::format_duration(config.tick)
+                    )
+                },
                 profile.describe("requests/s"),
                 config.connections
             );
@@ -663,6 +674,7 @@ fn load_model(config: &RunConfig) -> LoadModel {
         }),
         plan,
         interval_s: config.interval.as_secs_f64(),
+        tick_s: (!config.tick.is_zero()).then(|| config.tick.as_secs_f64()),
         protocol: if config.http2 { "h2" } else { "http/1.1" }.to_string(),
         streams: config.streams,
     }

@@ -155,3 +155,42 @@ fn a_target_that_cannot_keep_up_is_named_and_nothing_is_lost() {
     );
     assert_eq!(server.counters().accepted(), 2);
 }
+
+#[test]
+fn a_tick_batches_sends_and_counts_its_wait() {
+    let _serial = serial();
+    let server = TimedServer::start(Timing::Delay(Duration::ZERO));
+    let run = |tick: Duration| {
+        run_spec(RunSpec {
+            url: server.url("/"),
+            rate: Some(2_000.0),
+            duration: Some(Duration::from_secs(2)),
+            threads: Some(1),
+            tick,
+            ..RunSpec::default()
+        })
+    };
+    let exact = run(Duration::ZERO);
+    let ticked = run(Duration::from_millis(5));
+    for r in [&exact, &ticked] {
+        assert_eq!(r.measured.requests.completed, 4_000, "{:?}", r.measured);
+    }
+    // Due times spread evenly over each 5 ms tick wait 2.5 ms for it on average; the wait is
+    // send lag, and it is inside the response time.
+    let lag = ticked.measured.send_lag_us.as_ref().unwrap();
+    assert!((2_000.0..=3_000.0).contains(&lag.mean), "{lag:?}");
+    assert!(lag.p99 <= 5_500.0, "{lag:?}");
+    let response = ticked.measured.latency_us.as_ref().unwrap();
+    let service = ticked.measured.service_time_us.as_ref().unwrap();
+    assert!(
+        response.mean >= service.mean + 2_000.0,
+        "{response:?} {service:?}"
+    );
+    assert!(exact.measured.send_lag_us.as_ref().unwrap().p50 < 500.0);
+    assert_eq!(ticked.load.tick_s, Some(0.005));
+    assert!(
+        ticked.load.plan.contains("5ms tick"),
+        "{}",
+        ticked.load.plan
+    );
+}

@@ -81,6 +81,13 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, help_heading = "Open loop")]
     pub seed: u64,
 
+    /// Send on a tick: wake at most once per DUR (e.g. 1ms) and send every request due by
+    /// then, trading timing precision for generator CPU at high rates (oha ticks at 1ms). The
+    /// wait counts in each request's send lag and response time. [default: each request
+    /// exactly when due]
+    #[arg(long, value_parser = parse_duration, help_heading = "Open loop")]
+    pub tick: Option<Duration>,
+
     /// The most connections an open loop may open; at the cap, due requests wait (and the
     /// wait counts in their response time) [default: 10000].
     #[arg(long, help_heading = "Open loop")]
@@ -257,6 +264,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         max_connections: args.max_connections,
         interval: args.interval,
+        tick: args.tick.unwrap_or_default(),
         pm_qos: !args.no_pm_qos,
         http2: args.http2,
         streams: args.streams,

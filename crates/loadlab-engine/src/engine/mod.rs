@@ -269,6 +269,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
             (config.keepalive, config.timeout, config.connect_timeout);
         let threads = config.threads;
         let interval = config.interval;
+        let tick = config.tick;
         let (closed_stages, open_plan) = match &config.model {
             Model::Closed { stages } => (stages.clone(), None),
             Model::Open { profile, arrival } => {
@@ -316,7 +317,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     closed_stages,
                     crashed: Cell::new(false),
                     open: open_plan.map(|(schedule, cap)| {
-                        open::OpenState::new(open::Pending::new(schedule, start), cap.max(1))
+                        open::OpenState::new(open::Pending::new(schedule, start), cap.max(1), tick)
                     }),
                 });
                 worker(ctx, t, threads, connections)

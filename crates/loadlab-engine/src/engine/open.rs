@@ -37,6 +37,18 @@ impl Pending {
         }
     }
 
+    /// When to wake for a request due at `t`: at `t` itself, or with a tick, at the first
+    /// tick boundary (counted from the start) at or after it.
+    fn wake_for(&self, t: Instant, tick: Duration) -> Instant {
+        if tick.is_zero() {
+            return t;
+        }
+        let offset = t.saturating_duration_since(self.start).as_nanos();
+        let tick = tick.as_nanos();
+        let ticks = offset.div_ceil(tick);
+        self.start + Duration::from_nanos((ticks * tick).min(u64::MAX as u128) as u64)
+    }
+
     fn peek(&self) -> Option<Instant> {
         self.next
     }
@@ -70,6 +82,8 @@ pub(crate) struct OpenState {
     cap: usize,
     dispatcher_waiting: Cell<bool>,
     dispatcher_wake: Notify,
+    /// `--tick`: wake at most once per tick (zero: at every due time).
+    tick: Duration,
 }
 
 /// How an idle connection receives its next request.
@@ -79,7 +93,7 @@ struct Slot {
 }
 
 impl OpenState {
-    pub fn new(pending: Pending, cap: usize) -> OpenState {
+    pub fn new(pending: Pending, cap: usize, tick: Duration) -> OpenState {
         OpenState {
             pending: RefCell::new(pending),
             idle: RefCell::new(Vec::new()),
@@ -89,6 +103,7 @@ impl OpenState {
             cap,
             dispatcher_waiting: Cell::new(false),
             dispatcher_wake: Notify::new(),
+            tick,
         }
     }
 
@@ -129,9 +144,11 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
     let mut timer = PreciseTimer::new().ok();
     'run: loop {
         let now = Instant::now();
-        if now >= deadline || ctx.stop.is_stopped() {
+        if ctx.stop.is_stopped() {
             break;
         }
+        // Past the deadline, requests that fell due before it still go out (with a tick, the
+        // last ones wait for the deadline itself); only those due after it are not sent.
         let next = loop {
             let Some(t) = open.pending.borrow().peek() else {
                 break 'run;
@@ -155,6 +172,8 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
                 open.open_connections.set(open.open_connections.get() + 1);
                 open.connecting.set(open.connecting.get() + 1);
                 super::spawn_guarded(&ctx, connection(ctx.clone(), due(&ctx, t, now)));
+            } else if now >= deadline {
+                break 'run;
             } else {
                 // At the cap, or enough connections are on their way: busy connections take
                 // due requests themselves as they finish. Look again when one goes idle (the
@@ -167,7 +186,16 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
                 continue 'run;
             }
         };
-        let wake_at = next.min(deadline);
+        if now >= deadline {
+            break;
+        }
+        // With a tick, requests due before the next boundary wait for it; their send lag
+        // (and response time, measured from when each was due) includes that wait.
+        let wake_at = open
+            .pending
+            .borrow()
+            .wake_for(next, open.tick)
+            .min(deadline);
         match timer.as_mut() {
             Some(timer) => {
                 if timer.sleep_until(wake_at).await.is_err() {
@@ -267,5 +295,25 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
         if next.is_none() {
             open.busy.set(open.busy.get() - 1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{Arrival, Profile};
+
+    #[test]
+    fn ticks_round_due_times_up_to_a_boundary() {
+        let start = Instant::now();
+        let profile = Profile::parse("1s:1000").unwrap();
+        let pending = Pending::new(Schedule::new(&profile, Arrival::Uniform, 0, 1), start);
+        let at = |us: u64| start + Duration::from_micros(us);
+        let tick = Duration::from_millis(1);
+        assert_eq!(pending.wake_for(at(0), tick), at(0));
+        assert_eq!(pending.wake_for(at(1), tick), at(1_000));
+        assert_eq!(pending.wake_for(at(1_000), tick), at(1_000));
+        assert_eq!(pending.wake_for(at(2_400), tick), at(3_000));
+        assert_eq!(pending.wake_for(at(2_400), Duration::ZERO), at(2_400));
     }
 }
