@@ -5,8 +5,12 @@
 # send lag p99 where the tool reports it, generator CPU seconds per 100,000 requests, and
 # p50/p99 latency (oha with --latency-correction, so all three measure from the intended time).
 #
+# loadlab runs twice: as it is (each request sent when due) and with --tick 1ms, oha's own
+# timer resolution (sends batched per millisecond, the wait counted in send lag).
+#
 #   bash bench/vs-oha-vegeta.sh
-#   RATES="5000" SECS=3 bash bench/vs-oha-vegeta.sh   # a quick look
+#   RATES="5000" SECS=3 ROUNDS=1 bash bench/vs-oha-vegeta.sh   # a quick look
+#   GENERATORS="loadlab oha" bash bench/vs-oha-vegeta.sh      # skip some tools
 #
 # Installs oha (crates.io) and vegeta (Go module proxy, built from the module cache) into
 # bench/tools if they are missing. Run it on a quiet machine.
@@ -14,6 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RATES=${RATES:-"5000 20000 50000"}
 SECS=${SECS:-10}
+ROUNDS=${ROUNDS:-3}
+GENERATORS=${GENERATORS:-"loadlab loadlab-tick oha vegeta"}
 PORT=${PORT:-18182}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
@@ -51,16 +57,19 @@ URL="http://127.0.0.1:$PORT/"
 
 
 echo "tool rate achieved send_lag_p99_ms cpu_s_per_100k p50_ms p99_ms" > "$OUT/results.txt"
+for round in $(seq "$ROUNDS"); do
 for rate in $RATES; do
-    for tool in loadlab oha vegeta; do
+    for tool in $GENERATORS; do
         case $tool in
-        loadlab)
-            timed "$LOADLAB" run -q -t1 --rate "$rate" -d "${SECS}s" --json "$OUT/l.json" "$URL"
-            python3 - "$OUT/l.json" "$(cpu_seconds)" "$rate" >> "$OUT/results.txt" <<'PY'
+        loadlab|loadlab-tick)
+            tick=()
+            [ "$tool" = loadlab-tick ] && tick=(--tick 1ms)
+            timed "$LOADLAB" run -q -t1 --rate "$rate" "${tick[@]}" -d "${SECS}s" --json "$OUT/l.json" "$URL"
+            python3 - "$OUT/l.json" "$(cpu_seconds)" "$rate" "$tool" >> "$OUT/results.txt" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); m = r["measured"]; cpu = float(sys.argv[2])
 n = m["requests"]["completed"] + (r["warmup"] or {"requests": {"completed": 0}})["requests"]["completed"]
-print("loadlab", sys.argv[3], round(m["requests"]["per_second"]), round(m["send_lag_us"]["p99"] / 1e3, 3),
+print(sys.argv[4], sys.argv[3], round(m["requests"]["per_second"]), round(m["send_lag_us"]["p99"] / 1e3, 3),
       round(cpu * 1e5 / n, 2), round(m["latency_us"]["p50"] / 1e3, 3), round(m["latency_us"]["p99"] / 1e3, 3))
 PY
             ;;
@@ -88,22 +97,37 @@ print("vegeta", sys.argv[3], round(r["throughput"]), "-", round(cpu * 1e5 / max(
 PY
             ;;
         esac
-        tail -1 "$OUT/results.txt"
+        echo "round $round: $(tail -1 "$OUT/results.txt")"
     done
 done
+done
 echo
-column -t "$OUT/results.txt"
 python3 - "$OUT/results.txt" <<'PY'
-import sys
+import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])][1:]
-by = {(t, r): row for t, r, *row in rows}
+groups = {}
+for tool, rate, *vals in rows:
+    groups.setdefault((tool, rate), []).append(vals)
+def med(vals, i):
+    xs = [float(v[i]) for v in vals if v[i] != "-"]
+    return statistics.median(xs) if xs else None
+print(f"{'tool':<13} {'rate':>6} {'achieved/s':>10} {'lag p99 ms':>10} {'CPU-s/100k':>10} {'p50 ms':>8} {'p99 ms':>8}   (medians of {len(next(iter(groups.values())))} rounds)")
+med_by = {}
+for (tool, rate), vals in sorted(groups.items(), key=lambda kv: (int(kv[0][1]), kv[0][0])):
+    m = [med(vals, i) for i in range(5)]
+    med_by[(tool, rate)] = m
+    f = lambda x, p: "-" if x is None else f"{x:.{p}f}"
+    print(f"{tool:<13} {rate:>6} {f(m[0], 0):>10} {f(m[1], 3):>10} {f(m[2], 2):>10} {f(m[3], 3):>8} {f(m[4], 3):>8}")
 print()
-for rate in sorted({r for _, r, *_ in rows}, key=int):
-    l, o = by.get(("loadlab", rate)), by.get(("oha", rate))
-    held = float(l[0]) / float(rate) * 100
-    line = f"{rate:>6}/s  loadlab held {held:.2f}% of the offered rate, send lag p99 {l[1]} ms"
-    if o:
-        line += f"; CPU per request loadlab/oha = {float(l[2]) / float(o[2]):.2f}x"
-    print(line)
+for rate in sorted({r for _, r in groups}, key=int):
+    o = med_by.get(("oha", rate))
+    for tool in ("loadlab", "loadlab-tick"):
+        l = med_by.get((tool, rate))
+        if not l:
+            continue
+        line = f"{rate:>6}/s  {tool:<13} held {l[0] / float(rate) * 100:.2f}% of the offered rate, send lag p99 {l[1]:.3f} ms"
+        if o:
+            line += f"; CPU per request {tool}/oha = {l[2] / o[2]:.2f}x"
+        print(line)
 PY
 echo "raw output: $OUT"
