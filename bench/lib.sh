@@ -24,8 +24,8 @@ loadlab_completed() {
 }
 
 # Alternates run_<tool> functions (each prints "requests cpu_seconds") for $ROUNDS rounds,
-# then prints each tool's median requests/s and CPU per 100k requests, and the ratio of the
-# second tool to the first.
+# then prints each tool's median requests/s and CPU per 100k requests, and the ratio of each
+# other tool to the first.
 alternate() { # tool...
     : > "$OUT/rounds.txt"
     for round in $(seq "$ROUNDS"); do
@@ -33,7 +33,7 @@ alternate() { # tool...
             read -r n cpu < <("run_$tool")
             echo "$tool $n $cpu" >> "$OUT/rounds.txt"
             awk -v r="$round" -v t="$tool" -v n="$n" -v c="$cpu" -v s="$SECS" 'BEGIN {
-                printf "round %d  %-8s %10.0f requests/s  %.2f CPU-s per 100k requests\n", r, t, n / s, c * 100000 / n }'
+                printf "round %d  %-12s %10.0f requests/s  %.2f CPU-s per 100k requests\n", r, t, n / s, c * 100000 / n }'
         done
     done
     python3 - "$OUT/rounds.txt" "$SECS" "$@" <<'PY'
@@ -45,11 +45,13 @@ for tool in tools:
     runs = [(int(n), float(c)) for t, n, c in rows if t == tool]
     med[tool] = (statistics.median(n / secs for n, _ in runs),
                  statistics.median(c * 100000 / n for n, c in runs))
-print(f"\n{'tool':<8} {'median requests/s':>18} {'CPU-s per 100k':>15}")
+print(f"\n{'tool':<12} {'median requests/s':>18} {'CPU-s per 100k':>15}")
 for tool, (rps, cpu) in med.items():
-    print(f"{tool:<8} {rps:>18,.0f} {cpu:>15.2f}")
-base, ours = tools[0], tools[-1]
-print(f"\n{ours}/{base} requests/s: {med[ours][0] / med[base][0]:.3f}x")
-print(f"{ours}/{base} CPU per request: {med[ours][1] / med[base][1]:.3f}x (lower is better)")
+    print(f"{tool:<12} {rps:>18,.0f} {cpu:>15.2f}")
+base = tools[0]
+print()
+for ours in tools[1:]:
+    print(f"{ours}/{base}: requests/s {med[ours][0] / med[base][0]:.3f}x, "
+          f"CPU per request {med[ours][1] / med[base][1]:.3f}x (lower is better)")
 PY
 }

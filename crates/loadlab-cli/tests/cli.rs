@@ -244,7 +244,9 @@ fn ctrl_c_prints_and_writes_the_partial_result() {
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_valid(&value);
     assert_eq!(value["interrupted"], true);
-    assert!(value["measured"]["requests"]["completed"].as_u64().unwrap() >= 100);
+    // The server had answered 100 when the signal went; at most the 2 responses in flight on
+    // the 2 connections may not have been read by then.
+    assert!(value["measured"]["requests"]["completed"].as_u64().unwrap() >= 98);
 }
 
 #[test]

@@ -38,6 +38,8 @@ pub struct RunSpec {
     pub interval: Duration,
     /// `--tick`: open loop only; wake to send at most once per tick (0: at each due time).
     pub tick: Duration,
+    /// `--busy-poll`: closed loop only; poll for responses instead of sleeping.
+    pub busy_poll: bool,
     /// Hold the PM QoS CPU latency at 0 during the run (`--no-pm-qos` turns it off).
     pub pm_qos: bool,
     /// TLS options; used with `https://` URLs.
@@ -73,6 +75,7 @@ impl Default for RunSpec {
             max_connections: None,
             interval: Duration::from_secs(1),
             tick: Duration::ZERO,
+            busy_poll: false,
             pm_qos: true,
             tls: TlsSpec::default(),
             http2: false,
@@ -135,6 +138,9 @@ pub struct RunConfig {
     /// Open loop: the sender wakes at most once per tick and sends every request due by then
     /// (zero: each request at its due time).
     pub tick: Duration,
+    /// Closed loop: worker threads poll for responses instead of sleeping, so the server
+    /// never pays to wake them.
+    pub busy_poll: bool,
     pub pm_qos: bool,
     /// Set for `https://` URLs.
     pub tls: Option<TlsSettings>,
@@ -252,6 +258,12 @@ impl RunSpec {
                 ));
             }
         }
+        if self.busy_poll && !matches!(model, Model::Closed { .. }) {
+            return Err(reject(
+                "--busy-poll",
+                "applies to a closed loop (an open loop sleeps between due times); drop it",
+            ));
+        }
         if self.closed_stages && self.http2 {
             return Err(reject(
                 "--http2",
@@ -285,6 +297,7 @@ impl RunSpec {
             keepalive: self.keepalive,
             interval: self.interval,
             tick: self.tick,
+            busy_poll: self.busy_poll,
             pm_qos: self.pm_qos,
             tls,
             http2: self.http2,

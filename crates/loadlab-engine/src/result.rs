@@ -119,6 +119,9 @@ pub struct LoadModel {
     /// Open loop with `--tick`: the sender wakes at most once per tick.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_s: Option<f64>,
+    /// `--busy-poll`: worker threads polled for responses instead of sleeping.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub busy_poll: bool,
     /// `http/1.1` or `h2`.
     pub protocol: String,
     /// HTTP/2 streams per connection (1 for HTTP/1.1).
@@ -404,7 +407,9 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
     let thread_busy: Vec<f64> = outcome
         .threads
         .iter()
-        .map(|t| t.cpu.total().as_secs_f64() / t.wall.as_secs_f64().max(1e-9))
+        .map(|t| {
+            t.cpu.total().saturating_sub(t.spin_idle).as_secs_f64() / t.wall.as_secs_f64().max(1e-9)
+        })
         .collect();
     let generator = GeneratorHealth {
         cpu_user_s: user.as_secs_f64(),
@@ -572,12 +577,17 @@ pub fn attach_server(result: &mut RunResult, report: loadlab_probe::ServerReport
 /// What is about to run, in words: printed before the run starts.
 pub fn plan(config: &RunConfig) -> String {
     format!(
-        "{} {}: {}, {} thread{}{}",
+        "{} {}: {}, {} thread{}{}{}",
         config.method,
         config.url.original,
         load_model(config).plan,
         config.threads,
         if config.threads == 1 { "" } else { "s" },
+        if config.busy_poll {
+            " (busy-polling)"
+        } else {
+            ""
+        },
         if config.warmup.is_zero() {
             String::new()
         } else {
@@ -674,7 +684,8 @@ fn load_model(config: &RunConfig) -> LoadModel {
         }),
         plan,
         interval_s: config.interval.as_secs_f64(),
-        tick_s: (!config.tick.is_zero()).then(|| config.tick.as_secs_f64()),
+        tick_s: (!config.tick.is_zero()).then_some(config.tick.as_secs_f64()),
+        busy_poll: config.busy_poll,
         protocol: if config.http2 { "h2" } else { "http/1.1" }.to_string(),
         streams: config.streams,
     }

@@ -305,3 +305,45 @@ fn closed_loop_stages_change_the_connection_count() {
     assert!(r.timeline[0].completed > 0 && r.timeline[3].completed > 0);
     assert_eq!(r.measured.requests.failed, 0);
 }
+
+#[test]
+fn busy_polling_spins_the_thread_but_does_not_count_as_busy() {
+    // A server that answers after 20 ms: the generator has almost nothing to do.
+    let server = loadlab_testkit::TimedServer::start(loadlab_testkit::Timing::Delay(
+        Duration::from_millis(20),
+    ));
+    let r = run_spec(RunSpec {
+        connections: Some(2),
+        threads: Some(1),
+        duration: Some(Duration::from_secs(1)),
+        busy_poll: true,
+        ..spec(server.url("/"))
+    });
+    let q = &r.measured.requests;
+    assert!(q.completed >= 60 && q.failed == 0, "{q:?}");
+    // It polled: CPU close to the wall time...
+    let cpu = r.generator.cpu_user_s + r.generator.cpu_system_s;
+    assert!(cpu >= 0.6, "cpu {cpu} s in a 1 s run: the thread slept");
+    // ...yet it was not busy, and no verdict blames the generator.
+    assert!(
+        r.generator.thread_busy[0] < 0.5,
+        "{:?}",
+        r.generator.thread_busy
+    );
+    assert!(
+        r.verdicts.iter().all(|v| !v.contains("saturated")),
+        "{:?}",
+        r.verdicts
+    );
+    // And it is refused where it makes no sense.
+    let err = RunSpec {
+        rate: Some(100.0),
+        busy_poll: true,
+        url: server.url("/"),
+        ..RunSpec::default()
+    }
+    .validate()
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("--busy-poll"), "{err}");
+}

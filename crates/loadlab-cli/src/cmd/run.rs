@@ -174,6 +174,12 @@ pub struct RunArgs {
     #[arg(long, value_enum, help_heading = "TLS")]
     pub tls_version: Option<TlsVersionArg>,
 
+    /// Closed loop: poll for responses instead of sleeping between them, so the server never
+    /// pays to wake loadlab (on one machine that is an interrupt on the server's CPU). Takes
+    /// a core per thread: use it when loadlab has cores of its own.
+    #[arg(long)]
+    pub busy_poll: bool,
+
     /// Open a new TCP connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,
@@ -265,6 +271,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_connections: args.max_connections,
         interval: args.interval,
         tick: args.tick.unwrap_or_default(),
+        busy_poll: args.busy_poll,
         pm_qos: !args.no_pm_qos,
         http2: args.http2,
         streams: args.streams,
