@@ -474,3 +474,76 @@ fn a_lab_target_runs_pinned_with_loadlab_on_the_other_cores() {
     );
     assert!(f(server, &["startup", "ready_s"]) < 30.0);
 }
+
+#[test]
+fn attaching_to_a_cgroup_samples_every_process_in_it() {
+    let _serial = serial();
+    require_root!();
+    // A v1 memory group of the test's own, under this process's memory cgroup.
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let Some(path) = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == "memory")
+            .then(|| path.to_string())
+    }) else {
+        eprintln!("skipped: no v1 memory hierarchy here");
+        return;
+    };
+    let dir = PathBuf::from(format!(
+        "/sys/fs/cgroup/memory{}/loadlab-attach-test-{}",
+        path.trim_end_matches('/'),
+        std::process::id()
+    ));
+    std::fs::create_dir(&dir).unwrap();
+    let port = loadlab_probe::launch::free_port().unwrap();
+    // Join the group before allocating: v1 charges memory to the group it was allocated in.
+    let mut server = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {}/cgroup.procs && exec {FIXTURE} --port {port} --alloc-mb 24",
+            dir.display()
+        ))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !loadlab_probe::launch::healthz(([127, 0, 0, 1], port).into(), "/") {
+        assert!(Instant::now() < deadline, "the fixture did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = run_within(
+        &[
+            "run",
+            "--cgroup",
+            dir.to_str().unwrap(),
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "-q",
+            "--json",
+            "-",
+            &url,
+        ],
+        Duration::from_secs(30),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    assert_valid(&r);
+    assert_eq!(r["server"]["source"], "cgroup");
+    assert_eq!(f(&r, &["server", "summary", "processes_max"]), 1.0);
+    // The group's charged memory includes the 24 MiB the fixture touched.
+    assert!(f(&r, &["server", "summary", "memory_bytes", "max"]) >= (24 << 20) as f64);
+    assert!(f(&r, &["server", "summary", "cpu_cores", "max"]) > 0.0);
+}
