@@ -263,6 +263,12 @@ impl Drop for Launched {
 fn describe(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
+        // A shell (`--exec`) reports its child's death by signal N as 128+N.
+        (Some(code), _) if (129..160).contains(&code) => format!(
+            "exit status {code} (a shell's report of signal {}{})",
+            code - 128,
+            if code == 137 { ", SIGKILL" } else { "" }
+        ),
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(9)) => "killed by signal 9 (SIGKILL)".into(),
         (None, Some(sig)) => format!("killed by signal {sig}"),
