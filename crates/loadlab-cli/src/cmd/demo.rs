@@ -90,5 +90,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         count(result.in_flight_at_end)
     );
     println!("Next          loadlab run -c 50 -d 10s http://127.0.0.1:8080/   (your own server)");
+    println!(
+        "              loadlab run --target rust-axum --cpus 0.5 --memory 128Mi /plaintext   \
+         (a lab target under limits, its CPU and memory sampled; `loadlab lab build rust-axum` first)"
+    );
     Ok(code)
 }
