@@ -60,6 +60,19 @@ fn run_within(args: &[&str], limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
+/// Runs loadlab, which must succeed and print a valid JSON result on stdout.
+fn ok_json(args: &[&str]) -> Value {
+    let out = run_within(args, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    assert_valid(&r);
+    r
+}
+
 fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -111,20 +124,9 @@ fn a_spinning_server_under_half_a_core_uses_half_a_core() {
     let _serial = serial();
     require_root!();
     let exec = format!("{FIXTURE} --spin-threads 2");
-    let out = run_within(
-        &[
-            "run", "--exec", &exec, "--cpus", "0.5", "-c", "1", "-d", "2s", "-q", "--json", "-",
-            "/",
-        ],
-        Duration::from_secs(30),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = json_of(&out);
-    assert_valid(&r);
+    let r = ok_json(&[
+        "run", "--exec", &exec, "--cpus", "0.5", "-c", "1", "-d", "2s", "-q", "--json", "-", "/",
+    ]);
     let server = &r["server"];
     assert_eq!(server["limits"]["cpus"]["applied"], true, "{server}");
     let p50 = f(server, &["summary", "cpu_cores", "p50"]);
@@ -362,19 +364,9 @@ fn a_cold_start_is_flagged_and_a_warm_server_is_not() {
     let warm = FIXTURE.to_string();
     let mut flags = Vec::new();
     for exec in [&cold, &warm] {
-        let out = run_within(
-            &[
-                "run", "--exec", exec, "-c", "4", "-d", "3s", "-q", "--json", "-", "/",
-            ],
-            Duration::from_secs(30),
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let r = json_of(&out);
-        assert_valid(&r);
+        let r = ok_json(&[
+            "run", "--exec", exec, "-c", "4", "-d", "3s", "-q", "--json", "-", "/",
+        ]);
         flags.push(r["first_requests"]["cold_start"].as_bool().unwrap());
         if exec == &cold {
             assert!(f(&r, &["first_requests", "latency_us", "p50"]) >= 5_000.0);

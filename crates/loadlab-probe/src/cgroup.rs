@@ -56,6 +56,26 @@ pub struct LimitHeld {
 }
 
 impl LimitsReport {
+    /// Each limit asked for, e.g. `cpus 0.08 cores` or `memory 128 MiB (NOT held)`.
+    pub fn describe(&self) -> Vec<String> {
+        [
+            ("cpus", &self.cpus),
+            ("memory", &self.memory),
+            ("pin", &self.pin),
+        ]
+        .into_iter()
+        .filter_map(|(name, l)| {
+            l.as_ref().map(|l| {
+                format!(
+                    "{name} {}{}",
+                    l.requested,
+                    if l.applied { "" } else { " (NOT held)" }
+                )
+            })
+        })
+        .collect()
+    }
+
     /// The limits that did not hold, for a warning.
     pub fn not_applied(&self) -> Vec<String> {
         [

@@ -295,18 +295,7 @@ fn server_section(s: &mut String, server: &loadlab_engine::result::ServerReport)
     }
     row(s, "  Process", &what);
     if let Some(l) = &server.limits {
-        let held: Vec<String> = [("cpus", &l.cpus), ("memory", &l.memory), ("pin", &l.pin)]
-            .into_iter()
-            .filter_map(|(name, x)| {
-                x.as_ref().map(|x| {
-                    format!(
-                        "{name} {}{}",
-                        x.requested,
-                        if x.applied { "" } else { " (NOT held)" }
-                    )
-                })
-            })
-            .collect();
+        let held = l.describe();
         if !held.is_empty() {
             row(
                 s,

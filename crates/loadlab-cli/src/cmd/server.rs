@@ -292,22 +292,7 @@ impl ServerArgs {
 }
 
 fn describe_limits(report: &loadlab_probe::cgroup::LimitsReport) -> String {
-    let held: Vec<String> = [
-        ("cpus", &report.cpus),
-        ("memory", &report.memory),
-        ("pin", &report.pin),
-    ]
-    .into_iter()
-    .filter_map(|(name, l)| {
-        l.as_ref().map(|l| {
-            format!(
-                "{name} {}{}",
-                l.requested,
-                if l.applied { "" } else { " (NOT held)" }
-            )
-        })
-    })
-    .collect();
+    let held = report.describe();
     if held.is_empty() {
         String::new()
     } else {
