@@ -293,6 +293,14 @@ fn attaching_by_pid_samples_a_running_server() {
     let r = json_of(&out);
     assert_valid(&r);
     assert_eq!(r["server"]["source"], "pid");
+    // What the server sent its clients (kernel socket counters) is what loadlab received,
+    // give or take the edges of the sample windows.
+    let sent = f(&r, &["server", "summary", "sent_bytes"]);
+    let received = f(&r, &["measured", "bytes", "received"]);
+    assert!(
+        (sent - received).abs() <= received * 0.15,
+        "server sent {sent} B, loadlab received {received} B"
+    );
     assert!(f(&r, &["server", "summary", "rss_bytes", "max"]) >= (16 << 20) as f64);
     assert!(f(&r, &["server", "summary", "cpu_cores", "max"]) > 0.0);
 }

@@ -21,6 +21,7 @@ pub mod limits;
 pub mod procfs;
 pub mod report;
 pub mod sampler;
+pub mod sockets;
 
 pub use cgroup::Cgroup;
 pub use launch::{Launch, Launched, Readiness};

@@ -106,6 +106,12 @@ pub struct ResourceSummary {
     pub threads_max: u64,
     pub fds_max: u64,
     pub processes_max: u64,
+    /// Bytes the server sent to its clients (acknowledged by them), over the measured phase,
+    /// and per second over each sample window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_per_s: Option<Spread>,
     /// loadlab's own CPU in cores, from the same sampler.
     pub generator_cpu_cores: Spread,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -128,6 +134,9 @@ pub struct WindowSample {
     pub fds: u64,
     pub generator_cpu_cores: f64,
     pub processes: u64,
+    /// Bytes the server sent to its clients in this window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,6 +159,9 @@ pub struct IntervalResources {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub throttled_periods: Option<u64>,
     pub generator_cpu_cores: f64,
+    /// Bytes the server sent to its clients in this interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
 }
 
 fn secs_between(origin: Instant, at: Instant) -> f64 {
@@ -185,6 +197,10 @@ pub fn windows(samples: &[Sample], origin: Instant) -> Vec<WindowSample> {
                     / 1e9
                     / dt,
                 processes: b.processes,
+                sent_bytes: match (a.sent_bytes, b.sent_bytes) {
+                    (Some(x), Some(y)) => Some(y.saturating_sub(x)),
+                    _ => None,
+                },
             })
         })
         .collect()
@@ -268,6 +284,15 @@ pub fn summarize(
         threads_max: picked.iter().map(|w| w.threads).max().unwrap_or(0),
         fds_max: picked.iter().map(|w| w.fds).max().unwrap_or(0),
         processes_max: picked.iter().map(|w| w.processes).max().unwrap_or(0),
+        sent_bytes: match (start.sent_bytes, end.sent_bytes) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        },
+        sent_per_s: picked
+            .iter()
+            .map(|w| w.sent_bytes.map(|b| b as f64 / w.dt_s))
+            .collect::<Option<Vec<f64>>>()
+            .and_then(|v| Spread::of(&v)),
         generator_cpu_cores: spread(&|w| w.generator_cpu_cores),
         oom_kills: end.oom_kills,
     })
@@ -300,6 +325,7 @@ pub fn interval(
             .map(|w| w.throttled_periods)
             .sum::<Option<u64>>(),
         generator_cpu_cores: weighted(&|w| w.generator_cpu_cores),
+        sent_bytes: inside.iter().map(|w| w.sent_bytes).sum::<Option<u64>>(),
     })
 }
 
@@ -341,6 +367,7 @@ mod tests {
                 generator_cpu_ns: 50_000_000 * i as u64,
                 processes: 1,
                 oom_kills: Some(0),
+                sent_bytes: Some(1000 * i as u64),
             });
         }
         out
@@ -356,6 +383,7 @@ mod tests {
         assert!((w[2].cpu_cores - 0.5).abs() < 1e-9);
         assert!((w[0].t_s - 0.1).abs() < 1e-9);
         assert!((w[1].generator_cpu_cores - 0.5).abs() < 1e-9);
+        assert_eq!(w[1].sent_bytes, Some(1000));
     }
 
     #[test]
@@ -381,6 +409,8 @@ mod tests {
         assert_eq!(sum.periods, Some(10));
         assert_eq!(sum.throttled_periods, Some(5));
         assert_eq!(sum.fds_max, 25);
+        assert_eq!(sum.sent_bytes, Some(10_000));
+        assert!((sum.sent_per_s.unwrap().p50 - 10_000.0).abs() < 1e-6);
         let share = sum.memory_limit_share.unwrap();
         assert!((share.max - 26.0 / 64.0).abs() < 1e-9);
     }

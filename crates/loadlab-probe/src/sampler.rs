@@ -38,12 +38,16 @@ impl Source {
 
     /// Takes one sample now.
     pub fn sample(&self) -> Sample {
-        self.sample_tracked(&mut CpuTracker::default())
+        self.sample_tracked(&mut CpuTracker::default(), None)
     }
 
     /// Takes one sample now, counting the CPU of processes that exited since `tracker` last
     /// saw them.
-    pub fn sample_tracked(&self, tracker: &mut CpuTracker) -> Sample {
+    pub fn sample_tracked(
+        &self,
+        tracker: &mut CpuTracker,
+        sent: Option<&mut crate::sockets::SentBytes>,
+    ) -> Sample {
         let pids = match self {
             Source::Tree { pid } => procfs::tree(*pid),
             Source::Cgroup { group, .. } | Source::Attached(group) => group.pids(),
@@ -51,7 +55,9 @@ impl Source {
         let group = self.group();
         let (at, cpu_ns, generator_cpu_ns) = timed_cpu(&pids, tracker);
         let procs = procfs::sum(&pids);
+        let sent_bytes = sent.and_then(|s| s.update(&pids));
         Sample {
+            sent_bytes,
             at,
             cpu_ns,
             throttling: group.and_then(Cgroup::throttling),
@@ -136,6 +142,8 @@ pub struct Sample {
     /// loadlab's own CPU time so far, ns.
     pub generator_cpu_ns: u64,
     pub processes: u64,
+    /// Bytes the server's clients acknowledged so far (from the first sample on).
+    pub sent_bytes: Option<u64>,
     pub oom_kills: Option<u64>,
 }
 
@@ -183,8 +191,9 @@ impl Sampler {
                 let mut next = Instant::now();
                 let mut phase = PhaseLock::new(source.group(), every);
                 let mut tracker = CpuTracker::default();
+                let mut sent = crate::sockets::SentBytes::default();
                 loop {
-                    let sample = source.sample_tracked(&mut tracker);
+                    let sample = source.sample_tracked(&mut tracker, Some(&mut sent));
                     out.samples.push(sample);
                     let status = match (&mut exit_probe, source.main_pid()) {
                         (Some(probe), _) => probe(),

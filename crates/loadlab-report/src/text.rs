@@ -367,6 +367,19 @@ fn server_section(s: &mut String, server: &loadlab_engine::result::ServerReport)
             }
         }
         row(s, "  Memory", &mem);
+        if let (Some(sent), Some(per_s)) = (sum.sent_bytes, &sum.sent_per_s) {
+            row(
+                s,
+                "  Sent",
+                &format!(
+                    "{} to its clients; per second p50 {}/s, p99 {}/s, max {}/s (100 ms windows)",
+                    bytes(sent as f64),
+                    bytes(per_s.p50),
+                    bytes(per_s.p99),
+                    bytes(per_s.max)
+                ),
+            );
+        }
         row(
             s,
             "  Processes",
