@@ -390,16 +390,6 @@ impl Cgroup {
             .unwrap_or_default()
     }
 
-    /// CPU time used by everything in the group, in nanoseconds.
-    pub fn cpu_usage_ns(&self) -> Option<u64> {
-        match self.version {
-            Version::V1 => read_u64(self.dirs.cpuacct.as_ref()?.join("cpuacct.usage")),
-            Version::V2 => {
-                stat_field(self.dirs.cpu.as_ref()?.join("cpu.stat"), "usage_usec").map(|u| u * 1000)
-            }
-        }
-    }
-
     /// CFS bandwidth: periods elapsed, periods throttled, time throttled (ns).
     pub fn throttling(&self) -> Option<Throttling> {
         let file = self.dirs.cpu.as_ref()?.join("cpu.stat");
