@@ -1,6 +1,7 @@
-//! A cgroup of loadlab's own for a launched server: it applies the limits, accounts CPU and
-//! memory for every process inside (a Node cluster or gunicorn's workers included), counts OOM
-//! kills, and is deleted when dropped.
+//! A cgroup of loadlab's own for a launched server: it applies the limits, holds every process
+//! the server starts (a Node cluster or gunicorn's workers included: the sampler lists them
+//! from here), charges their memory, counts throttling and OOM kills, and is deleted when
+//! dropped.
 //!
 //! cgroups v2 is used when its controllers are enabled; otherwise the v1 hierarchies (as on
 //! this project's VMs, where `/sys/fs/cgroup/unified` has no controllers and cpu, cpuacct,

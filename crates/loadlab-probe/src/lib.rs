@@ -2,8 +2,9 @@
 //!
 //! - [`limits`]: what a user asks for (`--cpus 0.08 --memory 128Mi --pin 1`), parsed and checked.
 //! - [`cgroup`]: a cgroup of loadlab's own (v2 where the controllers are there, v1 otherwise)
-//!   that applies those limits, accounts CPU and memory for every process inside, counts OOM
-//!   kills, and is deleted when the run ends, including after Ctrl-C.
+//!   that applies those limits, holds every process of the server, charges its memory, counts
+//!   throttling and OOM kills, and is deleted when the run ends, including after Ctrl-C.
+//! - [`sockets`]: the bytes the server sent its clients, from the kernel's socket counters.
 //! - [`procfs`]: per-process figures from `/proc` (RSS, threads, descriptors, CPU time through the process CPU clock).
 //! - [`launch`]: starts a server inside its cgroup, times its start-up to the first good
 //!   health check, and kills it (by PID) when dropped.
