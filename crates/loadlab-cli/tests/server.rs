@@ -547,3 +547,66 @@ fn attaching_to_a_cgroup_samples_every_process_in_it() {
     assert!(f(&r, &["server", "summary", "memory_bytes", "max"]) >= (24 << 20) as f64);
     assert!(f(&r, &["server", "summary", "cpu_cores", "max"]) > 0.0);
 }
+
+#[test]
+fn limits_that_cannot_hold_stop_the_run_unless_best_effort() {
+    let _serial = serial();
+    require_root!();
+    // An unprivileged user cannot make cgroups: run loadlab as `nobody`, from copies of the
+    // binaries it may execute.
+    let has_nobody = Command::new("id")
+        .arg("nobody")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_nobody || !Path::new("/bin/su").exists() {
+        eprintln!("skipped: needs su and a `nobody` user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("loadlab-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("loadlab");
+    let fixture = dir.join("loadlab-fixture");
+    std::fs::copy(env!("CARGO_BIN_EXE_loadlab"), &bin).unwrap();
+    std::fs::copy(FIXTURE, &fixture).unwrap();
+    for p in [&dir, &bin, &fixture] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let as_nobody = |extra: &str| {
+        let script = format!(
+            "{} run --exec {} --cpus 0.5 -c 2 -d 1s -q --json - {extra} /",
+            bin.display(),
+            fixture.display()
+        );
+        Command::new("/bin/su")
+            .args(["nobody", "-s", "/bin/sh", "-c", &script])
+            .output()
+            .unwrap()
+    };
+    let strict = as_nobody("");
+    let best = as_nobody("--limits best-effort");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert_eq!(strict.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot apply --cpus 0.5") && stderr.contains("--limits best-effort"),
+        "{stderr}"
+    );
+    assert!(
+        best.status.success(),
+        "{}",
+        String::from_utf8_lossy(&best.stderr)
+    );
+    let r = json_of(&best);
+    assert_valid(&r);
+    assert_eq!(r["server"]["limits"]["cpus"]["applied"], false);
+    assert_eq!(r["server"]["limits"]["mode"], "best-effort");
+    assert_eq!(r["server"]["limits"]["mechanism"], "none");
+    assert!(r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("did not hold")));
+    assert!(r["measured"]["requests"]["completed"].as_u64().unwrap() > 0);
+}

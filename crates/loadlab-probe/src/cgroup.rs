@@ -266,6 +266,8 @@ impl Cgroup {
             Err(reason) => {
                 let reason: String = reason;
                 note_unapplied(limits, &mut report, &reason);
+                // No group was made: nothing applied the limits.
+                report.mechanism = "none".into();
                 None
             }
         };
