@@ -91,6 +91,15 @@ fn f(v: &Value, path: &[&str]) -> f64 {
         .unwrap_or_else(|| panic!("{path:?} is not a number: {x}"))
 }
 
+/// Waits (at most 10 s) until a fixture started by the test answers on `port`.
+fn wait_until_serving(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !loadlab_probe::launch::healthz(([127, 0, 0, 1], port).into(), "/") {
+        assert!(Instant::now() < deadline, "the fixture did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Every directory named `loadlab-PID-*` under the cgroup mounts.
 fn groups_of(pid: u32) -> Vec<PathBuf> {
     fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<PathBuf>) {
@@ -269,11 +278,7 @@ fn attaching_by_pid_samples_a_running_server() {
         .spawn()
         .unwrap();
     let url = format!("http://127.0.0.1:{port}/");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !loadlab_probe::launch::healthz(([127, 0, 0, 1], port).into(), "/") {
-        assert!(Instant::now() < deadline, "the fixture did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_serving(port);
     let pid = server.id().to_string();
     let out = run_within(
         &[
@@ -509,11 +514,7 @@ fn attaching_to_a_cgroup_samples_every_process_in_it() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !loadlab_probe::launch::healthz(([127, 0, 0, 1], port).into(), "/") {
-        assert!(Instant::now() < deadline, "the fixture did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_serving(port);
     let url = format!("http://127.0.0.1:{port}/");
     let out = run_within(
         &[

@@ -6,8 +6,6 @@ use std::collections::HashMap;
 /// One process's figures at one instant.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcessFigures {
-    /// CPU time so far (all threads, live and exited), ns.
-    pub cpu_ns: u64,
     pub rss_bytes: u64,
     pub threads: u64,
     pub fds: u64,
@@ -15,7 +13,6 @@ pub struct ProcessFigures {
 
 impl std::ops::AddAssign for ProcessFigures {
     fn add_assign(&mut self, o: ProcessFigures) {
-        self.cpu_ns += o.cpu_ns;
         self.rss_bytes += o.rss_bytes;
         self.threads += o.threads;
         self.fds += o.fds;
@@ -30,16 +27,7 @@ pub fn figures(pid: u32) -> Option<ProcessFigures> {
         return None;
     }
     let threads = fields.get(17).and_then(|t| t.parse().ok()).unwrap_or(0);
-    let cpu_ns = process_cpu_ns(pid).unwrap_or_else(|| {
-        // Clock ticks are coarse (10 ms) but better than nothing.
-        let ticks: u64 = [11, 12]
-            .iter()
-            .filter_map(|&i| fields.get(i).and_then(|t| t.parse::<u64>().ok()))
-            .sum();
-        ticks * 1_000_000_000 / clock_ticks_per_second()
-    });
     Some(ProcessFigures {
-        cpu_ns,
         rss_bytes: rss_bytes(pid).unwrap_or(0),
         threads,
         fds: std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -118,8 +106,18 @@ pub fn sum(pids: &[u32]) -> ProcessFigures {
 }
 
 /// A process's CPU time (every thread, ns), or `None` once it has gone.
+/// (The sampler reads this apart from [`figures`], right next to its timestamp.)
 pub fn cpu_ns(pid: u32) -> Option<u64> {
-    process_cpu_ns(pid)
+    process_cpu_ns(pid).or_else(|| {
+        // Without the CPU clock: clock ticks are coarse (10 ms) but better than nothing.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let fields = stat_fields(&stat)?;
+        let ticks: u64 = [11, 12]
+            .iter()
+            .filter_map(|&i| fields.get(i).and_then(|t| t.parse::<u64>().ok()))
+            .sum();
+        Some(ticks * 1_000_000_000 / clock_ticks_per_second())
+    })
 }
 
 /// A process's CPU time through its CPU-time clock: nanosecond resolution, every thread.
