@@ -122,6 +122,10 @@ pub struct LoadModel {
     /// `--busy-poll`: worker threads polled for responses instead of sleeping.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub busy_poll: bool,
+    /// Open loop over plain HTTP/1.1: threads slept from one due time (or tick) to the next,
+    /// not woken by each response, and responses were timed by the kernel's receive stamps.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rx_stamps: bool,
     /// `http/1.1` or `h2`.
     pub protocol: String,
     /// HTTP/2 streams per connection (1 for HTTP/1.1).
@@ -686,6 +690,7 @@ fn load_model(config: &RunConfig) -> LoadModel {
         interval_s: config.interval.as_secs_f64(),
         tick_s: (!config.tick.is_zero()).then_some(config.tick.as_secs_f64()),
         busy_poll: config.busy_poll,
+        rx_stamps: config.sleeps_between_ticks(),
         protocol: if config.http2 { "h2" } else { "http/1.1" }.to_string(),
         streams: config.streams,
     }

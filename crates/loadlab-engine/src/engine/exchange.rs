@@ -38,6 +38,8 @@ pub(super) struct Traffic {
     /// Received bytes not yet put on the timeline.
     pub unbooked: u64,
     pub first_byte: Option<Instant>,
+    /// When the last bytes arrived, by the kernel's stamp (stamped connections only).
+    pub last_rx: Option<Instant>,
 }
 
 /// When a request was meant to go, and when the generator got to it.
@@ -58,6 +60,19 @@ const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
 pub(super) enum Stream {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    /// Plain TCP whose reads carry the kernel's receive time (an open loop on a tick).
+    Stamped(super::stamped::StampedTcp),
+}
+
+impl Stream {
+    /// When the bytes of the last read arrived, where the kernel stamped them.
+    #[inline]
+    fn last_rx(&self) -> Option<Instant> {
+        match self {
+            Stream::Stamped(s) => s.last_rx(),
+            _ => None,
+        }
+    }
 }
 
 impl AsyncRead for Stream {
@@ -70,6 +85,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::Stamped(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -84,13 +100,14 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::Stamped(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
     #[inline]
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(_) => Poll::Ready(Ok(())),
+            Stream::Plain(_) | Stream::Stamped(_) => Poll::Ready(Ok(())),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
@@ -99,6 +116,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::Stamped(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }
@@ -218,6 +236,13 @@ pub(super) async fn connect(
             .saturating_record((connected - started).as_nanos() as u64);
     }
     let Some(tls) = &ctx.tls else {
+        if let Some(clock) = ctx.stamp_clock {
+            if super::stamped::StampedTcp::enable_stamps(&tcp) {
+                return super::stamped::StampedTcp::new(tcp, clock)
+                    .map(Stream::Stamped)
+                    .map_err(|e| (ErrorClass::from_io(&e), None));
+            }
+        }
         return Ok(Stream::Plain(tcp));
     };
     let budget = ctx.connect_timeout.saturating_sub(connected - started);
@@ -297,9 +322,11 @@ async fn exchange(
                             None => Err(ErrorClass::ClosedBeforeResponse),
                         });
                     }
+                    let arrived = stream.last_rx();
                     if traffic.first_byte.is_none() {
-                        traffic.first_byte = Some(Instant::now());
+                        traffic.first_byte = Some(arrived.unwrap_or_else(Instant::now));
                     }
+                    traffic.last_rx = arrived;
                     traffic.received += n as u64;
                     traffic.unbooked += n as u64;
                     match parser.feed(&buf[..n]) {
@@ -383,7 +410,9 @@ pub(super) fn record_success(
     status: u16,
     t: &Traffic,
 ) {
-    let end = Instant::now();
+    // A stamped connection's response ended when its last bytes arrived; it may have been
+    // read up to a tick later. Never before the request was sent, whatever the clocks did.
+    let end = t.last_rx.map_or_else(Instant::now, |rx| rx.max(sent_at));
     let since_start = end - ctx.start;
     let mut rec = ctx.recorder.borrow_mut();
     rec.in_flight -= 1;

@@ -11,6 +11,7 @@ mod closed;
 mod exchange;
 mod h2;
 mod open;
+mod stamped;
 mod timer;
 
 use crate::config::{Model, RunConfig, Stop};
@@ -199,6 +200,9 @@ pub(crate) struct ThreadCtx {
     pub closed_stages: Option<Profile>,
     /// Open loop only.
     pub open: Option<open::OpenState>,
+    /// Open loop on a tick over plain HTTP/1.1: the thread sleeps from tick to tick and
+    /// times responses by the kernel's receive stamps (see [`stamped`]).
+    pub stamp_clock: Option<stamped::StampClock>,
     /// A task of this thread panicked (a bug): the run stops and reports it.
     pub crashed: Cell<bool>,
 }
@@ -276,6 +280,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         let threads = config.threads;
         let interval = config.interval;
         let tick = config.tick;
+        let stamped = config.sleeps_between_ticks();
         let busy_poll = config.busy_poll;
         let (closed_stages, open_plan) = match &config.model {
             Model::Closed { stages } => (stages.clone(), None),
@@ -325,6 +330,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     all_done: tokio::sync::Notify::new(),
                     closed_stages,
                     crashed: Cell::new(false),
+                    stamp_clock: stamped.then(stamped::StampClock::new),
                     open: open_plan.map(|(schedule, cap)| {
                         open::OpenState::new(open::Pending::new(schedule, start), cap.max(1), tick)
                     }),

@@ -20,6 +20,10 @@ use tokio::sync::Notify;
 /// New connections a thread may have connecting at once.
 const MAX_CONNECTING: usize = 8;
 
+/// Sleeping between due times with every connection taken: how soon to look again (at the
+/// first tick boundary after that, with a tick).
+const AT_CAP_WAIT: Duration = Duration::from_micros(50);
+
 /// This thread's share of the schedule, as absolute instants.
 pub(crate) struct Pending {
     schedule: Schedule,
@@ -142,6 +146,11 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
     let deadline = ctx.deadline.expect("open loops end by time");
     // Without a timerfd, fall back to tokio's millisecond timer.
     let mut timer = PreciseTimer::new().ok();
+    // Sleeping between ticks: see `sleep_through_tick`.
+    let between_ticks = ctx.stamp_clock.is_some();
+    if between_ticks {
+        super::stamped::tighten_timer_slack();
+    }
     'run: loop {
         let now = Instant::now();
         if ctx.stop.is_stopped() {
@@ -174,6 +183,11 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
                 super::spawn_guarded(&ctx, connection(ctx.clone(), due(&ctx, t, now)));
             } else if now >= deadline {
                 break 'run;
+            } else if between_ticks {
+                // Connections finish and connect between ticks too: look again at the next.
+                let wake_at = open.pending.borrow().wake_for(now + AT_CAP_WAIT, open.tick);
+                sleep_through_tick(wake_at.min(deadline)).await;
+                continue 'run;
             } else {
                 // At the cap, or enough connections are on their way: busy connections take
                 // due requests themselves as they finish. Look again when one goes idle (the
@@ -196,6 +210,10 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
             .borrow()
             .wake_for(next, open.tick)
             .min(deadline);
+        if between_ticks {
+            sleep_through_tick(wake_at).await;
+            continue;
+        }
         match timer.as_mut() {
             Some(timer) => {
                 if timer.sleep_until(wake_at).await.is_err() {
@@ -209,6 +227,21 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
     while open.busy.get() > 0 && !ctx.stop.is_stopped() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
+}
+
+/// Sleeps the whole thread until `wake_at`, not in the event loop: responses that arrive
+/// meanwhile do not wake it. On a virtual machine every wake-up of an idle CPU costs tens of
+/// microseconds, more than a request, so a thread woken by each response spends most of its
+/// CPU waking up. Here it wakes once per tick, reads every response that arrived (their times
+/// are the kernel's receive stamps, so the late reading does not show in latency), and sends
+/// what fell due.
+async fn sleep_through_tick(wake_at: Instant) {
+    // First let the connections just handed requests send them.
+    tokio::task::yield_now().await;
+    super::stamped::sleep_blocking_until(wake_at);
+    // A yield makes the runtime poll the kernel for ready sockets (without blocking) and run
+    // their tasks before this one resumes to hand out what is due.
+    tokio::task::yield_now().await;
 }
 
 /// What carries an open loop's requests: an HTTP/1.1 connection, or an HTTP/2 stream slot on
