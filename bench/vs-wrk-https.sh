@@ -42,15 +42,16 @@ run_loadlab() {
     n=$(loadlab_completed "$OUT/loadlab.json")
     echo "$n $(cpu_seconds)"
 }
-# loadlab_busy polls instead of sleeping (--busy-poll), as wrk's thread, always busy, never
-# sleeps: then nginx no longer pays an interrupt to wake the client for each response.
-run_loadlab_busy() {
-    timed "$LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --busy-poll --cacert "$OUT/ca.pem" \
+# loadlab, pinned apart from nginx, busy-polls by default (it says why): wrk's thread, always
+# busy, never sleeps either. loadlab_sleep (--no-busy-poll) sleeps between responses, and
+# then nginx pays an interrupt to wake it for each one.
+run_loadlab_sleep() {
+    timed "$LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --no-busy-poll --cacert "$OUT/ca.pem" \
         --json "$OUT/loadlab.json" "$URL"
     n=$(loadlab_completed "$OUT/loadlab.json")
     echo "$n $(cpu_seconds)"
 }
-alternate wrk loadlab loadlab_busy
+alternate wrk loadlab loadlab_sleep
 echo
 for resume in on off; do
     taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --no-keepalive \

@@ -611,3 +611,46 @@ fn limits_that_cannot_hold_stop_the_run_unless_best_effort() {
         .any(|w| w.as_str().unwrap().contains("did not hold")));
     assert!(r["measured"]["requests"]["completed"].as_u64().unwrap() > 0);
 }
+
+/// A closed loop against a server pinned apart polls for responses, and says why; sharing
+/// CPUs with the server, or with `--no-busy-poll`, it sleeps.
+#[test]
+fn loadlab_busy_polls_only_when_it_has_cpus_apart_from_the_server() {
+    let _serial = serial();
+    require_root!();
+    if loadlab_probe::limits::online_cpus() < 2 {
+        eprintln!("skipped: pinning apart needs two CPUs");
+        return;
+    }
+    let base = [
+        "--exec", FIXTURE, "-c", "2", "-d", "1s", "-q", "--json", "-",
+    ];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run"];
+        args.extend(base);
+        args.extend(extra);
+        args.push("/");
+        ok_json(&args)
+    };
+    let apart = run(&["--pin", "0"]);
+    assert_eq!(apart["load"]["busy_poll"], true, "{}", apart["load"]);
+    let why = apart["load"]["busy_poll_why"].as_str().unwrap();
+    assert!(
+        why.contains("loadlab may run only on CPU 1") && why.contains("only on CPU 0"),
+        "{why}"
+    );
+    let shared = run(&[]);
+    assert_eq!(
+        shared["load"]["busy_poll"],
+        Value::Null,
+        "{}",
+        shared["load"]
+    );
+    let refused = run(&["--pin", "0", "--no-busy-poll"]);
+    assert_eq!(
+        refused["load"]["busy_poll"],
+        Value::Null,
+        "{}",
+        refused["load"]
+    );
+}

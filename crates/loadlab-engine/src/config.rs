@@ -141,6 +141,8 @@ pub struct RunConfig {
     /// Closed loop: worker threads poll for responses instead of sleeping, so the server
     /// never pays to wake them.
     pub busy_poll: bool,
+    /// Why busy polling was chosen, when loadlab chose it (no `--busy-poll` given).
+    pub busy_poll_why: Option<String>,
     pub pm_qos: bool,
     /// Set for `https://` URLs.
     pub tls: Option<TlsSettings>,
@@ -306,6 +308,7 @@ impl RunSpec {
             interval: self.interval,
             tick: self.tick,
             busy_poll: self.busy_poll,
+            busy_poll_why: None,
             pm_qos: self.pm_qos,
             tls,
             http2: self.http2,

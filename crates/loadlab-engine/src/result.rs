@@ -122,6 +122,9 @@ pub struct LoadModel {
     /// `--busy-poll`: worker threads polled for responses instead of sleeping.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub busy_poll: bool,
+    /// Why loadlab chose to busy-poll (no `--busy-poll` given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_why: Option<String>,
     /// Open loop over plain HTTP/1.1: threads slept from one due time (or tick) to the next,
     /// not woken by each response, and responses were timed by the kernel's receive stamps.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -690,6 +693,7 @@ fn load_model(config: &RunConfig) -> LoadModel {
         interval_s: config.interval.as_secs_f64(),
         tick_s: (!config.tick.is_zero()).then_some(config.tick.as_secs_f64()),
         busy_poll: config.busy_poll,
+        busy_poll_why: config.busy_poll_why.clone(),
         rx_stamps: config.sleeps_between_ticks(),
         protocol: if config.http2 { "h2" } else { "http/1.1" }.to_string(),
         streams: config.streams,

@@ -4,6 +4,7 @@
 //! - [`cgroup`]: a cgroup of loadlab's own (v2 where the controllers are there, v1 otherwise)
 //!   that applies those limits, holds every process of the server, charges its memory, counts
 //!   throttling and OOM kills, and is deleted when the run ends, including after Ctrl-C.
+//! - [`affinity`]: the CPUs a process may run on, and the processes serving a local port.
 //! - [`sockets`]: the bytes the server sent its clients, from the kernel's socket counters.
 //! - [`procfs`]: per-process figures from `/proc` (RSS, threads, descriptors, CPU time through the process CPU clock).
 //! - [`launch`]: starts a server inside its cgroup, times its start-up to the first good
@@ -16,6 +17,7 @@
 //! Linux only in substance; elsewhere launching works without limits and sampling says it is
 //! unsupported instead of failing.
 
+pub mod affinity;
 pub mod cgroup;
 pub mod launch;
 pub mod limits;

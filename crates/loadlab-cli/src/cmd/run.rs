@@ -175,10 +175,15 @@ pub struct RunArgs {
     pub tls_version: Option<TlsVersionArg>,
 
     /// Closed loop: poll for responses instead of sleeping between them, so the server never
-    /// pays to wake loadlab (on one machine that is an interrupt on the server's CPU). Takes
-    /// a core per thread: use it when loadlab has cores of its own.
+    /// pays to wake loadlab (on one machine, an interrupt on the server's CPU). It takes a
+    /// core per thread. Chosen by default when the server is on this machine (found by its
+    /// listening port) and may not run on any CPU loadlab may use.
     #[arg(long)]
     pub busy_poll: bool,
+
+    /// Never busy-poll, even when loadlab and the server have CPUs apart.
+    #[arg(long, conflicts_with = "busy_poll")]
+    pub no_busy_poll: bool,
 
     /// Open a new TCP connection for every request (like ab without -k).
     #[arg(long)]
@@ -318,9 +323,59 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let config = spec.validate()?;
+    let mut config = spec.validate()?;
+    if !args.busy_poll && !args.no_busy_poll {
+        if let Some(why) = busy_poll_auto(&config) {
+            if !args.quiet {
+                eprintln!("busy-polling: {why} (--no-busy-poll to sleep instead)");
+            }
+            config.busy_poll = true;
+            config.busy_poll_why = Some(why);
+        }
+    }
     let (_, code) = execute(&config, outputs, args.quiet, server.as_mut())?;
     Ok(code)
+}
+
+/// Without `--busy-poll` or `--no-busy-poll`: why polling is free here, or `None` when it is not. Polling costs the
+/// CPUs loadlab runs on, so it is chosen only in a closed loop, with a thread per CPU at
+/// most, against a server on this machine whose processes may not run on any of those CPUs
+/// (pinned apart, with `taskset` or `--pin`). There it spares the server the cost of waking
+/// loadlab for every response, a cost no remote client would put on it.
+fn busy_poll_auto(config: &RunConfig) -> Option<String> {
+    use std::net::ToSocketAddrs;
+    if config.is_open_loop() {
+        return None;
+    }
+    let own = loadlab_probe::affinity::of(0)?;
+    if config.threads > own.len() {
+        return None;
+    }
+    let local = (config.url.host.as_str(), config.url.port)
+        .to_socket_addrs()
+        .ok()?
+        .any(|a| a.ip().is_loopback());
+    if !local {
+        return None;
+    }
+    let pids = loadlab_probe::affinity::listeners(config.url.port);
+    let mut theirs = std::collections::BTreeSet::new();
+    for &pid in &pids {
+        theirs.extend(loadlab_probe::affinity::of_process(pid)?);
+    }
+    if theirs.is_empty() || !own.is_disjoint(&theirs) {
+        return None;
+    }
+    let list = |set: &std::collections::BTreeSet<usize>| {
+        server::cpus(&set.iter().copied().collect::<Vec<_>>())
+    };
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    Some(format!(
+        "loadlab may run only on CPU {}, the server (pid {}) only on CPU {}",
+        list(&own),
+        pids.join(", "),
+        list(&theirs)
+    ))
 }
 
 /// Restricts the calling thread (and every thread it creates afterwards) to `cpus`.
