@@ -340,11 +340,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// Without `--busy-poll` or `--no-busy-poll`: why polling is free here, or `None` when it is not. Polling costs the
 /// CPUs loadlab runs on, so it is chosen only in a closed loop, with a thread per CPU at
 /// most, against a server on this machine whose processes may not run on any of those CPUs
-/// (pinned apart, with `taskset` or `--pin`). There it spares the server the cost of waking
+/// (pinned apart, with `taskset` or `--pin`), over HTTP/1.1. There it spares the server the cost of waking
 /// loadlab for every response, a cost no remote client would put on it.
 fn busy_poll_auto(config: &RunConfig) -> Option<String> {
     use std::net::ToSocketAddrs;
-    if config.is_open_loop() {
+    // Over HTTP/2 loadlab's own CPU (the h2 stack) runs out about when nginx's does, and
+    // polling showed no gain there against nginx (0.85x to 1.02x of sleeping, within this
+    // VM's noise), where over HTTPS/1.1 it added a third.
+    if config.is_open_loop() || config.http2 {
         return None;
     }
     let own = loadlab_probe::affinity::of(0)?;
