@@ -179,7 +179,10 @@ fn a_tick_batches_sends_and_counts_its_wait() {
     // send lag, and it is inside the response time.
     let lag = ticked.measured.send_lag_us.as_ref().unwrap();
     assert!((2_000.0..=3_000.0).contains(&lag.mean), "{lag:?}");
-    assert!(lag.p99 <= 5_500.0, "{lag:?}");
+    // At most a tick, plus reading the responses that arrived during it (which comes first,
+    // so that their connections can carry what is due) in a debug build on a busy machine.
+    // A skipped tick would put p99 near 10 ms.
+    assert!(lag.p99 <= 6_500.0, "{lag:?}");
     let response = ticked.measured.latency_us.as_ref().unwrap();
     let service = ticked.measured.service_time_us.as_ref().unwrap();
     assert!(
