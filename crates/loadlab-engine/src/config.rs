@@ -156,11 +156,11 @@ impl RunConfig {
         matches!(self.model, Model::Open { .. })
     }
 
-    /// An open loop on a tick over plain HTTP/1.1 sleeps from tick to tick, reading the
-    /// responses that arrived meanwhile and timing them by the kernel's receive stamps. Over
-    /// TLS or HTTP/2 the bytes the kernel stamps are not the response's, so the tick there
-    /// only batches sends and responses still wake the thread.
-    pub fn sleeps_between_ticks(&self) -> bool {
+    /// An open loop over plain HTTP/1.1 sleeps from one due time (or tick) to the next,
+    /// reading the responses that arrived meanwhile and timing them by the kernel's receive
+    /// stamps. Over TLS or HTTP/2 the bytes the kernel stamps are not the response's, so
+    /// there responses still wake the thread (and a tick only batches sends).
+    pub fn sleeps_between_sends(&self) -> bool {
         self.is_open_loop() && self.tls.is_none() && !self.http2
     }
 }

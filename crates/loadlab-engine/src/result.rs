@@ -694,7 +694,7 @@ fn load_model(config: &RunConfig) -> LoadModel {
         tick_s: (!config.tick.is_zero()).then_some(config.tick.as_secs_f64()),
         busy_poll: config.busy_poll,
         busy_poll_why: config.busy_poll_why.clone(),
-        rx_stamps: config.sleeps_between_ticks(),
+        rx_stamps: config.sleeps_between_sends(),
         protocol: if config.http2 { "h2" } else { "http/1.1" }.to_string(),
         streams: config.streams,
     }

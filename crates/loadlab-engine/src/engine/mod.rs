@@ -200,8 +200,8 @@ pub(crate) struct ThreadCtx {
     pub closed_stages: Option<Profile>,
     /// Open loop only.
     pub open: Option<open::OpenState>,
-    /// Open loop on a tick over plain HTTP/1.1: the thread sleeps from tick to tick and
-    /// times responses by the kernel's receive stamps (see [`stamped`]).
+    /// Open loop over plain HTTP/1.1: the thread sleeps from one due time (or tick) to the
+    /// next and times responses by the kernel's receive stamps (see [`stamped`]).
     pub stamp_clock: Option<stamped::StampClock>,
     /// A task of this thread panicked (a bug): the run stops and reports it.
     pub crashed: Cell<bool>,
@@ -280,7 +280,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         let threads = config.threads;
         let interval = config.interval;
         let tick = config.tick;
-        let stamped = config.sleeps_between_ticks();
+        let stamped = config.sleeps_between_sends();
         let busy_poll = config.busy_poll;
         let (closed_stages, open_plan) = match &config.model {
             Model::Closed { stages } => (stages.clone(), None),

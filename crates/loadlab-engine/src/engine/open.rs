@@ -6,6 +6,10 @@
 //! falls behind, requests wait for a connection and that wait counts in their response time.
 //! The backlog is never stored: it is the part of the schedule that is due and not yet taken.
 //! Requests still untaken when the schedule ends are reported as not sent.
+//!
+//! Over plain HTTP/1.1 the dispatcher sleeps the whole thread between due times instead of
+//! waiting in the event loop, so responses do not wake it; they are read at the next wake-up
+//! and timed by the kernel's receive stamps (see `stamped`).
 
 use super::exchange::{Conn, Due};
 use super::timer::PreciseTimer;
@@ -146,7 +150,8 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
     let deadline = ctx.deadline.expect("open loops end by time");
     // Without a timerfd, fall back to tokio's millisecond timer.
     let mut timer = PreciseTimer::new().ok();
-    // Sleeping between ticks: see `sleep_through_tick`.
+    // Over plain HTTP/1.1 the thread sleeps between due times (or ticks), not in the event
+    // loop: see `sleep_through_tick`.
     let between_ticks = ctx.stamp_clock.is_some();
     if between_ticks {
         super::stamped::tighten_timer_slack();

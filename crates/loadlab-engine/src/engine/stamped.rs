@@ -1,8 +1,8 @@
 //! A plain TCP connection whose reads carry the kernel's receive time (`SO_TIMESTAMPNS`).
 //!
-//! Used by an open loop that runs on a tick: the thread then sleeps from tick to tick and does
-//! not wake for each response, so when it reads a response, the response may have been
-//! waiting for up to a tick. The kernel stamps every packet when it reaches the socket; `recvmsg`
+//! Used by the open loop over plain HTTP/1.1: the thread sleeps from one due time (or tick) to
+//! the next and does not wake for each response, so when it reads a response, the response
+//! may have been waiting since before the thread's last sleep ended. The kernel stamps every packet when it reaches the socket; `recvmsg`
 //! hands that stamp back with the bytes, so a response's end (and first byte) are when they
 //! arrived, not when loadlab got round to reading them. On one machine the stamp is taken in
 //! the server's `send`, as the packet is delivered over loopback.
