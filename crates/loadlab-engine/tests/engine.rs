@@ -347,3 +347,42 @@ fn busy_polling_spins_the_thread_but_does_not_count_as_busy() {
     .to_string();
     assert!(err.contains("--busy-poll"), "{err}");
 }
+
+/// An open loop at a low rate sleeps for seconds between sends; a stop is still seen at once.
+#[test]
+fn stop_ends_a_slow_open_loop_promptly() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let config = RunSpec {
+        duration: Some(Duration::from_secs(60)),
+        rate: Some(0.2),
+        threads: Some(1),
+        connections: None,
+        ..spec(server.url("/"))
+    }
+    .validate()
+    .unwrap();
+    let control = RunControl::new();
+    let (tx, rx) = mpsc::channel();
+    let c = control.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&config, &c).map(|o| summarize(&config, &o)));
+    });
+    // The first request goes at once; the next is due 5 s later.
+    while server.counters().requests() < 1 {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let stopped = std::time::Instant::now();
+    control.stop();
+    let r = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the run ends")
+        .unwrap();
+    assert!(
+        stopped.elapsed() < Duration::from_secs(1),
+        "took {:?} to stop",
+        stopped.elapsed()
+    );
+    assert!(r.interrupted);
+    assert_eq!(r.measured.requests.completed, 1);
+}

@@ -28,6 +28,9 @@ const MAX_CONNECTING: usize = 8;
 /// first tick boundary after that, with a tick).
 const AT_CAP_WAIT: Duration = Duration::from_micros(50);
 
+/// The longest the thread sleeps without reading responses or looking for a stop.
+const MAX_SLEEP_SLICE: Duration = Duration::from_millis(50);
+
 /// This thread's share of the schedule, as absolute instants.
 pub(crate) struct Pending {
     schedule: Schedule,
@@ -191,7 +194,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
             } else if between_ticks {
                 // Connections finish and connect between ticks too: look again at the next.
                 let wake_at = open.pending.borrow().wake_for(now + AT_CAP_WAIT, open.tick);
-                sleep_through_tick(wake_at.min(deadline)).await;
+                sleep_through_tick(&ctx, wake_at.min(deadline)).await;
                 continue 'run;
             } else {
                 // At the cap, or enough connections are on their way: busy connections take
@@ -216,7 +219,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
             .wake_for(next, open.tick)
             .min(deadline);
         if between_ticks {
-            sleep_through_tick(wake_at).await;
+            sleep_through_tick(&ctx, wake_at).await;
             continue;
         }
         match timer.as_mut() {
@@ -240,13 +243,21 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
 /// CPU waking up. Here it wakes once per tick, reads every response that arrived (their times
 /// are the kernel's receive stamps, so the late reading does not show in latency), and sends
 /// what fell due.
-async fn sleep_through_tick(wake_at: Instant) {
+async fn sleep_through_tick(ctx: &ThreadCtx, wake_at: Instant) {
     // First let the connections just handed requests send them.
     tokio::task::yield_now().await;
-    super::stamped::sleep_blocking_until(wake_at);
-    // A yield makes the runtime poll the kernel for ready sockets (without blocking) and run
-    // their tasks before this one resumes to hand out what is due.
-    tokio::task::yield_now().await;
+    // At low rates the next due time may be seconds away: sleep in slices, reading what
+    // arrived after each, so that responses, timeouts and Ctrl-C are dealt with within one.
+    loop {
+        let slice_end = wake_at.min(Instant::now() + MAX_SLEEP_SLICE);
+        super::stamped::sleep_blocking_until(slice_end);
+        // A yield makes the runtime poll the kernel for ready sockets (without blocking) and
+        // run their tasks before this one resumes (to hand out what is due).
+        tokio::task::yield_now().await;
+        if slice_end >= wake_at || ctx.stop.is_stopped() {
+            break;
+        }
+    }
 }
 
 /// What carries an open loop's requests: an HTTP/1.1 connection, or an HTTP/2 stream slot on
