@@ -24,9 +24,12 @@ use tokio::sync::Notify;
 /// New connections a thread may have connecting at once.
 const MAX_CONNECTING: usize = 8;
 
-/// Sleeping between due times with every connection taken: how soon to look again (at the
-/// first tick boundary after that, with a tick).
+/// Sleeping between due times with due requests and no connection to take them: how soon to
+/// look again (at the cap with a tick: at the next tick boundary after that).
 const AT_CAP_WAIT: Duration = Duration::from_micros(50);
+
+/// How many times the thread polls for new connections to complete before it sleeps.
+const CONNECT_POLLS: usize = 8;
 
 /// The longest the thread sleeps without reading responses or looking for a stop.
 const MAX_SLEEP_SLICE: Duration = Duration::from_millis(50);
@@ -192,8 +195,13 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
             } else if now >= deadline {
                 break 'run;
             } else if between_ticks {
-                // Connections finish and connect between ticks too: look again at the next.
-                let wake_at = open.pending.borrow().wake_for(now + AT_CAP_WAIT, open.tick);
+                // New connections finish connecting within microseconds on one machine:
+                // look again soon, not at the next tick, or the requests waiting for them
+                // would wait a tick more. At the cap, connections free up as responses
+                // arrive, which with a tick are read at the tick anyway.
+                let at_cap = open.open_connections.get() >= open.cap;
+                let tick = if at_cap { open.tick } else { Duration::ZERO };
+                let wake_at = open.pending.borrow().wake_for(now + AT_CAP_WAIT, tick);
                 sleep_through_tick(&ctx, wake_at.min(deadline)).await;
                 continue 'run;
             } else {
@@ -244,8 +252,17 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
 /// are the kernel's receive stamps, so the late reading does not show in latency), and sends
 /// what fell due.
 async fn sleep_through_tick(ctx: &ThreadCtx, wake_at: Instant) {
-    // First let the connections just handed requests send them.
+    // First let the connections just handed requests send them, and those just opened
+    // connect and send: on one machine a connect completes within a poll or two, and a
+    // request left waiting for the next wake-up would be a tick late.
     tokio::task::yield_now().await;
+    let open = ctx.open.as_ref().expect("open-loop thread");
+    for _ in 0..CONNECT_POLLS {
+        if open.connecting.get() == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
     // At low rates the next due time may be seconds away: sleep in slices, reading what
     // arrived after each, so that responses, timeouts and Ctrl-C are dealt with within one.
     loop {
