@@ -206,6 +206,19 @@ fn warmup_is_reported_apart() {
     );
 }
 
+type Outcome = Result<RunResult, loadlab_engine::EngineError>;
+
+/// Starts a run on its own thread: the control to stop it, and where its result arrives.
+fn run_in_background(config: loadlab_engine::RunConfig) -> (RunControl, mpsc::Receiver<Outcome>) {
+    let control = RunControl::new();
+    let (tx, rx) = mpsc::channel();
+    let c = control.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&config, &c).map(|o| summarize(&config, &o)));
+    });
+    (control, rx)
+}
+
 #[test]
 fn stop_ends_a_run_early_and_marks_it() {
     let server = TestServer::start(Behavior::Stall);
@@ -215,12 +228,7 @@ fn stop_ends_a_run_early_and_marks_it() {
     }
     .validate()
     .unwrap();
-    let control = RunControl::new();
-    let (tx, rx) = mpsc::channel();
-    let c = control.clone();
-    std::thread::spawn(move || {
-        let _ = tx.send(run(&config, &c).map(|o| summarize(&config, &o)));
-    });
+    let (control, rx) = run_in_background(config);
     // Stop once every connection has a request waiting at the server.
     while server.counters().requests() < 4 {
         std::thread::yield_now();
@@ -361,12 +369,7 @@ fn stop_ends_a_slow_open_loop_promptly() {
     }
     .validate()
     .unwrap();
-    let control = RunControl::new();
-    let (tx, rx) = mpsc::channel();
-    let c = control.clone();
-    std::thread::spawn(move || {
-        let _ = tx.send(run(&config, &c).map(|o| summarize(&config, &o)));
-    });
+    let (control, rx) = run_in_background(config);
     // The first request goes at once; the next is due 5 s later.
     while server.counters().requests() < 1 {
         std::thread::yield_now();
