@@ -154,14 +154,19 @@ fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
 pub(super) async fn run(ctx: Rc<ThreadCtx>) {
     let open = ctx.open.as_ref().expect("open-loop thread");
     let deadline = ctx.deadline.expect("open loops end by time");
-    // Without a timerfd, fall back to tokio's millisecond timer.
-    let mut timer = PreciseTimer::new().ok();
     // Over plain HTTP/1.1 the thread sleeps between due times (or ticks), not in the event
-    // loop: see `sleep_through_tick`.
-    let between_ticks = ctx.stamp_clock.is_some();
-    if between_ticks {
+    // loop: see `sleep_thread_until`.
+    let sleeping = ctx.stamp_clock.is_some();
+    if sleeping {
         super::stamped::tighten_timer_slack();
     }
+    // Otherwise it waits in the event loop on a timerfd; without one, on tokio's millisecond
+    // timer.
+    let mut timer = if sleeping {
+        None
+    } else {
+        PreciseTimer::new().ok()
+    };
     'run: loop {
         let now = Instant::now();
         if ctx.stop.is_stopped() {
@@ -194,7 +199,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
                 super::spawn_guarded(&ctx, connection(ctx.clone(), due(&ctx, t, now)));
             } else if now >= deadline {
                 break 'run;
-            } else if between_ticks {
+            } else if sleeping {
                 // New connections finish connecting within microseconds on one machine:
                 // look again soon, not at the next tick, or the requests waiting for them
                 // would wait a tick more. At the cap, connections free up as responses
@@ -202,7 +207,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
                 let at_cap = open.open_connections.get() >= open.cap;
                 let tick = if at_cap { open.tick } else { Duration::ZERO };
                 let wake_at = open.pending.borrow().wake_for(now + AT_CAP_WAIT, tick);
-                sleep_through_tick(&ctx, wake_at.min(deadline)).await;
+                sleep_thread_until(&ctx, wake_at.min(deadline)).await;
                 continue 'run;
             } else {
                 // At the cap, or enough connections are on their way: busy connections take
@@ -226,8 +231,8 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
             .borrow()
             .wake_for(next, open.tick)
             .min(deadline);
-        if between_ticks {
-            sleep_through_tick(&ctx, wake_at).await;
+        if sleeping {
+            sleep_thread_until(&ctx, wake_at).await;
             continue;
         }
         match timer.as_mut() {
@@ -248,10 +253,10 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
 /// Sleeps the whole thread until `wake_at`, not in the event loop: responses that arrive
 /// meanwhile do not wake it. On a virtual machine every wake-up of an idle CPU costs tens of
 /// microseconds, more than a request, so a thread woken by each response spends most of its
-/// CPU waking up. Here it wakes once per tick, reads every response that arrived (their times
-/// are the kernel's receive stamps, so the late reading does not show in latency), and sends
-/// what fell due.
-async fn sleep_through_tick(ctx: &ThreadCtx, wake_at: Instant) {
+/// CPU waking up. Here it wakes when the next request is due (or at the next tick), reads
+/// every response that arrived (their times are the kernel's receive stamps, so the late
+/// reading does not show in latency), and sends what fell due.
+async fn sleep_thread_until(ctx: &ThreadCtx, wake_at: Instant) {
     // First let the connections just handed requests send them, and those just opened
     // connect and send: on one machine a connect completes within a poll or two, and a
     // request left waiting for the next wake-up would be a tick late.
