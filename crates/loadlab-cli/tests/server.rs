@@ -373,14 +373,17 @@ fn cgroups_are_removed_after_the_run_and_after_ctrl_c() {
 #[test]
 fn a_cold_start_is_flagged_and_a_warm_server_is_not() {
     let _serial = serial();
-    let cold = format!("{FIXTURE} --cold-ms 1000 --cold-delay-ms 5");
+    // The first 150 requests wait 5 ms each: more than the 100 first requests loadlab
+    // compares with the rest, and few enough that the rest's p50 stays fast.
+    let cold = format!("{FIXTURE} --cold-requests 150 --cold-delay-ms 5");
     let warm = FIXTURE.to_string();
     let mut flags = Vec::new();
     for exec in [&cold, &warm] {
         let r = ok_json(&[
-            "run", "--exec", exec, "-c", "4", "-d", "3s", "-q", "--json", "-", "/",
+            "run", "--exec", exec, "-c", "4", "-d", "2s", "-q", "--json", "-", "/",
         ]);
         flags.push(r["first_requests"]["cold_start"].as_bool().unwrap());
+        assert_eq!(r["first_requests"]["requests"], 100);
         if exec == &cold {
             assert!(f(&r, &["first_requests", "latency_us", "p50"]) >= 5_000.0);
             assert!(f(&r, &["first_requests", "rest_us", "p50"]) < 5_000.0);

@@ -58,12 +58,14 @@ pub struct RunResult {
 /// The first requests of a run, reported apart from the steady state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FirstRequests {
-    /// The first interval of the run (warm-up or not).
+    /// How many: the run's first completed requests (warm-up or not), across threads.
+    pub requests: u64,
+    /// When the last of them completed, from the start of the run.
     pub window_s: f64,
     pub latency_us: LatencySummary,
-    /// The measured intervals after the first.
+    /// The measured requests after them.
     pub rest_us: LatencySummary,
-    /// The first requests were much slower than the rest: p50 at least twice, or p99 at
+    /// The first requests were much slower than the rest: p50 at least twice, or p90 at
     /// least three times the rest's, and at least 1 ms more.
     pub cold_start: bool,
 }
@@ -269,6 +271,10 @@ pub struct GeneratorHealth {
     pub pm_qos: String,
     /// Share of all CPU time the hypervisor stole, worst interval.
     pub max_steal: Option<f64>,
+    /// Busy-polling: CPU seconds the worker threads spent polling with nothing to do (not
+    /// counted in `thread_busy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_idle_s: Option<f64>,
 }
 
 impl LatencySummary {
@@ -430,15 +436,23 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
             Err(why) => format!("not held: {why}"),
         },
         max_steal: outcome.steal.iter().cloned().reduce(f64::max),
+        busy_poll_idle_s: config.busy_poll.then(|| {
+            outcome
+                .threads
+                .iter()
+                .map(|t| t.spin_idle.as_secs_f64())
+                .sum()
+        }),
     };
     let warnings = warnings(config, outcome, &measured_summary, &generator);
     let mut verdicts = verdicts(config, &measured_summary, &generator, outcome);
-    let first_requests = first_requests(config, outcome);
+    let first_requests = first_requests(outcome);
     if let Some(first) = first_requests.as_ref().filter(|f| f.cold_start) {
         verdicts.push(format!(
-            "cold start: the first {:.0} s of requests took p50 {:.2} ms, p99 {:.2} ms, against \
+            "cold start: the first {} requests (in {:.1} s) took p50 {:.2} ms, p99 {:.2} ms, against \
              p50 {:.2} ms, p99 {:.2} ms afterwards; keep it out of the figures with --warmup, or \
              study it on its own",
+            first.requests,
             first.window_s,
             first.latency_us.p50 / 1e3,
             first.latency_us.p99 / 1e3,
@@ -485,32 +499,29 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
 
 /// How much slower the first requests must be to count as a cold start.
 const COLD_P50_FACTOR: f64 = 2.0;
-const COLD_P99_FACTOR: f64 = 3.0;
+/// p90, not p99: of 100 first requests, p99 is one or two requests, a hiccup rather than a
+/// cold start.
+const COLD_P90_FACTOR: f64 = 3.0;
 const COLD_MIN_EXTRA_US: f64 = 1_000.0;
 
-/// The first interval against the measured intervals after it.
-fn first_requests(config: &RunConfig, outcome: &RunOutcome) -> Option<FirstRequests> {
-    let (first_index, first) = outcome.intervals.first()?;
-    if *first_index != 0 {
+/// The run's first requests against the measured requests after them.
+fn first_requests(outcome: &RunOutcome) -> Option<FirstRequests> {
+    let first = &outcome.recorder.first;
+    let measured = &outcome.recorder.phases[crate::stats::Phase::Measured as usize].latency;
+    let mut rest = measured.clone();
+    // The first requests that were measured are in the measured histogram too.
+    rest.subtract(&first.measured).ok()?;
+    if first.all.len() < crate::stats::FIRST_REQUESTS || rest.is_empty() {
         return None;
     }
-    let mut rest: Option<Histogram<u64>> = None;
-    for (i, h) in outcome.intervals.iter().skip(1) {
-        if config.interval * (*i as u32) < config.warmup {
-            continue;
-        }
-        match &mut rest {
-            Some(r) => r.add(h).ok()?,
-            None => rest = Some(h.clone()),
-        }
-    }
-    let latency = LatencySummary::from_histogram(first)?;
-    let rest = LatencySummary::from_histogram(&rest?)?;
+    let latency = LatencySummary::from_histogram(&first.all)?;
+    let rest = LatencySummary::from_histogram(&rest)?;
     let slower = |a: f64, b: f64, factor: f64| a >= b * factor && a - b >= COLD_MIN_EXTRA_US;
     Some(FirstRequests {
-        window_s: config.interval.as_secs_f64(),
+        requests: first.all.len(),
+        window_s: first.last_end.as_secs_f64(),
         cold_start: slower(latency.p50, rest.p50, COLD_P50_FACTOR)
-            || slower(latency.p99, rest.p99, COLD_P99_FACTOR),
+            || slower(latency.p90, rest.p90, COLD_P90_FACTOR),
         latency_us: latency,
         rest_us: rest,
     })

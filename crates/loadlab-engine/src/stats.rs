@@ -269,6 +269,42 @@ pub struct Recorder {
     pub intervals: Intervals,
     /// Requests sent whose outcome is not yet known.
     pub in_flight: u64,
+    /// The run's first [`FIRST_REQUESTS`] completed requests (counted across threads), apart.
+    pub first: FirstRecorder,
+}
+
+/// How many completed requests make up a run's "first requests", compared with the rest to
+/// flag a cold start. A count, not a time window: a window's share of slow requests depends
+/// on how fast the warm ones are, so a cold start covering most of a window could still leave
+/// its median untouched.
+pub const FIRST_REQUESTS: u64 = 100;
+
+/// Response times of the run's first requests, and of those among them that were measured
+/// (not warm-up), so that the rest can be had by subtraction from the measured histogram.
+#[derive(Debug, Clone)]
+pub struct FirstRecorder {
+    pub all: Histogram<u64>,
+    pub measured: Histogram<u64>,
+    /// When the last of them completed, from the start of the run.
+    pub last_end: Duration,
+}
+
+impl Default for FirstRecorder {
+    fn default() -> Self {
+        FirstRecorder {
+            all: new_histogram(),
+            measured: new_histogram(),
+            last_end: Duration::ZERO,
+        }
+    }
+}
+
+impl FirstRecorder {
+    pub fn merge(&mut self, other: &FirstRecorder) {
+        self.all.add(&other.all).expect("same bounds");
+        self.measured.add(&other.measured).expect("same bounds");
+        self.last_end = self.last_end.max(other.last_end);
+    }
 }
 
 impl Recorder {
@@ -283,6 +319,7 @@ impl Recorder {
         }
         self.timeline.merge(&other.timeline);
         self.in_flight += other.in_flight;
+        self.first.merge(&other.first);
         // Intervals are merged separately (`Intervals::merge_all`): they need decoding.
     }
 }

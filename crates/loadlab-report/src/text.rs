@@ -253,7 +253,7 @@ fn summary(r: &RunResult) -> String {
     if let Some(first) = &r.first_requests {
         row(
             &mut s,
-            &format!("First {:.0}s", first.window_s),
+            &format!("First {}", first.requests),
             &format!(
                 "p50 {}, p99 {} against p50 {}, p99 {} afterwards{}",
                 duration_us(first.latency_us.p50),

@@ -11,16 +11,18 @@
 //! - `--spin-threads N`: threads that burn CPU for as long as it runs;
 //! - `--alloc-mb N`: allocate and touch N MiB at start;
 //! - `--leak-mb-per-request N`: allocate, touch and keep N MiB per request (to be OOM-killed);
-//! - `--cold-ms N --cold-delay-ms D`: for the first N ms after it listens, every request
-//!   waits D ms first (a cold start);
+//! - `--cold-requests N --cold-delay-ms D`: the first N requests (health checks aside) wait
+//!   D ms each first (a cold start, counted in requests so that it does not depend on how long
+//!   the client took to start);
 //! - `--print-address`: print `listening on ADDR` as the lab's targets do.
 //!
 //! Standard library only, so it builds in a second and behaves the same everywhere.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Default)]
 struct Options {
@@ -29,7 +31,7 @@ struct Options {
     spin_threads: usize,
     alloc_mb: usize,
     leak_mb_per_request: usize,
-    cold_ms: u64,
+    cold_requests: u64,
     cold_delay_ms: u64,
     print_address: bool,
 }
@@ -59,7 +61,7 @@ fn parse() -> Result<Options, String> {
             "--spin-threads" => o.spin_threads = number(&value)? as usize,
             "--alloc-mb" => o.alloc_mb = number(&value)? as usize,
             "--leak-mb-per-request" => o.leak_mb_per_request = number(&value)? as usize,
-            "--cold-ms" => o.cold_ms = number(&value)?,
+            "--cold-requests" => o.cold_requests = number(&value)?,
             "--cold-delay-ms" => o.cold_delay_ms = number(&value)?,
             _ => return Err(format!("unknown flag {flag}")),
         }
@@ -108,24 +110,33 @@ fn main() {
         println!("listening on {}", listener.local_addr().expect("bound"));
     }
     let leak = Arc::new(Mutex::new(Vec::new()));
-    let cold = Cold {
-        until: Instant::now() + Duration::from_millis(options.cold_ms),
+    let cold = Arc::new(Cold {
+        left: AtomicU64::new(options.cold_requests),
         delay: Duration::from_millis(options.cold_delay_ms),
-    };
+    });
     for stream in listener.incoming().flatten() {
         let leak = leak.clone();
+        let cold = cold.clone();
         let per_request = options.leak_mb_per_request;
-        std::thread::spawn(move || serve(stream, per_request, &leak, cold));
+        std::thread::spawn(move || serve(stream, per_request, &leak, &cold));
     }
 }
 
-#[derive(Clone, Copy)]
 struct Cold {
-    until: Instant,
+    /// Requests still to be slowed down.
+    left: AtomicU64,
     delay: Duration,
 }
 
-fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: Cold) {
+impl Cold {
+    fn take(&self) -> bool {
+        self.left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
+fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: &Cold) {
     let _ = stream.set_nodelay(true);
     let mut writer = match stream.try_clone() {
         Ok(w) => w,
@@ -137,6 +148,7 @@ fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: Co
         // Read one request head; bodies are not expected.
         let mut close = false;
         let mut first = true;
+        let mut health = false;
         loop {
             line.clear();
             match reader.read_line(&mut line) {
@@ -145,6 +157,7 @@ fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: Co
             }
             if first {
                 first = false;
+                health = line.split(' ').nth(1) == Some("/healthz");
                 continue;
             }
             if line == "\r\n" || line == "\n" {
@@ -154,7 +167,7 @@ fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: Co
                 close = true;
             }
         }
-        if Instant::now() < cold.until {
+        if !health && cold.take() {
             std::thread::sleep(cold.delay);
         }
         if leak_mb > 0 {

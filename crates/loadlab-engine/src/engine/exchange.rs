@@ -419,6 +419,13 @@ pub(super) fn record_success(
     let intended = due.intended.unwrap_or(sent_at);
     let response_ns = (end - intended).as_nanos() as u64;
     rec.intervals.record(since_start, response_ns);
+    if ctx.first_left.get() && ctx.take_first_slot() {
+        rec.first.all.saturating_record(response_ns);
+        if due.phase == crate::stats::Phase::Measured {
+            rec.first.measured.saturating_record(response_ns);
+        }
+        rec.first.last_end = rec.first.last_end.max(since_start);
+    }
     let bucket = rec.timeline.at(since_start);
     bucket.completed += 1;
     bucket.bytes_sent += t.sent;

@@ -205,6 +205,24 @@ pub(crate) struct ThreadCtx {
     pub stamp_clock: Option<stamped::StampClock>,
     /// A task of this thread panicked (a bug): the run stops and reports it.
     pub crashed: Cell<bool>,
+    /// Slots left among the run's first requests, shared by every thread.
+    pub first_slots: Arc<AtomicU64>,
+    /// False once this thread saw the slots run out: no atomic on the hot path after that.
+    pub first_left: Cell<bool>,
+}
+
+impl ThreadCtx {
+    /// Claims one of the run's first-request slots; false (for good) once they are gone.
+    pub(crate) fn take_first_slot(&self) -> bool {
+        let took = self
+            .first_slots
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        if !took {
+            self.first_left.set(false);
+        }
+        took
+    }
 }
 
 /// Spawns a task on the thread's set; a panic in it stops the run instead of vanishing with
@@ -257,6 +275,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         Err("disabled with --no-pm-qos".to_string())
     };
     let steal_sampler = StealSampler::start(start, config.interval);
+    let first_slots = Arc::new(AtomicU64::new(crate::stats::FIRST_REQUESTS));
 
     let mut handles = Vec::with_capacity(config.threads);
     for t in 0..config.threads {
@@ -282,6 +301,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         let tick = config.tick;
         let stamped = config.sleeps_between_sends();
         let busy_poll = config.busy_poll;
+        let first_slots = first_slots.clone();
         let (closed_stages, open_plan) = match &config.model {
             Model::Closed { stages } => (stages.clone(), None),
             Model::Open { profile, arrival } => {
@@ -330,6 +350,8 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     all_done: tokio::sync::Notify::new(),
                     closed_stages,
                     crashed: Cell::new(false),
+                    first_slots,
+                    first_left: Cell::new(true),
                     stamp_clock: stamped.then(stamped::StampClock::new),
                     open: open_plan.map(|(schedule, cap)| {
                         open::OpenState::new(open::Pending::new(schedule, start), cap.max(1), tick)
