@@ -26,6 +26,9 @@ pub enum ErrorClass {
     ProtocolError,
 }
 
+// Names and explanations live in the result crate's table, indexed by the class.
+const _: () = assert!(ErrorClass::ALL.len() == loadlab_result::failure::FAILURE_CLASSES.len());
+
 impl ErrorClass {
     pub const ALL: [ErrorClass; 15] = [
         ErrorClass::ConnectRefused,
@@ -48,44 +51,12 @@ impl ErrorClass {
 
     /// The stable name used in JSON results.
     pub fn key(self) -> &'static str {
-        match self {
-            ErrorClass::ConnectRefused => "connect_refused",
-            ErrorClass::ConnectTimeout => "connect_timeout",
-            ErrorClass::ConnectError => "connect_error",
-            ErrorClass::RequestTimeout => "request_timeout",
-            ErrorClass::ConnectionReset => "connection_reset",
-            ErrorClass::ClosedBeforeResponse => "closed_before_response",
-            ErrorClass::MalformedResponse => "malformed_response",
-            ErrorClass::OutOfFileDescriptors => "out_of_file_descriptors",
-            ErrorClass::OutOfEphemeralPorts => "out_of_ephemeral_ports",
-            ErrorClass::IoError => "io_error",
-            ErrorClass::TlsCertificate => "tls_certificate",
-            ErrorClass::TlsHandshake => "tls_handshake",
-            ErrorClass::StreamReset => "stream_reset",
-            ErrorClass::GoAway => "goaway",
-            ErrorClass::ProtocolError => "protocol_error",
-        }
+        loadlab_result::failure::FAILURE_CLASSES[self as usize].0
     }
 
     /// What a person should read: the problem, and for local limits, the fix.
     pub fn describe(self) -> &'static str {
-        match self {
-            ErrorClass::ConnectRefused => "connection refused (nothing listening, or the listen backlog overflowed)",
-            ErrorClass::ConnectTimeout => "connect timed out (see --connect-timeout)",
-            ErrorClass::ConnectError => "could not connect (other error)",
-            ErrorClass::RequestTimeout => "no full response within --timeout",
-            ErrorClass::ConnectionReset => "connection reset by the server",
-            ErrorClass::ClosedBeforeResponse => "server closed the connection before a full response",
-            ErrorClass::MalformedResponse => "malformed HTTP response",
-            ErrorClass::OutOfFileDescriptors => "loadlab ran out of file descriptors: raise `ulimit -n` (hard limit) or use fewer -c connections",
-            ErrorClass::OutOfEphemeralPorts => "loadlab ran out of local ports: use keep-alive, widen net.ipv4.ip_local_port_range, or set net.ipv4.tcp_tw_reuse=1",
-            ErrorClass::IoError => "other I/O error",
-            ErrorClass::TlsCertificate => "the server's certificate was rejected (see the detail; --cacert or --insecure)",
-            ErrorClass::TlsHandshake => "the TLS handshake failed",
-            ErrorClass::StreamReset => "the server reset the HTTP/2 stream (RST_STREAM)",
-            ErrorClass::GoAway => "the server sent GOAWAY: the request was not processed",
-            ErrorClass::ProtocolError => "HTTP/2 protocol error",
-        }
+        loadlab_result::failure::FAILURE_CLASSES[self as usize].1
     }
 
     /// Whether this class means a connection could not be opened.

@@ -11,7 +11,8 @@
 //! - [`stats`]: per-thread recorders (HDR histograms, counters, a 100 ms timeline), merged
 //!   after the run.
 //! - [`error`]: failure classes; a failed request is data, never an early return.
-//! - [`result`]: the run's result as the JSON contract, with summaries and warnings.
+//! - [`summary`]: the raw outcome summarised into the result document (which is
+//!   `loadlab-result`'s, re-exported here as [`result`]); [`verdicts`]: its conclusions.
 //! - [`sys`]: the operating system's limits and clocks.
 //! - [`tls`]: the TLS client configuration (rustls) and its errors.
 //!
@@ -22,7 +23,11 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod http1;
-pub mod result;
+pub mod summary;
+pub mod verdicts;
+
+/// The result document, from its own crate.
+pub use loadlab_result as result;
 pub mod schedule;
 pub mod stats;
 pub mod sys;
@@ -31,4 +36,5 @@ pub mod tls;
 pub use config::{RunConfig, RunSpec, Stop};
 pub use engine::{run, EngineError, ProgressSnapshot, RunControl, RunOutcome};
 pub use error::ErrorClass;
-pub use result::{summarize, RunResult};
+pub use loadlab_result::RunResult;
+pub use summary::{plan, summarize};

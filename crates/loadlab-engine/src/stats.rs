@@ -5,17 +5,11 @@ use crate::error::ErrorClass;
 use hdrhistogram::Histogram;
 use std::time::Duration;
 
-/// Histograms count nanoseconds, from 1 ns to one hour, at 3 significant digits.
-pub const HIST_MAX_NS: u64 = 3_600 * 1_000_000_000;
-const HIST_SIGFIG: u8 = 3;
+pub use loadlab_result::histogram::{new_histogram, HIST_MAX_NS};
 
 /// Width of a timeline bucket; the busiest 1-second window is found by sliding over them.
 pub const BUCKET: Duration = Duration::from_millis(100);
 pub const BUCKETS_PER_SECOND: usize = 10;
-
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HIST_MAX_NS, HIST_SIGFIG).expect("static histogram bounds")
-}
 
 /// Whether a request belongs to the warm-up or to the measured part of the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

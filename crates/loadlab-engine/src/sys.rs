@@ -4,13 +4,7 @@
 
 use std::time::Duration;
 
-/// The `nofile` limit before and after loadlab raised its soft limit to the hard one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct NofileLimit {
-    pub soft_before: u64,
-    pub soft: u64,
-    pub hard: u64,
-}
+pub use loadlab_result::{Environment, NofileLimit};
 
 /// Raises this process's soft `nofile` limit to its hard limit, as wrk users do by hand.
 // `rlim_t` is u64 on 64-bit Linux only; the casts keep other targets compiling.
@@ -117,16 +111,6 @@ pub fn cpu_steal_ticks() -> Option<(u64, u64)> {
     // user nice system idle iowait irq softirq steal [guest guest_nice: already in user]
     let total: u64 = fields.iter().take(8).sum();
     Some((*fields.get(7)?, total))
-}
-
-/// Where the run happened, for the result.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Environment {
-    pub hostname: String,
-    pub os: String,
-    pub kernel: String,
-    pub arch: String,
-    pub cpus: usize,
 }
 
 pub fn environment() -> Environment {

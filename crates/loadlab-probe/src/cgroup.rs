@@ -28,70 +28,7 @@ pub enum Version {
     V2,
 }
 
-/// What the result says about the limits: for each one asked for, whether it held and how.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LimitsReport {
-    /// "cgroup v1", "cgroup v2", or "none" when no cgroup could be made.
-    pub mechanism: String,
-    /// "strict" or "best-effort".
-    pub mode: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<LimitHeld>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory: Option<LimitHeld>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pin: Option<LimitHeld>,
-    /// The cgroup the server ran in (deleted afterwards).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cgroup: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LimitHeld {
-    /// As asked, e.g. "0.08 cores", "128 MiB", "CPUs 1".
-    pub requested: String,
-    pub applied: bool,
-    /// The setting written (e.g. "cpu.cfs_quota_us=8000 per cpu.cfs_period_us=100000"), or
-    /// why it could not be.
-    pub how: String,
-}
-
-impl LimitsReport {
-    /// Each limit asked for, e.g. `cpus 0.08 cores` or `memory 128 MiB (NOT held)`.
-    pub fn describe(&self) -> Vec<String> {
-        [
-            ("cpus", &self.cpus),
-            ("memory", &self.memory),
-            ("pin", &self.pin),
-        ]
-        .into_iter()
-        .filter_map(|(name, l)| {
-            l.as_ref().map(|l| {
-                format!(
-                    "{name} {}{}",
-                    l.requested,
-                    if l.applied { "" } else { " (NOT held)" }
-                )
-            })
-        })
-        .collect()
-    }
-
-    /// The limits that did not hold, for a warning.
-    pub fn not_applied(&self) -> Vec<String> {
-        [
-            ("--cpus", &self.cpus),
-            ("--memory", &self.memory),
-            ("--pin", &self.pin),
-        ]
-        .into_iter()
-        .filter_map(|(flag, l)| match l {
-            Some(l) if !l.applied => Some(format!("{flag} {} ({})", l.requested, l.how)),
-            _ => None,
-        })
-        .collect()
-    }
-}
+pub use loadlab_result::server::{LimitHeld, LimitsReport};
 
 /// One v1 hierarchy or the v2 tree, as mounted.
 #[derive(Debug, Clone)]

@@ -2,167 +2,12 @@
 //! consecutive samples, on the same clock as the latency timeline (seconds from the run's
 //! start), and p50/p99/max summaries over the measured phase. Pure functions of the samples.
 
-use crate::cgroup::LimitsReport;
 use crate::sampler::{Exit, Sample};
-use serde::{Deserialize, Serialize};
+pub use loadlab_result::server::{
+    interval, ExitReport, IntervalResources, ResourceSummary, ServerReport, Spread, Startup,
+    WindowSample,
+};
 use std::time::Instant;
-
-/// Everything the result says about the server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServerReport {
-    /// "launched", "pid" or "cgroup".
-    pub source: String,
-    /// What ran: a lab target's name, a command, a PID or a cgroup path.
-    pub description: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub limits: Option<LimitsReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub startup: Option<Startup>,
-    pub sample_interval_s: f64,
-    /// Over the measured phase (after any warm-up).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<ResourceSummary>,
-    /// Set when the server died during the run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit: Option<ExitReport>,
-    pub samples: Vec<WindowSample>,
-}
-
-/// From spawn to the first good health check.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Startup {
-    pub ready_s: f64,
-    pub health_url: String,
-    /// Right after it became ready, before any load.
-    pub idle_rss_bytes: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub idle_memory_bytes: Option<u64>,
-}
-
-/// p50, p99, max and mean of a figure over the sample windows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    pub p50: f64,
-    pub p99: f64,
-    pub max: f64,
-    pub mean: f64,
-}
-
-impl Spread {
-    /// Nearest-rank percentiles; `None` for no values.
-    pub fn of(values: &[f64]) -> Option<Spread> {
-        if values.is_empty() {
-            return None;
-        }
-        let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        let rank =
-            |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
-        Some(Spread {
-            p50: rank(0.50),
-            p99: rank(0.99),
-            max: sorted[sorted.len() - 1],
-            mean: sorted.iter().sum::<f64>() / sorted.len() as f64,
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResourceSummary {
-    pub windows: usize,
-    /// CPU in cores (1.0 = one core busy throughout the window), over the sample windows.
-    pub cpu_cores: Spread,
-    /// CPU in cores over whole seconds (consecutive windows joined). Under a quota this is
-    /// the figure to hold against it: the kernel enforces a quota per 100 ms period but lets
-    /// a CPU carry up to one bandwidth slice (5 ms by default) of unused runtime into the next
-    /// period, so a single 100 ms window can show more than the quota while every second
-    /// stays within it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_cores_per_s: Option<Spread>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_quota_cores: Option<f64>,
-    /// CPU as a share of the quota (1.0 = the whole quota used), over whole seconds (over the
-    /// sample windows when the run was shorter than a second).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_quota_share: Option<Spread>,
-    /// CFS periods in which the group ran out of quota, of all periods, and the time its
-    /// threads waited for the next period.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub throttled_periods: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub periods: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub throttled_s: Option<f64>,
-    pub rss_bytes: Spread,
-    /// The cgroup's charged memory (what the limit is checked against).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_bytes: Option<Spread>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_limit_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_limit_share: Option<Spread>,
-    pub threads_max: u64,
-    pub fds_max: u64,
-    pub processes_max: u64,
-    /// Bytes the server sent to its clients (acknowledged by them), over the measured phase,
-    /// and per second over each sample window.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sent_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sent_per_s: Option<Spread>,
-    /// loadlab's own CPU in cores, from the same sampler.
-    pub generator_cpu_cores: Spread,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub oom_kills: Option<u64>,
-}
-
-/// The window between two consecutive samples, ending at `t_s`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct WindowSample {
-    /// End of the window, seconds from the run's start (negative before load began).
-    pub t_s: f64,
-    pub dt_s: f64,
-    pub cpu_cores: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub throttled_periods: Option<u64>,
-    pub rss_bytes: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_bytes: Option<u64>,
-    pub threads: u64,
-    pub fds: u64,
-    pub generator_cpu_cores: f64,
-    pub processes: u64,
-    /// Bytes the server sent to its clients in this window.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sent_bytes: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExitReport {
-    /// Seconds from the run's start.
-    pub at_s: f64,
-    pub status: String,
-    pub oom_killed: bool,
-}
-
-/// The server's figures within one interval of the latency timeline.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct IntervalResources {
-    /// Mean CPU over the interval, in cores.
-    pub cpu_cores: f64,
-    /// Highest RSS sampled in the interval.
-    pub rss_bytes: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub throttled_periods: Option<u64>,
-    pub generator_cpu_cores: f64,
-    /// Bytes the server sent to its clients in this interval.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sent_bytes: Option<u64>,
-}
 
 fn secs_between(origin: Instant, at: Instant) -> f64 {
     if at >= origin {
@@ -298,37 +143,6 @@ pub fn summarize(
     })
 }
 
-/// The server's figures for the timeline interval `[start_s, start_s + duration_s)`:
-/// windows ending inside it, CPU weighted by window length.
-pub fn interval(
-    windows: &[WindowSample],
-    start_s: f64,
-    duration_s: f64,
-) -> Option<IntervalResources> {
-    let end = start_s + duration_s;
-    let inside: Vec<&WindowSample> = windows
-        .iter()
-        .filter(|w| w.t_s > start_s && w.t_s <= end + 1e-9)
-        .collect();
-    if inside.is_empty() {
-        return None;
-    }
-    let time: f64 = inside.iter().map(|w| w.dt_s).sum();
-    let weighted =
-        |f: &dyn Fn(&WindowSample) -> f64| inside.iter().map(|w| f(w) * w.dt_s).sum::<f64>() / time;
-    Some(IntervalResources {
-        cpu_cores: weighted(&|w| w.cpu_cores),
-        rss_bytes: inside.iter().map(|w| w.rss_bytes).max().unwrap_or(0),
-        memory_bytes: inside.iter().filter_map(|w| w.memory_bytes).max(),
-        throttled_periods: inside
-            .iter()
-            .map(|w| w.throttled_periods)
-            .sum::<Option<u64>>(),
-        generator_cpu_cores: weighted(&|w| w.generator_cpu_cores),
-        sent_bytes: inside.iter().map(|w| w.sent_bytes).sum::<Option<u64>>(),
-    })
-}
-
 /// The exit as the result reports it.
 pub fn exit_report(exit: &Exit, origin: Instant) -> ExitReport {
     ExitReport {
@@ -426,27 +240,5 @@ mod tests {
         let per_s = sum.cpu_cores_per_s.unwrap();
         assert_eq!(per_s.p50, per_s.max);
         assert!((per_s.max - 0.08).abs() < 1e-9, "{per_s:?}");
-    }
-
-    #[test]
-    fn intervals_weight_cpu_by_time() {
-        let origin = Instant::now();
-        let s = series(origin, &[10, 30, 20, 40], &[5, 6, 9, 7, 8]);
-        let w = windows(&s, origin);
-        let first = interval(&w, 0.0, 0.2).unwrap();
-        assert!((first.cpu_cores - 0.2).abs() < 1e-9);
-        assert_eq!(first.rss_bytes, 9 << 20);
-        let second = interval(&w, 0.2, 0.2).unwrap();
-        assert!((second.cpu_cores - 0.3).abs() < 1e-9);
-        assert!(interval(&w, 5.0, 1.0).is_none());
-    }
-
-    #[test]
-    fn percentiles_by_nearest_rank() {
-        let values: Vec<f64> = (1..=100).map(f64::from).collect();
-        let s = Spread::of(&values).unwrap();
-        assert_eq!((s.p50, s.p99, s.max), (50.0, 99.0, 100.0));
-        assert_eq!(Spread::of(&[3.0]).unwrap().p99, 3.0);
-        assert!(Spread::of(&[]).is_none());
     }
 }

@@ -6,8 +6,8 @@
 use crate::Exporter;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
-use loadlab_engine::result::decode_histogram;
-use loadlab_engine::RunResult;
+use loadlab_result::decode_histogram;
+use loadlab_result::RunResult;
 use std::io::{self, Write};
 use std::time::{Duration, UNIX_EPOCH};
 

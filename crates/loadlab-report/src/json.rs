@@ -2,7 +2,7 @@
 //! schema in `schema/run-result.schema.json`.
 
 use crate::Exporter;
-use loadlab_engine::RunResult;
+use loadlab_result::RunResult;
 use std::io::{self, Write};
 
 pub struct JsonExporter;

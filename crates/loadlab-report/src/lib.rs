@@ -14,7 +14,7 @@ pub use hdrlog::HdrLogExporter;
 pub use json::JsonExporter;
 pub use text::TextExporter;
 
-use loadlab_engine::RunResult;
+use loadlab_result::RunResult;
 use std::io::{self, Write};
 use std::path::Path;
 

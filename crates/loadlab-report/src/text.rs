@@ -3,8 +3,8 @@
 
 use crate::format::{bytes, count, duration_us};
 use crate::Exporter;
-use loadlab_engine::result::{decode_histogram, LatencySummary, PhaseSummary};
-use loadlab_engine::{ErrorClass, RunResult};
+use loadlab_result::RunResult;
+use loadlab_result::{decode_histogram, LatencySummary, PhaseSummary};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -145,10 +145,7 @@ fn summary(r: &RunResult) -> String {
     } else {
         let mut first = true;
         for (key, n) in &m.errors {
-            let what = ErrorClass::ALL
-                .iter()
-                .find(|c| c.key() == key)
-                .map_or("", |c| c.describe());
+            let what = loadlab_result::failure::describe_failure(key).unwrap_or("");
             let line = format!("{key}: {}  ({what})", count(*n));
             row(&mut s, if first { "Errors" } else { "" }, &line);
             if let Some(detail) = m.error_details.get(key) {
@@ -287,7 +284,7 @@ fn summary(r: &RunResult) -> String {
 }
 
 /// What loadlab saw of the server: limits, start-up, CPU and memory over the measured phase.
-fn server_section(s: &mut String, server: &loadlab_engine::result::ServerReport) {
+fn server_section(s: &mut String, server: &loadlab_result::ServerReport) {
     s.push_str("\nServer\n");
     let mut what = format!("{} ({})", server.description, server.source);
     if let Some(pid) = server.pid {

@@ -1,8 +1,8 @@
 //! The human summary, snapshot-tested on results saved from real runs (which also checks that
 //! saved results still load).
 
-use loadlab_engine::RunResult;
 use loadlab_report::{render, TextExporter};
+use loadlab_result::RunResult;
 
 fn fixture(name: &str) -> RunResult {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -64,7 +64,7 @@ fn hdr_log_reads_back() {
 }
 
 fn base64_decode(text: &str) -> Vec<u8> {
-    let h = loadlab_engine::result::decode_histogram(text).unwrap();
+    let h = loadlab_result::decode_histogram(text).unwrap();
     // Re-encode uncompressed so the test reads the log through HdrHistogram's deserializer.
     let mut out = Vec::new();
     use hdrhistogram::serialization::Serializer;

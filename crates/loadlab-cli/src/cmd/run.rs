@@ -408,7 +408,7 @@ pub fn execute(
     mut server: Option<&mut Server>,
 ) -> anyhow::Result<(RunResult, ExitCode)> {
     if !quiet {
-        eprintln!("{}", loadlab_engine::result::plan(config));
+        eprintln!("{}", loadlab_engine::plan(config));
     }
     let control = RunControl::new();
     install_ctrlc(&control)?;

@@ -1,0 +1,423 @@
+//! Turns a run's raw outcome into its result document ([`loadlab_result::RunResult`]): phase
+//! summaries from the merged histograms, the timeline, the generator's health and the plan in
+//! words. The verdicts and warnings are in [`crate::verdicts`]. The document itself is the
+//! result crate's; this module only fills it in.
+
+use crate::config::{Model, RunConfig, Stop};
+use crate::engine::RunOutcome;
+use crate::error::ErrorClass;
+use crate::schedule::Arrival;
+use crate::stats::{PhaseStats, BUCKET};
+use crate::verdicts::{verdicts, warnings};
+use hdrhistogram::Histogram;
+use loadlab_result::{
+    encode_histogram, Bytes, EncodedHistograms, FirstRequests, GeneratorHealth, IntervalSummary,
+    LatencySummary, LoadModel, PhaseSummary, Requests, RunResult, StageSpec, TargetInfo, TlsInfo,
+    SCHEMA_VERSION,
+};
+use std::time::Duration;
+
+fn encode_nonempty(h: &Histogram<u64>) -> Option<String> {
+    (!h.is_empty()).then(|| encode_histogram(h))
+}
+
+fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64)) -> PhaseSummary {
+    let secs = duration.as_secs_f64();
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let status_codes = stats
+        .status
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(code, &n)| (code.to_string(), n))
+        .collect();
+    let errors = ErrorClass::ALL
+        .iter()
+        .filter(|c| stats.errors[**c as usize] > 0)
+        .map(|c| (c.key().to_string(), stats.errors[*c as usize]))
+        .collect();
+    PhaseSummary {
+        duration_s: secs,
+        requests: Requests {
+            issued: stats.issued,
+            completed: stats.completed,
+            failed: stats.failed,
+            not_sent: stats.not_sent,
+            per_second: rate(stats.completed),
+        },
+        latency_us: LatencySummary::from_histogram(&stats.latency),
+        service_time_us: LatencySummary::from_histogram(&stats.service),
+        ttfb_us: LatencySummary::from_histogram(&stats.ttfb),
+        send_lag_us: LatencySummary::from_histogram(&stats.send_lag),
+        scheduler_lag_us: LatencySummary::from_histogram(&stats.scheduler_lag),
+        connect_us: LatencySummary::from_histogram(&stats.connect),
+        tls_handshake_us: LatencySummary::from_histogram(&stats.tls_handshake),
+        tls_resumed: stats.tls_resumed,
+        tls_full: stats.tls_full,
+        error_details: ErrorClass::ALL
+            .iter()
+            .filter_map(|c| {
+                stats.error_details[*c as usize]
+                    .as_ref()
+                    .map(|d| (c.key().to_string(), d.clone()))
+            })
+            .collect(),
+        connections_opened: stats.connections_opened,
+        connections_failed: ErrorClass::ALL
+            .iter()
+            .filter(|c| c.is_connect_failure())
+            .map(|c| stats.errors[*c as usize])
+            .sum(),
+        status_codes,
+        errors,
+        bytes: Bytes {
+            sent: stats.bytes_sent,
+            received: stats.bytes_received,
+            sent_per_s: rate(stats.bytes_sent),
+            received_per_s: rate(stats.bytes_received),
+            max_sent_per_s: max_window.0,
+            max_received_per_s: max_window.1,
+        },
+        histograms: EncodedHistograms {
+            latency: encode_histogram(&stats.latency),
+            connect: encode_histogram(&stats.connect),
+            service_time: encode_nonempty(&stats.service),
+            ttfb: encode_nonempty(&stats.ttfb),
+            send_lag: encode_nonempty(&stats.send_lag),
+            scheduler_lag: encode_nonempty(&stats.scheduler_lag),
+            tls_handshake: encode_nonempty(&stats.tls_handshake),
+        },
+    }
+}
+
+/// Turns a run's raw outcome into its result, with warnings a careful reader needs.
+pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
+    let warmup_len = outcome.warmup.min(outcome.elapsed);
+    // Rates are per planned second: an open loop's drain of the last responses, or the
+    // instant it takes threads to stop, does not stretch the measured time.
+    let measured_len = match config.stop {
+        Stop::Duration(d) if !outcome.interrupted => d,
+        _ => outcome.elapsed.saturating_sub(outcome.warmup),
+    };
+    let warmup_buckets = (warmup_len.as_nanos() / BUCKET.as_nanos()) as usize;
+    let timeline = &outcome.recorder.timeline;
+    let [warm, measured] = &outcome.recorder.phases;
+    let measured_summary = summarize_phase(
+        measured,
+        measured_len,
+        timeline.max_window_per_s(warmup_buckets),
+    );
+    let warmup = (!outcome.warmup.is_zero()).then(|| {
+        let mut head = timeline.clone();
+        head.buckets.truncate(warmup_buckets);
+        summarize_phase(warm, warmup_len, head.max_window_per_s(0))
+    });
+
+    let (user, system) = outcome
+        .threads
+        .iter()
+        .fold((Duration::ZERO, Duration::ZERO), |(u, s), t| {
+            (u + t.cpu.user, s + t.cpu.system)
+        });
+    let completed_all = warm.completed + measured.completed;
+    let thread_busy: Vec<f64> = outcome
+        .threads
+        .iter()
+        .map(|t| {
+            t.cpu.total().saturating_sub(t.spin_idle).as_secs_f64() / t.wall.as_secs_f64().max(1e-9)
+        })
+        .collect();
+    let generator = GeneratorHealth {
+        cpu_user_s: user.as_secs_f64(),
+        cpu_system_s: system.as_secs_f64(),
+        cpu_s_per_100k_requests: (completed_all > 0)
+            .then(|| (user + system).as_secs_f64() * 100_000.0 / completed_all as f64),
+        thread_busy,
+        nofile: outcome.nofile,
+        pm_qos: match &outcome.pm_qos {
+            Ok(()) => "held".to_string(),
+            Err(why) => format!("not held: {why}"),
+        },
+        max_steal: outcome.steal.iter().cloned().reduce(f64::max),
+        busy_poll_idle_s: config.busy_poll.then(|| {
+            outcome
+                .threads
+                .iter()
+                .map(|t| t.spin_idle.as_secs_f64())
+                .sum()
+        }),
+    };
+    let warnings = warnings(config, outcome, &measured_summary, &generator);
+    let mut verdicts = verdicts(config, &measured_summary, &generator, outcome);
+    let first_requests = first_requests(outcome);
+    if let Some(first) = first_requests.as_ref().filter(|f| f.cold_start) {
+        verdicts.push(format!(
+            "cold start: the first {} requests (in {:.1} s) took p50 {:.2} ms, p99 {:.2} ms, against \
+             p50 {:.2} ms, p99 {:.2} ms afterwards; keep it out of the figures with --warmup, or \
+             study it on its own",
+            first.requests,
+            first.window_s,
+            first.latency_us.p50 / 1e3,
+            first.latency_us.p99 / 1e3,
+            first.rest_us.p50 / 1e3,
+            first.rest_us.p99 / 1e3
+        ));
+    }
+    RunResult {
+        schema_version: SCHEMA_VERSION,
+        loadlab_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: humantime::format_rfc3339_millis(outcome.started_at).to_string(),
+        interrupted: outcome.interrupted,
+        command: Vec::new(),
+        target: TargetInfo {
+            url: config.url.original.clone(),
+            method: config.method.clone(),
+            address: outcome.address.to_string(),
+            tls: config.tls.as_ref().map(|t| TlsInfo {
+                versions: match t.version {
+                    None => "1.2 or 1.3",
+                    Some(crate::tls::TlsVersion::V1_2) => "1.2",
+                    Some(crate::tls::TlsVersion::V1_3) => "1.3",
+                }
+                .to_string(),
+                trust: t.trust.clone(),
+                insecure: t.insecure,
+                resumption: t.resume,
+                client_certificate: t.client_certificate,
+            }),
+        },
+        load: load_model(config),
+        measured: measured_summary,
+        warmup,
+        in_flight_at_end: outcome.recorder.in_flight,
+        timeline: timeline_summary(config, outcome),
+        verdicts,
+        generator,
+        environment: crate::sys::environment(),
+        warnings,
+        first_requests,
+        server: None,
+        parts: Vec::new(),
+    }
+}
+
+/// How much slower the first requests must be to count as a cold start.
+const COLD_P50_FACTOR: f64 = 2.0;
+/// p90, not p99: of 100 first requests, p99 is one or two requests, a hiccup rather than a
+/// cold start.
+const COLD_P90_FACTOR: f64 = 3.0;
+const COLD_MIN_EXTRA_US: f64 = 1_000.0;
+
+/// The run's first requests against the measured requests after them.
+fn first_requests(outcome: &RunOutcome) -> Option<FirstRequests> {
+    let first = &outcome.recorder.first;
+    let measured = &outcome.recorder.phases[crate::stats::Phase::Measured as usize].latency;
+    let mut rest = measured.clone();
+    // The first requests that were measured are in the measured histogram too.
+    rest.subtract(&first.measured).ok()?;
+    if first.all.len() < crate::stats::FIRST_REQUESTS || rest.is_empty() {
+        return None;
+    }
+    let latency = LatencySummary::from_histogram(&first.all)?;
+    let rest = LatencySummary::from_histogram(&rest)?;
+    let slower = |a: f64, b: f64, factor: f64| a >= b * factor && a - b >= COLD_MIN_EXTRA_US;
+    Some(FirstRequests {
+        requests: first.all.len(),
+        window_s: first.last_end.as_secs_f64(),
+        cold_start: slower(latency.p50, rest.p50, COLD_P50_FACTOR)
+            || slower(latency.p90, rest.p90, COLD_P90_FACTOR),
+        latency_us: latency,
+        rest_us: rest,
+    })
+}
+
+/// What is about to run, in words: printed before the run starts.
+pub fn plan(config: &RunConfig) -> String {
+    format!(
+        "{} {}: {}, {} thread{}{}{}",
+        config.method,
+        config.url.original,
+        load_model(config).plan,
+        config.threads,
+        if config.threads == 1 { "" } else { "s" },
+        if config.busy_poll {
+            " (busy-polling)"
+        } else {
+            ""
+        },
+        if config.warmup.is_zero() {
+            String::new()
+        } else {
+            format!(
+                ", after a {} warm-up",
+                humantime::format_duration(config.warmup)
+            )
+        }
+    )
+}
+
+fn load_model(config: &RunConfig) -> LoadModel {
+    let (model, arrival, seed, profile, plan) = match &config.model {
+        Model::Open { profile, arrival } => {
+            let (name, seed) = match arrival {
+                Arrival::Uniform => ("uniform", None),
+                Arrival::Poisson { seed } => ("poisson", Some(*seed)),
+            };
+            let plan = format!(
+                "open loop, {} arrivals{}: {}; up to {} connections",
+                name,
+                if config.tick.is_zero() {
+                    String::new()
+                } else {
+                    format!(
+                        " sent on a {} tick",
+                        humantime::format_duration(config.tick)
+                    )
+                },
+                profile.describe("requests/s"),
+                config.connections
+            );
+            (
+                "open_loop",
+                Some(name.to_string()),
+                seed,
+                Some(profile),
+                plan,
+            )
+        }
+        Model::Closed {
+            stages: Some(profile),
+        } => {
+            let plan = format!("closed loop: {}", profile.describe("connections"));
+            ("closed_loop", None, None, Some(profile), plan)
+        }
+        Model::Closed { stages: None } => {
+            let length = match config.stop {
+                Stop::Duration(d) => humantime::format_duration(d).to_string(),
+                Stop::Requests(n) => format!("{n} requests"),
+            };
+            let plan = if config.http2 {
+                format!(
+                    "closed loop over HTTP/2: {} connections x {} streams for {length}",
+                    config.connections, config.streams
+                )
+            } else {
+                format!(
+                    "closed loop: {} connections for {length}",
+                    config.connections
+                )
+            };
+            ("closed_loop", None, None, None, plan)
+        }
+    };
+    LoadModel {
+        model: model.into(),
+        connections: config.connections,
+        threads: config.threads,
+        keepalive: config.keepalive,
+        duration_s: match config.stop {
+            Stop::Duration(d) => Some(d.as_secs_f64()),
+            Stop::Requests(_) => None,
+        },
+        requests: match config.stop {
+            Stop::Requests(n) => Some(n),
+            Stop::Duration(_) => None,
+        },
+        warmup_s: config.warmup.as_secs_f64(),
+        timeout_s: config.timeout.as_secs_f64(),
+        connect_timeout_s: config.connect_timeout.as_secs_f64(),
+        body_bytes: config.body.len() as u64,
+        arrival,
+        seed,
+        stages: profile.map_or_else(Vec::new, |p| {
+            p.stages
+                .iter()
+                .map(|s| StageSpec {
+                    duration_s: s.duration.as_secs_f64(),
+                    from: s.from,
+                    to: s.to,
+                })
+                .collect()
+        }),
+        plan,
+        interval_s: config.interval.as_secs_f64(),
+        tick_s: (!config.tick.is_zero()).then_some(config.tick.as_secs_f64()),
+        busy_poll: config.busy_poll,
+        busy_poll_why: config.busy_poll_why.clone(),
+        rx_stamps: config.sleeps_between_sends(),
+        protocol: if config.http2 { "h2" } else { "http/1.1" }.to_string(),
+        streams: config.streams,
+    }
+}
+
+fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSummary> {
+    let len = config.interval;
+    let buckets_per_interval = (len.as_millis() / BUCKET.as_millis()).max(1) as usize;
+    let buckets = &outcome.recorder.timeline.buckets;
+    // The planned length (not the elapsed time, which runs a hair over) decides the count,
+    // unless data arrived later (requests drained after the schedule ended).
+    let planned = match config.stop {
+        Stop::Duration(d) => (config.warmup + d).min(outcome.elapsed),
+        Stop::Requests(_) => outcome.elapsed,
+    };
+    let n = planned.as_nanos().div_ceil(len.as_nanos()) as usize;
+    let n = n
+        .max(buckets.len().div_ceil(buckets_per_interval))
+        .max(outcome.intervals.last().map_or(0, |(i, _)| i + 1));
+    let warmup = config.warmup;
+    let mut hists = outcome.intervals.iter().peekable();
+    (0..n)
+        .map(|i| {
+            let start = len * i as u32;
+            let end = start + len;
+            let span = &buckets[(i * buckets_per_interval).min(buckets.len())
+                ..((i + 1) * buckets_per_interval).min(buckets.len())];
+            let sum = |f: fn(&crate::stats::Bucket) -> u64| span.iter().map(f).sum::<u64>();
+            let hist = match hists.peek() {
+                Some((index, _)) if *index == i => hists.next().map(|(_, h)| h),
+                _ => None,
+            };
+            let q = |q: f64| hist.map(|h| h.value_at_quantile(q) as f64 / 1_000.0);
+            let completed = sum(|b| b.completed);
+            let secs = len.as_secs_f64();
+            let (offered_per_s, connections) = match &config.model {
+                Model::Open { profile, .. } => {
+                    // The schedule runs from the start, warm-up (at the first rate) included.
+                    let first = profile.stages.first().map_or(0.0, |s| s.from);
+                    let arrivals = |t: Duration| {
+                        if t <= warmup {
+                            first * t.as_secs_f64()
+                        } else {
+                            first * warmup.as_secs_f64() + profile.cumulative(t - warmup)
+                        }
+                    };
+                    (Some((arrivals(end) - arrivals(start)) / secs), None)
+                }
+                Model::Closed { stages: Some(p) } => {
+                    let mid = (start + len / 2).saturating_sub(warmup);
+                    (None, Some(p.level_at(mid).floor()))
+                }
+                Model::Closed { stages: None } => (None, None),
+            };
+            IntervalSummary {
+                start_s: start.as_secs_f64(),
+                duration_s: secs,
+                warmup: start < warmup,
+                offered_per_s,
+                connections,
+                achieved_per_s: completed as f64 / secs,
+                completed,
+                failed: sum(|b| b.failed),
+                p50_us: q(0.5),
+                p90_us: q(0.9),
+                p99_us: q(0.99),
+                max_us: hist.map(|h| h.max() as f64 / 1_000.0),
+                bytes_sent: sum(|b| b.bytes_sent),
+                bytes_received: sum(|b| b.bytes_received),
+                steal: outcome.steal.get(i).copied(),
+                histogram: hist.map(encode_histogram),
+                server: None,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,134 @@
+//! The conclusions a result draws in plain words: verdicts (who was the bottleneck: the
+//! generator, the target) and warnings (what a careful reader must know: an interrupted run,
+//! steal, failures, too few samples). Pure functions of the config, the outcome and the
+//! summaries; each threshold is a named constant.
+
+use crate::config::{Model, RunConfig};
+use crate::engine::RunOutcome;
+use crate::stats::BUCKET;
+use loadlab_result::{GeneratorHealth, PhaseSummary};
+use std::time::Duration;
+
+/// The most scheduler lag at p99 before the generator counts as late (the issue's 1 ms).
+pub const LATE_SCHEDULER_P99_US: f64 = 1_000.0;
+
+pub(crate) fn verdicts(
+    config: &RunConfig,
+    measured: &PhaseSummary,
+    generator: &GeneratorHealth,
+    outcome: &RunOutcome,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let busiest = generator.thread_busy.iter().cloned().fold(0.0, f64::max);
+    let busy = busiest >= BUSY_THRESHOLD && outcome.elapsed >= Duration::from_secs(1);
+    let late = measured
+        .scheduler_lag_us
+        .as_ref()
+        .filter(|l| l.p99 > LATE_SCHEDULER_P99_US);
+    if busy || late.is_some() {
+        let mut why = Vec::new();
+        if let Some(l) = late {
+            why.push(format!(
+                "it noticed due requests {:.2} ms late at p99",
+                l.p99 / 1_000.0
+            ));
+        }
+        if busy {
+            why.push(format!(
+                "a worker thread was busy {:.0}% of the time",
+                busiest * 100.0
+            ));
+        }
+        out.push(format!(
+            "the generator was saturated ({}): the target may be faster than these numbers say; \
+             give loadlab more threads (-t) or cores",
+            why.join(", ")
+        ));
+    }
+    if let Model::Open { profile, .. } = &config.model {
+        // Compare what completed while the schedule ran with what fell due in that time (not
+        // with the nominal rate: Poisson arrivals vary by themselves).
+        let due = measured.requests.issued + measured.requests.not_sent;
+        let from = (config.warmup.as_nanos() / BUCKET.as_nanos()) as usize;
+        let to = ((config.warmup + profile.duration()).as_nanos() / BUCKET.as_nanos()) as usize;
+        let buckets = &outcome.recorder.timeline.buckets;
+        let in_time: u64 = buckets
+            .get(from.min(buckets.len())..to.min(buckets.len()))
+            .map_or(0, |b| b.iter().map(|b| b.completed).sum());
+        let unsent = measured.requests.not_sent;
+        if due > 0 && (unsent > 0 || (in_time as f64) < due as f64 * KEEP_UP_SHARE) {
+            let secs = profile.duration().as_secs_f64();
+            let mut line = format!(
+                "the target could not keep up: {:.1} requests/s completed while {:.1}/s fell due",
+                in_time as f64 / secs,
+                due as f64 / secs
+            );
+            if unsent > 0 {
+                line.push_str(&format!(
+                    "; {unsent} requests were never sent because every connection was busy (cap {})",
+                    config.connections
+                ));
+            }
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// An open loop "kept up" when at least this share of the requests that fell due during the
+/// schedule also completed during it.
+pub const KEEP_UP_SHARE: f64 = 0.97;
+
+/// Steal above this share of CPU time in an interval earns a warning.
+pub const STEAL_WARNING: f64 = 0.05;
+
+/// Threshold above which a worker thread counts as saturated.
+pub const BUSY_THRESHOLD: f64 = 0.9;
+
+pub(crate) fn warnings(
+    config: &RunConfig,
+    outcome: &RunOutcome,
+    measured: &PhaseSummary,
+    _generator: &GeneratorHealth,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if outcome.interrupted {
+        out.push("the run was interrupted: these figures cover only the time until then".into());
+    }
+    if let Some(lim) = outcome.nofile {
+        // Each connection needs a descriptor; leave room for the runtime's own.
+        let needed = config.connections as u64 + 64;
+        if lim.soft < needed {
+            out.push(format!(
+                "the open-files limit ({}) is below the {needed} descriptors {} connections need: \
+                 raise the hard limit (ulimit -Hn, or LimitNOFILE in systemd) or use fewer connections",
+                lim.soft, config.connections
+            ));
+        }
+    }
+    if let Some(steal) = outcome.steal.iter().cloned().reduce(f64::max) {
+        if steal >= STEAL_WARNING {
+            out.push(format!(
+                "the hypervisor stole up to {:.0}% of CPU time in an interval: another tenant or \
+                 this VM's host was busy; expect noisy figures and repeat the run",
+                steal * 100.0
+            ));
+        }
+    }
+    let r = &measured.requests;
+    if r.issued > 0 && r.completed == 0 {
+        out.push("every measured request failed: see the errors".into());
+    } else if r.failed * 100 > r.issued {
+        out.push(format!(
+            "{:.1}% of measured requests failed: see the errors",
+            r.failed as f64 * 100.0 / r.issued as f64
+        ));
+    }
+    if measured.requests.completed > 0 && measured.requests.completed < 1_000 {
+        out.push(format!(
+            "only {} requests were measured: high percentiles rest on very few samples",
+            measured.requests.completed
+        ));
+    }
+    out
+}

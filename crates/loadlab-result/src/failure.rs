@@ -1,0 +1,31 @@
+//! Failure classes as results name and explain them. The engine's `ErrorClass` indexes this
+//! table in the same order, so a class's name and explanation have one home, readable by
+//! anything that reads results (reports, the store) without the engine.
+
+/// Every failure class: its stable name in results, and what a person should read (the
+/// problem and, for local limits, the fix).
+pub const FAILURE_CLASSES: &[(&str, &str)] = &[
+    ("connect_refused", "connection refused (nothing listening, or the listen backlog overflowed)"),
+    ("connect_timeout", "connect timed out (see --connect-timeout)"),
+    ("connect_error", "could not connect (other error)"),
+    ("request_timeout", "no full response within --timeout"),
+    ("connection_reset", "connection reset by the server"),
+    ("closed_before_response", "server closed the connection before a full response"),
+    ("malformed_response", "malformed HTTP response"),
+    ("out_of_file_descriptors", "loadlab ran out of file descriptors: raise `ulimit -n` (hard limit) or use fewer -c connections"),
+    ("out_of_ephemeral_ports", "loadlab ran out of local ports: use keep-alive, widen net.ipv4.ip_local_port_range, or set net.ipv4.tcp_tw_reuse=1"),
+    ("io_error", "other I/O error"),
+    ("tls_certificate", "the server's certificate was rejected (see the detail; --cacert or --insecure)"),
+    ("tls_handshake", "the TLS handshake failed"),
+    ("stream_reset", "the server reset the HTTP/2 stream (RST_STREAM)"),
+    ("goaway", "the server sent GOAWAY: the request was not processed"),
+    ("protocol_error", "HTTP/2 protocol error"),
+];
+
+/// The explanation of a failure class by its name, e.g. `connect_refused`.
+pub fn describe_failure(key: &str) -> Option<&'static str> {
+    FAILURE_CLASSES
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, what)| *what)
+}

@@ -1,0 +1,35 @@
+//! loadlab's result document, as data.
+//!
+//! A run's result is what every later step reads: the store keeps it, comparisons and reports
+//! read it, shards are merged from it. It lives here, apart from the engine that produces it,
+//! so that reading a result never pulls in an HTTP stack or a runtime.
+//!
+//! # Layout
+//!
+//! - [`run`]: [`RunResult`] and its parts (load model, phases, timeline, generator health,
+//!   environment, first requests), with [`SCHEMA_VERSION`].
+//! - [`server`]: the server's side ([`ServerReport`]): limits, start-up, CPU and memory.
+//! - [`latency`]: a latency distribution summarised in microseconds.
+//! - [`histogram`]: the histogram bounds and codec (HdrHistogram's compressed V2, base64).
+//! - [`failure`]: the failure classes' names and explanations.
+//! - [`attach`]: joins a server report to a run's result, with the verdicts it calls for.
+//! - [`merge`]: an exact merge of several results (shards run together, or repetitions):
+//!   histograms added, counts summed, timelines aligned, each part's figures kept.
+//!
+//! This crate must not measure, launch or print anything: it depends on serde and
+//! hdrhistogram only.
+
+pub mod attach;
+pub mod failure;
+pub mod histogram;
+pub mod latency;
+pub mod merge;
+pub mod run;
+pub mod server;
+
+pub use attach::attach_server;
+pub use histogram::{decode_histogram, encode_histogram, new_histogram};
+pub use latency::LatencySummary;
+pub use merge::{merge, MergeError};
+pub use run::*;
+pub use server::ServerReport;

@@ -1,0 +1,388 @@
+//! An exact merge of run results: several shards that ran together against one service, or
+//! the repetitions of one experiment arm. Histograms are added (never percentiles averaged:
+//! a p99 of p99s is no percentile of anything), counts summed, timelines aligned by interval
+//! start, and each part's own figures kept in [`RunResult::parts`].
+//!
+//! What a merge cannot know exactly is said so: the busiest second of bytes is the busiest of
+//! the parts' own and of the merged timeline's intervals, a lower bound of the true busiest
+//! 1-second window across parts (their sliding windows are not kept).
+//!
+//! This module must not decide anything about the parts (they are taken as given); a part
+//! whose shape differs (another interval width, another schema) is refused with the reason.
+
+use crate::histogram::{decode_histogram, encode_histogram, new_histogram};
+use crate::latency::LatencySummary;
+use crate::run::{
+    Bytes, EncodedHistograms, GeneratorHealth, IntervalSummary, PartSummary, PhaseSummary,
+    Requests, RunResult, SCHEMA_VERSION,
+};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeError {
+    Empty,
+    Schema { part: usize, version: u32 },
+    Interval { part: usize, interval_s: String },
+    Histogram { part: usize, what: String },
+}
+
+impl std::fmt::Display for MergeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MergeError::Empty => write!(f, "nothing to merge: give at least one result"),
+            MergeError::Schema { part, version } => write!(
+                f,
+                "result {} has schema version {version}; this loadlab reads version \
+                 {SCHEMA_VERSION}: merge results made by the same loadlab version",
+                part + 1
+            ),
+            MergeError::Interval { part, interval_s } => write!(
+                f,
+                "result {} has a {interval_s} s timeline interval, unlike the first: run every \
+                 part with the same --interval",
+                part + 1
+            ),
+            MergeError::Histogram { part, what } => {
+                write!(
+                    f,
+                    "result {}: its {what} histogram does not decode",
+                    part + 1
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for MergeError {}
+
+/// Merges results into one. One part gives it back with its part summary added.
+pub fn merge(parts: &[RunResult]) -> Result<RunResult, MergeError> {
+    let first = parts.first().ok_or(MergeError::Empty)?;
+    for (i, p) in parts.iter().enumerate() {
+        if p.schema_version != SCHEMA_VERSION {
+            return Err(MergeError::Schema {
+                part: i,
+                version: p.schema_version,
+            });
+        }
+        if (p.load.interval_s - first.load.interval_s).abs() > 1e-9 {
+            return Err(MergeError::Interval {
+                part: i,
+                interval_s: p.load.interval_s.to_string(),
+            });
+        }
+    }
+    let measured = merge_phases(parts.iter().map(|p| Some(&p.measured)).collect())?
+        .expect("every part has a measured phase");
+    let warmup = merge_phases(parts.iter().map(|p| p.warmup.as_ref()).collect())?;
+    let timeline = merge_timelines(parts)?;
+    let mut merged = first.clone();
+    merged.interrupted = parts.iter().any(|p| p.interrupted);
+    merged.measured = measured;
+    merged.warmup = warmup;
+    merged.in_flight_at_end = parts.iter().map(|p| p.in_flight_at_end).sum();
+    let busiest_interval = timeline
+        .iter()
+        .filter(|i| !i.warmup && i.duration_s > 0.0)
+        .map(|i| (i.bytes_sent as f64 / i.duration_s) as u64)
+        .max()
+        .unwrap_or(0);
+    merged.measured.bytes.max_sent_per_s =
+        merged.measured.bytes.max_sent_per_s.max(busiest_interval);
+    merged.timeline = timeline;
+    merged.generator = merge_generators(parts, merged.measured.requests.completed);
+    merged.load.connections = parts.iter().map(|p| p.load.connections).sum();
+    merged.load.threads = parts.iter().map(|p| p.load.threads).sum();
+    merged.verdicts = union(parts.iter().map(|p| &p.verdicts));
+    merged.warnings = union(parts.iter().map(|p| &p.warnings));
+    // Each part's first requests and server were its own; a merge has no single one.
+    merged.first_requests = None;
+    merged.server = (parts.len() == 1).then(|| first.server.clone()).flatten();
+    merged.parts = parts.iter().flat_map(part_summaries).collect();
+    Ok(merged)
+}
+
+/// A part's own summary; an already-merged part contributes the parts it was made of.
+fn part_summaries(p: &RunResult) -> Vec<PartSummary> {
+    if !p.parts.is_empty() {
+        return p.parts.clone();
+    }
+    let m = &p.measured;
+    let offered: f64 = p
+        .timeline
+        .iter()
+        .filter(|i| !i.warmup)
+        .filter_map(|i| i.offered_per_s.map(|r| r * i.duration_s))
+        .sum();
+    vec![PartSummary {
+        started_at: p.started_at.clone(),
+        hostname: p.environment.hostname.clone(),
+        interrupted: p.interrupted,
+        duration_s: m.duration_s,
+        issued: m.requests.issued,
+        completed: m.requests.completed,
+        failed: m.requests.failed,
+        per_second: m.requests.per_second,
+        offered_per_s: (offered > 0.0 && m.duration_s > 0.0).then(|| offered / m.duration_s),
+        p50_us: m.latency_us.as_ref().map(|l| l.p50),
+        p99_us: m.latency_us.as_ref().map(|l| l.p99),
+    }]
+}
+
+fn union<'a>(lists: impl Iterator<Item = &'a Vec<String>>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in lists.flatten() {
+        if !out.contains(line) {
+            out.push(line.clone());
+        }
+    }
+    out
+}
+
+/// Adds an optional encoded histogram into `into`; absent or empty ones add nothing.
+fn add_encoded(
+    into: &mut Histogram<u64>,
+    text: Option<&str>,
+    part: usize,
+    what: &str,
+) -> Result<(), MergeError> {
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(());
+    };
+    let h = decode_histogram(text).map_err(|_| MergeError::Histogram {
+        part,
+        what: what.to_string(),
+    })?;
+    into.add(&h).map_err(|_| MergeError::Histogram {
+        part,
+        what: what.to_string(),
+    })
+}
+
+/// The phases of the parts that have one, merged; `None` when no part has it.
+fn merge_phases(phases: Vec<Option<&PhaseSummary>>) -> Result<Option<PhaseSummary>, MergeError> {
+    let present: Vec<(usize, &PhaseSummary)> = phases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.map(|p| (i, p)))
+        .collect();
+    let Some((_, first)) = present.first() else {
+        return Ok(None);
+    };
+    // Parts ran side by side (shards) or one after another (repetitions); either way the
+    // merged rate is all completions over the longest part's time only for shards, so the
+    // duration kept is the longest, and per-part rates stay in `parts`.
+    let duration_s = present
+        .iter()
+        .map(|(_, p)| p.duration_s)
+        .fold(0.0, f64::max);
+    let mut hists: BTreeMap<&str, Histogram<u64>> = BTreeMap::new();
+    let names = [
+        "latency",
+        "connect",
+        "service_time",
+        "ttfb",
+        "send_lag",
+        "scheduler_lag",
+        "tls_handshake",
+    ];
+    for name in names {
+        hists.insert(name, new_histogram());
+    }
+    let mut status_codes: BTreeMap<String, u64> = BTreeMap::new();
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut error_details: BTreeMap<String, String> = BTreeMap::new();
+    let mut requests = Requests {
+        issued: 0,
+        completed: 0,
+        failed: 0,
+        not_sent: 0,
+        per_second: 0.0,
+    };
+    let mut bytes = Bytes {
+        sent: 0,
+        received: 0,
+        sent_per_s: 0.0,
+        received_per_s: 0.0,
+        max_sent_per_s: 0,
+        max_received_per_s: 0,
+    };
+    let (mut tls_resumed, mut tls_full, mut opened, mut failed_connects) = (0, 0, 0, 0);
+    for (i, p) in &present {
+        let h = &p.histograms;
+        let encoded = [
+            Some(h.latency.as_str()),
+            Some(h.connect.as_str()),
+            h.service_time.as_deref(),
+            h.ttfb.as_deref(),
+            h.send_lag.as_deref(),
+            h.scheduler_lag.as_deref(),
+            h.tls_handshake.as_deref(),
+        ];
+        for (name, text) in names.iter().zip(encoded) {
+            add_encoded(hists.get_mut(name).expect("inserted"), text, *i, name)?;
+        }
+        requests.issued += p.requests.issued;
+        requests.completed += p.requests.completed;
+        requests.failed += p.requests.failed;
+        requests.not_sent += p.requests.not_sent;
+        for (k, v) in &p.status_codes {
+            *status_codes.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &p.errors {
+            *errors.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &p.error_details {
+            error_details.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        bytes.sent += p.bytes.sent;
+        bytes.received += p.bytes.received;
+        bytes.max_sent_per_s = bytes.max_sent_per_s.max(p.bytes.max_sent_per_s);
+        bytes.max_received_per_s = bytes.max_received_per_s.max(p.bytes.max_received_per_s);
+        tls_resumed += p.tls_resumed;
+        tls_full += p.tls_full;
+        opened += p.connections_opened;
+        failed_connects += p.connections_failed;
+    }
+    let rate = |n: u64| {
+        if duration_s > 0.0 {
+            n as f64 / duration_s
+        } else {
+            0.0
+        }
+    };
+    requests.per_second = rate(requests.completed);
+    bytes.sent_per_s = rate(bytes.sent);
+    bytes.received_per_s = rate(bytes.received);
+    let summary = |name: &str| LatencySummary::from_histogram(&hists[name]);
+    // Older parts without the extra histograms: keep the first part's summaries rather
+    // than claim a merged one.
+    let exact_or_first = |name: &str, first: &Option<LatencySummary>| {
+        if hists[name].is_empty() {
+            first.clone().filter(|_| present.len() == 1)
+        } else {
+            summary(name)
+        }
+    };
+    let encode_opt = |name: &str| (!hists[name].is_empty()).then(|| encode_histogram(&hists[name]));
+    Ok(Some(PhaseSummary {
+        duration_s,
+        requests,
+        latency_us: summary("latency"),
+        service_time_us: exact_or_first("service_time", &first.service_time_us),
+        ttfb_us: exact_or_first("ttfb", &first.ttfb_us),
+        send_lag_us: exact_or_first("send_lag", &first.send_lag_us),
+        scheduler_lag_us: exact_or_first("scheduler_lag", &first.scheduler_lag_us),
+        connect_us: summary("connect"),
+        tls_handshake_us: exact_or_first("tls_handshake", &first.tls_handshake_us),
+        tls_resumed,
+        tls_full,
+        connections_opened: opened,
+        connections_failed: failed_connects,
+        status_codes,
+        errors,
+        error_details,
+        bytes,
+        histograms: EncodedHistograms {
+            latency: encode_histogram(&hists["latency"]),
+            connect: encode_histogram(&hists["connect"]),
+            service_time: encode_opt("service_time"),
+            ttfb: encode_opt("ttfb"),
+            send_lag: encode_opt("send_lag"),
+            scheduler_lag: encode_opt("scheduler_lag"),
+            tls_handshake: encode_opt("tls_handshake"),
+        },
+    }))
+}
+
+/// Intervals with the same start (to the millisecond) are added together.
+fn merge_timelines(parts: &[RunResult]) -> Result<Vec<IntervalSummary>, MergeError> {
+    let key = |s: f64| (s * 1_000.0).round() as i64;
+    let mut by_start: BTreeMap<i64, (IntervalSummary, Histogram<u64>)> = BTreeMap::new();
+    for (i, p) in parts.iter().enumerate() {
+        for iv in &p.timeline {
+            let entry = by_start.entry(key(iv.start_s)).or_insert_with(|| {
+                let mut empty = iv.clone();
+                empty.offered_per_s = iv.offered_per_s.map(|_| 0.0);
+                empty.connections = iv.connections.map(|_| 0.0);
+                empty.achieved_per_s = 0.0;
+                empty.completed = 0;
+                empty.failed = 0;
+                empty.bytes_sent = 0;
+                empty.bytes_received = 0;
+                empty.steal = None;
+                empty.server = None;
+                (empty, new_histogram())
+            });
+            let (m, h) = entry;
+            m.warmup &= iv.warmup;
+            m.offered_per_s = sum_opt(m.offered_per_s, iv.offered_per_s);
+            m.connections = sum_opt(m.connections, iv.connections);
+            m.achieved_per_s += iv.achieved_per_s;
+            m.completed += iv.completed;
+            m.failed += iv.failed;
+            m.bytes_sent += iv.bytes_sent;
+            m.bytes_received += iv.bytes_received;
+            m.steal = max_opt(m.steal, iv.steal);
+            add_encoded(h, iv.histogram.as_deref(), i, "timeline interval")?;
+        }
+    }
+    Ok(by_start
+        .into_values()
+        .map(|(mut m, h)| {
+            let q = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1_000.0);
+            m.p50_us = q(0.5);
+            m.p90_us = q(0.9);
+            m.p99_us = q(0.99);
+            m.max_us = (!h.is_empty()).then(|| h.max() as f64 / 1_000.0);
+            m.histogram = (!h.is_empty()).then(|| encode_histogram(&h));
+            m
+        })
+        .collect())
+}
+
+fn sum_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
+}
+
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn merge_generators(parts: &[RunResult], completed: u64) -> GeneratorHealth {
+    let first = &parts[0].generator;
+    let user: f64 = parts.iter().map(|p| p.generator.cpu_user_s).sum();
+    let system: f64 = parts.iter().map(|p| p.generator.cpu_system_s).sum();
+    let warm_completed: u64 = parts
+        .iter()
+        .filter_map(|p| p.warmup.as_ref())
+        .map(|w| w.requests.completed)
+        .sum();
+    let all = completed + warm_completed;
+    GeneratorHealth {
+        cpu_user_s: user,
+        cpu_system_s: system,
+        cpu_s_per_100k_requests: (all > 0).then(|| (user + system) * 100_000.0 / all as f64),
+        thread_busy: parts
+            .iter()
+            .flat_map(|p| p.generator.thread_busy.iter().copied())
+            .collect(),
+        nofile: first.nofile,
+        pm_qos: first.pm_qos.clone(),
+        max_steal: parts
+            .iter()
+            .filter_map(|p| p.generator.max_steal)
+            .reduce(f64::max),
+        busy_poll_idle_s: parts
+            .iter()
+            .filter_map(|p| p.generator.busy_poll_idle_s)
+            .reduce(|a, b| a + b),
+    }
+}

@@ -1,0 +1,308 @@
+//! The result of one run as data: the JSON contract that reports, the store and outside
+//! scripts read (`schema/run-result.schema.json` describes it; a test checks real output
+//! against it). Field names carry their units. Summaries come from full HDR histograms, which
+//! are also kept, compressed, so results from several runs can be merged exactly
+//! ([`crate::merge`]). Types only: producing a result is the engine's job.
+
+use crate::latency::LatencySummary;
+use crate::server::ServerReport;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The version of this document's shape; readers refuse versions they do not know.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema_version: u32,
+    pub loadlab_version: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// The run was stopped early (Ctrl-C): what is here is what was measured until then.
+    pub interrupted: bool,
+    /// The command line that produced this result, when run from the CLI.
+    pub command: Vec<String>,
+    pub target: TargetInfo,
+    pub load: LoadModel,
+    /// The measured part of the run, warm-up excluded.
+    pub measured: PhaseSummary,
+    /// The warm-up, reported apart; absent when there was none.
+    pub warmup: Option<PhaseSummary>,
+    /// Requests sent but neither answered nor failed when the run ended (abandoned).
+    pub in_flight_at_end: u64,
+    /// The run interval by interval (warm-up included), for charts and for spotting drift.
+    pub timeline: Vec<IntervalSummary>,
+    /// One-line conclusions a reader should not miss: who was the bottleneck.
+    pub verdicts: Vec<String>,
+    pub generator: GeneratorHealth,
+    pub environment: Environment,
+    /// Things a careful reader must know about this run, in plain words.
+    pub warnings: Vec<String>,
+    /// The first interval's response times against the measured rest: a cold start shows
+    /// here. Absent when the run had fewer than two intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_requests: Option<FirstRequests>,
+    /// The server's side, when loadlab launched it (`--target`, `--exec`) or watched it
+    /// (`--pid`, `--cgroup`): limits, start-up, CPU and memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerReport>,
+    /// A merged result: each part's own figures (shards or repetitions), in merge order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartSummary>,
+}
+
+/// One part of a merged result, as it was on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartSummary {
+    pub started_at: String,
+    pub hostname: String,
+    pub interrupted: bool,
+    pub duration_s: f64,
+    pub issued: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub per_second: f64,
+    /// Open loop: requests/s the part's schedule asked for, over its measured time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<f64>,
+}
+
+/// The first requests of a run, reported apart from the steady state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FirstRequests {
+    /// How many: the run's first completed requests (warm-up or not), across threads.
+    pub requests: u64,
+    /// When the last of them completed, from the start of the run.
+    pub window_s: f64,
+    pub latency_us: LatencySummary,
+    /// The measured requests after them.
+    pub rest_us: LatencySummary,
+    /// The first requests were much slower than the rest: p50 at least twice, or p90 at
+    /// least three times the rest's, and at least 1 ms more.
+    pub cold_start: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub url: String,
+    pub method: String,
+    /// The socket address the host name resolved to.
+    pub address: String,
+    /// For https: how the connection was secured.
+    pub tls: Option<TlsInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TlsInfo {
+    /// `1.2`, `1.3`, or `1.2 or 1.3`.
+    pub versions: String,
+    /// How the server's certificate was checked.
+    pub trust: String,
+    /// `--insecure`: certificates were not verified.
+    pub insecure: bool,
+    pub resumption: bool,
+    pub client_certificate: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadModel {
+    /// `closed_loop`: each connection sends its next request when the last one ends.
+    /// `open_loop`: requests go out on a schedule (an arrival rate), whatever the server does.
+    pub model: String,
+    /// Closed loop: the connections (the most any stage uses). Open loop: the cap.
+    pub connections: usize,
+    pub threads: usize,
+    pub keepalive: bool,
+    /// Set when the run was bounded by time.
+    pub duration_s: Option<f64>,
+    /// Set when the run was bounded by a request count.
+    pub requests: Option<u64>,
+    pub warmup_s: f64,
+    pub timeout_s: f64,
+    pub connect_timeout_s: f64,
+    pub body_bytes: u64,
+    /// Open loop: `uniform` (evenly spaced) or `poisson`.
+    pub arrival: Option<String>,
+    /// The Poisson seed, to reproduce the schedule.
+    pub seed: Option<u64>,
+    /// Stages of the profile: requests/s in an open loop, connections in a staged closed loop.
+    pub stages: Vec<StageSpec>,
+    /// The plan in words, as printed before the run.
+    pub plan: String,
+    pub interval_s: f64,
+    /// Open loop with `--tick`: the sender wakes at most once per tick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_s: Option<f64>,
+    /// `--busy-poll`: worker threads polled for responses instead of sleeping.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub busy_poll: bool,
+    /// Why loadlab chose to busy-poll (no `--busy-poll` given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_why: Option<String>,
+    /// Open loop over plain HTTP/1.1: threads slept from one due time (or tick) to the next,
+    /// not woken by each response, and responses were timed by the kernel's receive stamps.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rx_stamps: bool,
+    /// `http/1.1` or `h2`.
+    pub protocol: String,
+    /// HTTP/2 streams per connection (1 for HTTP/1.1).
+    pub streams: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSpec {
+    pub duration_s: f64,
+    pub from: f64,
+    pub to: f64,
+}
+
+/// One interval of the timeline. Latencies are response times (from the intended send time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSummary {
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub warmup: bool,
+    /// Open loop: requests/s the schedule asked for.
+    pub offered_per_s: Option<f64>,
+    /// Closed loop: active connections (the stage level).
+    pub connections: Option<f64>,
+    /// Completed requests/s.
+    pub achieved_per_s: f64,
+    pub completed: u64,
+    pub failed: u64,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Share of all CPU time the hypervisor stole during this interval.
+    pub steal: Option<f64>,
+    /// This interval's response-time histogram (nanoseconds, compressed V2, base64).
+    pub histogram: Option<String>,
+    /// The server's CPU and memory in this interval, when loadlab sampled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::server::IntervalResources>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    pub duration_s: f64,
+    pub requests: Requests,
+    /// Absent when no request completed.
+    pub latency_us: Option<LatencySummary>,
+    /// Open loop: from the actual send to the last byte (the server's share of `latency_us`).
+    pub service_time_us: Option<LatencySummary>,
+    /// From the actual send to the first byte of the response.
+    pub ttfb_us: Option<LatencySummary>,
+    /// Open loop: actual send minus intended send, whatever the cause.
+    pub send_lag_us: Option<LatencySummary>,
+    /// Open loop: how late loadlab itself noticed requests were due (its own health).
+    pub scheduler_lag_us: Option<LatencySummary>,
+    /// TCP connection setup, apart from request latency. Absent when none was opened.
+    pub connect_us: Option<LatencySummary>,
+    /// TLS handshakes, after TCP setup (https only).
+    pub tls_handshake_us: Option<LatencySummary>,
+    /// TLS handshakes that resumed an earlier session, and full ones.
+    pub tls_resumed: u64,
+    pub tls_full: u64,
+    pub connections_opened: u64,
+    /// Connections loadlab tried and failed to open (refused, timed out, out of descriptors
+    /// or ports): each is also a failed request in `errors`.
+    pub connections_failed: u64,
+    /// Responses by status code.
+    pub status_codes: BTreeMap<String, u64>,
+    /// Failed requests by class (only classes that occurred).
+    pub errors: BTreeMap<String, u64>,
+    /// For some classes, the first message seen (a certificate's problem, with the fix).
+    pub error_details: BTreeMap<String, String>,
+    pub bytes: Bytes,
+    /// HdrHistograms (nanoseconds) in HdrHistogram's compressed V2 form, base64.
+    pub histograms: EncodedHistograms,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Requests {
+    /// Sent, or attempted: a request whose connection could not be opened counts as issued and failed.
+    pub issued: u64,
+    /// A full response arrived, whatever its status.
+    pub completed: u64,
+    /// No full response: see `errors`.
+    pub failed: u64,
+    /// Open loop: due before the end of the run but never sent (every connection was busy).
+    pub not_sent: u64,
+    /// Completed requests per second.
+    pub per_second: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bytes {
+    pub sent: u64,
+    pub received: u64,
+    pub sent_per_s: f64,
+    pub received_per_s: f64,
+    /// The most bytes sent in any 1-second window (Cloud Run's "max send bytes").
+    pub max_sent_per_s: u64,
+    pub max_received_per_s: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncodedHistograms {
+    pub latency: String,
+    pub connect: String,
+    /// The other phases of a request, so that merged results summarise them exactly too.
+    /// Absent in results from before they were kept, and when empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfb: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_lag: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorHealth {
+    /// CPU time of loadlab's worker threads (not the whole process: a server embedded in the
+    /// same process is not billed to the generator).
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    /// Generator CPU seconds (user + system) per 100,000 completed requests.
+    pub cpu_s_per_100k_requests: Option<f64>,
+    /// Per worker thread: CPU time over wall time. Near 1.0, the generator was the limit.
+    pub thread_busy: Vec<f64>,
+    pub nofile: Option<NofileLimit>,
+    /// Whether the PM QoS CPU latency was held at 0 during the run ("held"), or why not.
+    pub pm_qos: String,
+    /// Share of all CPU time the hypervisor stole, worst interval.
+    pub max_steal: Option<f64>,
+    /// Busy-polling: CPU seconds the worker threads spent polling with nothing to do (not
+    /// counted in `thread_busy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_idle_s: Option<f64>,
+}
+
+/// The `nofile` limit before and after loadlab raised its soft limit to the hard one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NofileLimit {
+    pub soft_before: u64,
+    pub soft: u64,
+    pub hard: u64,
+}
+
+/// Where the run happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    pub hostname: String,
+    pub os: String,
+    pub kernel: String,
+    pub arch: String,
+    pub cpus: usize,
+}

@@ -1,0 +1,305 @@
+//! What a result says about the server under test, when loadlab launched or watched it:
+//! its limits and whether they held, its start-up, its CPU and memory per sample window and
+//! per timeline interval, and how it died if it did. The probe measures; this is the data.
+
+use serde::{Deserialize, Serialize};
+
+/// Everything the result says about the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerReport {
+    /// "launched", "pid" or "cgroup".
+    pub source: String,
+    /// What ran: a lab target's name, a command, a PID or a cgroup path.
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<LimitsReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup: Option<Startup>,
+    pub sample_interval_s: f64,
+    /// Over the measured phase (after any warm-up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<ResourceSummary>,
+    /// Set when the server died during the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitReport>,
+    pub samples: Vec<WindowSample>,
+}
+
+/// From spawn to the first good health check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Startup {
+    pub ready_s: f64,
+    pub health_url: String,
+    /// Right after it became ready, before any load.
+    pub idle_rss_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_memory_bytes: Option<u64>,
+}
+
+/// p50, p99, max and mean of a figure over the sample windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Spread {
+    /// Nearest-rank percentiles; `None` for no values.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let rank =
+            |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+        Some(Spread {
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: sorted[sorted.len() - 1],
+            mean: sorted.iter().sum::<f64>() / sorted.len() as f64,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSummary {
+    pub windows: usize,
+    /// CPU in cores (1.0 = one core busy throughout the window), over the sample windows.
+    pub cpu_cores: Spread,
+    /// CPU in cores over whole seconds (consecutive windows joined). Under a quota this is
+    /// the figure to hold against it: the kernel enforces a quota per 100 ms period but lets
+    /// a CPU carry up to one bandwidth slice (5 ms by default) of unused runtime into the next
+    /// period, so a single 100 ms window can show more than the quota while every second
+    /// stays within it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_cores_per_s: Option<Spread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_quota_cores: Option<f64>,
+    /// CPU as a share of the quota (1.0 = the whole quota used), over whole seconds (over the
+    /// sample windows when the run was shorter than a second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_quota_share: Option<Spread>,
+    /// CFS periods in which the group ran out of quota, of all periods, and the time its
+    /// threads waited for the next period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub periods: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_s: Option<f64>,
+    pub rss_bytes: Spread,
+    /// The cgroup's charged memory (what the limit is checked against).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<Spread>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit_share: Option<Spread>,
+    pub threads_max: u64,
+    pub fds_max: u64,
+    pub processes_max: u64,
+    /// Bytes the server sent to its clients (acknowledged by them), over the measured phase,
+    /// and per second over each sample window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_per_s: Option<Spread>,
+    /// loadlab's own CPU in cores, from the same sampler.
+    pub generator_cpu_cores: Spread,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oom_kills: Option<u64>,
+}
+
+/// The window between two consecutive samples, ending at `t_s`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WindowSample {
+    /// End of the window, seconds from the run's start (negative before load began).
+    pub t_s: f64,
+    pub dt_s: f64,
+    pub cpu_cores: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    pub rss_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    pub threads: u64,
+    pub fds: u64,
+    pub generator_cpu_cores: f64,
+    pub processes: u64,
+    /// Bytes the server sent to its clients in this window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExitReport {
+    /// Seconds from the run's start.
+    pub at_s: f64,
+    pub status: String,
+    pub oom_killed: bool,
+}
+
+/// The server's figures within one interval of the latency timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IntervalResources {
+    /// Mean CPU over the interval, in cores.
+    pub cpu_cores: f64,
+    /// Highest RSS sampled in the interval.
+    pub rss_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    pub generator_cpu_cores: f64,
+    /// Bytes the server sent to its clients in this interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_bytes: Option<u64>,
+}
+
+/// What the result says about the limits: for each one asked for, whether it held and how.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitsReport {
+    /// "cgroup v1", "cgroup v2", or "none" when no cgroup could be made.
+    pub mechanism: String,
+    /// "strict" or "best-effort".
+    pub mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<LimitHeld>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<LimitHeld>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pin: Option<LimitHeld>,
+    /// The cgroup the server ran in (deleted afterwards).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitHeld {
+    /// As asked, e.g. "0.08 cores", "128 MiB", "CPUs 1".
+    pub requested: String,
+    pub applied: bool,
+    /// The setting written (e.g. "cpu.cfs_quota_us=8000 per cpu.cfs_period_us=100000"), or
+    /// why it could not be.
+    pub how: String,
+}
+
+impl LimitsReport {
+    /// Each limit asked for, e.g. `cpus 0.08 cores` or `memory 128 MiB (NOT held)`.
+    pub fn describe(&self) -> Vec<String> {
+        [
+            ("cpus", &self.cpus),
+            ("memory", &self.memory),
+            ("pin", &self.pin),
+        ]
+        .into_iter()
+        .filter_map(|(name, l)| {
+            l.as_ref().map(|l| {
+                format!(
+                    "{name} {}{}",
+                    l.requested,
+                    if l.applied { "" } else { " (NOT held)" }
+                )
+            })
+        })
+        .collect()
+    }
+
+    /// The limits that did not hold, for a warning.
+    pub fn not_applied(&self) -> Vec<String> {
+        [
+            ("--cpus", &self.cpus),
+            ("--memory", &self.memory),
+            ("--pin", &self.pin),
+        ]
+        .into_iter()
+        .filter_map(|(flag, l)| match l {
+            Some(l) if !l.applied => Some(format!("{flag} {} ({})", l.requested, l.how)),
+            _ => None,
+        })
+        .collect()
+    }
+}
+
+/// The server's figures for the timeline interval `[start_s, start_s + duration_s)`:
+/// windows ending inside it, CPU weighted by window length.
+pub fn interval(
+    windows: &[WindowSample],
+    start_s: f64,
+    duration_s: f64,
+) -> Option<IntervalResources> {
+    let end = start_s + duration_s;
+    let inside: Vec<&WindowSample> = windows
+        .iter()
+        .filter(|w| w.t_s > start_s && w.t_s <= end + 1e-9)
+        .collect();
+    if inside.is_empty() {
+        return None;
+    }
+    let time: f64 = inside.iter().map(|w| w.dt_s).sum();
+    let weighted =
+        |f: &dyn Fn(&WindowSample) -> f64| inside.iter().map(|w| f(w) * w.dt_s).sum::<f64>() / time;
+    Some(IntervalResources {
+        cpu_cores: weighted(&|w| w.cpu_cores),
+        rss_bytes: inside.iter().map(|w| w.rss_bytes).max().unwrap_or(0),
+        memory_bytes: inside.iter().filter_map(|w| w.memory_bytes).max(),
+        throttled_periods: inside
+            .iter()
+            .map(|w| w.throttled_periods)
+            .sum::<Option<u64>>(),
+        generator_cpu_cores: weighted(&|w| w.generator_cpu_cores),
+        sent_bytes: inside.iter().map(|w| w.sent_bytes).sum::<Option<u64>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(t_s: f64, cpu_cores: f64, rss_mb: u64) -> WindowSample {
+        WindowSample {
+            t_s,
+            dt_s: 0.1,
+            cpu_cores,
+            throttled_periods: None,
+            rss_bytes: rss_mb << 20,
+            memory_bytes: None,
+            threads: 1,
+            fds: 3,
+            generator_cpu_cores: 0.0,
+            processes: 1,
+            sent_bytes: Some(100),
+        }
+    }
+
+    #[test]
+    fn intervals_weight_cpu_by_time() {
+        let w = [
+            window(0.1, 0.1, 6),
+            window(0.2, 0.3, 9),
+            window(0.3, 0.2, 7),
+            window(0.4, 0.4, 8),
+        ];
+        let first = interval(&w, 0.0, 0.2).unwrap();
+        assert!((first.cpu_cores - 0.2).abs() < 1e-9);
+        assert_eq!(first.rss_bytes, 9 << 20);
+        assert_eq!(first.sent_bytes, Some(200));
+        let second = interval(&w, 0.2, 0.2).unwrap();
+        assert!((second.cpu_cores - 0.3).abs() < 1e-9);
+        assert!(interval(&w, 5.0, 1.0).is_none());
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        let s = Spread::of(&values).unwrap();
+        assert_eq!((s.p50, s.p99, s.max), (50.0, 99.0, 100.0));
+        assert_eq!(Spread::of(&[3.0]).unwrap().p99, 3.0);
+        assert!(Spread::of(&[]).is_none());
+    }
+}

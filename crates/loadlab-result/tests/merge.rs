@@ -1,0 +1,100 @@
+//! The exact merge, against known answers: two parts with known latencies merge into the
+//! distribution of all their values together (not an average of percentiles).
+
+use loadlab_result::{encode_histogram, merge, new_histogram, MergeError, RunResult};
+
+fn fixture() -> RunResult {
+    let path = format!(
+        "{}/../loadlab-report/tests/fixtures/ok.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("fixture loads")
+}
+
+/// A part whose measured latencies are exactly `values_us`, one timeline interval per second.
+fn part(values_us: std::ops::RangeInclusive<u64>, started_at: &str) -> RunResult {
+    let mut r = fixture();
+    let mut h = new_histogram();
+    for v in values_us.clone() {
+        h.record(v * 1_000).unwrap();
+    }
+    let n = h.len();
+    r.started_at = started_at.to_string();
+    r.measured.requests.issued = n;
+    r.measured.requests.completed = n;
+    r.measured.requests.failed = 0;
+    r.measured.duration_s = 2.0;
+    r.measured.requests.per_second = n as f64 / 2.0;
+    r.measured.histograms.latency = encode_histogram(&h);
+    r.measured.status_codes = [("200".to_string(), n)].into();
+    r.measured.errors.clear();
+    r.warmup = None;
+    let first = r.timeline[0].clone();
+    r.timeline = vec![first.clone(), first];
+    for (i, iv) in r.timeline.iter_mut().enumerate() {
+        iv.start_s = i as f64;
+        iv.warmup = false;
+        iv.completed = n / 2;
+        iv.histogram = Some(encode_histogram(&h));
+    }
+    r
+}
+
+#[test]
+fn merged_percentiles_are_those_of_all_values_together() {
+    let a = part(1..=1_000, "2026-01-01T00:00:00Z");
+    let b = part(1_001..=3_000, "2026-01-01T00:00:00.002Z");
+    let m = merge(&[a.clone(), b.clone()]).unwrap();
+    // The union of the values, recorded directly.
+    let mut all = new_histogram();
+    for v in 1..=3_000u64 {
+        all.record(v * 1_000).unwrap();
+    }
+    let lat = m.measured.latency_us.as_ref().unwrap();
+    assert_eq!(lat.count, 3_000);
+    let us = |q: f64| all.value_at_quantile(q) as f64 / 1_000.0;
+    assert_eq!(lat.p50, us(0.5));
+    assert_eq!(lat.p99, us(0.99));
+    // 1,500 µs, where averaging the parts' medians would say (500 + 2,000) / 2 = 1,250.
+    assert!((lat.p50 - 1_500.0).abs() <= 1.0, "{lat:?}");
+    assert_eq!(m.measured.requests.completed, 3_000);
+    assert_eq!(m.measured.status_codes["200"], 3_000);
+    // Side by side for 2 s: the merged rate is both parts' together.
+    assert!((m.measured.requests.per_second - 1_500.0).abs() < 1e-9);
+    // Timelines aligned by interval start, intervals added.
+    assert_eq!(m.timeline.len(), 2);
+    assert_eq!(
+        m.timeline[0].completed,
+        a.timeline[0].completed + b.timeline[0].completed
+    );
+    assert_eq!(m.parts.len(), 2);
+    assert_eq!(m.parts[1].completed, 2_000);
+    assert_eq!(
+        m.parts[0].p50_us,
+        a.measured.latency_us.as_ref().map(|l| l.p50)
+    );
+    // Merging merged results keeps every original part.
+    let again = merge(&[m.clone(), part(1..=10, "2026-01-01T00:00:01Z")]).unwrap();
+    assert_eq!(again.parts.len(), 3);
+    assert_eq!(again.measured.requests.completed, 3_010);
+}
+
+#[test]
+fn a_merge_refuses_what_it_cannot_merge_exactly() {
+    assert_eq!(merge(&[]).unwrap_err(), MergeError::Empty);
+    let a = part(1..=10, "2026-01-01T00:00:00Z");
+    let mut b = a.clone();
+    b.load.interval_s = 0.5;
+    let err = merge(&[a.clone(), b]).unwrap_err();
+    assert!(err.to_string().contains("--interval"), "{err}");
+    let mut c = a.clone();
+    c.measured.histograms.latency = "not base64!".into();
+    let err = merge(&[a.clone(), c]).unwrap_err();
+    assert!(err.to_string().contains("result 2"), "{err}");
+    let mut d = a.clone();
+    d.schema_version = 99;
+    assert!(matches!(
+        merge(&[a, d]).unwrap_err(),
+        MergeError::Schema { part: 1, .. }
+    ));
+}
