@@ -48,6 +48,9 @@ pub struct RunSpec {
     pub http2: bool,
     /// `--streams`: concurrent HTTP/2 streams per connection.
     pub streams: usize,
+    /// Paths (with their queries) sent in rotation on each connection, in order; empty: the
+    /// URL's own path only. The URL gives the scheme, host and port.
+    pub paths: Vec<String>,
 }
 
 /// The longest `--tick`: beyond it the send lag a tick adds would dwarf most latencies.
@@ -80,6 +83,7 @@ impl Default for RunSpec {
             tls: TlsSpec::default(),
             http2: false,
             streams: 1,
+            paths: Vec::new(),
         }
     }
 }
@@ -149,6 +153,8 @@ pub struct RunConfig {
     pub http2: bool,
     /// HTTP/2 streams per connection (1 for HTTP/1.1).
     pub streams: usize,
+    /// The paths sent in rotation on each connection (at least one: the URL's own).
+    pub paths: Vec<String>,
 }
 
 impl RunConfig {
@@ -240,6 +246,22 @@ impl RunSpec {
                 "must be a whole multiple of 100ms; try --interval 1s",
             ));
         }
+        let paths = if self.paths.is_empty() {
+            vec![url.path_and_query.clone()]
+        } else {
+            for path in &self.paths {
+                if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+                    return Err(reject(
+                        "paths",
+                        format!(
+                            "{path:?} is not a path: each must start with / and hold no spaces \
+                             or control characters (percent-encode them)"
+                        ),
+                    ));
+                }
+            }
+            self.paths.clone()
+        };
         let (model, connections, stop) = self.load_model()?;
         let threads = match self.threads {
             Some(0) => {
@@ -313,6 +335,7 @@ impl RunSpec {
             tls,
             http2: self.http2,
             streams: self.streams,
+            paths,
         })
     }
 

@@ -172,6 +172,11 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         target: TargetInfo {
             url: config.url.original.clone(),
             method: config.method.clone(),
+            paths: if config.paths.len() > 1 {
+                config.paths.clone()
+            } else {
+                Vec::new()
+            },
             address: outcome.address.to_string(),
             tls: config.tls.as_ref().map(|t| TlsInfo {
                 versions: match t.version {
@@ -233,10 +238,22 @@ fn first_requests(outcome: &RunOutcome) -> Option<FirstRequests> {
 
 /// What is about to run, in words: printed before the run starts.
 pub fn plan(config: &RunConfig) -> String {
+    let target = if config.paths.len() > 1 {
+        let authority = match config.url.original.find("://") {
+            Some(i) => {
+                let rest = &config.url.original[i + 3..];
+                &config.url.original[..i + 3 + rest.find('/').unwrap_or(rest.len())]
+            }
+            None => config.url.original.as_str(),
+        };
+        format!("{authority} {} in rotation", config.paths.join(", "))
+    } else {
+        config.url.original.clone()
+    };
     format!(
         "{} {}: {}, {} thread{}{}{}",
         config.method,
-        config.url.original,
+        target,
         load_model(config).plan,
         config.threads,
         if config.threads == 1 { "" } else { "s" },

@@ -395,3 +395,71 @@ fn stop_ends_a_slow_open_loop_promptly() {
     assert!(r.interrupted);
     assert_eq!(r.measured.requests.completed, 1);
 }
+
+/// A list of paths is sent in rotation, in order, on each connection; over HTTP/1.1 one
+/// connection gives the exact order.
+#[test]
+fn paths_are_sent_in_rotation_on_each_connection() {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        let Ok((stream, _)) = listener.accept() else {
+            return;
+        };
+        let mut writer = stream.try_clone().unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let path = line.split(' ').nth(1).unwrap_or("").to_string();
+            loop {
+                line.clear();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            record.lock().unwrap().push(path);
+            let _ = writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let r = run_spec(RunSpec {
+        connections: Some(1),
+        threads: Some(1),
+        requests: Some(7),
+        paths: vec!["/".into(), "/blogs".into(), "/blogs/001?x=1".into()],
+        ..spec(format!("http://{addr}/ignored"))
+    });
+    assert_eq!(r.measured.requests.completed, 7);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            "/",
+            "/blogs",
+            "/blogs/001?x=1",
+            "/",
+            "/blogs",
+            "/blogs/001?x=1",
+            "/"
+        ]
+    );
+    assert_eq!(r.target.paths.len(), 3);
+    // A path that is not one is refused with the reason.
+    let err = RunSpec {
+        paths: vec!["blogs".into()],
+        ..spec(format!("http://{addr}/"))
+    }
+    .validate()
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("must start with /"), "{err}");
+}

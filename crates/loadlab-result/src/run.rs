@@ -90,6 +90,9 @@ pub struct FirstRequests {
 pub struct TargetInfo {
     pub url: String,
     pub method: String,
+    /// Paths sent in rotation on each connection, when more than the URL's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// The socket address the host name resolved to.
     pub address: String,
     /// For https: how the connection was secured.

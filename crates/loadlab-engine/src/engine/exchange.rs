@@ -126,15 +126,18 @@ pub(super) struct Conn {
     stream: Option<Stream>,
     parser: ResponseParser,
     timer: Pin<Box<Sleep>>,
+    /// The rotation's next request on this connection.
+    next: usize,
 }
 
 impl Conn {
     pub fn new(ctx: &ThreadCtx) -> Conn {
         Conn {
             stream: None,
-            parser: ResponseParser::new(ctx.request.is_head),
+            parser: ResponseParser::new(ctx.requests[0].is_head),
             // Armed with the first request's deadline on first use; see `poll_deadline`.
             timer: Box::pin(tokio::time::sleep(Duration::from_secs(86_400))),
+            next: 0,
         }
     }
 
@@ -178,8 +181,11 @@ impl Conn {
         }
         let mut traffic = Traffic::default();
         let deadline = sent_at + ctx.timeout;
+        let request = &ctx.requests[self.next];
+        self.next = (self.next + 1) % ctx.requests.len();
         let outcome = exchange(
             ctx,
+            &request.bytes,
             stream,
             &mut self.parser,
             &mut self.timer,
@@ -277,13 +283,13 @@ pub(super) async fn connect(
 /// Writes the request and reads one full response, or fails with a class.
 async fn exchange(
     ctx: &ThreadCtx,
+    request: &[u8],
     stream: &mut Stream,
     parser: &mut ResponseParser,
     timer: &mut Pin<Box<Sleep>>,
     deadline: Instant,
     traffic: &mut Traffic,
 ) -> Result<Exchange, ErrorClass> {
-    let request = &ctx.request.bytes[..];
     let mut written = 0;
     let mut flushed = false;
     poll_fn(|cx| {

@@ -21,7 +21,10 @@ use std::time::Instant;
 #[derive(Debug, Clone)]
 pub(crate) struct H2Request {
     pub method: http::Method,
-    pub uri: http::Uri,
+    /// One per path of the rotation, in order.
+    pub uris: Vec<http::Uri>,
+    /// The rotation's next request on this thread (streams share it).
+    pub next: std::cell::Cell<usize>,
     pub headers: http::HeaderMap,
     pub body: Bytes,
 }
@@ -63,12 +66,15 @@ impl H2Request {
                 headers.append(n, v);
             }
         }
-        let uri = format!("{scheme}://{authority}{}", config.url.path_and_query)
-            .parse()
-            .ok()?;
+        let uris = config
+            .paths
+            .iter()
+            .map(|path| format!("{scheme}://{authority}{path}").parse().ok())
+            .collect::<Option<Vec<http::Uri>>>()?;
         Some(H2Request {
             method: http::Method::from_bytes(config.method.as_bytes()).ok()?,
-            uri,
+            uris,
+            next: std::cell::Cell::new(0),
             headers,
             body: Bytes::from(config.body.clone()),
         })
@@ -77,7 +83,9 @@ impl H2Request {
     fn build(&self) -> http::Request<()> {
         let mut req = http::Request::new(());
         *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.uri.clone();
+        let i = self.next.get();
+        self.next.set((i + 1) % self.uris.len());
+        *req.uri_mut() = self.uris[i].clone();
         *req.headers_mut() = self.headers.clone();
         req
     }

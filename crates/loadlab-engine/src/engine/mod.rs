@@ -166,7 +166,8 @@ pub struct RunOutcome {
 
 /// Timing and limits every connection of a thread consults.
 pub(crate) struct ThreadCtx {
-    pub request: EncodedRequest,
+    /// The requests of the rotation, encoded once (at least one).
+    pub requests: Rc<[EncodedRequest]>,
     /// For https: the TLS client configuration.
     pub tls: Option<crate::tls::TlsSettings>,
     /// HTTP/2 only: the request, and streams per connection.
@@ -256,7 +257,7 @@ const READ_BUF_BYTES: usize = 64 * 1024;
 pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, EngineError> {
     let nofile = sys::raise_nofile_limit();
     let address = resolve(&config.url.host, config.url.port)?;
-    let request = http1::encode(config);
+    let requests = http1::encode_all(config);
     let started_at = SystemTime::now();
     let start = Instant::now();
     let warmup_end = start + config.warmup;
@@ -288,7 +289,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
             .lock()
             .expect("not poisoned")
             .push(progress.clone());
-        let request = request.clone();
+        let requests = requests.clone();
         let tls = config.tls.clone();
         let h2_request = h2::H2Request::from_config(config);
         let streams = config.streams;
@@ -326,7 +327,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     ..Recorder::default()
                 };
                 let ctx = Rc::new(ThreadCtx {
-                    request,
+                    requests: requests.into(),
                     tls,
                     h2: h2_request,
                     streams,

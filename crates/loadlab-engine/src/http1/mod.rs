@@ -3,5 +3,5 @@
 pub mod request;
 pub mod response;
 
-pub use request::{encode, EncodedRequest};
+pub use request::{encode, encode_all, EncodedRequest};
 pub use response::{Malformed, Progress, Response, ResponseParser};

@@ -1,5 +1,5 @@
-//! Encodes the run's request once, before the run. Every send writes the same bytes, so the
-//! hot path never formats anything.
+//! Encodes the run's requests once, before the run: one per path of the rotation. Every send
+//! writes bytes made here, so the hot path never formats anything.
 
 use crate::config::RunConfig;
 
@@ -11,7 +11,21 @@ pub struct EncodedRequest {
     pub is_head: bool,
 }
 
+/// One encoded request per path of the rotation, in order.
+pub fn encode_all(config: &RunConfig) -> Vec<EncodedRequest> {
+    config
+        .paths
+        .iter()
+        .map(|path| encode_path(config, path))
+        .collect()
+}
+
+/// The request for the URL's own path.
 pub fn encode(config: &RunConfig) -> EncodedRequest {
+    encode_path(config, &config.url.path_and_query)
+}
+
+fn encode_path(config: &RunConfig, path_and_query: &str) -> EncodedRequest {
     let mut out = Vec::with_capacity(256 + config.body.len());
     let has = |name: &str| {
         config
@@ -21,7 +35,7 @@ pub fn encode(config: &RunConfig) -> EncodedRequest {
     };
     out.extend_from_slice(config.method.as_bytes());
     out.push(b' ');
-    out.extend_from_slice(config.url.path_and_query.as_bytes());
+    out.extend_from_slice(path_and_query.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
     let mut header = |name: &str, value: &str| {
         out.extend_from_slice(name.as_bytes());
