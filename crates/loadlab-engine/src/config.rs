@@ -51,6 +51,8 @@ pub struct RunSpec {
     /// Paths (with their queries) sent in rotation on each connection, in order; empty: the
     /// URL's own path only. The URL gives the scheme, host and port.
     pub paths: Vec<String>,
+    /// CPUs the worker threads may run on (the server has the others); `None`: anywhere.
+    pub generator_cpus: Option<Vec<usize>>,
 }
 
 /// The longest `--tick`: beyond it the send lag a tick adds would dwarf most latencies.
@@ -84,6 +86,7 @@ impl Default for RunSpec {
             http2: false,
             streams: 1,
             paths: Vec::new(),
+            generator_cpus: None,
         }
     }
 }
@@ -155,6 +158,8 @@ pub struct RunConfig {
     pub streams: usize,
     /// The paths sent in rotation on each connection (at least one: the URL's own).
     pub paths: Vec<String>,
+    /// CPUs the worker threads pin themselves to; `None`: wherever the process may run.
+    pub generator_cpus: Option<Vec<usize>>,
 }
 
 impl RunConfig {
@@ -168,6 +173,16 @@ impl RunConfig {
     /// there responses still wake the thread (and a tick only batches sends).
     pub fn sleeps_between_sends(&self) -> bool {
         self.is_open_loop() && self.tls.is_none() && !self.http2
+    }
+
+    /// Busy-polls, for the reason given: a decision made once the server's placement is
+    /// known (after it started), so not a flag. Only a closed loop over HTTP/1.1 polls.
+    pub fn with_busy_poll(mut self, why: String) -> RunConfig {
+        if matches!(self.model, Model::Closed { .. }) {
+            self.busy_poll = true;
+            self.busy_poll_why = Some(why);
+        }
+        self
     }
 }
 
@@ -336,6 +351,7 @@ impl RunSpec {
             http2: self.http2,
             streams: self.streams,
             paths,
+            generator_cpus: self.generator_cpus.clone().filter(|c| !c.is_empty()),
         })
     }
 

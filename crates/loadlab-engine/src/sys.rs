@@ -128,6 +128,20 @@ pub fn environment() -> Environment {
     }
 }
 
+/// Restricts the calling thread to `cpus` (threads it creates afterwards inherit it).
+pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET ignores numbers beyond the set's size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: sched_setaffinity reads the set we pass; 0 is the calling thread.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,17 +1,15 @@
-//! `lab serve NAME`: start a built target, read the `listening on ADDR` line it must print
-//! first, and wait until `/healthz` answers 200. The [`ServedTarget`] owns the process and
-//! kills it (by its PID) when dropped, so a failing test or a Ctrl-C never leaves a server
-//! behind. This is synchronous on purpose: it is usable from any caller, with or without a
-//! runtime.
+//! `lab serve NAME`: start a built target through the probe's launcher (the one launcher:
+//! its own process group, a death signal from a long-lived thread, the `listening on ADDR`
+//! line, `/healthz`). The [`ServedTarget`] owns the process and kills its process group when
+//! dropped, so a failing test, a Ctrl-C or a killed loadlab never leaves a server behind.
+//! Synchronous on purpose: usable from any caller, with or without a runtime.
 
 use crate::lab::{BuildState, Lab};
 use crate::LabError;
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
+use loadlab_probe::{Launch, Launched, Limits, LimitsMode, ProbeError, Readiness};
 use std::net::{IpAddr, SocketAddr};
-use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// How to start a target.
 #[derive(Debug, Clone)]
@@ -47,18 +45,13 @@ impl Default for ServeOptions {
     }
 }
 
-/// A running target. Dropping it kills the process.
+/// A running target, launched through the probe's launcher (its own process group, a death
+/// signal, output drained). Dropping it kills the target's process group.
 #[derive(Debug)]
 pub struct ServedTarget {
     name: String,
-    addr: SocketAddr,
-    child: Child,
-    /// The last lines the target wrote to stderr, for error messages.
-    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    launched: Launched,
 }
-
-const STDERR_LINES_KEPT: usize = 20;
-const HEALTH_POLL: Duration = Duration::from_millis(25);
 
 impl ServedTarget {
     pub fn name(&self) -> &str {
@@ -67,49 +60,31 @@ impl ServedTarget {
 
     /// Where to send requests (an unspecified bind address is reached over loopback).
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.launched.addr()
     }
 
     /// `http://ADDR`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.addr())
     }
 
     /// The process id, for resource sampling or pinning.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.launched.pid()
     }
 
-    /// The last lines of the target's stderr.
+    /// The last lines of the target's output.
     pub fn stderr_tail(&self) -> Vec<String> {
-        lock(&self.stderr_tail).iter().cloned().collect()
+        self.launched.output_tail()
     }
 
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.launched.exit_status().is_none()
     }
 
-    /// Kills the process and reaps it (what drop does).
-    pub fn stop(mut self) {
-        self.kill();
-    }
-
-    fn kill(&mut self) {
-        // Kills this child by its PID only; an already-exited child makes this a no-op.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for ServedTarget {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Kills the target and reaps it (what drop does).
+    pub fn stop(self) {}
 }
 
 impl Lab {
@@ -154,144 +129,50 @@ impl Lab {
 
     /// Starts the built target `name` and waits until it is ready.
     pub fn serve(&self, name: &str, options: &ServeOptions) -> Result<ServedTarget, LabError> {
-        let mut command = self.command(name, options)?;
-        if let Some(cpus) = &options.cpus {
-            pin_to(&mut command, cpus).map_err(|message| LabError::Startup {
+        let command = self.command(name, options)?;
+        let launch = Launch {
+            command,
+            description: name.to_string(),
+            limits: Limits {
+                pin: options.cpus.clone(),
+                ..Limits::default()
+            },
+            // Pinning falls back to the affinity mask where no cpuset can be made (not
+            // root): `lab serve --pin` must work for anyone.
+            mode: LimitsMode::BestEffort,
+            readiness: Readiness::AddressLine,
+            health_path: "/healthz".into(),
+            timeout: options.ready_timeout,
+        };
+        let launched = launch.start().map_err(|e| match e {
+            ProbeError::Startup {
+                message,
+                stderr_tail,
+                ..
+            } => LabError::Startup {
                 name: name.into(),
                 message,
+                stderr_tail,
+            },
+            ProbeError::Spawn { source, .. } => LabError::Spawn {
+                name: name.into(),
+                command: self
+                    .target(name)
+                    .map(|t| t.manifest.run.command.join(" "))
+                    .unwrap_or_default(),
+                source,
+            },
+            other => LabError::Startup {
+                name: name.into(),
+                message: other.to_string(),
                 stderr_tail: Vec::new(),
-            })?;
-        }
-        let child = command.spawn().map_err(|source| LabError::Spawn {
-            name: name.into(),
-            command: self
-                .target(name)
-                .map(|t| t.manifest.run.command.join(" "))
-                .unwrap_or_default(),
-            source,
+            },
         })?;
-        start(name, child, options.ready_timeout)
-    }
-}
-
-/// Restricts the child to `cpus` between fork and exec.
-#[cfg(target_os = "linux")]
-fn pin_to(command: &mut Command, cpus: &[usize]) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
-    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
-    if cpus.is_empty() || cpus.iter().any(|&c| c >= max) {
-        return Err(format!(
-            "--cpus needs CPU numbers from 0 to {}, got {cpus:?}",
-            max - 1
-        ));
-    }
-    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus {
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
-    // SAFETY: the closure runs in the forked child before exec and only makes one
-    // async-signal-safe system call on a set prepared before the fork.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        });
-    }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn pin_to(_: &mut Command, _: &[usize]) -> Result<(), String> {
-    Err("pinning a target to CPUs (--cpus) needs Linux".into())
-}
-
-/// Takes ownership of a just-spawned target: reads its address line, drains its output, and
-/// waits for `/healthz`. On any failure the child is killed (the half-built `ServedTarget`
-/// is dropped).
-fn start(name: &str, mut child: Child, timeout: Duration) -> Result<ServedTarget, LabError> {
-    let deadline = Instant::now() + timeout;
-    let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-    if let Some(stderr) = child.stderr.take() {
-        let tail = stderr_tail.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut tail = lock(&tail);
-                if tail.len() == STDERR_LINES_KEPT {
-                    tail.pop_front();
-                }
-                tail.push_back(line);
-            }
-        });
-    }
-    let (first_line, first_line_rx) = mpsc::channel();
-    if let Some(stdout) = child.stdout.take() {
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            let _ = first_line.send(reader.read_line(&mut line).map(|_| line));
-            // Keep draining so the target never blocks on a full pipe.
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-        });
-    }
-    let mut served = ServedTarget {
-        name: name.to_string(),
-        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        child,
-        stderr_tail,
-    };
-    let fail = |served: &ServedTarget, message: String| LabError::Startup {
-        name: served.name.clone(),
-        message,
-        stderr_tail: served.stderr_tail(),
-    };
-    let line = match first_line_rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-    {
-        Ok(Ok(line)) if !line.is_empty() => line,
-        Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-            // Give the stderr reader a moment to collect the reason it exited.
-            let status = served.child.wait().ok();
-            std::thread::sleep(Duration::from_millis(50));
-            return Err(fail(
-                &served,
-                format!(
-                    "it exited ({}) before printing `listening on ADDR`",
-                    status.map_or("unknown status".into(), |s| s.to_string())
-                ),
-            ));
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            return Err(fail(
-                &served,
-                format!("no `listening on ADDR` line on stdout within {timeout:?}"),
-            ))
-        }
-    };
-    served.addr = parse_address_line(&line).map_err(|m| fail(&served, m))?;
-    loop {
-        if healthz(served.addr) {
-            return Ok(served);
-        }
-        if !served.is_running() {
-            std::thread::sleep(Duration::from_millis(50));
-            return Err(fail(&served, "it exited before /healthz answered".into()));
-        }
-        if Instant::now() >= deadline {
-            return Err(fail(
-                &served,
-                format!("GET /healthz did not answer 200 within {timeout:?}"),
-            ));
-        }
-        std::thread::sleep(HEALTH_POLL);
+        Ok(ServedTarget {
+            name: name.to_string(),
+            launched,
+        })
     }
 }
 
 pub use loadlab_probe::launch::parse_address_line;
-
-/// One blocking `GET /healthz`; true on a 2xx.
-fn healthz(addr: SocketAddr) -> bool {
-    loadlab_probe::launch::healthz(addr, "/healthz")
-}

@@ -85,7 +85,7 @@ impl Launch {
             .stderr(Stdio::piped());
         prepare_child(&mut self.command, join, affinity);
         let spawned_at = Instant::now();
-        let mut child = self.command.spawn().map_err(|source| ProbeError::Spawn {
+        let mut child = spawn_from_spawner(self.command).map_err(|source| ProbeError::Spawn {
             command: self.description.clone(),
             source,
         })?;
@@ -254,10 +254,44 @@ impl Launched {
 impl Drop for Launched {
     fn drop(&mut self) {
         let mut child = lock(&self.child);
-        // Its own PID only; the cgroup's drop then kills any process it left behind.
+        // The server's own process group (it made one between fork and exec, with its PID
+        // as the group's id): `sh -c CMD` and whatever it started, not only the shell. Then
+        // the child itself, reaped; the cgroup's drop kills anything that left the group.
+        if child.try_wait().ok().flatten().is_none() {
+            // SAFETY: kill(2) with a negative PID signals that process group only.
+            unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+        }
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// Spawns `command` from one long-lived thread. A launched server gets `PR_SET_PDEATHSIG`,
+/// which fires when the *thread* that forked it ends, not the process: spawned from a
+/// short-lived thread (a runtime's blocking pool, a test's helper), the server would be
+/// killed when that thread exits. This thread lives as long as loadlab does.
+fn spawn_from_spawner(command: Command) -> std::io::Result<Child> {
+    type Job = (Command, mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: std::sync::OnceLock<Mutex<mpsc::Sender<Job>>> = std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("loadlab-spawner".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .expect("a thread can be started at launch time");
+        Mutex::new(tx)
+    });
+    let (reply, answer) = mpsc::channel();
+    lock(spawner)
+        .send((command, reply))
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    answer
+        .recv()
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
 }
 
 fn describe(status: std::process::ExitStatus) -> String {

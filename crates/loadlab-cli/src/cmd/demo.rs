@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use clap::Args;
 use loadlab_engine::RunSpec;
 use loadlab_report::count;
+use loadlab_session::{BusyPoll, Session, SessionSpec};
 use loadlab_upstream::{Upstream, UpstreamConfig};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -64,16 +65,19 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
     eprintln!("loadlab demo: an embedded hyper server listens on {url}; loading it for {:?} with {} connections.\n",
         args.duration, args.connections);
-    let config = RunSpec {
-        url: format!("{}/demo", url.trim_end_matches('/')),
-        connections: Some(args.connections),
-        threads: Some(1),
-        duration: Some(args.duration),
-        warmup: Duration::from_secs(1),
-        ..RunSpec::default()
-    }
-    .validate()?;
-    let (result, code) = execute(&config, outputs, false, None)?;
+    let mut session = Session::prepare(SessionSpec {
+        run: RunSpec {
+            url: format!("{}/demo", url.trim_end_matches('/')),
+            connections: Some(args.connections),
+            threads: Some(1),
+            duration: Some(args.duration),
+            warmup: Duration::from_secs(1),
+            ..RunSpec::default()
+        },
+        server: None,
+        busy_poll: BusyPoll::Auto,
+    })?;
+    let (result, code) = execute(&mut session, outputs, false)?;
     let _ = stop_tx.send(());
     let served = server
         .join()

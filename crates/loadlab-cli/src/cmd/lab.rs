@@ -85,10 +85,11 @@ pub struct TargetFlags {
     /// BACKLOG for the target [default: the target's own, 1024 for the Rust targets]
     #[arg(long)]
     pub backlog: Option<u32>,
-    /// Pin the target to these CPUs (Linux), e.g. --pin 1 or --pin 0,1; every thread it
-    /// starts inherits the pinning. (`loadlab run --target` also takes --cpus, a CPU quota.)
-    #[arg(long, value_delimiter = ',', value_name = "CPU,...")]
-    pub pin: Vec<usize>,
+    /// Pin the target to these CPUs (Linux), e.g. --pin 1, --pin 0,1 or --pin 0-1; every
+    /// thread it starts inherits the pinning. (`loadlab run --target` also takes --cpus, a
+    /// CPU quota.)
+    #[arg(long, value_name = "CPUS")]
+    pub pin: Option<String>,
     /// Longest wait for the target to print its address and answer /healthz, e.g. 30s.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
     pub ready_timeout: Duration,
@@ -109,7 +110,13 @@ impl TargetFlags {
             backlog: self.backlog,
             upstream_url,
             ready_timeout: self.ready_timeout,
-            cpus: (!self.pin.is_empty()).then(|| self.pin.clone()),
+            cpus: self
+                .pin
+                .as_deref()
+                .map(|p| {
+                    loadlab_probe::limits::parse_cpu_list(p, loadlab_probe::limits::online_cpus())
+                })
+                .transpose()?,
         })
     }
 }

@@ -1,16 +1,18 @@
-//! `loadlab run URL`: parse the flags, validate them into a run config, run the engine with a
-//! progress bar and Ctrl-C handling, then print and write the result. The JSON file is opened
-//! before the run starts so a bad path fails in a second, not after a long run.
+//! `loadlab run URL`: the flags become a session spec; the session (`loadlab-session`)
+//! prepares and runs; this prints its notes, shows progress, handles Ctrl-C, and prints and
+//! writes the result. The JSON file is opened before the run starts so a bad path fails in
+//! a second, not after a long run.
 
-use crate::cmd::server::{self, Server, ServerArgs};
+use crate::cmd::server::ServerArgs;
 use crate::output::{self, Destination, Outputs};
 use crate::progress::Progress;
 use anyhow::Context as _;
 use clap::Args;
 use loadlab_engine::schedule::Arrival;
 use loadlab_engine::tls::{TlsSpec, TlsVersion};
-use loadlab_engine::{RunConfig, RunControl, RunResult, RunSpec};
+use loadlab_engine::{RunControl, RunResult, RunSpec};
 use loadlab_report::{HdrLogExporter, JsonExporter};
+use loadlab_session::{BusyPoll, Session, SessionOutcome, SessionSpec};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -238,23 +240,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })?,
         (None, None) => Vec::new(),
     };
-    args.server.check()?;
-    let path_only = args.url.starts_with('/');
-    if path_only && args.server.target.is_none() && args.server.exec.is_none() {
-        anyhow::bail!(
-            "{} is a path: give a full URL such as http://127.0.0.1:8080{}, or let loadlab \
-             start the server with --target NAME or --exec CMD",
-            args.url,
-            args.url
-        );
-    }
-    let mut spec = RunSpec {
-        // A stand-in until the server is up, so bad flags fail before it starts.
-        url: if path_only {
-            format!("http://127.0.0.1:1{}", args.url)
-        } else {
-            args.url.clone()
-        },
+    let run = RunSpec {
+        url: args.url.clone(),
         method: args.method.clone(),
         headers: args.headers.clone(),
         body,
@@ -276,7 +263,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_connections: args.max_connections,
         interval: args.interval,
         tick: args.tick.unwrap_or_default(),
-        busy_poll: args.busy_poll,
         pm_qos: !args.no_pm_qos,
         http2: args.http2,
         streams: args.streams,
@@ -291,8 +277,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 TlsVersionArg::V1_3 => TlsVersion::V1_3,
             }),
         },
+        ..RunSpec::default()
     };
-    spec.validate()?;
+    let spec = SessionSpec {
+        run,
+        server: args.server.spec()?,
+        busy_poll: if args.busy_poll {
+            BusyPoll::On
+        } else if args.no_busy_poll {
+            BusyPoll::Off
+        } else {
+            BusyPoll::Auto
+        },
+    };
+    // Outputs are checked before anything starts, so a bad path fails in a second.
     let outputs = Outputs {
         json: args
             .json
@@ -305,132 +303,36 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .map(|p| Destination::open(p, "--hdr-log"))
             .transpose()?,
     };
-    let mut server = args.server.start(args.quiet)?;
-    if let Some(server) = &server {
-        if let (true, Some(base)) = (path_only, server.base_url()) {
-            spec.url = format!("{base}{}", args.url);
-        }
-        if let Some(free) = &server.generator_cpus {
-            // Threads inherit the affinity of the thread that creates them: pinning this one
-            // before the engine starts pins every worker.
-            pin_self(free)?;
-            spec.threads = spec.threads.or(Some(free.len()));
-            if !args.quiet {
-                eprintln!(
-                    "loadlab runs on CPUs {} (the server has the others)",
-                    server::cpus(free)
-                );
-            }
+    let mut session = Session::prepare(spec)?;
+    if !args.quiet {
+        for note in session.notes() {
+            eprintln!("{note}");
         }
     }
-    let mut config = spec.validate()?;
-    if !args.busy_poll && !args.no_busy_poll {
-        if let Some(why) = busy_poll_auto(&config) {
-            if !args.quiet {
-                eprintln!("busy-polling: {why} (--no-busy-poll to sleep instead)");
-            }
-            config.busy_poll = true;
-            config.busy_poll_why = Some(why);
-        }
-    }
-    let (_, code) = execute(&config, outputs, args.quiet, server.as_mut())?;
+    let (_, code) = execute(&mut session, outputs, args.quiet)?;
     Ok(code)
 }
 
-/// Without `--busy-poll` or `--no-busy-poll`: why polling is free here, or `None` when it is not. Polling costs the
-/// CPUs loadlab runs on, so it is chosen only in a closed loop, with a thread per CPU at
-/// most, against a server on this machine whose processes may not run on any of those CPUs
-/// (pinned apart, with `taskset` or `--pin`), over HTTP/1.1. There it spares the server the cost of waking
-/// loadlab for every response, a cost no remote client would put on it.
-fn busy_poll_auto(config: &RunConfig) -> Option<String> {
-    use std::net::ToSocketAddrs;
-    // Over HTTP/2 loadlab's own CPU (the h2 stack) runs out about when nginx's does, and
-    // polling showed no gain there against nginx (0.85x to 1.02x of sleeping, within this
-    // VM's noise), where over HTTPS/1.1 it added a third.
-    if config.is_open_loop() || config.http2 {
-        return None;
-    }
-    let own = loadlab_probe::affinity::of(0)?;
-    if config.threads > own.len() {
-        return None;
-    }
-    let local = (config.url.host.as_str(), config.url.port)
-        .to_socket_addrs()
-        .ok()?
-        .any(|a| a.ip().is_loopback());
-    if !local {
-        return None;
-    }
-    let pids = loadlab_probe::affinity::listeners(config.url.port);
-    let mut theirs = std::collections::BTreeSet::new();
-    for &pid in &pids {
-        theirs.extend(loadlab_probe::affinity::of_process(pid)?);
-    }
-    if theirs.is_empty() || !own.is_disjoint(&theirs) {
-        return None;
-    }
-    let list = |set: &std::collections::BTreeSet<usize>| {
-        server::cpus(&set.iter().copied().collect::<Vec<_>>())
-    };
-    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
-    Some(format!(
-        "loadlab may run only on CPU {}, the server (pid {}) only on CPU {}",
-        list(&own),
-        pids.join(", "),
-        list(&theirs)
-    ))
-}
-
-/// Restricts the calling thread (and every thread it creates afterwards) to `cpus`.
-fn pin_self(cpus: &[usize]) -> anyhow::Result<()> {
-    // SAFETY: cpu_set_t is plain data; the CPU numbers were checked against the machine's.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus {
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
-    // SAFETY: sched_setaffinity reads the set we pass.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        anyhow::bail!(
-            "cannot pin loadlab to CPUs {}: {}",
-            server::cpus(cpus),
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
-}
-
-/// Runs a validated config with a progress bar and Ctrl-C handling, then prints and writes
+/// Runs a prepared session with a progress bar and Ctrl-C handling, then prints and writes
 /// the result. Shared by every command that drives load.
 pub fn execute(
-    config: &RunConfig,
+    session: &mut Session,
     outputs: Outputs,
     quiet: bool,
-    mut server: Option<&mut Server>,
 ) -> anyhow::Result<(RunResult, ExitCode)> {
     if !quiet {
-        eprintln!("{}", loadlab_engine::plan(config));
+        eprintln!("{}", loadlab_engine::plan(session.config()));
     }
     let control = RunControl::new();
     install_ctrlc(&control)?;
-    if let Some(server) = server.as_deref_mut() {
-        let control = control.clone();
-        server.start_sampling(Box::new(move || control.stop()));
-    }
-    let progress = Progress::start(config, &control);
-    let outcome = loadlab_engine::run(config, &control);
+    let progress = Progress::start(session.config(), &control);
+    let outcome = session.run(&control);
     progress.finish();
-    let outcome = outcome?;
-    let mut result = loadlab_engine::summarize(config, &outcome);
+    let SessionOutcome {
+        mut result,
+        server_died,
+    } = outcome?;
     result.command = std::env::args().collect();
-    let mut server_died = false;
-    if let (Some(server), Some(origin)) = (server, control.started_at()) {
-        let from = outcome.warmup.min(outcome.elapsed).as_secs_f64();
-        let report = server.finish(origin, (from, outcome.elapsed.as_secs_f64()));
-        server_died = report.exit.is_some();
-        // The run stopped because the server died, not because someone pressed Ctrl-C.
-        result.interrupted = CTRL_C.load(Ordering::Acquire);
-        loadlab_engine::result::attach_server(&mut result, report);
-    }
 
     let stdout_taken = matches!(outputs.json, Some(Destination::Stdout))
         || matches!(outputs.hdr_log, Some(Destination::Stdout));

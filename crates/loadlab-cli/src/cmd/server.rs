@@ -1,17 +1,14 @@
-//! The server side of `loadlab run`: launch the server under limits (`--target`, `--exec`) or
-//! watch one already running (`--pid`, `--cgroup`), sample it while the load runs, and hand
-//! the report to the result. The work is in `loadlab-probe`; this is flags and wiring.
+//! The server flags of `loadlab run`: launch the server under limits (`--target`, `--exec`)
+//! or watch one already running (`--pid`, `--cgroup`). Flags only: the session launches,
+//! samples and reports.
 
-use anyhow::{bail, Context as _};
+use anyhow::bail;
 use clap::Args;
-use loadlab_lab::{Lab, ServeOptions};
-use loadlab_probe::limits::{self, format_cpu_list};
-use loadlab_probe::report::{self, ServerReport, Startup};
-use loadlab_probe::sampler::{Samples, Source};
-use loadlab_probe::{Cgroup, Launch, Launched, Limits, LimitsMode, Readiness, Sampler};
+use loadlab_probe::limits;
+use loadlab_probe::{Limits, LimitsMode};
+use loadlab_session::{ServerKind, ServerSpec};
 use std::path::PathBuf;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LimitsArg {
@@ -103,19 +100,6 @@ pub struct ServerArgs {
     pub targets: Option<PathBuf>,
 }
 
-/// The server loadlab launched or watches, and what it learnt at start.
-pub struct Server {
-    launched: Option<Launched>,
-    source: Source,
-    kind: &'static str,
-    description: String,
-    startup: Option<Startup>,
-    every: Duration,
-    sampler: Option<Sampler>,
-    /// CPUs left for loadlab when the server was pinned.
-    pub generator_cpus: Option<Vec<usize>>,
-}
-
 impl ServerArgs {
     fn limits(&self) -> anyhow::Result<Limits> {
         let online = limits::online_cpus();
@@ -160,197 +144,34 @@ impl ServerArgs {
         Ok(())
     }
 
-    pub fn wants_server(&self) -> bool {
-        self.target.is_some() || self.exec.is_some() || self.pid.is_some() || self.cgroup.is_some()
-    }
-
-    /// Launches or attaches. `None` when no server flag was given.
-    pub fn start(&self, quiet: bool) -> anyhow::Result<Option<Server>> {
-        if !self.wants_server() {
-            return Ok(None);
-        }
-        let limits = self.limits()?;
-        let mode = match self.limits {
-            LimitsArg::Strict => LimitsMode::Strict,
-            LimitsArg::BestEffort => LimitsMode::BestEffort,
-        };
-        let generator_cpus = limits.pin.as_ref().and_then(|pinned| {
-            let free: Vec<usize> = (0..limits::online_cpus())
-                .filter(|c| !pinned.contains(c))
-                .collect();
-            (!free.is_empty()).then_some(free)
-        });
-        let (launch, kind) = if let Some(name) = &self.target {
-            let lab = match &self.targets {
-                Some(dir) => Lab::open(dir)?,
-                None => Lab::discover(
-                    &std::env::current_dir().context("cannot read the current directory")?,
-                )?,
-            };
-            let options = ServeOptions {
-                upstream_url: self.upstream.clone(),
-                ..ServeOptions::default()
-            };
-            let command = lab.command(name, &options)?;
-            (
-                Some(Launch {
-                    command,
-                    description: name.clone(),
-                    limits,
-                    mode,
-                    readiness: Readiness::AddressLine,
-                    health_path: self.healthz.clone(),
-                    timeout: self.startup_timeout,
-                }),
-                "launched",
-            )
+    /// The server the flags describe, for the session; `None` when no server flag was given.
+    pub fn spec(&self) -> anyhow::Result<Option<ServerSpec>> {
+        self.check()?;
+        let kind = if let Some(name) = &self.target {
+            ServerKind::Target {
+                name: name.clone(),
+                dir: self.targets.clone(),
+                upstream: self.upstream.clone(),
+            }
         } else if let Some(cmd) = &self.exec {
-            let port = loadlab_probe::launch::free_port()
-                .context("cannot find a free loopback port for --exec")?;
-            let mut command = Command::new("sh");
-            command
-                .arg("-c")
-                .arg(cmd.replace("{port}", &port.to_string()))
-                .env("PORT", port.to_string())
-                .env("HOST", "127.0.0.1");
-            (
-                Some(Launch {
-                    command,
-                    description: cmd.clone(),
-                    limits,
-                    mode,
-                    readiness: Readiness::Address(([127, 0, 0, 1], port).into()),
-                    health_path: self.healthz.clone(),
-                    timeout: self.startup_timeout,
-                }),
-                "launched",
-            )
+            ServerKind::Exec(cmd.clone())
+        } else if let Some(pid) = self.pid {
+            ServerKind::Pid(pid)
+        } else if let Some(path) = &self.cgroup {
+            ServerKind::Cgroup(path.clone())
         } else {
-            (None, if self.pid.is_some() { "pid" } else { "cgroup" })
+            return Ok(None);
         };
-        let server = match launch {
-            Some(launch) => {
-                let launched = launch.start()?;
-                let (idle_rss, idle_memory) = launched.memory_now();
-                if !quiet {
-                    eprintln!(
-                        "started {} (pid {}) at http://{} in {:.0} ms{}",
-                        launched.description(),
-                        launched.pid(),
-                        launched.addr(),
-                        launched.ready_after().as_secs_f64() * 1e3,
-                        describe_limits(launched.limits())
-                    );
-                }
-                Server {
-                    source: launched.source(),
-                    kind,
-                    description: launched.description().to_string(),
-                    startup: Some(Startup {
-                        ready_s: launched.ready_after().as_secs_f64(),
-                        health_url: launched.health_url(),
-                        idle_rss_bytes: idle_rss,
-                        idle_memory_bytes: idle_memory,
-                    }),
-                    launched: Some(launched),
-                    every: self.sample_every,
-                    sampler: None,
-                    generator_cpus,
-                }
-            }
-            None => {
-                let source = match (self.pid, &self.cgroup) {
-                    (Some(pid), _) => {
-                        if !loadlab_probe::procfs::alive(pid) {
-                            bail!("--pid {pid}: no such running process");
-                        }
-                        Source::Tree { pid }
-                    }
-                    (None, Some(path)) => {
-                        Source::Attached(std::sync::Arc::new(Cgroup::attach(path)?))
-                    }
-                    (None, None) => unreachable!("wants_server checked"),
-                };
-                Server {
-                    source,
-                    kind,
-                    description: match (self.pid, &self.cgroup) {
-                        (Some(pid), _) => format!("pid {pid}"),
-                        (_, Some(path)) => format!("cgroup {path}"),
-                        _ => String::new(),
-                    },
-                    startup: None,
-                    launched: None,
-                    every: self.sample_every,
-                    sampler: None,
-                    generator_cpus: None,
-                }
-            }
-        };
-        Ok(Some(server))
-    }
-}
-
-fn describe_limits(report: &loadlab_probe::cgroup::LimitsReport) -> String {
-    let held = report.describe();
-    if held.is_empty() {
-        String::new()
-    } else {
-        format!(", limits: {} ({})", held.join(", "), report.mechanism)
-    }
-}
-
-impl Server {
-    /// The base URL of a launched server, to resolve a bare path against.
-    pub fn base_url(&self) -> Option<String> {
-        self.launched
-            .as_ref()
-            .map(|l| format!("http://{}", l.addr()))
-    }
-
-    /// Starts sampling; `on_exit` runs if the server dies.
-    pub fn start_sampling(&mut self, on_exit: Box<dyn FnOnce() + Send>) {
-        let probe = self.launched.as_ref().map(Launched::exit_probe);
-        self.sampler = Some(Sampler::start(
-            self.source.clone(),
-            self.every,
-            probe,
-            on_exit,
-        ));
-    }
-
-    /// Stops sampling and builds the report; `origin` is the run's start, `measured` the
-    /// measured span in seconds from it.
-    pub fn finish(&mut self, origin: Instant, measured: (f64, f64)) -> ServerReport {
-        let Samples { samples, exit } =
-            self.sampler.take().map(Sampler::finish).unwrap_or_default();
-        let group = match &self.source {
-            Source::Cgroup { group, .. } | Source::Attached(group) => Some(group.clone()),
-            Source::Tree { .. } => None,
-        };
-        let quota = group.as_ref().and_then(|g| g.cpu_quota());
-        let memory_limit = group.as_ref().and_then(|g| g.memory_limit());
-        let end = exit
-            .as_ref()
-            .map_or(measured.1, |e| report::exit_report(e, origin).at_s);
-        ServerReport {
-            source: self.kind.to_string(),
-            description: self.description.clone(),
-            pid: match &self.source {
-                Source::Cgroup { pid, .. } | Source::Tree { pid } => Some(*pid),
-                Source::Attached(_) => None,
+        Ok(Some(ServerSpec {
+            limits: self.limits()?,
+            mode: match self.limits {
+                LimitsArg::Strict => LimitsMode::Strict,
+                LimitsArg::BestEffort => LimitsMode::BestEffort,
             },
-            limits: self.launched.as_ref().map(|l| l.limits().clone()),
-            startup: self.startup.clone(),
-            sample_interval_s: self.every.as_secs_f64(),
-            summary: report::summarize(&samples, origin, measured.0, end, quota, memory_limit),
-            exit: exit.as_ref().map(|e| report::exit_report(e, origin)),
-            samples: report::windows(&samples, origin),
-        }
+            sample_every: self.sample_every,
+            healthz: self.healthz.clone(),
+            startup_timeout: self.startup_timeout,
+            ..ServerSpec::new(kind)
+        }))
     }
-}
-
-/// `0-1` for messages.
-pub fn cpus(list: &[usize]) -> String {
-    format_cpu_list(list)
 }

@@ -303,6 +303,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         let stamped = config.sleeps_between_sends();
         let busy_poll = config.busy_poll;
         let first_slots = first_slots.clone();
+        let generator_cpus = config.generator_cpus.clone();
         let (closed_stages, open_plan) = match &config.model {
             Model::Closed { stages } => (stages.clone(), None),
             Model::Open { profile, arrival } => {
@@ -322,6 +323,11 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         let handle = std::thread::Builder::new()
             .name(format!("loadlab-worker-{t}"))
             .spawn(move || {
+                if let Some(cpus) = &generator_cpus {
+                    // Placement was checked when it was decided; a failure here leaves the
+                    // thread where it was rather than failing the run.
+                    let _ = sys::pin_current_thread(cpus);
+                }
                 let recorder = Recorder {
                     intervals: crate::stats::Intervals::new(interval),
                     ..Recorder::default()

@@ -162,7 +162,7 @@ fn serve_refuses_unbuilt_targets_and_reports_a_crash_at_startup() {
     lab.build_named("all", false).unwrap();
     let err = lab.serve("crashes", &options).unwrap_err().to_string();
     assert!(
-        err.contains("exited (exit status: 2) before printing"),
+        err.contains("exited (exit status 2) before printing"),
         "{err}"
     );
     assert!(err.contains("bad config: PORT"), "{err}");

@@ -1,0 +1,190 @@
+//! One measured run as a library.
+//!
+//! A session is what `loadlab run` does, without a terminal: [`Session::prepare`] checks the
+//! spec once, decides placement (which CPUs loadlab may use when the server is pinned) and
+//! launches or attaches the server; [`Session::run`] samples the server while the engine
+//! drives the load, and returns the result with the server's side attached. Experiments,
+//! capacity searches and shards run sessions many times in one process: dropping a session
+//! stops its server and deletes its cgroup, and nothing else is left behind.
+//!
+//! # Layout
+//!
+//! - [`server`]: the server to launch (a lab target, any command) or watch (a PID, a
+//!   cgroup), its sampling and its report.
+//! - [`placement`]: where loadlab runs against the server, and busy-polling.
+//!
+//! The flow is one way: spec, session, engine, samples, result. This crate must not print,
+//! read flags or write files: what a person should know comes back as [`Session::notes`],
+//! and the result is returned, not written.
+
+pub mod placement;
+pub mod server;
+
+pub use placement::BusyPoll;
+pub use server::{Server, ServerKind, ServerSpec};
+
+use loadlab_engine::{RunConfig, RunControl, RunSpec};
+use loadlab_result::RunResult;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Everything that stops a session from preparing or running. Each message names the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Config(#[from] loadlab_engine::config::ConfigError),
+    #[error(transparent)]
+    Engine(#[from] loadlab_engine::EngineError),
+    #[error(transparent)]
+    Probe(#[from] loadlab_probe::ProbeError),
+    #[error(transparent)]
+    Lab(#[from] loadlab_lab::LabError),
+}
+
+/// What a session measures: the load, the server (if any), and the busy-poll policy.
+#[derive(Debug, Clone)]
+pub struct SessionSpec {
+    /// The load. With a launched server, `url` may be a bare path (`/plaintext`).
+    pub run: RunSpec,
+    pub server: Option<ServerSpec>,
+    pub busy_poll: BusyPoll,
+}
+
+/// A prepared run: the checked config and, when asked for, the server, up and ready.
+pub struct Session {
+    config: RunConfig,
+    server: Option<Server>,
+    notes: Vec<String>,
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct SessionOutcome {
+    pub result: RunResult,
+    /// The server died during the run (a crash or an OOM kill): the run stopped there.
+    pub server_died: bool,
+}
+
+impl Session {
+    /// Checks the spec (once), decides placement, and launches or attaches the server.
+    pub fn prepare(spec: SessionSpec) -> Result<Session, SessionError> {
+        let SessionSpec {
+            mut run,
+            server,
+            busy_poll,
+        } = spec;
+        let mut notes = Vec::new();
+        if let Some(server) = &server {
+            server.check()?;
+        }
+        let launches = server.as_ref().is_some_and(ServerSpec::launches);
+        // A launched server gets a port chosen here, so the URL is whole before anything
+        // starts and a bad flag fails before a JVM boots.
+        let port = if launches {
+            loadlab_probe::launch::free_port().map_err(|e| {
+                SessionError::Invalid(format!("cannot find a free loopback port: {e}"))
+            })?
+        } else {
+            0
+        };
+        if run.url.starts_with('/') {
+            if !launches {
+                return Err(SessionError::Invalid(format!(
+                    "{0} is a path: give a full URL such as http://127.0.0.1:8080{0}, or let \
+                     loadlab start the server with --target NAME or --exec CMD",
+                    run.url
+                )));
+            }
+            run.url = format!("http://127.0.0.1:{port}{}", run.url);
+        }
+        if let Some(free) = server.as_ref().and_then(ServerSpec::generator_cpus) {
+            run.threads = run.threads.or(Some(free.len()));
+            notes.push(format!(
+                "loadlab runs on CPUs {} (the server has the others)",
+                server::cpus(&free)
+            ));
+            run.generator_cpus = Some(free);
+        }
+        run.busy_poll = busy_poll == BusyPoll::On;
+        let mut config = run.validate()?;
+        let server = match &server {
+            Some(spec) => {
+                let (server, note) = Server::start(spec, port)?;
+                notes.push(note);
+                Some(server)
+            }
+            None => None,
+        };
+        if busy_poll == BusyPoll::Auto {
+            if let Some(why) = placement::busy_poll_auto(&config) {
+                notes.push(format!(
+                    "busy-polling: {why} (--no-busy-poll to sleep instead)"
+                ));
+                config = config.with_busy_poll(why);
+            }
+        }
+        Ok(Session {
+            config,
+            server,
+            notes,
+        })
+    }
+
+    /// The checked config the engine will run.
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    /// What a person should know about the preparation, in order.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The server, when the session launched or watches one.
+    pub fn server(&self) -> Option<&Server> {
+        self.server.as_ref()
+    }
+
+    /// Runs the load until it ends, `control` stops it, or the server dies; returns the
+    /// result with the server's side attached. The session's server keeps running (until the
+    /// session is dropped), so one session can run again.
+    pub fn run(&mut self, control: &RunControl) -> Result<SessionOutcome, SessionError> {
+        let died = Arc::new(AtomicBool::new(false));
+        if let Some(server) = self.server.as_mut() {
+            let (control, died) = (control.clone(), died.clone());
+            server.start_sampling(Box::new(move || {
+                died.store(true, Ordering::Release);
+                control.stop();
+            }));
+        }
+        let outcome = loadlab_engine::run(&self.config, control);
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                // Stop sampling before reporting the failure.
+                if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
+                    let _ = server.finish(origin, (0.0, 0.0));
+                }
+                return Err(e.into());
+            }
+        };
+        let mut result = loadlab_engine::summarize(&self.config, &outcome);
+        let mut server_died = false;
+        if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
+            let from = outcome.warmup.min(outcome.elapsed).as_secs_f64();
+            let report = server.finish(origin, (from, outcome.elapsed.as_secs_f64()));
+            server_died = report.exit.is_some();
+            // The run stopped because the server died, not because someone stopped it.
+            if server_died && died.load(Ordering::Acquire) {
+                result.interrupted = false;
+            }
+            loadlab_result::attach_server(&mut result, report);
+        }
+        Ok(SessionOutcome {
+            result,
+            server_died,
+        })
+    }
+}

@@ -1,0 +1,287 @@
+//! The server side of a session: launch the server under limits (a lab target or any
+//! command) or watch one already running (a PID, a cgroup), sample it while the load runs,
+//! and build its report. The mechanisms are the probe's; this module only wires them.
+//! It must not print: what a person should know comes back as notes.
+
+use crate::SessionError;
+use loadlab_lab::{Lab, ServeOptions};
+use loadlab_probe::limits::{self, format_cpu_list};
+use loadlab_probe::report::{self, ServerReport, Startup};
+use loadlab_probe::sampler::{Samples, Source};
+use loadlab_probe::{Cgroup, Launch, Launched, Limits, LimitsMode, Readiness, Sampler};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Which server the run is about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerKind {
+    /// A built lab target, by name.
+    Target {
+        name: String,
+        /// The targets directory; `None`: the nearest `targets/` above the working directory.
+        dir: Option<PathBuf>,
+        /// `UPSTREAM_URL` for its `/upstream` endpoint.
+        upstream: Option<String>,
+    },
+    /// Any server, started with `sh -c CMD`; `{port}` in CMD and `$PORT` give its port.
+    Exec(String),
+    /// A running process and its children, watched.
+    Pid(u32),
+    /// Every process in a cgroup, watched.
+    Cgroup(String),
+}
+
+/// The server to launch or watch, and how.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    pub kind: ServerKind,
+    /// Limits apply to a launched server only.
+    pub limits: Limits,
+    pub mode: LimitsMode,
+    /// Extra environment for a launched server (target knobs: `WORKERS`, `BACKLOG`, ...).
+    pub env: Vec<(String, String)>,
+    pub sample_every: Duration,
+    /// A launched server is ready when `GET healthz` answers 2xx.
+    pub healthz: String,
+    pub startup_timeout: Duration,
+}
+
+impl ServerSpec {
+    pub fn new(kind: ServerKind) -> ServerSpec {
+        ServerSpec {
+            kind,
+            limits: Limits::default(),
+            mode: LimitsMode::Strict,
+            env: Vec::new(),
+            sample_every: Duration::from_millis(100),
+            healthz: "/healthz".into(),
+            startup_timeout: Duration::from_secs(60),
+        }
+    }
+
+    pub fn launches(&self) -> bool {
+        matches!(self.kind, ServerKind::Target { .. } | ServerKind::Exec(_))
+    }
+
+    /// Checks what can be checked without starting anything, so a typo fails before a JVM
+    /// boots.
+    pub fn check(&self) -> Result<(), SessionError> {
+        if !self.limits.is_empty() && !self.launches() {
+            return Err(SessionError::Invalid(
+                "--cpus, --memory and --pin limit a server loadlab starts: add --target NAME or \
+                 --exec CMD (a server already running cannot be limited from here)"
+                    .into(),
+            ));
+        }
+        if self.sample_every < Duration::from_millis(10) {
+            return Err(SessionError::Invalid(
+                "--sample-every must be at least 10ms".into(),
+            ));
+        }
+        if !self.healthz.starts_with('/') {
+            return Err(SessionError::Invalid(format!(
+                "--healthz {:?} must be a path starting with /",
+                self.healthz
+            )));
+        }
+        if let ServerKind::Pid(pid) = self.kind {
+            if !loadlab_probe::procfs::alive(pid) {
+                return Err(SessionError::Invalid(format!(
+                    "--pid {pid}: no such running process"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The CPUs left for loadlab when the server is pinned (none left: no restriction).
+    pub fn generator_cpus(&self) -> Option<Vec<usize>> {
+        let pinned = self.limits.pin.as_ref()?;
+        let free: Vec<usize> = (0..limits::online_cpus())
+            .filter(|c| !pinned.contains(c))
+            .collect();
+        (!free.is_empty()).then_some(free)
+    }
+}
+
+/// The server loadlab launched or watches, and what it learnt at start.
+pub struct Server {
+    launched: Option<Launched>,
+    source: Source,
+    kind: &'static str,
+    description: String,
+    startup: Option<Startup>,
+    every: Duration,
+    sampler: Option<Sampler>,
+}
+
+impl Server {
+    /// Launches (on `port`, which the caller chose so that the URL is known before) or
+    /// attaches. Returns the server and a line for a person.
+    pub(crate) fn start(spec: &ServerSpec, port: u16) -> Result<(Server, String), SessionError> {
+        let launch = |command: Command, description: String, readiness: Readiness| Launch {
+            command,
+            description,
+            limits: spec.limits.clone(),
+            mode: spec.mode,
+            readiness,
+            health_path: spec.healthz.clone(),
+            timeout: spec.startup_timeout,
+        };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let launch = match &spec.kind {
+            ServerKind::Target {
+                name,
+                dir,
+                upstream,
+            } => {
+                let lab = match dir {
+                    Some(dir) => Lab::open(dir)?,
+                    None => Lab::discover(&std::env::current_dir().map_err(|e| {
+                        SessionError::Invalid(format!("cannot read the current directory: {e}"))
+                    })?)?,
+                };
+                let options = ServeOptions {
+                    port,
+                    upstream_url: upstream.clone(),
+                    ..ServeOptions::default()
+                };
+                let mut command = lab.command(name, &options)?;
+                command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+                Some(launch(command, name.clone(), Readiness::AddressLine))
+            }
+            ServerKind::Exec(cmd) => {
+                let mut command = Command::new("sh");
+                command
+                    .arg("-c")
+                    .arg(cmd.replace("{port}", &port.to_string()))
+                    .env("PORT", port.to_string())
+                    .env("HOST", "127.0.0.1")
+                    .envs(spec.env.iter().map(|(k, v)| (k, v)));
+                Some(launch(command, cmd.clone(), Readiness::Address(addr)))
+            }
+            ServerKind::Pid(_) | ServerKind::Cgroup(_) => None,
+        };
+        let Some(launch) = launch else {
+            return Self::attach(spec);
+        };
+        let launched = launch.start()?;
+        if launched.addr() != addr {
+            return Err(SessionError::Invalid(format!(
+                "{} listens on {} though it was given PORT={port}: the target must bind the \
+                 port in $PORT (see targets/CONTRACT.md)",
+                launched.description(),
+                launched.addr()
+            )));
+        }
+        let (idle_rss, idle_memory) = launched.memory_now();
+        let held = launched.limits().describe();
+        let note = format!(
+            "started {} (pid {}) at http://{} in {:.0} ms{}",
+            launched.description(),
+            launched.pid(),
+            launched.addr(),
+            launched.ready_after().as_secs_f64() * 1e3,
+            if held.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", limits: {} ({})",
+                    held.join(", "),
+                    launched.limits().mechanism
+                )
+            }
+        );
+        let server = Server {
+            source: launched.source(),
+            kind: "launched",
+            description: launched.description().to_string(),
+            startup: Some(Startup {
+                ready_s: launched.ready_after().as_secs_f64(),
+                health_url: launched.health_url(),
+                idle_rss_bytes: idle_rss,
+                idle_memory_bytes: idle_memory,
+            }),
+            launched: Some(launched),
+            every: spec.sample_every,
+            sampler: None,
+        };
+        Ok((server, note))
+    }
+
+    fn attach(spec: &ServerSpec) -> Result<(Server, String), SessionError> {
+        let (source, kind, description) = match &spec.kind {
+            ServerKind::Pid(pid) => (Source::Tree { pid: *pid }, "pid", format!("pid {pid}")),
+            ServerKind::Cgroup(path) => (
+                Source::Attached(std::sync::Arc::new(Cgroup::attach(path)?)),
+                "cgroup",
+                format!("cgroup {path}"),
+            ),
+            _ => unreachable!("launched kinds are handled by start"),
+        };
+        let note = format!("watching {description}");
+        let server = Server {
+            source,
+            kind,
+            description,
+            startup: None,
+            launched: None,
+            every: spec.sample_every,
+            sampler: None,
+        };
+        Ok((server, note))
+    }
+
+    /// Starts sampling; `on_exit` runs if the server dies.
+    pub(crate) fn start_sampling(&mut self, on_exit: Box<dyn FnOnce() + Send>) {
+        let probe = self.launched.as_ref().map(Launched::exit_probe);
+        self.sampler = Some(Sampler::start(
+            self.source.clone(),
+            self.every,
+            probe,
+            on_exit,
+        ));
+    }
+
+    /// Stops sampling and builds the report; `origin` is the run's start, `measured` the
+    /// measured span in seconds from it.
+    pub(crate) fn finish(&mut self, origin: Instant, measured: (f64, f64)) -> ServerReport {
+        let Samples { samples, exit } =
+            self.sampler.take().map(Sampler::finish).unwrap_or_default();
+        let group = match &self.source {
+            Source::Cgroup { group, .. } | Source::Attached(group) => Some(group.clone()),
+            Source::Tree { .. } => None,
+        };
+        let quota = group.as_ref().and_then(|g| g.cpu_quota());
+        let memory_limit = group.as_ref().and_then(|g| g.memory_limit());
+        let end = exit
+            .as_ref()
+            .map_or(measured.1, |e| report::exit_report(e, origin).at_s);
+        ServerReport {
+            source: self.kind.to_string(),
+            description: self.description.clone(),
+            pid: match &self.source {
+                Source::Cgroup { pid, .. } | Source::Tree { pid } => Some(*pid),
+                Source::Attached(_) => None,
+            },
+            limits: self.launched.as_ref().map(|l| l.limits().clone()),
+            startup: self.startup.clone(),
+            sample_interval_s: self.every.as_secs_f64(),
+            summary: report::summarize(&samples, origin, measured.0, end, quota, memory_limit),
+            exit: exit.as_ref().map(|e| report::exit_report(e, origin)),
+            samples: report::windows(&samples, origin),
+        }
+    }
+
+    /// Whether the launched server has exited.
+    pub fn exited(&self) -> Option<String> {
+        self.launched.as_ref().and_then(Launched::exit_status)
+    }
+}
+
+/// `0-1` for messages.
+pub fn cpus(list: &[usize]) -> String {
+    format_cpu_list(list)
+}
