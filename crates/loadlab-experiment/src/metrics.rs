@@ -1,0 +1,272 @@
+//! The figures an experiment compares, read from one run's result: one value per run and
+//! metric, so that the unit of comparison is the run, not the request (requests within a run
+//! are not independent; pooling them would overstate certainty). Pure reads of the result.
+
+use loadlab_result::RunResult;
+
+/// Which way is better for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sense {
+    HigherIsBetter,
+    LowerIsBetter,
+}
+
+/// A metric compared across arms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    /// The key in tables, gates and JSON (`rps`, `p99`, `server.cpu.p99`).
+    pub key: &'static str,
+    pub label: &'static str,
+    pub sense: Sense,
+    pub unit: Unit,
+    /// Words for a better and a worse change ("faster"/"slower").
+    pub better: &'static str,
+    pub worse: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    PerSecond,
+    Micros,
+    Fraction,
+    Cores,
+    Bytes,
+    BytesPerSecond,
+    CpuMicrosPerRequest,
+}
+
+const fn m(
+    key: &'static str,
+    label: &'static str,
+    sense: Sense,
+    unit: Unit,
+    better: &'static str,
+    worse: &'static str,
+) -> Metric {
+    Metric {
+        key,
+        label,
+        sense,
+        unit,
+        better,
+        worse,
+    }
+}
+
+use Sense::*;
+use Unit::*;
+
+/// Every metric a comparison reports, in table order.
+pub const METRICS: &[Metric] = &[
+    m(
+        "rps",
+        "requests/s",
+        HigherIsBetter,
+        PerSecond,
+        "higher",
+        "lower",
+    ),
+    m("p50", "p50", LowerIsBetter, Micros, "faster", "slower"),
+    m("p90", "p90", LowerIsBetter, Micros, "faster", "slower"),
+    m("p99", "p99", LowerIsBetter, Micros, "faster", "slower"),
+    m("p99.9", "p99.9", LowerIsBetter, Micros, "faster", "slower"),
+    m(
+        "errors",
+        "error rate",
+        LowerIsBetter,
+        Fraction,
+        "fewer",
+        "more",
+    ),
+    m(
+        "server.cpu_per_request",
+        "server CPU per request",
+        LowerIsBetter,
+        CpuMicrosPerRequest,
+        "less",
+        "more",
+    ),
+    m(
+        "server.cpu.p99",
+        "server CPU p99",
+        LowerIsBetter,
+        Cores,
+        "less",
+        "more",
+    ),
+    m(
+        "server.memory.p99",
+        "server memory p99",
+        LowerIsBetter,
+        Bytes,
+        "less",
+        "more",
+    ),
+    m(
+        "sent.busiest_s",
+        "busiest-second sent bytes",
+        LowerIsBetter,
+        BytesPerSecond,
+        "fewer",
+        "more",
+    ),
+    m(
+        "generator.cpu_per_request",
+        "loadlab CPU per request",
+        LowerIsBetter,
+        CpuMicrosPerRequest,
+        "less",
+        "more",
+    ),
+];
+
+/// Every key [`value`] answers, for gates and their error messages.
+pub fn value_keys() -> &'static [&'static str] {
+    &[
+        "rps",
+        "p50",
+        "p75",
+        "p90",
+        "p95",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "max",
+        "mean",
+        "errors",
+        "server.cpu_per_request",
+        "server.cpu.p50",
+        "server.cpu.p99",
+        "server.memory.p99",
+        "sent.busiest_s",
+        "generator.cpu_per_request",
+    ]
+}
+
+pub fn metric(key: &str) -> Option<&'static Metric> {
+    METRICS.iter().find(|m| m.key == key)
+}
+
+/// Failed requests and 5xx responses over all requests issued: what a user would count as
+/// an error (a 404 from a path in the rotation is the server's answer, not an error).
+pub fn error_rate(r: &RunResult) -> Option<f64> {
+    let m = &r.measured;
+    let issued = m.requests.issued;
+    if issued == 0 {
+        return None;
+    }
+    let server_errors: u64 = m
+        .status_codes
+        .iter()
+        .filter(|(code, _)| code.starts_with('5'))
+        .map(|(_, n)| n)
+        .sum();
+    Some((m.requests.failed + server_errors) as f64 / issued as f64)
+}
+
+/// The value of `key` for one run, when the run has it.
+pub fn value(r: &RunResult, key: &str) -> Option<f64> {
+    let m = &r.measured;
+    let lat = m.latency_us.as_ref();
+    let server = r.server.as_ref().and_then(|s| s.summary.as_ref());
+    match key {
+        "rps" => Some(m.requests.per_second),
+        "p50" => lat.map(|l| l.p50),
+        "p75" => lat.map(|l| l.p75),
+        "p90" => lat.map(|l| l.p90),
+        "p95" => lat.map(|l| l.p95),
+        "p99" => lat.map(|l| l.p99),
+        "p99.9" => lat.map(|l| l.p99_9),
+        "p99.99" => lat.map(|l| l.p99_99),
+        "max" => lat.map(|l| l.max),
+        "mean" => lat.map(|l| l.mean),
+        "errors" => error_rate(r),
+        "server.cpu_per_request" => server.and_then(|s| {
+            let completed = m.requests.completed;
+            (completed > 0).then(|| s.cpu_cores.mean * m.duration_s * 1e6 / completed as f64)
+        }),
+        // Under a quota, whole seconds are what the quota is held to (see the server report).
+        "server.cpu.p99" => server.map(|s| s.cpu_cores_per_s.unwrap_or(s.cpu_cores).p99),
+        "server.cpu.p50" => server.map(|s| s.cpu_cores_per_s.unwrap_or(s.cpu_cores).p50),
+        "server.memory.p99" => {
+            server.map(|s| s.memory_bytes.map_or(s.rss_bytes.p99, |mem| mem.p99))
+        }
+        "sent.busiest_s" => Some(
+            server
+                .and_then(|s| s.sent_per_s)
+                .map_or(m.bytes.max_received_per_s as f64, |s| s.max),
+        ),
+        "generator.cpu_per_request" => r.generator.cpu_s_per_100k_requests.map(|c| c * 10.0),
+        _ => None,
+    }
+}
+
+/// A value in its metric's unit, for people.
+pub fn format(unit: Unit, v: f64) -> String {
+    match unit {
+        PerSecond => format!("{}/s", group(v)),
+        Micros => duration_us(v),
+        Fraction => format!("{:.2}%", v * 100.0),
+        Cores => format!("{:.1}% of a core", v * 100.0),
+        Bytes => bytes(v),
+        BytesPerSecond => format!("{}/s", bytes(v)),
+        CpuMicrosPerRequest => format!("{} CPU", duration_us(v)),
+    }
+}
+
+pub fn duration_us(us: f64) -> String {
+    if us >= 1_000_000.0 {
+        format!("{:.2} s", us / 1e6)
+    } else if us >= 1_000.0 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+fn bytes(v: f64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let (mut v, mut i) = (v, 0);
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+fn group(v: f64) -> String {
+    if v >= 100.0 {
+        let n = v.round() as u64;
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_read_in_their_units() {
+        assert_eq!(format(PerSecond, 6322.4), "6,322/s");
+        assert_eq!(format(Micros, 94_400.0), "94.40 ms");
+        assert_eq!(format(Micros, 700.0), "700 µs");
+        assert_eq!(format(Fraction, 0.0125), "1.25%");
+        assert_eq!(format(Bytes, 2.3 * 1024.0 * 1024.0), "2.3 MiB");
+        assert_eq!(format(Cores, 0.084), "8.4% of a core");
+        assert!(METRICS.iter().all(|m| metric(m.key) == Some(m)));
+    }
+}

@@ -1,0 +1,110 @@
+//! Experiment files: the examples in scenarios/ read and plan as documented; bad files are
+//! refused with the key and the fix.
+
+use loadlab_experiment::file::{Protocol, Source};
+use loadlab_experiment::{Experiment, Plan};
+use std::path::Path;
+
+fn scenario(name: &str) -> Experiment {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name);
+    Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn the_portfolio_migration_reads_as_post_000_ran_it() {
+    let e = scenario("portfolio-migration.toml");
+    assert_eq!(e.variants.len(), 2);
+    assert_eq!(e.variants[e.control].name, "actix-web");
+    assert_eq!(e.variants[1].source, Source::Target("rust-axum".into()));
+    assert_eq!(e.base.cpus, Some(0.08));
+    assert_eq!(e.base.memory.as_deref(), Some("128Mi"));
+    assert_eq!(
+        e.base.paths,
+        ["/", "/blogs", "/blogs/001", "/version", "/not-found"]
+    );
+    assert_eq!(e.repetitions, 5);
+    let plan = Plan::new(&e).unwrap();
+    assert_eq!(plan.arms.len(), 2);
+    assert_eq!(plan.runs.len(), 10);
+    // Each block runs both arms.
+    for block in plan.runs.chunks(2) {
+        assert_ne!(block[0].arm, block[1].arm);
+        assert_eq!(block[0].block, block[1].block);
+    }
+    // Same file, same plan; another seed, another order and another hash.
+    assert_eq!(Plan::new(&e).unwrap().hash, plan.hash);
+    let mut other = e.clone();
+    other.seed = 2;
+    assert_ne!(Plan::new(&other).unwrap().hash, plan.hash);
+}
+
+#[test]
+fn a_matrix_multiplies_the_arms() {
+    let e = scenario("workers-and-backlog.toml");
+    let plan = Plan::new(&e).unwrap();
+    let labels: Vec<&str> = plan.arms.iter().map(|a| a.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "axum[env.BACKLOG=16,env.WORKERS=1]",
+            "axum[env.BACKLOG=16,env.WORKERS=2]",
+            "axum[env.BACKLOG=1024,env.WORKERS=1]",
+            "axum[env.BACKLOG=1024,env.WORKERS=2]",
+        ]
+    );
+    assert_eq!(plan.arms[3].settings.env["WORKERS"], "2");
+    assert_eq!(plan.arms[3].settings.env["BACKLOG"], "1024");
+    assert!(!plan.arms[0].settings.keepalive);
+    assert_eq!(plan.runs.len(), 4 * 5);
+}
+
+#[test]
+fn axes_override_defaults_and_protocols_parse() {
+    let e = Experiment::parse(
+        r#"
+name = "x"
+[load]
+connections = 10
+[matrix]
+rate = [100, 200]
+protocol = ["http1", "h2c"]
+[[variant]]
+name = "a"
+url = "http://127.0.0.1:9/"
+"#,
+    )
+    .unwrap();
+    let plan = Plan::new(&e).unwrap();
+    assert_eq!(plan.arms.len(), 4);
+    let last = &plan.arms[3].settings;
+    assert_eq!((last.rate, last.connections), (Some(200.0), None));
+    assert_eq!(last.protocol, Protocol::Http2);
+    assert_eq!(
+        e.variants[0].source,
+        Source::Url("http://127.0.0.1:9".into())
+    );
+}
+
+#[test]
+fn bad_files_name_the_key_and_the_fix() {
+    let cases = [
+        ("name = \"x\"\n", "no [[variant]]"),
+        ("name = \"a:b\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "without ':'"),
+        ("name = \"x\"\nrepetitions = 0\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "repetitions"),
+        ("name = \"x\"\n[[variant]]\nname=\"v\"", "exactly one of target"),
+        ("name = \"x\"\n[[variant]]\nname=\"v\"\nurl=\"ftp://x\"", "http://"),
+        ("name = \"x\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"\n[[variant]]\nname=\"v\"\nurl=\"http://y\"", "appears twice"),
+        ("name = \"x\"\nduration = \"soon\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "not a duration"),
+        ("name = \"x\"\n[load]\nrate = 5\nconnections = 3\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "exclude each other"),
+        ("name = \"x\"\n[load]\nprotocol = \"quic\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "unknown protocol"),
+        ("name = \"x\"\n[load]\npath = \"plaintext\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "must start with /"),
+        ("name = \"x\"\n[compare]\ncontrol = \"nope\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "no [[variant]] has that name"),
+        ("name = \"x\"\nrepetition = 3\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "unknown field"),
+    ];
+    for (text, needle) in cases {
+        let err = Experiment::parse(text).unwrap_err();
+        assert!(err.contains(needle), "{text:?}: {err}");
+    }
+}
