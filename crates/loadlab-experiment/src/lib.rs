@@ -17,10 +17,13 @@
 //! The flow is one way: file, plan, sessions, store, analysis. This crate must not print or
 //! parse flags: progress comes back as [`runner::Event`]s, results as data.
 
+pub mod analysis;
 pub mod file;
 pub mod gates;
 pub mod metrics;
 pub mod plan;
+pub mod runner;
+pub mod table;
 
 pub use file::Experiment;
 pub use plan::Plan;

@@ -1,0 +1,302 @@
+//! From a [`RunSpec`] to a [`RunConfig`]: every check, each rejection naming the setting
+//! and the fix. The request's parts (URL, method, headers) are checked in `request`.
+
+use super::request::{parse_header, parse_url, validate_method};
+use super::*;
+
+impl RunSpec {
+    pub fn validate(&self) -> Result<RunConfig, ConfigError> {
+        let url = parse_url(&self.url)?;
+        let t = &self.tls;
+        let tls_flags = t.insecure
+            || t.ca_pem.is_some()
+            || t.cert_pem.is_some()
+            || t.key_pem.is_some()
+            || t.resume.is_some()
+            || t.version.is_some();
+        if self.streams == 0 {
+            return Err(reject("--streams", "must be at least 1; try --streams 10"));
+        }
+        if self.streams > 1 && !self.http2 {
+            return Err(reject(
+                "--streams",
+                "sets concurrent HTTP/2 streams per connection; add --http2",
+            ));
+        }
+        if self.http2 && !self.keepalive {
+            return Err(reject(
+                "--no-keepalive",
+                "does not apply to HTTP/2, whose point is one long connection; drop it",
+            ));
+        }
+        let tls = if url.https {
+            Some(t.build(&url.host, self.http2)?)
+        } else if tls_flags {
+            return Err(reject(
+                "URL",
+                format!(
+                    "TLS options need an https:// URL; `{}` is plain HTTP",
+                    url.original
+                ),
+            ));
+        } else {
+            None
+        };
+        let method = validate_method(&self.method)?;
+        let headers = self
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.interval < Duration::from_millis(100)
+            || !self.interval.as_millis().is_multiple_of(100)
+            || !self.interval.subsec_nanos().is_multiple_of(1_000_000)
+        {
+            return Err(reject(
+                "--interval",
+                "must be a whole multiple of 100ms; try --interval 1s",
+            ));
+        }
+        let paths = if self.paths.is_empty() {
+            vec![url.path_and_query.clone()]
+        } else {
+            for path in &self.paths {
+                if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+                    return Err(reject(
+                        "paths",
+                        format!(
+                            "{path:?} is not a path: each must start with / and hold no spaces \
+                             or control characters (percent-encode them)"
+                        ),
+                    ));
+                }
+            }
+            self.paths.clone()
+        };
+        let (model, connections, stop) = self.load_model()?;
+        let threads = match self.threads {
+            Some(0) => {
+                return Err(reject(
+                    "-t/--threads",
+                    "must be at least 1, got 0; leave it out to use one thread per core",
+                ))
+            }
+            Some(t) => t,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+        // A thread without a connection would only burn a core.
+        .min(connections);
+        if !self.tick.is_zero() {
+            if matches!(model, Model::Closed { .. }) {
+                return Err(reject(
+                    "--tick",
+                    "paces an open loop's sends; add --rate or --stages, or drop --tick",
+                ));
+            }
+            if self.tick > MAX_TICK {
+                return Err(reject(
+                    "--tick",
+                    "must be at most 10ms: every request may wait up to a tick, and that wait \
+                     counts in its response time; try --tick 1ms",
+                ));
+            }
+        }
+        if self.busy_poll && !matches!(model, Model::Closed { .. }) {
+            return Err(reject(
+                "--busy-poll",
+                "applies to a closed loop (an open loop sleeps between due times); drop it",
+            ));
+        }
+        if self.closed_stages && self.http2 {
+            return Err(reject(
+                "--http2",
+                "cannot stage connections yet; drop --stages --closed",
+            ));
+        }
+        if self.timeout.is_zero() {
+            return Err(reject(
+                "--timeout",
+                "must be longer than 0; try --timeout 20s",
+            ));
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(reject(
+                "--connect-timeout",
+                "must be longer than 0; try --connect-timeout 5s",
+            ));
+        }
+        Ok(RunConfig {
+            url,
+            method,
+            headers,
+            body: self.body.clone(),
+            model,
+            connections,
+            threads,
+            stop,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            warmup: self.warmup,
+            keepalive: self.keepalive,
+            interval: self.interval,
+            tick: self.tick,
+            busy_poll: self.busy_poll,
+            busy_poll_why: None,
+            pm_qos: self.pm_qos,
+            tls,
+            http2: self.http2,
+            streams: self.streams,
+            paths,
+            generator_cpus: self.generator_cpus.clone().filter(|c| !c.is_empty()),
+        })
+    }
+
+    /// Works out the load model, its connection count and when it stops.
+    fn load_model(&self) -> Result<(Model, usize, Stop), ConfigError> {
+        if self.duration.is_some_and(|d| d.is_zero()) {
+            return Err(reject("-d/--duration", "must be longer than 0; try -d 10s"));
+        }
+        if self.duration.is_some() && self.requests.is_some() {
+            return Err(reject(
+                "-d/--duration",
+                "cannot be combined with -n/--requests; give one of them",
+            ));
+        }
+        if self.requests == Some(0) {
+            return Err(reject(
+                "-n/--requests",
+                "must be at least 1, got 0; try -n 10000",
+            ));
+        }
+        if self.connections == Some(0) {
+            return Err(reject(
+                "-c/--connections",
+                "must be at least 1, got 0; try -c 50",
+            ));
+        }
+        if self.max_connections == Some(0) {
+            return Err(reject(
+                "--max-connections",
+                "must be at least 1, got 0; leave it out for no practical cap",
+            ));
+        }
+        let stages = self
+            .stages
+            .as_deref()
+            .map(Profile::parse)
+            .transpose()
+            .map_err(|e| reject("--stages", e.0.trim_start_matches("--stages: ").to_string()))?;
+        if self.closed_stages && stages.is_none() {
+            return Err(reject(
+                "--closed",
+                "stages connection counts, so it needs --stages, e.g. --stages \"10s:10, 20s:10->100\" --closed",
+            ));
+        }
+        let open = self.rate.is_some() || (stages.is_some() && !self.closed_stages);
+        if !open {
+            if self.max_connections.is_some() {
+                return Err(reject(
+                    "--max-connections",
+                    "caps an open loop (--rate or --stages); in a closed loop -c sets the connections",
+                ));
+            }
+            if let Some(profile) = stages {
+                if self.duration.is_some() || self.requests.is_some() {
+                    return Err(reject(
+                        "--stages",
+                        "already sets how long the run lasts; drop -d/-n",
+                    ));
+                }
+                if self.connections.is_some() {
+                    return Err(reject(
+                        "-c/--connections",
+                        "conflicts with --stages --closed, which sets the connection counts; drop -c",
+                    ));
+                }
+                let most = profile
+                    .stages
+                    .iter()
+                    .map(|s| s.from.max(s.to))
+                    .fold(0.0, f64::max)
+                    .floor() as usize;
+                if most == 0 {
+                    return Err(reject(
+                        "--stages",
+                        "with --closed, the levels are connection counts: at least one must be 1 or more",
+                    ));
+                }
+                let stop = Stop::Duration(profile.duration());
+                return Ok((
+                    Model::Closed {
+                        stages: Some(profile),
+                    },
+                    most,
+                    stop,
+                ));
+            }
+            let stop = match (self.duration, self.requests) {
+                (Some(d), _) => Stop::Duration(d),
+                (_, Some(n)) => Stop::Requests(n),
+                _ => Stop::Duration(DEFAULT_DURATION),
+            };
+            let connections = self.connections.unwrap_or(DEFAULT_CONNECTIONS);
+            return Ok((Model::Closed { stages: None }, connections, stop));
+        }
+        // Open loop.
+        if self.requests.is_some() {
+            return Err(reject(
+                "-n/--requests",
+                "counts requests of a closed loop; with --rate, give -d/--duration",
+            ));
+        }
+        if self.connections.is_some() {
+            return Err(reject(
+                "-c/--connections",
+                "sets a closed loop's connections; with --rate, connections open as needed: cap them with --max-connections",
+            ));
+        }
+        let profile = match (self.rate, stages) {
+            (Some(_), Some(_)) => {
+                return Err(reject(
+                    "--rate",
+                    "cannot be combined with --stages, which sets the rates; give one of them",
+                ))
+            }
+            (Some(rate), None) => {
+                if !(rate.is_finite() && rate > 0.0) {
+                    return Err(reject(
+                        "--rate",
+                        format!("must be more than 0 requests/s, got {rate}; try --rate 1000"),
+                    ));
+                }
+                Profile::constant(rate, self.duration.unwrap_or(DEFAULT_DURATION))
+            }
+            (None, Some(profile)) => {
+                if self.duration.is_some() {
+                    return Err(reject(
+                        "--stages",
+                        "already sets how long the run lasts; drop -d",
+                    ));
+                }
+                if profile.total_arrivals() < 1.0 {
+                    return Err(reject(
+                        "--stages",
+                        "asks for no request at all; give a rate above 0 in some stage",
+                    ));
+                }
+                profile
+            }
+            (None, None) => unreachable!("open only with a rate or stages"),
+        };
+        let stop = Stop::Duration(profile.duration());
+        let cap = self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+        Ok((
+            Model::Open {
+                profile,
+                arrival: self.arrival,
+            },
+            cap,
+            stop,
+        ))
+    }
+}

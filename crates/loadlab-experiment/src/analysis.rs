@@ -1,0 +1,290 @@
+//! Comparisons of arms: for each metric, each arm's runs (one value per run), the ratio
+//! test/control with its exact interval and a verdict, Holm-adjusted across every metric and
+//! every arm compared at once. Around the verdicts, what a careful reader must know: arms
+//! whose runs disagree (noisy, with the likely cause when the results say one), and each
+//! launch's start-up and cold start, reported apart so that a cold container cannot pose as
+//! a slow framework. Pure: results in, a [`Comparison`] out; rendering is elsewhere.
+
+use crate::metrics::{self, Family, Metric, Sense, METRICS};
+use loadlab_compare::{Better, MetricComparison, Options, Verdict};
+use loadlab_result::RunResult;
+use serde::Serialize;
+
+/// One arm's runs, by label.
+pub struct ArmRuns<'a> {
+    pub label: String,
+    pub runs: &'a [RunResult],
+}
+
+/// One metric of one comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub metric: &'static str,
+    pub family: Family,
+    pub label: &'static str,
+    pub control_values: Vec<f64>,
+    pub test_values: Vec<f64>,
+    /// `None` when the metric could not be tested (missing, or zero in some run).
+    pub comparison: Option<MetricComparison>,
+    /// Why it was not tested, or a remark.
+    pub note: Option<String>,
+}
+
+/// A test arm against its control.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub control: String,
+    pub test: String,
+    pub rows: Vec<Row>,
+    /// Arms whose runs disagree, with the likely cause when the results name one.
+    pub noise: Vec<String>,
+    /// Each arm's start-up and cold starts, apart from the comparison.
+    pub startup: Vec<StartupSummary>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StartupSummary {
+    pub arm: String,
+    pub runs: usize,
+    /// Median time from spawn to the first good health check, when loadlab launched it.
+    pub ready_s_median: Option<f64>,
+    pub ready_s_max: Option<f64>,
+    /// Runs whose first requests were flagged a cold start.
+    pub cold_starts: usize,
+    /// Median p50 of the first requests against the rest's, over the runs (µs).
+    pub first_p50_us_median: Option<f64>,
+    pub rest_p50_us_median: Option<f64>,
+}
+
+fn values(runs: &[RunResult], key: &str) -> Vec<Option<f64>> {
+    runs.iter().map(|r| metrics::value(r, key)).collect()
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Compares every test arm with its control, all at once (one Holm family).
+pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> {
+    struct Pending {
+        pair: usize,
+        metric: &'static Metric,
+        control: Vec<f64>,
+        test: Vec<f64>,
+        note: Option<String>,
+        tested: bool,
+    }
+    let mut pending = Vec::new();
+    for (i, (control, test)) in pairs.iter().enumerate() {
+        for metric in METRICS {
+            let c = values(control.runs, metric.key);
+            let t = values(test.runs, metric.key);
+            let complete = |v: &[Option<f64>]| v.iter().all(Option::is_some) && !v.is_empty();
+            let (cv, tv): (Vec<f64>, Vec<f64>) = (
+                c.iter().flatten().copied().collect(),
+                t.iter().flatten().copied().collect(),
+            );
+            if cv.is_empty() && tv.is_empty() {
+                continue;
+            }
+            let mut note = None;
+            let mut tested = complete(&c) && complete(&t);
+            if !tested {
+                note = Some("not in every run: not tested".to_string());
+            } else if cv.iter().chain(&tv).any(|v| *v <= 0.0) {
+                tested = false;
+                note = Some(if cv.iter().chain(&tv).all(|v| *v == 0.0) {
+                    "zero in every run".to_string()
+                } else {
+                    "zero in some runs: a ratio is not defined, compare the medians".to_string()
+                });
+            }
+            pending.push(Pending {
+                pair: i,
+                metric,
+                control: cv,
+                test: tv,
+                note,
+                tested,
+            });
+        }
+    }
+    // One Holm family per metric family, across every pair (see `metrics::Family`).
+    let mut results: Vec<Option<MetricComparison>> = vec![None; pending.len()];
+    for family in [Family::Service, Family::Server, Family::Health] {
+        let members: Vec<usize> = (0..pending.len())
+            .filter(|&i| pending[i].tested && pending[i].metric.family == family)
+            .collect();
+        let input: Vec<(&[f64], &[f64], Better)> = members
+            .iter()
+            .map(|&i| {
+                let p = &pending[i];
+                (
+                    p.control.as_slice(),
+                    p.test.as_slice(),
+                    match p.metric.sense {
+                        Sense::HigherIsBetter => Better::Higher,
+                        Sense::LowerIsBetter => Better::Lower,
+                    },
+                )
+            })
+            .collect();
+        // Values were checked positive and finite above: the statistics cannot refuse them.
+        let compared = loadlab_compare::compare_many(&input, opts);
+        for (i, c) in members.into_iter().zip(compared) {
+            results[i] = c.ok();
+        }
+    }
+    let mut out: Vec<Comparison> = pairs
+        .iter()
+        .map(|(c, t)| Comparison {
+            control: c.label.clone(),
+            test: t.label.clone(),
+            rows: Vec::new(),
+            noise: [c, t].iter().flat_map(|a| noise(a)).collect(),
+            startup: vec![startup(c), startup(t)],
+        })
+        .collect();
+    for (p, comparison) in pending.into_iter().zip(results) {
+        out[p.pair].rows.push(Row {
+            metric: p.metric.key,
+            family: p.metric.family,
+            label: p.metric.label,
+            control_values: p.control,
+            test_values: p.test,
+            comparison,
+            note: p.note,
+        });
+    }
+    out
+}
+
+/// The verdict in words, for one row.
+pub fn verdict_words(row: &Row) -> String {
+    let metric = metrics::metric(row.metric).expect("rows hold known metrics");
+    match &row.comparison {
+        Some(c) => c.describe(metric.better, metric.worse),
+        None => row.note.clone().unwrap_or_default(),
+    }
+}
+
+/// Whether a verdict found a significant change.
+pub fn significant(v: &Verdict) -> bool {
+    matches!(v, Verdict::Better { .. } | Verdict::Worse { .. })
+}
+
+/// Flags an arm whose runs disagree on throughput or p99 by more than the noise threshold,
+/// with what the results say about why.
+fn noise(arm: &ArmRuns) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in ["rps", "p99"] {
+        let v: Vec<f64> = arm
+            .runs
+            .iter()
+            .filter_map(|r| metrics::value(r, key))
+            .collect();
+        if v.len() < 2 {
+            continue;
+        }
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt();
+        let cv = if mean > 0.0 { sd / mean } else { 0.0 };
+        if cv <= 0.05 {
+            continue;
+        }
+        let mut causes = Vec::new();
+        let steal = arm
+            .runs
+            .iter()
+            .filter_map(|r| r.generator.max_steal)
+            .fold(0.0, f64::max);
+        if steal >= 0.05 {
+            causes.push(format!("hypervisor steal up to {:.0}%", steal * 100.0));
+        }
+        let saturated = arm
+            .runs
+            .iter()
+            .filter(|r| {
+                r.verdicts
+                    .iter()
+                    .any(|v| v.contains("generator was saturated"))
+            })
+            .count();
+        if saturated > 0 {
+            causes.push(format!("the generator was saturated in {saturated} runs"));
+        }
+        let cold = arm
+            .runs
+            .iter()
+            .filter(|r| r.first_requests.as_ref().is_some_and(|f| f.cold_start))
+            .count();
+        if cold > 0 {
+            causes.push(format!("a cold start in {cold} runs"));
+        }
+        let throttled = arm
+            .runs
+            .iter()
+            .filter(|r| {
+                r.verdicts
+                    .iter()
+                    .any(|v| v.contains("CPU-bound on its quota"))
+            })
+            .count();
+        if throttled > 0 {
+            causes.push(format!(
+                "CPU throttling under the quota in {throttled} runs"
+            ));
+        }
+        out.push(format!(
+            "{}: {key} varies {:.1}% between runs (CV){}",
+            arm.label,
+            cv * 100.0,
+            if causes.is_empty() {
+                String::new()
+            } else {
+                format!("; likely: {}", causes.join(", "))
+            }
+        ));
+    }
+    out
+}
+
+fn startup(arm: &ArmRuns) -> StartupSummary {
+    let mut ready: Vec<f64> = arm
+        .runs
+        .iter()
+        .filter_map(|r| r.server.as_ref()?.startup.as_ref().map(|s| s.ready_s))
+        .collect();
+    let mut first: Vec<f64> = arm
+        .runs
+        .iter()
+        .filter_map(|r| r.first_requests.as_ref().map(|f| f.latency_us.p50))
+        .collect();
+    let mut rest: Vec<f64> = arm
+        .runs
+        .iter()
+        .filter_map(|r| r.first_requests.as_ref().map(|f| f.rest_us.p50))
+        .collect();
+    StartupSummary {
+        arm: arm.label.clone(),
+        runs: arm.runs.len(),
+        ready_s_max: ready.iter().copied().reduce(f64::max),
+        ready_s_median: median(&mut ready),
+        cold_starts: arm
+            .runs
+            .iter()
+            .filter(|r| r.first_requests.as_ref().is_some_and(|f| f.cold_start))
+            .count(),
+        first_p50_us_median: median(&mut first),
+        rest_p50_us_median: median(&mut rest),
+    }
+}
