@@ -8,24 +8,29 @@
 
 mod budget;
 mod closed;
+mod control;
 mod exchange;
 mod h2;
 mod open;
 mod stamped;
+mod steal;
+mod thread;
 mod timer;
 
-use crate::config::{Model, RunConfig, Stop};
-use crate::http1::{self, EncodedRequest};
-use crate::schedule::{Profile, Schedule, Stage};
+use crate::config::{RunConfig, Stop};
+use crate::http1::{self};
+use crate::schedule::{Profile, Stage};
 use crate::stats::Recorder;
 use crate::sys;
-use budget::{Budget, SharedBudget};
-use std::cell::{Cell, RefCell};
+use budget::SharedBudget;
+pub use control::{ProgressSnapshot, RunControl, ThreadProgress};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+use steal::StealSampler;
+pub(crate) use thread::ThreadCtx;
 
 /// Why a run could not start. Failures of single requests are not errors: they are counted.
 #[derive(Debug, thiserror::Error)]
@@ -41,94 +46,6 @@ pub enum EngineError {
     Thread(std::io::Error),
     #[error("a worker thread crashed (a bug in loadlab: please report it with the command line)")]
     WorkerCrashed,
-}
-
-/// Live counters of one worker thread, written by it alone, read by progress displays.
-#[derive(Debug, Default)]
-pub struct ThreadProgress {
-    pub completed: AtomicU64,
-    pub failed: AtomicU64,
-}
-
-/// Lets another thread stop a run (Ctrl-C) and watch its progress.
-#[derive(Debug, Clone, Default)]
-pub struct RunControl {
-    inner: Arc<ControlInner>,
-}
-
-#[derive(Debug, Default)]
-struct ControlInner {
-    stop: AtomicBool,
-    notify: tokio::sync::Notify,
-    /// Set when the run starts.
-    started: Mutex<Option<Instant>>,
-    progress: Mutex<Vec<Arc<ThreadProgress>>>,
-}
-
-/// A snapshot for progress bars.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ProgressSnapshot {
-    pub elapsed: Duration,
-    pub completed: u64,
-    pub failed: u64,
-}
-
-impl RunControl {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Ends the run as soon as possible; requests in flight are abandoned and reported so.
-    pub fn stop(&self) {
-        self.inner.stop.store(true, Ordering::Release);
-        self.inner.notify.notify_waiters();
-    }
-
-    /// When the run started (the origin of its timeline), once it has.
-    pub fn started_at(&self) -> Option<Instant> {
-        self.inner.started.lock().ok().and_then(|s| *s)
-    }
-
-    pub fn is_stopped(&self) -> bool {
-        self.inner.stop.load(Ordering::Acquire)
-    }
-
-    pub fn progress(&self) -> ProgressSnapshot {
-        let elapsed = self
-            .inner
-            .started
-            .lock()
-            .ok()
-            .and_then(|s| s.map(|s| s.elapsed()))
-            .unwrap_or_default();
-        let threads = self
-            .inner
-            .progress
-            .lock()
-            .map(|p| p.clone())
-            .unwrap_or_default();
-        let mut snap = ProgressSnapshot {
-            elapsed,
-            ..ProgressSnapshot::default()
-        };
-        for t in threads {
-            snap.completed += t.completed.load(Ordering::Relaxed);
-            snap.failed += t.failed.load(Ordering::Relaxed);
-        }
-        snap
-    }
-
-    async fn stopped(&self) {
-        loop {
-            let notified = self.inner.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.is_stopped() {
-                return;
-            }
-            notified.await;
-        }
-    }
 }
 
 /// What one worker thread hands back.
@@ -164,68 +81,6 @@ pub struct RunOutcome {
     pub steal: Vec<f64>,
 }
 
-/// Timing and limits every connection of a thread consults.
-pub(crate) struct ThreadCtx {
-    /// The requests of the rotation, encoded once (at least one).
-    pub requests: Rc<[EncodedRequest]>,
-    /// For https: the TLS client configuration.
-    pub tls: Option<crate::tls::TlsSettings>,
-    /// HTTP/2 only: the request, and streams per connection.
-    pub h2: Option<h2::H2Request>,
-    pub streams: usize,
-    /// HTTP/2: the `-n` budget ran out (no reconnecting then).
-    pub budget_spent: Cell<bool>,
-    /// Open loop over HTTP/2: the thread's connections, shared by stream slots.
-    pub h2_pool: h2::Pool,
-    pub address: SocketAddr,
-    pub keepalive: bool,
-    /// `--busy-poll`: a task keeps the event loop polling instead of sleeping.
-    pub busy_poll: bool,
-    /// With `--busy-poll`: time spent polling with nothing to do.
-    pub spin_idle: Cell<Duration>,
-    pub timeout: Duration,
-    pub connect_timeout: Duration,
-    pub start: Instant,
-    pub warmup_end: Instant,
-    /// `None` when the run ends by request count.
-    pub deadline: Option<Instant>,
-    pub budget: Budget,
-    pub stop: RunControl,
-    pub recorder: RefCell<Recorder>,
-    pub progress: Arc<ThreadProgress>,
-    /// One read buffer for all the thread's connections: reads happen one at a time.
-    pub read_buf: RefCell<Box<[u8]>>,
-    pub live_connections: Cell<usize>,
-    pub all_done: tokio::sync::Notify,
-    /// Closed loop with `--stages --closed`: the connection-count profile.
-    pub closed_stages: Option<Profile>,
-    /// Open loop only.
-    pub open: Option<open::OpenState>,
-    /// Open loop over plain HTTP/1.1: the thread sleeps from one due time (or tick) to the
-    /// next and times responses by the kernel's receive stamps (see [`stamped`]).
-    pub stamp_clock: Option<stamped::StampClock>,
-    /// A task of this thread panicked (a bug): the run stops and reports it.
-    pub crashed: Cell<bool>,
-    /// Slots left among the run's first requests, shared by every thread.
-    pub first_slots: Arc<AtomicU64>,
-    /// False once this thread saw the slots run out: no atomic on the hot path after that.
-    pub first_left: Cell<bool>,
-}
-
-impl ThreadCtx {
-    /// Claims one of the run's first-request slots; false (for good) once they are gone.
-    pub(crate) fn take_first_slot(&self) -> bool {
-        let took = self
-            .first_slots
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-            .is_ok();
-        if !took {
-            self.first_left.set(false);
-        }
-        took
-    }
-}
-
 /// Spawns a task on the thread's set; a panic in it stops the run instead of vanishing with
 /// the task (tokio would otherwise drop it silently, leaving counts that do not add up).
 pub(crate) fn spawn_guarded(
@@ -251,8 +106,6 @@ pub(crate) fn spawn_guarded(
     });
 }
 
-const READ_BUF_BYTES: usize = 64 * 1024;
-
 /// Runs the load described by `config` until it ends or `control` stops it.
 pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, EngineError> {
     let nofile = sys::raise_nofile_limit();
@@ -276,12 +129,30 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         Err("disabled with --no-pm-qos".to_string())
     };
     let steal_sampler = StealSampler::start(start, config.interval);
-    let first_slots = Arc::new(AtomicU64::new(crate::stats::FIRST_REQUESTS));
 
+    let shared = thread::Shared {
+        requests,
+        tls: config.tls.clone(),
+        h2: h2::H2Request::from_config(config),
+        streams: config.streams,
+        address,
+        keepalive: config.keepalive,
+        busy_poll: config.busy_poll,
+        timeout: config.timeout,
+        connect_timeout: config.connect_timeout,
+        start,
+        warmup_end,
+        deadline,
+        interval: config.interval,
+        tick: config.tick,
+        stamped: config.sleeps_between_sends(),
+        generator_cpus: config.generator_cpus.clone(),
+        budget: shared_budget,
+        first_slots: Arc::new(AtomicU64::new(crate::stats::FIRST_REQUESTS)),
+        control: control.clone(),
+    };
     let mut handles = Vec::with_capacity(config.threads);
-    for t in 0..config.threads {
-        let connections = config.connections / config.threads
-            + usize::from(t < config.connections % config.threads);
+    for plan in thread::Plan::all(config) {
         let progress = Arc::new(ThreadProgress::default());
         control
             .inner
@@ -289,82 +160,22 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
             .lock()
             .expect("not poisoned")
             .push(progress.clone());
-        let requests = requests.clone();
-        let tls = config.tls.clone();
-        let h2_request = h2::H2Request::from_config(config);
-        let streams = config.streams;
-        let control = control.clone();
-        let shared_budget = shared_budget.clone();
-        let (keepalive, timeout, connect_timeout) =
-            (config.keepalive, config.timeout, config.connect_timeout);
-        let threads = config.threads;
-        let interval = config.interval;
-        let tick = config.tick;
-        let stamped = config.sleeps_between_sends();
-        let busy_poll = config.busy_poll;
-        let first_slots = first_slots.clone();
-        let generator_cpus = config.generator_cpus.clone();
-        let (closed_stages, open_plan) = match &config.model {
-            Model::Closed { stages } => (stages.clone(), None),
-            Model::Open { profile, arrival } => {
-                let profile = with_warmup(profile, config.warmup);
-                (
-                    None,
-                    Some((
-                        Schedule::new(&profile, *arrival, t, threads),
-                        // Over HTTP/2 the open loop's slots are streams.
-                        (config.connections / threads
-                            + usize::from(t < config.connections % threads))
-                            * config.streams,
-                    )),
-                )
-            }
-        };
+        let shared = shared.clone();
         let handle = std::thread::Builder::new()
-            .name(format!("loadlab-worker-{t}"))
+            .name(format!("loadlab-worker-{}", plan.index))
             .spawn(move || {
-                if let Some(cpus) = &generator_cpus {
+                if let Some(cpus) = &shared.generator_cpus {
                     // Placement was checked when it was decided; a failure here leaves the
                     // thread where it was rather than failing the run.
                     let _ = sys::pin_current_thread(cpus);
                 }
-                let recorder = Recorder {
-                    intervals: crate::stats::Intervals::new(interval),
-                    ..Recorder::default()
-                };
-                let ctx = Rc::new(ThreadCtx {
-                    requests: requests.into(),
-                    tls,
-                    h2: h2_request,
-                    streams,
-                    budget_spent: Cell::new(false),
-                    h2_pool: h2::Pool::default(),
-                    address,
-                    keepalive,
-                    busy_poll,
-                    spin_idle: Cell::new(Duration::ZERO),
-                    timeout,
-                    connect_timeout,
-                    start,
-                    warmup_end,
-                    deadline,
-                    budget: Budget::new(shared_budget),
-                    stop: control,
-                    recorder: RefCell::new(recorder),
-                    progress,
-                    read_buf: RefCell::new(vec![0; READ_BUF_BYTES].into_boxed_slice()),
-                    live_connections: Cell::new(connections),
-                    all_done: tokio::sync::Notify::new(),
-                    closed_stages,
-                    crashed: Cell::new(false),
-                    first_slots,
-                    first_left: Cell::new(true),
-                    stamp_clock: stamped.then(stamped::StampClock::new),
-                    open: open_plan.map(|(schedule, cap)| {
-                        open::OpenState::new(open::Pending::new(schedule, start), cap.max(1), tick)
-                    }),
-                });
-                worker(ctx, t, threads, connections)
+                let (index, threads, connections) = (plan.index, plan.threads, plan.connections);
+                worker(
+                    ThreadCtx::new(shared, plan, progress),
+                    index,
+                    threads,
+                    connections,
+                )
             })
             .map_err(EngineError::Thread)?;
         handles.push(handle);
@@ -408,53 +219,6 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         pm_qos,
         steal,
     })
-}
-
-/// Samples hypervisor steal at each interval boundary on a thread of its own.
-struct StealSampler {
-    done: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Vec<f64>>>,
-}
-
-impl StealSampler {
-    fn start(start: Instant, interval: Duration) -> StealSampler {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
-        let thread = std::thread::Builder::new()
-            .name("loadlab-steal".into())
-            .spawn(move || {
-                let mut out = Vec::new();
-                let mut last = sys::cpu_steal_ticks();
-                let mut next = start + interval;
-                loop {
-                    // Short naps so the run's end is noticed quickly.
-                    while Instant::now() < next && !flag.load(Ordering::Acquire) {
-                        std::thread::sleep(Duration::from_millis(10).min(next - Instant::now()));
-                    }
-                    let now = sys::cpu_steal_ticks();
-                    if let (Some((s0, t0)), Some((s1, t1))) = (last, now) {
-                        let dt = t1.saturating_sub(t0);
-                        out.push(if dt > 0 {
-                            s1.saturating_sub(s0) as f64 / dt as f64
-                        } else {
-                            0.0
-                        });
-                    }
-                    last = now;
-                    next += interval;
-                    if flag.load(Ordering::Acquire) {
-                        return out;
-                    }
-                }
-            })
-            .ok();
-        StealSampler { done, thread }
-    }
-
-    fn finish(self) -> Vec<f64> {
-        self.done.store(true, Ordering::Release);
-        self.thread.and_then(|t| t.join().ok()).unwrap_or_default()
-    }
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {

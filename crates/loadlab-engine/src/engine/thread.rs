@@ -1,0 +1,194 @@
+//! One worker thread's world: its share of the load ([`Plan`], computed once per run), what
+//! every thread shares ([`Shared`]), and the context its connections consult ([`ThreadCtx`]),
+//! built from the two.
+
+use super::budget::{Budget, SharedBudget};
+use super::{h2, open, stamped, with_warmup, RunControl, ThreadProgress};
+use crate::config::{Model, RunConfig};
+use crate::http1::EncodedRequest;
+use crate::schedule::{Profile, Schedule};
+use crate::stats::Recorder;
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const READ_BUF_BYTES: usize = 64 * 1024;
+
+/// What every worker thread of a run is given alike (cloned into each thread).
+#[derive(Clone)]
+pub(super) struct Shared {
+    pub requests: Vec<EncodedRequest>,
+    pub tls: Option<crate::tls::TlsSettings>,
+    pub h2: Option<h2::H2Request>,
+    pub streams: usize,
+    pub address: SocketAddr,
+    pub keepalive: bool,
+    pub busy_poll: bool,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub start: Instant,
+    pub warmup_end: Instant,
+    pub deadline: Option<Instant>,
+    pub interval: Duration,
+    pub tick: Duration,
+    pub stamped: bool,
+    pub generator_cpus: Option<Vec<usize>>,
+    pub budget: Option<Arc<SharedBudget>>,
+    pub first_slots: Arc<AtomicU64>,
+    pub control: RunControl,
+}
+
+/// One thread's share of the load.
+pub(super) struct Plan {
+    pub index: usize,
+    pub threads: usize,
+    /// This thread's share of the connections (closed loop), or of the cap (open loop).
+    pub connections: usize,
+    /// Open loop: the most requests in flight at once (connections, or streams over HTTP/2).
+    pub open_cap: usize,
+    pub closed_stages: Option<Profile>,
+    /// Open loop: this thread's share of the schedule.
+    pub schedule: Option<Schedule>,
+}
+
+impl Plan {
+    /// Every thread's share: connections dealt as evenly as they go, the schedule split so
+    /// that the threads' arrivals together are the run's.
+    pub fn all(config: &RunConfig) -> Vec<Plan> {
+        let threads = config.threads;
+        (0..threads)
+            .map(|index| {
+                let connections = config.connections / threads
+                    + usize::from(index < config.connections % threads);
+                let (closed_stages, schedule) = match &config.model {
+                    Model::Closed { stages } => (stages.clone(), None),
+                    Model::Open { profile, arrival } => {
+                        let profile = with_warmup(profile, config.warmup);
+                        (
+                            None,
+                            Some(Schedule::new(&profile, *arrival, index, threads)),
+                        )
+                    }
+                };
+                Plan {
+                    index,
+                    threads,
+                    connections,
+                    // Over HTTP/2 the open loop's slots are streams.
+                    open_cap: connections * config.streams,
+                    closed_stages,
+                    schedule,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Timing and limits every connection of a thread consults.
+pub(crate) struct ThreadCtx {
+    /// The requests of the rotation, encoded once (at least one).
+    pub requests: Rc<[EncodedRequest]>,
+    /// For https: the TLS client configuration.
+    pub tls: Option<crate::tls::TlsSettings>,
+    /// HTTP/2 only: the request, and streams per connection.
+    pub h2: Option<h2::H2Request>,
+    pub streams: usize,
+    /// HTTP/2: the `-n` budget ran out (no reconnecting then).
+    pub budget_spent: Cell<bool>,
+    /// Open loop over HTTP/2: the thread's connections, shared by stream slots.
+    pub h2_pool: h2::Pool,
+    pub address: SocketAddr,
+    pub keepalive: bool,
+    /// `--busy-poll`: a task keeps the event loop polling instead of sleeping.
+    pub busy_poll: bool,
+    /// With `--busy-poll`: time spent polling with nothing to do.
+    pub spin_idle: Cell<Duration>,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub start: Instant,
+    pub warmup_end: Instant,
+    /// `None` when the run ends by request count.
+    pub deadline: Option<Instant>,
+    pub budget: Budget,
+    pub stop: RunControl,
+    pub recorder: RefCell<Recorder>,
+    pub progress: Arc<ThreadProgress>,
+    /// One read buffer for all the thread's connections: reads happen one at a time.
+    pub read_buf: RefCell<Box<[u8]>>,
+    pub live_connections: Cell<usize>,
+    pub all_done: tokio::sync::Notify,
+    /// Closed loop with `--stages --closed`: the connection-count profile.
+    pub closed_stages: Option<Profile>,
+    /// Open loop only.
+    pub open: Option<open::OpenState>,
+    /// Open loop over plain HTTP/1.1: the thread sleeps from one due time (or tick) to the
+    /// next and times responses by the kernel's receive stamps (see [`stamped`]).
+    pub stamp_clock: Option<stamped::StampClock>,
+    /// A task of this thread panicked (a bug): the run stops and reports it.
+    pub crashed: Cell<bool>,
+    /// Slots left among the run's first requests, shared by every thread.
+    pub first_slots: Arc<AtomicU64>,
+    /// False once this thread saw the slots run out: no atomic on the hot path after that.
+    pub first_left: Cell<bool>,
+}
+
+impl ThreadCtx {
+    pub(super) fn new(shared: Shared, plan: Plan, progress: Arc<ThreadProgress>) -> Rc<ThreadCtx> {
+        let recorder = Recorder {
+            intervals: crate::stats::Intervals::new(shared.interval),
+            ..Recorder::default()
+        };
+        let (start, tick) = (shared.start, shared.tick);
+        Rc::new(ThreadCtx {
+            requests: shared.requests.into(),
+            tls: shared.tls,
+            h2: shared.h2,
+            streams: shared.streams,
+            budget_spent: Cell::new(false),
+            h2_pool: h2::Pool::default(),
+            address: shared.address,
+            keepalive: shared.keepalive,
+            busy_poll: shared.busy_poll,
+            spin_idle: Cell::new(Duration::ZERO),
+            timeout: shared.timeout,
+            connect_timeout: shared.connect_timeout,
+            start,
+            warmup_end: shared.warmup_end,
+            deadline: shared.deadline,
+            budget: Budget::new(shared.budget),
+            stop: shared.control,
+            recorder: RefCell::new(recorder),
+            progress,
+            read_buf: RefCell::new(vec![0; READ_BUF_BYTES].into_boxed_slice()),
+            live_connections: Cell::new(plan.connections),
+            all_done: tokio::sync::Notify::new(),
+            closed_stages: plan.closed_stages,
+            crashed: Cell::new(false),
+            first_slots: shared.first_slots,
+            first_left: Cell::new(true),
+            stamp_clock: shared.stamped.then(stamped::StampClock::new),
+            open: plan.schedule.map(|schedule| {
+                open::OpenState::new(
+                    open::Pending::new(schedule, start),
+                    plan.open_cap.max(1),
+                    tick,
+                )
+            }),
+        })
+    }
+
+    /// Claims one of the run's first-request slots; false (for good) once they are gone.
+    pub(crate) fn take_first_slot(&self) -> bool {
+        let took = self
+            .first_slots
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        if !took {
+            self.first_left.set(false);
+        }
+        took
+    }
+}
