@@ -371,14 +371,14 @@ mod tests {
         assert_eq!(c.stop, Stop::Duration(Duration::from_secs(3)));
 
         let c = RunSpec {
-            stages: Some("1s:2, 2s:2->7.5".into()),
+            stages: Some("1s:2, 2s:2->8".into()),
             closed_stages: true,
             ..spec("http://a/")
         }
         .validate()
         .unwrap();
         assert!(matches!(c.model, Model::Closed { stages: Some(_) }));
-        assert_eq!(c.connections, 7);
+        assert_eq!(c.connections, 8);
     }
 
     #[test]
@@ -478,5 +478,103 @@ mod tests {
         .validate()
         .unwrap();
         assert_eq!(c.threads, 3);
+    }
+
+    /// Hostile input from issue 15: each is refused up front, naming the flag.
+    #[test]
+    fn out_of_range_values_are_refused_by_name() {
+        let base = || spec("http://127.0.0.1:8080/");
+        let cases: Vec<(RunSpec, &str)> = vec![
+            (spec("http://127.0.0.1:99999/"), "invalid port"),
+            (spec("http://127.0.0.1:abc/"), "invalid port"),
+            (spec("http://127.0.0.1:-1/"), "invalid port"),
+            (spec("http://127.0.0.1:80x/"), "invalid port"),
+            (spec("http://127.0.0.1:65616/"), "invalid port"),
+            (spec("http://127.0.0.1:/"), "invalid port"),
+            (spec("http://127.0.0.1:0/"), "invalid port"),
+            (spec("http://[::1]:0/"), "invalid port"),
+            (spec("http://user:pass@127.0.0.1:8080/"), "credentials"),
+            (
+                RunSpec {
+                    rate: Some(1e12),
+                    ..base()
+                },
+                "--rate",
+            ),
+            (
+                RunSpec {
+                    rate: Some(1e9),
+                    ..base()
+                },
+                "more than one machine",
+            ),
+            (
+                RunSpec {
+                    stages: Some("1s:1e12".into()),
+                    ..base()
+                },
+                "--stages",
+            ),
+            (
+                RunSpec {
+                    connections: Some(4_294_967_296),
+                    ..base()
+                },
+                "-c/--connections",
+            ),
+            (
+                RunSpec {
+                    stages: Some("1s:4294967296".into()),
+                    closed_stages: true,
+                    ..base()
+                },
+                "more than one loadlab opens",
+            ),
+            (
+                RunSpec {
+                    stages: Some("1s:2.5".into()),
+                    closed_stages: true,
+                    ..base()
+                },
+                "not a whole number",
+            ),
+            (
+                RunSpec {
+                    duration: Some(Duration::from_secs(u64::MAX)),
+                    ..base()
+                },
+                "-d/--duration",
+            ),
+            (
+                RunSpec {
+                    warmup: Duration::from_secs(u64::MAX),
+                    ..base()
+                },
+                "--warmup",
+            ),
+            (
+                RunSpec {
+                    timeout: Duration::from_secs(u64::MAX),
+                    ..base()
+                },
+                "--timeout",
+            ),
+            (
+                RunSpec {
+                    interval: Duration::from_secs(u64::MAX),
+                    ..base()
+                },
+                "--interval",
+            ),
+        ];
+        for (spec, needle) in cases {
+            let url = spec.url.clone();
+            let err = spec.validate().expect_err(&url).to_string();
+            assert!(err.contains(needle), "{url}: {err}");
+        }
+        // Good ports still pass, with and without brackets.
+        for ok in ["http://127.0.0.1:1/", "http://[::1]:65535/x", "http://h/"] {
+            spec(ok).validate().unwrap();
+        }
     }
 }

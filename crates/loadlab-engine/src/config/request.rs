@@ -27,6 +27,20 @@ pub(super) fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
             ))
         }
     };
+    check_port(raw)?;
+    let credentials = raw
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split(['/', '?', '#']).next())
+        .is_some_and(|authority| authority.contains('@'));
+    if credentials {
+        return Err(reject(
+            FLAG,
+            format!(
+                "`{raw}` carries credentials (user:password@); loadlab does not send them \
+                 silently: pass them as a header instead, e.g. -H 'Authorization: Basic ...'"
+            ),
+        ));
+    }
     let uri: http::Uri = raw
         .parse()
         .map_err(|e| reject(FLAG, format!("`{raw}` is not a valid URL ({e})")))?;
@@ -61,6 +75,38 @@ pub(super) fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
         path_and_query,
         https,
     })
+}
+
+/// A port, when the URL gives one, is a number from 1 to 65535: `http::Uri` would read a
+/// bad one as no port at all and the run would go to port 80.
+fn check_port(raw: &str) -> Result<(), ConfigError> {
+    let Some((_, rest)) = raw.split_once("://") else {
+        return Ok(());
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let port = if let Some(after) = host_port.strip_prefix('[') {
+        // [v6]:port
+        match after.split_once(']') {
+            Some((_, tail)) => tail.strip_prefix(':'),
+            None => None,
+        }
+    } else {
+        host_port.rsplit_once(':').map(|(_, p)| p)
+    };
+    let Some(port) = port else {
+        return Ok(());
+    };
+    match port.parse::<u32>() {
+        Ok(p) if (1..=65_535).contains(&p) && !port.starts_with('+') => Ok(()),
+        _ => Err(reject(
+            "URL",
+            format!(
+                "`{raw}`: invalid port {port:?}; a port is a number from 1 to 65535, e.g. \
+                 http://127.0.0.1:8080/"
+            ),
+        )),
+    }
 }
 
 fn is_token(s: &str) -> bool {

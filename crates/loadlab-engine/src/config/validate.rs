@@ -4,6 +4,14 @@
 use super::request::{parse_header, parse_url, validate_method};
 use super::*;
 
+/// The longest duration any setting takes: a week.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 86_400);
+/// The most connections one loadlab opens (each needs a descriptor and a port).
+pub const MAX_CONNECTIONS: usize = 1_000_000;
+/// The highest arrival rate one loadlab schedules: no machine sends more (this one sends
+/// tens of thousands); beyond it the schedule itself would be the bottleneck.
+pub const MAX_RATE: f64 = 10_000_000.0;
+
 impl RunSpec {
     pub fn validate(&self) -> Result<RunConfig, ConfigError> {
         let url = parse_url(&self.url)?;
@@ -151,8 +159,49 @@ impl RunSpec {
         })
     }
 
+    /// Durations beyond [`MAX_DURATION`] are refused by name (they would overflow the
+    /// clock's arithmetic long before they made sense).
+    fn check_durations(&self) -> Result<(), ConfigError> {
+        let all = [
+            ("-d/--duration", self.duration),
+            ("--warmup", Some(self.warmup)),
+            ("--timeout", Some(self.timeout)),
+            ("--connect-timeout", Some(self.connect_timeout)),
+            ("--interval", Some(self.interval)),
+        ];
+        for (flag, d) in all {
+            if d.is_some_and(|d| d > MAX_DURATION) {
+                return Err(reject(
+                    flag,
+                    format!(
+                        "{} is longer than loadlab allows ({} days); give a shorter one",
+                        humantime::format_duration(d.unwrap_or_default()),
+                        MAX_DURATION.as_secs() / 86_400
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Works out the load model, its connection count and when it stops.
     fn load_model(&self) -> Result<(Model, usize, Stop), ConfigError> {
+        self.check_durations()?;
+        for (flag, n) in [
+            ("-c/--connections", self.connections),
+            ("--max-connections", self.max_connections),
+        ] {
+            if n.is_some_and(|n| n > MAX_CONNECTIONS) {
+                return Err(reject(
+                    flag,
+                    format!(
+                        "{} connections is more than one loadlab opens ({MAX_CONNECTIONS}); run \
+                         several loadlab processes (shards) for more",
+                        n.unwrap_or_default()
+                    ),
+                ));
+            }
+        }
         if self.duration.is_some_and(|d| d.is_zero()) {
             return Err(reject("-d/--duration", "must be longer than 0; try -d 10s"));
         }
@@ -213,12 +262,35 @@ impl RunSpec {
                         "conflicts with --stages --closed, which sets the connection counts; drop -c",
                     ));
                 }
+                if let Some(s) = profile
+                    .stages
+                    .iter()
+                    .find(|s| s.from.fract() != 0.0 || s.to.fract() != 0.0)
+                {
+                    return Err(reject(
+                        "--stages",
+                        format!(
+                            "with --closed, the levels are connection counts: {} is not a whole \
+                             number",
+                            if s.from.fract() != 0.0 { s.from } else { s.to }
+                        ),
+                    ));
+                }
                 let most = profile
                     .stages
                     .iter()
                     .map(|s| s.from.max(s.to))
-                    .fold(0.0, f64::max)
-                    .floor() as usize;
+                    .fold(0.0, f64::max);
+                if most > MAX_CONNECTIONS as f64 {
+                    return Err(reject(
+                        "--stages",
+                        format!(
+                            "{most} connections is more than one loadlab opens \
+                             ({MAX_CONNECTIONS}); run several loadlab processes (shards) for more"
+                        ),
+                    ));
+                }
+                let most = most as usize;
                 if most == 0 {
                     return Err(reject(
                         "--stages",
@@ -269,9 +341,28 @@ impl RunSpec {
                         format!("must be more than 0 requests/s, got {rate}; try --rate 1000"),
                     ));
                 }
+                if rate > MAX_RATE {
+                    return Err(reject(
+                        "--rate",
+                        format!(
+                            "{rate} requests/s is more than one machine can send (loadlab's \
+                             limit is {MAX_RATE}/s); split the load across shards"
+                        ),
+                    ));
+                }
                 Profile::constant(rate, self.duration.unwrap_or(DEFAULT_DURATION))
             }
             (None, Some(profile)) => {
+                if let Some(s) = profile.stages.iter().find(|s| s.from.max(s.to) > MAX_RATE) {
+                    return Err(reject(
+                        "--stages",
+                        format!(
+                            "{} requests/s is more than one machine can send (loadlab's limit is \
+                             {MAX_RATE}/s); split the load across shards",
+                            s.from.max(s.to)
+                        ),
+                    ));
+                }
                 if self.duration.is_some() {
                     return Err(reject(
                         "--stages",
