@@ -45,19 +45,50 @@ pub(crate) fn verdicts(
             why.join(", ")
         ));
     }
+    let server_errors: u64 = measured
+        .status_codes
+        .iter()
+        .filter(|(code, _)| code.starts_with('5'))
+        .map(|(_, n)| n)
+        .sum();
+    let answered = measured.requests.completed;
+    if answered > 0 && server_errors * 2 > answered {
+        out.push(format!(
+            "most responses were server errors: {:.0}% of {} responses had a 5xx status, so \
+             these figures measure the server's failure path, not its work",
+            server_errors as f64 * 100.0 / answered as f64,
+            answered
+        ));
+    }
     if let Model::Open { profile, .. } = &config.model {
         // Compare what completed while the schedule ran with what fell due in that time (not
         // with the nominal rate: Poisson arrivals vary by themselves).
-        let due = measured.requests.issued + measured.requests.not_sent;
+        // A run stopped early is judged on the time that ran; the requests it abandoned in
+        // flight were sent on time and are no evidence either way.
+        let ran = if outcome.interrupted {
+            profile
+                .duration()
+                .min(outcome.elapsed.saturating_sub(config.warmup))
+        } else {
+            profile.duration()
+        };
+        let abandoned = if outcome.interrupted {
+            outcome.recorder.in_flight
+        } else {
+            0
+        };
+        let due = (measured.requests.issued + measured.requests.not_sent).saturating_sub(abandoned);
         let from = (config.warmup.as_nanos() / BUCKET.as_nanos()) as usize;
-        let to = ((config.warmup + profile.duration()).as_nanos() / BUCKET.as_nanos()) as usize;
+        let to = ((config.warmup + ran).as_nanos() / BUCKET.as_nanos()) as usize;
         let buckets = &outcome.recorder.timeline.buckets;
         let in_time: u64 = buckets
             .get(from.min(buckets.len())..to.min(buckets.len()))
             .map_or(0, |b| b.iter().map(|b| b.completed).sum());
         let unsent = measured.requests.not_sent;
-        if due > 0 && (unsent > 0 || (in_time as f64) < due as f64 * KEEP_UP_SHARE) {
-            let secs = profile.duration().as_secs_f64();
+        // Stopped early, a request left waiting for its connection is the stop's doing.
+        let unsent_blames = unsent > 0 && !outcome.interrupted;
+        if due > 0 && (unsent_blames || (in_time as f64) < due as f64 * KEEP_UP_SHARE) {
+            let secs = ran.as_secs_f64().max(1e-9);
             let mut line = format!(
                 "the target could not keep up: {:.1} requests/s completed while {:.1}/s fell due",
                 in_time as f64 / secs,
@@ -116,12 +147,32 @@ pub(crate) fn warnings(
         }
     }
     let r = &measured.requests;
-    if r.issued > 0 && r.completed == 0 {
+    if r.issued > 0 && r.completed == 0 && r.failed == 0 {
+        out.push(
+            "no measured request completed and none failed: every one was still waiting for \
+             its response when the run ended (a stalled or very slow server; see --timeout)"
+                .into(),
+        );
+    } else if r.issued > 0 && r.completed == 0 {
         out.push("every measured request failed: see the errors".into());
     } else if r.failed * 100 > r.issued {
         out.push(format!(
             "{:.1}% of measured requests failed: see the errors",
             r.failed as f64 * 100.0 / r.issued as f64
+        ));
+    }
+    let server_errors: u64 = measured
+        .status_codes
+        .iter()
+        .filter(|(code, _)| code.starts_with('5'))
+        .map(|(_, n)| n)
+        .sum();
+    let answered = measured.requests.completed;
+    if answered > 0 && server_errors * 100 > answered && server_errors * 2 <= answered {
+        out.push(format!(
+            "{:.1}% of responses had a 5xx status: the server failed them, though they count \
+             as completed",
+            server_errors as f64 * 100.0 / answered as f64
         ));
     }
     if measured.requests.completed > 0 && measured.requests.completed < 1_000 {

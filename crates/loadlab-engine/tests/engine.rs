@@ -463,3 +463,78 @@ fn paths_are_sent_in_rotation_on_each_connection() {
     .to_string();
     assert!(err.contains("must start with /"), "{err}");
 }
+
+/// An open loop stopped early (Ctrl-C) is judged on the time that ran: the rest of its
+/// schedule was never due, and a target that kept the rate is not blamed.
+#[test]
+fn a_stopped_open_loop_counts_only_what_fell_due() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let config = RunSpec {
+        duration: Some(Duration::from_secs(60)),
+        rate: Some(200.0),
+        threads: Some(1),
+        connections: None,
+        ..spec(server.url("/"))
+    }
+    .validate()
+    .unwrap();
+    let (control, rx) = run_in_background(config);
+    // Stop once 100 requests were answered: about half a second into a minute's schedule.
+    while server.counters().answered() < 100 {
+        std::thread::yield_now();
+    }
+    control.stop();
+    let r = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the run ends")
+        .unwrap();
+    assert!(r.interrupted);
+    let q = &r.measured.requests;
+    // Not the ~11,900 requests of the rest of the minute.
+    assert!(q.not_sent <= 2, "{q:?}");
+    assert!(
+        r.verdicts.iter().all(|v| !v.contains("could not keep up")),
+        "{:?}",
+        r.verdicts
+    );
+}
+
+/// Verdicts say what happened: a server answering 5xx is failing, not fast; a server that
+/// answers nothing has not "failed every request".
+#[test]
+fn server_errors_and_stalls_are_named_for_what_they_are() {
+    let failing = TestServer::start(Behavior::Cycle(vec![
+        response(503, "busy"),
+        response(500, "oops"),
+        response(503, "busy"),
+        response(200, "ok"),
+    ]));
+    let r = run_spec(RunSpec {
+        duration: Some(Duration::from_millis(500)),
+        ..spec(failing.url("/"))
+    });
+    assert!(r.measured.requests.completed > 0);
+    assert!(
+        r.verdicts
+            .iter()
+            .any(|v| v.contains("most responses were server errors")),
+        "{:?}",
+        r.verdicts
+    );
+    let stalled = TestServer::start(Behavior::Stall);
+    let r = run_spec(RunSpec {
+        duration: Some(Duration::from_millis(500)),
+        ..spec(stalled.url("/"))
+    });
+    assert_eq!(r.measured.requests.failed, 0);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("still waiting for its response"))
+            && r.warnings
+                .iter()
+                .all(|w| !w.contains("every measured request failed")),
+        "{:?}",
+        r.warnings
+    );
+}

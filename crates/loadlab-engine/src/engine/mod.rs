@@ -330,7 +330,7 @@ fn worker(ctx: Rc<ThreadCtx>, thread: usize, threads: usize, connections: usize)
     drop(runtime);
     let mut recorder = ctx.recorder.take();
     if let Some(open) = &ctx.open {
-        let (warm, measured) = open.unsent(recorder.in_flight, ctx.warmup_end);
+        let (warm, measured) = open.unsent(recorder.in_flight, ctx.warmup_end, Instant::now());
         recorder.phase(crate::stats::Phase::Warmup).not_sent += warm;
         recorder.phase(crate::stats::Phase::Measured).not_sent += measured;
     }

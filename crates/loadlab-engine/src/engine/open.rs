@@ -121,12 +121,17 @@ impl OpenState {
         }
     }
 
-    /// Requests never sent: still in the schedule, or taken by a connection that was still
-    /// connecting when the run was stopped.
-    pub fn unsent(&self, in_flight: u64, warmup_end: Instant) -> (u64, u64) {
+    /// Requests due by `until` (when the thread stopped) but never sent: still in the
+    /// schedule, or taken by a connection that was still connecting. Requests not yet due
+    /// when a run is stopped early are not failures of anyone, and are not counted (nor
+    /// walked: a long schedule's rest could hold billions).
+    pub fn unsent(&self, in_flight: u64, warmup_end: Instant, until: Instant) -> (u64, u64) {
         let mut counts = (0u64, 0u64);
         let mut pending = self.pending.borrow_mut();
         while let Some(t) = pending.take() {
+            if t > until {
+                break;
+            }
             if t < warmup_end {
                 counts.0 += 1;
             } else {
