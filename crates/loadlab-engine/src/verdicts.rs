@@ -45,6 +45,13 @@ pub(crate) fn verdicts(
             why.join(", ")
         ));
     }
+    if measured.requests.issued > 0 && measured.requests.completed == 0 && !outcome.interrupted {
+        out.push(
+            "nothing succeeded: no measured request got a response; see the errors (loadlab \
+             exits with code 2)"
+                .into(),
+        );
+    }
     let server_errors: u64 = measured
         .status_codes
         .iter()

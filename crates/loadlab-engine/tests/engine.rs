@@ -538,3 +538,34 @@ fn server_errors_and_stalls_are_named_for_what_they_are() {
         r.warnings
     );
 }
+
+/// A port that refuses every connection: connects back off (10 ms, doubling, at most 1 s),
+/// so a second costs a few dozen attempts, not tens of thousands; over HTTP/2 too.
+#[test]
+fn refused_connects_back_off() {
+    // A port nothing listens on: bind one, then drop it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for http2 in [false, true] {
+        let r = run_spec(RunSpec {
+            connections: Some(5),
+            threads: Some(1),
+            duration: Some(Duration::from_secs(1)),
+            http2,
+            ..spec(format!("http://127.0.0.1:{port}/"))
+        });
+        let q = &r.measured.requests;
+        assert_eq!(q.completed, 0);
+        // Each of 5 connections: 10+20+40+80+160+320 ms of waits fit in a second, so at
+        // most 7 attempts each.
+        assert!(
+            q.failed > 0 && q.failed <= 5 * 8,
+            "http2 {http2}: {} failed attempts in 1 s",
+            q.failed
+        );
+        assert_eq!(r.measured.errors.get("connect_refused"), Some(&q.failed));
+    }
+}

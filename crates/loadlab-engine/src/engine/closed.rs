@@ -42,6 +42,17 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
             noticed: now,
         };
         conn.request(&ctx, due).await;
+        if let Some(wait) = conn.backoff() {
+            // Bounded by the run's end and woken by a stop.
+            let until = ctx
+                .deadline
+                .map_or(Instant::now() + wait, |d| d.min(Instant::now() + wait));
+            tokio::select! {
+                biased;
+                _ = ctx.stop.stopped() => {}
+                _ = tokio::time::sleep_until(until.into()) => {}
+            }
+        }
     }
     let live = ctx.live_connections.get() - 1;
     ctx.live_connections.set(live);

@@ -128,7 +128,15 @@ pub(super) struct Conn {
     timer: Pin<Box<Sleep>>,
     /// The rotation's next request on this connection.
     next: usize,
+    /// Connects that failed in a row (reset by one that works).
+    failed_connects: u32,
 }
+
+/// The first wait after a failed connect; it doubles with each failure in a row, up to
+/// [`MAX_CONNECT_BACKOFF`]. Without it a refused port costs tens of thousands of attempts a
+/// second, which starve the connections that work and fill the result with one error.
+pub(super) const FIRST_CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+pub(super) const MAX_CONNECT_BACKOFF: Duration = Duration::from_secs(1);
 
 impl Conn {
     pub fn new(ctx: &ThreadCtx) -> Conn {
@@ -138,7 +146,18 @@ impl Conn {
             // Armed with the first request's deadline on first use; see `poll_deadline`.
             timer: Box::pin(tokio::time::sleep(Duration::from_secs(86_400))),
             next: 0,
+            failed_connects: 0,
         }
+    }
+
+    /// How long to wait before trying this connection again, after connects that failed in
+    /// a row: 10 ms, doubling, at most 1 s; `None` when the last connect worked.
+    pub fn backoff(&self) -> Option<Duration> {
+        (self.failed_connects > 0).then(|| {
+            FIRST_CONNECT_BACKOFF
+                .saturating_mul(1 << (self.failed_connects - 1).min(16))
+                .min(MAX_CONNECT_BACKOFF)
+        })
     }
 
     /// Closes the socket, if open (a closed loop whose stage dropped this connection).
@@ -155,9 +174,11 @@ impl Conn {
         match connect(ctx, phase).await {
             Ok(s) => {
                 self.stream = Some(s);
+                self.failed_connects = 0;
                 true
             }
             Err((class, detail)) => {
+                self.failed_connects = self.failed_connects.saturating_add(1);
                 note_detail(ctx, phase, class, detail);
                 record_failure(ctx, phase, class, &Traffic::default(), false);
                 false

@@ -105,15 +105,37 @@ fn over(ctx: &ThreadCtx, now: Instant) -> bool {
 
 /// Drives one HTTP/2 connection slot until the run ends, reconnecting when it dies.
 pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
+    // Connections that failed in a row, or died before answering anything (a server that
+    // does not speak HTTP/2): each waits longer before the next, as a closed loop's
+    // connects do, instead of reopening thousands of times a second.
+    let mut failures: u32 = 0;
     loop {
+        if failures > 0 {
+            let wait = super::exchange::FIRST_CONNECT_BACKOFF
+                .saturating_mul(1 << (failures - 1).min(16))
+                .min(super::exchange::MAX_CONNECT_BACKOFF);
+            let until = ctx
+                .deadline
+                .map_or(Instant::now() + wait, |d| d.min(Instant::now() + wait));
+            tokio::select! {
+                biased;
+                _ = ctx.stop.stopped() => {}
+                _ = tokio::time::sleep_until(until.into()) => {}
+            }
+        }
         let now = Instant::now();
         if over(&ctx, now) || ctx.budget_spent.get() {
             break;
         }
         let phase = phase_at(&ctx, now);
         let Some(send) = open_connection(&ctx, phase).await else {
+            failures = failures.saturating_add(1);
             continue;
         };
+        let answered_before = ctx
+            .progress
+            .completed
+            .load(std::sync::atomic::Ordering::Relaxed);
         let mut streams = tokio::task::JoinSet::new();
         for _ in 0..ctx.streams {
             streams.spawn_local(stream_loop(ctx.clone(), send.clone()));
@@ -132,6 +154,15 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
         if !connection_died {
             break;
         }
+        let answered = ctx
+            .progress
+            .completed
+            .load(std::sync::atomic::Ordering::Relaxed);
+        failures = if answered > answered_before {
+            0
+        } else {
+            failures.saturating_add(1)
+        };
     }
     let live = ctx.live_connections.get() - 1;
     ctx.live_connections.set(live);
