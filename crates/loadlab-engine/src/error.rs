@@ -24,13 +24,15 @@ pub enum ErrorClass {
     GoAway,
     /// HTTP/2: a protocol violation (by either side).
     ProtocolError,
+    /// HTTP/1.1: the server sent more bytes than the response's framing allows.
+    ExtraBytes,
 }
 
 // Names and explanations live in the result crate's table, indexed by the class.
 const _: () = assert!(ErrorClass::ALL.len() == loadlab_result::failure::FAILURE_CLASSES.len());
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 15] = [
+    pub const ALL: [ErrorClass; 16] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -46,6 +48,7 @@ impl ErrorClass {
         ErrorClass::StreamReset,
         ErrorClass::GoAway,
         ErrorClass::ProtocolError,
+        ErrorClass::ExtraBytes,
     ];
     pub const COUNT: usize = Self::ALL.len();
 

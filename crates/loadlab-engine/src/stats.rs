@@ -54,6 +54,10 @@ pub struct PhaseStats {
     pub connections_opened: u64,
     /// Open loop: requests due before the end that never got a connection.
     pub not_sent: u64,
+    /// Time spent waiting for servers to close after announcing `Connection: close`, and
+    /// the waits that ended with the server still not closed.
+    pub close_wait: Duration,
+    pub close_wait_timeouts: u64,
 }
 
 impl Default for PhaseStats {
@@ -78,6 +82,8 @@ impl Default for PhaseStats {
             bytes_received: 0,
             connections_opened: 0,
             not_sent: 0,
+            close_wait: Duration::ZERO,
+            close_wait_timeouts: 0,
         }
     }
 }
@@ -109,6 +115,8 @@ impl PhaseStats {
         self.bytes_received += other.bytes_received;
         self.connections_opened += other.connections_opened;
         self.not_sent += other.not_sent;
+        self.close_wait += other.close_wait;
+        self.close_wait_timeouts += other.close_wait_timeouts;
         self.tls_resumed += other.tls_resumed;
         self.tls_full += other.tls_full;
         for (a, b) in self.error_details.iter_mut().zip(&other.error_details) {

@@ -87,6 +87,8 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
             scheduler_lag: encode_nonempty(&stats.scheduler_lag),
             tls_handshake: encode_nonempty(&stats.tls_handshake),
         },
+        close_wait_s: stats.close_wait.as_secs_f64(),
+        close_wait_timeouts: stats.close_wait_timeouts,
     }
 }
 

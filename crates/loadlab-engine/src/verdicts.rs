@@ -182,6 +182,14 @@ pub(crate) fn warnings(
             server_errors as f64 * 100.0 / answered as f64
         ));
     }
+    if measured.close_wait_timeouts > 0 {
+        out.push(format!(
+            "the server announced Connection: close {} times without closing: loadlab waited \
+             {:.2} s in all (at most 250 ms each) before closing those connections itself, \
+             time no latency figure shows",
+            measured.close_wait_timeouts, measured.close_wait_s
+        ));
+    }
     if measured.requests.completed > 0 && measured.requests.completed < 1_000 {
         out.push(format!(
             "only {} requests were measured: high percentiles rest on very few samples",

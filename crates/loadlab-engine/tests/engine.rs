@@ -569,3 +569,57 @@ fn refused_connects_back_off() {
         assert_eq!(r.measured.errors.get("connect_refused"), Some(&q.failed));
     }
 }
+
+/// More bytes than Content-Length is the server's framing error, a class of its own; a
+/// `Connection: close` the server does not honour costs a wait that the result shows.
+#[test]
+fn overlong_responses_and_unkept_closes_are_visible() {
+    let overlong = TestServer::start(Behavior::Fixed(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA".to_vec(),
+    ));
+    let r = run_spec(RunSpec {
+        duration: Some(Duration::from_millis(300)),
+        ..spec(overlong.url("/"))
+    });
+    let q = &r.measured.requests;
+    assert_eq!(q.completed, 0, "{q:?}");
+    assert_eq!(r.measured.errors.get("extra_bytes"), Some(&q.failed));
+    // A server that says it will close, then keeps the connection open until the client
+    // closes it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut stream = stream;
+                let mut buf = [0u8; 4096];
+                if stream.read(&mut buf).unwrap_or(0) == 0 {
+                    return;
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+                );
+                while stream.read(&mut buf).unwrap_or(0) > 0 {}
+            });
+        }
+    });
+    let r = run_spec(RunSpec {
+        duration: Some(Duration::from_secs(1)),
+        connections: Some(2),
+        ..spec(format!("http://{addr}/"))
+    });
+    let m = &r.measured;
+    assert!(m.requests.completed > 0);
+    // Every close was waited for, but the last wait of each connection, cut by the run's end.
+    assert!(
+        m.close_wait_timeouts > 0 && m.close_wait_timeouts + 2 >= m.requests.completed,
+        "{m:?}"
+    );
+    assert!(m.close_wait_s >= 0.2 * m.close_wait_timeouts as f64);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("without closing")),
+        "{:?}",
+        r.warnings
+    );
+}

@@ -20,6 +20,11 @@ pub const FAILURE_CLASSES: &[(&str, &str)] = &[
     ("stream_reset", "the server reset the HTTP/2 stream (RST_STREAM)"),
     ("goaway", "the server sent GOAWAY: the request was not processed"),
     ("protocol_error", "HTTP/2 protocol error"),
+    (
+        "extra_bytes",
+        "the server sent more bytes than the response's Content-Length or chunks announced \
+         (its framing is wrong; the connection is not reused)",
+    ),
 ];
 
 /// The explanation of a failure class by its name, e.g. `connect_refused`.

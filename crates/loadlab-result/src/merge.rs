@@ -209,6 +209,7 @@ fn merge_phases(phases: Vec<Option<&PhaseSummary>>) -> Result<Option<PhaseSummar
         max_received_per_s: 0,
     };
     let (mut tls_resumed, mut tls_full, mut opened, mut failed_connects) = (0, 0, 0, 0);
+    let (mut close_wait_s, mut close_wait_timeouts) = (0.0, 0);
     for (i, p) in &present {
         let h = &p.histograms;
         let encoded = [
@@ -244,6 +245,8 @@ fn merge_phases(phases: Vec<Option<&PhaseSummary>>) -> Result<Option<PhaseSummar
         tls_full += p.tls_full;
         opened += p.connections_opened;
         failed_connects += p.connections_failed;
+        close_wait_s += p.close_wait_s;
+        close_wait_timeouts += p.close_wait_timeouts;
     }
     let rate = |n: u64| {
         if duration_s > 0.0 {
@@ -293,6 +296,8 @@ fn merge_phases(phases: Vec<Option<&PhaseSummary>>) -> Result<Option<PhaseSummar
             scheduler_lag: encode_opt("scheduler_lag"),
             tls_handshake: encode_opt("tls_handshake"),
         },
+        close_wait_s,
+        close_wait_timeouts,
     }))
 }
 

@@ -226,6 +226,21 @@ pub struct PhaseSummary {
     pub bytes: Bytes,
     /// HdrHistograms (nanoseconds) in HdrHistogram's compressed V2 form, base64.
     pub histograms: EncodedHistograms,
+    /// Seconds spent waiting for servers to close connections they announced they would
+    /// close (`Connection: close`), and how many of those waits ran out with the server
+    /// still holding the connection open.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub close_wait_s: f64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub close_wait_timeouts: u64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -224,7 +224,14 @@ impl Conn {
                             // server that announced close but does not close is not waited
                             // for long: the slot is needed for the next request.
                             let wait = ctx.timeout.min(MAX_CLOSE_WAIT);
-                            await_close(&mut s, &mut self.timer, Instant::now() + wait).await;
+                            let began = Instant::now();
+                            let closed = await_close(&mut s, &mut self.timer, began + wait).await;
+                            let mut rec = ctx.recorder.borrow_mut();
+                            let stats = rec.phase(due.phase);
+                            stats.close_wait += began.elapsed();
+                            if !closed {
+                                stats.close_wait_timeouts += 1;
+                            }
                         }
                     }
                 }
@@ -358,12 +365,15 @@ async fn exchange(
                     traffic.unbooked += n as u64;
                     match parser.feed(&buf[..n]) {
                         Ok(Progress::NeedMore) => continue,
+                        // Bytes beyond the response were never asked for (loadlab does not
+                        // pipeline): the server's framing is wrong.
+                        Ok(Progress::Complete(r)) if r.consumed < n => {
+                            return Poll::Ready(Err(ErrorClass::ExtraBytes));
+                        }
                         Ok(Progress::Complete(r)) => {
                             return Poll::Ready(Ok(Exchange {
                                 status: r.status,
-                                // Bytes beyond the response were never asked for: do not
-                                // trust the connection with another request.
-                                close: r.close || r.consumed < n,
+                                close: r.close,
                                 eof: false,
                             }));
                         }
@@ -416,15 +426,16 @@ fn poll_deadline(timer: &mut Pin<Box<Sleep>>, deadline: Instant, cx: &mut Contex
     }
 }
 
-/// Waits (bounded) for the server to close after a response that announced it would.
-async fn await_close(stream: &mut Stream, timer: &mut Pin<Box<Sleep>>, deadline: Instant) {
+/// Waits (bounded) for the server to close after a response that announced it would; true
+/// when it did.
+async fn await_close(stream: &mut Stream, timer: &mut Pin<Box<Sleep>>, deadline: Instant) -> bool {
     let mut scratch = [0u8; 512];
     poll_fn(|cx| loop {
         let mut read = ReadBuf::new(&mut scratch);
         match Pin::new(&mut *stream).poll_read(cx, &mut read) {
             Poll::Ready(Ok(())) if !read.filled().is_empty() => continue,
-            Poll::Ready(_) => return Poll::Ready(()),
-            Poll::Pending => return poll_deadline(timer, deadline, cx),
+            Poll::Ready(_) => return Poll::Ready(true),
+            Poll::Pending => return poll_deadline(timer, deadline, cx).map(|()| false),
         }
     })
     .await
