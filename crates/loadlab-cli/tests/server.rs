@@ -589,7 +589,31 @@ fn limits_that_cannot_hold_stop_the_run_unless_best_effort() {
     };
     let strict = as_nobody("");
     let best = as_nobody("--limits best-effort");
+    // Whatever the user and the limits, the launched server ended with the run (it used to
+    // outlive loadlab, reparented to init, when `sh -c` had started it and no cgroup held it).
+    let ours = fixture.display().to_string();
+    let left_behind = || -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&ours))
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !left_behind().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = left_behind();
+    for pid in &left {
+        // SAFETY: kill(2) of a fixture this test launched (through loadlab).
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
     let _ = std::fs::remove_dir_all(&dir);
+    assert!(left.is_empty(), "launched servers left behind: {left:?}");
 
     let stderr = String::from_utf8_lossy(&strict.stderr);
     assert_eq!(strict.status.code(), Some(2), "{stderr}");
