@@ -20,6 +20,7 @@
 pub mod analysis;
 pub mod file;
 pub mod gates;
+pub mod junit;
 pub mod metrics;
 pub mod plan;
 pub mod runner;
