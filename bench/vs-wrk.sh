@@ -6,6 +6,7 @@
 #
 #   bash bench/vs-wrk.sh            # the full benchmark (about 2 minutes)
 #   ROUNDS=1 SECS=3 bash bench/vs-wrk.sh   # a quick look
+#   OLD_LOADLAB=/path/to/old/loadlab bash bench/vs-wrk.sh   # also an older build, same rounds
 #
 # Do not run it while anything else (a build) uses the CPU: the numbers would be noise.
 set -euo pipefail
@@ -50,7 +51,18 @@ run_loadlab() {
     echo "$n $(cpu_seconds)"
 }
 
-alternate wrk loadlab
+run_loadlab_old() {
+    timed "$OLD_LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --json "$OUT/loadlab-old.json" "$URL"
+    local n
+    n=$(loadlab_completed "$OUT/loadlab-old.json")
+    echo "$n $(cpu_seconds)"
+}
+
+if [ -n "${OLD_LOADLAB:-}" ]; then
+    alternate wrk loadlab loadlab_old
+else
+    alternate wrk loadlab
+fi
 
 echo
 echo "== $BIG connections held for ${SECS}s (loadlab, 1 thread, pinned to core $LOAD_CPU)"
