@@ -17,3 +17,18 @@ for component in rustfmt clippy; do
     fi
 done
 echo "setup: $(cargo --version), rustfmt and clippy present"
+
+# The HTML report's browser test (crates/loadlab-report/tests/browser.rs) drives Debian's
+# headless Chromium through chromedriver. Installed only when missing; without root or
+# apt-get we say what to install and go on (that test then prints SKIPPED and passes).
+if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then
+    echo "setup: chromium and chromedriver present"
+elif [[ $(id -u) -eq 0 ]] && need apt-get; then
+    echo "setup: installing chromium and chromium-driver (for the HTML report's browser test)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        chromium chromium-driver
+else
+    echo "setup: /usr/bin/chromium or /usr/bin/chromedriver is missing; the HTML report's" \
+        "browser test will be skipped. Install them with: sudo apt-get install chromium chromium-driver" >&2
+fi

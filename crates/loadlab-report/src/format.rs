@@ -28,6 +28,12 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// A rate with thousands separators and one decimal: `112,908.1`.
+pub fn rate(per_second: f64) -> String {
+    let tenths = (per_second * 10.0).round() as u64;
+    format!("{}.{}", count(tenths / 10), tenths % 10)
+}
+
 /// A byte count in binary units: `512 B`, `1.50 KiB`, `12.3 MiB`.
 pub fn bytes(n: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -3,15 +3,31 @@
 //! Every output format implements [`Exporter`]; [`exporter_for`] picks one by name or file
 //! extension and rejects unknown ones with the list of known ones. Output here is plain text
 //! with no terminal colours: styling belongs to the CLI.
+//!
+//! # Layout
+//!
+//! - [`text`](TextExporter): the human summary for a terminal.
+//! - [`json`](JsonExporter), [`hdrlog`](HdrLogExporter): the result for programs.
+//! - `tables`: the report's content as tables, which [`markdown`] and [`html`] render.
+//! - [`markdown`], [`csv`]: the same content for issues and for spreadsheets.
+//! - [`html`]: one self-contained page with charts; several runs overlaid.
 
+pub mod csv;
 mod format;
 mod hdrlog;
+pub mod html;
 mod json;
+pub mod markdown;
+mod tables;
 mod text;
 
-pub use format::{bytes, count, duration_us};
+pub use csv::CsvExporter;
+pub use format::{bytes, count, duration_us, rate};
 pub use hdrlog::HdrLogExporter;
+pub use html::HtmlExporter;
 pub use json::JsonExporter;
+pub use markdown::MarkdownExporter;
+pub use tables::Run;
 pub use text::TextExporter;
 
 use loadlab_result::RunResult;
@@ -20,13 +36,13 @@ use std::path::Path;
 
 /// One output format.
 pub trait Exporter {
-    /// The name users pass to choose it (`text`, `json`).
+    /// The name users pass to choose it (`text`, `json`, `html`).
     fn name(&self) -> &'static str;
     fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()>;
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("unknown output format `{0}`: use one of text, json, hdr-log (or a file ending in .txt, .json or .hlog)")]
+#[error("unknown output format `{0}`: use one of text, json, hdr-log, html, markdown, csv (or a file ending in .txt, .json, .hlog, .html, .md or .csv)")]
 pub struct UnknownFormat(pub String);
 
 /// Finds the exporter for a format name (`json`) or, failing that, a path's extension.
@@ -40,6 +56,9 @@ pub fn exporter_for(name_or_path: &str) -> Result<Box<dyn Exporter>, UnknownForm
         "json" => Ok(Box::new(JsonExporter)),
         "text" | "txt" => Ok(Box::new(TextExporter)),
         "hdr-log" | "hlog" => Ok(Box::new(HdrLogExporter)),
+        "html" | "htm" => Ok(Box::new(HtmlExporter)),
+        "markdown" | "md" => Ok(Box::new(MarkdownExporter)),
+        "csv" => Ok(Box::new(CsvExporter)),
         _ => Err(UnknownFormat(name_or_path.to_string())),
     }
 }
@@ -65,5 +84,12 @@ mod tests {
         let err = exporter_for("result.xml").err().unwrap().to_string();
         assert!(err.contains("text, json"), "{err}");
         assert_eq!(exporter_for("run.hlog").unwrap().name(), "hdr-log");
+        assert_eq!(exporter_for("html").unwrap().name(), "html");
+        assert_eq!(exporter_for("out/report.HTML").unwrap().name(), "html");
+        assert_eq!(exporter_for("md").unwrap().name(), "markdown");
+        assert_eq!(exporter_for("markdown").unwrap().name(), "markdown");
+        assert_eq!(exporter_for("report.md").unwrap().name(), "markdown");
+        assert_eq!(exporter_for("runs.csv").unwrap().name(), "csv");
+        assert!(err.contains("html, markdown, csv"), "{err}");
     }
 }

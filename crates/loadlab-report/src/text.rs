@@ -1,7 +1,7 @@
 //! The human summary: what ran, what came back, how fast, and what to distrust. Plain text
 //! that reads well in a terminal, a CI log or an issue.
 
-use crate::format::{bytes, count, duration_us};
+use crate::format::{bytes, count, duration_us, rate};
 use crate::Exporter;
 use loadlab_result::RunResult;
 use loadlab_result::{decode_histogram, LatencySummary, PhaseSummary};
@@ -402,12 +402,6 @@ fn server_section(s: &mut String, server: &loadlab_result::ServerReport) {
             ),
         );
     }
-}
-
-/// A rate with thousands separators and one decimal: `112,908.1`.
-fn rate(per_second: f64) -> String {
-    let tenths = (per_second * 10.0).round() as u64;
-    format!("{}.{}", count(tenths / 10), tenths % 10)
 }
 
 /// At most this many rows of timeline; longer runs are shown in groups of intervals.

@@ -1,0 +1,55 @@
+//! The HTML report: one self-contained file a person can open offline and forward. Charts of
+//! requests/s and response-time percentiles over time, the server's CPU and memory on the same
+//! time axis (the cursor moves on all of them at once), the latency distribution as
+//! HdrHistogram plots it, then the same tables as the Markdown report. Several runs overlay with
+//! [`render_runs`]; [`HtmlExporter`] is the one-run case.
+//!
+//! Why uPlot for the charts: it is small (about 50 KB minified, so the page stays light),
+//! draws on a canvas fast enough for thousands of points, has cursor sync across charts and
+//! log axes built in, needs no other library, and is MIT-licensed. It is vendored at a pinned
+//! version and embedded; nothing is fetched, and the page's Content-Security-Policy forbids
+//! fetching anything.
+//!
+//! Layout:
+//! - [`data`]: what the charts plot, prepared in Rust (the percentile curve decoded from the
+//!   histogram, series per run, the server's samples thinned).
+//! - `page`: the document, its header and tables, and all escaping.
+//! - `assets`: the embedded uPlot, `report.js`, `report.css`, and the policy's script hashes.
+//! - `report.js`: draws the charts from the embedded data, inserting text only as text.
+//!
+//! This module must not reach the network, and must not put a result's strings into the page
+//! unescaped.
+
+mod assets;
+pub mod data;
+mod page;
+
+pub use assets::UPLOT_VERSION;
+pub use page::{escape_html, json_for_script};
+
+use crate::tables::Run;
+use crate::Exporter;
+use loadlab_result::RunResult;
+use std::io::{self, Write};
+
+/// The single-run HTML report (format `html`, files ending in `.html`).
+pub struct HtmlExporter;
+
+impl Exporter for HtmlExporter {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        render_runs(&[(result.started_at.as_str(), result)], out)
+    }
+}
+
+/// Writes one page for several runs, each named by its label: their timelines and
+/// distributions overlaid on the same charts, their tables side by side (a column per run).
+/// With one run, the labels stay out of the charts' legends.
+pub fn render_runs(runs: &[Run], out: &mut dyn Write) -> io::Result<()> {
+    let data = data::chart_data(runs);
+    let json = serde_json::to_string(&data).map_err(io::Error::other)?;
+    page::write_page(runs, &json, out)
+}

@@ -1,0 +1,196 @@
+//! The Markdown, CSV and HTML exports of saved results: Markdown and CSV snapshot-tested, the
+//! HTML checked for size, self-containment and escaping (its rendering is checked in a real
+//! browser by `tests/browser.rs`).
+
+mod support;
+
+use loadlab_report::{html, render, CsvExporter, HtmlExporter, MarkdownExporter};
+use support::{fixture, hostile_run, ten_minute_run, PAYLOADS};
+
+/// CSV rows end in CRLF (RFC 4180); snapshots hold them with plain newlines.
+fn csv(name: &str) -> String {
+    let out = render(&CsvExporter, &fixture(name));
+    assert!(out.ends_with("\r\n"));
+    assert_eq!(out.matches('\n').count(), out.matches("\r\n").count());
+    out.replace("\r\n", "\n")
+}
+
+#[test]
+fn markdown_of_a_healthy_run() {
+    insta::assert_snapshot!(render(&MarkdownExporter, &fixture("ok.json")));
+}
+
+#[test]
+fn markdown_of_a_run_where_everything_failed() {
+    insta::assert_snapshot!(render(&MarkdownExporter, &fixture("refused.json")));
+}
+
+#[test]
+fn markdown_of_an_open_loop_run() {
+    insta::assert_snapshot!(render(&MarkdownExporter, &fixture("open.json")));
+}
+
+#[test]
+fn markdown_of_a_run_with_a_server() {
+    insta::assert_snapshot!(render(&MarkdownExporter, &fixture("server.json")));
+}
+
+#[test]
+fn csv_of_a_healthy_run() {
+    insta::assert_snapshot!(csv("ok.json"));
+}
+
+#[test]
+fn csv_of_a_run_where_everything_failed() {
+    insta::assert_snapshot!(csv("refused.json"));
+}
+
+#[test]
+fn csv_of_an_open_loop_run() {
+    insta::assert_snapshot!(csv("open.json"));
+}
+
+#[test]
+fn csv_of_a_run_with_a_server() {
+    insta::assert_snapshot!(csv("server.json"));
+}
+
+/// Two runs side by side: a column per run in Markdown, rows per run in CSV.
+#[test]
+fn several_runs_side_by_side() {
+    let (a, b) = (fixture("ok.json"), fixture("server.json"));
+    let runs = [("before", &a), ("after", &b)];
+    let mut md = Vec::new();
+    loadlab_report::markdown::render_runs(&runs, &mut md).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    assert!(md.starts_with("# loadlab: 2 runs side by side"), "{md}");
+    assert!(md.contains("|  | before | after |"), "{md}");
+    let mut csv = Vec::new();
+    loadlab_report::csv::render_runs(&runs, &mut csv).unwrap();
+    let csv = String::from_utf8(csv).unwrap();
+    assert!(csv.contains("summary,before,,requests_completed,20000\r\n"));
+    assert!(csv.contains("timeline,after,1,achieved_per_s,"));
+    let mut page = Vec::new();
+    html::render_runs(&runs, &mut page).unwrap();
+    let page = String::from_utf8(page).unwrap();
+    assert!(page.contains("\"label\":\"before\"") && page.contains("\"label\":\"after\""));
+}
+
+/// A CSV reader gets every hostile string back exactly, each in its own field; text a
+/// spreadsheet would evaluate gets a leading `'`.
+#[test]
+fn csv_quotes_what_the_server_said() {
+    let mut r = hostile_run();
+    r.warnings
+        .push("=HYPERLINK(\"http://example.invalid\",\"x\")".into());
+    let rows = parse_csv(&render(&CsvExporter, &r));
+    assert!(rows.iter().all(|r| r.len() == 5), "every row has 5 fields");
+    let detail = rows
+        .iter()
+        .find(|r| r[3] == "error_detail_malformed_response")
+        .expect("the detail row");
+    assert!(detail[4].starts_with("bad status line \"HTTP/1.1 200 <script>"));
+    assert!(detail[4].contains('\u{2028}'), "kept as written");
+    for p in PAYLOADS {
+        assert!(rows.iter().any(|r| r[4].contains(p)), "{p}");
+    }
+    assert!(rows
+        .iter()
+        .any(|r| r[3] == "verdict" && r[4] == PAYLOADS[2]));
+    assert!(rows
+        .iter()
+        .any(|r| r[3] == "warning" && r[4] == "'=HYPERLINK(\"http://example.invalid\",\"x\")"));
+}
+
+/// Markdown shows the hostile strings as text: no tag, and no cell ends early (every row of
+/// a table has as many cells as its heading).
+#[test]
+fn markdown_escapes_what_the_server_said() {
+    let out = render(&MarkdownExporter, &hostile_run());
+    assert!(!out.contains('<') && !out.contains('\u{2028}'), "{out}");
+    let mut heading = None;
+    for line in out.lines() {
+        if !line.starts_with('|') {
+            heading = None;
+            continue;
+        }
+        let cells = unescaped_pipes(line);
+        assert_eq!(cells, *heading.get_or_insert(cells), "{line}");
+    }
+    assert!(out.contains(r"the server said: &lt;script&gt;window.\_\_pwned=1&lt;/script&gt;"));
+}
+
+fn unescaped_pipes(line: &str) -> usize {
+    let (mut n, mut chars) = (0, line.chars());
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '|' => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// A 10-minute run at 1 s intervals with 100 ms server samples makes a page under 1 MiB.
+#[test]
+fn a_ten_minute_report_stays_under_one_mebibyte() {
+    let r = ten_minute_run();
+    assert_eq!(r.timeline.len(), 600);
+    assert_eq!(r.server.as_ref().unwrap().samples.len(), 6_000);
+    let page = render(&HtmlExporter, &r);
+    println!("10-minute report: {} bytes", page.len());
+    assert!(page.len() < 1 << 20, "{} bytes", page.len());
+    std::fs::write(support::artifact_dir().join("ten-minutes.html"), &page).unwrap();
+}
+
+/// The page references nothing outside itself and escapes every hostile string.
+#[test]
+fn the_page_is_self_contained_and_escaped() {
+    let page = render(&HtmlExporter, &hostile_run());
+    let lower = page.to_ascii_lowercase();
+    for needle in [
+        "http-equiv=\"content-security-policy\"",
+        "default-src 'none'",
+    ] {
+        assert!(lower.contains(needle), "{needle}");
+    }
+    // Only the page's own three script elements, and no element a payload could add.
+    assert_eq!(lower.matches("<script").count(), 3);
+    assert_eq!(lower.matches("</script").count(), 3);
+    assert!(!lower.contains("<img") && !lower.contains("onerror=\""));
+    assert!(!lower.contains("<!-- x"));
+    assert!(!page.contains('\u{2028}'));
+    for attr in ["src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!lower.contains(attr), "{attr}");
+    }
+    assert!(page.contains("&lt;script&gt;window.__pwned=1&lt;/script&gt;"));
+}
+
+/// Reads RFC 4180 CSV: quoted fields may hold commas, doubled quotes and line breaks.
+fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    let (mut rows, mut row, mut field) = (Vec::new(), Vec::new(), String::new());
+    let mut chars = text.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') => quoted = true,
+            (false, ',') => row.push(std::mem::take(&mut field)),
+            (false, '\r') => {}
+            (false, '\n') => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    rows
+}
