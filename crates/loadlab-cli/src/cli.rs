@@ -24,6 +24,14 @@ pub enum Command {
     Lab(crate::cmd::lab::LabArgs),
     /// Run the mock upstream: a server that counts requests and connections.
     Upstream(crate::cmd::upstream::UpstreamArgs),
+    /// Run an experiment file: variants and axes, repeated in randomized blocks, compared.
+    Experiment(Box<crate::cmd::experiment::ExperimentArgs>),
+    /// Compare two arms of runs with honest statistics.
+    Compare(crate::cmd::compare::CompareArgs),
+    /// Runs kept in the results store: list, show, delete, export.
+    Runs(crate::cmd::runs::RunsArgs),
+    /// Write a report (HTML, Markdown or CSV) of runs, an experiment or a comparison.
+    Report(crate::cmd::report::ReportArgs),
 }
 
 pub fn parse() -> Cli {

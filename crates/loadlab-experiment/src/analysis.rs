@@ -172,9 +172,38 @@ pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> 
 pub fn verdict_words(row: &Row) -> String {
     let metric = metrics::metric(row.metric).expect("rows hold known metrics");
     match &row.comparison {
-        Some(c) => c.describe(metric.better, metric.worse),
+        Some(c) => {
+            let p = c
+                .p_adjusted
+                .map_or(String::new(), |p| format!(" (p={})", p_text(p)));
+            match &c.verdict {
+                Verdict::Better { .. } | Verdict::Worse { .. } | Verdict::NoDifference => {
+                    c.verdict.describe(metric.better, metric.worse) + &p
+                }
+                _ => c.verdict.describe(metric.better, metric.worse),
+            }
+        }
         None => row.note.clone().unwrap_or_default(),
     }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else if p < 0.01 {
+        format!("{p:.4}")
+    } else {
+        format!("{p:.2}")
+    }
+}
+
+/// Why verdicts were inconclusive, once per comparison rather than on every row.
+pub fn inconclusive_note(c: &Comparison) -> Option<String> {
+    c.rows
+        .iter()
+        .filter_map(|r| r.comparison.as_ref())
+        .find(|m| matches!(m.verdict, Verdict::Inconclusive { .. }))
+        .map(|m| m.describe("", ""))
 }
 
 /// Whether a verdict found a significant change.

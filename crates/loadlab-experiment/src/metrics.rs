@@ -230,10 +230,21 @@ pub fn format(unit: Unit, v: f64) -> String {
         PerSecond => format!("{}/s", group(v)),
         Micros => duration_us(v),
         Fraction => format!("{:.2}%", v * 100.0),
-        Cores => format!("{:.1}% of a core", v * 100.0),
+        Cores => format!("{v:.2} cores"),
         Bytes => bytes(v),
         BytesPerSecond => format!("{}/s", bytes(v)),
         CpuMicrosPerRequest => format!("{} CPU", duration_us(v)),
+    }
+}
+
+/// A value without its unit's suffix, for ranges after a full value ("6,322/s (6,210–6,401)").
+pub fn bare(unit: Unit, v: f64) -> String {
+    match unit {
+        PerSecond => group(v),
+        Cores => format!("{v:.2}"),
+        BytesPerSecond => bytes(v),
+        CpuMicrosPerRequest => duration_us(v),
+        _ => format(unit, v),
     }
 }
 
@@ -289,7 +300,7 @@ mod tests {
         assert_eq!(format(Micros, 700.0), "700 µs");
         assert_eq!(format(Fraction, 0.0125), "1.25%");
         assert_eq!(format(Bytes, 2.3 * 1024.0 * 1024.0), "2.3 MiB");
-        assert_eq!(format(Cores, 0.084), "8.4% of a core");
+        assert_eq!(format(Cores, 0.084), "0.08 cores");
         assert!(METRICS.iter().all(|m| metric(m.key) == Some(m)));
     }
 }

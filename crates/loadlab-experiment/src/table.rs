@@ -59,10 +59,10 @@ fn arm_cell(row: &Row, values: &[f64]) -> String {
         .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
     if values.len() > 1 && hi > lo {
         format!(
-            "{} ({}-{})",
+            "{} ({}–{})",
             metrics::format(unit, m),
-            metrics::format(unit, lo).trim_end_matches("/s"),
-            metrics::format(unit, hi)
+            metrics::bare(unit, lo),
+            metrics::bare(unit, hi)
         )
     } else {
         metrics::format(unit, m)
@@ -155,6 +155,9 @@ fn footnotes(c: &Comparison) -> Vec<String> {
     for n in &c.noise {
         out.push(format!("noisy: {n}"));
     }
+    if let Some(note) = crate::analysis::inconclusive_note(c) {
+        out.push(note);
+    }
     out
 }
 
@@ -167,6 +170,17 @@ pub fn method_note() -> &'static str {
      p90, p99; server: CPU, memory, bytes; health: p99.9, errors, loadlab's CPU). \"~\" is \
      no significant difference; \"equivalent\" means the whole interval lies within the \
      margin. Do not re-run until a difference turns significant: decide the runs first."
+}
+
+/// One comparison as plain cells, for other renderers (the HTML report): a title, the
+/// header, the rows and the footnotes.
+pub fn plain(c: &Comparison) -> (String, Vec<String>, Vec<Vec<String>>, Vec<String>) {
+    (
+        format!("{} against {}", c.test, c.control),
+        header(c).to_vec(),
+        rows(c).into_iter().map(|r| r.to_vec()).collect(),
+        footnotes(c),
+    )
 }
 
 fn text(comparisons: &[Comparison]) -> String {

@@ -38,7 +38,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             .as_deref()
             .map(|p| Destination::open(p, "--json"))
             .transpose()?,
-        hdr_log: None,
+        ..Outputs::default()
     };
     // The server gets a thread and event loop of its own, as a separate process would.
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();

@@ -1,8 +1,13 @@
 //! One module per subcommand; each exposes `Args` (clap) and `run(args) -> Result<ExitCode>`.
 
+pub mod compare;
 pub mod demo;
+pub mod experiment;
+pub mod gates;
 pub mod lab;
+pub mod report;
 pub mod run;
+pub mod runs;
 pub mod server;
 pub mod upstream;
 
@@ -15,5 +20,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => demo::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Upstream(args) => upstream::run(args),
+        Command::Experiment(args) => experiment::run(*args),
+        Command::Compare(args) => compare::run(args),
+        Command::Runs(args) => runs::run(args),
+        Command::Report(args) => report::run(args),
     }
 }

@@ -3,6 +3,7 @@
 //! writes the result. The JSON file is opened before the run starts so a bad path fails in
 //! a second, not after a long run.
 
+use crate::cmd::gates::{self, GateArgs};
 use crate::cmd::server::ServerArgs;
 use crate::output::{self, Destination, Outputs};
 use crate::progress::Progress;
@@ -41,10 +42,11 @@ pub enum ArrivalArg {
 #[derive(Debug, Args)]
 #[command(
     about = "Drive load against a URL and report latency, throughput and failures",
-    after_help = "Exit codes: 0 the run completed; 2 bad usage or the run could not start; \
+    after_help = "Exit codes: 0 the run completed; 1 a --fail-if gate failed; 2 bad usage, the \
+                  run could not start, or no request succeeded (results printed and written); \
                   3 the server under test died during the run (crash or OOM kill), results up \
-                  to then printed and written; 130 interrupted (Ctrl-C), partial results \
-                  printed and written.\n\n\
+                  to then printed and written; 130 interrupted (Ctrl-C, SIGTERM, SIGHUP), \
+                  partial results printed and written.\n\n\
                   Examples:\n  \
                   loadlab run -c 50 -d 10s http://127.0.0.1:8080/plaintext\n  \
                   loadlab run --rate 5000 --warmup 2s http://127.0.0.1:8080/json\n  \
@@ -200,9 +202,29 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<String>,
 
+    /// Write a report of the run: HTML (self-contained, opens offline), Markdown or CSV,
+    /// chosen by the file's extension (.html, .md, .csv).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<String>,
+
+    /// Keep the run in the results store (see `loadlab runs`).
+    #[arg(long)]
+    pub save: bool,
+
+    /// With --save: a name to find the run by later (`loadlab compare baseline candidate`).
+    #[arg(long, value_name = "NAME", requires = "save")]
+    pub tag: Option<String>,
+
+    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+
     /// Print no human summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub gates: GateArgs,
 
     #[command(flatten)]
     pub server: ServerArgs,
@@ -290,7 +312,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             BusyPoll::Auto
         },
     };
-    // Outputs are checked before anything starts, so a bad path fails in a second.
+    // Outputs, gates and the store are checked before anything starts, so a bad path or
+    // expression fails in a second.
     let outputs = Outputs {
         json: args
             .json
@@ -302,6 +325,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .as_deref()
             .map(|p| Destination::open(p, "--hdr-log"))
             .transpose()?,
+        report: match args.report.as_deref() {
+            Some(p) => {
+                loadlab_report::exporter_for(p)?;
+                Some(Destination::open(p, "--report")?)
+            }
+            None => None,
+        },
+    };
+    let gates = args.gates.parse()?;
+    let store = if args.save {
+        Some(crate::cmd::runs::open_store(args.db.as_deref())?)
+    } else {
+        None
     };
     let mut session = Session::prepare(spec)?;
     if !args.quiet {
@@ -309,8 +345,29 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{note}");
         }
     }
-    let (_, code) = execute(&mut session, outputs, args.quiet)?;
-    Ok(code)
+    let (result, code) = execute(&mut session, outputs, args.quiet)?;
+    if let Some(store) = store {
+        let id = crate::cmd::runs::save(&store, &result, args.tag.as_deref())?;
+        if !args.quiet {
+            eprintln!(
+                "saved as run {id}{}",
+                args.tag
+                    .as_deref()
+                    .map_or(String::new(), |t| format!(" (tag {t})"))
+            );
+        }
+    }
+    let cases = gates::judge_run(&gates, "run", &result);
+    if cases.is_empty() {
+        return Ok(code);
+    }
+    let gated = gates::finish(&args.gates, cases)?;
+    // An interrupted run or a dead server says so first; then the gates.
+    Ok(if code == ExitCode::SUCCESS {
+        gated
+    } else {
+        code
+    })
 }
 
 /// Runs a prepared session with a progress bar and Ctrl-C handling, then prints and writes
@@ -336,19 +393,35 @@ pub fn execute(
 
     let stdout_taken = matches!(outputs.json, Some(Destination::Stdout))
         || matches!(outputs.hdr_log, Some(Destination::Stdout));
-    if let Some(dest) = outputs.json {
+    // Secrets given on the command line never reach a file.
+    crate::cmd::runs::redact(&mut result);
+    if let Some(dest) = &outputs.json {
         output::write(dest, &JsonExporter, &result)?;
     }
-    if let Some(dest) = outputs.hdr_log {
+    if let Some(dest) = &outputs.hdr_log {
         output::write(dest, &HdrLogExporter, &result)?;
+    }
+    if let Some(dest) = &outputs.report {
+        let path = match dest {
+            Destination::File(_, p) => p.display().to_string(),
+            Destination::Stdout => "html".into(),
+        };
+        output::write(dest, loadlab_report::exporter_for(&path)?.as_ref(), &result)?;
+        if !quiet {
+            eprintln!("report written to {path}");
+        }
     }
     if !quiet {
         output::print_summary(&result, stdout_taken)?;
     }
+    let nothing_succeeded =
+        result.measured.requests.issued > 0 && result.measured.requests.completed == 0;
     let code = if result.interrupted {
         ExitCode::from(130)
     } else if server_died {
         ExitCode::from(3)
+    } else if nothing_succeeded {
+        ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     };

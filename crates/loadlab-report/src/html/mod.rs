@@ -49,7 +49,22 @@ impl Exporter for HtmlExporter {
 /// distributions overlaid on the same charts, their tables side by side (a column per run).
 /// With one run, the labels stay out of the charts' legends.
 pub fn render_runs(runs: &[Run], out: &mut dyn Write) -> io::Result<()> {
+    render_report(runs, &[], out)
+}
+
+/// A table the caller adds above the charts (a comparison of arms), as plain text: the page
+/// escapes every title, cell and note.
+#[derive(Debug, Clone, Default)]
+pub struct Section {
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub notes: Vec<String>,
+}
+
+/// [`render_runs`] with sections of the caller's above the charts.
+pub fn render_report(runs: &[Run], sections: &[Section], out: &mut dyn Write) -> io::Result<()> {
     let data = data::chart_data(runs);
     let json = serde_json::to_string(&data).map_err(io::Error::other)?;
-    page::write_page(runs, &json, out)
+    page::write_page(runs, sections, &json, out)
 }

@@ -24,7 +24,12 @@ const NARROW_TABLES: &[&str] = &[
 ];
 
 /// Writes the whole page; `data_json` is the charts' data, serialised but not yet escaped.
-pub fn write_page(runs: &[Run], data_json: &str, out: &mut dyn Write) -> io::Result<()> {
+pub fn write_page(
+    runs: &[Run],
+    sections: &[super::Section],
+    data_json: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let title = match runs {
         [(_, r)] => format!("loadlab: {} {}", r.target.method, r.target.url),
         _ => format!("loadlab: {} runs", runs.len()),
@@ -45,9 +50,12 @@ pub fn write_page(runs: &[Run], data_json: &str, out: &mut dyn Write) -> io::Res
     header(runs, out)?;
     out.write_all(
         b"<main class=\"wrap\">\n<noscript><p class=\"note\">The charts need JavaScript; \
-          the tables below have every figure.</p></noscript>\n\
-          <div id=\"charts\"></div>\n",
+          the tables below have every figure.</p></noscript>\n",
     )?;
+    for section in sections {
+        extra_section(section, out)?;
+    }
+    out.write_all(b"<div id=\"charts\"></div>\n")?;
     body_tables(runs, out)?;
     footer(runs, out)?;
     write!(
@@ -232,6 +240,31 @@ fn table(t: &Table, out: &mut dyn Write, figures: bool) -> io::Result<()> {
         out.write_all(b"</tr>\n")?;
     }
     out.write_all(b"</tbody></table></div></section>\n")
+}
+
+/// A section the caller supplies (a comparison): every cell and note is escaped here.
+fn extra_section(section: &super::Section, out: &mut dyn Write) -> io::Result<()> {
+    write!(
+        out,
+        "<section class=\"table\"><h2>{}</h2><div class=\"scroll\"><table><thead><tr>",
+        escape_html(&section.title)
+    )?;
+    for c in &section.columns {
+        write!(out, "<th>{}</th>", escape_html(c))?;
+    }
+    out.write_all(b"</tr></thead><tbody>\n")?;
+    for row in &section.rows {
+        out.write_all(b"<tr>")?;
+        for cell in row {
+            write!(out, "<td>{}</td>", escape_html(cell))?;
+        }
+        out.write_all(b"</tr>\n")?;
+    }
+    out.write_all(b"</tbody></table></div>")?;
+    for note in &section.notes {
+        write!(out, "<p class=\"note\">{}</p>", escape_html(note))?;
+    }
+    out.write_all(b"</section>\n")
 }
 
 fn footer(runs: &[Run], out: &mut dyn Write) -> io::Result<()> {

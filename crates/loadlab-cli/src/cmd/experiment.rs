@@ -1,0 +1,300 @@
+//! `loadlab experiment FILE`: print the plan and its expected duration, run it (resumable,
+//! stoppable with Ctrl-C), keep every run in the store, then print the comparisons and judge
+//! the gates. Glue only: the experiment crate plans, runs and compares.
+
+use crate::cmd::gates::{self, GateArgs};
+use anyhow::Context as _;
+use clap::Args;
+use loadlab_experiment::analysis::{self, ArmRuns};
+use loadlab_experiment::file::Source;
+use loadlab_experiment::runner::{self, Control, Ending, Event};
+use loadlab_experiment::table::{self, Format};
+use loadlab_experiment::{Experiment, Plan};
+use loadlab_result::RunResult;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+#[command(
+    about = "Run an experiment file: variants x axes, repeated in randomized blocks, stored, compared",
+    after_help = "Exit codes: 0 complete (and every gate passed); 1 a gate failed; 2 bad usage, \
+                  a target failed verification, or a run could not start; 4 a relative gate is \
+                  inconclusive; 130 interrupted (runs so far are kept: --resume continues).\n\n\
+                  Examples:\n  \
+                  loadlab experiment scenarios/portfolio-migration.toml\n  \
+                  loadlab experiment my.toml --dry-run\n  \
+                  loadlab experiment my.toml --resume --fail-if \"p99 regressed > 5%\""
+)]
+pub struct ExperimentArgs {
+    /// The experiment file (TOML; see scenarios/README.md).
+    pub file: PathBuf,
+
+    /// Print the plan and its expected duration, run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Continue an interrupted experiment from its first missing run (the plan must be
+    /// unchanged).
+    #[arg(long)]
+    pub resume: bool,
+
+    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+
+    /// The targets directory [default: the nearest targets/ above here].
+    #[arg(long, value_name = "DIR")]
+    pub targets: Option<PathBuf>,
+
+    /// The comparison's format: text, markdown, csv or json.
+    #[arg(long, default_value = "text")]
+    pub format: String,
+
+    /// Write a report of the experiment (HTML, Markdown or CSV, by the file's extension).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub gates: GateArgs,
+}
+
+pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
+    let experiment = Experiment::load(&args.file)?;
+    let plan = Plan::new(&experiment).map_err(anyhow::Error::msg)?;
+    let format = Format::parse(&args.format).map_err(anyhow::Error::msg)?;
+    let gates = args.gates.parse()?;
+    if let Some(report) = &args.report {
+        crate::output::check_writable(report, "--report")?;
+    }
+    print_plan(&experiment, &plan);
+    if args.dry_run {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let store = crate::cmd::runs::open_store(args.db.as_deref())?;
+    let control = Control::default();
+    {
+        let control = control.clone();
+        ctrlc::set_handler(move || control.stop()).context("cannot install the Ctrl-C handler")?;
+    }
+    let mut sink = crate::cmd::runs::ExperimentSink::new(&store, &args.file);
+    let options = runner::Options {
+        resume: args.resume,
+        targets: args.targets.clone(),
+        skip_verify: false,
+    };
+    let started = std::time::Instant::now();
+    let ending = runner::run(
+        &experiment,
+        &plan,
+        &mut sink,
+        &options,
+        &control,
+        &mut |e| show(&e),
+    )?;
+    let id = sink.experiment_id();
+    let by_arm = crate::cmd::runs::experiment_results(&store, id, &plan)?;
+    let comparisons = compare(&experiment, &plan, &by_arm);
+    eprintln!(
+        "\n{} runs in {:.0} s, kept in {} (experiment {id})\n",
+        by_arm.iter().map(Vec::len).sum::<usize>(),
+        started.elapsed().as_secs_f64(),
+        crate::cmd::runs::db_path(args.db.as_deref()).display()
+    );
+    print!("{}", table::render(&comparisons, format));
+    if let Some(report) = &args.report {
+        crate::cmd::report::write_experiment(report, &experiment, &plan, &by_arm, &comparisons)?;
+        eprintln!("report written to {}", report.display());
+    } else {
+        eprintln!(
+            "\nNext: loadlab report {} -o {}.html   (charts of every run, shareable)",
+            experiment.name, experiment.name
+        );
+    }
+    let mut cases = Vec::new();
+    for (arm, runs) in plan.arms.iter().zip(&by_arm) {
+        for (i, r) in runs.iter().enumerate() {
+            cases.extend(gates::judge_run(
+                &gates,
+                &format!("{}:{} run {}", experiment.name, arm.label, i + 1),
+                r,
+            ));
+        }
+    }
+    cases.extend(gates::judge_comparisons(&gates, &comparisons));
+    if ending == Ending::Interrupted {
+        eprintln!(
+            "interrupted: the runs so far are kept; `loadlab experiment {} --resume` continues",
+            args.file.display()
+        );
+        let _ = gates::finish(&args.gates, cases)?;
+        return Ok(ExitCode::from(130));
+    }
+    if cases.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    gates::finish(&args.gates, cases)
+}
+
+/// Each arm against its control: the control variant's arm with the same axis values; with
+/// one variant, every arm against the first.
+pub fn compare(
+    experiment: &Experiment,
+    plan: &Plan,
+    by_arm: &[Vec<RunResult>],
+) -> Vec<analysis::Comparison> {
+    let mut pairs = Vec::new();
+    for (i, arm) in plan.arms.iter().enumerate() {
+        let control = if experiment.variants.len() == 1 {
+            Some(0)
+        } else {
+            plan.control_of(i, experiment.control)
+        };
+        let Some(c) = control.filter(|c| *c != i) else {
+            continue;
+        };
+        if by_arm[c].is_empty() || by_arm[i].is_empty() {
+            continue;
+        }
+        pairs.push((
+            ArmRuns {
+                label: format!("{}:{}", experiment.name, plan.arms[c].label),
+                runs: &by_arm[c],
+            },
+            ArmRuns {
+                label: format!("{}:{}", experiment.name, arm.label),
+                runs: &by_arm[i],
+            },
+        ));
+    }
+    let opts = loadlab_compare::Options {
+        equivalence_margin: experiment.margin,
+        ..loadlab_compare::Options::default()
+    };
+    analysis::compare(&pairs, &opts)
+}
+
+fn print_plan(experiment: &Experiment, plan: &Plan) {
+    let launched = experiment
+        .variants
+        .iter()
+        .any(|v| !matches!(v.source, Source::Url(_)));
+    let expected = plan.expected_s(experiment, if launched { 1.0 } else { 0.0 });
+    eprintln!(
+        "{}: {} arms x {} repetitions = {} runs in randomized blocks (seed {}), about {:.0} min{}",
+        experiment.name,
+        plan.arms.len(),
+        experiment.repetitions,
+        plan.runs.len(),
+        experiment.seed,
+        (expected / 60.0).max(1.0),
+        if experiment.description.is_empty() {
+            String::new()
+        } else {
+            format!("\n  {}", experiment.description)
+        }
+    );
+    for arm in &plan.arms {
+        let s = &arm.settings;
+        let load = match (s.rate, s.connections) {
+            (Some(r), _) => format!("{r} requests/s"),
+            (None, c) => format!("{} connections", c.unwrap_or(50)),
+        };
+        let limits: Vec<String> = [
+            s.cpus.map(|c| format!("cpus {c}")),
+            s.memory.as_ref().map(|m| format!("memory {m}")),
+            s.pin.as_ref().map(|p| format!("pin {p}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        eprintln!(
+            "  {:<28} {}, {} for {} s after {} s warm-up{}{}",
+            arm.label,
+            load,
+            s.paths.join(" "),
+            s.duration_s,
+            s.warmup_s,
+            if limits.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", limits.join(", "))
+            },
+            if s.keepalive {
+                ""
+            } else {
+                ", new connection per request"
+            }
+        );
+    }
+    let order: Vec<String> = plan
+        .runs
+        .iter()
+        .take(plan.arms.len() * 2)
+        .map(|r| plan.arms[r.arm].label.clone())
+        .collect();
+    eprintln!(
+        "  order: {}{}  (plan {})",
+        order.join(", "),
+        if plan.runs.len() > order.len() {
+            ", ..."
+        } else {
+            ""
+        },
+        plan.hash
+    );
+}
+
+fn show(e: &Event) {
+    match e {
+        Event::Building(name) => eprintln!("building {name} (cached when up to date)"),
+        Event::Verifying(name) => eprintln!("verifying {name} against the contract"),
+        Event::Verified { name, summary } => eprintln!("verified {name}: {summary}"),
+        Event::Resumed { done, of } => eprintln!("resuming: {done} of {of} runs already kept"),
+        Event::Starting { run, of, label } => eprint!(
+            "run {:>2}/{of}  block {}  {label:<28}",
+            run.index + 1,
+            run.block + 1
+        ),
+        Event::Note(n) => {
+            if n.starts_with("started ")
+                || n.starts_with("busy-polling")
+                || n.starts_with("loadlab runs")
+            {
+                return;
+            }
+            eprintln!("  {n}")
+        }
+        Event::Finished { result, .. } => {
+            let m = &result.measured;
+            let lat = m.latency_us.as_ref();
+            let ready = result
+                .server
+                .as_ref()
+                .and_then(|s| s.startup.as_ref())
+                .map_or(String::new(), |s| {
+                    format!("  ready {:.0} ms", s.ready_s * 1e3)
+                });
+            eprintln!(
+                "  {:>9.0} req/s  p50 {:>9}  p99 {:>9}{}{}{}",
+                m.requests.per_second,
+                lat.map_or("-".into(), |l| loadlab_experiment::metrics::duration_us(
+                    l.p50
+                )),
+                lat.map_or("-".into(), |l| loadlab_experiment::metrics::duration_us(
+                    l.p99
+                )),
+                ready,
+                if result.first_requests.as_ref().is_some_and(|f| f.cold_start) {
+                    "  cold start"
+                } else {
+                    ""
+                },
+                if result.interrupted {
+                    "  (interrupted)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+}

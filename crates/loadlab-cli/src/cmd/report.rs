@@ -1,0 +1,226 @@
+//! `loadlab report SPEC -o FILE`: a report of stored or saved runs, in the format the file's
+//! extension names (.html: one self-contained page; .md; .csv). SPEC is a run id, a tag, an
+//! experiment's name (every arm, its repetitions merged exactly, and the comparisons), or
+//! JSON result files. Glue only: rendering is the report crate's.
+
+use anyhow::{bail, Context as _};
+use clap::Args;
+use loadlab_experiment::analysis::{self, ArmRuns, Comparison};
+use loadlab_experiment::table::{self, Format};
+use loadlab_experiment::{Experiment, Plan};
+use loadlab_report::html::{self, Section};
+use loadlab_result::RunResult;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+#[command(
+    about = "Write a report (HTML, Markdown or CSV) of runs, an experiment, or a comparison",
+    after_help = "Examples:\n  \
+                  loadlab report portfolio-migration -o report.html   # an experiment: arms and comparisons\n  \
+                  loadlab report baseline -o baseline.html            # a tagged run\n  \
+                  loadlab report 12 -o run12.md\n  \
+                  loadlab report a.json b.json -o both.html           # runs overlaid\n  \
+                  loadlab report --compare baseline candidate -o cmp.html"
+)]
+pub struct ReportArgs {
+    /// Runs to report: a run id, a tag, an experiment's name, or JSON result files.
+    pub spec: Vec<String>,
+
+    /// Compare two arms (run ids, tags, EXPERIMENT:variant, or comma-separated JSON files).
+    #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with = "spec")]
+    pub compare: Option<Vec<String>>,
+
+    /// The report file; its extension picks the format (.html, .md, .csv).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let kind = kind_of(&args.output)?;
+    crate::output::check_writable(&args.output, "-o")?;
+    if let Some(pair) = &args.compare {
+        let control = crate::cmd::compare::arm(&pair[0], args.db.as_deref())?;
+        let test = crate::cmd::compare::arm(&pair[1], args.db.as_deref())?;
+        let comparisons = analysis::compare(
+            &[(
+                ArmRuns {
+                    label: pair[0].clone(),
+                    runs: &control,
+                },
+                ArmRuns {
+                    label: pair[1].clone(),
+                    runs: &test,
+                },
+            )],
+            &loadlab_compare::Options::default(),
+        );
+        let arms = vec![
+            (pair[0].clone(), merged(&control)?),
+            (pair[1].clone(), merged(&test)?),
+        ];
+        write(&args.output, kind, &arms, &comparisons)?;
+    } else {
+        if args.spec.is_empty() {
+            bail!("give what to report: a run id, a tag, an experiment's name, or JSON files");
+        }
+        let arms = runs_of(&args.spec, args.db.as_deref())?;
+        match arms {
+            Arms::Runs(runs) => write(&args.output, kind, &runs, &[])?,
+            Arms::Experiment {
+                experiment,
+                plan,
+                by_arm,
+            } => {
+                let comparisons = crate::cmd::experiment::compare(&experiment, &plan, &by_arm);
+                write_experiment(&args.output, &experiment, &plan, &by_arm, &comparisons)?
+            }
+        }
+    }
+    eprintln!("report written to {}", args.output.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+enum Arms {
+    Runs(Vec<(String, RunResult)>),
+    Experiment {
+        experiment: Experiment,
+        plan: Plan,
+        by_arm: Vec<Vec<RunResult>>,
+    },
+}
+
+fn runs_of(spec: &[String], db: Option<&Path>) -> anyhow::Result<Arms> {
+    if spec.iter().all(|s| s.ends_with(".json")) {
+        return spec
+            .iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(f)
+                    .with_context(|| format!("{f}: cannot read it; check the path"))?;
+                let r: RunResult = serde_json::from_str(&text)
+                    .with_context(|| format!("{f}: not a loadlab result (run --json)"))?;
+                Ok((f.clone(), r))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+            .map(Arms::Runs);
+    }
+    let store = crate::cmd::runs::open_store(db)?;
+    if let [name] = spec {
+        if let Some((experiment, plan, by_arm)) = crate::cmd::runs::latest_experiment(&store, name)?
+        {
+            return Ok(Arms::Experiment {
+                experiment,
+                plan,
+                by_arm,
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for s in spec {
+        for id in crate::cmd::runs::resolve(&store, s)? {
+            out.push((format!("run {id}"), crate::cmd::runs::load(&store, id)?));
+        }
+    }
+    Ok(Arms::Runs(out))
+}
+
+/// Repetitions merged exactly: their histograms added, so an arm's distribution is the
+/// distribution of all its requests.
+fn merged(runs: &[RunResult]) -> anyhow::Result<RunResult> {
+    loadlab_result::merge(runs).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Html,
+    Markdown,
+    Csv,
+}
+
+fn kind_of(path: &Path) -> anyhow::Result<Kind> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("html" | "htm") => Ok(Kind::Html),
+        Some("md" | "markdown") => Ok(Kind::Markdown),
+        Some("csv") => Ok(Kind::Csv),
+        _ => bail!(
+            "-o {}: name the file .html, .md or .csv to choose the report's format",
+            path.display()
+        ),
+    }
+}
+
+/// An experiment's report: each arm's repetitions merged, overlaid, with the comparisons
+/// on top.
+pub fn write_experiment(
+    path: &Path,
+    _experiment: &Experiment,
+    plan: &Plan,
+    by_arm: &[Vec<RunResult>],
+    comparisons: &[Comparison],
+) -> anyhow::Result<()> {
+    let kind = kind_of(path)?;
+    let mut arms = Vec::new();
+    for (arm, runs) in plan.arms.iter().zip(by_arm) {
+        if runs.is_empty() {
+            continue;
+        }
+        arms.push((
+            format!("{} ({} runs)", arm.label, runs.len()),
+            merged(runs)?,
+        ));
+    }
+    write(path, kind, &arms, comparisons)
+}
+
+fn write(
+    path: &Path,
+    kind: Kind,
+    runs: &[(String, RunResult)],
+    comparisons: &[Comparison],
+) -> anyhow::Result<()> {
+    let labelled: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    let mut out = Vec::new();
+    match kind {
+        Kind::Html => {
+            let sections: Vec<Section> = comparisons
+                .iter()
+                .map(|c| {
+                    let (title, columns, rows, mut notes) = table::plain(c);
+                    notes.push(table::method_note().to_string());
+                    Section {
+                        title,
+                        columns,
+                        rows,
+                        notes,
+                    }
+                })
+                .collect();
+            html::render_report(&labelled, &sections, &mut out)?;
+        }
+        Kind::Markdown => {
+            if !comparisons.is_empty() {
+                out.extend(table::render(comparisons, Format::Markdown).into_bytes());
+                out.push(b'\n');
+            }
+            loadlab_report::markdown::render_runs(&labelled, &mut out)?;
+        }
+        Kind::Csv => {
+            loadlab_report::csv::render_runs(&labelled, &mut out)?;
+            if !comparisons.is_empty() {
+                out.push(b'\n');
+                out.extend(table::render(comparisons, Format::Csv).into_bytes());
+            }
+        }
+    }
+    crate::output::write_atomically(path, &out)
+        .with_context(|| format!("cannot write {}", path.display()))
+}

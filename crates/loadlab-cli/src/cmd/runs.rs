@@ -1,0 +1,311 @@
+//! `loadlab runs list|show|delete|export`, and the store glue the other commands share:
+//! where the store is, saving a run with its environment, an experiment's sink, reading an
+//! experiment's runs back by arm. The store itself is `loadlab-store`.
+
+use anyhow::{bail, Context as _};
+use clap::{Args, Subcommand};
+use loadlab_experiment::plan::{Arm, PlannedRun};
+use loadlab_experiment::runner::RunSink;
+use loadlab_experiment::{Experiment, Plan};
+use loadlab_result::RunResult;
+use loadlab_store::{
+    ExperimentId, ExperimentSlot, ExperimentStatus, Filter, RunId, RunMeta, Store,
+};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+#[command(about = "Runs kept in the results store: list, show, delete, export")]
+pub struct RunsArgs {
+    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
+    #[arg(long, value_name = "FILE", global = true)]
+    pub db: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: RunsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// The newest runs, one line each.
+    List {
+        /// Only runs with this tag.
+        #[arg(long)]
+        tag: Option<String>,
+        /// At most this many.
+        #[arg(short = 'n', long, default_value_t = 30)]
+        limit: usize,
+    },
+    /// One run's summary (the same text `loadlab run` prints).
+    Show { run: String },
+    /// Delete runs (ids, tags, EXPERIMENT:variant).
+    Delete { run: String },
+    /// One run's result as JSON, byte for byte what `run --json` wrote.
+    Export {
+        run: String,
+        /// Write to this file instead of standard output.
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// The store's file: `--db`, else `$LOADLAB_DB`, else `loadlab.db` in the working directory.
+pub fn db_path(db: Option<&Path>) -> PathBuf {
+    db.map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("LOADLAB_DB").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("loadlab.db"))
+}
+
+pub fn open_store(db: Option<&Path>) -> anyhow::Result<Store> {
+    Ok(Store::open(db_path(db))?)
+}
+
+/// Secrets out of a result before it reaches any file (the store applies the same rules).
+pub fn redact(result: &mut RunResult) {
+    loadlab_store::redact(result);
+}
+
+pub fn resolve(store: &Store, spec: &str) -> anyhow::Result<Vec<RunId>> {
+    Ok(store.resolve(spec)?)
+}
+
+pub fn load(store: &Store, id: RunId) -> anyhow::Result<RunResult> {
+    Ok(store.run(id)?.result)
+}
+
+/// What a stored run keeps about where it ran, beyond the result's own environment.
+fn environment() -> serde_json::Value {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .ok()
+    };
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| {
+        c.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    });
+    serde_json::json!({
+        "loadlab_version": env!("CARGO_PKG_VERSION"),
+        "git_commit": option_env!("LOADLAB_GIT_COMMIT"),
+        "cpu_model": cpu_model,
+        "governor": read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "kernel": read("/proc/sys/kernel/osrelease"),
+    })
+}
+
+/// Saves one run of `loadlab run --save`.
+pub fn save(store: &Store, result: &RunResult, tag: Option<&str>) -> anyhow::Result<RunId> {
+    let meta = RunMeta {
+        tag: tag.map(str::to_string),
+        environment: Some(environment()),
+        ..RunMeta::default()
+    };
+    Ok(store.save_run(result, &meta)?)
+}
+
+/// An experiment's runs going into the store as they end.
+pub struct ExperimentSink<'a> {
+    store: &'a Store,
+    file: PathBuf,
+    id: Option<ExperimentId>,
+}
+
+impl<'a> ExperimentSink<'a> {
+    pub fn new(store: &'a Store, file: &Path) -> ExperimentSink<'a> {
+        ExperimentSink {
+            store,
+            file: file.to_path_buf(),
+            id: None,
+        }
+    }
+
+    pub fn experiment_id(&self) -> ExperimentId {
+        self.id.expect("begun")
+    }
+}
+
+impl RunSink for ExperimentSink<'_> {
+    fn begin(
+        &mut self,
+        experiment: &Experiment,
+        plan: &Plan,
+        resume: bool,
+    ) -> Result<Vec<(String, usize)>, String> {
+        let err = |e: loadlab_store::StoreError| e.to_string();
+        if resume {
+            match self
+                .store
+                .find_resumable(&experiment.name, &plan.hash)
+                .map_err(err)?
+            {
+                Some(r) => {
+                    self.id = Some(r.experiment);
+                    self.store
+                        .set_experiment_status(r.experiment, ExperimentStatus::Running)
+                        .map_err(err)?;
+                    return Ok(r
+                        .completed
+                        .into_iter()
+                        .map(|c| (c.variant, c.block as usize))
+                        .collect());
+                }
+                None => {
+                    return Err(format!(
+                        "--resume: no unfinished experiment `{}` with this plan ({}); the file \
+                         or its seed changed, or it finished: run it without --resume",
+                        experiment.name, plan.hash
+                    ))
+                }
+            }
+        }
+        let plan_json = serde_json::to_value(experiment).map_err(|e| e.to_string())?;
+        self.id = Some(
+            self.store
+                .create_experiment(&experiment.name, &self.file, &plan.hash, &plan_json)
+                .map_err(err)?,
+        );
+        Ok(Vec::new())
+    }
+
+    fn save(&mut self, arm: &Arm, run: &PlannedRun, result: &RunResult) -> Result<(), String> {
+        let meta = RunMeta {
+            experiment: Some(ExperimentSlot {
+                experiment: self.experiment_id(),
+                variant: arm.label.clone(),
+                block: run.block as u32,
+                repetition: run.block as u32,
+            }),
+            config: serde_json::to_value(&arm.settings).ok(),
+            environment: Some(environment()),
+            ..RunMeta::default()
+        };
+        self.store
+            .save_run(result, &meta)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn finish(&mut self, status: &str) -> Result<(), String> {
+        let status = match status {
+            "complete" => ExperimentStatus::Complete,
+            _ => ExperimentStatus::Interrupted,
+        };
+        self.store
+            .set_experiment_status(self.experiment_id(), status)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// An experiment's completed runs, by arm in plan order.
+pub fn experiment_results(
+    store: &Store,
+    id: ExperimentId,
+    plan: &Plan,
+) -> anyhow::Result<Vec<Vec<RunResult>>> {
+    let by_variant = store.experiment_runs(id)?;
+    plan.arms
+        .iter()
+        .map(|arm| {
+            by_variant.get(&arm.label).map_or(Ok(Vec::new()), |rows| {
+                rows.iter()
+                    .filter(|r| !r.interrupted)
+                    .map(|r| Ok(store.run(r.id)?.result))
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+/// The latest experiment of that name, with its plan rebuilt and its runs by arm.
+pub fn latest_experiment(
+    store: &Store,
+    name: &str,
+) -> anyhow::Result<Option<(Experiment, Plan, Vec<Vec<RunResult>>)>> {
+    let Some(stored) = store.latest_experiment(name)? else {
+        return Ok(None);
+    };
+    let experiment: Experiment = serde_json::from_value(stored.plan.clone())
+        .with_context(|| format!("experiment {name}: its stored plan does not read"))?;
+    let plan = Plan::new(&experiment).map_err(anyhow::Error::msg)?;
+    let by_arm = experiment_results(store, stored.id, &plan)?;
+    Ok(Some((experiment, plan, by_arm)))
+}
+
+pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(args.db.as_deref())?;
+    match args.command {
+        RunsCommand::List { tag, limit } => {
+            let rows = store.list_runs(&Filter {
+                tag,
+                limit: Some(limit),
+                ..Filter::default()
+            })?;
+            if rows.is_empty() {
+                println!(
+                    "no runs in {} yet: `loadlab run --save URL` keeps one",
+                    store.path().display()
+                );
+            }
+            for r in rows {
+                let s = &r.summary;
+                let what = match (&r.tag, &r.experiment) {
+                    (Some(t), _) => format!("tag {t}"),
+                    (None, Some(e)) => {
+                        format!("experiment {} {} #{}", e.experiment, e.variant, e.block + 1)
+                    }
+                    _ => String::new(),
+                };
+                println!(
+                    "{:>5}  {}  {:>10.0} req/s  p99 {:>10}  {}{}  {}",
+                    r.id,
+                    r.started_at
+                        .get(..19)
+                        .unwrap_or(&r.started_at)
+                        .replace('T', " "),
+                    s.rps,
+                    s.latency_p99_us
+                        .map_or("-".into(), loadlab_experiment::metrics::duration_us),
+                    s.target_url,
+                    if r.interrupted { " (interrupted)" } else { "" },
+                    what
+                );
+            }
+        }
+        RunsCommand::Show { run } => {
+            for id in store.resolve(&run)? {
+                let r = store.run(id)?;
+                println!("run {id}");
+                crate::output::print_summary(&r.result, false)?;
+            }
+        }
+        RunsCommand::Delete { run } => {
+            let ids = store.resolve(&run)?;
+            for id in &ids {
+                store.delete_run(*id)?;
+            }
+            println!(
+                "deleted {} run{}",
+                ids.len(),
+                if ids.len() == 1 { "" } else { "s" }
+            );
+        }
+        RunsCommand::Export { run, output } => {
+            let ids = store.resolve(&run)?;
+            let [id] = ids.as_slice() else {
+                bail!(
+                    "{run} names {} runs; export one at a time (an id)",
+                    ids.len()
+                );
+            };
+            let text = store.export_json(*id)?;
+            match output {
+                Some(path) => crate::output::write_atomically(&path, text.as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+                None => print!("{text}"),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,78 @@
+//! The store's errors: one enum, each message naming the problem and the fix, so the CLI can
+//! print it as it is. This module must not decide anything; it only says what went wrong.
+
+use crate::{ExperimentId, RunId};
+use std::path::PathBuf;
+
+/// Everything the store can refuse or fail at.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the results store {path}: {source}; check the path and its permissions")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "the results store {path} has schema version {found}, newer than this loadlab knows \
+         ({known}): upgrade loadlab, or use another file with --db"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error(
+        "the results store {path} could not be migrated to schema version {version} \
+         ({what}): {source}; the file is unchanged, so a newer loadlab or a fresh file with \
+         --db can be tried"
+    )]
+    Migration {
+        path: PathBuf,
+        version: i64,
+        what: &'static str,
+        source: rusqlite::Error,
+    },
+    #[error("no run with id {0}: see `loadlab runs list`")]
+    NoRun(RunId),
+    #[error("no run is tagged `{0}`: see `loadlab runs list`")]
+    NoTag(String),
+    #[error("no experiment with id {0}: see `loadlab runs list`")]
+    NoExperimentId(ExperimentId),
+    #[error("no experiment is named `{0}`: see `loadlab runs list`")]
+    NoExperiment(String),
+    #[error(
+        "experiment `{experiment}` (id {id}) has no completed run of variant `{variant}`; \
+         its variants: {known}"
+    )]
+    NoVariant {
+        experiment: String,
+        id: ExperimentId,
+        variant: String,
+        /// The variants it has, comma-separated, or "none yet".
+        known: String,
+    },
+    #[error(
+        "`{0}` names no run: give a run id (42), a tag (baseline, or baseline@all for every \
+         run with it) or EXPERIMENT:variant; see `loadlab runs list`"
+    )]
+    Unresolvable(String),
+    #[error("the tag `{tag}` is not allowed: {why}")]
+    InvalidTag { tag: String, why: &'static str },
+    #[error(
+        "experiment {experiment} already has a completed run of `{variant}` in block {block}: \
+         a resumed experiment skips completed runs, so this one was not stored twice"
+    )]
+    DuplicateRun {
+        experiment: ExperimentId,
+        variant: String,
+        block: u32,
+    },
+    #[error("run {id} is damaged in the store ({why}): delete it with `loadlab runs delete {id}`")]
+    Corrupt { id: RunId, why: String },
+    #[error("the results store failed its integrity check: {0}; restore it from a copy")]
+    Integrity(String),
+    #[error("the results store: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -1,0 +1,433 @@
+//! Runs in the store: saved whole in one transaction (redacted first), read back as the
+//! result they were, exported as the exact bytes `run --json` writes, listed newest first,
+//! deleted. The result document is kept as those export bytes, zlib-compressed, so an export
+//! is a copy and never a re-serialisation. This module must not redact by any rule of its
+//! own (that is [`crate::redact`]'s) nor decide what a person's run spec means
+//! ([`crate::resolve`]'s).
+
+use crate::error::{Result, StoreError};
+use crate::redact::{redact, redact_json, redact_text};
+use crate::summary::{RunStatus, Summary};
+use crate::{ExperimentId, RunId, Store};
+use flate2::read::ZlibDecoder;
+use flate2::write::ZlibEncoder;
+use loadlab_result::RunResult;
+use rusqlite::types::{Type, ValueRef};
+use rusqlite::{params, OptionalExtension, Row, Transaction, TransactionBehavior};
+use serde_json::Value;
+use std::io::{Read, Write};
+
+/// The bytes `loadlab run --json` writes for a result: pretty JSON and a newline (the JSON
+/// exporter's output). The store keeps exactly these, for the redacted result.
+pub fn export_text(result: &RunResult) -> String {
+    let mut text = serde_json::to_string_pretty(result).expect("a result is plain data");
+    text.push('\n');
+    text
+}
+
+/// Where a run sits in an experiment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExperimentSlot {
+    pub experiment: ExperimentId,
+    /// The arm's label, e.g. `fast` or `fast[connections=50]`; stored redacted.
+    pub variant: String,
+    /// The randomized block, from 0.
+    pub block: u32,
+    /// Which repetition of its variant this is, from 0 (the block, in a plan of blocks).
+    pub repetition: u32,
+}
+
+/// What the caller knows about a run beyond its result.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunMeta {
+    /// A name to find the run by later; tags may repeat (the latest run wins).
+    pub tag: Option<String>,
+    pub experiment: Option<ExperimentSlot>,
+    /// The run's configuration as the caller sees it (flags, experiment settings).
+    pub config: Option<Value>,
+    /// The machine and build: CPU model, governor, loadlab version and commit, the target's
+    /// build fingerprint...
+    pub environment: Option<Value>,
+}
+
+/// A run as `loadlab runs list` shows it: its columns, without the result document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub id: RunId,
+    /// When it was stored, RFC 3339 UTC.
+    pub created_at: String,
+    /// When it started (the result's `started_at`).
+    pub started_at: String,
+    pub tag: Option<String>,
+    pub experiment: Option<ExperimentSlot>,
+    pub interrupted: bool,
+    pub status: RunStatus,
+    /// The command line, redacted.
+    pub command: Vec<String>,
+    pub summary: Summary,
+}
+
+/// A whole stored run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRun {
+    pub row: RunRow,
+    pub config: Option<Value>,
+    pub environment: Option<Value>,
+    /// The result, as redacted when it was stored.
+    pub result: RunResult,
+}
+
+/// Which runs [`Store::list_runs`] returns; the default is every run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    pub tag: Option<String>,
+    pub experiment: Option<ExperimentId>,
+    pub variant: Option<String>,
+    /// Leave out interrupted runs.
+    pub completed_only: bool,
+    /// At most this many (the newest).
+    pub limit: Option<usize>,
+}
+
+/// The columns a [`RunRow`] is read from; see [`read_row`].
+pub(crate) const ROW_COLUMNS: &str = "id, created_at, started_at, tag, experiment_id, variant, \
+    block, repetition, interrupted, status, command, target_url, load_model, duration_s, \
+    requests_issued, requests_completed, requests_failed, rps, latency_p50_us, latency_p90_us, \
+    latency_p99_us, latency_p99_9_us, latency_max_us, error_rate, bytes_sent, bytes_received, \
+    busiest_second_sent_bytes, server_cpu_p50_cores, server_cpu_p99_cores, \
+    server_rss_p99_bytes, server_memory_p99_bytes, generator_cpu_s_per_100k, cold_start, \
+    ready_s";
+
+impl Store {
+    /// Stores a run, redacted, in one transaction; returns its id. A result marked
+    /// interrupted is stored with `interrupted = 1`. The result given is not changed.
+    pub fn save_run(&self, result: &RunResult, meta: &RunMeta) -> Result<RunId> {
+        if let Some(tag) = &meta.tag {
+            check_tag(tag)?;
+        }
+        let mut result = result.clone();
+        redact(&mut result);
+        let document = compress(export_text(&result).as_bytes());
+        let json_text = |v: &Option<Value>| {
+            v.clone().map(|mut v| {
+                redact_json(&mut v);
+                v.to_string()
+            })
+        };
+        let (config, environment) = (json_text(&meta.config), json_text(&meta.environment));
+        let command = serde_json::to_string(&result.command).expect("strings");
+        let slot = meta.experiment.as_ref().map(|s| ExperimentSlot {
+            variant: redact_text(&s.variant),
+            ..s.clone()
+        });
+        let s = Summary::of(&result);
+
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        if let Some(slot) = &slot {
+            check_slot(&tx, slot, result.interrupted)?;
+        }
+        tx.execute(
+            "INSERT INTO runs (started_at, tag, interrupted, status, command, target_url, \
+             load_model, duration_s, requests_issued, requests_completed, requests_failed, rps, \
+             latency_p50_us, latency_p90_us, latency_p99_us, latency_p99_9_us, latency_max_us, \
+             error_rate, bytes_sent, bytes_received, busiest_second_sent_bytes, \
+             server_cpu_p50_cores, server_cpu_p99_cores, server_rss_p99_bytes, \
+             server_memory_p99_bytes, generator_cpu_s_per_100k, cold_start, ready_s, \
+             experiment_id, variant, block, repetition, config_json, environment_json, \
+             result, result_encoding) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
+             ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, \
+             ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, 'zlib')",
+            params![
+                result.started_at,
+                meta.tag,
+                result.interrupted,
+                RunStatus::of(&result).as_str(),
+                command,
+                s.target_url,
+                s.load_model,
+                s.duration_s,
+                s.requests_issued,
+                s.requests_completed,
+                s.requests_failed,
+                s.rps,
+                s.latency_p50_us,
+                s.latency_p90_us,
+                s.latency_p99_us,
+                s.latency_p99_9_us,
+                s.latency_max_us,
+                s.error_rate,
+                s.bytes_sent,
+                s.bytes_received,
+                s.busiest_second_sent_bytes,
+                s.server_cpu_p50_cores,
+                s.server_cpu_p99_cores,
+                s.server_rss_p99_bytes,
+                s.server_memory_p99_bytes,
+                s.generator_cpu_s_per_100k,
+                s.cold_start,
+                s.ready_s,
+                slot.as_ref().map(|s| s.experiment.0),
+                slot.as_ref().map(|s| &s.variant),
+                slot.as_ref().map(|s| s.block),
+                slot.as_ref().map(|s| s.repetition),
+                config,
+                environment,
+                document,
+            ],
+        )?;
+        let id = RunId(tx.last_insert_rowid());
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// A whole run: its columns, configuration, environment and result.
+    pub fn run(&self, id: RunId) -> Result<StoredRun> {
+        let (row, config, environment) = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT {ROW_COLUMNS}, config_json, environment_json FROM runs WHERE id = ?1"
+                ),
+                [id.0],
+                |r| {
+                    Ok((
+                        read_row(r)?,
+                        r.get::<_, Option<String>>("config_json")?,
+                        r.get::<_, Option<String>>("environment_json")?,
+                    ))
+                },
+            )
+            .optional()?
+            .ok_or(StoreError::NoRun(id))?;
+        let parse = |text: Option<String>, what: &str| {
+            text.map(|t| serde_json::from_str(&t))
+                .transpose()
+                .map_err(|e| corrupt(id, format!("its {what} is not JSON: {e}")))
+        };
+        let text = self.export_json(id)?;
+        let result = serde_json::from_str(&text)
+            .map_err(|e| corrupt(id, format!("its result does not parse: {e}")))?;
+        Ok(StoredRun {
+            row,
+            config: parse(config, "configuration")?,
+            environment: parse(environment, "environment")?,
+            result,
+        })
+    }
+
+    /// The run's result exactly as `loadlab run --json` wrote it (after redaction).
+    pub fn export_json(&self, id: RunId) -> Result<String> {
+        let (encoding, bytes) = self
+            .conn
+            .query_row(
+                "SELECT result_encoding, result FROM runs WHERE id = ?1",
+                [id.0],
+                |r| {
+                    let bytes = match r.get_ref(1)? {
+                        ValueRef::Text(b) | ValueRef::Blob(b) => b.to_vec(),
+                        other => {
+                            return Err(rusqlite::Error::InvalidColumnType(
+                                1,
+                                "result".into(),
+                                other.data_type(),
+                            ))
+                        }
+                    };
+                    Ok((r.get::<_, String>(0)?, bytes))
+                },
+            )
+            .optional()?
+            .ok_or(StoreError::NoRun(id))?;
+        let bytes = match encoding.as_str() {
+            "zlib" => decompress(&bytes).map_err(|e| corrupt(id, e))?,
+            _ => bytes,
+        };
+        String::from_utf8(bytes).map_err(|e| corrupt(id, format!("its result is not UTF-8: {e}")))
+    }
+
+    /// Runs matching `filter`, newest first.
+    pub fn list_runs(&self, filter: &Filter) -> Result<Vec<RunRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {ROW_COLUMNS} FROM runs WHERE (?1 IS NULL OR tag = ?1) \
+             AND (?2 IS NULL OR experiment_id = ?2) AND (?3 IS NULL OR variant = ?3) \
+             AND (?4 = 0 OR interrupted = 0) ORDER BY id DESC LIMIT ?5"
+        ))?;
+        let limit = filter.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let rows = stmt.query_map(
+            params![
+                filter.tag,
+                filter.experiment.map(|e| e.0),
+                filter.variant,
+                filter.completed_only,
+                limit
+            ],
+            read_row,
+        )?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Removes a run for good (its id is not given to another run).
+    pub fn delete_run(&self, id: RunId) -> Result<()> {
+        match self.conn.execute("DELETE FROM runs WHERE id = ?1", [id.0])? {
+            0 => Err(StoreError::NoRun(id)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A run of an experiment must name one that exists, and a completed run of its (variant,
+/// block) must not be there already.
+fn check_slot(tx: &Transaction, slot: &ExperimentSlot, interrupted: bool) -> Result<()> {
+    let exists = tx
+        .query_row(
+            "SELECT 1 FROM experiments WHERE id = ?1",
+            [slot.experiment.0],
+            |_| Ok(()),
+        )
+        .optional()?;
+    if exists.is_none() {
+        return Err(StoreError::NoExperimentId(slot.experiment));
+    }
+    let done = tx
+        .query_row(
+            "SELECT 1 FROM runs WHERE experiment_id = ?1 AND variant = ?2 AND block = ?3 \
+             AND interrupted = 0",
+            params![slot.experiment.0, slot.variant, slot.block],
+            |_| Ok(()),
+        )
+        .optional()?;
+    if done.is_some() && !interrupted {
+        return Err(StoreError::DuplicateRun {
+            experiment: slot.experiment,
+            variant: slot.variant.clone(),
+            block: slot.block,
+        });
+    }
+    Ok(())
+}
+
+/// Tags are looked up by what a person types, so they must not read as anything else.
+fn check_tag(tag: &str) -> Result<()> {
+    let why = if tag.is_empty() {
+        Some("it is empty")
+    } else if tag.bytes().all(|b| b.is_ascii_digit()) {
+        Some("digits alone read as a run id; add a letter")
+    } else if tag.contains(':') {
+        Some("`:` reads as EXPERIMENT:variant; use `-` or `_`")
+    } else if tag.contains('@') {
+        Some("`@` is kept for `TAG@all`; use `-` or `_`")
+    } else if tag.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Some("white space would need quoting wherever the tag is typed; use `-` or `_`")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(StoreError::InvalidTag {
+            tag: tag.to_string(),
+            why,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Reads the [`ROW_COLUMNS`] of one row.
+pub(crate) fn read_row(r: &Row) -> rusqlite::Result<RunRow> {
+    let text_column = |name: &str| -> rusqlite::Result<String> { r.get(name) };
+    let command: Vec<String> = serde_json::from_str(&text_column("command")?)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(10, Type::Text, Box::new(e)))?;
+    let status = text_column("status")?;
+    let status = RunStatus::parse(&status).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(9, Type::Text, format!("status {status}").into())
+    })?;
+    let experiment = match r.get::<_, Option<i64>>("experiment_id")? {
+        Some(id) => Some(ExperimentSlot {
+            experiment: ExperimentId(id),
+            variant: r.get("variant")?,
+            block: r.get("block")?,
+            repetition: r.get("repetition")?,
+        }),
+        None => None,
+    };
+    Ok(RunRow {
+        id: RunId(r.get("id")?),
+        created_at: r.get("created_at")?,
+        started_at: r.get("started_at")?,
+        tag: r.get("tag")?,
+        experiment,
+        interrupted: r.get("interrupted")?,
+        status,
+        command,
+        summary: Summary {
+            target_url: r.get("target_url")?,
+            load_model: r.get("load_model")?,
+            duration_s: r.get("duration_s")?,
+            requests_issued: r.get("requests_issued")?,
+            requests_completed: r.get("requests_completed")?,
+            requests_failed: r.get("requests_failed")?,
+            rps: r.get("rps")?,
+            latency_p50_us: r.get("latency_p50_us")?,
+            latency_p90_us: r.get("latency_p90_us")?,
+            latency_p99_us: r.get("latency_p99_us")?,
+            latency_p99_9_us: r.get("latency_p99_9_us")?,
+            latency_max_us: r.get("latency_max_us")?,
+            error_rate: r.get("error_rate")?,
+            bytes_sent: r.get("bytes_sent")?,
+            bytes_received: r.get("bytes_received")?,
+            busiest_second_sent_bytes: r.get("busiest_second_sent_bytes")?,
+            server_cpu_p50_cores: r.get("server_cpu_p50_cores")?,
+            server_cpu_p99_cores: r.get("server_cpu_p99_cores")?,
+            server_rss_p99_bytes: r.get("server_rss_p99_bytes")?,
+            server_memory_p99_bytes: r.get("server_memory_p99_bytes")?,
+            generator_cpu_s_per_100k: r.get("generator_cpu_s_per_100k")?,
+            cold_start: r.get("cold_start")?,
+            ready_s: r.get("ready_s")?,
+        },
+    })
+}
+
+fn corrupt(id: RunId, why: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        id,
+        why: why.into(),
+    }
+}
+
+fn compress(bytes: &[u8]) -> Vec<u8> {
+    let mut z = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(bytes).expect("writing to memory");
+    z.finish().expect("writing to memory")
+}
+
+/// Inflates a stored document; zlib's checksum catches a damaged one.
+fn decompress(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    ZlibDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("its compressed result does not inflate: {e}"))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_that_would_read_as_something_else_are_refused() {
+        for bad in ["", "42", "exp:fast", "base@all", "my tag"] {
+            assert!(check_tag(bad).is_err(), "{bad:?}");
+        }
+        for good in ["baseline", "v1.2-rc", "42a", "after_fix"] {
+            assert!(check_tag(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn documents_inflate_to_what_was_deflated() {
+        let text = b"{\n  \"a\": 1\n}\n".repeat(100);
+        assert_eq!(decompress(&compress(&text)).unwrap(), text);
+        let mut damaged = compress(&text);
+        let last = damaged.len() - 1;
+        damaged[last] ^= 0xff;
+        assert!(decompress(&damaged).is_err());
+    }
+}
