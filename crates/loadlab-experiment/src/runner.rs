@@ -130,6 +130,8 @@ pub struct Options {
     pub targets: Option<std::path::PathBuf>,
     /// Skip `lab verify` (for tests of the runner with servers that are not lab targets).
     pub skip_verify: bool,
+    /// Limits that cannot be applied (not root) stop the run, unless best-effort.
+    pub limits: LimitsMode,
 }
 
 pub fn run(
@@ -168,7 +170,7 @@ pub fn run(
             of: plan.runs.len(),
             label: arm.label.clone(),
         });
-        let spec = session_spec(experiment, arm, lab.as_ref(), upstream.as_ref());
+        let spec = session_spec(experiment, arm, lab.as_ref(), upstream.as_ref(), options.limits);
         let fail = |message: String| RunError::Run {
             index: run.index + 1,
             label: arm.label.clone(),
@@ -348,6 +350,7 @@ fn session_spec(
     arm: &Arm,
     lab: Option<&Lab>,
     upstream: Option<&MockUpstream>,
+    mode: LimitsMode,
 ) -> SessionSpec {
     let s = &arm.settings;
     let variant = &experiment.variants[arm.variant];
@@ -388,7 +391,7 @@ fn session_spec(
     let server = kind.map(|kind| {
         let mut spec = ServerSpec::new(kind);
         spec.limits = limits(s);
-        spec.mode = LimitsMode::Strict;
+        spec.mode = mode;
         spec.env = s.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         spec.healthz = s.healthz.clone();
         spec

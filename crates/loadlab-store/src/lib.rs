@@ -3,7 +3,7 @@
 //! A run is written whole, in one transaction, or not at all: a process killed mid-write
 //! leaves the file valid and every run in it readable. Secrets never reach the file: each
 //! result, configuration and environment is redacted before it is written, by the same
-//! [`redact`] the CLI applies to `run --json`, so a stored run exports to exactly the bytes
+//! [`redact()`] the CLI applies to `run --json`, so a stored run exports to exactly the bytes
 //! `run --json` wrote.
 //!
 //! # Layout
@@ -12,12 +12,15 @@
 //! - [`redact`](mod@redact): secret header values and URL passwords out of results and JSON.
 //! - [`summary`]: the figures kept as columns, so runs can be queried without their documents.
 //! - [`runs`]: saving, reading, exporting, listing and deleting runs.
+//! - [`document`]: a result document as kept: `run --json`'s exact bytes, compressed.
 //! - [`experiments`]: experiments, their status, their runs by variant, and resuming one.
 //! - [`resolve`](mod@resolve): what a person types (`42`, `baseline`, `EXP:variant`) as runs.
 //! - [`error`]: [`StoreError`], whose messages name the problem and the fix.
 //!
-//! This crate depends on the result crate only: it must not run, compare or print anything.
+//! Of loadlab's crates this one depends on the result crate only: it must not run, compare
+//! or print anything.
 
+pub mod document;
 pub mod error;
 pub mod experiments;
 pub mod redact;
@@ -26,10 +29,11 @@ pub mod runs;
 pub mod schema;
 pub mod summary;
 
+pub use document::export_text;
 pub use error::{Result, StoreError};
 pub use experiments::{CompletedRun, Experiment, ExperimentStatus, Resumable};
 pub use redact::{redact, redact_json, redact_text, REDACTED};
-pub use runs::{export_text, ExperimentSlot, Filter, RunMeta, RunRow, StoredRun};
+pub use runs::{ExperimentSlot, Filter, RunMeta, RunRow, StoredRun};
 pub use summary::{RunStatus, Summary};
 
 use rusqlite::Connection;
@@ -69,6 +73,12 @@ pub struct Store {
     path: PathBuf,
 }
 
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
 impl Store {
     /// Opens the store at `path`, creating the file if there is none, and brings its schema
     /// up to date. WAL mode, so readers never wait for a writer and a killed writer leaves
@@ -88,7 +98,7 @@ impl Store {
             .map_err(open)?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open)?;
-        schema::migrate(&conn, path, schema::latest_version())?;
+        schema::migrate(&conn, path)?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -126,5 +136,17 @@ impl Store {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The CLI wraps errors in `anyhow`, and a store may move to the thread that saves runs.
+    #[test]
+    fn errors_and_stores_cross_threads() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        fn send<T: Send>() {}
+        send_sync::<super::StoreError>();
+        send::<super::Store>();
     }
 }

@@ -1,29 +1,18 @@
 //! Runs in the store: saved whole in one transaction (redacted first), read back as the
 //! result they were, exported as the exact bytes `run --json` writes, listed newest first,
-//! deleted. The result document is kept as those export bytes, zlib-compressed, so an export
-//! is a copy and never a re-serialisation. This module must not redact by any rule of its
-//! own (that is [`crate::redact`]'s) nor decide what a person's run spec means
+//! deleted. This module must not redact by any rule of its own (that is [`mod@crate::redact`]'s),
+//! encode documents ([`crate::document`]'s) nor decide what a person's run spec means
 //! ([`crate::resolve`]'s).
 
+use crate::document::{compress, decompress, export_text};
 use crate::error::{Result, StoreError};
 use crate::redact::{redact, redact_json, redact_text};
 use crate::summary::{RunStatus, Summary};
 use crate::{ExperimentId, RunId, Store};
-use flate2::read::ZlibDecoder;
-use flate2::write::ZlibEncoder;
 use loadlab_result::RunResult;
 use rusqlite::types::{Type, ValueRef};
 use rusqlite::{params, OptionalExtension, Row, Transaction, TransactionBehavior};
 use serde_json::Value;
-use std::io::{Read, Write};
-
-/// The bytes `loadlab run --json` writes for a result: pretty JSON and a newline (the JSON
-/// exporter's output). The store keeps exactly these, for the redacted result.
-pub fn export_text(result: &RunResult) -> String {
-    let mut text = serde_json::to_string_pretty(result).expect("a result is plain data");
-    text.push('\n');
-    text
-}
 
 /// Where a run sits in an experiment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -252,7 +241,9 @@ impl Store {
              AND (?2 IS NULL OR experiment_id = ?2) AND (?3 IS NULL OR variant = ?3) \
              AND (?4 = 0 OR interrupted = 0) ORDER BY id DESC LIMIT ?5"
         ))?;
-        let limit = filter.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let limit = filter
+            .limit
+            .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
         let rows = stmt.query_map(
             params![
                 filter.tag,
@@ -268,7 +259,10 @@ impl Store {
 
     /// Removes a run for good (its id is not given to another run).
     pub fn delete_run(&self, id: RunId) -> Result<()> {
-        match self.conn.execute("DELETE FROM runs WHERE id = ?1", [id.0])? {
+        match self
+            .conn
+            .execute("DELETE FROM runs WHERE id = ?1", [id.0])?
+        {
             0 => Err(StoreError::NoRun(id)),
             _ => Ok(()),
         }
@@ -392,21 +386,6 @@ fn corrupt(id: RunId, why: impl Into<String>) -> StoreError {
     }
 }
 
-fn compress(bytes: &[u8]) -> Vec<u8> {
-    let mut z = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-    z.write_all(bytes).expect("writing to memory");
-    z.finish().expect("writing to memory")
-}
-
-/// Inflates a stored document; zlib's checksum catches a damaged one.
-fn decompress(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    ZlibDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("its compressed result does not inflate: {e}"))?;
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,15 +398,5 @@ mod tests {
         for good in ["baseline", "v1.2-rc", "42a", "after_fix"] {
             assert!(check_tag(good).is_ok(), "{good:?}");
         }
-    }
-
-    #[test]
-    fn documents_inflate_to_what_was_deflated() {
-        let text = b"{\n  \"a\": 1\n}\n".repeat(100);
-        assert_eq!(decompress(&compress(&text)).unwrap(), text);
-        let mut damaged = compress(&text);
-        let last = damaged.len() - 1;
-        damaged[last] ^= 0xff;
-        assert!(decompress(&damaged).is_err());
     }
 }

@@ -138,14 +138,14 @@ pub fn latest_version() -> i64 {
 }
 
 /// The file's schema version (0 for a new, empty file).
-pub fn version(conn: &Connection) -> Result<i64> {
+pub(crate) fn version(conn: &Connection) -> Result<i64> {
     Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
 }
 
-/// Brings the file up to `target` (normally [`latest_version`]), one transaction per
-/// migration. Safe against another process migrating the same file at the same moment: each
-/// step takes the write lock first and re-reads the version under it.
-pub fn migrate(conn: &Connection, path: &Path, target: i64) -> Result<()> {
+/// Brings the file up to [`latest_version`], one transaction per migration. Safe against
+/// another process migrating the same file at the same moment: each step takes the write
+/// lock first and re-reads the version under it.
+pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<()> {
     let found = version(conn)?;
     if found > latest_version() {
         return Err(StoreError::TooNew {
@@ -154,14 +154,15 @@ pub fn migrate(conn: &Connection, path: &Path, target: i64) -> Result<()> {
             known: latest_version(),
         });
     }
-    for m in MIGRATIONS.iter().filter(|m| m.version <= target) {
+    for m in MIGRATIONS {
         let failed = |source| StoreError::Migration {
             path: path.to_path_buf(),
             version: m.version,
             what: m.what,
             source,
         };
-        let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(failed)?;
+        let tx =
+            Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(failed)?;
         if version(&tx)? >= m.version {
             continue;
         }
@@ -188,8 +189,8 @@ mod tests {
     fn migrating_twice_changes_nothing() {
         let conn = Connection::open_in_memory().unwrap();
         let path = Path::new(":memory:");
-        migrate(&conn, path, latest_version()).unwrap();
-        migrate(&conn, path, latest_version()).unwrap();
+        migrate(&conn, path).unwrap();
+        migrate(&conn, path).unwrap();
         assert_eq!(version(&conn).unwrap(), latest_version());
     }
 
@@ -198,7 +199,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.pragma_update(None, "user_version", latest_version() + 1)
             .unwrap();
-        let err = migrate(&conn, Path::new("x.db"), latest_version()).unwrap_err();
+        let err = migrate(&conn, Path::new("x.db")).unwrap_err();
         assert!(err.to_string().contains("upgrade loadlab"), "{err}");
     }
 }

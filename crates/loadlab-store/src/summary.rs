@@ -119,9 +119,7 @@ impl Summary {
                 .map(|m| m.p99.round() as u64),
             generator_cpu_s_per_100k: result.generator.cpu_s_per_100k_requests,
             cold_start: result.first_requests.as_ref().map(|f| f.cold_start),
-            ready_s: server
-                .and_then(|s| s.startup.as_ref())
-                .map(|s| s.ready_s),
+            ready_s: server.and_then(|s| s.startup.as_ref()).map(|s| s.ready_s),
         }
     }
 }

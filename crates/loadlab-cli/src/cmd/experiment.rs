@@ -33,6 +33,18 @@ pub struct ExperimentArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// Override the file's repetitions (a quick look; a different plan).
+    #[arg(long, value_name = "N")]
+    pub repetitions: Option<usize>,
+
+    /// Override the file's measured time per run, e.g. 3s.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Override the file's warm-up per run, e.g. 1s.
+    #[arg(long, value_name = "DURATION")]
+    pub warmup: Option<String>,
+
     /// Continue an interrupted experiment from its first missing run (the plan must be
     /// unchanged).
     #[arg(long)]
@@ -45,6 +57,11 @@ pub struct ExperimentArgs {
     /// The targets directory [default: the nearest targets/ above here].
     #[arg(long, value_name = "DIR")]
     pub targets: Option<PathBuf>,
+
+    /// strict: refuse to run when a limit cannot be applied (not root); best-effort: run, and
+    /// say in each result which limits held.
+    #[arg(long, value_enum, default_value_t = crate::cmd::server::LimitsArg::Strict)]
+    pub limits: crate::cmd::server::LimitsArg,
 
     /// The comparison's format: text, markdown, csv or json.
     #[arg(long, default_value = "text")]
@@ -59,7 +76,24 @@ pub struct ExperimentArgs {
 }
 
 pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
-    let experiment = Experiment::load(&args.file)?;
+    let mut experiment = Experiment::load(&args.file)?;
+    if let Some(n) = args.repetitions {
+        if n == 0 || n > 1_000 {
+            anyhow::bail!("--repetitions {n}: between 1 and 1000");
+        }
+        experiment.repetitions = n;
+    }
+    if let Some(d) = &args.duration {
+        let secs = loadlab_experiment::file::duration_s(d, "--duration").map_err(anyhow::Error::msg)?;
+        if secs <= 0.0 {
+            anyhow::bail!("--duration must be longer than 0; try --duration 10s");
+        }
+        experiment.base.duration_s = secs;
+    }
+    if let Some(w) = &args.warmup {
+        experiment.base.warmup_s =
+            loadlab_experiment::file::duration_s(w, "--warmup").map_err(anyhow::Error::msg)?;
+    }
     let plan = Plan::new(&experiment).map_err(anyhow::Error::msg)?;
     let format = Format::parse(&args.format).map_err(anyhow::Error::msg)?;
     let gates = args.gates.parse()?;
@@ -81,6 +115,10 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         resume: args.resume,
         targets: args.targets.clone(),
         skip_verify: false,
+        limits: match args.limits {
+            crate::cmd::server::LimitsArg::Strict => loadlab_probe::LimitsMode::Strict,
+            crate::cmd::server::LimitsArg::BestEffort => loadlab_probe::LimitsMode::BestEffort,
+        },
     };
     let started = std::time::Instant::now();
     let ending = runner::run(

@@ -10,8 +10,13 @@ fn plan() -> serde_json::Value {
     serde_json::json!({"arms": ["slow", "fast"], "repetitions": 2, "seed": 7})
 }
 
-fn save(store: &Store, experiment: loadlab_store::ExperimentId, variant: &str, block: u32,
-        interrupted: bool) -> RunId {
+fn save(
+    store: &Store,
+    experiment: loadlab_store::ExperimentId,
+    variant: &str,
+    block: u32,
+    interrupted: bool,
+) -> RunId {
     let mut result = fixture("ok");
     result.interrupted = interrupted;
     let meta = RunMeta {
@@ -31,7 +36,9 @@ fn find_resumable_returns_the_completed_runs_of_the_same_plan_only() {
     let (_dir, _path, store) = temp_store();
     let file = Path::new("experiments/speed.toml");
     assert_eq!(store.find_resumable("speed", "hash-a").unwrap(), None);
-    let id = store.create_experiment("speed", file, "hash-a", &plan()).unwrap();
+    let id = store
+        .create_experiment("speed", file, "hash-a", &plan())
+        .unwrap();
     let a = save(&store, id, "slow", 0, false);
     let b = save(&store, id, "fast", 0, false);
     save(&store, id, "slow", 1, true); // cut short: must run again
@@ -54,10 +61,14 @@ fn find_resumable_returns_the_completed_runs_of_the_same_plan_only() {
     assert_eq!(store.find_resumable("other", "hash-a").unwrap(), None);
 
     // Resumed and finished: nothing left to resume.
-    store.set_experiment_status(id, ExperimentStatus::Running).unwrap();
+    store
+        .set_experiment_status(id, ExperimentStatus::Running)
+        .unwrap();
     save(&store, id, "slow", 1, false);
     save(&store, id, "fast", 1, false);
-    store.set_experiment_status(id, ExperimentStatus::Complete).unwrap();
+    store
+        .set_experiment_status(id, ExperimentStatus::Complete)
+        .unwrap();
     assert_eq!(store.find_resumable("speed", "hash-a").unwrap(), None);
     let stored = store.experiment(id).unwrap();
     assert_eq!(stored.status, ExperimentStatus::Complete);
@@ -115,6 +126,9 @@ fn a_completed_run_is_not_stored_twice_nor_for_a_missing_experiment() {
         ..RunMeta::default()
     };
     let err = store.save_run(&fixture("ok"), &missing).unwrap_err();
-    assert_eq!(err.to_string(), "no experiment with id 42: see `loadlab runs list`");
+    assert_eq!(
+        err.to_string(),
+        "no experiment with id 42: see `loadlab runs list`"
+    );
     assert_eq!(store.experiment_runs(id).unwrap()["fast"].len(), 1);
 }

@@ -26,7 +26,11 @@ fn regenerate_schema_v1_fixture() {
     let mut refused = fixture("refused");
     refused.interrupted = true;
     let runs = [
-        (with_server(), Some("baseline"), Some(r#"{"connections":20}"#)),
+        (
+            with_server(),
+            Some("baseline"),
+            Some(r#"{"connections":20}"#),
+        ),
         (fixture("open"), Some("baseline"), None),
         (refused, None, None),
     ];
@@ -69,7 +73,9 @@ fn a_schema_1_file_migrates_and_keeps_its_runs() {
     // Never migrate the fixture itself.
     std::fs::copy(fixture_path(), &path).unwrap();
     let v1 = rusqlite::Connection::open(&path).unwrap();
-    let version: i64 = v1.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    let version: i64 = v1
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
     assert_eq!(version, 1, "the fixture is a schema-1 file");
     drop(v1);
 
@@ -96,7 +102,11 @@ fn a_schema_1_file_migrates_and_keeps_its_runs() {
     let statuses: Vec<RunStatus> = rows.iter().rev().map(|r| r.status).collect();
     assert_eq!(
         statuses,
-        [RunStatus::ServerExited, RunStatus::Complete, RunStatus::Interrupted]
+        [
+            RunStatus::ServerExited,
+            RunStatus::Complete,
+            RunStatus::Interrupted
+        ]
     );
     let server_run = &rows[2].summary;
     assert_eq!(server_run.server_memory_p99_bytes, Some(5_250_000));
@@ -142,7 +152,10 @@ fn assert_summaries_match(sql: &Summary, rust: &Summary) {
         ]
     };
     for (i, (a, b)) in floats(sql).into_iter().zip(floats(rust)).enumerate() {
-        assert!(close(a, b), "figure {i}: {a:?} in SQL, {b:?} from the result");
+        assert!(
+            close(a, b),
+            "figure {i}: {a:?} in SQL, {b:?} from the result"
+        );
     }
     let exact = |s: &Summary| {
         (

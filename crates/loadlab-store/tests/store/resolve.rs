@@ -13,12 +13,20 @@ fn ids_tags_and_experiment_variants_resolve() {
         ..RunMeta::default()
     };
     let first = store.save_run(&fixture("ok"), &tagged("baseline")).unwrap();
-    let second = store.save_run(&fixture("open"), &tagged("baseline")).unwrap();
-    let plain = store.save_run(&fixture("refused"), &RunMeta::default()).unwrap();
+    let second = store
+        .save_run(&fixture("open"), &tagged("baseline"))
+        .unwrap();
+    let plain = store
+        .save_run(&fixture("refused"), &RunMeta::default())
+        .unwrap();
 
     assert_eq!(store.resolve(&first.to_string()).unwrap(), [first]);
     assert_eq!(store.resolve(&format!(" {plain} ")).unwrap(), [plain]);
-    assert_eq!(store.resolve("baseline").unwrap(), [second], "the latest wins");
+    assert_eq!(
+        store.resolve("baseline").unwrap(),
+        [second],
+        "the latest wins"
+    );
     assert_eq!(store.resolve("baseline@all").unwrap(), [second, first]);
 
     let file = Path::new("speed.toml");
@@ -47,7 +55,10 @@ fn ids_tags_and_experiment_variants_resolve() {
     in_experiment(new, label, 2, true);
     let slow = in_experiment(new, "slow", 0, false);
     // The latest experiment of the name, completed runs only, in block order.
-    assert_eq!(store.resolve("speed:fast[connections=50]").unwrap(), [b0, b1]);
+    assert_eq!(
+        store.resolve("speed:fast[connections=50]").unwrap(),
+        [b0, b1]
+    );
     assert_eq!(store.resolve("speed:slow").unwrap(), [slow]);
 }
 
@@ -82,9 +93,18 @@ fn what_names_nothing_is_a_clear_error() {
 
     let message = |spec: &str| store.resolve(spec).unwrap_err().to_string();
     assert_eq!(message("42"), "no run with id 42: see `loadlab runs list`");
-    assert_eq!(message("nightly"), "no run is tagged `nightly`: see `loadlab runs list`");
-    assert_eq!(message("nightly@all"), "no run is tagged `nightly`: see `loadlab runs list`");
-    assert_eq!(message("bench:fast"), "no experiment is named `bench`: see `loadlab runs list`");
+    assert_eq!(
+        message("nightly"),
+        "no run is tagged `nightly`: see `loadlab runs list`"
+    );
+    assert_eq!(
+        message("nightly@all"),
+        "no run is tagged `nightly`: see `loadlab runs list`"
+    );
+    assert_eq!(
+        message("bench:fast"),
+        "no experiment is named `bench`: see `loadlab runs list`"
+    );
     assert_eq!(
         message("speed:medium"),
         format!(
@@ -100,7 +120,12 @@ fn what_names_nothing_is_a_clear_error() {
         );
     }
     assert!(message("").contains("EXPERIMENT:variant"));
-    assert_eq!(store.resolve("99999999999999999999999").unwrap_err().to_string(),
+    assert_eq!(
+        store
+            .resolve("99999999999999999999999")
+            .unwrap_err()
+            .to_string(),
         "`99999999999999999999999` names no run: give a run id (42), a tag (baseline, or \
-         baseline@all for every run with it) or EXPERIMENT:variant; see `loadlab runs list`");
+         baseline@all for every run with it) or EXPERIMENT:variant; see `loadlab runs list`"
+    );
 }

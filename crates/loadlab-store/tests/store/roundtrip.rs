@@ -27,7 +27,10 @@ fn each_fixture_is_stored_read_back_and_exported_byte_identical() {
         // checked-in copies lost their final newline; the exporter writes one).
         assert_same_text(exported.trim_end(), text.trim_end(), &name);
         let stored = store.run(id).unwrap();
-        assert_eq!(stored.result, expected, "{name}: parses back to the same numbers");
+        assert_eq!(
+            stored.result, expected,
+            "{name}: parses back to the same numbers"
+        );
         assert_eq!(stored.config, meta.config);
         assert_eq!(stored.environment, meta.environment);
         assert_eq!(stored.row.tag, meta.tag);
@@ -54,7 +57,10 @@ fn every_summary_column_holds_its_figure() {
     );
     assert_eq!(s.rps, m.requests.per_second);
     assert_eq!(s.latency_p90_us, Some(m.latency_us.as_ref().unwrap().p90));
-    assert_eq!(s.latency_p99_9_us, Some(m.latency_us.as_ref().unwrap().p99_9));
+    assert_eq!(
+        s.latency_p99_9_us,
+        Some(m.latency_us.as_ref().unwrap().p99_9)
+    );
     assert_eq!(s.error_rate, Some(0.0));
     assert_eq!(s.busiest_second_sent_bytes, Some(m.bytes.max_sent_per_s));
     assert_eq!(s.server_cpu_p50_cores, Some(0.5));
@@ -141,9 +147,7 @@ fn lists_filter_and_put_the_newest_first() {
 #[test]
 fn a_deleted_run_is_gone_and_its_id_never_comes_back() {
     let (_dir, _path, store) = temp_store();
-    let first = store
-        .save_run(&fixture("ok"), &RunMeta::default())
-        .unwrap();
+    let first = store.save_run(&fixture("ok"), &RunMeta::default()).unwrap();
     store.delete_run(first).unwrap();
     assert!(matches!(store.run(first), Err(StoreError::NoRun(id)) if id == first));
     let err = store.delete_run(first).unwrap_err().to_string();
@@ -151,9 +155,7 @@ fn a_deleted_run_is_gone_and_its_id_never_comes_back() {
         err,
         format!("no run with id {first}: see `loadlab runs list`")
     );
-    let second = store
-        .save_run(&fixture("ok"), &RunMeta::default())
-        .unwrap();
+    let second = store.save_run(&fixture("ok"), &RunMeta::default()).unwrap();
     assert!(second > first, "ids are not reused: {first} then {second}");
     store.check_integrity().unwrap();
 }
@@ -170,4 +172,56 @@ fn tags_that_would_be_misread_are_refused() {
         assert!(matches!(err, StoreError::InvalidTag { .. }), "{tag}: {err}");
     }
     assert!(store.list_runs(&Filter::default()).unwrap().is_empty());
+}
+
+#[test]
+fn a_new_file_is_in_wal_mode_at_the_latest_schema() {
+    let (_dir, path, store) = temp_store();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        loadlab_store::schema::latest_version()
+    );
+    assert_eq!(store.path(), path);
+    // The journal mode is kept in the file; any other connection sees it.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let missing = StoreError::Open {
+        path: "x".into(),
+        source: rusqlite::Error::InvalidQuery,
+    };
+    assert!(missing.to_string().contains("check the path"));
+    let err = loadlab_store::Store::open(path.join("no/such/dir.db")).unwrap_err();
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+}
+
+/// An experiment and a `loadlab run --save` may write to one file at once: the second
+/// writer waits for the first (busy timeout) instead of failing.
+#[test]
+fn two_writers_on_one_file_both_succeed() {
+    let (_dir, path, _store) = temp_store();
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let store = loadlab_store::Store::open(&path).unwrap();
+                let result = fixture("open");
+                let meta = RunMeta {
+                    tag: Some(format!("writer-{w}")),
+                    ..RunMeta::default()
+                };
+                for _ in 0..15 {
+                    store.save_run(&result, &meta).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let store = loadlab_store::Store::open(&path).unwrap();
+    assert_eq!(store.list_runs(&Filter::default()).unwrap().len(), 30);
+    assert_eq!(store.resolve("writer-1@all").unwrap().len(), 15);
 }

@@ -16,7 +16,11 @@ pub fn fixture_texts() -> Vec<(String, String)> {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    assert!(files.len() >= 3, "expected the result fixtures in {}", dir.display());
+    assert!(
+        files.len() >= 3,
+        "expected the result fixtures in {}",
+        dir.display()
+    );
     files
         .iter()
         .map(|p| {
@@ -171,7 +175,10 @@ pub fn assert_same_text(got: &str, want: &str, what: &str) {
         .zip(want.bytes())
         .position(|(a, b)| a != b)
         .unwrap_or(got.len().min(want.len()));
-    let around = |s: &str| s.get(at.saturating_sub(40)..(at + 40).min(s.len())).map(String::from);
+    let around = |s: &str| {
+        s.get(at.saturating_sub(40)..(at + 40).min(s.len()))
+            .map(String::from)
+    };
     panic!(
         "{what}: texts differ at byte {at} (lengths {} and {}): got {:?}, want {:?}",
         got.len(),
