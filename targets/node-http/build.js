@@ -10,7 +10,13 @@ if (major < 20) {
   process.stderr.write(`node-http needs Node.js 20 or newer, found ${process.version}\n`);
   process.exit(1);
 }
-for (const file of ['server.js', '../node-common/content.js', '../node-common/contract.js']) {
+const files = [
+  'server.js',
+  '../node-common/content.js',
+  '../node-common/contract.js',
+  '../node-common/startup.js',
+];
+for (const file of files) {
   execFileSync(process.execPath, ['--check', file], { stdio: 'inherit' });
 }
 fs.mkdirSync('build', { recursive: true });

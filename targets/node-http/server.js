@@ -1,12 +1,9 @@
 'use strict';
-// The loadlab reference target on node:http, no framework (../CONTRACT.md). WORKERS > 1 runs a
-// `cluster` of that many processes sharing the listening socket (the primary hands out
-// connections); WORKERS=1 serves from this one process.
+// The loadlab reference target on node:http, no framework (../CONTRACT.md). Start-up (WORKERS > 1
+// is a `cluster` of processes sharing the listening socket) is ../node-common/startup.js.
 
-const cluster = require('node:cluster');
-const http = require('node:http');
-const { loadSite } = require('../node-common/content');
 const c = require('../node-common/contract');
+const { start } = require('../node-common/startup');
 
 const config = c.readConfig();
 
@@ -90,36 +87,4 @@ function makeHandler(site) {
   };
 }
 
-function serve() {
-  let site;
-  try {
-    site = loadSite(config.contentDir);
-  } catch (e) {
-    c.configError(`CONTENT_DIR=${config.contentDir}: cannot load the portfolio content: ${e.message} (point CONTENT_DIR at targets/content)`);
-  }
-  const server = http.createServer(makeHandler(site));
-  server.on('error', (e) => c.configError(`cannot listen on ${config.host}:${config.port}: ${e.message} (pick another PORT or HOST)`));
-  server.listen({ host: config.host, port: config.port, backlog: config.backlog }, () => {
-    if (cluster.isPrimary) announce(server.address());
-  });
-}
-
-let announced = false;
-function announce(address) {
-  if (announced) return;
-  announced = true;
-  const host = address.family === 'IPv6' || address.family === 6 ? `[${address.address}]` : address.address;
-  process.stdout.write(`listening on ${host}:${address.port}\n`);
-}
-
-if (config.workers > 1 && cluster.isPrimary) {
-  // Workers listening on port 0 share one port, chosen once by the primary.
-  for (let i = 0; i < config.workers; i++) cluster.fork();
-  cluster.on('listening', (worker, address) => announce(address));
-  cluster.on('exit', (worker, code, signal) => {
-    process.stderr.write(`worker ${worker.process.pid} exited (${signal ?? code}); stopping\n`);
-    process.exit(1);
-  });
-} else {
-  serve();
-}
+start(config, makeHandler);

@@ -1,19 +1,12 @@
-"""The build of a Python target: a fresh virtual environment in .venv with exactly the pinned
-requirements (every transitive dependency is pinned in requirements.txt; wheels only, so
-nothing compiles). Run by `loadlab lab build` with the system python3."""
+"""The build of this Python target: a fresh .venv with exactly requirements.txt, done by
+../python-common/venv_build.py (shared with the other Python target)."""
 
-import subprocess
+import pathlib
 import sys
-import venv
 
-if sys.version_info < (3, 10):
-    sys.exit(f"this target needs Python 3.10 or newer, found {sys.version.split()[0]}")
-# clear=True: a rebuild never keeps a package the requirements no longer name.
-venv.EnvBuilder(clear=True, with_pip=True).create(".venv")
-subprocess.run(
-    [".venv/bin/python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-     "--no-input", "--only-binary=:all:", "--no-deps", "-r", "requirements.txt"],
-    check=True,
-)
-# --no-deps above installs exactly the pins; this fails if one is missing or conflicts.
-subprocess.run([".venv/bin/python", "-m", "pip", "check", "--disable-pip-version-check"], check=True)
+sys.dont_write_bytecode = True  # leave no __pycache__ in python-common
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python-common"))
+
+import venv_build  # noqa: E402
+
+venv_build.main()

@@ -112,20 +112,6 @@ impl Config {
     pub fn bind_addr(&self) -> std::net::SocketAddr {
         (self.host, self.port).into()
     }
-
-    /// Binds with `BACKLOG` and prints the contract's `listening on ADDR` first line. Call it
-    /// inside the tokio runtime that will serve the listener.
-    pub fn listen(&self) -> std::io::Result<tokio::net::TcpListener> {
-        let socket = match self.host {
-            std::net::IpAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
-            std::net::IpAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
-        };
-        socket.set_reuseaddr(true)?;
-        socket.bind(self.bind_addr())?;
-        let listener = socket.listen(self.backlog)?;
-        println!("listening on {}", listener.local_addr()?);
-        Ok(listener)
-    }
 }
 
 fn parse<T: std::str::FromStr>(

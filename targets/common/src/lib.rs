@@ -1,7 +1,7 @@
 //! What every Rust reference target shares: the workload contract's domain logic
-//! (`../../CONTRACT.md`). Each target wires these pieces into its framework the way that
-//! framework's documentation recommends; nothing here knows about a framework, and nothing
-//! here may cache a response the contract says is built per request.
+//! (`../../CONTRACT.md`) and the start-up around it. Each target wires these pieces into its
+//! framework the way that framework's documentation recommends; nothing here knows about a
+//! framework, and nothing here may cache a response the contract says is built per request.
 //!
 //! Layout:
 //! - [`config`]: the environment a target reads (`PORT`, `HOST`, `WORKERS`, `BACKLOG`,
@@ -11,14 +11,18 @@
 //! - [`workload`]: the bodies of `/plaintext`, `/json`, `/compute`, `/bytes`.
 //! - [`site`]: the portfolio (templates and Markdown posts from `targets/content`).
 //! - [`upstream`]: the pooled and per-call clients behind `/upstream`.
+//! - [`startup`]: the shared [`AppState`], the runtime with `WORKERS` threads, binding with
+//!   `BACKLOG`, the `listening on ADDR` line, and exit status 2 on any start-up error.
 
 pub mod config;
 pub mod params;
 pub mod site;
+pub mod startup;
 pub mod upstream;
 pub mod workload;
 
 pub use config::Config;
 pub use params::{BadParam, Params};
 pub use site::Site;
+pub use startup::AppState;
 pub use upstream::{ClientMode, UpstreamClient, UpstreamError};

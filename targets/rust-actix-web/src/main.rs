@@ -6,33 +6,21 @@
 use actix_web::http::header::{self, ContentType};
 use actix_web::http::StatusCode;
 use actix_web::{middleware, web, App, HttpRequest, HttpResponse, HttpServer};
-use lab_common::{params, workload, BadParam, Config, Site, UpstreamClient, UpstreamError};
+use lab_common::{params, startup, workload, AppState, BadParam, Config, UpstreamError};
 use std::process::ExitCode;
 use std::time::Duration;
-
-struct AppState {
-    site: Site,
-    upstream: UpstreamClient,
-}
 
 type Shared = web::Data<AppState>;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("rust-actix-web: {err}");
-            ExitCode::from(2)
-        }
-    }
+    startup::run("rust-actix-web", run)
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// actix-web runs its own runtimes (one per worker) and binds itself, so it takes only the
+/// state, the exit rule and the `listening on` line from `lab_common::startup`.
+fn run() -> Result<(), startup::Error> {
     let config = Config::from_env()?;
-    let state = web::Data::new(AppState {
-        site: Site::load(&config.content_dir)?,
-        upstream: UpstreamClient::new(config.upstream_url.as_deref()),
-    });
+    let state = web::Data::new(AppState::load(&config)?);
     actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(move || {
             App::new()
@@ -58,7 +46,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .backlog(config.backlog)
         .bind(config.bind_addr())?;
         for addr in server.addrs() {
-            println!("listening on {addr}");
+            startup::announce(addr);
         }
         server.run().await?;
         Ok(())

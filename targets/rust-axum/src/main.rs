@@ -8,40 +8,15 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
-use lab_common::{params, workload, BadParam, Config, Site, UpstreamClient, UpstreamError};
+use lab_common::{params, startup, workload, AppState, BadParam, UpstreamError};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-struct AppState {
-    site: Site,
-    upstream: UpstreamClient,
-}
-
 type Shared = State<Arc<AppState>>;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("rust-axum: {err}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let config = Config::from_env()?;
-    let state = Arc::new(AppState {
-        site: Site::load(&config.content_dir)?,
-        upstream: UpstreamClient::new(config.upstream_url.as_deref()),
-    });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.workers)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        let listener = config.listen()?;
+    startup::run_tokio("rust-axum", |listener, state| async move {
         axum::serve(listener, app(state)).await?;
         Ok(())
     })

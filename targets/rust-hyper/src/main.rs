@@ -10,60 +10,39 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use lab_common::{params, workload, BadParam, Config, Site, UpstreamClient, UpstreamError};
+use lab_common::{params, startup, workload, AppState, BadParam, UpstreamError};
 use std::convert::Infallible;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-
-struct AppState {
-    site: Site,
-    upstream: UpstreamClient,
-}
+use tokio::net::TcpListener;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("rust-hyper: {err}");
-            ExitCode::from(2)
-        }
-    }
+    startup::run_tokio("rust-hyper", serve)
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let config = Config::from_env()?;
-    let state = Arc::new(AppState {
-        site: Site::load(&config.content_dir)?,
-        upstream: UpstreamClient::new(config.upstream_url.as_deref()),
-    });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.workers)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        let listener = config.listen()?;
-        loop {
-            let (stream, _) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                // Out of file descriptors and the like: keep serving the connections we have.
-                Err(err) => {
-                    eprintln!("rust-hyper: accept failed: {err}");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
-            let state = state.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req| handle(state.clone(), req));
-                // Errors here are a client going away mid-request; nothing to do about them.
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    })
+/// The accept loop: one task per connection. It never returns.
+async fn serve(listener: TcpListener, state: Arc<AppState>) -> Result<(), startup::Error> {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            // Out of file descriptors and the like: keep serving the connections we have.
+            Err(err) => {
+                eprintln!("rust-hyper: accept failed: {err}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(state.clone(), req));
+            // Errors here are a client going away mid-request; nothing to do about them.
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
 }
 
 type Reply = Response<Full<Bytes>>;

@@ -5,7 +5,7 @@
 
 use bytes::{Buf, BufMut, Bytes};
 use futures_util::{Stream, StreamExt};
-use lab_common::{params, workload, BadParam, Config, Site, UpstreamClient, UpstreamError};
+use lab_common::{params, startup, workload, AppState, BadParam, UpstreamError};
 use std::convert::Infallible;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -14,35 +14,10 @@ use warp::http::StatusCode;
 use warp::reply::{self, Reply, Response};
 use warp::{Filter, Rejection};
 
-struct AppState {
-    site: Site,
-    upstream: UpstreamClient,
-}
-
 type Shared = Arc<AppState>;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("rust-warp: {err}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let config = Config::from_env()?;
-    let state = Arc::new(AppState {
-        site: Site::load(&config.content_dir)?,
-        upstream: UpstreamClient::new(config.upstream_url.as_deref()),
-    });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.workers)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        let listener = config.listen()?;
+    startup::run_tokio("rust-warp", |listener, state| async move {
         warp::serve(routes(state)).incoming(listener).run().await;
         Ok(())
     })

@@ -1,0 +1,290 @@
+//! The human summary: what ran, what came back, how fast, and what to distrust. Plain text
+//! that reads well in a terminal, a CI log or an issue.
+
+use crate::format::{bytes, count, duration_us, rate};
+use crate::Exporter;
+use loadlab_result::RunResult;
+use loadlab_result::{decode_histogram, LatencySummary, PhaseSummary};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+pub struct TextExporter;
+
+impl Exporter for TextExporter {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+
+    fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(summary(result).as_bytes())
+    }
+}
+
+const BAR_WIDTH: usize = 40;
+
+fn summary(r: &RunResult) -> String {
+    let mut s = String::new();
+    let m = &r.measured;
+    let load = &r.load;
+    let _ = writeln!(
+        s,
+        "{} {}  ({})",
+        r.target.method, r.target.url, r.target.address
+    );
+    let warmup = if load.warmup_s > 0.0 {
+        format!(", after a {}s warm-up (reported apart)", load.warmup_s)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "{}; {} thread{}, {}{warmup}",
+        load.plan,
+        load.threads,
+        if load.threads == 1 { "" } else { "s" },
+        if load.keepalive {
+            "keep-alive"
+        } else {
+            "a new connection per request"
+        },
+    );
+    if r.interrupted {
+        let _ = writeln!(s, "INTERRUPTED: partial result");
+    }
+    s.push('\n');
+
+    let q = &m.requests;
+    let mut requests = format!(
+        "{} completed of {} issued, {} failed",
+        count(q.completed),
+        count(q.issued),
+        count(q.failed)
+    );
+    if q.not_sent > 0 {
+        let _ = write!(requests, ", {} due but never sent", count(q.not_sent));
+    }
+    if r.in_flight_at_end > 0 {
+        let _ = write!(
+            requests,
+            ", {} abandoned in flight at the end",
+            count(r.in_flight_at_end)
+        );
+    }
+    row(&mut s, "Requests", &requests);
+    row(
+        &mut s,
+        "Throughput",
+        &format!(
+            "{} requests/s over {:.2}s",
+            rate(q.per_second),
+            m.duration_s
+        ),
+    );
+    let open = load.model == "open_loop";
+    match &m.latency_us {
+        Some(l) => {
+            if open {
+                let _ = writeln!(
+                    s,
+                    "\nResponse time, from when each request was due (what a user waits):"
+                );
+            }
+            row(
+                &mut s,
+                if open { "Response" } else { "Latency" },
+                &format!(
+                    "mean {}, stdev {}, min {}, max {}",
+                    duration_us(l.mean),
+                    duration_us(l.stdev),
+                    duration_us(l.min),
+                    duration_us(l.max)
+                ),
+            );
+            s.push('\n');
+            percentile_table(&mut s, l);
+            s.push('\n');
+            distribution(&mut s, m);
+            if open {
+                s.push('\n');
+                for (label, what, summary) in [
+                    ("Service", "from the actual send", &m.service_time_us),
+                    ("Send lag", "actual minus intended send", &m.send_lag_us),
+                    ("Scheduler", "how late loadlab noticed", &m.scheduler_lag_us),
+                ] {
+                    if let Some(l) = summary {
+                        row(
+                            &mut s,
+                            label,
+                            &format!(
+                                "p50 {}, p99 {}, max {}  ({what})",
+                                duration_us(l.p50),
+                                duration_us(l.p99),
+                                duration_us(l.max)
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        None => row(&mut s, "Latency", "no request completed"),
+    }
+    timeline(&mut s, r);
+    s.push('\n');
+    let codes = if m.status_codes.is_empty() {
+        "none".to_string()
+    } else {
+        m.status_codes
+            .iter()
+            .map(|(code, n)| format!("{code}: {}", count(*n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    row(&mut s, "Status", &codes);
+    if m.errors.is_empty() {
+        row(&mut s, "Errors", "none");
+    } else {
+        let mut first = true;
+        for (key, n) in &m.errors {
+            let what = loadlab_result::failure::describe_failure(key).unwrap_or("");
+            let line = format!("{key}: {}  ({what})", count(*n));
+            row(&mut s, if first { "Errors" } else { "" }, &line);
+            if let Some(detail) = m.error_details.get(key) {
+                row(&mut s, "", &format!("  {detail}"));
+            }
+            first = false;
+        }
+    }
+    let b = &m.bytes;
+    row(
+        &mut s,
+        "Sent",
+        &format!(
+            "{} ({}/s; busiest second {}/s)",
+            bytes(b.sent as f64),
+            bytes(b.sent_per_s),
+            bytes(b.max_sent_per_s as f64)
+        ),
+    );
+    row(
+        &mut s,
+        "Received",
+        &format!(
+            "{} ({}/s; busiest second {}/s)",
+            bytes(b.received as f64),
+            bytes(b.received_per_s),
+            bytes(b.max_received_per_s as f64)
+        ),
+    );
+    let mut conns = format!("{} opened", count(m.connections_opened));
+    if m.connections_failed > 0 {
+        let _ = write!(conns, ", {} failed to open", count(m.connections_failed));
+    }
+    if let Some(w) = r.warmup.as_ref().filter(|w| w.connections_opened > 0) {
+        let _ = write!(
+            conns,
+            " (and {} during the warm-up)",
+            count(w.connections_opened)
+        );
+    }
+    if let Some(c) = &m.connect_us {
+        let _ = write!(
+            conns,
+            ", setup p50 {}, p99 {}, max {} (not in request latency)",
+            duration_us(c.p50),
+            duration_us(c.p99),
+            duration_us(c.max)
+        );
+    }
+    row(&mut s, "Connections", &conns);
+    if let Some(tls) = &r.target.tls {
+        let mut line = format!("TLS {}, trust: {}", tls.versions, tls.trust);
+        if let Some(h) = &m.tls_handshake_us {
+            let _ = write!(
+                line,
+                "; handshake p50 {}, p99 {}; {} resumed of {}{}",
+                duration_us(h.p50),
+                duration_us(h.p99),
+                count(m.tls_resumed),
+                count(m.tls_resumed + m.tls_full),
+                if tls.resumption {
+                    ""
+                } else {
+                    " (resumption off)"
+                }
+            );
+        }
+        row(&mut s, "TLS", &line);
+    }
+    if let Some(w) = &r.warmup {
+        let mut line = format!(
+            "{} completed, {} failed in {:.2}s, {} requests/s",
+            count(w.requests.completed),
+            count(w.requests.failed),
+            w.duration_s,
+            rate(w.requests.per_second)
+        );
+        if let Some(l) = &w.latency_us {
+            let _ = write!(
+                line,
+                ", p50 {}, p99 {}",
+                duration_us(l.p50),
+                duration_us(l.p99)
+            );
+        }
+        row(&mut s, "Warm-up", &format!("{line} (excluded above)"));
+    }
+    let g = &r.generator;
+    let mut gen = format!("CPU {:.2}s", g.cpu_user_s + g.cpu_system_s);
+    if let Some(per) = g.cpu_s_per_100k_requests {
+        let _ = write!(gen, " ({per:.2}s per 100k requests)");
+    }
+    if !g.thread_busy.is_empty() {
+        let busy: Vec<String> = g
+            .thread_busy
+            .iter()
+            .map(|b| format!("{:.0}%", b * 100.0))
+            .collect();
+        let _ = write!(gen, ", threads busy {}", busy.join(" "));
+    }
+    row(&mut s, "Generator", &gen);
+    if let Some(first) = &r.first_requests {
+        row(
+            &mut s,
+            &format!("First {}", first.requests),
+            &format!(
+                "p50 {}, p99 {} against p50 {}, p99 {} afterwards{}",
+                duration_us(first.latency_us.p50),
+                duration_us(first.latency_us.p99),
+                duration_us(first.rest_us.p50),
+                duration_us(first.rest_us.p99),
+                if first.cold_start {
+                    " (cold start)"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+    if let Some(server) = &r.server {
+        server_section(&mut s, server);
+    }
+    if !r.verdicts.is_empty() {
+        s.push_str("\nVerdicts\n");
+        for v in &r.verdicts {
+            let _ = writeln!(s, "  > {v}");
+        }
+    }
+    if !r.warnings.is_empty() {
+        s.push_str("\nWarnings\n");
+        for w in &r.warnings {
+            let _ = writeln!(s, "  ! {w}");
+        }
+    }
+    s
+}
+
+mod server;
+mod timeline;
+
+use server::server_section;
+use timeline::{distribution, percentile_table, row, timeline};
