@@ -204,9 +204,17 @@ fn json_result_follows_the_schema() {
 
 #[test]
 fn ctrl_c_prints_and_writes_the_partial_result() {
+    // Ctrl-C, and what `timeout`, `docker stop` and CI cancellations send: each saves the
+    // partial result and exits 130.
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        interrupted_by(signal);
+    }
+}
+
+fn interrupted_by(signal: i32) {
     let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
     let dir = tempdir();
-    let path = dir.join("partial.json");
+    let path = dir.join(format!("partial-{signal}.json"));
     let child = loadlab()
         .args([
             "run",
@@ -231,13 +239,13 @@ fn ctrl_c_prints_and_writes_the_partial_result() {
         std::thread::yield_now();
     }
     // SAFETY: signalling our own child by its PID.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, signal) };
     let out = child.wait_with_output().unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(20),
-        "Ctrl-C did not stop the run"
+        "signal {signal} did not stop the run"
     );
-    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(out.status.code(), Some(130), "signal {signal}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("INTERRUPTED"), "{stdout}");
     let value: serde_json::Value =
@@ -247,6 +255,79 @@ fn ctrl_c_prints_and_writes_the_partial_result() {
     // The server had answered 100 when the signal went; at most the 2 responses in flight on
     // the 2 connections may not have been read by then.
     assert!(value["measured"]["requests"]["completed"].as_u64().unwrap() >= 98);
+}
+
+/// An earlier result at the --json path survives a run that fails before it starts or is
+/// killed: results are written beside it and renamed into place only when whole.
+#[test]
+fn an_earlier_result_is_never_truncated() {
+    let dir = tempdir();
+    let path = dir.join("kept.json");
+    std::fs::write(&path, "{\"earlier\": true}\n").unwrap();
+    let p = path.to_str().unwrap();
+    // An up-front failure: a host that does not resolve, a bad --hdr-log path.
+    let out = run(&[
+        "run",
+        "-d",
+        "1s",
+        "--json",
+        p,
+        "http://no-such-host.invalid:8080/",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&[
+        "run",
+        "-d",
+        "1s",
+        "--json",
+        p,
+        "--hdr-log",
+        "/nonexistent/dir/x.hlog",
+        "http://127.0.0.1:9/",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    // Killed mid-run (SIGKILL: nothing can save it, and nothing may destroy the old file).
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let mut child = loadlab()
+        .args([
+            "run",
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "-q",
+            "--json",
+            p,
+            &server.url("/"),
+        ])
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while server.counters().answered() < 50 && started.elapsed() < Duration::from_secs(20) {
+        std::thread::yield_now();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "{\"earlier\": true}\n"
+    );
+    // A run that completes replaces it whole.
+    let out = run(&[
+        "run",
+        "-d",
+        "300ms",
+        "-c",
+        "2",
+        "-q",
+        "--json",
+        p,
+        &server.url("/"),
+    ]);
+    assert!(out.status.success());
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&value);
 }
 
 #[test]
@@ -315,4 +396,48 @@ fn http2_prior_knowledge_from_the_command_line() {
     assert_eq!(value["load"]["protocol"], "h2");
     assert_eq!(value["measured"]["requests"]["completed"], 400);
     assert!(String::from_utf8_lossy(&out.stderr).contains("2 connections x 8 streams"));
+}
+
+/// Hostile command lines (issue 15): each exits 2 at once, naming the problem.
+#[test]
+fn impossible_runs_are_refused_up_front() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "-c", "900000", "-d", "1s", "http://127.0.0.1:9/"],
+            "-c 900000",
+        ),
+        (
+            &["run", "--rate", "1e12", "-d", "1s", "http://127.0.0.1:9/"],
+            "--rate",
+        ),
+        (
+            &["run", "-d", "1s", "http://127.0.0.1:99999/"],
+            "invalid port",
+        ),
+        (
+            &["run", "-d", "18446744073709551615s", "http://127.0.0.1:9/"],
+            "duration",
+        ),
+        (
+            &[
+                "run",
+                "--stages",
+                "1s:2.5",
+                "--closed",
+                "http://127.0.0.1:9/",
+            ],
+            "not a whole number",
+        ),
+    ];
+    for (args, needle) in cases {
+        let started = Instant::now();
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{args:?} took a while"
+        );
+    }
 }

@@ -37,6 +37,15 @@ pub fn raise_nofile_limit() -> Option<NofileLimit> {
     }
 }
 
+/// How many local ports the kernel hands out for outgoing connections
+/// (`net.ipv4.ip_local_port_range`).
+pub fn local_ports() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut it = text.split_whitespace().map(|n| n.parse::<u64>().ok());
+    let (lo, hi) = (it.next()??, it.next()??);
+    Some(hi.saturating_sub(lo) + 1)
+}
+
 /// User and system CPU time consumed by the calling thread so far. Per thread, so that a
 /// server embedded in the same process (`loadlab demo`, tests) is not billed to the generator.
 pub fn thread_cpu_time() -> CpuTime {

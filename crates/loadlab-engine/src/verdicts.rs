@@ -52,12 +52,7 @@ pub(crate) fn verdicts(
                 .into(),
         );
     }
-    let server_errors: u64 = measured
-        .status_codes
-        .iter()
-        .filter(|(code, _)| code.starts_with('5'))
-        .map(|(_, n)| n)
-        .sum();
+    let server_errors = server_errors(measured);
     let answered = measured.requests.completed;
     if answered > 0 && server_errors * 2 > answered {
         out.push(format!(
@@ -168,12 +163,7 @@ pub(crate) fn warnings(
             r.failed as f64 * 100.0 / r.issued as f64
         ));
     }
-    let server_errors: u64 = measured
-        .status_codes
-        .iter()
-        .filter(|(code, _)| code.starts_with('5'))
-        .map(|(_, n)| n)
-        .sum();
+    let server_errors = server_errors(measured);
     let answered = measured.requests.completed;
     if answered > 0 && server_errors * 100 > answered && server_errors * 2 <= answered {
         out.push(format!(
@@ -197,4 +187,14 @@ pub(crate) fn warnings(
         ));
     }
     out
+}
+
+/// Responses with a 5xx status: the server answered, and failed.
+fn server_errors(measured: &PhaseSummary) -> u64 {
+    measured
+        .status_codes
+        .iter()
+        .filter(|(code, _)| code.starts_with('5'))
+        .map(|(_, n)| n)
+        .sum()
 }

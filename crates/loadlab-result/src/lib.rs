@@ -30,6 +30,6 @@ pub mod server;
 pub use attach::attach_server;
 pub use histogram::{decode_histogram, encode_histogram, new_histogram};
 pub use latency::LatencySummary;
-pub use merge::{merge, MergeError};
+pub use merge::{merge, merge_repetitions, merge_with, MergeError, Mode};
 pub use run::*;
 pub use server::ServerReport;

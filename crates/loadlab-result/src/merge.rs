@@ -56,8 +56,30 @@ impl std::fmt::Display for MergeError {
 
 impl std::error::Error for MergeError {}
 
-/// Merges results into one. One part gives it back with its part summary added.
+/// How the parts ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Side by side against one service (shards): rates add up, the timeline is summed.
+    Concurrent,
+    /// One after another (an arm's repetitions): the measured time adds up, so the rate is
+    /// all completions over all that time; the timeline is each interval's mean over the
+    /// parts that reached it, with their histograms added; the load model is the first
+    /// part's; verdicts that recur are said once, with how many parts they held for.
+    Sequential,
+}
+
+/// Merges results of shards that ran together into one ([`Mode::Concurrent`]).
 pub fn merge(parts: &[RunResult]) -> Result<RunResult, MergeError> {
+    merge_with(parts, Mode::Concurrent)
+}
+
+/// Merges an arm's repetitions into one ([`Mode::Sequential`]).
+pub fn merge_repetitions(parts: &[RunResult]) -> Result<RunResult, MergeError> {
+    merge_with(parts, Mode::Sequential)
+}
+
+/// Merges results into one. One part gives it back with its part summary added.
+pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeError> {
     let first = parts.first().ok_or(MergeError::Empty)?;
     for (i, p) in parts.iter().enumerate() {
         if p.schema_version != SCHEMA_VERSION {
@@ -73,10 +95,10 @@ pub fn merge(parts: &[RunResult]) -> Result<RunResult, MergeError> {
             });
         }
     }
-    let measured = merge_phases(parts.iter().map(|p| Some(&p.measured)).collect())?
+    let measured = merge_phases(parts.iter().map(|p| Some(&p.measured)).collect(), mode)?
         .expect("every part has a measured phase");
-    let warmup = merge_phases(parts.iter().map(|p| p.warmup.as_ref()).collect())?;
-    let timeline = merge_timelines(parts)?;
+    let warmup = merge_phases(parts.iter().map(|p| p.warmup.as_ref()).collect(), mode)?;
+    let timeline = merge_timelines(parts, mode)?;
     let mut merged = first.clone();
     merged.interrupted = parts.iter().any(|p| p.interrupted);
     merged.measured = measured;
@@ -92,10 +114,18 @@ pub fn merge(parts: &[RunResult]) -> Result<RunResult, MergeError> {
         merged.measured.bytes.max_sent_per_s.max(busiest_interval);
     merged.timeline = timeline;
     merged.generator = merge_generators(parts, merged.measured.requests.completed);
-    merged.load.connections = parts.iter().map(|p| p.load.connections).sum();
-    merged.load.threads = parts.iter().map(|p| p.load.threads).sum();
-    merged.verdicts = union(parts.iter().map(|p| &p.verdicts));
-    merged.warnings = union(parts.iter().map(|p| &p.warnings));
+    match mode {
+        Mode::Concurrent => {
+            merged.load.connections = parts.iter().map(|p| p.load.connections).sum();
+            merged.load.threads = parts.iter().map(|p| p.load.threads).sum();
+            merged.verdicts = union(parts.iter().map(|p| &p.verdicts));
+            merged.warnings = union(parts.iter().map(|p| &p.warnings));
+        }
+        Mode::Sequential => {
+            merged.verdicts = recurring(parts.iter().map(|p| &p.verdicts), parts.len());
+            merged.warnings = recurring(parts.iter().map(|p| &p.warnings), parts.len());
+        }
+    }
     // Each part's first requests and server were its own; a merge has no single one.
     merged.first_requests = None;
     merged.server = (parts.len() == 1).then(|| first.server.clone()).flatten();
@@ -140,6 +170,28 @@ fn union<'a>(lists: impl Iterator<Item = &'a Vec<String>>) -> Vec<String> {
     out
 }
 
+/// Lines that recur across parts (the same up to their first `:`, where figures follow),
+/// said once: the first part's wording, and in how many parts it held.
+fn recurring<'a>(lists: impl Iterator<Item = &'a Vec<String>>, parts: usize) -> Vec<String> {
+    let mut out: Vec<(String, String, usize)> = Vec::new();
+    for line in lists.flatten() {
+        let key = line.split(':').next().unwrap_or(line).to_string();
+        match out.iter_mut().find(|(k, _, _)| *k == key) {
+            Some(entry) => entry.2 += 1,
+            None => out.push((key, line.clone(), 1)),
+        }
+    }
+    out.into_iter()
+        .map(|(_, line, n)| {
+            if parts > 1 {
+                format!("{line} (in {n} of {parts} runs; figures of the first)")
+            } else {
+                line
+            }
+        })
+        .collect()
+}
+
 /// Adds an optional encoded histogram into `into`; absent or empty ones add nothing.
 fn add_encoded(
     into: &mut Histogram<u64>,
@@ -161,7 +213,10 @@ fn add_encoded(
 }
 
 /// The phases of the parts that have one, merged; `None` when no part has it.
-fn merge_phases(phases: Vec<Option<&PhaseSummary>>) -> Result<Option<PhaseSummary>, MergeError> {
+fn merge_phases(
+    phases: Vec<Option<&PhaseSummary>>,
+    mode: Mode,
+) -> Result<Option<PhaseSummary>, MergeError> {
     let present: Vec<(usize, &PhaseSummary)> = phases
         .iter()
         .enumerate()
@@ -173,10 +228,13 @@ fn merge_phases(phases: Vec<Option<&PhaseSummary>>) -> Result<Option<PhaseSummar
     // Parts ran side by side (shards) or one after another (repetitions); either way the
     // merged rate is all completions over the longest part's time only for shards, so the
     // duration kept is the longest, and per-part rates stay in `parts`.
-    let duration_s = present
-        .iter()
-        .map(|(_, p)| p.duration_s)
-        .fold(0.0, f64::max);
+    let duration_s = match mode {
+        Mode::Concurrent => present
+            .iter()
+            .map(|(_, p)| p.duration_s)
+            .fold(0.0, f64::max),
+        Mode::Sequential => present.iter().map(|(_, p)| p.duration_s).sum(),
+    };
     let mut hists: BTreeMap<&str, Histogram<u64>> = BTreeMap::new();
     let names = [
         "latency",
@@ -302,9 +360,9 @@ fn merge_phases(phases: Vec<Option<&PhaseSummary>>) -> Result<Option<PhaseSummar
 }
 
 /// Intervals with the same start (to the millisecond) are added together.
-fn merge_timelines(parts: &[RunResult]) -> Result<Vec<IntervalSummary>, MergeError> {
+fn merge_timelines(parts: &[RunResult], mode: Mode) -> Result<Vec<IntervalSummary>, MergeError> {
     let key = |s: f64| (s * 1_000.0).round() as i64;
-    let mut by_start: BTreeMap<i64, (IntervalSummary, Histogram<u64>)> = BTreeMap::new();
+    let mut by_start: BTreeMap<i64, (IntervalSummary, Histogram<u64>, u32)> = BTreeMap::new();
     for (i, p) in parts.iter().enumerate() {
         for iv in &p.timeline {
             let entry = by_start.entry(key(iv.start_s)).or_insert_with(|| {
@@ -318,9 +376,10 @@ fn merge_timelines(parts: &[RunResult]) -> Result<Vec<IntervalSummary>, MergeErr
                 empty.bytes_received = 0;
                 empty.steal = None;
                 empty.server = None;
-                (empty, new_histogram())
+                (empty, new_histogram(), 0)
             });
-            let (m, h) = entry;
+            let (m, h, n) = entry;
+            *n += 1;
             m.warmup &= iv.warmup;
             m.offered_per_s = sum_opt(m.offered_per_s, iv.offered_per_s);
             m.connections = sum_opt(m.connections, iv.connections);
@@ -335,7 +394,19 @@ fn merge_timelines(parts: &[RunResult]) -> Result<Vec<IntervalSummary>, MergeErr
     }
     Ok(by_start
         .into_values()
-        .map(|(mut m, h)| {
+        .map(|(mut m, h, n)| {
+            if mode == Mode::Sequential && n > 1 {
+                // The mean of the parts that reached this interval.
+                let n64 = u64::from(n);
+                let f = f64::from(n);
+                m.offered_per_s = m.offered_per_s.map(|v| v / f);
+                m.connections = m.connections.map(|v| v / f);
+                m.achieved_per_s /= f;
+                m.completed /= n64;
+                m.failed /= n64;
+                m.bytes_sent /= n64;
+                m.bytes_received /= n64;
+            }
             let q = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1_000.0);
             m.p50_us = q(0.5);
             m.p90_us = q(0.9);

@@ -98,3 +98,30 @@ fn a_merge_refuses_what_it_cannot_merge_exactly() {
         MergeError::Schema { part: 1, .. }
     ));
 }
+
+#[test]
+fn repetitions_merge_as_runs_one_after_another() {
+    let a = part(1..=1_000, "2026-01-01T00:00:00Z");
+    let b = part(1_001..=3_000, "2026-01-01T00:01:00Z");
+    let m = loadlab_result::merge_repetitions(&[a.clone(), b.clone()]).unwrap();
+    // 3,000 requests over 2 s + 2 s: 750/s, not the 1,500/s of shards side by side.
+    assert!((m.measured.requests.per_second - 750.0).abs() < 1e-9);
+    assert!((m.measured.duration_s - 4.0).abs() < 1e-9);
+    // The same exact distribution as shards.
+    assert_eq!(m.measured.latency_us.as_ref().unwrap().count, 3_000);
+    // The timeline is each interval's mean over the runs.
+    assert_eq!(
+        m.timeline[0].completed,
+        (a.timeline[0].completed + b.timeline[0].completed) / 2
+    );
+    // The load model stays one run's.
+    assert_eq!(m.load.connections, a.load.connections);
+    // A verdict both runs share is said once, counted.
+    let mut c = a.clone();
+    c.verdicts = vec!["the server was CPU-bound on its quota: it used 99%".into()];
+    let mut d = b.clone();
+    d.verdicts = vec!["the server was CPU-bound on its quota: it used 98%".into()];
+    let m = loadlab_result::merge_repetitions(&[c, d]).unwrap();
+    assert_eq!(m.verdicts.len(), 1, "{:?}", m.verdicts);
+    assert!(m.verdicts[0].contains("in 2 of 2 runs"), "{:?}", m.verdicts);
+}

@@ -43,6 +43,41 @@ pub enum SessionError {
     Lab(#[from] loadlab_lab::LabError),
 }
 
+/// Descriptors each connection needs beyond the runtime's own.
+const SPARE_DESCRIPTORS: u64 = 64;
+
+/// Refuses a closed loop this machine cannot hold: more connections than open files (even at
+/// the hard limit loadlab raises itself to) or than local ports. An open loop's cap is only
+/// a cap, so it is left to the warnings.
+fn check_machine(config: &RunConfig) -> Result<(), SessionError> {
+    if config.is_open_loop() {
+        return Ok(());
+    }
+    let connections = config.connections as u64;
+    if let Some(lim) = loadlab_engine::sys::raise_nofile_limit() {
+        if connections + SPARE_DESCRIPTORS > lim.hard {
+            return Err(SessionError::Invalid(format!(
+                "-c {connections}: {} connections need {} open files, and this process may \
+                 open at most {} (the hard limit); raise it (ulimit -Hn, or LimitNOFILE in \
+                 systemd) or use fewer connections",
+                connections,
+                connections + SPARE_DESCRIPTORS,
+                lim.hard
+            )));
+        }
+    }
+    if let Some(ports) = loadlab_engine::sys::local_ports() {
+        if connections > ports {
+            return Err(SessionError::Invalid(format!(
+                "-c {connections}: more connections than the {ports} local ports \
+                 (net.ipv4.ip_local_port_range) allow to one address; widen the range, or \
+                 split the load across shards"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// What a session measures: the load, the server (if any), and the busy-poll policy.
 #[derive(Debug, Clone)]
 pub struct SessionSpec {
@@ -109,6 +144,7 @@ impl Session {
         }
         run.busy_poll = busy_poll == BusyPoll::On;
         let mut config = run.validate()?;
+        check_machine(&config)?;
         let server = match &server {
             Some(spec) => {
                 let (server, note) = Server::start(spec, port)?;

@@ -84,7 +84,8 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         experiment.repetitions = n;
     }
     if let Some(d) = &args.duration {
-        let secs = loadlab_experiment::file::duration_s(d, "--duration").map_err(anyhow::Error::msg)?;
+        let secs =
+            loadlab_experiment::file::duration_s(d, "--duration").map_err(anyhow::Error::msg)?;
         if secs <= 0.0 {
             anyhow::bail!("--duration must be longer than 0; try --duration 10s");
         }

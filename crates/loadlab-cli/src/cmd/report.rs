@@ -131,7 +131,7 @@ fn runs_of(spec: &[String], db: Option<&Path>) -> anyhow::Result<Arms> {
 /// Repetitions merged exactly: their histograms added, so an arm's distribution is the
 /// distribution of all its requests.
 fn merged(runs: &[RunResult]) -> anyhow::Result<RunResult> {
-    loadlab_result::merge(runs).map_err(|e| anyhow::anyhow!("{e}"))
+    loadlab_result::merge_repetitions(runs).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 #[derive(Clone, Copy)]

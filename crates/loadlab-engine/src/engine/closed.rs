@@ -43,15 +43,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
         };
         conn.request(&ctx, due).await;
         if let Some(wait) = conn.backoff() {
-            // Bounded by the run's end and woken by a stop.
-            let until = ctx
-                .deadline
-                .map_or(Instant::now() + wait, |d| d.min(Instant::now() + wait));
-            tokio::select! {
-                biased;
-                _ = ctx.stop.stopped() => {}
-                _ = tokio::time::sleep_until(until.into()) => {}
-            }
+            super::exchange::back_off(&ctx, wait).await;
         }
     }
     let live = ctx.live_connections.get() - 1;

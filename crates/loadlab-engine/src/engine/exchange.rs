@@ -138,6 +138,27 @@ pub(super) struct Conn {
 pub(super) const FIRST_CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 pub(super) const MAX_CONNECT_BACKOFF: Duration = Duration::from_secs(1);
 
+/// The wait after `failures` failed connects in a row; `None` after none.
+pub(super) fn backoff_after(failures: u32) -> Option<Duration> {
+    (failures > 0).then(|| {
+        FIRST_CONNECT_BACKOFF
+            .saturating_mul(1 << (failures - 1).min(16))
+            .min(MAX_CONNECT_BACKOFF)
+    })
+}
+
+/// Sleeps `wait`, but not past the run's end, and wakes at once on a stop.
+pub(super) async fn back_off(ctx: &ThreadCtx, wait: Duration) {
+    let until = ctx
+        .deadline
+        .map_or(Instant::now() + wait, |d| d.min(Instant::now() + wait));
+    tokio::select! {
+        biased;
+        _ = ctx.stop.stopped() => {}
+        _ = tokio::time::sleep_until(until.into()) => {}
+    }
+}
+
 impl Conn {
     pub fn new(ctx: &ThreadCtx) -> Conn {
         Conn {
@@ -153,11 +174,7 @@ impl Conn {
     /// How long to wait before trying this connection again, after connects that failed in
     /// a row: 10 ms, doubling, at most 1 s; `None` when the last connect worked.
     pub fn backoff(&self) -> Option<Duration> {
-        (self.failed_connects > 0).then(|| {
-            FIRST_CONNECT_BACKOFF
-                .saturating_mul(1 << (self.failed_connects - 1).min(16))
-                .min(MAX_CONNECT_BACKOFF)
-        })
+        backoff_after(self.failed_connects)
     }
 
     /// Closes the socket, if open (a closed loop whose stage dropped this connection).

@@ -110,18 +110,8 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
     // connects do, instead of reopening thousands of times a second.
     let mut failures: u32 = 0;
     loop {
-        if failures > 0 {
-            let wait = super::exchange::FIRST_CONNECT_BACKOFF
-                .saturating_mul(1 << (failures - 1).min(16))
-                .min(super::exchange::MAX_CONNECT_BACKOFF);
-            let until = ctx
-                .deadline
-                .map_or(Instant::now() + wait, |d| d.min(Instant::now() + wait));
-            tokio::select! {
-                biased;
-                _ = ctx.stop.stopped() => {}
-                _ = tokio::time::sleep_until(until.into()) => {}
-            }
+        if let Some(wait) = super::exchange::backoff_after(failures) {
+            super::exchange::back_off(&ctx, wait).await;
         }
         let now = Instant::now();
         if over(&ctx, now) || ctx.budget_spent.get() {
