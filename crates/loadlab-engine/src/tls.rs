@@ -61,9 +61,9 @@ impl std::fmt::Debug for TlsSettings {
     }
 }
 
-fn reject(flag: &'static str, message: impl Into<String>) -> ConfigError {
+fn reject(setting: &'static str, message: impl Into<String>) -> ConfigError {
     ConfigError {
-        flag,
+        setting,
         message: message.into(),
     }
 }
@@ -79,11 +79,11 @@ impl TlsSpec {
         };
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(versions)
-            .map_err(|e| reject("--tls-version", format!("not supported: {e}")))?;
+            .map_err(|e| reject("tls.version", format!("not supported: {e}")))?;
         let (builder, trust) = if self.insecure {
             if self.ca_pem.is_some() {
                 return Err(reject(
-                    "--insecure",
+                    "tls.insecure",
                     "skips verification, so --cacert would be ignored; give one of them",
                 ));
             }
@@ -100,19 +100,16 @@ impl TlsSpec {
                     let mut n = 0;
                     for cert in CertificateDer::pem_slice_iter(pem) {
                         let cert = cert.map_err(|e| {
-                            reject("--cacert", format!("is not a PEM certificate file ({e})"))
+                            reject("tls.ca", format!("is not a PEM certificate file ({e})"))
                         })?;
                         roots.add(cert).map_err(|e| {
-                            reject(
-                                "--cacert",
-                                format!("holds a certificate rustls rejects: {e}"),
-                            )
+                            reject("tls.ca", format!("holds a certificate rustls rejects: {e}"))
                         })?;
                         n += 1;
                     }
                     if n == 0 {
                         return Err(reject(
-                            "--cacert",
+                            "tls.ca",
                             "holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
                         ));
                     }
@@ -130,20 +127,20 @@ impl TlsSpec {
                 let chain = CertificateDer::pem_slice_iter(cert)
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|e| {
-                        reject("--cert", format!("is not a PEM certificate file ({e})"))
+                        reject("tls.cert", format!("is not a PEM certificate file ({e})"))
                     })?;
                 if chain.is_empty() {
-                    return Err(reject("--cert", "holds no PEM certificate"));
+                    return Err(reject("tls.cert", "holds no PEM certificate"));
                 }
                 let key = PrivateKeyDer::from_pem_slice(key)
-                    .map_err(|e| reject("--key", format!("holds no PEM private key ({e})")))?;
+                    .map_err(|e| reject("tls.key", format!("holds no PEM private key ({e})")))?;
                 builder
                     .with_client_auth_cert(chain, key)
-                    .map_err(|e| reject("--key", format!("does not fit --cert: {e}")))?
+                    .map_err(|e| reject("tls.key", format!("does not fit --cert: {e}")))?
             }
             (None, None) => builder.with_no_client_auth(),
-            (Some(_), None) => return Err(reject("--cert", "needs --key with its private key")),
-            (None, Some(_)) => return Err(reject("--key", "needs --cert with its certificate")),
+            (Some(_), None) => return Err(reject("tls.cert", "needs --key with its private key")),
+            (None, Some(_)) => return Err(reject("tls.key", "needs --cert with its certificate")),
         };
         config.alpn_protocols = if http2 {
             vec![b"h2".to_vec()]
@@ -157,7 +154,7 @@ impl TlsSpec {
             Resumption::disabled()
         };
         let server_name = ServerName::try_from(host.to_string())
-            .map_err(|_| reject("URL", format!("`{host}` is not a valid TLS server name")))?;
+            .map_err(|_| reject("url", format!("`{host}` is not a valid TLS server name")))?;
         Ok(TlsSettings {
             connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
             server_name,

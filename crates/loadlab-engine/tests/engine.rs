@@ -359,7 +359,7 @@ fn busy_polling_spins_the_thread_but_does_not_count_as_busy() {
     .validate()
     .unwrap_err()
     .to_string();
-    assert!(err.contains("--busy-poll"), "{err}");
+    assert!(err.contains("busy_poll"), "{err}");
 }
 
 /// An open loop at a low rate sleeps for seconds between sends; a stop is still seen at once.

@@ -170,7 +170,13 @@ pub fn run(
             of: plan.runs.len(),
             label: arm.label.clone(),
         });
-        let spec = session_spec(experiment, arm, lab.as_ref(), upstream.as_ref(), options.limits);
+        let spec = session_spec(
+            experiment,
+            arm,
+            lab.as_ref(),
+            upstream.as_ref(),
+            options.limits,
+        );
         let fail = |message: String| RunError::Run {
             index: run.index + 1,
             label: arm.label.clone(),

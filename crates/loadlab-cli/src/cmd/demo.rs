@@ -76,7 +76,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         },
         server: None,
         busy_poll: BusyPoll::Auto,
-    })?;
+    })
+    .map_err(super::run::flags_named)?;
     let (result, code) = execute(&mut session, outputs, false)?;
     let _ = stop_tx.send(());
     let served = server

@@ -339,7 +339,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let mut session = Session::prepare(spec)?;
+    let mut session = Session::prepare(spec).map_err(flags_named)?;
     if !args.quiet {
         for note in session.notes() {
             eprintln!("{note}");
@@ -368,6 +368,50 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         code
     })
+}
+
+/// The flag that sets each of the engine's settings: the engine names settings, the
+/// command line names flags.
+pub fn flag_for(setting: &str) -> &str {
+    match setting {
+        "url" => "URL",
+        "method" => "-m/--method",
+        "headers" => "-H/--header",
+        "connections" => "-c/--connections",
+        "threads" => "-t/--threads",
+        "duration" => "-d/--duration",
+        "requests" => "-n/--requests",
+        "timeout" => "--timeout",
+        "connect_timeout" => "--connect-timeout",
+        "warmup" => "--warmup",
+        "keepalive" => "--no-keepalive",
+        "rate" => "--rate",
+        "stages" => "--stages",
+        "closed_stages" => "--closed",
+        "max_connections" => "--max-connections",
+        "interval" => "--interval",
+        "tick" => "--tick",
+        "busy_poll" => "--busy-poll",
+        "http2" => "--http2",
+        "streams" => "--streams",
+        "tls.ca" => "--cacert",
+        "tls.cert" => "--cert",
+        "tls.key" => "--key",
+        "tls.version" => "--tls-version",
+        "tls.resume" => "--tls-resume",
+        "tls.insecure" => "--insecure",
+        other => other,
+    }
+}
+
+/// A session's error, with an engine setting named by its flag.
+pub fn flags_named(e: loadlab_session::SessionError) -> anyhow::Error {
+    match e {
+        loadlab_session::SessionError::Config(c) => {
+            anyhow::anyhow!("{}: {}", flag_for(c.setting), c.message)
+        }
+        other => other.into(),
+    }
 }
 
 /// Runs a prepared session with a progress bar and Ctrl-C handling, then prints and writes

@@ -190,17 +190,20 @@ impl RunConfig {
     }
 }
 
-/// A rejected flag. `Display` gives the whole sentence, fix included.
+/// A rejected setting. `setting` names the [`RunSpec`] field (`duration`, `rate`,
+/// `tls.ca`...): the engine knows no flags, and each front end names the setting its own way
+/// (the CLI as `-d/--duration`, an experiment file as its key). `Display` gives the sentence
+/// with the setting's name, fix included.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{flag}: {message}")]
+#[error("{setting}: {message}")]
 pub struct ConfigError {
-    pub flag: &'static str,
+    pub setting: &'static str,
     pub message: String,
 }
 
-fn reject(flag: &'static str, message: impl Into<String>) -> ConfigError {
+fn reject(setting: &'static str, message: impl Into<String>) -> ConfigError {
     ConfigError {
-        flag,
+        setting,
         message: message.into(),
     }
 }

@@ -4,7 +4,7 @@
 use super::{reject, ConfigError, TargetUrl};
 
 pub(super) fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
-    const FLAG: &str = "URL";
+    const FLAG: &str = "url";
     if raw.is_empty() {
         return Err(reject(
             FLAG,
@@ -100,7 +100,7 @@ fn check_port(raw: &str) -> Result<(), ConfigError> {
     match port.parse::<u32>() {
         Ok(p) if (1..=65_535).contains(&p) && !port.starts_with('+') => Ok(()),
         _ => Err(reject(
-            "URL",
+            "url",
             format!(
                 "`{raw}`: invalid port {port:?}; a port is a number from 1 to 65535, e.g. \
                  http://127.0.0.1:8080/"
@@ -118,7 +118,7 @@ fn is_token(s: &str) -> bool {
 pub(super) fn validate_method(raw: &str) -> Result<String, ConfigError> {
     if !is_token(raw) {
         return Err(reject(
-            "-m/--method",
+            "method",
             format!("`{raw}` is not an HTTP method; use e.g. GET, POST, PUT"),
         ));
     }
@@ -126,7 +126,7 @@ pub(super) fn validate_method(raw: &str) -> Result<String, ConfigError> {
 }
 
 pub(super) fn parse_header(raw: &str) -> Result<(String, String), ConfigError> {
-    const FLAG: &str = "-H/--header";
+    const FLAG: &str = "headers";
     let Some((name, value)) = raw.split_once(':') else {
         return Err(reject(
             FLAG,

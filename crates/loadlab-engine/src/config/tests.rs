@@ -38,8 +38,8 @@ fn url_parts() {
 #[test]
 fn rejections_name_the_flag_and_the_fix() {
     let cases: &[(RunSpec, &str, &str)] = &[
-        (spec("localhost:8080/"), "URL", "http://localhost:8080/"),
-        (spec("ftp://x/"), "URL", "use http://"),
+        (spec("localhost:8080/"), "url", "http://localhost:8080/"),
+        (spec("ftp://x/"), "url", "use http://"),
         (
             RunSpec {
                 tls: TlsSpec {
@@ -48,7 +48,7 @@ fn rejections_name_the_flag_and_the_fix() {
                 },
                 ..spec("http://a/")
             },
-            "URL",
+            "url",
             "need an https:// URL",
         ),
         (
@@ -59,7 +59,7 @@ fn rejections_name_the_flag_and_the_fix() {
                 },
                 ..spec("https://a/")
             },
-            "--cacert",
+            "tls.ca",
             "no PEM certificate",
         ),
         (
@@ -67,7 +67,7 @@ fn rejections_name_the_flag_and_the_fix() {
                 connections: Some(0),
                 ..spec("http://a/")
             },
-            "-c/--connections",
+            "connections",
             "-c 50",
         ),
         (
@@ -75,7 +75,7 @@ fn rejections_name_the_flag_and_the_fix() {
                 headers: vec!["NoColon".into()],
                 ..spec("http://a/")
             },
-            "-H/--header",
+            "headers",
             "Name: value",
         ),
         (
@@ -83,7 +83,7 @@ fn rejections_name_the_flag_and_the_fix() {
                 headers: vec!["Bad Name: x".into()],
                 ..spec("http://a/")
             },
-            "-H/--header",
+            "headers",
             "not a valid header name",
         ),
         (
@@ -91,7 +91,7 @@ fn rejections_name_the_flag_and_the_fix() {
                 requests: Some(0),
                 ..spec("http://a/")
             },
-            "-n/--requests",
+            "requests",
             "-n 10000",
         ),
         (
@@ -100,7 +100,7 @@ fn rejections_name_the_flag_and_the_fix() {
                 duration: Some(Duration::from_secs(1)),
                 ..spec("http://a/")
             },
-            "-d/--duration",
+            "duration",
             "one of them",
         ),
         (
@@ -108,13 +108,13 @@ fn rejections_name_the_flag_and_the_fix() {
                 method: "G T".into(),
                 ..spec("http://a/")
             },
-            "-m/--method",
+            "method",
             "GET",
         ),
     ];
     for (s, flag, fix) in cases {
         let err = s.validate().unwrap_err();
-        assert_eq!(err.flag, *flag, "{err}");
+        assert_eq!(err.setting, *flag, "{err}");
         assert!(err.to_string().contains(fix), "`{err}` lacks `{fix}`");
     }
 }
@@ -172,7 +172,7 @@ fn load_model_conflicts_name_the_fix() {
                 rate: Some(0.0),
                 ..spec("http://a/")
             },
-            "--rate",
+            "rate",
             "--rate 1000",
         ),
         (
@@ -181,8 +181,8 @@ fn load_model_conflicts_name_the_fix() {
                 requests: Some(5),
                 ..spec("http://a/")
             },
-            "-n/--requests",
-            "-d/--duration",
+            "requests",
+            "duration",
         ),
         (
             RunSpec {
@@ -190,7 +190,7 @@ fn load_model_conflicts_name_the_fix() {
                 connections: Some(5),
                 ..spec("http://a/")
             },
-            "-c/--connections",
+            "connections",
             "--max-connections",
         ),
         (
@@ -199,7 +199,7 @@ fn load_model_conflicts_name_the_fix() {
                 stages: Some("1s:5".into()),
                 ..spec("http://a/")
             },
-            "--rate",
+            "rate",
             "one of them",
         ),
         (
@@ -208,7 +208,7 @@ fn load_model_conflicts_name_the_fix() {
                 duration: Some(Duration::from_secs(1)),
                 ..spec("http://a/")
             },
-            "--stages",
+            "stages",
             "drop -d",
         ),
         (
@@ -216,7 +216,7 @@ fn load_model_conflicts_name_the_fix() {
                 stages: Some("1s".into()),
                 ..spec("http://a/")
             },
-            "--stages",
+            "stages",
             "DURATION:LEVEL",
         ),
         (
@@ -224,7 +224,7 @@ fn load_model_conflicts_name_the_fix() {
                 closed_stages: true,
                 ..spec("http://a/")
             },
-            "--closed",
+            "closed_stages",
             "--stages",
         ),
         (
@@ -232,7 +232,7 @@ fn load_model_conflicts_name_the_fix() {
                 max_connections: Some(10),
                 ..spec("http://a/")
             },
-            "--max-connections",
+            "max_connections",
             "open loop",
         ),
         (
@@ -240,13 +240,13 @@ fn load_model_conflicts_name_the_fix() {
                 interval: Duration::from_millis(250),
                 ..spec("http://a/")
             },
-            "--interval",
+            "interval",
             "100ms",
         ),
     ];
     for (s, flag, fix) in cases {
         let err = s.validate().unwrap_err();
-        assert_eq!(err.flag, *flag, "{err}");
+        assert_eq!(err.setting, *flag, "{err}");
         assert!(err.to_string().contains(fix), "`{err}` lacks `{fix}`");
     }
 }
@@ -282,7 +282,7 @@ fn out_of_range_values_are_refused_by_name() {
                 rate: Some(1e12),
                 ..base()
             },
-            "--rate",
+            "rate",
         ),
         (
             RunSpec {
@@ -296,14 +296,14 @@ fn out_of_range_values_are_refused_by_name() {
                 stages: Some("1s:1e12".into()),
                 ..base()
             },
-            "--stages",
+            "stages",
         ),
         (
             RunSpec {
                 connections: Some(4_294_967_296),
                 ..base()
             },
-            "-c/--connections",
+            "connections",
         ),
         (
             RunSpec {
@@ -326,28 +326,28 @@ fn out_of_range_values_are_refused_by_name() {
                 duration: Some(Duration::from_secs(u64::MAX)),
                 ..base()
             },
-            "-d/--duration",
+            "duration",
         ),
         (
             RunSpec {
                 warmup: Duration::from_secs(u64::MAX),
                 ..base()
             },
-            "--warmup",
+            "warmup",
         ),
         (
             RunSpec {
                 timeout: Duration::from_secs(u64::MAX),
                 ..base()
             },
-            "--timeout",
+            "timeout",
         ),
         (
             RunSpec {
                 interval: Duration::from_secs(u64::MAX),
                 ..base()
             },
-            "--interval",
+            "interval",
         ),
     ];
     for (spec, needle) in cases {

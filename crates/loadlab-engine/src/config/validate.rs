@@ -23,17 +23,17 @@ impl RunSpec {
             || t.resume.is_some()
             || t.version.is_some();
         if self.streams == 0 {
-            return Err(reject("--streams", "must be at least 1; try --streams 10"));
+            return Err(reject("streams", "must be at least 1; try --streams 10"));
         }
         if self.streams > 1 && !self.http2 {
             return Err(reject(
-                "--streams",
+                "streams",
                 "sets concurrent HTTP/2 streams per connection; add --http2",
             ));
         }
         if self.http2 && !self.keepalive {
             return Err(reject(
-                "--no-keepalive",
+                "keepalive",
                 "does not apply to HTTP/2, whose point is one long connection; drop it",
             ));
         }
@@ -41,7 +41,7 @@ impl RunSpec {
             Some(t.build(&url.host, self.http2)?)
         } else if tls_flags {
             return Err(reject(
-                "URL",
+                "url",
                 format!(
                     "TLS options need an https:// URL; `{}` is plain HTTP",
                     url.original
@@ -61,7 +61,7 @@ impl RunSpec {
             || !self.interval.subsec_nanos().is_multiple_of(1_000_000)
         {
             return Err(reject(
-                "--interval",
+                "interval",
                 "must be a whole multiple of 100ms; try --interval 1s",
             ));
         }
@@ -85,7 +85,7 @@ impl RunSpec {
         let threads = match self.threads {
             Some(0) => {
                 return Err(reject(
-                    "-t/--threads",
+                    "threads",
                     "must be at least 1, got 0; leave it out to use one thread per core",
                 ))
             }
@@ -97,13 +97,13 @@ impl RunSpec {
         if !self.tick.is_zero() {
             if matches!(model, Model::Closed { .. }) {
                 return Err(reject(
-                    "--tick",
+                    "tick",
                     "paces an open loop's sends; add --rate or --stages, or drop --tick",
                 ));
             }
             if self.tick > MAX_TICK {
                 return Err(reject(
-                    "--tick",
+                    "tick",
                     "must be at most 10ms: every request may wait up to a tick, and that wait \
                      counts in its response time; try --tick 1ms",
                 ));
@@ -111,25 +111,25 @@ impl RunSpec {
         }
         if self.busy_poll && !matches!(model, Model::Closed { .. }) {
             return Err(reject(
-                "--busy-poll",
+                "busy_poll",
                 "applies to a closed loop (an open loop sleeps between due times); drop it",
             ));
         }
         if self.closed_stages && self.http2 {
             return Err(reject(
-                "--http2",
+                "http2",
                 "cannot stage connections yet; drop --stages --closed",
             ));
         }
         if self.timeout.is_zero() {
             return Err(reject(
-                "--timeout",
+                "timeout",
                 "must be longer than 0; try --timeout 20s",
             ));
         }
         if self.connect_timeout.is_zero() {
             return Err(reject(
-                "--connect-timeout",
+                "connect_timeout",
                 "must be longer than 0; try --connect-timeout 5s",
             ));
         }
@@ -163,11 +163,11 @@ impl RunSpec {
     /// clock's arithmetic long before they made sense).
     fn check_durations(&self) -> Result<(), ConfigError> {
         let all = [
-            ("-d/--duration", self.duration),
-            ("--warmup", Some(self.warmup)),
-            ("--timeout", Some(self.timeout)),
-            ("--connect-timeout", Some(self.connect_timeout)),
-            ("--interval", Some(self.interval)),
+            ("duration", self.duration),
+            ("warmup", Some(self.warmup)),
+            ("timeout", Some(self.timeout)),
+            ("connect_timeout", Some(self.connect_timeout)),
+            ("interval", Some(self.interval)),
         ];
         for (flag, d) in all {
             if d.is_some_and(|d| d > MAX_DURATION) {
@@ -203,29 +203,29 @@ impl RunSpec {
             }
         }
         if self.duration.is_some_and(|d| d.is_zero()) {
-            return Err(reject("-d/--duration", "must be longer than 0; try -d 10s"));
+            return Err(reject("duration", "must be longer than 0; try -d 10s"));
         }
         if self.duration.is_some() && self.requests.is_some() {
             return Err(reject(
-                "-d/--duration",
+                "duration",
                 "cannot be combined with -n/--requests; give one of them",
             ));
         }
         if self.requests == Some(0) {
             return Err(reject(
-                "-n/--requests",
+                "requests",
                 "must be at least 1, got 0; try -n 10000",
             ));
         }
         if self.connections == Some(0) {
             return Err(reject(
-                "-c/--connections",
+                "connections",
                 "must be at least 1, got 0; try -c 50",
             ));
         }
         if self.max_connections == Some(0) {
             return Err(reject(
-                "--max-connections",
+                "max_connections",
                 "must be at least 1, got 0; leave it out for no practical cap",
             ));
         }
@@ -234,10 +234,10 @@ impl RunSpec {
             .as_deref()
             .map(Profile::parse)
             .transpose()
-            .map_err(|e| reject("--stages", e.0.trim_start_matches("--stages: ").to_string()))?;
+            .map_err(|e| reject("stages", e.0.trim_start_matches("--stages: ").to_string()))?;
         if self.closed_stages && stages.is_none() {
             return Err(reject(
-                "--closed",
+                "closed_stages",
                 "stages connection counts, so it needs --stages, e.g. --stages \"10s:10, 20s:10->100\" --closed",
             ));
         }
@@ -245,20 +245,20 @@ impl RunSpec {
         if !open {
             if self.max_connections.is_some() {
                 return Err(reject(
-                    "--max-connections",
+                    "max_connections",
                     "caps an open loop (--rate or --stages); in a closed loop -c sets the connections",
                 ));
             }
             if let Some(profile) = stages {
                 if self.duration.is_some() || self.requests.is_some() {
                     return Err(reject(
-                        "--stages",
+                        "stages",
                         "already sets how long the run lasts; drop -d/-n",
                     ));
                 }
                 if self.connections.is_some() {
                     return Err(reject(
-                        "-c/--connections",
+                        "connections",
                         "conflicts with --stages --closed, which sets the connection counts; drop -c",
                     ));
                 }
@@ -268,7 +268,7 @@ impl RunSpec {
                     .find(|s| s.from.fract() != 0.0 || s.to.fract() != 0.0)
                 {
                     return Err(reject(
-                        "--stages",
+                        "stages",
                         format!(
                             "with --closed, the levels are connection counts: {} is not a whole \
                              number",
@@ -283,7 +283,7 @@ impl RunSpec {
                     .fold(0.0, f64::max);
                 if most > MAX_CONNECTIONS as f64 {
                     return Err(reject(
-                        "--stages",
+                        "stages",
                         format!(
                             "{most} connections is more than one loadlab opens \
                              ({MAX_CONNECTIONS}); run several loadlab processes (shards) for more"
@@ -293,7 +293,7 @@ impl RunSpec {
                 let most = most as usize;
                 if most == 0 {
                     return Err(reject(
-                        "--stages",
+                        "stages",
                         "with --closed, the levels are connection counts: at least one must be 1 or more",
                     ));
                 }
@@ -317,33 +317,33 @@ impl RunSpec {
         // Open loop.
         if self.requests.is_some() {
             return Err(reject(
-                "-n/--requests",
+                "requests",
                 "counts requests of a closed loop; with --rate, give -d/--duration",
             ));
         }
         if self.connections.is_some() {
             return Err(reject(
-                "-c/--connections",
+                "connections",
                 "sets a closed loop's connections; with --rate, connections open as needed: cap them with --max-connections",
             ));
         }
         let profile = match (self.rate, stages) {
             (Some(_), Some(_)) => {
                 return Err(reject(
-                    "--rate",
+                    "rate",
                     "cannot be combined with --stages, which sets the rates; give one of them",
                 ))
             }
             (Some(rate), None) => {
                 if !(rate.is_finite() && rate > 0.0) {
                     return Err(reject(
-                        "--rate",
+                        "rate",
                         format!("must be more than 0 requests/s, got {rate}; try --rate 1000"),
                     ));
                 }
                 if rate > MAX_RATE {
                     return Err(reject(
-                        "--rate",
+                        "rate",
                         format!(
                             "{rate} requests/s is more than one machine can send (loadlab's \
                              limit is {MAX_RATE}/s); split the load across shards"
@@ -355,7 +355,7 @@ impl RunSpec {
             (None, Some(profile)) => {
                 if let Some(s) = profile.stages.iter().find(|s| s.from.max(s.to) > MAX_RATE) {
                     return Err(reject(
-                        "--stages",
+                        "stages",
                         format!(
                             "{} requests/s is more than one machine can send (loadlab's limit is \
                              {MAX_RATE}/s); split the load across shards",
@@ -365,13 +365,13 @@ impl RunSpec {
                 }
                 if self.duration.is_some() {
                     return Err(reject(
-                        "--stages",
+                        "stages",
                         "already sets how long the run lasts; drop -d",
                     ));
                 }
                 if profile.total_arrivals() < 1.0 {
                     return Err(reject(
-                        "--stages",
+                        "stages",
                         "asks for no request at all; give a rate above 0 in some stage",
                     ));
                 }
