@@ -99,6 +99,8 @@ struct RawVariant {
     url: Option<String>,
     exec: Option<String>,
     healthz: Option<String>,
+    /// The variant's own paths (in rotation), instead of `[load]`'s.
+    paths: Option<Vec<String>>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     limits: Option<RawLimits>,
@@ -176,6 +178,9 @@ pub struct Settings {
 pub struct Variant {
     pub name: String,
     pub source: Source,
+    /// Paths of this variant's own, in place of the file's.
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
     pub env: BTreeMap<String, String>,
     pub cpus: Option<f64>,
     pub memory: Option<String>,
@@ -346,9 +351,18 @@ impl RawExperiment {
                 }
             };
             let limits = v.limits.clone().unwrap_or_default();
+            if let Some(paths) = &v.paths {
+                if paths.is_empty() || paths.iter().any(|p| !p.starts_with('/')) {
+                    return Err(format!(
+                        "[[variant]] {}: paths must be a non-empty list of paths starting with /",
+                        v.name
+                    ));
+                }
+            }
             variants.push(Variant {
                 name: v.name.clone(),
                 source,
+                paths: v.paths.clone(),
                 env: v.env.clone(),
                 cpus: limits.cpus,
                 memory: limits.memory,

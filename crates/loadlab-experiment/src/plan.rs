@@ -115,6 +115,9 @@ fn arms(experiment: &Experiment) -> Result<Vec<Arm>, String> {
             if let Some(h) = &variant.healthz {
                 settings.healthz = h.clone();
             }
+            if let Some(paths) = &variant.paths {
+                settings.paths = paths.clone();
+            }
             for (key, value) in combo {
                 settings.apply(key, value)?;
             }

@@ -71,13 +71,16 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         let arms = runs_of(&args.spec, args.db.as_deref())?;
         match arms {
             Arms::Runs(runs) => write(&args.output, kind, &runs, &[])?,
-            Arms::Experiment {
-                experiment,
-                plan,
-                by_arm,
-            } => {
-                let comparisons = crate::cmd::experiment::compare(&experiment, &plan, &by_arm);
-                write_experiment(&args.output, &experiment, &plan, &by_arm, &comparisons)?
+            Arms::Experiment(e) => {
+                let comparisons =
+                    crate::cmd::experiment::compare(&e.experiment, &e.plan, &e.by_arm);
+                write_experiment(
+                    &args.output,
+                    &e.experiment,
+                    &e.plan,
+                    &e.by_arm,
+                    &comparisons,
+                )?
             }
         }
     }
@@ -87,11 +90,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 
 enum Arms {
     Runs(Vec<(String, RunResult)>),
-    Experiment {
-        experiment: Experiment,
-        plan: Plan,
-        by_arm: Vec<Vec<RunResult>>,
-    },
+    Experiment(Box<crate::cmd::runs::StoredExperiment>),
 }
 
 fn runs_of(spec: &[String], db: Option<&Path>) -> anyhow::Result<Arms> {
@@ -110,13 +109,8 @@ fn runs_of(spec: &[String], db: Option<&Path>) -> anyhow::Result<Arms> {
     }
     let store = crate::cmd::runs::open_store(db)?;
     if let [name] = spec {
-        if let Some((experiment, plan, by_arm)) = crate::cmd::runs::latest_experiment(&store, name)?
-        {
-            return Ok(Arms::Experiment {
-                experiment,
-                plan,
-                by_arm,
-            });
+        if let Some(e) = crate::cmd::runs::latest_experiment(&store, name)? {
+            return Ok(Arms::Experiment(Box::new(e)));
         }
     }
     let mut out = Vec::new();

@@ -218,11 +218,16 @@ pub fn experiment_results(
         .collect()
 }
 
+/// An experiment read back from the store.
+pub struct StoredExperiment {
+    pub experiment: Experiment,
+    pub plan: Plan,
+    /// Completed runs, by arm in plan order.
+    pub by_arm: Vec<Vec<RunResult>>,
+}
+
 /// The latest experiment of that name, with its plan rebuilt and its runs by arm.
-pub fn latest_experiment(
-    store: &Store,
-    name: &str,
-) -> anyhow::Result<Option<(Experiment, Plan, Vec<Vec<RunResult>>)>> {
+pub fn latest_experiment(store: &Store, name: &str) -> anyhow::Result<Option<StoredExperiment>> {
     let Some(stored) = store.latest_experiment(name)? else {
         return Ok(None);
     };
@@ -230,7 +235,11 @@ pub fn latest_experiment(
         .with_context(|| format!("experiment {name}: its stored plan does not read"))?;
     let plan = Plan::new(&experiment).map_err(anyhow::Error::msg)?;
     let by_arm = experiment_results(store, stored.id, &plan)?;
-    Ok(Some((experiment, plan, by_arm)))
+    Ok(Some(StoredExperiment {
+        experiment,
+        plan,
+        by_arm,
+    }))
 }
 
 pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {

@@ -6,6 +6,7 @@
 //! [`RunControl::stop`]). `closed` and `open` are the two load models; `exchange` is one
 //! request on one connection, which both use; `timer` is the open loop's precise timer.
 
+mod backoff;
 mod budget;
 mod closed;
 mod control;
