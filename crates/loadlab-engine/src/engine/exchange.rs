@@ -147,7 +147,7 @@ impl Conn {
     }
 
     /// How long to wait before trying this connection again, after connects that failed in
-    /// a row: 10 ms, doubling, at most 1 s; `None` when the last connect worked.
+    /// a row: 10 ms, doubling, at most 100 ms; `None` when the last connect worked.
     pub fn backoff(&self) -> Option<Duration> {
         backoff_after(self.failed_connects)
     }
