@@ -428,6 +428,11 @@ fn impossible_runs_are_refused_up_front() {
             ],
             "not a whole number",
         ),
+        // Not clap's tip "use '-- -1'", which would make it the URL.
+        (
+            &["run", "-c", "-1", "http://127.0.0.1:9/"],
+            "`-1` is not a count",
+        ),
     ];
     for (args, needle) in cases {
         let started = Instant::now();
@@ -440,4 +445,22 @@ fn impossible_runs_are_refused_up_front() {
             "{args:?} took a while"
         );
     }
+}
+
+/// A host that does not resolve: one message, said once.
+#[test]
+fn a_resolver_error_is_said_once() {
+    let out = run(&["run", "-d", "1s", "http://no-such-host.invalid:8080/"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.matches("cannot resolve").count(), 1, "{stderr}");
+    // The resolver's reason appears once, in that sentence.
+    let reason = stderr
+        .split("cannot resolve `no-such-host.invalid`: ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(!reason.is_empty(), "{stderr}");
+    assert_eq!(stderr.matches(reason.as_str()).count(), 1, "{stderr}");
 }

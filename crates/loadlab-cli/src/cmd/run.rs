@@ -60,7 +60,7 @@ pub struct RunArgs {
 
     /// Closed loop: concurrent connections, each sending its next request when the last one
     /// ends [default: 50].
-    #[arg(short = 'c', long)]
+    #[arg(short = 'c', long, allow_hyphen_values = true, value_parser = count::<usize>)]
     pub connections: Option<usize>,
 
     /// Open loop: send this many requests per second on a schedule, whatever the server does;
@@ -94,7 +94,7 @@ pub struct RunArgs {
 
     /// The most connections an open loop may open; at the cap, due requests wait (and the
     /// wait counts in their response time) [default: 10000].
-    #[arg(long, help_heading = "Open loop")]
+    #[arg(long, help_heading = "Open loop", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub max_connections: Option<usize>,
 
     /// Width of the timeline's intervals (a multiple of 100ms).
@@ -102,7 +102,7 @@ pub struct RunArgs {
     pub interval: Duration,
 
     /// Worker threads, each an event loop driving a share of the connections [default: one per core]
-    #[arg(short = 't', long)]
+    #[arg(short = 't', long, allow_hyphen_values = true, value_parser = count::<usize>)]
     pub threads: Option<usize>,
 
     /// How long to measure, e.g. 10s, 2m, 500ms [default: 10s]
@@ -110,7 +110,7 @@ pub struct RunArgs {
     pub duration: Option<Duration>,
 
     /// Measure exactly this many requests instead of a duration.
-    #[arg(short = 'n', long)]
+    #[arg(short = 'n', long, allow_hyphen_values = true, value_parser = count::<u64>)]
     pub requests: Option<u64>,
 
     /// HTTP method.
@@ -228,6 +228,15 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub server: ServerArgs,
+}
+
+/// A count (connections, threads, requests): a whole number. A negative one is taken as the
+/// flag's value, not as another flag, so the message says what is wrong with it (clap's own
+/// tip, "use -- -1", would make it the URL).
+pub fn count<T: std::str::FromStr>(raw: &str) -> Result<T, String> {
+    raw.trim()
+        .parse::<T>()
+        .map_err(|_| format!("`{raw}` is not a count: give a whole number such as 50"))
 }
 
 /// Durations as people write them: `10s`, `1m30s`, `250ms`; a bare number means seconds.

@@ -36,11 +36,10 @@ pub(crate) use thread::ThreadCtx;
 /// Why a run could not start. Failures of single requests are not errors: they are counted.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("cannot resolve `{host}`: {source}; check the host name in the URL")]
-    Resolve {
-        host: String,
-        source: std::io::Error,
-    },
+    // The reason is text, not a `source`: printed once, in this sentence, not again as the
+    // error's cause.
+    #[error("cannot resolve `{host}`: {reason}; check the host name in the URL")]
+    Resolve { host: String, reason: String },
     #[error("`{0}` resolved to no address; check the host name in the URL")]
     NoAddress(String),
     #[error("cannot start worker thread: {0}")]
@@ -225,9 +224,9 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
     let mut addrs = (host, port)
         .to_socket_addrs()
-        .map_err(|source| EngineError::Resolve {
+        .map_err(|e| EngineError::Resolve {
             host: host.to_string(),
-            source,
+            reason: e.to_string(),
         })?;
     addrs
         .next()
