@@ -116,9 +116,15 @@ impl ErrorClass {
     /// Classifies an HTTP/2 error.
     pub fn from_h2(err: &h2::Error) -> ErrorClass {
         if let Some(io) = err.get_io() {
+            // Bytes that do not decode as frames (h2 reports them as invalid data).
+            if io.kind() == io::ErrorKind::InvalidData {
+                return ErrorClass::ProtocolError;
+            }
             return ErrorClass::from_io(io);
         }
-        if err.is_go_away() {
+        // A GOAWAY loadlab's side sent, on a protocol violation it detected, is the server's
+        // protocol error; only the server's own GOAWAY is `goaway`.
+        if err.is_go_away() && err.is_remote() {
             ErrorClass::GoAway
         } else if err.is_reset() {
             ErrorClass::StreamReset

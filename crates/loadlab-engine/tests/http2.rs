@@ -140,3 +140,34 @@ fn open_loop_over_http2_shares_connections() {
     );
     assert!(r.measured.service_time_us.is_some());
 }
+
+/// HTTP/2 (h2c) against a server that speaks only HTTP/1.1: a protocol error, explained,
+/// not "the server sent GOAWAY" nor an I/O error; and the dying connection is not reopened
+/// thousands of times a second.
+#[test]
+fn h2c_against_an_http1_server_is_a_protocol_error_with_the_reason() {
+    let server = loadlab_testkit::TestServer::start(loadlab_testkit::Behavior::Fixed(
+        loadlab_testkit::response(200, "ok"),
+    ));
+    let r = run_spec(RunSpec {
+        connections: Some(2),
+        threads: Some(1),
+        duration: Some(Duration::from_secs(1)),
+        ..h2(server.url("/"))
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.completed, 0);
+    let errors: Vec<&String> = m.errors.keys().collect();
+    assert_eq!(errors, ["protocol_error"], "{:?}", m.errors);
+    let detail = &m.error_details["protocol_error"];
+    assert!(
+        detail.contains("not valid HTTP/2") && detail.contains("h2c"),
+        "{detail}"
+    );
+    // Backed off: 2 connections, at most about 14 attempts each in a second.
+    assert!(
+        server.counters().accepted() <= 2 * 16,
+        "{} connections in 1 s",
+        server.counters().accepted()
+    );
+}

@@ -197,7 +197,7 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> bo
             record_failure(
                 ctx,
                 phase,
-                ErrorClass::from_h2(&e),
+                classify(ctx, phase, &e),
                 &Traffic::default(),
                 false,
             );
@@ -215,19 +215,19 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> bo
         let end_of_stream = request.body.is_empty();
         let (response, mut body_tx) = ready
             .send_request(request.build(), end_of_stream)
-            .map_err(|e| ErrorClass::from_h2(&e))?;
+            .map_err(|e| classify(ctx, phase, &e))?;
         if !end_of_stream {
             body_tx
                 .send_data(request.body.clone(), true)
-                .map_err(|e| ErrorClass::from_h2(&e))?;
+                .map_err(|e| classify(ctx, phase, &e))?;
             traffic.sent += request.body.len() as u64;
         }
-        let response = response.await.map_err(|e| ErrorClass::from_h2(&e))?;
+        let response = response.await.map_err(|e| classify(ctx, phase, &e))?;
         traffic.first_byte = Some(Instant::now());
         let status = response.status().as_u16();
         let mut body = response.into_body();
         while let Some(chunk) = body.data().await {
-            let chunk = chunk.map_err(|e| ErrorClass::from_h2(&e))?;
+            let chunk = chunk.map_err(|e| classify(ctx, phase, &e))?;
             traffic.received += chunk.len() as u64;
             traffic.unbooked += chunk.len() as u64;
             let _ = body.flow_control().release_capacity(chunk.len());
@@ -255,6 +255,25 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> bo
             )
         }
     }
+}
+
+/// The class of an HTTP/2 failure; a protocol error is explained once, with the likely
+/// cause, since its usual one is a server that does not speak HTTP/2 at all.
+fn classify(ctx: &ThreadCtx, phase: Phase, e: &h2::Error) -> ErrorClass {
+    let class = ErrorClass::from_h2(e);
+    if class == ErrorClass::ProtocolError {
+        let why = if ctx.tls.is_some() {
+            format!("the server's bytes are not valid HTTP/2 ({e})")
+        } else {
+            format!(
+                "the server's bytes are not valid HTTP/2 ({e}); over http:// --http2 speaks h2c \
+                 by prior knowledge, which a server that speaks only HTTP/1.1 answers with \
+                 HTTP/1.1: drop --http2, or use an https:// URL to agree on h2 by ALPN"
+            )
+        };
+        note_detail(ctx, phase, class, Some(why));
+    }
+    class
 }
 
 /// Opens an HTTP/2 connection and starts its driver. Failures are recorded as the failure of
