@@ -624,3 +624,23 @@ fn overlong_responses_and_unkept_closes_are_visible() {
         r.warnings
     );
 }
+
+/// A response still arriving when the run ends is abandoned, but the bytes it brought count
+/// as received (a huge body used to show "Received 0 B").
+#[test]
+fn bytes_of_a_response_cut_off_by_the_end_are_counted() {
+    let mut body = b"HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n".to_vec();
+    body.extend(std::iter::repeat_n(b'a', 3_000));
+    let server = TestServer::start(Behavior::Trickle(body));
+    let r = run_spec(RunSpec {
+        connections: Some(1),
+        threads: Some(1),
+        duration: Some(Duration::from_millis(800)),
+        ..spec(server.url("/"))
+    });
+    let m = &r.measured;
+    assert_eq!((m.requests.completed, m.requests.failed), (0, 0), "{m:?}");
+    assert_eq!(r.in_flight_at_end, 1);
+    // Most of the 3,045 bytes trickled in before the end; all those read were counted.
+    assert!(m.bytes.received >= 1_000, "{:?}", m.bytes);
+}

@@ -390,8 +390,18 @@ fn timed_out(
     cx: &mut Context<'_>,
 ) -> Poll<Result<Exchange, ErrorClass>> {
     if traffic.unbooked > 0 {
+        // Bytes are counted as they arrive, in the phase they arrive in: a response still
+        // arriving when the run ends (a huge or dripping body) is abandoned, but its bytes
+        // were received.
+        let now = Instant::now();
+        let phase = if now < ctx.warmup_end {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        };
         let mut rec = ctx.recorder.borrow_mut();
-        rec.timeline.at(ctx.start.elapsed()).bytes_received += traffic.unbooked;
+        rec.timeline.at(now - ctx.start).bytes_received += traffic.unbooked;
+        rec.phase(phase).bytes_received += traffic.unbooked;
         traffic.unbooked = 0;
     }
     match poll_deadline(timer, deadline, cx) {
@@ -482,7 +492,8 @@ pub(super) fn record_success(
             .saturating_record(due.noticed.saturating_duration_since(intended).as_nanos() as u64);
     }
     stats.bytes_sent += t.sent;
-    stats.bytes_received += t.received;
+    // What was not booked as it arrived (see `timed_out`).
+    stats.bytes_received += t.unbooked;
     // Single writer: a plain store, no locked read-modify-write.
     let p = &ctx.progress.completed;
     p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -526,7 +537,8 @@ pub(super) fn record_failure(
     stats.failed += 1;
     stats.errors[class as usize] += 1;
     stats.bytes_sent += t.sent;
-    stats.bytes_received += t.received;
+    // What was not booked as it arrived (see `timed_out`).
+    stats.bytes_received += t.unbooked;
     let p = &ctx.progress.failed;
     p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
