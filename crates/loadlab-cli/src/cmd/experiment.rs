@@ -265,6 +265,34 @@ fn print_plan(experiment: &Experiment, plan: &Plan) {
             }
         );
     }
+    // Whether these repetitions can decide anything: each Holm family holds four metrics
+    // for every arm compared with its control.
+    let compared = plan
+        .arms
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            if experiment.variants.len() == 1 {
+                *i != 0
+            } else {
+                a.variant != experiment.control
+            }
+        })
+        .count();
+    if compared > 0 {
+        let family = 4 * compared;
+        let n = experiment.repetitions;
+        let floor = family as f64 * loadlab_compare::min_attainable_p(n, n);
+        if floor >= 0.05 {
+            eprintln!(
+                "  note: with {n} runs per arm and {compared} comparison{} of 4 metrics each, no \
+                 verdict can reach 95% confidence (smallest possible p = {floor:.2}); run at \
+                 least {} per arm (--repetitions)",
+                if compared == 1 { "" } else { "s" },
+                loadlab_compare::runs_needed(0.05, family).map_or("more".into(), |r| r.to_string())
+            );
+        }
+    }
     let order: Vec<String> = plan
         .runs
         .iter()
