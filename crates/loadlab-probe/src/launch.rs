@@ -90,7 +90,7 @@ impl Launch {
             source,
         })?;
         let output_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let first_line = drain_output(&mut child, &output_tail, &self.readiness);
+        let (first_line, stderr_done) = drain_output(&mut child, &output_tail, &self.readiness);
         let pid = child.id();
         let mut launched = Launched {
             child: Arc::new(Mutex::new(child)),
@@ -105,8 +105,11 @@ impl Launch {
         };
         let deadline = spawned_at + self.timeout;
         let fail = |l: &Launched, message: String| {
-            // Let the output readers catch the reason it exited.
-            std::thread::sleep(Duration::from_millis(50));
+            // The reason it exited is in its last stderr lines: wait (bounded) until the
+            // reader has read them all, which it has when the pipe closes.
+            if let Some(done) = &stderr_done {
+                let _ = done.recv_timeout(Duration::from_secs(2));
+            }
             ProbeError::Startup {
                 command: l.description.clone(),
                 message,
@@ -129,8 +132,9 @@ impl Launch {
                         ))
                     }
                     Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        // Stdout closed: the server is exiting; wait (bounded) to say how.
                         let status = launched
-                            .exit_status()
+                            .wait_exit(Duration::from_secs(2))
                             .unwrap_or_else(|| "closed stdout".into());
                         return Err(fail(
                             &launched,
@@ -217,6 +221,20 @@ impl Launched {
     }
 
     /// `Some(status)` once the server has exited.
+    /// Waits up to `limit` for the server to exit; how it did, or `None` if it still runs.
+    pub fn wait_exit(&self, limit: Duration) -> Option<String> {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.exit_status() {
+                return Some(status);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     pub fn exit_status(&self) -> Option<String> {
         let mut child = lock(&self.child);
         match child.try_wait() {
@@ -362,11 +380,14 @@ fn prepare_child(
 /// Keeps the last lines of the server's stdout and stderr (for error messages) and never
 /// lets a full pipe block it. With [`Readiness::AddressLine`], the first stdout line is
 /// handed over on the returned channel.
+/// Returns the first stdout line's channel (with [`Readiness::AddressLine`]) and a channel
+/// that closes when stderr has been read to its end.
+#[allow(clippy::type_complexity)]
 fn drain_output(
     child: &mut Child,
     tail: &Arc<Mutex<VecDeque<String>>>,
     readiness: &Readiness,
-) -> Option<mpsc::Receiver<String>> {
+) -> (Option<mpsc::Receiver<String>>, Option<mpsc::Receiver<()>>) {
     let keep = |tail: &Arc<Mutex<VecDeque<String>>>, line: String| {
         let mut tail = lock(tail);
         if tail.len() == OUTPUT_LINES_KEPT {
@@ -374,15 +395,22 @@ fn drain_output(
         }
         tail.push_back(line);
     };
+    let mut stderr_done = None;
     if let Some(stderr) = child.stderr.take() {
         let tail = tail.clone();
+        let (done, done_rx) = mpsc::channel::<()>();
+        stderr_done = Some(done_rx);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 keep(&tail, line);
             }
+            // Dropping `done` tells a waiter the tail is complete.
+            drop(done);
         });
     }
-    let stdout = child.stdout.take()?;
+    let Some(stdout) = child.stdout.take() else {
+        return (None, stderr_done);
+    };
     let (tx, rx) = mpsc::channel();
     let wants_line = matches!(readiness, Readiness::AddressLine);
     let tail = tail.clone();
@@ -402,7 +430,7 @@ fn drain_output(
         // Anything unreadable as text: drain it anyway.
         let _ = std::io::copy(&mut reader, &mut std::io::sink());
     });
-    wants_line.then_some(rx)
+    (wants_line.then_some(rx), stderr_done)
 }
 
 /// Parses `listening on 127.0.0.1:43121`; an unspecified IP becomes loopback.
