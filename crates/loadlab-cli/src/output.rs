@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use loadlab_report::{Exporter, TextExporter};
 use loadlab_result::RunResult;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 pub enum Destination {
@@ -93,9 +93,8 @@ pub fn write(
             out.flush()?;
         }
         Destination::File(flag, path) => {
-            let mut buf = BufWriter::new(Vec::new());
-            exporter.export(result, &mut buf)?;
-            let bytes = buf.into_inner().map_err(|e| e.into_error())?;
+            let mut bytes = Vec::new();
+            exporter.export(result, &mut bytes)?;
             write_atomically(path, &bytes)
                 .with_context(|| format!("{flag}: cannot write {}", path.display()))?;
         }

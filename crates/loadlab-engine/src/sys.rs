@@ -6,6 +6,18 @@ use std::time::Duration;
 
 pub use loadlab_result::{Environment, NofileLimit};
 
+/// The hard `nofile` limit: the most descriptors this process could ever open (loadlab
+/// raises its soft limit to it when a run starts). Read only: nothing is raised here.
+#[allow(clippy::unnecessary_cast)]
+pub fn nofile_hard() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct we pass.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0).then_some(lim.rlim_max as u64)
+}
+
 /// Raises this process's soft `nofile` limit to its hard limit, as wrk users do by hand.
 // `rlim_t` is u64 on 64-bit Linux only; the casts keep other targets compiling.
 #[allow(clippy::unnecessary_cast)]

@@ -60,20 +60,20 @@ fn values(runs: &[RunResult], key: &str) -> Vec<Option<f64>> {
     runs.iter().map(|r| metrics::value(r, key)).collect()
 }
 
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
+/// The median of some values (the mean of the middle two for an even count).
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
 }
 
-/// Compares every test arm with its control, all at once (one Holm family).
+/// Compares every test arm with its control, all at once: each metric family is one Holm
+/// family across every pair (see `metrics::Family`).
 pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> {
     struct Pending {
         pair: usize,
@@ -150,7 +150,7 @@ pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> 
             control: c.label.clone(),
             test: t.label.clone(),
             rows: Vec::new(),
-            noise: [c, t].iter().flat_map(|a| noise(a)).collect(),
+            noise: Vec::new(),
             startup: vec![startup(c), startup(t)],
         })
         .collect();
@@ -164,6 +164,25 @@ pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> 
             comparison,
             note: p.note,
         });
+    }
+    // Noise as the statistics measured it (each arm's coefficient of variation against the
+    // options' threshold), explained from the runs.
+    for (c, (control, test)) in out.iter_mut().zip(pairs) {
+        let mut lines = Vec::new();
+        for (arm, is_control) in [(control, true), (test, false)] {
+            for row in c
+                .rows
+                .iter()
+                .filter(|r| r.metric == "rps" || r.metric == "p99")
+            {
+                let Some(m) = &row.comparison else { continue };
+                let side = if is_control { &m.control } else { &m.test };
+                if side.noisy {
+                    lines.push(noise(arm, row.metric, side.cv));
+                }
+            }
+        }
+        c.noise = lines;
     }
     out
 }
@@ -211,94 +230,59 @@ pub fn significant(v: &Verdict) -> bool {
     matches!(v, Verdict::Better { .. } | Verdict::Worse { .. })
 }
 
-/// Flags an arm whose runs disagree on throughput or p99 by more than the noise threshold,
-/// with what the results say about why.
-fn noise(arm: &ArmRuns) -> Vec<String> {
-    let mut out = Vec::new();
-    for key in ["rps", "p99"] {
-        let v: Vec<f64> = arm
-            .runs
-            .iter()
-            .filter_map(|r| metrics::value(r, key))
-            .collect();
-        if v.len() < 2 {
-            continue;
-        }
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt();
-        let cv = if mean > 0.0 { sd / mean } else { 0.0 };
-        if cv <= 0.05 {
-            continue;
-        }
-        let mut causes = Vec::new();
-        let steal = arm
-            .runs
-            .iter()
-            .filter_map(|r| r.generator.max_steal)
-            .fold(0.0, f64::max);
-        if steal >= 0.05 {
-            causes.push(format!("hypervisor steal up to {:.0}%", steal * 100.0));
-        }
-        let saturated = arm
-            .runs
-            .iter()
-            .filter(|r| {
-                r.verdicts
-                    .iter()
-                    .any(|v| v.contains("generator was saturated"))
-            })
-            .count();
-        if saturated > 0 {
-            causes.push(format!("the generator was saturated in {saturated} runs"));
-        }
-        let cold = arm
-            .runs
-            .iter()
-            .filter(|r| r.first_requests.as_ref().is_some_and(|f| f.cold_start))
-            .count();
-        if cold > 0 {
-            causes.push(format!("a cold start in {cold} runs"));
-        }
-        let throttled = arm
-            .runs
-            .iter()
-            .filter(|r| {
-                r.verdicts
-                    .iter()
-                    .any(|v| v.contains("CPU-bound on its quota"))
-            })
-            .count();
-        if throttled > 0 {
-            causes.push(format!(
-                "CPU throttling under the quota in {throttled} runs"
-            ));
-        }
-        out.push(format!(
-            "{}: {key} varies {:.1}% between runs (CV){}",
-            arm.label,
-            cv * 100.0,
-            if causes.is_empty() {
-                String::new()
-            } else {
-                format!("; likely: {}", causes.join(", "))
-            }
+/// Says that an arm's runs disagree on `key` (coefficient of variation `cv`), with what the
+/// results say about why.
+fn noise(arm: &ArmRuns, key: &str, cv: f64) -> String {
+    let count = |pred: &dyn Fn(&RunResult) -> bool| arm.runs.iter().filter(|r| pred(r)).count();
+    let verdict =
+        |text: &'static str| move |r: &RunResult| r.verdicts.iter().any(|v| v.contains(text));
+    let mut causes = Vec::new();
+    let steal = arm
+        .runs
+        .iter()
+        .filter_map(|r| r.generator.max_steal)
+        .fold(0.0, f64::max);
+    if steal >= 0.05 {
+        causes.push(format!("hypervisor steal up to {:.0}%", steal * 100.0));
+    }
+    let saturated = count(&verdict("generator was saturated"));
+    if saturated > 0 {
+        causes.push(format!("the generator was saturated in {saturated} runs"));
+    }
+    let cold = count(&|r| r.first_requests.as_ref().is_some_and(|f| f.cold_start));
+    if cold > 0 {
+        causes.push(format!("a cold start in {cold} runs"));
+    }
+    let throttled = count(&verdict("CPU-bound on its quota"));
+    if throttled > 0 {
+        causes.push(format!(
+            "CPU throttling under the quota in {throttled} runs"
         ));
     }
-    out
+    format!(
+        "{}: {key} varies {:.1}% between runs (CV){}",
+        arm.label,
+        cv * 100.0,
+        if causes.is_empty() {
+            String::new()
+        } else {
+            format!("; likely: {}", causes.join(", "))
+        }
+    )
 }
 
 fn startup(arm: &ArmRuns) -> StartupSummary {
-    let mut ready: Vec<f64> = arm
+    let ready: Vec<f64> = arm
         .runs
         .iter()
         .filter_map(|r| r.server.as_ref()?.startup.as_ref().map(|s| s.ready_s))
         .collect();
-    let mut first: Vec<f64> = arm
+    let first: Vec<f64> = arm
         .runs
         .iter()
         .filter_map(|r| r.first_requests.as_ref().map(|f| f.latency_us.p50))
         .collect();
-    let mut rest: Vec<f64> = arm
+    let rest: Vec<f64> = arm
         .runs
         .iter()
         .filter_map(|r| r.first_requests.as_ref().map(|f| f.rest_us.p50))
@@ -307,13 +291,13 @@ fn startup(arm: &ArmRuns) -> StartupSummary {
         arm: arm.label.clone(),
         runs: arm.runs.len(),
         ready_s_max: ready.iter().copied().reduce(f64::max),
-        ready_s_median: median(&mut ready),
+        ready_s_median: median(&ready),
         cold_starts: arm
             .runs
             .iter()
             .filter(|r| r.first_requests.as_ref().is_some_and(|f| f.cold_start))
             .count(),
-        first_p50_us_median: median(&mut first),
-        rest_p50_us_median: median(&mut rest),
+        first_p50_us_median: median(&first),
+        rest_p50_us_median: median(&rest),
     }
 }

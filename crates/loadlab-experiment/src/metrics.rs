@@ -248,42 +248,13 @@ pub fn bare(unit: Unit, v: f64) -> String {
     }
 }
 
-pub fn duration_us(us: f64) -> String {
-    if us >= 1_000_000.0 {
-        format!("{:.2} s", us / 1e6)
-    } else if us >= 1_000.0 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{us:.0} µs")
-    }
-}
+/// Latencies, byte counts and counts are written as the text report writes them.
+pub use loadlab_report::{bytes, duration_us};
 
-fn bytes(v: f64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let (mut v, mut i) = (v, 0);
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{v:.0} B")
-    } else {
-        format!("{v:.1} {}", UNITS[i])
-    }
-}
-
+/// A rate: whole and grouped from 100 up (`6,322`), one decimal below (`12.5`).
 fn group(v: f64) -> String {
     if v >= 100.0 {
-        let n = v.round() as u64;
-        let s = n.to_string();
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
+        loadlab_report::count(v.round() as u64)
     } else {
         format!("{v:.1}")
     }
@@ -296,10 +267,10 @@ mod tests {
     #[test]
     fn values_read_in_their_units() {
         assert_eq!(format(PerSecond, 6322.4), "6,322/s");
-        assert_eq!(format(Micros, 94_400.0), "94.40 ms");
+        assert_eq!(format(Micros, 94_400.0), "94.4 ms");
         assert_eq!(format(Micros, 700.0), "700 µs");
         assert_eq!(format(Fraction, 0.0125), "1.25%");
-        assert_eq!(format(Bytes, 2.3 * 1024.0 * 1024.0), "2.3 MiB");
+        assert_eq!(format(Bytes, 2.3 * 1024.0 * 1024.0), "2.30 MiB");
         assert_eq!(format(Cores, 0.084), "0.08 cores");
         assert!(METRICS.iter().all(|m| metric(m.key) == Some(m)));
     }

@@ -2,7 +2,7 @@
 //! (metric, control, test, change, interval, verdict), Markdown, CSV (long form: one row per
 //! comparison and metric) and JSON. Text only; colours are the CLI's.
 
-use crate::analysis::{verdict_words, Comparison, Row};
+use crate::analysis::{median, verdict_words, Comparison, Row};
 use crate::metrics;
 use std::fmt::Write as _;
 
@@ -35,16 +35,6 @@ pub fn render(comparisons: &[Comparison], format: Format) -> String {
         Format::Markdown => markdown(comparisons),
         Format::Csv => csv(comparisons),
         Format::Json => serde_json::to_string_pretty(comparisons).expect("plain data") + "\n",
-    }
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
     }
 }
 

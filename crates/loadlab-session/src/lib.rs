@@ -54,15 +54,17 @@ fn check_machine(config: &RunConfig) -> Result<(), SessionError> {
         return Ok(());
     }
     let connections = config.connections as u64;
-    if let Some(lim) = loadlab_engine::sys::raise_nofile_limit() {
-        if connections + SPARE_DESCRIPTORS > lim.hard {
+    // Read, not raised: the engine raises the soft limit when the run starts, and reports
+    // what it was before.
+    if let Some(hard) = loadlab_engine::sys::nofile_hard() {
+        if connections + SPARE_DESCRIPTORS > hard {
             return Err(SessionError::Invalid(format!(
                 "-c {connections}: {} connections need {} open files, and this process may \
                  open at most {} (the hard limit); raise it (ulimit -Hn, or LimitNOFILE in \
                  systemd) or use fewer connections",
                 connections,
                 connections + SPARE_DESCRIPTORS,
-                lim.hard
+                hard
             )));
         }
     }

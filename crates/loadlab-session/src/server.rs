@@ -274,11 +274,6 @@ impl Server {
             samples: report::windows(&samples, origin),
         }
     }
-
-    /// Whether the launched server has exited.
-    pub fn exited(&self) -> Option<String> {
-        self.launched.as_ref().and_then(Launched::exit_status)
-    }
 }
 
 /// `0-1` for messages.

@@ -129,24 +129,11 @@ impl ServerArgs {
         Ok(limits)
     }
 
-    /// Checks the flags without starting anything, so a typo fails before a JVM boots.
-    pub fn check(&self) -> anyhow::Result<()> {
-        self.limits()?;
-        if self.sample_every < Duration::from_millis(10) {
-            bail!("--sample-every must be at least 10ms");
-        }
-        if !self.healthz.starts_with('/') {
-            bail!(
-                "--healthz {:?} must be a path starting with /",
-                self.healthz
-            );
-        }
-        Ok(())
-    }
-
     /// The server the flags describe, for the session; `None` when no server flag was given.
+    /// The limits are parsed here (and refused without a server to limit); the rest is
+    /// checked by the session (`ServerSpec::check`) before anything starts.
     pub fn spec(&self) -> anyhow::Result<Option<ServerSpec>> {
-        self.check()?;
+        let limits = self.limits()?;
         let kind = if let Some(name) = &self.target {
             ServerKind::Target {
                 name: name.clone(),
@@ -163,7 +150,7 @@ impl ServerArgs {
             return Ok(None);
         };
         Ok(Some(ServerSpec {
-            limits: self.limits()?,
+            limits,
             mode: match self.limits {
                 LimitsArg::Strict => LimitsMode::Strict,
                 LimitsArg::BestEffort => LimitsMode::BestEffort,
