@@ -19,7 +19,7 @@ pub mod html;
 mod json;
 pub mod markdown;
 mod tables;
-mod text;
+pub mod text;
 
 pub use csv::CsvExporter;
 pub use format::{bytes, count, duration_us, rate};

@@ -80,6 +80,25 @@ fn check_machine(config: &RunConfig) -> Result<(), SessionError> {
     Ok(())
 }
 
+/// Validates a spec into the engine's config and checks the machine can hold it.
+fn checked(run: &RunSpec) -> Result<RunConfig, SessionError> {
+    let config = run.validate()?;
+    check_machine(&config)?;
+    Ok(config)
+}
+
+/// Applies the busy-poll policy once the server listens (automatic polling looks for its
+/// CPUs by its port), with the note saying why when chosen automatically.
+fn with_busy_poll(config: RunConfig, busy_poll: BusyPoll) -> (RunConfig, Option<String>) {
+    if busy_poll == BusyPoll::Auto {
+        if let Some(why) = placement::busy_poll_auto(&config) {
+            let note = format!("busy-polling: {why} (--no-busy-poll to sleep instead)");
+            return (config.with_busy_poll(why), Some(note));
+        }
+    }
+    (config, None)
+}
+
 /// What a session measures: the load, the server (if any), and the busy-poll policy.
 #[derive(Debug, Clone)]
 pub struct SessionSpec {
@@ -91,6 +110,10 @@ pub struct SessionSpec {
 
 /// A prepared run: the checked config and, when asked for, the server, up and ready.
 pub struct Session {
+    /// The spec as prepared (URL whole, generator CPUs chosen), kept so a capacity search
+    /// or a sweep can change the load between runs ([`Session::reconfigure`]).
+    run: RunSpec,
+    busy_poll: BusyPoll,
     config: RunConfig,
     server: Option<Server>,
     notes: Vec<String>,
@@ -145,8 +168,7 @@ impl Session {
             run.generator_cpus = Some(free);
         }
         run.busy_poll = busy_poll == BusyPoll::On;
-        let mut config = run.validate()?;
-        check_machine(&config)?;
+        let config = checked(&run)?;
         let server = match &server {
             Some(spec) => {
                 let (server, note) = Server::start(spec, port)?;
@@ -155,19 +177,27 @@ impl Session {
             }
             None => None,
         };
-        if busy_poll == BusyPoll::Auto {
-            if let Some(why) = placement::busy_poll_auto(&config) {
-                notes.push(format!(
-                    "busy-polling: {why} (--no-busy-poll to sleep instead)"
-                ));
-                config = config.with_busy_poll(why);
-            }
-        }
+        let (config, busy_note) = with_busy_poll(config, busy_poll);
+        notes.extend(busy_note);
         Ok(Session {
+            run,
+            busy_poll,
             config,
             server,
             notes,
         })
+    }
+
+    /// Changes the load for the next [`Session::run`] (a probe's rate, a sweep's connection
+    /// count), checked as [`Session::prepare`] checks it; the server stays up. On an error
+    /// the session keeps its previous load.
+    pub fn reconfigure(&mut self, edit: impl FnOnce(&mut RunSpec)) -> Result<(), SessionError> {
+        let mut run = self.run.clone();
+        edit(&mut run);
+        let (config, _) = with_busy_poll(checked(&run)?, self.busy_poll);
+        self.run = run;
+        self.config = config;
+        Ok(())
     }
 
     /// The checked config the engine will run.

@@ -288,3 +288,66 @@ mod timeline;
 
 use server::server_section;
 use timeline::{distribution, percentile_table, row, timeline};
+
+/// A table for the terminal: columns padded to their widest cell, numbers (every column but
+/// the first `left` and the last) right-aligned, a rule under the headings. Cells are plain
+/// text, counted in characters.
+pub fn grid(columns: &[String], rows: &[Vec<String>], left: usize) -> String {
+    let width = |i: usize| {
+        std::iter::once(&columns[i])
+            .chain(rows.iter().filter_map(|r| r.get(i)))
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..columns.len()).map(width).collect();
+    let last = columns.len().saturating_sub(1);
+    let line = |cells: &[String]| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let pad = " ".repeat(widths[i].saturating_sub(cell.chars().count()));
+            if i < left || i == last {
+                out.push_str(cell);
+                if i != last {
+                    out.push_str(&pad);
+                }
+            } else {
+                out.push_str(&pad);
+                out.push_str(cell);
+            }
+            if i != last {
+                out.push_str("  ");
+            }
+        }
+        out.trim_end().to_string()
+    };
+    let mut out = line(columns) + "\n";
+    let total = widths.iter().sum::<usize>() + 2 * last;
+    out.push_str(&"-".repeat(total.min(160)));
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod grid_tests {
+    #[test]
+    fn a_grid_aligns_numbers_right_and_words_left() {
+        let columns = vec!["rate".to_string(), "p99".into(), "verdict".into()];
+        let rows = vec![
+            vec!["1,000".to_string(), "4.21 ms".into(), "held".into()],
+            vec!["12,000".to_string(), "812 µs".into(), "missed p99".into()],
+        ];
+        let text = super::grid(&columns, &rows, 1);
+        assert_eq!(
+            text,
+            "rate        p99  verdict\n\
+             ---------------------------\n\
+             1,000   4.21 ms  held\n\
+             12,000   812 µs  missed p99\n"
+        );
+    }
+}

@@ -1,0 +1,409 @@
+//! Probes run through one session: the server stays up between them (started once, warmed
+//! by each probe's own warm-up), the load changes with [`Session::reconfigure`]. A search
+//! asks the policy what to probe until it is done, the budget would be overrun, or it is
+//! stopped; a sweep runs its list. Every probe's full result goes to the caller through
+//! [`Events`] as it ends, so a stopped search has lost nothing.
+
+use crate::probe::{judge, Criteria, Measure};
+use crate::report::{CapacityReport, ProbeRecord, CAPACITY_SCHEMA_VERSION};
+use crate::search::{self, Finding, Outcome, Policy, Step, Verdict};
+use crate::sweep::{knee, Knee};
+use loadlab_engine::{RunControl, RunResult};
+use loadlab_session::{Session, SessionError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What a caller hears as probes run.
+pub trait Events {
+    /// A probe is about to run at `load` (requests/s, or connections in a closed sweep).
+    fn starting(&mut self, index: usize, load: f64, round: Option<usize>);
+    /// A probe ended; `result` is its whole run. Returns the run's id if the caller kept it.
+    fn finished(&mut self, record: &ProbeRecord, result: &RunResult) -> Option<i64>;
+}
+
+/// Stops a search or sweep from another thread (Ctrl-C): the probe running ends early (its
+/// figures are kept, judged as interrupted) and no further probe starts.
+#[derive(Default)]
+pub struct Stop {
+    stopped: AtomicBool,
+    current: Mutex<Option<RunControl>>,
+}
+
+impl Stop {
+    pub fn new() -> Stop {
+        Stop::default()
+    }
+
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        if let Some(control) = self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            control.stop();
+        }
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    fn begin(&self) -> RunControl {
+        let control = RunControl::new();
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(control.clone());
+        if self.is_stopped() {
+            control.stop();
+        }
+        control
+    }
+}
+
+/// How each probe runs.
+#[derive(Debug, Clone)]
+pub struct ProbeShape {
+    /// Load before measuring, reported apart (a JIT compiles, caches fill, a queue left by
+    /// the last probe drains).
+    pub warmup: Duration,
+    /// How long each probe measures.
+    pub duration: Duration,
+    /// A pause after a probe that failed, so the queue it built drains before the next.
+    pub cooldown: Duration,
+}
+
+impl ProbeShape {
+    /// The timeline's interval: a tenth of the probe (100 ms at least), so the queue-growth
+    /// test has intervals enough to compare its first third with its last.
+    fn interval(&self) -> Duration {
+        let tenth = self.duration.as_millis() as u64 / 10;
+        Duration::from_millis((tenth / 100).max(1) * 100)
+    }
+
+    fn cost(&self) -> Duration {
+        self.warmup + self.duration
+    }
+}
+
+/// A capacity search.
+#[derive(Debug, Clone)]
+pub struct SearchSpec {
+    pub policy: Policy,
+    pub criteria: Criteria,
+    pub shape: ProbeShape,
+    /// The search does not start a probe that would end after this much time.
+    pub budget: Option<Duration>,
+}
+
+/// Whether a probe costing `cost` still fits in the budget after `elapsed`.
+pub fn fits(elapsed: Duration, cost: Duration, budget: Option<Duration>) -> bool {
+    budget.is_none_or(|b| elapsed + cost <= b)
+}
+
+/// The loads of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Loads {
+    /// Open loop: requests/s.
+    Rates(Vec<f64>),
+    /// Closed loop: connections.
+    Connections(Vec<usize>),
+}
+
+/// A sweep: every load in order, the knee marked.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    pub loads: Loads,
+    pub criteria: Criteria,
+    pub shape: ProbeShape,
+    /// The knee is where p99 first reaches this many times its value at the lowest load.
+    pub knee_factor: f64,
+}
+
+/// Runs a capacity search on a prepared session (its load is the template: URL, paths,
+/// headers, protocol; the rate, duration and warm-up are the search's).
+pub fn run_search(
+    session: &mut Session,
+    spec: &SearchSpec,
+    stop: &Stop,
+    events: &mut dyn Events,
+) -> Result<CapacityReport, SessionError> {
+    let began = Instant::now();
+    let mut records = Vec::new();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut about: Option<About> = None;
+    let mut stopped_by = None;
+    let finding = loop {
+        let (rate, round) = match search::next(&spec.policy, &outcomes) {
+            Step::Done(finding) => break finding,
+            Step::Probe { rate, round } => (rate, round),
+        };
+        if stop.is_stopped() {
+            stopped_by = Some("interrupted".to_string());
+            break search::stopped(&spec.policy, &outcomes);
+        }
+        if !fits(began.elapsed(), spec.shape.cost(), spec.budget) {
+            stopped_by = Some("budget".to_string());
+            break search::stopped(&spec.policy, &outcomes);
+        }
+        let index = records.len() + 1;
+        events.starting(index, rate, Some(round));
+        let shape = &spec.shape;
+        session.reconfigure(|run| {
+            run.rate = Some(rate);
+            run.connections = None;
+            run.stages = None;
+            run.requests = None;
+            run.duration = Some(shape.duration);
+            run.warmup = shape.warmup;
+            run.interval = shape.interval();
+        })?;
+        let (record, result, died) = probe(session, index, Some(round), &spec.criteria, stop)?;
+        about.get_or_insert_with(|| About::of(&result));
+        let verdict = if record.judgment.generator_limited.is_some() {
+            Verdict::GeneratorLimited
+        } else if record.measure.interrupted {
+            Verdict::Interrupted
+        } else if record.judgment.pass {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        };
+        outcomes.push(Outcome {
+            rate,
+            round,
+            verdict,
+        });
+        let record = keep(events, record, &result);
+        let failed = !record.judgment.pass;
+        records.push(record);
+        if died {
+            stopped_by = Some("server died".to_string());
+            break search::stopped(&spec.policy, &outcomes);
+        }
+        if failed && !stop.is_stopped() {
+            std::thread::sleep(spec.shape.cooldown);
+        }
+    };
+    let about = about.unwrap_or_default();
+    let verdict = match &stopped_by {
+        Some(why) => format!("{finding} (stopped: {why})"),
+        None => finding.to_string(),
+    };
+    Ok(CapacityReport {
+        schema_version: CAPACITY_SCHEMA_VERSION,
+        kind: "capacity".into(),
+        loadlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: about.started_at,
+        url: about.url,
+        server: about.server,
+        objectives: spec.criteria.objectives.iter().map(|o| o.to_string()).collect(),
+        criteria: spec.criteria.clone(),
+        policy: Some(spec.policy.clone()),
+        warmup_s: spec.shape.warmup.as_secs_f64(),
+        probe_s: spec.shape.duration.as_secs_f64(),
+        probes: records,
+        finding: Some(finding),
+        knee: None,
+        verdict,
+        stopped_by,
+        elapsed_s: began.elapsed().as_secs_f64(),
+    })
+}
+
+/// Runs a sweep on a prepared session.
+pub fn run_sweep(
+    session: &mut Session,
+    spec: &SweepSpec,
+    stop: &Stop,
+    events: &mut dyn Events,
+) -> Result<CapacityReport, SessionError> {
+    let began = Instant::now();
+    let loads: Vec<f64> = match &spec.loads {
+        Loads::Rates(r) => r.clone(),
+        Loads::Connections(c) => c.iter().map(|&c| c as f64).collect(),
+    };
+    let mut records: Vec<ProbeRecord> = Vec::new();
+    let mut about: Option<About> = None;
+    let mut stopped_by = None;
+    for (i, &load) in loads.iter().enumerate() {
+        if stop.is_stopped() {
+            stopped_by = Some("interrupted".to_string());
+            break;
+        }
+        events.starting(i + 1, load, None);
+        let shape = &spec.shape;
+        session.reconfigure(|run| {
+            match &spec.loads {
+                Loads::Rates(_) => {
+                    run.rate = Some(load);
+                    run.connections = None;
+                }
+                Loads::Connections(_) => {
+                    run.rate = None;
+                    run.connections = Some(load as usize);
+                }
+            }
+            run.stages = None;
+            run.requests = None;
+            run.duration = Some(shape.duration);
+            run.warmup = shape.warmup;
+            run.interval = shape.interval();
+        })?;
+        let (record, result, died) = probe(session, i + 1, None, &spec.criteria, stop)?;
+        about.get_or_insert_with(|| About::of(&result));
+        let record = keep(events, record, &result);
+        let failed = !record.judgment.pass;
+        records.push(record);
+        if died {
+            stopped_by = Some("server died".to_string());
+            break;
+        }
+        if failed && !stop.is_stopped() && i + 1 < loads.len() {
+            std::thread::sleep(spec.shape.cooldown);
+        }
+    }
+    let points: Vec<(f64, Option<f64>)> = records
+        .iter()
+        .map(|r| (r.load(), r.measure.p99_us))
+        .collect();
+    let knee = knee(&points, spec.knee_factor);
+    let about = about.unwrap_or_default();
+    let verdict = sweep_verdict(&records, knee.as_ref(), spec.knee_factor, stopped_by.as_deref());
+    Ok(CapacityReport {
+        schema_version: CAPACITY_SCHEMA_VERSION,
+        kind: "sweep".into(),
+        loadlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: about.started_at,
+        url: about.url,
+        server: about.server,
+        objectives: spec.criteria.objectives.iter().map(|o| o.to_string()).collect(),
+        criteria: spec.criteria.clone(),
+        policy: None,
+        warmup_s: spec.shape.warmup.as_secs_f64(),
+        probe_s: spec.shape.duration.as_secs_f64(),
+        probes: records,
+        finding: None,
+        knee,
+        verdict,
+        stopped_by,
+        elapsed_s: began.elapsed().as_secs_f64(),
+    })
+}
+
+/// The sweep's conclusion: the highest load that held its objectives, and the knee.
+fn sweep_verdict(
+    records: &[ProbeRecord],
+    knee: Option<&Knee>,
+    factor: f64,
+    stopped: Option<&str>,
+) -> String {
+    let closed = records.first().is_some_and(|r| r.measure.connections.is_some());
+    let show = |load: f64| {
+        if closed {
+            format!("{load} connections")
+        } else {
+            format!("{}/s", search::rate(load))
+        }
+    };
+    let held = records
+        .iter()
+        .filter(|r| r.judgment.pass)
+        .map(|r| r.load())
+        .fold(None, |a: Option<f64>, l| Some(a.map_or(l, |a| a.max(l))));
+    let mut parts = vec![match held {
+        Some(l) => format!("held its objectives up to {}", show(l)),
+        None => "held its objectives at no load measured".to_string(),
+    }];
+    parts.push(match knee {
+        Some(k) => format!("knee at {}", show(k.load)),
+        None => format!("no knee (p99 stayed under {factor}x its value at the lowest load)"),
+    });
+    if let Some(limited) = records.iter().find(|r| r.judgment.generator_limited.is_some()) {
+        parts.push(format!(
+            "loadlab itself was the limit at {}: the loads above say nothing about the service",
+            show(limited.load())
+        ));
+    }
+    let mut out = format!("sweep: {}", parts.join("; "));
+    if let Some(why) = stopped {
+        out.push_str(&format!(" (stopped: {why})"));
+    }
+    out
+}
+
+/// What the report says about the runs, from the first one.
+#[derive(Debug, Clone, Default)]
+struct About {
+    started_at: String,
+    url: String,
+    server: Option<String>,
+}
+
+impl About {
+    fn of(result: &RunResult) -> About {
+        About {
+            started_at: result.started_at.clone(),
+            url: result.target.url.clone(),
+            server: result.server.as_ref().map(|s| s.description.clone()),
+        }
+    }
+}
+
+/// Runs the session once and judges it.
+fn probe(
+    session: &mut Session,
+    index: usize,
+    round: Option<usize>,
+    criteria: &Criteria,
+    stop: &Stop,
+) -> Result<(ProbeRecord, RunResult, bool), SessionError> {
+    let control = stop.begin();
+    let outcome = session.run(&control)?;
+    let measure = Measure::of(&outcome.result, &criteria.percentiles(), outcome.server_died);
+    let judgment = judge(&measure, criteria);
+    Ok((
+        ProbeRecord {
+            index,
+            round,
+            measure,
+            judgment,
+            run_id: None,
+        },
+        outcome.result,
+        outcome.server_died,
+    ))
+}
+
+fn keep(events: &mut dyn Events, mut record: ProbeRecord, result: &RunResult) -> ProbeRecord {
+    record.run_id = events.finished(&record, result);
+    record
+}
+
+/// The finding, for callers that only need the capacity (tests, gates).
+pub fn estimate(report: &CapacityReport) -> Option<f64> {
+    match report.finding.as_ref()? {
+        Finding::Capacity { estimate, .. } => Some(*estimate),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_starts_only_if_it_ends_within_the_budget() {
+        let s = Duration::from_secs;
+        assert!(fits(s(50), s(5), None));
+        assert!(fits(s(50), s(10), Some(s(60))));
+        assert!(!fits(s(51), s(10), Some(s(60))));
+    }
+
+    #[test]
+    fn intervals_are_a_tenth_of_the_probe() {
+        let shape = |d| ProbeShape {
+            warmup: Duration::ZERO,
+            duration: Duration::from_millis(d),
+            cooldown: Duration::ZERO,
+        };
+        assert_eq!(shape(3_000).interval(), Duration::from_millis(300));
+        assert_eq!(shape(500).interval(), Duration::from_millis(100));
+        assert_eq!(shape(10_000).interval(), Duration::from_secs(1));
+    }
+}

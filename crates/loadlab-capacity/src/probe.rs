@@ -1,0 +1,460 @@
+//! One probe: what a run at one load measured ([`Measure`], taken from its result), and the
+//! judgment on it ([`judge`]): did the service hold its objectives, keep up, and stay out of
+//! a growing queue, and was loadlab itself the limit. Both are pure, so the rules are tested
+//! on tables.
+
+use crate::objective::{Metric, Objective};
+use loadlab_engine::verdicts::{BUSY_THRESHOLD, LATE_SCHEDULER_P99_US};
+use loadlab_result::{decode_histogram, RunResult};
+use serde::{Deserialize, Serialize};
+
+/// The figures of one probe's measured phase that the judgment and the tables use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    /// Open loop: the requests/s asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<f64>,
+    /// Closed loop: concurrent connections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<usize>,
+    pub duration_s: f64,
+    /// Requests that fell due: sent, or left unsent because every connection was busy.
+    pub due: u64,
+    /// Responses received (any status).
+    pub completed: u64,
+    /// Responses per second.
+    pub achieved_per_s: f64,
+    /// Failed requests, unsent ones, and 4xx/5xx responses, of those that fell due.
+    pub errors: u64,
+    pub error_share: f64,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+    /// Each percentile an objective names, as (percentile, microseconds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub percentiles_us: Vec<(f64, f64)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_us: Option<f64>,
+    /// Median response time in the first and the last third of the measured intervals: a
+    /// queue that grows during the probe shows as the second well above the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_p50_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_p50_us: Option<f64>,
+    /// The server's CPU as a share of its quota (or of its pinned CPUs, or of one core).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_share: Option<f64>,
+    /// The server's CPU in cores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_cores: Option<f64>,
+    /// The server's resident memory at its peak in the probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_rss_bytes: Option<u64>,
+    /// Why loadlab itself was the limit, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_limited: Option<String>,
+    pub interrupted: bool,
+    pub server_died: bool,
+}
+
+impl Measure {
+    /// Takes the figures from a probe's result; `percentiles` are those the objectives name.
+    pub fn of(result: &RunResult, percentiles: &[f64], server_died: bool) -> Measure {
+        let m = &result.measured;
+        let due = m.requests.issued + m.requests.not_sent;
+        let http_errors: u64 = m
+            .status_codes
+            .iter()
+            .filter(|(code, _)| code.parse::<u16>().is_ok_and(|c| c >= 400))
+            .map(|(_, n)| n)
+            .sum();
+        let errors = m.requests.failed + m.requests.not_sent + http_errors;
+        let duration_s = m.duration_s.max(1e-9);
+        let latency = m.latency_us.as_ref();
+        let histogram = decode_histogram(&m.histograms.latency).ok();
+        let percentiles_us = percentiles
+            .iter()
+            .filter_map(|&q| {
+                let h = histogram.as_ref().filter(|h| !h.is_empty())?;
+                Some((q, h.value_at_quantile(q / 100.0) as f64 / 1_000.0))
+            })
+            .collect();
+        let (early_p50_us, late_p50_us) = thirds(result);
+        let server = result.server.as_ref().and_then(|s| s.summary.as_ref());
+        let server_cpu_cores = server.map(|s| s.cpu_cores_per_s.as_ref().unwrap_or(&s.cpu_cores).mean);
+        let server_cpu_share = server.and_then(|s| {
+            if let Some(q) = &s.cpu_quota_share {
+                return Some(q.mean);
+            }
+            let cores = s.cpu_cores_per_s.as_ref().unwrap_or(&s.cpu_cores).mean;
+            let pinned = result
+                .server
+                .as_ref()
+                .and_then(|r| r.limits.as_ref())
+                .and_then(|l| l.pin.as_ref())
+                .filter(|p| p.applied)
+                .and_then(|p| cpu_count(&p.requested));
+            Some(cores / pinned.unwrap_or(1) as f64)
+        });
+        Measure {
+            offered_per_s: (result.load.model == "open_loop")
+                .then(|| offered(result))
+                .flatten(),
+            connections: (result.load.model != "open_loop").then_some(result.load.connections),
+            duration_s: m.duration_s,
+            due,
+            completed: m.requests.completed,
+            achieved_per_s: m.requests.completed as f64 / duration_s,
+            errors,
+            error_share: if due == 0 { 0.0 } else { errors as f64 / due as f64 },
+            p50_us: latency.map(|l| l.p50),
+            p90_us: latency.map(|l| l.p90),
+            p99_us: latency.map(|l| l.p99),
+            max_us: latency.map(|l| l.max),
+            percentiles_us,
+            mean_us: latency.map(|l| l.mean),
+            early_p50_us,
+            late_p50_us,
+            server_cpu_share,
+            server_cpu_cores,
+            server_rss_bytes: server.map(|s| s.rss_bytes.max as u64),
+            generator_limited: generator_limited(result),
+            interrupted: result.interrupted,
+            server_died,
+        }
+    }
+
+    /// The value of an objective's metric in this probe (`None`: not measured).
+    pub fn value(&self, metric: Metric) -> Option<f64> {
+        match metric {
+            Metric::Percentile(q) => self
+                .percentiles_us
+                .iter()
+                .find(|(p, _)| (p - q).abs() < 1e-9)
+                .map(|(_, v)| *v)
+                .or(match q {
+                    50.0 => self.p50_us,
+                    90.0 => self.p90_us,
+                    99.0 => self.p99_us,
+                    _ => None,
+                }),
+            Metric::Mean => self.mean_us,
+            Metric::Max => self.max_us,
+            Metric::Errors => Some(self.error_share),
+            Metric::ServerCpu => self.server_cpu_share,
+        }
+    }
+}
+
+/// The open loop's rate: the offered rate of its measured intervals.
+fn offered(result: &RunResult) -> Option<f64> {
+    let rates: Vec<f64> = result
+        .timeline
+        .iter()
+        .filter(|i| !i.warmup)
+        .filter_map(|i| i.offered_per_s)
+        .collect();
+    if rates.is_empty() {
+        return None;
+    }
+    Some(rates.iter().sum::<f64>() / rates.len() as f64)
+}
+
+/// Medians of the interval p50s in the first and last third of the measured timeline
+/// (none with fewer than three intervals).
+fn thirds(result: &RunResult) -> (Option<f64>, Option<f64>) {
+    let p50s: Vec<f64> = result
+        .timeline
+        .iter()
+        .filter(|i| !i.warmup)
+        .filter_map(|i| i.p50_us)
+        .collect();
+    if p50s.len() < 3 {
+        return (None, None);
+    }
+    let third = p50s.len() / 3;
+    (
+        Some(median(&p50s[..third])),
+        Some(median(&p50s[p50s.len() - third..])),
+    )
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The count of CPUs in a pin such as "CPUs 0-1,3".
+fn cpu_count(requested: &str) -> Option<usize> {
+    let list = requested.trim().strip_prefix("CPUs")?.trim();
+    let mut n = 0;
+    for part in list.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                n += b.checked_sub(a)? + 1;
+            }
+            None => {
+                part.trim().parse::<usize>().ok()?;
+                n += 1;
+            }
+        }
+    }
+    (n > 0).then_some(n)
+}
+
+/// The engine's own test of its health (the thresholds of its "generator was saturated"
+/// verdict), as a reason.
+fn generator_limited(result: &RunResult) -> Option<String> {
+    let busiest = result
+        .generator
+        .thread_busy
+        .iter()
+        .cloned()
+        .fold(0.0, f64::max);
+    let lag = result
+        .measured
+        .scheduler_lag_us
+        .as_ref()
+        .map(|l| l.p99)
+        .filter(|&p99| p99 > LATE_SCHEDULER_P99_US);
+    let mut why = Vec::new();
+    if let Some(p99) = lag {
+        why.push(format!(
+            "it noticed due requests {:.1} ms late at p99",
+            p99 / 1_000.0
+        ));
+    }
+    if busiest >= BUSY_THRESHOLD {
+        why.push(format!(
+            "a worker thread was busy {:.0}% of the time",
+            busiest * 100.0
+        ));
+    }
+    (!why.is_empty()).then(|| why.join(", "))
+}
+
+/// What a probe must do besides its objectives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Criteria {
+    pub objectives: Vec<Objective>,
+    /// Responses per second at least this share of the offered rate (open loop).
+    pub keep_up_share: f64,
+    /// A queue grows when the last third's median response time is at least this many
+    /// times the first third's ...
+    pub growth_factor: f64,
+    /// ... and at least this much longer (microseconds), so microsecond jitter on a fast
+    /// service is not taken for a queue.
+    pub growth_floor_us: f64,
+}
+
+impl Criteria {
+    /// The objectives with an error budget added when they have none (errors < 1%), and the
+    /// defaults for keeping up (98%) and queue growth (1.5x and 1 ms).
+    pub fn new(mut objectives: Vec<Objective>) -> Criteria {
+        if !objectives.iter().any(|o| o.metric == Metric::Errors) {
+            objectives.push(Objective {
+                metric: Metric::Errors,
+                limit: DEFAULT_ERROR_BUDGET,
+                inclusive: false,
+            });
+        }
+        Criteria {
+            objectives,
+            keep_up_share: 0.98,
+            growth_factor: 1.5,
+            growth_floor_us: 1_000.0,
+        }
+    }
+
+    /// The percentiles the objectives name, for [`Measure::of`].
+    pub fn percentiles(&self) -> Vec<f64> {
+        self.objectives
+            .iter()
+            .filter_map(|o| match o.metric {
+                Metric::Percentile(q) => Some(q),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The error budget a search holds a service to when `--slo` names none.
+pub const DEFAULT_ERROR_BUDGET: f64 = 0.01;
+
+/// The verdict on one probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judgment {
+    /// Held every objective, kept up, no growing queue, and loadlab was not the limit.
+    pub pass: bool,
+    /// What it missed, in plain words; empty when it passed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missed: Vec<String>,
+    /// loadlab itself was the limit: the probe says nothing about the service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_limited: Option<String>,
+}
+
+/// Judges a probe. A probe where loadlab was the limit, or that was interrupted, neither
+/// passes nor counts against the service.
+pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
+    let mut missed = Vec::new();
+    if m.server_died {
+        missed.push("the server died".to_string());
+    }
+    if m.due == 0 {
+        missed.push("no request fell due".to_string());
+    }
+    for o in &c.objectives {
+        match m.value(o.metric) {
+            Some(v) if !o.holds(v) => {
+                missed.push(format!("{} was {} (objective {o})", o.name(), o.show(v)))
+            }
+            Some(_) => {}
+            None if o.metric == Metric::ServerCpu => missed.push(
+                "the server's CPU was not measured: --until server-cpu needs a server loadlab \
+                 launches or watches (--target, --exec, --pid)"
+                    .into(),
+            ),
+            None => missed.push(format!("{} was not measured (no response)", o.name())),
+        }
+    }
+    if let Some(offered) = m.offered_per_s.filter(|&o| o > 0.0) {
+        if m.achieved_per_s < offered * c.keep_up_share {
+            missed.push(format!(
+                "it did not keep up: {:.0} responses/s of {:.0} offered ({:.1}%, needs {:.0}%)",
+                m.achieved_per_s,
+                offered,
+                m.achieved_per_s * 100.0 / offered,
+                c.keep_up_share * 100.0
+            ));
+        }
+    }
+    if let (Some(early), Some(late)) = (m.early_p50_us, m.late_p50_us) {
+        if late >= early * c.growth_factor && late - early >= c.growth_floor_us {
+            missed.push(format!(
+                "a queue grew during the probe: median response time went from {} to {}",
+                show_ms(early),
+                show_ms(late)
+            ));
+        }
+    }
+    Judgment {
+        pass: missed.is_empty() && m.generator_limited.is_none() && !m.interrupted,
+        missed,
+        generator_limited: m.generator_limited.clone(),
+    }
+}
+
+fn show_ms(us: f64) -> String {
+    if us >= 1_000.0 {
+        format!("{:.1} ms", us / 1_000.0)
+    } else {
+        format!("{us:.0} us")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objective::parse_slo;
+
+    fn probe(offered: f64, achieved: f64, p99_ms: f64, errors: f64) -> Measure {
+        Measure {
+            offered_per_s: Some(offered),
+            connections: None,
+            duration_s: 3.0,
+            due: (offered * 3.0) as u64,
+            completed: (achieved * 3.0) as u64,
+            achieved_per_s: achieved,
+            errors: (errors * offered * 3.0) as u64,
+            error_share: errors,
+            p50_us: Some(p99_ms * 300.0),
+            p90_us: Some(p99_ms * 700.0),
+            p99_us: Some(p99_ms * 1_000.0),
+            max_us: Some(p99_ms * 1_500.0),
+            percentiles_us: vec![(99.0, p99_ms * 1_000.0)],
+            mean_us: Some(p99_ms * 400.0),
+            early_p50_us: Some(p99_ms * 300.0),
+            late_p50_us: Some(p99_ms * 300.0),
+            server_cpu_share: Some(0.5),
+            server_cpu_cores: Some(0.5),
+            server_rss_bytes: None,
+            generator_limited: None,
+            interrupted: false,
+            server_died: false,
+        }
+    }
+
+    fn criteria(slo: &str) -> Criteria {
+        Criteria::new(parse_slo(slo).unwrap())
+    }
+
+    #[test]
+    fn a_probe_is_judged_on_objectives_errors_keeping_up_and_queue_growth() {
+        let c = criteria("p99<50ms");
+        // (probe, passes, words in the first reason)
+        let mut slow = probe(1000.0, 1000.0, 80.0, 0.0);
+        slow.percentiles_us = vec![(99.0, 80_000.0)];
+        let erring = probe(1000.0, 1000.0, 5.0, 0.02);
+        let behind = probe(1000.0, 950.0, 5.0, 0.0);
+        let mut growing = probe(1000.0, 995.0, 5.0, 0.0);
+        growing.early_p50_us = Some(2_000.0);
+        growing.late_p50_us = Some(9_000.0);
+        let mut jitter = probe(1000.0, 1000.0, 0.2, 0.0);
+        jitter.early_p50_us = Some(40.0);
+        jitter.late_p50_us = Some(90.0);
+        let cases = [
+            (probe(1000.0, 990.0, 5.0, 0.0), true, ""),
+            (slow, false, "p99 was 80 ms (objective p99<50ms)"),
+            (erring, false, "errors was 2% (objective errors<1%)"),
+            (behind, false, "did not keep up: 950 responses/s of 1000 offered"),
+            (growing, false, "median response time went from 2.0 ms to 9.0 ms"),
+            (jitter, true, ""),
+        ];
+        for (i, (m, pass, words)) in cases.iter().enumerate() {
+            let j = judge(m, &c);
+            assert_eq!(j.pass, *pass, "case {i}: {j:?}");
+            if !pass {
+                assert!(j.missed[0].contains(words), "case {i}: {:?}", j.missed);
+            }
+        }
+    }
+
+    #[test]
+    fn a_generator_limited_probe_neither_passes_nor_blames_the_server() {
+        let mut m = probe(50_000.0, 50_000.0, 1.0, 0.0);
+        m.generator_limited = Some("a worker thread was busy 97% of the time".into());
+        let j = judge(&m, &criteria("p99<50ms"));
+        assert!(!j.pass);
+        assert!(j.missed.is_empty());
+        assert!(j.generator_limited.unwrap().contains("busy 97%"));
+    }
+
+    #[test]
+    fn server_cpu_is_an_objective_of_its_own() {
+        let mut c = criteria("p99<50ms");
+        c.objectives.push(crate::objective::parse_until("server-cpu=0.85").unwrap());
+        let mut m = probe(1000.0, 1000.0, 1.0, 0.0);
+        m.server_cpu_share = Some(0.9);
+        let j = judge(&m, &c);
+        assert!(!j.pass);
+        assert!(j.missed[0].contains("server-cpu was 90%"), "{:?}", j.missed);
+        m.server_cpu_share = None;
+        assert!(judge(&m, &c).missed[0].contains("needs a server loadlab launches"));
+    }
+
+    #[test]
+    fn pinned_cpu_lists_are_counted() {
+        assert_eq!(cpu_count("CPUs 1"), Some(1));
+        assert_eq!(cpu_count("CPUs 0-1,3"), Some(3));
+        assert_eq!(cpu_count("0.5 cores"), None);
+    }
+}

@@ -1,0 +1,174 @@
+//! The document a search or a sweep leaves (JSON, and the store's runs beside it), and its
+//! table for the terminal and the reports.
+
+use crate::probe::{Criteria, Judgment, Measure};
+use crate::search::{rate, Finding, Policy};
+use crate::sweep::Knee;
+use loadlab_report::{bytes, duration_us};
+use serde::{Deserialize, Serialize};
+
+/// The version of this document's layout.
+pub const CAPACITY_SCHEMA_VERSION: u32 = 1;
+
+/// A capacity search or a sweep: every probe, its judgment, and what was found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityReport {
+    pub schema_version: u32,
+    /// "capacity" or "sweep".
+    pub kind: String,
+    pub loadlab_version: String,
+    pub started_at: String,
+    pub url: String,
+    /// The server loadlab launched or watched, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    pub criteria: Criteria,
+    /// The objectives as written, e.g. `p99<50ms`.
+    pub objectives: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+    pub warmup_s: f64,
+    pub probe_s: f64,
+    pub probes: Vec<ProbeRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finding: Option<Finding>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knee: Option<Knee>,
+    /// What was found, in one line.
+    pub verdict: String,
+    /// Why the search ended before it finished: "budget", "interrupted", "server died".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
+    pub elapsed_s: f64,
+}
+
+/// One probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    /// 1-based, in the order run.
+    pub index: usize,
+    /// The search round (0 first); none in a sweep.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round: Option<usize>,
+    pub measure: Measure,
+    pub judgment: Judgment,
+    /// The run's id in the results store, when it was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<i64>,
+}
+
+impl ProbeRecord {
+    /// The load this probe ran at: requests/s offered, or connections.
+    pub fn load(&self) -> f64 {
+        self.measure
+            .offered_per_s
+            .or(self.measure.connections.map(|c| c as f64))
+            .unwrap_or(0.0)
+    }
+
+    /// "held", "missed: ...", or "loadlab was the limit: ...".
+    pub fn verdict(&self) -> String {
+        if let Some(why) = &self.judgment.generator_limited {
+            return format!("loadlab was the limit: {why}");
+        }
+        if self.measure.interrupted {
+            return "interrupted".into();
+        }
+        if self.judgment.pass {
+            "held".into()
+        } else {
+            format!("missed: {}", self.judgment.missed.join("; "))
+        }
+    }
+}
+
+impl CapacityReport {
+    /// Whether the loads are connection counts (a closed-loop sweep).
+    pub fn closed_loop(&self) -> bool {
+        self.probes
+            .first()
+            .is_some_and(|p| p.measure.connections.is_some())
+    }
+
+    /// The table of probes, as plain-text columns and rows (posts 001 and 002's tables:
+    /// offered, achieved, p50, p90, p99, errors, server CPU and memory, and the verdict).
+    pub fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let closed = self.closed_loop();
+        let mut columns: Vec<String> = vec!["#".into()];
+        if self.kind == "capacity" {
+            columns.push("round".into());
+        }
+        columns.extend(
+            [
+                if closed { "connections" } else { "offered/s" },
+                "achieved/s",
+                "p50",
+                "p90",
+                "p99",
+                "errors",
+                "server CPU",
+                "server RSS",
+                "verdict",
+            ]
+            .map(String::from),
+        );
+        let latency = |v: Option<f64>| v.map_or("-".into(), duration_us);
+        let rows = self
+            .probes
+            .iter()
+            .map(|p| {
+                let m = &p.measure;
+                let mut row = vec![p.index.to_string()];
+                if self.kind == "capacity" {
+                    row.push(p.round.map_or("-".into(), |r| (r + 1).to_string()));
+                }
+                let mut verdict = p.verdict();
+                if self.knee.as_ref().is_some_and(|k| k.index + 1 == p.index) {
+                    verdict = format!("KNEE; {verdict}");
+                }
+                row.extend([
+                    if closed {
+                        m.connections.map_or("-".into(), |c| c.to_string())
+                    } else {
+                        rate(p.load())
+                    },
+                    rate(m.achieved_per_s),
+                    latency(m.p50_us),
+                    latency(m.p90_us),
+                    latency(m.p99_us),
+                    format!("{:.2}%", m.error_share * 100.0),
+                    m.server_cpu_cores
+                        .map_or("-".into(), |c| format!("{c:.2} cores")),
+                    m.server_rss_bytes.map_or("-".into(), |b| bytes(b as f64)),
+                    verdict,
+                ]);
+                row
+            })
+            .collect();
+        (columns, rows)
+    }
+
+    /// The table and the verdict for a terminal.
+    pub fn text(&self) -> String {
+        let (columns, rows) = self.table();
+        let mut out = loadlab_report::text::grid(&columns, &rows, 0);
+        if let Some(k) = &self.knee {
+            out.push_str(&format!(
+                "knee: at {} p99 was {}, {:.1}x its {} at the lowest load (the knee is where \
+                 p99 first reaches {}x)\n",
+                if self.closed_loop() {
+                    format!("{} connections", k.load)
+                } else {
+                    format!("{}/s", rate(k.load))
+                },
+                duration_us(k.p99_us),
+                k.p99_us / k.baseline_p99_us,
+                duration_us(k.baseline_p99_us),
+                k.factor
+            ));
+        }
+        out.push_str(&self.verdict);
+        out.push('\n');
+        out
+    }
+}

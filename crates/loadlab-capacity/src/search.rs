@@ -1,0 +1,566 @@
+//! The search policy: which rate to probe next, and when to stop. A pure function of the
+//! probes so far ([`next`]), tested on tables of outcomes with no network.
+//!
+//! Round 0 doubles from the start rate until a probe fails (halving instead when the start
+//! fails), then bisects between the highest rate that passed and the lowest that failed
+//! until they are within the tolerance. Each later round repeats the search near the
+//! boundary: it starts at round 0's answer and steps by `1 + 4 x tolerance` instead of
+//! doubling, then bisects the same way. Every round's answer is the highest rate that passed
+//! in it; the capacity is their median, reported with their range, never as one bare number.
+//!
+//! A probe where loadlab itself was the limit ends the search: it says nothing about the
+//! service, and a higher rate would only say it again.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How the search proceeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Policy {
+    /// The first rate probed (requests/s).
+    pub start: f64,
+    /// The search never probes above this; passing here ends it ("at least").
+    pub max_rate: f64,
+    /// ... nor below this; failing here ends it ("below").
+    pub min_rate: f64,
+    /// Bisection stops when the failing rate is within this share above the passing one.
+    pub tolerance: f64,
+    /// Rounds of the search (the first plus repeats near the boundary).
+    pub rounds: usize,
+}
+
+impl Policy {
+    /// Checks the policy's numbers, naming the flag of each.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.start.is_finite() && self.start > 0.0) {
+            return Err("--start: give a rate above 0, e.g. 100".into());
+        }
+        if !(self.max_rate.is_finite() && self.max_rate >= self.start) {
+            return Err(format!(
+                "--max-rate {}: must be at least --start ({})",
+                self.max_rate, self.start
+            ));
+        }
+        if !(self.min_rate > 0.0 && self.min_rate <= self.start) {
+            return Err(format!(
+                "--min-rate {}: must be above 0 and at most --start ({})",
+                self.min_rate, self.start
+            ));
+        }
+        if !(0.01..=0.5).contains(&self.tolerance) {
+            return Err(format!(
+                "--tolerance {}: give a share between 0.01 (1%) and 0.5 (50%)",
+                self.tolerance
+            ));
+        }
+        if !(1..=10).contains(&self.rounds) {
+            return Err(format!(
+                "--repeats {}: give 1 to 10 rounds",
+                self.rounds
+            ));
+        }
+        Ok(())
+    }
+
+    /// The step of a repeat round, from round 0's answer.
+    fn near_step(&self) -> f64 {
+        1.0 + 4.0 * self.tolerance
+    }
+}
+
+/// What one probe came to, as the policy sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// loadlab was the limit: no evidence about the service.
+    GeneratorLimited,
+    /// Stopped before it ended: no evidence either way.
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub rate: f64,
+    pub round: usize,
+    pub verdict: Verdict,
+}
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Probe { rate: f64, round: usize },
+    Done(Finding),
+}
+
+/// What the search found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Finding {
+    /// The median of the rounds' answers, with their range.
+    Capacity {
+        estimate: f64,
+        low: f64,
+        high: f64,
+        /// Each finished round's highest passing rate.
+        rounds: Vec<f64>,
+        /// Rounds planned (more than `rounds.len()` when the search was stopped early).
+        planned: usize,
+    },
+    /// It passed at the highest rate allowed: the capacity is at least this.
+    AtLeast { rate: f64 },
+    /// It failed even at the lowest rate allowed.
+    Below { rate: f64 },
+    /// loadlab could not send faster than this on this machine.
+    GeneratorLimit {
+        rate: f64,
+        /// The highest rate the service passed before that.
+        passed: Option<f64>,
+    },
+    /// Stopped (budget, Ctrl-C) before any round finished.
+    Unfinished {
+        passed: Option<f64>,
+        failed: Option<f64>,
+    },
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Finding::Capacity {
+                estimate,
+                low,
+                high,
+                rounds,
+                planned,
+            } => {
+                write!(f, "capacity {}/s", rate(*estimate))?;
+                if rounds.len() > 1 {
+                    write!(
+                        f,
+                        ", between {} and {} over {} repeats",
+                        rate(*low),
+                        rate(*high),
+                        rounds.len()
+                    )?;
+                } else {
+                    write!(f, " (one round: no range)")?;
+                }
+                if rounds.len() < *planned {
+                    write!(f, " ({} of {} rounds finished)", rounds.len(), planned)?;
+                }
+                Ok(())
+            }
+            Finding::AtLeast { rate: r } => write!(
+                f,
+                "capacity at least {}/s: it held at the highest rate allowed (raise --max-rate)",
+                rate(*r)
+            ),
+            Finding::Below { rate: r } => write!(
+                f,
+                "capacity below {}/s: it failed even at the lowest rate allowed (lower --min-rate)",
+                rate(*r)
+            ),
+            Finding::GeneratorLimit { rate: r, passed } => {
+                write!(
+                    f,
+                    "no capacity found: loadlab itself was the limit at {}/s",
+                    rate(*r)
+                )?;
+                if let Some(p) = passed {
+                    write!(f, " (the service held {}/s)", rate(*p))?;
+                }
+                write!(
+                    f,
+                    "; give loadlab more cores or threads, or spread the load over machines"
+                )
+            }
+            Finding::Unfinished { passed, failed } => {
+                write!(f, "search stopped before it finished")?;
+                match (passed, failed) {
+                    (Some(p), Some(q)) => write!(
+                        f,
+                        ": the capacity is between {}/s (held) and {}/s (failed)",
+                        rate(*p),
+                        rate(*q)
+                    ),
+                    (Some(p), None) => write!(f, ": it held {}/s", rate(*p)),
+                    (None, Some(q)) => write!(f, ": it failed at {}/s", rate(*q)),
+                    (None, None) => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// A rate as a person reads it: `11,800`, `950`, `12.5`.
+pub fn rate(r: f64) -> String {
+    if r >= 100.0 {
+        let n = r.round() as u64;
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else {
+        let s = format!("{r:.1}");
+        s.trim_end_matches(".0").to_string()
+    }
+}
+
+/// What to probe next, or what was found, from the probes so far.
+pub fn next(policy: &Policy, history: &[Outcome]) -> Step {
+    if let Some(limited) = history
+        .iter()
+        .find(|o| o.verdict == Verdict::GeneratorLimited)
+    {
+        return Step::Done(Finding::GeneratorLimit {
+            rate: limited.rate,
+            passed: highest_pass(history.iter(), f64::INFINITY),
+        });
+    }
+    match walk(policy, history) {
+        (answers, None) => Step::Done(capacity(&answers, policy.rounds)),
+        (answers, Some(Pending::Probe(rate))) => Step::Probe {
+            rate,
+            round: answers.len(),
+        },
+        (_, Some(Pending::Edge(finding))) => Step::Done(finding),
+    }
+}
+
+/// What the probes so far say when the search is stopped early: the finished rounds, or the
+/// bracket the first round had reached.
+pub fn stopped(policy: &Policy, history: &[Outcome]) -> Finding {
+    match next(policy, history) {
+        Step::Done(finding) => finding,
+        Step::Probe { .. } => {
+            let (answers, _) = walk(policy, history);
+            if answers.is_empty() {
+                let (passed, failed) = bracket(history.iter().filter(|o| o.round == 0));
+                Finding::Unfinished { passed, failed }
+            } else {
+                capacity(&answers, policy.rounds)
+            }
+        }
+    }
+}
+
+enum Pending {
+    Probe(f64),
+    Edge(Finding),
+}
+
+/// Walks the rounds in order: the answers of those finished, and what the first unfinished
+/// one needs (`None` when every round is finished).
+fn walk(policy: &Policy, history: &[Outcome]) -> (Vec<f64>, Option<Pending>) {
+    let mut answers = Vec::new();
+    for round in 0..policy.rounds {
+        let (start, step) = match answers.first() {
+            None => (policy.start, 2.0),
+            Some(&first) => (first, policy.near_step()),
+        };
+        let outcomes: Vec<&Outcome> = history.iter().filter(|o| o.round == round).collect();
+        match round_step(policy, &outcomes, start, step) {
+            RoundStep::Probe(rate) => return (answers, Some(Pending::Probe(rate))),
+            RoundStep::Edge(finding) => return (answers, Some(Pending::Edge(finding))),
+            RoundStep::Answer(rate) => answers.push(rate),
+        }
+    }
+    (answers, None)
+}
+
+enum RoundStep {
+    Probe(f64),
+    Answer(f64),
+    Edge(Finding),
+}
+
+fn round_step(policy: &Policy, outcomes: &[&Outcome], start: f64, step: f64) -> RoundStep {
+    let (passed, failed) = bracket(outcomes.iter().copied());
+    match (passed, failed) {
+        (None, None) => RoundStep::Probe(nice(start.clamp(policy.min_rate, policy.max_rate))),
+        (Some(p), None) => {
+            if p >= policy.max_rate * (1.0 - 1e-9) {
+                RoundStep::Edge(Finding::AtLeast { rate: p })
+            } else {
+                RoundStep::Probe(nice((p * step).min(policy.max_rate)))
+            }
+        }
+        (None, Some(f)) => {
+            if f <= policy.min_rate * (1.0 + 1e-9) {
+                RoundStep::Edge(Finding::Below { rate: f })
+            } else {
+                RoundStep::Probe(nice((f / step).max(policy.min_rate)))
+            }
+        }
+        (Some(p), Some(f)) => {
+            if f - p <= policy.tolerance * p {
+                RoundStep::Answer(p)
+            } else {
+                let mid = nice((p + f) / 2.0);
+                // Rounding must not land on a rate already probed.
+                let mid = if mid <= p || mid >= f { (p + f) / 2.0 } else { mid };
+                RoundStep::Probe(mid)
+            }
+        }
+    }
+}
+
+/// The lowest failing rate, and the highest passing rate below it (a pass above a failure
+/// is noise and is not believed). Interrupted probes count for nothing.
+fn bracket<'a>(outcomes: impl Iterator<Item = &'a Outcome> + Clone) -> (Option<f64>, Option<f64>) {
+    let failed = outcomes
+        .clone()
+        .filter(|o| o.verdict == Verdict::Fail)
+        .map(|o| o.rate)
+        .min_by(f64::total_cmp);
+    let passed = highest_pass(outcomes, failed.unwrap_or(f64::INFINITY));
+    (passed, failed)
+}
+
+fn highest_pass<'a>(outcomes: impl Iterator<Item = &'a Outcome>, below: f64) -> Option<f64> {
+    outcomes
+        .filter(|o| o.verdict == Verdict::Pass && o.rate < below)
+        .map(|o| o.rate)
+        .max_by(f64::total_cmp)
+}
+
+fn capacity(answers: &[f64], planned: usize) -> Finding {
+    let mut sorted = answers.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let estimate = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    Finding::Capacity {
+        estimate,
+        low: sorted[0],
+        high: sorted[n - 1],
+        rounds: answers.to_vec(),
+        planned,
+    }
+}
+
+/// Rates to three significant figures (at least whole requests/s above 100), so the table
+/// reads 11,800 rather than 11,796.875.
+fn nice(r: f64) -> f64 {
+    if r <= 0.0 || !r.is_finite() {
+        return r;
+    }
+    let digits = 3 - 1 - r.log10().floor() as i32;
+    let scale = 10f64.powi(digits);
+    let rounded = (r * scale).round() / scale;
+    if rounded >= 100.0 {
+        rounded.round()
+    } else {
+        rounded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> Policy {
+        Policy {
+            start: 100.0,
+            max_rate: 1_000_000.0,
+            min_rate: 1.0,
+            tolerance: 0.05,
+            rounds: 3,
+        }
+    }
+
+    /// Runs the policy against a service whose capacity in each round is `capacity(round)`:
+    /// a probe passes when its rate is at most that. Returns the finding and the probes.
+    fn search(
+        policy: &Policy,
+        capacity: impl Fn(usize) -> f64,
+    ) -> (Finding, Vec<Outcome>) {
+        let mut history = Vec::new();
+        loop {
+            match next(policy, &history) {
+                Step::Probe { rate, round } => {
+                    assert!(history.len() < 200, "the search does not end: {history:?}");
+                    let verdict = if rate <= capacity(round) {
+                        Verdict::Pass
+                    } else {
+                        Verdict::Fail
+                    };
+                    history.push(Outcome {
+                        rate,
+                        round,
+                        verdict,
+                    });
+                }
+                Step::Done(f) => return (f, history),
+            }
+        }
+    }
+
+    #[test]
+    fn a_fixed_capacity_is_found_within_the_tolerance_in_few_probes() {
+        // (true capacity, most probes allowed): doubling from 100 takes log2(C/100) probes,
+        // bisection about log2(1/tolerance) more, and each repeat round about four.
+        for (truth, most) in [
+            (1_000.0, 20),
+            (11_800.0, 23),
+            (12_345.0, 23),
+            (500.0, 18),
+            (100.0, 15),
+            (150.0, 16),
+        ] {
+            let (finding, probes) = search(&policy(), |_| truth);
+            let Finding::Capacity {
+                estimate,
+                low,
+                high,
+                rounds,
+                ..
+            } = finding
+            else {
+                panic!("{truth}: {finding:?}");
+            };
+            assert_eq!(rounds.len(), 3);
+            for r in [estimate, low, high] {
+                assert!(r <= truth && r >= truth * 0.95, "{truth}: {r}");
+            }
+            assert!(probes.len() <= most, "{truth}: {} probes", probes.len());
+        }
+    }
+
+    #[test]
+    fn the_search_doubles_then_bisects_then_repeats_near_the_boundary() {
+        let (_, probes) = search(&policy(), |_| 1_000.0);
+        let rates: Vec<f64> = probes.iter().map(|o| o.rate).collect();
+        assert_eq!(&rates[..5], &[100.0, 200.0, 400.0, 800.0, 1_600.0]);
+        // Bisection between 800 and 1,600.
+        assert_eq!(rates[5], 1_200.0);
+        assert_eq!(rates[6], 1_000.0);
+        // The repeat rounds start at round 0's answer.
+        let first_of_round_1 = probes.iter().find(|o| o.round == 1).unwrap();
+        let round_0_answer = probes
+            .iter()
+            .filter(|o| o.round == 0 && o.verdict == Verdict::Pass)
+            .map(|o| o.rate)
+            .fold(0.0, f64::max);
+        assert_eq!(first_of_round_1.rate, round_0_answer);
+        assert!(probes.iter().all(|o| o.rate <= 1_600.0));
+    }
+
+    #[test]
+    fn a_noisy_boundary_is_reported_as_a_range() {
+        let truths = [10_000.0, 11_000.0, 10_400.0];
+        let (finding, _) = search(&policy(), |round| truths[round]);
+        let Finding::Capacity { low, high, estimate, .. } = &finding else {
+            panic!("{finding:?}")
+        };
+        assert!(*low <= 10_000.0 && *low >= 9_500.0, "{finding:?}");
+        assert!(*high <= 11_000.0 && *high >= 10_450.0, "{finding:?}");
+        assert!(*estimate <= 10_400.0 && *estimate >= 9_880.0, "{finding:?}");
+        let text = finding.to_string();
+        assert!(text.starts_with("capacity "), "{text}");
+        assert!(text.contains(" over 3 repeats"), "{text}");
+    }
+
+    #[test]
+    fn a_failing_start_halves_and_the_edges_are_findings() {
+        let (finding, probes) = search(&policy(), |_| 30.0);
+        assert_eq!(probes[1].rate, 50.0);
+        assert!(matches!(finding, Finding::Capacity { estimate, .. } if estimate <= 30.0 && estimate >= 28.5));
+        let low = Policy {
+            min_rate: 10.0,
+            ..policy()
+        };
+        let (finding, _) = search(&low, |_| 3.0);
+        assert_eq!(finding, Finding::Below { rate: 10.0 });
+        let capped = Policy {
+            max_rate: 5_000.0,
+            ..policy()
+        };
+        let (finding, probes) = search(&capped, |_| 1e9);
+        assert_eq!(finding, Finding::AtLeast { rate: 5_000.0 });
+        assert_eq!(probes.last().unwrap().rate, 5_000.0);
+    }
+
+    #[test]
+    fn a_probe_where_loadlab_was_the_limit_ends_the_search() {
+        let history = [
+            Outcome { rate: 100.0, round: 0, verdict: Verdict::Pass },
+            Outcome { rate: 200.0, round: 0, verdict: Verdict::Pass },
+            Outcome { rate: 400.0, round: 0, verdict: Verdict::GeneratorLimited },
+        ];
+        assert_eq!(
+            next(&policy(), &history),
+            Step::Done(Finding::GeneratorLimit { rate: 400.0, passed: Some(200.0) })
+        );
+    }
+
+    #[test]
+    fn interrupted_probes_and_passes_above_a_failure_are_not_believed() {
+        let history = [
+            Outcome { rate: 100.0, round: 0, verdict: Verdict::Pass },
+            Outcome { rate: 200.0, round: 0, verdict: Verdict::Interrupted },
+        ];
+        assert_eq!(next(&policy(), &history), Step::Probe { rate: 200.0, round: 0 });
+        let history = [
+            Outcome { rate: 800.0, round: 0, verdict: Verdict::Pass },
+            Outcome { rate: 1_600.0, round: 0, verdict: Verdict::Fail },
+            Outcome { rate: 1_200.0, round: 0, verdict: Verdict::Fail },
+            Outcome { rate: 1_400.0, round: 0, verdict: Verdict::Pass },
+        ];
+        // 1,400 passed above the failure at 1,200: the bracket stays 800..1,200.
+        assert_eq!(next(&policy(), &history), Step::Probe { rate: 1_000.0, round: 0 });
+    }
+
+    #[test]
+    fn a_stopped_search_reports_what_it_had() {
+        let history = [
+            Outcome { rate: 800.0, round: 0, verdict: Verdict::Pass },
+            Outcome { rate: 1_600.0, round: 0, verdict: Verdict::Fail },
+        ];
+        let finding = stopped(&policy(), &history);
+        assert_eq!(finding, Finding::Unfinished { passed: Some(800.0), failed: Some(1_600.0) });
+        assert!(finding.to_string().contains("between 800/s (held) and 1,600/s (failed)"));
+        let (_, probes) = search(&policy(), |_| 1_000.0);
+        let round_1_ends = probes.iter().rposition(|o| o.round == 1).unwrap();
+        let finding = stopped(&policy(), &probes[..=round_1_ends]);
+        assert!(
+            finding.to_string().ends_with("(2 of 3 rounds finished)"),
+            "{finding}"
+        );
+    }
+
+    #[test]
+    fn bad_policies_name_their_flag() {
+        for (p, flag) in [
+            (Policy { start: 0.0, ..policy() }, "--start"),
+            (Policy { max_rate: 50.0, ..policy() }, "--max-rate"),
+            (Policy { min_rate: 0.0, ..policy() }, "--min-rate"),
+            (Policy { tolerance: 0.001, ..policy() }, "--tolerance"),
+            (Policy { rounds: 0, ..policy() }, "--repeats"),
+        ] {
+            assert!(p.check().unwrap_err().starts_with(flag), "{flag}");
+        }
+        assert!(policy().check().is_ok());
+    }
+
+    #[test]
+    fn rates_read_as_people_write_them() {
+        assert_eq!(rate(11_800.0), "11,800");
+        assert_eq!(rate(1_234_567.4), "1,234,567");
+        assert_eq!(rate(950.0), "950");
+        assert_eq!(rate(12.5), "12.5");
+        assert_eq!(rate(12.0), "12");
+        assert_eq!(nice(11_796.875), 11_800.0);
+        assert_eq!(nice(37.46), 37.5);
+    }
+}
