@@ -147,18 +147,19 @@ impl Measure {
     }
 }
 
-/// The open loop's rate: the offered rate of its measured intervals.
+/// The open loop's rate: its stages' mean rate, weighted by their durations (one stage at a
+/// constant rate for a probe).
 fn offered(result: &RunResult) -> Option<f64> {
-    let rates: Vec<f64> = result
-        .timeline
-        .iter()
-        .filter(|i| !i.warmup)
-        .filter_map(|i| i.offered_per_s)
-        .collect();
-    if rates.is_empty() {
+    let stages = &result.load.stages;
+    let total: f64 = stages.iter().map(|s| s.duration_s).sum();
+    if total <= 0.0 {
         return None;
     }
-    Some(rates.iter().sum::<f64>() / rates.len() as f64)
+    let area: f64 = stages
+        .iter()
+        .map(|s| (s.from + s.to) / 2.0 * s.duration_s)
+        .sum();
+    Some(area / total)
 }
 
 /// Medians of the interval p50s in the first and last third of the measured timeline

@@ -8,8 +8,9 @@
 //! doubling, then bisects the same way. Every round's answer is the highest rate that passed
 //! in it; the capacity is their median, reported with their range, never as one bare number.
 //!
-//! A probe where loadlab itself was the limit ends the search: it says nothing about the
-//! service, and a higher rate would only say it again.
+//! A probe where loadlab itself was the limit says nothing about the service: it runs again
+//! once (the machine may have hiccuped), and a second time at that rate ends the search,
+//! since a higher rate would only say it again.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -215,12 +216,19 @@ pub fn rate(r: f64) -> String {
 
 /// What to probe next, or what was found, from the probes so far.
 pub fn next(policy: &Policy, history: &[Outcome]) -> Step {
-    if let Some(limited) = history
-        .iter()
-        .find(|o| o.verdict == Verdict::GeneratorLimited)
-    {
+    // loadlab late once may be a hiccup of the machine: the same probe runs again. Late
+    // twice at one rate is the limit.
+    let limited = |o: &&Outcome| o.verdict == Verdict::GeneratorLimited;
+    if let Some(last) = history.last().filter(limited) {
+        let again = history.iter().filter(limited).filter(|o| o.rate == last.rate).count();
+        if again < 2 {
+            return Step::Probe {
+                rate: last.rate,
+                round: last.round,
+            };
+        }
         return Step::Done(Finding::GeneratorLimit {
-            rate: limited.rate,
+            rate: last.rate,
             passed: highest_pass(history.iter(), f64::INFINITY),
         });
     }
@@ -492,12 +500,18 @@ mod tests {
     }
 
     #[test]
-    fn a_probe_where_loadlab_was_the_limit_ends_the_search() {
-        let history = [
+    fn a_probe_where_loadlab_was_the_limit_runs_again_then_ends_the_search() {
+        let mut history = vec![
             Outcome { rate: 100.0, round: 0, verdict: Verdict::Pass },
             Outcome { rate: 200.0, round: 0, verdict: Verdict::Pass },
             Outcome { rate: 400.0, round: 0, verdict: Verdict::GeneratorLimited },
         ];
+        assert_eq!(next(&policy(), &history), Step::Probe { rate: 400.0, round: 0 });
+        // A hiccup: the second try passes and the search goes on.
+        let mut hiccup = history.clone();
+        hiccup.push(Outcome { rate: 400.0, round: 0, verdict: Verdict::Pass });
+        assert_eq!(next(&policy(), &hiccup), Step::Probe { rate: 800.0, round: 0 });
+        history.push(Outcome { rate: 400.0, round: 0, verdict: Verdict::GeneratorLimited });
         assert_eq!(
             next(&policy(), &history),
             Step::Done(Finding::GeneratorLimit { rate: 400.0, passed: Some(200.0) })

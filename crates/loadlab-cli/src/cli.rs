@@ -32,6 +32,10 @@ pub enum Command {
     Runs(crate::cmd::runs::RunsArgs),
     /// Write a report (HTML, Markdown or CSV) of runs, an experiment or a comparison.
     Report(crate::cmd::report::ReportArgs),
+    /// Find the highest request rate a service sustains within its objectives.
+    Capacity(Box<crate::cmd::capacity::CapacityArgs>),
+    /// Measure a list of rates or connection counts: the latency-throughput curve.
+    Sweep(Box<crate::cmd::capacity::SweepArgs>),
 }
 
 pub fn parse() -> Cli {

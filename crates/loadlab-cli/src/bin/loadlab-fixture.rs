@@ -14,6 +14,11 @@
 //! - `--cold-requests N --cold-delay-ms D`: the first N requests (health checks aside) wait
 //!   D ms each first (a cold start, counted in requests so that it does not depend on how long
 //!   the client took to start);
+//! - `--service-us N`: every request (health checks aside) is served in turn by one worker
+//!   that spins N µs on it: a single server with a fixed service time, so its capacity is
+//!   1,000,000 / N requests/s (for the capacity search's tests);
+//! - `--token-bucket K`: answer `503` when more than K requests/s arrive (a token bucket
+//!   refilled at K/s, holding at most K/20 tokens);
 //! - `--print-address`: print `listening on ADDR` as the lab's targets do.
 //!
 //! Standard library only, so it builds in a second and behaves the same everywhere.
@@ -22,7 +27,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Default)]
 struct Options {
@@ -33,6 +38,8 @@ struct Options {
     leak_mb_per_request: usize,
     cold_requests: u64,
     cold_delay_ms: u64,
+    service_us: u64,
+    token_bucket: u64,
     print_address: bool,
 }
 
@@ -63,6 +70,8 @@ fn parse() -> Result<Options, String> {
             "--leak-mb-per-request" => o.leak_mb_per_request = number(&value)? as usize,
             "--cold-requests" => o.cold_requests = number(&value)?,
             "--cold-delay-ms" => o.cold_delay_ms = number(&value)?,
+            "--service-us" => o.service_us = number(&value)?,
+            "--token-bucket" => o.token_bucket = number(&value)?,
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -109,16 +118,60 @@ fn main() {
     if options.print_address {
         println!("listening on {}", listener.local_addr().expect("bound"));
     }
-    let leak = Arc::new(Mutex::new(Vec::new()));
-    let cold = Arc::new(Cold {
-        left: AtomicU64::new(options.cold_requests),
-        delay: Duration::from_millis(options.cold_delay_ms),
+    let behaviour = Arc::new(Behaviour {
+        leak_mb: options.leak_mb_per_request,
+        leak: Mutex::new(Vec::new()),
+        cold: Cold {
+            left: AtomicU64::new(options.cold_requests),
+            delay: Duration::from_millis(options.cold_delay_ms),
+        },
+        service: Mutex::new(()),
+        service_time: Duration::from_micros(options.service_us),
+        bucket: (options.token_bucket > 0).then(|| {
+            Mutex::new(Bucket {
+                rate: options.token_bucket as f64,
+                most: (options.token_bucket as f64 / 20.0).max(1.0),
+                tokens: (options.token_bucket as f64 / 20.0).max(1.0),
+                at: Instant::now(),
+            })
+        }),
     });
     for stream in listener.incoming().flatten() {
-        let leak = leak.clone();
-        let cold = cold.clone();
-        let per_request = options.leak_mb_per_request;
-        std::thread::spawn(move || serve(stream, per_request, &leak, &cold));
+        let behaviour = behaviour.clone();
+        std::thread::spawn(move || serve(stream, &behaviour));
+    }
+}
+
+/// How every connection's requests are answered.
+struct Behaviour {
+    leak_mb: usize,
+    leak: Mutex<Vec<Vec<u8>>>,
+    cold: Cold,
+    /// Held while a request is served: one request at a time.
+    service: Mutex<()>,
+    service_time: Duration,
+    bucket: Option<Mutex<Bucket>>,
+}
+
+struct Bucket {
+    rate: f64,
+    most: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.at).as_secs_f64() * self.rate;
+        self.tokens = (self.tokens + refill).min(self.most);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
     }
 }
 
@@ -136,7 +189,7 @@ impl Cold {
     }
 }
 
-fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: &Cold) {
+fn serve(stream: TcpStream, b: &Behaviour) {
     let _ = stream.set_nodelay(true);
     let mut writer = match stream.try_clone() {
         Ok(w) => w,
@@ -167,15 +220,29 @@ fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: &C
                 close = true;
             }
         }
-        if !health && cold.take() {
-            std::thread::sleep(cold.delay);
+        if !health && b.cold.take() {
+            std::thread::sleep(b.cold.delay);
         }
-        if leak_mb > 0 {
-            let block = touched(leak_mb);
-            leak.lock().unwrap_or_else(|p| p.into_inner()).push(block);
+        if b.leak_mb > 0 {
+            let block = touched(b.leak_mb);
+            b.leak.lock().unwrap_or_else(|p| p.into_inner()).push(block);
         }
-        let response =
-            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
+        if !health && !b.service_time.is_zero() {
+            let _turn = b.service.lock().unwrap_or_else(|p| p.into_inner());
+            let until = Instant::now() + b.service_time;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
+        let refused = !health
+            && b.bucket
+                .as_ref()
+                .is_some_and(|bucket| !bucket.lock().unwrap_or_else(|p| p.into_inner()).take());
+        let response: &[u8] = if refused {
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nContent-Type: text/plain\r\n\r\nbusy"
+        } else {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
+        };
         if writer.write_all(response).is_err() || close {
             return;
         }

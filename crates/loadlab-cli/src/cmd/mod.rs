@@ -1,5 +1,6 @@
 //! One module per subcommand; each exposes `Args` (clap) and `run(args) -> Result<ExitCode>`.
 
+pub mod capacity;
 pub mod compare;
 pub mod demo;
 pub mod experiment;
@@ -24,5 +25,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::run(args),
         Command::Runs(args) => runs::run(args),
         Command::Report(args) => report::run(args),
+        Command::Capacity(args) => capacity::capacity(*args),
+        Command::Sweep(args) => capacity::sweep(*args),
     }
 }

@@ -77,6 +77,78 @@ pub struct RunArgs {
     #[arg(long, requires = "stages")]
     pub closed: bool,
 
+    /// Width of the timeline's intervals (a multiple of 100ms).
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub interval: Duration,
+
+    /// How long to measure, e.g. 10s, 2m, 500ms [default: 10s]
+    #[arg(short = 'd', long, value_parser = parse_duration, conflicts_with = "requests")]
+    pub duration: Option<Duration>,
+
+    /// Measure exactly this many requests instead of a duration.
+    #[arg(short = 'n', long, allow_hyphen_values = true, value_parser = count::<u64>)]
+    pub requests: Option<u64>,
+
+    /// Load for this long first, measured but reported apart from the result.
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+
+    /// Closed loop: poll for responses instead of sleeping between them, so the server never
+    /// pays to wake loadlab (on one machine, an interrupt on the server's CPU). It takes a
+    /// core per thread. Chosen by default when the server is on this machine (found by its
+    /// listening port) and may not run on any CPU loadlab may use.
+    #[arg(long)]
+    pub busy_poll: bool,
+
+    /// Never busy-poll, even when loadlab and the server have CPUs apart.
+    #[arg(long, conflicts_with = "busy_poll")]
+    pub no_busy_poll: bool,
+
+    /// Write the result as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+
+    /// Write response times per interval as an HdrHistogram interval log (readable by
+    /// HdrHistogram's own tools; values in milliseconds).
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<String>,
+
+    /// Write a report of the run: HTML (self-contained, opens offline), Markdown or CSV,
+    /// chosen by the file's extension (.html, .md, .csv).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<String>,
+
+    /// Keep the run in the results store (see `loadlab runs`).
+    #[arg(long)]
+    pub save: bool,
+
+    /// With --save: a name to find the run by later (`loadlab compare baseline candidate`).
+    #[arg(long, value_name = "NAME", requires = "save")]
+    pub tag: Option<String>,
+
+    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+
+    /// Print no human summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    #[command(flatten)]
+    pub gates: GateArgs,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// What each request is and how it travels: method, headers, body, timeouts, protocol, TLS,
+/// threads, and the open loop's spacing. Shared by every command that drives load (`run`,
+/// `capacity`, `sweep`).
+#[derive(Debug, Args)]
+pub struct RequestArgs {
     /// How arrivals are spaced: uniform (evenly) or poisson (exponential gaps).
     #[arg(long, value_enum, default_value_t = ArrivalArg::Uniform, help_heading = "Open loop")]
     pub arrival: ArrivalArg,
@@ -97,21 +169,9 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Open loop", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub max_connections: Option<usize>,
 
-    /// Width of the timeline's intervals (a multiple of 100ms).
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
-    pub interval: Duration,
-
     /// Worker threads, each an event loop driving a share of the connections [default: one per core]
     #[arg(short = 't', long, allow_hyphen_values = true, value_parser = count::<usize>)]
     pub threads: Option<usize>,
-
-    /// How long to measure, e.g. 10s, 2m, 500ms [default: 10s]
-    #[arg(short = 'd', long, value_parser = parse_duration, conflicts_with = "requests")]
-    pub duration: Option<Duration>,
-
-    /// Measure exactly this many requests instead of a duration.
-    #[arg(short = 'n', long, allow_hyphen_values = true, value_parser = count::<u64>)]
-    pub requests: Option<u64>,
 
     /// HTTP method.
     #[arg(short = 'm', long, default_value = "GET")]
@@ -136,10 +196,6 @@ pub struct RunArgs {
     /// Longest wait for a TCP connection to open.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub connect_timeout: Duration,
-
-    /// Load for this long first, measured but reported apart from the result.
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
-    pub warmup: Duration,
 
     /// Do not hold the kernel's PM QoS CPU latency at 0 during the run (loadlab holds it
     /// when it may, as root: on VMs, idle CPUs otherwise take tens of microseconds to wake).
@@ -178,56 +234,58 @@ pub struct RunArgs {
     #[arg(long, value_enum, help_heading = "TLS")]
     pub tls_version: Option<TlsVersionArg>,
 
-    /// Closed loop: poll for responses instead of sleeping between them, so the server never
-    /// pays to wake loadlab (on one machine, an interrupt on the server's CPU). It takes a
-    /// core per thread. Chosen by default when the server is on this machine (found by its
-    /// listening port) and may not run on any CPU loadlab may use.
-    #[arg(long)]
-    pub busy_poll: bool,
-
-    /// Never busy-poll, even when loadlab and the server have CPUs apart.
-    #[arg(long, conflicts_with = "busy_poll")]
-    pub no_busy_poll: bool,
-
     /// Open a new TCP connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,
 
-    /// Write the result as JSON to this file (`-` for standard output).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
+}
 
-    /// Write response times per interval as an HdrHistogram interval log (readable by
-    /// HdrHistogram's own tools; values in milliseconds).
-    #[arg(long, value_name = "FILE")]
-    pub hdr_log: Option<String>,
-
-    /// Write a report of the run: HTML (self-contained, opens offline), Markdown or CSV,
-    /// chosen by the file's extension (.html, .md, .csv).
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<String>,
-
-    /// Keep the run in the results store (see `loadlab runs`).
-    #[arg(long)]
-    pub save: bool,
-
-    /// With --save: a name to find the run by later (`loadlab compare baseline candidate`).
-    #[arg(long, value_name = "NAME", requires = "save")]
-    pub tag: Option<String>,
-
-    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
-
-    /// Print no human summary.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-
-    #[command(flatten)]
-    pub gates: GateArgs,
-
-    #[command(flatten)]
-    pub server: ServerArgs,
+impl RequestArgs {
+    /// A spec for `url` with these requests; the load's shape (connections, rate, duration)
+    /// is the caller's.
+    pub fn spec(&self, url: &str) -> anyhow::Result<RunSpec> {
+        let body = match (&self.body, &self.body_file) {
+            (Some(b), _) => b.clone().into_bytes(),
+            (None, Some(path)) => std::fs::read(path).with_context(|| {
+                format!(
+                    "--body-file: cannot read {}; check the path",
+                    path.display()
+                )
+            })?,
+            (None, None) => Vec::new(),
+        };
+        Ok(RunSpec {
+            url: url.to_string(),
+            method: self.method.clone(),
+            headers: self.headers.clone(),
+            body,
+            threads: self.threads,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            keepalive: !self.no_keepalive,
+            arrival: match self.arrival {
+                ArrivalArg::Uniform => Arrival::Uniform,
+                ArrivalArg::Poisson => Arrival::Poisson { seed: self.seed },
+            },
+            max_connections: self.max_connections,
+            tick: self.tick.unwrap_or_default(),
+            pm_qos: !self.no_pm_qos,
+            http2: self.http2,
+            streams: self.streams,
+            tls: TlsSpec {
+                insecure: self.insecure,
+                ca_pem: read_pem(&self.cacert, "--cacert")?,
+                cert_pem: read_pem(&self.cert, "--cert")?,
+                key_pem: read_pem(&self.key, "--key")?,
+                resume: self.tls_resume.map(|r| r == OnOff::On),
+                version: self.tls_version.map(|v| match v {
+                    TlsVersionArg::V1_2 => TlsVersion::V1_2,
+                    TlsVersionArg::V1_3 => TlsVersion::V1_3,
+                }),
+            },
+            ..RunSpec::default()
+        })
+    }
 }
 
 /// A count (connections, threads, requests): a whole number. A negative one is taken as the
@@ -261,54 +319,16 @@ fn read_pem(path: &Option<PathBuf>, flag: &str) -> anyhow::Result<Option<Vec<u8>
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let body = match (&args.body, &args.body_file) {
-        (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path).with_context(|| {
-            format!(
-                "--body-file: cannot read {}; check the path",
-                path.display()
-            )
-        })?,
-        (None, None) => Vec::new(),
-    };
     let run = RunSpec {
-        url: args.url.clone(),
-        method: args.method.clone(),
-        headers: args.headers.clone(),
-        body,
         connections: args.connections,
-        threads: args.threads,
         duration: args.duration,
         requests: args.requests,
-        timeout: args.timeout,
-        connect_timeout: args.connect_timeout,
         warmup: args.warmup,
-        keepalive: !args.no_keepalive,
         rate: args.rate,
         stages: args.stages.clone(),
         closed_stages: args.closed,
-        arrival: match args.arrival {
-            ArrivalArg::Uniform => Arrival::Uniform,
-            ArrivalArg::Poisson => Arrival::Poisson { seed: args.seed },
-        },
-        max_connections: args.max_connections,
         interval: args.interval,
-        tick: args.tick.unwrap_or_default(),
-        pm_qos: !args.no_pm_qos,
-        http2: args.http2,
-        streams: args.streams,
-        tls: TlsSpec {
-            insecure: args.insecure,
-            ca_pem: read_pem(&args.cacert, "--cacert")?,
-            cert_pem: read_pem(&args.cert, "--cert")?,
-            key_pem: read_pem(&args.key, "--key")?,
-            resume: args.tls_resume.map(|r| r == OnOff::On),
-            version: args.tls_version.map(|v| match v {
-                TlsVersionArg::V1_2 => TlsVersion::V1_2,
-                TlsVersionArg::V1_3 => TlsVersion::V1_3,
-            }),
-        },
-        ..RunSpec::default()
+        ..args.request.spec(&args.url)?
     };
     let spec = SessionSpec {
         run,

@@ -25,8 +25,28 @@ const QUANTILE_TICKS_PER_HALF: u32 = 5;
 #[derive(Debug, Serialize)]
 pub struct ChartData {
     pub runs: Vec<RunSeries>,
+    /// A capacity search's or sweep's probes against load, when the report is of one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub curve: Option<Curve>,
     /// The shared time axis of every time chart, seconds from the start of the runs.
     pub time_range_s: [f64; 2],
+}
+
+/// Throughput and response time against load: one point per probe, sorted by load.
+#[derive(Debug, Clone, Serialize)]
+pub struct Curve {
+    /// What the x axis counts: "offered requests/s" or "connections".
+    pub load_label: String,
+    /// Open loop: the offered rate is drawn as the line achieved throughput should follow.
+    pub open_loop: bool,
+    pub load: Vec<f64>,
+    pub achieved_per_s: Vec<f64>,
+    pub p50_us: Vec<Option<f64>>,
+    pub p99_us: Vec<Option<f64>>,
+    /// The probe held its objectives.
+    pub held: Vec<bool>,
+    /// A vertical mark: ("capacity", rate) or ("knee", load).
+    pub marker: Option<(String, f64)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,6 +129,7 @@ pub fn chart_data(runs: &[Run]) -> ChartData {
     }
     ChartData {
         runs: series,
+        curve: None,
         time_range_s: [millis(lo), millis(hi)],
     }
 }

@@ -25,6 +25,7 @@ pub mod data;
 mod page;
 
 pub use assets::UPLOT_VERSION;
+pub use data::Curve;
 pub use page::{escape_html, json_for_script};
 
 use crate::tables::Run;
@@ -64,7 +65,28 @@ pub struct Section {
 
 /// [`render_runs`] with sections of the caller's above the charts.
 pub fn render_report(runs: &[Run], sections: &[Section], out: &mut dyn Write) -> io::Result<()> {
-    let data = data::chart_data(runs);
+    render(runs, sections, None, out)
+}
+
+/// A capacity search's or a sweep's report: throughput and response time against load
+/// first, then the sections, then the given runs over time.
+pub fn render_curve_report(
+    runs: &[Run],
+    sections: &[Section],
+    curve: &Curve,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    render(runs, sections, Some(curve.clone()), out)
+}
+
+fn render(
+    runs: &[Run],
+    sections: &[Section],
+    curve: Option<Curve>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut data = data::chart_data(runs);
+    data.curve = curve;
     let json = serde_json::to_string(&data).map_err(io::Error::other)?;
     page::write_page(runs, sections, &json, out)
 }

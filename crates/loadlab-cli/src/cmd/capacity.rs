@@ -1,0 +1,536 @@
+//! `loadlab capacity` and `loadlab sweep`: the flags become a session (the server launched
+//! once) and a search or sweep (`loadlab-capacity`); this prints each probe as it ends,
+//! keeps each probe's run in the store, handles Ctrl-C (the probes so far are kept and
+//! judged), and writes the document and the report.
+
+use crate::cmd::run::{count, flags_named, parse_duration, RequestArgs};
+use crate::cmd::server::ServerArgs;
+use crate::output::{self, write_atomically};
+use anyhow::Context as _;
+use clap::Args;
+use loadlab_capacity::driver::{self, Loads, ProbeShape, SearchSpec, Stop, SweepSpec};
+use loadlab_capacity::search::{rate, Policy};
+use loadlab_capacity::{parse_slo, parse_until, CapacityReport, Criteria, Events, ProbeRecord};
+use loadlab_engine::RunResult;
+use loadlab_report::html::{self, Curve, Section};
+use loadlab_session::{BusyPoll, Session, SessionSpec};
+use loadlab_store::Store;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a search and a sweep share: the objectives, the probes' shape, the server, outputs.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The URL to load, e.g. http://127.0.0.1:8080/plaintext; with --target or --exec, a
+    /// path such as /plaintext.
+    pub url: String,
+
+    /// Objectives each probe must hold, e.g. "p99<50ms, errors<1%" (pNN for any percentile,
+    /// mean, max, errors). Without an errors objective, errors<1% is added.
+    #[arg(long, value_name = "OBJECTIVES", default_value = "errors<1%")]
+    pub slo: String,
+
+    /// Also fail a probe once the server's CPU reaches this share of its quota (--cpus), of
+    /// its pinned CPUs, or of one core: server-cpu=0.85 (post 003's criterion).
+    #[arg(long, value_name = "server-cpu=SHARE")]
+    pub until: Option<String>,
+
+    /// How long each probe measures.
+    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s")]
+    pub duration: Duration,
+
+    /// Load before each probe measures (reported apart): lets the server warm and drain
+    /// the queue the last probe left.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub warmup: Duration,
+
+    /// Pause after a probe that failed, so its queue drains before the next.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub cooldown: Duration,
+
+    /// Write the document (every probe, its judgment, the finding) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write a report: HTML (throughput and p99 against offered load, the probes' table,
+    /// the boundary probes over time) or Markdown, by the file's extension.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// Do not keep the probes' runs in the results store.
+    #[arg(long)]
+    pub no_save: bool,
+
+    /// The tag the probes' runs are kept under [default: capacity, or sweep].
+    #[arg(long, value_name = "NAME")]
+    pub tag: Option<String>,
+
+    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+
+    /// Print only the table and the verdict.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    about = "Find the highest request rate a service sustains within its objectives",
+    after_help = "Open-loop probes at rising rates: doubling from --start until a probe fails, \
+                  then bisection to --tolerance; then --repeats rounds near the boundary, so \
+                  the capacity comes with its range. A probe passes when it holds every \
+                  objective, keeps up (98% of the offered rate answered) and no queue grows \
+                  during it; a probe where loadlab itself was the limit ends the search with \
+                  that verdict.\n\n\
+                  Exit codes: 0 a capacity was found; 2 bad usage or the search could not \
+                  start; 3 the server died; 4 no capacity found (loadlab was the limit, or the \
+                  search hit --min-rate or --max-rate); 130 interrupted (the probes so far are \
+                  printed and written).\n\n\
+                  Examples:\n  \
+                  loadlab capacity --target rust-actix-web --cpus 0.5 --slo 'p99<50ms' /plaintext\n  \
+                  loadlab capacity --until server-cpu=0.85 --budget 5m http://127.0.0.1:8080/json"
+)]
+pub struct CapacityArgs {
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+
+    /// The first rate probed (requests/s).
+    #[arg(long, default_value_t = 100.0)]
+    pub start: f64,
+
+    /// The highest rate probed (requests/s).
+    #[arg(long, default_value_t = 1_000_000.0)]
+    pub max_rate: f64,
+
+    /// The lowest rate probed (requests/s).
+    #[arg(long, default_value_t = 1.0)]
+    pub min_rate: f64,
+
+    /// Bisect until the failing rate is within this share above the passing one.
+    #[arg(long, default_value_t = 0.05)]
+    pub tolerance: f64,
+
+    /// Rounds of the search: the first, and repeats near the boundary for the range.
+    #[arg(long, default_value_t = 3, value_parser = count::<usize>)]
+    pub repeats: usize,
+
+    /// Start no probe that would end after this much time, e.g. 5m.
+    #[arg(long, value_parser = parse_duration)]
+    pub budget: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    about = "Measure a list of rates or connection counts: the latency-throughput curve, knee marked",
+    after_help = "Examples:\n  \
+                  loadlab sweep --rates 1000,5000,10000,12000,14000,15000 --target rust-actix-web /plaintext\n  \
+                  loadlab sweep --connections 100,500,1000,1500,2000,2500 http://127.0.0.1:8080/"
+)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+
+    /// Open loop: requests/s, comma-separated.
+    #[arg(long, value_delimiter = ',', conflicts_with = "connections", required_unless_present = "connections")]
+    pub rates: Vec<f64>,
+
+    /// Closed loop: connection counts, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = count::<usize>)]
+    pub connections: Vec<usize>,
+
+    /// The knee is where p99 first reaches this many times its value at the lowest load.
+    #[arg(long, default_value_t = 3.0)]
+    pub knee_factor: f64,
+}
+
+pub fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
+    let policy = Policy {
+        start: args.start,
+        max_rate: args.max_rate,
+        min_rate: args.min_rate,
+        tolerance: args.tolerance,
+        rounds: args.repeats,
+    };
+    policy.check().map_err(anyhow::Error::msg)?;
+    let prepared = prepare(&args.probe, "capacity")?;
+    let spec = SearchSpec {
+        policy,
+        criteria: prepared.criteria.clone(),
+        shape: prepared.shape.clone(),
+        budget: args.budget,
+    };
+    finish(prepared, &args.probe, false, |session, stop, events| {
+        driver::run_search(session, &spec, stop, events)
+    })
+}
+
+pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
+    let loads = if args.connections.is_empty() {
+        if let Some(bad) = args.rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+            anyhow::bail!("--rates: {bad} is not a rate; give requests/s above 0, e.g. 1000,5000");
+        }
+        Loads::Rates(args.rates.clone())
+    } else {
+        if args.connections.contains(&0) {
+            anyhow::bail!("--connections: 0 is not a connection count; give 1 or more");
+        }
+        Loads::Connections(args.connections.clone())
+    };
+    if !(args.knee_factor > 1.0 && args.knee_factor.is_finite()) {
+        anyhow::bail!("--knee-factor {}: give a factor above 1, e.g. 3", args.knee_factor);
+    }
+    let prepared = prepare(&args.probe, "sweep")?;
+    let spec = SweepSpec {
+        loads,
+        criteria: prepared.criteria.clone(),
+        shape: prepared.shape.clone(),
+        knee_factor: args.knee_factor,
+    };
+    let closed = matches!(spec.loads, Loads::Connections(_));
+    finish(prepared, &args.probe, closed, |session, stop, events| {
+        driver::run_sweep(session, &spec, stop, events)
+    })
+}
+
+struct Prepared {
+    session: Session,
+    criteria: Criteria,
+    shape: ProbeShape,
+    store: Option<Store>,
+    tag: String,
+}
+
+/// Checks every flag and output path, then prepares the session (the server starts here).
+fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
+    let mut objectives = parse_slo(&args.slo).map_err(anyhow::Error::msg)?;
+    if let Some(until) = &args.until {
+        objectives.push(parse_until(until).map_err(anyhow::Error::msg)?);
+    }
+    let criteria = Criteria::new(objectives);
+    if args.duration < Duration::from_millis(500) {
+        anyhow::bail!(
+            "-d/--duration {:?}: a probe must measure at least 500ms to be judged",
+            args.duration
+        );
+    }
+    for (flag, path) in [("--json", &args.json), ("--report", &args.report)] {
+        if let Some(p) = path {
+            output::check_writable(p, flag)?;
+        }
+    }
+    if let Some(p) = &args.report {
+        report_kind(p)?;
+    }
+    let store = if args.no_save {
+        None
+    } else {
+        Some(crate::cmd::runs::open_store(args.db.as_deref())?)
+    };
+    let mut run = args.request.spec(&args.url)?;
+    // The first probe's shape, so the spec validates now; each probe sets its own.
+    run.rate = Some(1.0);
+    run.duration = Some(args.duration);
+    run.warmup = args.warmup;
+    let spec = SessionSpec {
+        run,
+        server: args.server.spec()?,
+        busy_poll: BusyPoll::Off,
+    };
+    let session = Session::prepare(spec).map_err(flags_named)?;
+    if !args.quiet {
+        for note in session.notes() {
+            eprintln!("{note}");
+        }
+    }
+    Ok(Prepared {
+        session,
+        criteria,
+        shape: ProbeShape {
+            warmup: args.warmup,
+            duration: args.duration,
+            cooldown: args.cooldown,
+        },
+        store,
+        tag: args.tag.clone().unwrap_or_else(|| kind.to_string()),
+    })
+}
+
+/// Runs the search or sweep with Ctrl-C handling, prints the table, writes the outputs.
+fn finish(
+    prepared: Prepared,
+    args: &ProbeArgs,
+    closed: bool,
+    go: impl FnOnce(
+        &mut Session,
+        &Stop,
+        &mut dyn Events,
+    ) -> Result<CapacityReport, loadlab_session::SessionError>,
+) -> anyhow::Result<ExitCode> {
+    let Prepared {
+        mut session,
+        criteria,
+        store,
+        tag,
+        ..
+    } = prepared;
+    let stop = Arc::new(Stop::new());
+    install_ctrlc(stop.clone())?;
+    if !args.quiet {
+        eprintln!(
+            "objectives: {}",
+            criteria
+                .objectives
+                .iter()
+                .map(|o| o.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let mut events = Printer {
+        quiet: args.quiet,
+        closed,
+        store: store.as_ref(),
+        tag: &tag,
+        results: Vec::new(),
+        failed_to_save: None,
+    };
+    let report = go(&mut session, &stop, &mut events).map_err(flags_named)?;
+    drop(session);
+    if let Some(e) = events.failed_to_save.take() {
+        eprintln!("warning: {e}");
+    }
+    print!("{}", report.text());
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&report)? + "\n";
+        write_atomically(path, json.as_bytes())
+            .with_context(|| format!("--json: cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.report {
+        write_report(path, &report, &events.results)?;
+        if !args.quiet {
+            eprintln!("report written to {}", path.display());
+        }
+    }
+    if let (Some(_), false) = (&store, args.quiet) {
+        eprintln!(
+            "probes kept in the store under tag {tag} (loadlab runs list; loadlab report {tag}@all)"
+        );
+    }
+    Ok(exit_code(&report))
+}
+
+fn exit_code(report: &CapacityReport) -> ExitCode {
+    use loadlab_capacity::Finding;
+    match report.stopped_by.as_deref() {
+        Some("interrupted") => return ExitCode::from(130),
+        Some("server died") => return ExitCode::from(3),
+        _ => {}
+    }
+    match &report.finding {
+        Some(Finding::Capacity { .. }) | None => ExitCode::SUCCESS,
+        Some(_) => ExitCode::from(4),
+    }
+}
+
+struct Printer<'a> {
+    quiet: bool,
+    /// The loads are connection counts.
+    closed: bool,
+    store: Option<&'a Store>,
+    tag: &'a str,
+    /// Every probe's run, for the report.
+    results: Vec<(ProbeRecord, RunResult)>,
+    failed_to_save: Option<String>,
+}
+
+impl Events for Printer<'_> {
+    fn starting(&mut self, index: usize, load: f64, round: Option<usize>) {
+        if !self.quiet {
+            let what = if self.closed {
+                format!("{load} connections")
+            } else {
+                format!("{}/s", rate(load))
+            };
+            match round {
+                Some(r) => eprint!("probe {index} (round {}): {what} ... ", r + 1),
+                None => eprint!("probe {index}: {what} ... "),
+            }
+        }
+    }
+
+    fn finished(&mut self, record: &ProbeRecord, result: &RunResult) -> Option<i64> {
+        let mut result = result.clone();
+        result.command = std::env::args().collect();
+        crate::cmd::runs::redact(&mut result);
+        if !self.quiet {
+            let m = &record.measure;
+            eprintln!(
+                "{}/s answered, p99 {}: {}",
+                rate(m.achieved_per_s),
+                m.p99_us.map_or("-".into(), loadlab_report::duration_us),
+                record.verdict()
+            );
+        }
+        let id = match self.store {
+            Some(store) => match crate::cmd::runs::save(store, &result, Some(self.tag)) {
+                Ok(id) => Some(id.0),
+                Err(e) => {
+                    self.failed_to_save = Some(format!("a probe's run was not kept: {e:#}"));
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut record = record.clone();
+        record.run_id = id;
+        self.results.push((record, result));
+        id
+    }
+}
+
+/// First Ctrl-C (or SIGTERM): the probe running stops, its figures are kept, and no other
+/// starts. Second: leave at once.
+fn install_ctrlc(stop: Arc<Stop>) -> anyhow::Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static SEEN: AtomicBool = AtomicBool::new(false);
+    ctrlc::set_handler(move || {
+        if SEEN.swap(true, Ordering::AcqRel) {
+            loadlab_probe::cgroup::cleanup_all();
+            std::process::exit(130);
+        }
+        stop.stop();
+    })
+    .context("cannot install the Ctrl-C handler")
+}
+
+enum ReportKind {
+    Html,
+    Markdown,
+}
+
+fn report_kind(path: &Path) -> anyhow::Result<ReportKind> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("html") | Some("htm") => Ok(ReportKind::Html),
+        Some("md") | Some("markdown") => Ok(ReportKind::Markdown),
+        _ => anyhow::bail!(
+            "--report {}: name an .html or .md file",
+            path.display()
+        ),
+    }
+}
+
+/// The report: the probes' table, the curve against load, and the runs worth seeing over
+/// time (a sweep's every load; a search's highest rate held and lowest failed).
+fn write_report(
+    path: &Path,
+    report: &CapacityReport,
+    results: &[(ProbeRecord, RunResult)],
+) -> anyhow::Result<()> {
+    let (columns, rows) = report.table();
+    let title = if report.kind == "capacity" {
+        format!("Capacity of {}", report.url)
+    } else {
+        format!("Sweep of {}", report.url)
+    };
+    let mut notes = vec![report.verdict.clone()];
+    notes.push(format!(
+        "Objectives: {}. Each probe warmed up {:.1} s, then measured {:.1} s.",
+        report.objectives.join(", "),
+        report.warmup_s,
+        report.probe_s
+    ));
+    let section = Section {
+        title,
+        columns,
+        rows,
+        notes,
+    };
+    let shown = shown_runs(report, results);
+    let labelled: Vec<(&str, &RunResult)> = shown.iter().map(|(l, r)| (l.as_str(), *r)).collect();
+    let mut out = Vec::new();
+    match report_kind(path)? {
+        ReportKind::Html => {
+            let mut sorted: Vec<&ProbeRecord> = report.probes.iter().collect();
+            sorted.sort_by(|a, b| a.load().total_cmp(&b.load()));
+            let curve = Curve {
+                load_label: if report.closed_loop() {
+                    "connections".into()
+                } else {
+                    "offered requests/s".into()
+                },
+                open_loop: !report.closed_loop(),
+                load: sorted.iter().map(|p| p.load()).collect(),
+                achieved_per_s: sorted.iter().map(|p| p.measure.achieved_per_s).collect(),
+                p50_us: sorted.iter().map(|p| p.measure.p50_us).collect(),
+                p99_us: sorted.iter().map(|p| p.measure.p99_us).collect(),
+                held: sorted.iter().map(|p| p.judgment.pass).collect(),
+                marker: match (&report.finding, &report.knee) {
+                    (Some(loadlab_capacity::Finding::Capacity { estimate, .. }), _) => {
+                        Some(("capacity".into(), *estimate))
+                    }
+                    (_, Some(k)) => Some(("knee".into(), k.load)),
+                    _ => None,
+                },
+            };
+            html::render_curve_report(&labelled, &[section], &curve, &mut out)?;
+        }
+        ReportKind::Markdown => {
+            let md = |s: &str| s.replace('|', "\\|");
+            out.extend(format!("# {}\n\n", md(&section.title)).into_bytes());
+            out.extend(format!("| {} |\n", section.columns.join(" | ")).into_bytes());
+            out.extend(format!("|{}\n", "---|".repeat(section.columns.len())).into_bytes());
+            for r in &section.rows {
+                let cells: Vec<String> = r.iter().map(|c| md(c)).collect();
+                out.extend(format!("| {} |\n", cells.join(" | ")).into_bytes());
+            }
+            out.push(b'\n');
+            for n in &section.notes {
+                out.extend(format!("{}\n\n", md(n)).into_bytes());
+            }
+            loadlab_report::markdown::render_runs(&labelled, &mut out)?;
+        }
+    }
+    write_atomically(path, &out).with_context(|| format!("--report: cannot write {}", path.display()))
+}
+
+fn shown_runs<'a>(
+    report: &CapacityReport,
+    results: &'a [(ProbeRecord, RunResult)],
+) -> Vec<(String, &'a RunResult)> {
+    let label = |p: &ProbeRecord| {
+        if report.closed_loop() {
+            format!("{} connections", p.load())
+        } else {
+            format!("{}/s", rate(p.load()))
+        }
+    };
+    if report.kind == "sweep" {
+        return results.iter().map(|(p, r)| (label(p), r)).collect();
+    }
+    let held = results
+        .iter()
+        .filter(|(p, _)| p.judgment.pass)
+        .max_by(|a, b| a.0.load().total_cmp(&b.0.load()));
+    let failed = results
+        .iter()
+        .filter(|(p, _)| !p.judgment.pass)
+        .filter(|(p, _)| held.is_none_or(|(h, _)| p.load() > h.load()))
+        .min_by(|a, b| a.0.load().total_cmp(&b.0.load()));
+    let mut out = Vec::new();
+    if let Some((p, r)) = held {
+        out.push((format!("{} (held)", label(p)), r));
+    }
+    if let Some((p, r)) = failed {
+        out.push((format!("{} (failed)", label(p)), r));
+    }
+    out
+}
