@@ -69,13 +69,19 @@ impl ProbeRecord {
     /// "held", "missed: ...", or "loadlab was the limit: ...".
     pub fn verdict(&self) -> String {
         if let Some(why) = &self.judgment.generator_limited {
-            return format!("loadlab was the limit: {why}");
+            return format!(
+                "loadlab was the limit ({why}): {}",
+                self.judgment.missed.join("; ")
+            );
         }
         if self.measure.interrupted {
             return "interrupted".into();
         }
         if self.judgment.pass {
-            "held".into()
+            match &self.measure.generator_limited {
+                Some(why) => format!("held (though loadlab was late: {why})"),
+                None => "held".into(),
+            }
         } else {
             format!("missed: {}", self.judgment.missed.join("; "))
         }

@@ -143,7 +143,7 @@ impl OpenState {
     }
 }
 
-fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
+fn due(ctx: &ThreadCtx, intended: Instant, noticed: Option<Instant>) -> Due {
     Due {
         phase: if intended < ctx.warmup_end {
             Phase::Warmup
@@ -153,6 +153,14 @@ fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
         intended: Some(intended),
         noticed,
     }
+}
+
+/// When a connection that just finished takes a request already due: if no other connection
+/// is idle, the request waited for a connection (the target was slow), not for the generator,
+/// and its wait is no evidence of the generator's lateness (`None`). With idle connections
+/// about, the dispatcher should have handed it out: that lateness is the generator's.
+fn waited_for(open: &OpenState, now: Instant) -> Option<Instant> {
+    (!open.idle.borrow().is_empty()).then_some(now)
 }
 
 /// Hands out due requests until the schedule ends, then waits for requests in flight.
@@ -192,7 +200,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
             if let Some(slot) = idle {
                 open.pending.borrow_mut().take();
                 open.busy.set(open.busy.get() + 1);
-                slot.work.set(Some(due(&ctx, t, now)));
+                slot.work.set(Some(due(&ctx, t, Some(now))));
                 slot.wake.notify_one();
             } else if open.open_connections.get() < open.cap
                 && open.connecting.get() < MAX_CONNECTING
@@ -201,7 +209,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
                 open.busy.set(open.busy.get() + 1);
                 open.open_connections.set(open.open_connections.get() + 1);
                 open.connecting.set(open.connecting.get() + 1);
-                super::spawn_guarded(&ctx, connection(ctx.clone(), due(&ctx, t, now)));
+                super::spawn_guarded(&ctx, connection(ctx.clone(), due(&ctx, t, Some(now))));
             } else if now >= deadline {
                 break 'run;
             } else if sleeping {
@@ -336,7 +344,7 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
             .pending
             .borrow_mut()
             .take_due(now)
-            .map(|t| due(&ctx, t, now));
+            .map(|t| due(&ctx, t, waited_for(open, now)));
         if next.is_none() {
             open.busy.set(open.busy.get() - 1);
         }
@@ -364,7 +372,7 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
             open.pending
                 .borrow_mut()
                 .take_due(now)
-                .map(|t| due(&ctx, t, now))
+                .map(|t| due(&ctx, t, waited_for(open, now)))
         } else {
             None
         };
