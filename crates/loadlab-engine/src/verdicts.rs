@@ -5,7 +5,7 @@
 
 use crate::config::{Model, RunConfig};
 use crate::engine::RunOutcome;
-use crate::stats::BUCKET;
+use crate::stats::{Phase, BUCKET};
 use loadlab_result::{GeneratorHealth, PhaseSummary};
 use std::time::Duration;
 
@@ -21,10 +21,19 @@ pub(crate) fn verdicts(
     let mut out = Vec::new();
     let busiest = generator.thread_busy.iter().cloned().fold(0.0, f64::max);
     let busy = busiest >= BUSY_THRESHOLD && outcome.elapsed >= Duration::from_secs(1);
+    // p99 over a handful of requests is the worst one: a single hiccup (the first request
+    // while the threads start) is not a late generator.
+    let lag = &outcome.recorder.phases[Phase::Measured as usize].scheduler_lag;
+    let late_ns = (LATE_SCHEDULER_P99_US * 1_000.0) as u64;
+    let late_requests: u64 = lag
+        .iter_recorded()
+        .filter(|v| v.value_iterated_to() > late_ns)
+        .map(|v| v.count_at_value())
+        .sum();
     let late = measured
         .scheduler_lag_us
         .as_ref()
-        .filter(|l| l.p99 > LATE_SCHEDULER_P99_US);
+        .filter(|l| l.p99 > LATE_SCHEDULER_P99_US && late_requests >= MIN_LATE_REQUESTS);
     if busy || late.is_some() {
         let mut why = Vec::new();
         if let Some(l) = late {
@@ -107,6 +116,9 @@ pub(crate) fn verdicts(
     }
     out
 }
+
+/// The fewest requests noticed late before the generator counts as late.
+pub const MIN_LATE_REQUESTS: u64 = 3;
 
 /// An open loop "kept up" when at least this share of the requests that fell due during the
 /// schedule also completed during it.

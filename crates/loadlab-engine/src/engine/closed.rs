@@ -39,7 +39,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
         let due = Due {
             phase,
             intended: None,
-            noticed: Some(now),
+            noticed: now,
         };
         conn.request(&ctx, due).await;
         if let Some(wait) = conn.backoff() {

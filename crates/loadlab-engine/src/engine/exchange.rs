@@ -49,10 +49,9 @@ pub(super) struct Due {
     /// The intended send time; `None` in a closed loop, where a request is intended when it
     /// is sent.
     pub intended: Option<Instant>,
-    /// When the generator noticed the request was due (open loop's own lateness); `None`
-    /// when the request waited for a connection instead (every one busy: the target's
-    /// doing), so that wait is not taken for the generator's.
-    pub noticed: Option<Instant>,
+    /// When the generator noticed the request was due (open loop's own lateness; a wait for
+    /// a busy connection is the target's, not counted: see `open::OpenState::noticed`).
+    pub noticed: Instant,
 }
 
 /// How long to wait for a server to close a connection it said it would close.
@@ -489,11 +488,9 @@ pub(super) fn record_success(
         stats
             .send_lag
             .saturating_record(sent_at.saturating_duration_since(intended).as_nanos() as u64);
-        if let Some(noticed) = due.noticed {
-            stats
-                .scheduler_lag
-                .saturating_record(noticed.saturating_duration_since(intended).as_nanos() as u64);
-        }
+        stats
+            .scheduler_lag
+            .saturating_record(due.noticed.saturating_duration_since(intended).as_nanos() as u64);
     }
     stats.bytes_sent += t.sent;
     // What was not booked as it arrived (see `timed_out`).

@@ -176,7 +176,7 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>) -> bool {
         let due = Due {
             phase,
             intended: None,
-            noticed: Some(now),
+            noticed: now,
         };
         if one_request(&ctx, &send, due).await {
             return true;

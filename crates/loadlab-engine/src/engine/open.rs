@@ -86,6 +86,9 @@ pub(crate) struct OpenState {
     pending: RefCell<Pending>,
     /// Connections waiting for work.
     idle: RefCell<Vec<Rc<Slot>>>,
+    /// Since when some connection has been idle (`None` while none is): a request due
+    /// before then waited for a connection, and only the time after it is the generator's.
+    idle_since: Cell<Option<Instant>>,
     open_connections: Cell<usize>,
     /// New connections still connecting. Bounded, so that a burst of due requests at the
     /// start (or after a stall) does not open hundreds of connections at once, each slowed
@@ -111,6 +114,7 @@ impl OpenState {
         OpenState {
             pending: RefCell::new(pending),
             idle: RefCell::new(Vec::new()),
+            idle_since: Cell::new(None),
             open_connections: Cell::new(0),
             connecting: Cell::new(0),
             busy: Cell::new(0),
@@ -118,6 +122,35 @@ impl OpenState {
             dispatcher_waiting: Cell::new(false),
             dispatcher_wake: Notify::new(),
             tick,
+        }
+    }
+
+    fn put_idle(&self, slot: Rc<Slot>) {
+        let mut idle = self.idle.borrow_mut();
+        if idle.is_empty() {
+            self.idle_since.set(Some(Instant::now()));
+        }
+        idle.push(slot);
+    }
+
+    fn take_idle(&self) -> Option<Rc<Slot>> {
+        let mut idle = self.idle.borrow_mut();
+        let slot = idle.pop();
+        if idle.is_empty() {
+            self.idle_since.set(None);
+        }
+        slot
+    }
+
+    /// When the generator, getting to a request due at `intended` at `now`, counts as having
+    /// noticed it, for its own lateness (the scheduler lag): late only by the time a
+    /// connection stood idle while the request was due. With none idle, the request waited
+    /// for a connection (every one busy: the target's doing), none of it the generator's:
+    /// it counts as noticed on time, so the lag's percentiles stay over every request.
+    fn noticed(&self, intended: Instant, now: Instant) -> Instant {
+        match self.idle_since.get() {
+            Some(since) => intended + now.saturating_duration_since(since.max(intended)),
+            None => intended,
         }
     }
 
@@ -143,7 +176,7 @@ impl OpenState {
     }
 }
 
-fn due(ctx: &ThreadCtx, intended: Instant, noticed: Option<Instant>) -> Due {
+fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
     Due {
         phase: if intended < ctx.warmup_end {
             Phase::Warmup
@@ -153,14 +186,6 @@ fn due(ctx: &ThreadCtx, intended: Instant, noticed: Option<Instant>) -> Due {
         intended: Some(intended),
         noticed,
     }
-}
-
-/// When a connection that just finished takes a request already due: if no other connection
-/// is idle, the request waited for a connection (the target was slow), not for the generator,
-/// and its wait is no evidence of the generator's lateness (`None`). With idle connections
-/// about, the dispatcher should have handed it out: that lateness is the generator's.
-fn waited_for(open: &OpenState, now: Instant) -> Option<Instant> {
-    (!open.idle.borrow().is_empty()).then_some(now)
 }
 
 /// Hands out due requests until the schedule ends, then waits for requests in flight.
@@ -196,11 +221,12 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
             }
             // Take the idle connection out first: a borrow held into the `else` branch
             // would still be alive across its await.
-            let idle = open.idle.borrow_mut().pop();
+            let noticed = open.noticed(t, now);
+            let idle = open.take_idle();
             if let Some(slot) = idle {
                 open.pending.borrow_mut().take();
                 open.busy.set(open.busy.get() + 1);
-                slot.work.set(Some(due(&ctx, t, Some(now))));
+                slot.work.set(Some(due(&ctx, t, noticed)));
                 slot.wake.notify_one();
             } else if open.open_connections.get() < open.cap
                 && open.connecting.get() < MAX_CONNECTING
@@ -209,7 +235,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
                 open.busy.set(open.busy.get() + 1);
                 open.open_connections.set(open.open_connections.get() + 1);
                 open.connecting.set(open.connecting.get() + 1);
-                super::spawn_guarded(&ctx, connection(ctx.clone(), due(&ctx, t, Some(now))));
+                super::spawn_guarded(&ctx, connection(ctx.clone(), due(&ctx, t, now)));
             } else if now >= deadline {
                 break 'run;
             } else if sleeping {
@@ -344,7 +370,7 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
             .pending
             .borrow_mut()
             .take_due(now)
-            .map(|t| due(&ctx, t, waited_for(open, now)));
+            .map(|t| due(&ctx, t, open.noticed(t, now)));
         if next.is_none() {
             open.busy.set(open.busy.get() - 1);
         }
@@ -353,7 +379,7 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
         let work = match next.take() {
             Some(w) => w,
             None => {
-                open.idle.borrow_mut().push(slot.clone());
+                open.put_idle(slot.clone());
                 if open.dispatcher_waiting.replace(false) {
                     open.dispatcher_wake.notify_one();
                 }
@@ -372,7 +398,7 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
             open.pending
                 .borrow_mut()
                 .take_due(now)
-                .map(|t| due(&ctx, t, waited_for(open, now)))
+                .map(|t| due(&ctx, t, open.noticed(t, now)))
         } else {
             None
         };
