@@ -4,7 +4,7 @@
 //! on tables.
 
 use crate::objective::{Metric, Objective};
-use loadlab_engine::verdicts::{BUSY_THRESHOLD, LATE_SCHEDULER_P99_US};
+use loadlab_engine::verdicts::{BUSY_THRESHOLD, LATE_SCHEDULER_P99_US, MIN_LATE_REQUESTS};
 use loadlab_result::{decode_histogram, RunResult};
 use serde::{Deserialize, Serialize};
 
@@ -55,9 +55,13 @@ pub struct Measure {
     /// The server's resident memory at its peak in the probe.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_rss_bytes: Option<u64>,
-    /// Why loadlab itself was the limit, when it was.
+    /// loadlab's busiest worker thread: the share of the probe it spent working.
+    pub generator_busy: f64,
+    /// How late loadlab got to due requests (its own lateness, not waits for a busy
+    /// connection): p99, and how many were later than 1 ms.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub generator_limited: Option<String>,
+    pub generator_lag_p99_us: Option<f64>,
+    pub generator_late_requests: u64,
     pub interrupted: bool,
     pub server_died: bool,
 }
@@ -124,7 +128,24 @@ impl Measure {
             server_cpu_share,
             server_cpu_cores,
             server_rss_bytes: server.map(|s| s.rss_bytes.max as u64),
-            generator_limited: generator_limited(result),
+            generator_busy: result
+                .generator
+                .thread_busy
+                .iter()
+                .cloned()
+                .fold(0.0, f64::max),
+            generator_lag_p99_us: m.scheduler_lag_us.as_ref().map(|l| l.p99),
+            generator_late_requests: m
+                .histograms
+                .scheduler_lag
+                .as_deref()
+                .and_then(|h| decode_histogram(h).ok())
+                .map_or(0, |h| {
+                    h.iter_recorded()
+                        .filter(|v| v.value_iterated_to() as f64 > LATE_SCHEDULER_P99_US * 1_000.0)
+                        .map(|v| v.count_at_value())
+                        .sum()
+                }),
             interrupted: result.interrupted,
             server_died,
         }
@@ -237,36 +258,34 @@ fn cpu_count(requested: &str) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
-/// The engine's own test of its health (the thresholds of its "generator was saturated"
-/// verdict), as a reason.
-fn generator_limited(result: &RunResult) -> Option<String> {
-    let busiest = result
-        .generator
-        .thread_busy
-        .iter()
-        .cloned()
-        .fold(0.0, f64::max);
-    let lag = result
-        .measured
-        .scheduler_lag_us
-        .as_ref()
-        .map(|l| l.p99)
-        .filter(|&p99| p99 > LATE_SCHEDULER_P99_US);
+/// Whether loadlab itself can explain what a probe missed, and how: a worker thread
+/// saturated explains anything; lateness (by the engine's own test: p99 over 1 ms, and at
+/// least three requests that late) explains a miss only when it is a fair share of the
+/// response times (a quarter of their p99): 1.4 ms late does not explain a 950 ms p99.
+pub fn generator_limited(m: &Measure) -> Option<String> {
     let mut why = Vec::new();
-    if let Some(p99) = lag {
-        why.push(format!(
-            "it noticed due requests {:.1} ms late at p99",
-            p99 / 1_000.0
-        ));
-    }
-    if busiest >= BUSY_THRESHOLD {
+    if m.generator_busy >= BUSY_THRESHOLD {
         why.push(format!(
             "a worker thread was busy {:.0}% of the time",
-            busiest * 100.0
+            m.generator_busy * 100.0
         ));
+    }
+    if let Some(lag) = m.generator_lag_p99_us {
+        let late = lag > LATE_SCHEDULER_P99_US && m.generator_late_requests >= MIN_LATE_REQUESTS;
+        let share = m.p99_us.is_none_or(|p99| lag >= p99 * GENERATOR_LAG_SHARE);
+        if late && share {
+            why.push(format!(
+                "it noticed due requests {:.1} ms late at p99",
+                lag / 1_000.0
+            ));
+        }
     }
     (!why.is_empty()).then(|| why.join(", "))
 }
+
+/// The share of the response times' p99 that loadlab's own lateness must reach to be taken
+/// for the cause of a miss.
+pub const GENERATOR_LAG_SHARE: f64 = 0.25;
 
 /// What a probe must do besides its objectives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -333,14 +352,20 @@ pub struct Judgment {
     pub generator_limited: Option<String>,
 }
 
-/// Judges a probe. A probe that missed something while loadlab itself was saturated is put
-/// down to loadlab, not the service (it neither passes nor fails); one that held despite a
+/// Judges a probe. A probe that missed only what a saturated or late loadlab can cause
+/// (response times, keeping up, a growing queue) while it was so is put down to loadlab, not
+/// the service (it neither passes nor fails); errors, the server's CPU and its death are the
+/// service's whatever loadlab did; one that held despite a
 /// late loadlab passes (lateness only adds to response times, which are measured from when
 /// each request was due). An interrupted probe neither passes nor fails.
 pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
     let mut missed = Vec::new();
+    // Misses a late or saturated loadlab cannot have caused: errors the server answered
+    // with, its CPU, its death.
+    let mut the_service_s = false;
     if m.server_died {
         missed.push("the server died".to_string());
+        the_service_s = true;
     }
     if m.due == 0 {
         missed.push("no request fell due".to_string());
@@ -348,7 +373,8 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
     for o in &c.objectives {
         match m.value(o.metric) {
             Some(v) if !o.holds(v) => {
-                missed.push(format!("{} was {} (objective {o})", o.name(), o.show(v)))
+                missed.push(format!("{} was {} (objective {o})", o.name(), o.show(v)));
+                the_service_s |= matches!(o.metric, Metric::Errors | Metric::ServerCpu);
             }
             Some(_) => {}
             None if o.metric == Metric::ServerCpu => missed.push(
@@ -380,7 +406,7 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
             ));
         }
     }
-    let generator_limited = m.generator_limited.clone().filter(|_| !missed.is_empty());
+    let generator_limited = generator_limited(m).filter(|_| !missed.is_empty() && !the_service_s);
     Judgment {
         pass: missed.is_empty() && !m.interrupted,
         missed,
@@ -423,7 +449,9 @@ mod tests {
             server_cpu_share: Some(0.5),
             server_cpu_cores: Some(0.5),
             server_rss_bytes: None,
-            generator_limited: None,
+            generator_busy: 0.5,
+            generator_lag_p99_us: Some(50.0),
+            generator_late_requests: 0,
             interrupted: false,
             server_died: false,
         }
@@ -472,7 +500,7 @@ mod tests {
     #[test]
     fn a_miss_while_loadlab_was_saturated_is_put_down_to_loadlab() {
         let mut m = probe(50_000.0, 45_000.0, 1.0, 0.0);
-        m.generator_limited = Some("a worker thread was busy 97% of the time".into());
+        m.generator_busy = 0.97;
         let j = judge(&m, &criteria("p99<50ms"));
         assert!(!j.pass);
         assert!(j.missed[0].contains("did not keep up"));
@@ -481,6 +509,23 @@ mod tests {
         m.achieved_per_s = 50_000.0;
         let j = judge(&m, &criteria("p99<50ms"));
         assert!(j.pass && j.generator_limited.is_none());
+        // Late by a share of the response times: loadlab's doing. Late by a sliver of a
+        // response time that missed by far: the service's.
+        let mut late = probe(1_000.0, 900.0, 8.0, 0.0);
+        (late.generator_lag_p99_us, late.generator_late_requests) = (Some(5_000.0), 40);
+        assert!(judge(&late, &criteria("p99<50ms")).generator_limited.is_some());
+        late.p99_us = Some(950_000.0);
+        late.percentiles_us = vec![(99.0, 950_000.0)];
+        let j = judge(&late, &criteria("p99<50ms"));
+        assert!(!j.pass && j.generator_limited.is_none(), "{j:?}");
+        // Errors are the server's answer, however late loadlab was.
+        let mut erring = late.clone();
+        (erring.error_share, erring.p99_us) = (0.5, Some(8_000.0));
+        assert!(judge(&erring, &criteria("p99<50ms")).generator_limited.is_none());
+        // One late request is a hiccup.
+        late.p99_us = Some(8_000.0);
+        late.generator_late_requests = 1;
+        assert!(judge(&late, &criteria("p99<50ms")).generator_limited.is_none());
     }
 
     #[test]

@@ -78,7 +78,7 @@ impl ProbeRecord {
             return "interrupted".into();
         }
         if self.judgment.pass {
-            match &self.measure.generator_limited {
+            match crate::probe::generator_limited(&self.measure) {
                 Some(why) => format!("held (though loadlab was late: {why})"),
                 None => "held".into(),
             }
