@@ -275,3 +275,40 @@ fn bad_objectives_and_policies_are_refused_before_anything_starts() {
         assert!(err.contains(words), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_lab_target_given_twice_the_cpu_sustains_about_twice_the_rate() {
+    let _serial = serial();
+    if !is_root() {
+        eprintln!("SKIPPED: CPU quotas for the server need root");
+        return;
+    }
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let build = loadlab()
+        .current_dir(&repo)
+        .args(["lab", "build", "rust-axum"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let built = finish_within(build, "loadlab lab build rust-axum", Duration::from_secs(900));
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let dir = scratch("quota");
+    let mut found = Vec::new();
+    for cpus in ["0.25", "0.5"] {
+        let (out, doc) = run_capacity(
+            loadlab()
+                .current_dir(&repo)
+                .args(["capacity", "--target", "rust-axum", "--cpus", cpus, "--pin", "0"])
+                .args(["--slo", "p99<50ms"])
+                .args(QUICK)
+                .args(["--start", "1000", "--repeats", "1", "/plaintext"]),
+            &dir,
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        found.push(estimate(&doc));
+    }
+    let ratio = found[1] / found[0];
+    eprintln!("rust-axum capacity at 0.25 and 0.5 cores: {found:?}, ratio {ratio:.2}");
+    assert!((1.6..=2.4).contains(&ratio), "{found:?}: ratio {ratio:.2}");
+}

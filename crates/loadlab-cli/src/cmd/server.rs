@@ -90,6 +90,12 @@ pub struct ServerArgs {
     )]
     pub upstream: Option<String>,
 
+    /// Environment for the launched server, NAME=VALUE; repeat for more. For lab targets,
+    /// the contract's knobs: --env WORKERS=128 --env BACKLOG=256.
+    #[arg(short = 'e', long = "env", value_name = "NAME=VALUE", value_parser = env_pair,
+          help_heading = "Server under test")]
+    pub env: Vec<(String, String)>,
+
     /// With --target: the targets directory [default: the nearest targets/ above here].
     #[arg(
         long,
@@ -98,6 +104,22 @@ pub struct ServerArgs {
         help_heading = "Server under test"
     )]
     pub targets: Option<PathBuf>,
+}
+
+/// `NAME=VALUE`, with a name a shell would accept.
+fn env_pair(raw: &str) -> Result<(String, String), String> {
+    let (name, value) = raw
+        .split_once('=')
+        .ok_or_else(|| format!("`{raw}`: write NAME=VALUE, e.g. WORKERS=4"))?;
+    let ok = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(format!(
+            "`{name}` is not an environment variable name (letters, digits and _)"
+        ));
+    }
+    Ok((name.to_string(), value.to_string()))
 }
 
 impl ServerArgs {
@@ -120,6 +142,12 @@ impl ServerArgs {
                 .map(|p| limits::parse_cpu_list(p, online))
                 .transpose()?,
         };
+        if !self.env.is_empty() && self.target.is_none() && self.exec.is_none() {
+            bail!(
+                "--env sets the environment of a server loadlab starts: add --target NAME or \
+                 --exec CMD"
+            );
+        }
         if !limits.is_empty() && self.target.is_none() && self.exec.is_none() {
             bail!(
                 "--cpus, --memory and --pin limit a server loadlab starts: add --target NAME or \
@@ -158,6 +186,7 @@ impl ServerArgs {
             sample_every: self.sample_every,
             healthz: self.healthz.clone(),
             startup_timeout: self.startup_timeout,
+            env: self.env.clone(),
             ..ServerSpec::new(kind)
         }))
     }
