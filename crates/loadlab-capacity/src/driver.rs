@@ -258,32 +258,63 @@ pub fn run_sweep(
             std::thread::sleep(spec.shape.cooldown);
         }
     }
+    let about = about.unwrap_or_default();
+    let mut report = sweep_report(records, &spec.criteria, spec.knee_factor, stopped_by);
+    report.started_at = about.started_at;
+    report.url = about.url;
+    report.server = about.server;
+    report.warmup_s = spec.shape.warmup.as_secs_f64();
+    report.probe_s = spec.shape.duration.as_secs_f64();
+    report.elapsed_s = began.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// A sweep's document from its probes (in the order run): the knee found and the verdict.
+/// Experiments with a `rate` or `connections` axis build theirs with it too.
+pub fn sweep_report(
+    records: Vec<ProbeRecord>,
+    criteria: &Criteria,
+    knee_factor: f64,
+    stopped_by: Option<String>,
+) -> CapacityReport {
     let points: Vec<(f64, Option<f64>)> = records
         .iter()
         .map(|r| (r.load(), r.measure.p99_us))
         .collect();
-    let knee = knee(&points, spec.knee_factor);
-    let about = about.unwrap_or_default();
-    let verdict = sweep_verdict(&records, knee.as_ref(), spec.knee_factor, stopped_by.as_deref());
-    Ok(CapacityReport {
+    let knee = knee(&points, knee_factor);
+    let verdict = sweep_verdict(&records, knee.as_ref(), knee_factor, stopped_by.as_deref());
+    CapacityReport {
         schema_version: CAPACITY_SCHEMA_VERSION,
         kind: "sweep".into(),
         loadlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: about.started_at,
-        url: about.url,
-        server: about.server,
-        objectives: spec.criteria.objectives.iter().map(|o| o.to_string()).collect(),
-        criteria: spec.criteria.clone(),
+        started_at: String::new(),
+        url: String::new(),
+        server: None,
+        objectives: criteria.objectives.iter().map(|o| o.to_string()).collect(),
+        criteria: criteria.clone(),
         policy: None,
-        warmup_s: spec.shape.warmup.as_secs_f64(),
-        probe_s: spec.shape.duration.as_secs_f64(),
+        warmup_s: 0.0,
+        probe_s: 0.0,
         probes: records,
         finding: None,
         knee,
         verdict,
         stopped_by,
-        elapsed_s: began.elapsed().as_secs_f64(),
-    })
+        elapsed_s: 0.0,
+    }
+}
+
+/// A probe's record from a finished run (an experiment's arm, its repetitions merged).
+pub fn record_of(index: usize, result: &RunResult, criteria: &Criteria) -> ProbeRecord {
+    let measure = Measure::of(result, &criteria.percentiles(), false);
+    let judgment = judge(&measure, criteria);
+    ProbeRecord {
+        index,
+        round: None,
+        measure,
+        judgment,
+        run_id: None,
+    }
 }
 
 /// The sweep's conclusion: the highest load that held its objectives, and the knee.

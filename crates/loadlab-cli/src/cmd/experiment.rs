@@ -140,6 +140,11 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         crate::cmd::runs::db_path(args.db.as_deref()).display()
     );
     print!("{}", table::render(&comparisons, format));
+    if matches!(format, table::Format::Text) {
+        for curve in curves(&experiment, &plan, &by_arm)? {
+            print!("\n{curve}");
+        }
+    }
     if let Some(report) = &args.report {
         crate::cmd::report::write_experiment(report, &experiment, &plan, &by_arm, &comparisons)?;
         eprintln!("report written to {}", report.display());
@@ -172,6 +177,62 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     gates::finish(&args.gates, cases)
+}
+
+/// With a `rate` or `connections` axis, the latency-throughput curve of each variant (and
+/// each combination of the other axes): one row per load, each arm's repetitions merged,
+/// the knee marked, as `loadlab sweep` prints it.
+fn curves(
+    experiment: &Experiment,
+    plan: &Plan,
+    by_arm: &[Vec<RunResult>],
+) -> anyhow::Result<Vec<String>> {
+    let is_load = |k: &str| k == "rate" || k == "connections";
+    if !plan.arms.iter().any(|a| a.axes.iter().any(|(k, _)| is_load(k))) {
+        return Ok(Vec::new());
+    }
+    let criteria = loadlab_capacity::Criteria::new(Vec::new());
+    // Arms grouped by variant and the other axes, in plan order.
+    let mut groups: Vec<(String, Vec<(f64, RunResult)>)> = Vec::new();
+    for (arm, runs) in plan.arms.iter().zip(by_arm) {
+        if runs.is_empty() {
+            continue;
+        }
+        let others: Vec<String> = arm
+            .axes
+            .iter()
+            .filter(|(k, _)| !is_load(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let mut name = experiment.variants[arm.variant].name.clone();
+        if !others.is_empty() {
+            name = format!("{name}[{}]", others.join(","));
+        }
+        let load = arm
+            .axes
+            .iter()
+            .find(|(k, _)| is_load(k))
+            .and_then(|(_, v)| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        let merged = loadlab_result::merge_repetitions(runs).map_err(|e| anyhow::anyhow!("{e}"))?;
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, points)) => points.push((load, merged)),
+            None => groups.push((name, vec![(load, merged)])),
+        }
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(name, mut points)| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let records = points
+                .iter()
+                .enumerate()
+                .map(|(i, (_, r))| loadlab_capacity::driver::record_of(i + 1, r, &criteria))
+                .collect();
+            let report = loadlab_capacity::driver::sweep_report(records, &criteria, 3.0, None);
+            format!("{name}: latency and throughput against load\n{}", report.text())
+        })
+        .collect())
 }
 
 /// Each arm against its control: the control variant's arm with the same axis values; with
@@ -282,13 +343,16 @@ fn print_plan(experiment: &Experiment, plan: &Plan) {
     if compared > 0 {
         let family = 4 * compared;
         let n = experiment.repetitions;
-        let floor = family as f64 * loadlab_compare::min_attainable_p(n, n);
+        let min_p = loadlab_compare::min_attainable_p(n, n);
+        let floor = family as f64 * min_p;
         if floor >= 0.05 {
             eprintln!(
                 "  note: with {n} runs per arm and {compared} comparison{} of 4 metrics each, no \
-                 verdict can reach 95% confidence (smallest possible p = {floor:.2}); run at \
-                 least {} per arm (--repetitions)",
+                 verdict can reach 95% confidence (the smallest p {n} runs allow is {min_p:.2}, \
+                 and Holm's correction for {family} tests takes it to {}); run at least {} per \
+                 arm (--repetitions)",
                 if compared == 1 { "" } else { "s" },
+                if floor >= 1.0 { "1".to_string() } else { format!("{floor:.2}") },
                 loadlab_compare::runs_needed(0.05, family).map_or("more".into(), |r| r.to_string())
             );
         }
