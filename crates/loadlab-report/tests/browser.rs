@@ -184,6 +184,31 @@ fn reports_draw_in_a_real_browser() {
         .unwrap();
     assert!(legends.to_string().contains("open loop · p99"), "{legends}");
     screenshot(&session, "overlay");
+
+    // A capacity search's page: the curve against load first, then the boundary runs.
+    let curve = html::Curve {
+        load_label: "offered requests/s".into(),
+        open_loop: true,
+        load: vec![250.0, 500.0, 600.0, 700.0, 800.0],
+        achieved_per_s: vec![250.0, 498.0, 540.0, 545.0, 530.0],
+        p50_us: vec![Some(2_100.0), Some(2_300.0), Some(90_000.0), Some(300_000.0), Some(500_000.0)],
+        p99_us: vec![Some(4_000.0), Some(6_000.0), Some(400_000.0), Some(900_000.0), None],
+        held: vec![true, true, false, false, false],
+        marker: Some(("capacity".into(), 500.0)),
+    };
+    let section = html::Section {
+        title: "Capacity of http://127.0.0.1/".into(),
+        columns: vec!["offered/s".into(), "verdict".into()],
+        rows: vec![vec!["500".into(), "held".into()]],
+        notes: vec!["capacity 500/s".into()],
+    };
+    let mut page = Vec::new();
+    html::render_curve_report(&[("500/s (held)", &open)], &[section], &curve, &mut page).unwrap();
+    browser.open(&session, "capacity", &String::from_utf8(page).unwrap());
+    let mut with_curve = vec!["chart-curve-rate", "chart-curve-latency"];
+    with_curve.extend(TIME_ONLY);
+    check_page(&session, "capacity", &with_curve);
+    screenshot(&session, "capacity");
 }
 
 #[test]
