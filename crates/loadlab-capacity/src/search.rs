@@ -483,7 +483,7 @@ mod tests {
         let (finding, probes) = search(&policy(), |_| 30.0);
         assert_eq!(probes[1].rate, 50.0);
         assert!(
-            matches!(finding, Finding::Capacity { estimate, .. } if estimate <= 30.0 && estimate >= 28.5)
+            matches!(finding, Finding::Capacity { estimate, .. } if (28.5..=30.0).contains(&estimate))
         );
         let low = Policy {
             min_rate: 10.0,
