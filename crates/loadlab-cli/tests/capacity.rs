@@ -88,8 +88,9 @@ const QUICK: [&str; 8] = [
 fn a_single_server_with_a_fixed_service_time_is_found_at_one_over_that_time() {
     let _serial = serial();
     let dir = scratch("service");
-    // One worker, 2 ms a request: 500 requests/s.
-    let exec = format!("{FIXTURE} --service-us 2000");
+    // One worker, 5 ms a request: 200 requests/s (long enough that the fixture's own
+    // per-request overhead, tens of microseconds, stays under 1% of it).
+    let exec = format!("{FIXTURE} --service-us 5000");
     let (out, doc) = run_capacity(
         loadlab()
             .args(["capacity", "--exec", &exec, "--slo", "p99<100ms"])
@@ -128,7 +129,7 @@ fn a_single_server_with_a_fixed_service_time_is_found_at_one_over_that_time() {
     // Every probe above the capacity was judged failed, and says why.
     for p in doc["probes"].as_array().unwrap() {
         let rate = p["measure"]["offered_per_s"].as_f64().unwrap();
-        if rate > 560.0 {
+        if rate > 225.0 {
             assert_eq!(p["judgment"]["pass"], false, "{p}");
             assert!(!p["judgment"]["missed"].as_array().unwrap().is_empty());
         }
