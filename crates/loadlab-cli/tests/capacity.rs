@@ -403,3 +403,62 @@ fn a_lab_target_given_twice_the_cpu_sustains_about_twice_the_rate() {
     eprintln!("rust-axum capacity at 0.25 and 0.5 cores: {found:?}, ratio {ratio:.2}");
     assert!((1.6..=2.4).contains(&ratio), "{found:?}: ratio {ratio:.2}");
 }
+
+#[test]
+fn ctrl_c_keeps_the_probes_so_far_and_says_what_they_show() {
+    let _serial = serial();
+    let dir = scratch("interrupt");
+    let json = dir.join("capacity.json");
+    let exec = format!("{FIXTURE} --token-bucket 100000");
+    let mut child = loadlab()
+        .args(["capacity", "--exec", &exec, "--start", "200", "-d", "1s", "--warmup", "0s"])
+        .args(["--no-save", "--json"])
+        .arg(&json)
+        .arg("/")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The signal comes once the third probe has started (its progress line begins).
+    let mut stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 512];
+        let mut told = false;
+        while let Ok(n) = std::io::Read::read(&mut stderr, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if !told && String::from_utf8_lossy(&seen).contains("probe 3") {
+                told = true;
+                let _ = tx.send(());
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the third probe starts");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill with a PID this test spawned and has not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "capacity ignored Ctrl-C");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.wait_with_output().unwrap()
+    };
+    let stderr = reader.join().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["stopped_by"], "interrupted");
+    assert_eq!(probes(&doc), 3, "{}", doc["probes"]);
+    let verdict = doc["verdict"].as_str().unwrap();
+    assert!(verdict.contains("it held") && verdict.contains("(stopped: interrupted)"), "{verdict}");
+    // The probe cut short is kept, marked interrupted, and counts for nothing.
+    let last = doc["probes"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["measure"]["interrupted"], true, "{last}");
+}
