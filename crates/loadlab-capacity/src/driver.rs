@@ -71,6 +71,8 @@ pub struct ProbeShape {
     pub duration: Duration,
     /// A pause after a probe that failed, so the queue it built drains before the next.
     pub cooldown: Duration,
+    /// The first probe's warm-up, when the server needs longer once (a JVM's JIT).
+    pub first_warmup: Duration,
 }
 
 impl ProbeShape {
@@ -81,8 +83,16 @@ impl ProbeShape {
         Duration::from_millis((tenth / 100).max(1) * 100)
     }
 
-    fn cost(&self) -> Duration {
-        self.warmup + self.duration
+    fn cost(&self, index: usize) -> Duration {
+        self.warmup_of(index) + self.duration
+    }
+
+    fn warmup_of(&self, index: usize) -> Duration {
+        if index == 1 {
+            self.first_warmup.max(self.warmup)
+        } else {
+            self.warmup
+        }
     }
 }
 
@@ -142,11 +152,11 @@ pub fn run_search(
             stopped_by = Some("interrupted".to_string());
             break search::stopped(&spec.policy, &outcomes);
         }
-        if !fits(began.elapsed(), spec.shape.cost(), spec.budget) {
+        let index = records.len() + 1;
+        if !fits(began.elapsed(), spec.shape.cost(index), spec.budget) {
             stopped_by = Some("budget".to_string());
             break search::stopped(&spec.policy, &outcomes);
         }
-        let index = records.len() + 1;
         events.starting(index, rate, Some(round));
         let shape = &spec.shape;
         session.reconfigure(|run| {
@@ -155,7 +165,7 @@ pub fn run_search(
             run.stages = None;
             run.requests = None;
             run.duration = Some(shape.duration);
-            run.warmup = shape.warmup;
+            run.warmup = shape.warmup_of(index);
             run.interval = shape.interval();
         })?;
         let (record, result, died) = probe(session, index, Some(round), &spec.criteria, stop)?;
@@ -252,7 +262,7 @@ pub fn run_sweep(
             run.stages = None;
             run.requests = None;
             run.duration = Some(shape.duration);
-            run.warmup = shape.warmup;
+            run.warmup = shape.warmup_of(i + 1);
             run.interval = shape.interval();
         })?;
         let (record, result, died) = probe(session, i + 1, None, &spec.criteria, stop)?;
@@ -451,6 +461,7 @@ mod tests {
             warmup: Duration::ZERO,
             duration: Duration::from_millis(d),
             cooldown: Duration::ZERO,
+            first_warmup: Duration::ZERO,
         };
         assert_eq!(shape(3_000).interval(), Duration::from_millis(300));
         assert_eq!(shape(500).interval(), Duration::from_millis(100));

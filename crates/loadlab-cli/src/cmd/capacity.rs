@@ -253,10 +253,18 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
         server: args.server.spec()?,
         busy_poll: BusyPoll::Off,
     };
+    let first_warmup = recommended_warmup(args);
     let session = Session::prepare(spec).map_err(flags_named)?;
     if !args.quiet {
         for note in session.notes() {
             eprintln!("{note}");
+        }
+        if first_warmup > args.warmup {
+            eprintln!(
+                "the first probe warms up {} s, as {} recommends (its JIT compiles under load)",
+                first_warmup.as_secs(),
+                args.server.target.as_deref().unwrap_or("the target")
+            );
         }
     }
     Ok(Prepared {
@@ -266,10 +274,29 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
             warmup: args.warmup,
             duration: args.duration,
             cooldown: args.cooldown,
+            first_warmup,
         },
         store,
         tag: args.tag.clone().unwrap_or_else(|| kind.to_string()),
     })
+}
+
+/// The warm-up a lab target's manifest recommends before measuring (30 s for the JVM
+/// targets), given once, to the first probe.
+fn recommended_warmup(args: &ProbeArgs) -> Duration {
+    let Some(name) = &args.server.target else {
+        return Duration::ZERO;
+    };
+    let lab = match &args.server.targets {
+        Some(dir) => loadlab_lab::Lab::open(dir),
+        None => match std::env::current_dir() {
+            Ok(here) => loadlab_lab::Lab::discover(&here),
+            Err(_) => return Duration::ZERO,
+        },
+    };
+    lab.ok()
+        .and_then(|lab| lab.target(name).ok().map(|t| t.manifest.warmup_secs))
+        .map_or(Duration::ZERO, Duration::from_secs)
 }
 
 /// Runs the search or sweep with Ctrl-C handling, prints the table, writes the outputs.
