@@ -107,6 +107,16 @@ async fn verify_passes_for_python_starlette() {
     verify_passes_if_installed("python-starlette").await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_python_tornado() {
+    verify_passes_if_installed("python-tornado").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_python_flask_uwsgi() {
+    verify_passes_if_installed("python-flask-uwsgi").await;
+}
+
 type HttpClient = Client<HttpConnector, Empty<Bytes>>;
 
 async fn get(client: &HttpClient, url: &str) -> (u16, Bytes) {
