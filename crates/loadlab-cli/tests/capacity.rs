@@ -411,7 +411,9 @@ fn ctrl_c_keeps_the_probes_so_far_and_says_what_they_show() {
     let json = dir.join("capacity.json");
     let exec = format!("{FIXTURE} --token-bucket 100000");
     let mut child = loadlab()
-        .args(["capacity", "--exec", &exec, "--start", "200", "-d", "1s", "--warmup", "0s"])
+        .args([
+            "capacity", "--exec", &exec, "--start", "200", "-d", "1s", "--warmup", "0s",
+        ])
         .args(["--no-save", "--json"])
         .arg(&json)
         .arg("/")
@@ -457,7 +459,10 @@ fn ctrl_c_keeps_the_probes_so_far_and_says_what_they_show() {
     assert_eq!(doc["stopped_by"], "interrupted");
     assert_eq!(probes(&doc), 3, "{}", doc["probes"]);
     let verdict = doc["verdict"].as_str().unwrap();
-    assert!(verdict.contains("it held") && verdict.contains("(stopped: interrupted)"), "{verdict}");
+    assert!(
+        verdict.contains("it held") && verdict.contains("(stopped: interrupted)"),
+        "{verdict}"
+    );
     // The probe cut short is kept, marked interrupted, and counts for nothing.
     let last = doc["probes"].as_array().unwrap().last().unwrap();
     assert_eq!(last["measure"]["interrupted"], true, "{last}");
