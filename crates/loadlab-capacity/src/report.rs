@@ -83,7 +83,12 @@ impl ProbeRecord {
                 None => "held".into(),
             }
         } else {
-            format!("missed: {}", self.judgment.missed.join("; "))
+            let marginal = if self.judgment.marginal && self.round.is_some() {
+                " (response time only: run again)"
+            } else {
+                ""
+            };
+            format!("missed{marginal}: {}", self.judgment.missed.join("; "))
         }
     }
 }
