@@ -360,7 +360,12 @@ fn believed(all: &[&Outcome], o: &Outcome) -> Option<bool> {
             let same: Vec<&&Outcome> = all.iter().filter(|x| x.rate == o.rate).collect();
             if same.iter().any(|x| x.verdict == Verdict::Pass) {
                 Some(true)
-            } else if same.iter().filter(|x| x.verdict == Verdict::Marginal).count() >= 2 {
+            } else if same
+                .iter()
+                .filter(|x| x.verdict == Verdict::Marginal)
+                .count()
+                >= 2
+            {
                 Some(false)
             } else {
                 None
@@ -651,16 +656,38 @@ mod tests {
 
     #[test]
     fn a_marginal_miss_runs_again_and_counts_only_if_it_misses_again() {
-        let o = |rate, verdict| Outcome { rate, round: 0, verdict };
+        let o = |rate, verdict| Outcome {
+            rate,
+            round: 0,
+            verdict,
+        };
         let mut history = vec![o(100.0, Verdict::Pass), o(200.0, Verdict::Marginal)];
-        assert_eq!(next(&policy(), &history), Step::Probe { rate: 200.0, round: 0 });
+        assert_eq!(
+            next(&policy(), &history),
+            Step::Probe {
+                rate: 200.0,
+                round: 0
+            }
+        );
         // A stall of the machine: the repeat holds, and the search goes on upwards.
         let mut stall = history.clone();
         stall.push(o(200.0, Verdict::Pass));
-        assert_eq!(next(&policy(), &stall), Step::Probe { rate: 400.0, round: 0 });
+        assert_eq!(
+            next(&policy(), &stall),
+            Step::Probe {
+                rate: 400.0,
+                round: 0
+            }
+        );
         // The service: missed twice, so 200 failed and the search bisects below it.
         history.push(o(200.0, Verdict::Marginal));
-        assert_eq!(next(&policy(), &history), Step::Probe { rate: 150.0, round: 0 });
+        assert_eq!(
+            next(&policy(), &history),
+            Step::Probe {
+                rate: 150.0,
+                round: 0
+            }
+        );
     }
 
     #[test]
