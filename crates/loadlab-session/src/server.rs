@@ -129,6 +129,7 @@ impl Server {
             readiness,
             health_path: spec.healthz.clone(),
             timeout: spec.startup_timeout,
+            netns: None,
         };
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let launch = match &spec.kind {

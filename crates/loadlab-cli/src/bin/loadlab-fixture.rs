@@ -5,8 +5,10 @@
 //! loadlab run --exec 'loadlab-fixture --spin-threads 1' --cpus 0.5 -d 3s /
 //! ```
 //!
-//! It listens on 127.0.0.1:$PORT (or `--port`), answers every request `200 ok` with
-//! keep-alive, one thread per connection. Flags:
+//! It listens on $HOST:$PORT (127.0.0.1 unless told; or `--port`) with a listen backlog of
+//! $BACKLOG (128 unless told), answers every request `200 ok` with keep-alive, one thread per
+//! connection, and `GET /bytes?n=N` with N bytes (`abc...z` repeated, as the lab's targets).
+//! Flags:
 //! - `--start-delay-ms N`: sleep before listening (a slow start-up);
 //! - `--spin-threads N`: threads that burn CPU for as long as it runs;
 //! - `--alloc-mb N`: allocate and touch N MiB at start;
@@ -14,6 +16,8 @@
 //! - `--cold-requests N --cold-delay-ms D`: the first N requests (health checks aside) wait
 //!   D ms each first (a cold start, counted in requests so that it does not depend on how long
 //!   the client took to start);
+//! - `--accept-delay-ms N`: wait N ms before accepting each connection (a slow acceptor, so
+//!   that a small backlog overflows);
 //! - `--print-address`: print `listening on ADDR` as the lab's targets do.
 //!
 //! Standard library only, so it builds in a second and behaves the same everywhere.
@@ -33,7 +37,11 @@ struct Options {
     leak_mb_per_request: usize,
     cold_requests: u64,
     cold_delay_ms: u64,
+    accept_delay_ms: u64,
     print_address: bool,
+    /// `None`: 127.0.0.1.
+    host: Option<std::net::Ipv4Addr>,
+    backlog: i32,
 }
 
 fn parse() -> Result<Options, String> {
@@ -42,6 +50,19 @@ fn parse() -> Result<Options, String> {
             .ok()
             .and_then(|p| p.parse().ok())
             .unwrap_or(0),
+        host: match std::env::var("HOST") {
+            Ok(h) => Some(
+                h.parse()
+                    .map_err(|_| format!("HOST={h}: not an IPv4 address"))?,
+            ),
+            Err(_) => None,
+        },
+        backlog: match std::env::var("BACKLOG") {
+            Ok(b) => b
+                .parse()
+                .map_err(|_| format!("BACKLOG={b}: not a number"))?,
+            Err(_) => 128,
+        },
         ..Options::default()
     };
     let mut args = std::env::args().skip(1);
@@ -63,6 +84,7 @@ fn parse() -> Result<Options, String> {
             "--leak-mb-per-request" => o.leak_mb_per_request = number(&value)? as usize,
             "--cold-requests" => o.cold_requests = number(&value)?,
             "--cold-delay-ms" => o.cold_delay_ms = number(&value)?,
+            "--accept-delay-ms" => o.accept_delay_ms = number(&value)?,
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -96,11 +118,12 @@ fn main() {
     }
     let _kept = touched(options.alloc_mb);
     std::thread::sleep(Duration::from_millis(options.start_delay_ms));
-    let listener = match TcpListener::bind(("127.0.0.1", options.port)) {
+    let host = options.host.unwrap_or(std::net::Ipv4Addr::LOCALHOST);
+    let listener = match listen(host, options.port, options.backlog) {
         Ok(l) => l,
         Err(e) => {
             eprintln!(
-                "loadlab-fixture: cannot listen on 127.0.0.1:{}: {e}",
+                "loadlab-fixture: cannot listen on {host}:{}: {e}",
                 options.port
             );
             std::process::exit(1);
@@ -114,11 +137,49 @@ fn main() {
         left: AtomicU64::new(options.cold_requests),
         delay: Duration::from_millis(options.cold_delay_ms),
     });
+    let accept_delay = Duration::from_millis(options.accept_delay_ms);
     for stream in listener.incoming().flatten() {
+        std::thread::sleep(accept_delay);
         let leak = leak.clone();
         let cold = cold.clone();
         let per_request = options.leak_mb_per_request;
         std::thread::spawn(move || serve(stream, per_request, &leak, &cold));
+    }
+}
+
+/// A listener with the backlog asked for (std's is fixed at 128).
+fn listen(host: std::net::Ipv4Addr, port: u16, backlog: i32) -> std::io::Result<TcpListener> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor owned here; the address is a valid
+    // sockaddr_in for its length.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let listener = TcpListener::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as u32,
+        );
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as u16;
+        addr.sin_port = port.to_be();
+        addr.sin_addr.s_addr = u32::from(host).to_be();
+        if libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        ) != 0
+            || libc::listen(fd, backlog) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(listener)
     }
 }
 
@@ -149,6 +210,7 @@ fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: &C
         let mut close = false;
         let mut first = true;
         let mut health = false;
+        let mut bytes: Option<usize> = None;
         loop {
             line.clear();
             match reader.read_line(&mut line) {
@@ -157,7 +219,11 @@ fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: &C
             }
             if first {
                 first = false;
-                health = line.split(' ').nth(1) == Some("/healthz");
+                let target = line.split(' ').nth(1).unwrap_or("");
+                health = target == "/healthz";
+                bytes = target
+                    .strip_prefix("/bytes?n=")
+                    .and_then(|n| n.parse().ok());
                 continue;
             }
             if line == "\r\n" || line == "\n" {
@@ -174,9 +240,22 @@ fn serve(stream: TcpStream, leak_mb: usize, leak: &Mutex<Vec<Vec<u8>>>, cold: &C
             let block = touched(leak_mb);
             leak.lock().unwrap_or_else(|p| p.into_inner()).push(block);
         }
-        let response =
-            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
-        if writer.write_all(response).is_err() || close {
+        let written = match bytes {
+            Some(n) => {
+                let body: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {n}\r\nContent-Type: \
+                     application/octet-stream\r\n\r\n"
+                );
+                writer
+                    .write_all(head.as_bytes())
+                    .and_then(|()| writer.write_all(&body))
+            }
+            None => writer.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok",
+            ),
+        };
+        if written.is_err() || close {
             return;
         }
     }
