@@ -56,7 +56,7 @@ pub fn read_machine(plan: &PlannedRun, sample: Duration, exclude: &[u32]) -> Rea
         listener: plan
             .target
             .as_ref()
-            .filter(|t| t.loopback)
+            .filter(|t| t.loopback && t.port != 0)
             .and_then(|t| listener(t.port)),
         stale_links: crate::link::stale(),
     }

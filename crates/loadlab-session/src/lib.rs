@@ -12,19 +12,25 @@
 //! - [`server`]: the server to launch (a lab target, any command) or watch (a PID, a
 //!   cgroup), its sampling and its report.
 //! - [`placement`]: where loadlab runs against the server, and busy-polling.
+//! - [`machine`]: the machine checked against the run before it starts (`loadlab doctor`'s
+//!   checks), the kernel's TCP counters over the measured time, and the shaped link
+//!   (`--bandwidth`) the server may sit behind.
 //!
 //! The flow is one way: spec, session, engine, samples, result. This crate must not print,
 //! read flags or write files: what a person should know comes back as [`Session::notes`],
 //! and the result is returned, not written.
 
+pub mod machine;
 pub mod placement;
 pub mod server;
 
+pub use machine::MachineOptions;
 pub use placement::BusyPoll;
 pub use server::{Server, ServerKind, ServerSpec};
 
 use loadlab_engine::{RunConfig, RunControl, RunSpec};
-use loadlab_result::RunResult;
+use loadlab_machine::Link;
+use loadlab_result::{Check, CheckStatus, RunResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -43,43 +49,6 @@ pub enum SessionError {
     Lab(#[from] loadlab_lab::LabError),
 }
 
-/// Descriptors each connection needs beyond the runtime's own.
-const SPARE_DESCRIPTORS: u64 = 64;
-
-/// Refuses a closed loop this machine cannot hold: more connections than open files (even at
-/// the hard limit loadlab raises itself to) or than local ports. An open loop's cap is only
-/// a cap, so it is left to the warnings.
-fn check_machine(config: &RunConfig) -> Result<(), SessionError> {
-    if config.is_open_loop() {
-        return Ok(());
-    }
-    let connections = config.connections as u64;
-    // Read, not raised: the engine raises the soft limit when the run starts, and reports
-    // what it was before.
-    if let Some(hard) = loadlab_engine::sys::nofile_hard() {
-        if connections + SPARE_DESCRIPTORS > hard {
-            return Err(SessionError::Invalid(format!(
-                "-c {connections}: {} connections need {} open files, and this process may \
-                 open at most {} (the hard limit); raise it (ulimit -Hn, or LimitNOFILE in \
-                 systemd) or use fewer connections",
-                connections,
-                connections + SPARE_DESCRIPTORS,
-                hard
-            )));
-        }
-    }
-    if let Some(ports) = loadlab_engine::sys::local_ports() {
-        if connections > ports {
-            return Err(SessionError::Invalid(format!(
-                "-c {connections}: more connections than the {ports} local ports \
-                 (net.ipv4.ip_local_port_range) allow to one address; widen the range, or \
-                 split the load across shards"
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// What a session measures: the load, the server (if any), and the busy-poll policy.
 #[derive(Debug, Clone)]
 pub struct SessionSpec {
@@ -94,6 +63,14 @@ pub struct Session {
     config: RunConfig,
     server: Option<Server>,
     notes: Vec<String>,
+    /// The machine checked against this run, kept with the result's environment.
+    checks: Vec<Check>,
+    /// `BACKLOG` given to a launched server, for the counters' findings.
+    backlog_env: Option<String>,
+    /// The target is on this machine's loopback.
+    target_local: bool,
+    // Declared after the server: dropped after it, so the namespace outlives its processes.
+    link: Option<Link>,
 }
 
 /// A finished run.
@@ -105,8 +82,18 @@ pub struct SessionOutcome {
 }
 
 impl Session {
-    /// Checks the spec (once), decides placement, and launches or attaches the server.
+    /// Checks the spec (once), checks the machine (warnings only), decides placement, and
+    /// launches or attaches the server.
     pub fn prepare(spec: SessionSpec) -> Result<Session, SessionError> {
+        Session::prepare_with(spec, MachineOptions::default())
+    }
+
+    /// [`Session::prepare`], with the machine's checks as `options` say (`--strict`: a FAIL
+    /// stops the run before anything starts).
+    pub fn prepare_with(
+        spec: SessionSpec,
+        options: MachineOptions,
+    ) -> Result<Session, SessionError> {
         let SessionSpec {
             mut run,
             server,
@@ -126,6 +113,21 @@ impl Session {
         } else {
             0
         };
+        // What killed runs left goes first, so that nothing below counts or collides with it.
+        let swept = loadlab_machine::link::sweep_stale();
+        if !swept.is_empty() {
+            notes.push(format!(
+                "removed what killed loadlab runs left behind: {}",
+                swept.join(", ")
+            ));
+        }
+        let mut link = match server.as_ref().and_then(|s| s.link) {
+            Some(spec) => Some(Link::create(spec).map_err(|e| SessionError::Invalid(e.0))?),
+            None => None,
+        };
+        let host = link
+            .as_ref()
+            .map_or("127.0.0.1".to_string(), |l| l.server_address().to_string());
         if run.url.starts_with('/') {
             if !launches {
                 return Err(SessionError::Invalid(format!(
@@ -134,7 +136,13 @@ impl Session {
                     run.url
                 )));
             }
-            run.url = format!("http://127.0.0.1:{port}{}", run.url);
+            run.url = format!("http://{host}:{port}{}", run.url);
+        } else if link.is_some() {
+            return Err(SessionError::Invalid(format!(
+                "{}: behind --bandwidth the server's address is one loadlab chooses inside its \
+                 own network namespace; give the URL as a path, such as /plaintext",
+                run.url
+            )));
         }
         if let Some(free) = server.as_ref().and_then(ServerSpec::generator_cpus) {
             run.threads = run.threads.or(Some(free.len()));
@@ -146,14 +154,40 @@ impl Session {
         }
         run.busy_poll = busy_poll == BusyPoll::On;
         let mut config = run.validate()?;
-        check_machine(&config)?;
+        let plan = machine::planned_run(&config, server.as_ref(), true, link.is_some());
+        let checks = machine::check(&plan, server.as_ref(), options.sample);
+        let failed: Vec<String> = checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Fail)
+            .map(loadlab_machine::checks::line)
+            .collect();
+        if options.strict && !failed.is_empty() {
+            return Err(SessionError::Invalid(format!(
+                "--strict: this machine cannot hold the run as planned:\n  {}",
+                failed.join("\n  ")
+            )));
+        }
+        notes.extend(
+            checks
+                .iter()
+                .filter(|c| c.status != CheckStatus::Pass)
+                .map(loadlab_machine::checks::line),
+        );
+        if let Some(link) = link.as_mut() {
+            link.calibrate().map_err(|e| SessionError::Invalid(e.0))?;
+            notes.push(link.describe());
+        }
         let server = match &server {
             Some(spec) => {
-                let (server, note) = Server::start(spec, port)?;
+                let (started, note) = Server::start(spec, port, link.as_ref())?;
                 notes.push(note);
-                Some(server)
+                Some((started, machine::backlog_env(spec)))
             }
             None => None,
+        };
+        let (server, backlog_env) = match server {
+            Some((s, b)) => (Some(s), b),
+            None => (None, None),
         };
         if busy_poll == BusyPoll::Auto {
             if let Some(why) = placement::busy_poll_auto(&config) {
@@ -167,7 +201,40 @@ impl Session {
             config,
             server,
             notes,
+            checks,
+            backlog_env,
+            target_local: plan.target.as_ref().is_some_and(|t| t.loopback),
+            link,
         })
+    }
+
+    /// The machine's checks against the run `spec` describes, without starting anything
+    /// (`loadlab doctor`). The URL may be empty (the target is then unknown) or a path (with
+    /// a server to launch).
+    pub fn doctor(
+        spec: SessionSpec,
+        sample: std::time::Duration,
+    ) -> Result<Vec<Check>, SessionError> {
+        let SessionSpec {
+            mut run, server, ..
+        } = spec;
+        if let Some(server) = &server {
+            server.check()?;
+        }
+        let link = server.as_ref().is_some_and(|s| s.link.is_some());
+        let target_known = !run.url.is_empty();
+        if !target_known {
+            run.url = "http://doctor.invalid/".into();
+        } else if run.url.starts_with('/') {
+            run.url = format!("http://127.0.0.1:1{}", run.url);
+        }
+        if let Some(free) = server.as_ref().and_then(ServerSpec::generator_cpus) {
+            run.threads = run.threads.or(Some(free.len()));
+            run.generator_cpus = Some(free);
+        }
+        let config = run.validate()?;
+        let plan = machine::planned_run(&config, server.as_ref(), target_known, link);
+        Ok(machine::check(&plan, server.as_ref(), sample))
     }
 
     /// The checked config the engine will run.
@@ -197,7 +264,9 @@ impl Session {
                 control.stop();
             }));
         }
+        let window = machine::Window::open(&self.config, self.link.as_ref(), control);
         let outcome = loadlab_engine::run(&self.config, control);
+        let measured = window.close(self.link.as_ref());
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
@@ -209,6 +278,15 @@ impl Session {
             }
         };
         let mut result = loadlab_engine::summarize(&self.config, &outcome);
+        result.environment.checks = self.checks.clone();
+        if let Some(measured) = measured {
+            measured.attach(
+                &mut result,
+                self.link.as_ref(),
+                self.backlog_env.clone(),
+                self.target_local,
+            );
+        }
         let mut server_died = false;
         if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
             let from = outcome.warmup.min(outcome.elapsed).as_secs_f64();

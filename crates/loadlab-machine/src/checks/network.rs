@@ -75,10 +75,11 @@ pub fn ephemeral_ports(r: &Readings, p: &PlannedRun) -> Check {
     let found = format!(
         "{} local ports ({lo}-{hi}), tcp_tw_reuse={reuse}{}",
         thousands(ports),
-        match (reuse, reused) {
-            (2, true) => " (TIME_WAIT ports are reused for loopback targets)",
-            (2, false) => " (reuse for loopback only: this target is not on loopback)",
-            (1, _) => " (TIME_WAIT ports are reused after 1 s)",
+        match (reuse, reused, &p.target) {
+            (2, true, _) => " (TIME_WAIT ports are reused for loopback targets)",
+            (2, false, None) => " (TIME_WAIT ports are reused for loopback targets only)",
+            (2, false, Some(_)) => " (reuse for loopback only: this target is not on loopback)",
+            (1, _, _) => " (TIME_WAIT ports are reused after 1 s)",
             _ => "",
         }
     );

@@ -313,21 +313,7 @@ impl Link {
 
     /// The qdiscs' counters now: up, down.
     pub fn stats(&self) -> [Option<QdiscStats>; 2] {
-        let up = run_out("tc", &["-s", "-j", "qdisc", "show", "dev", &self.host_dev]);
-        let down = run_out(
-            "tc",
-            &[
-                "-n",
-                &self.netns,
-                "-s",
-                "-j",
-                "qdisc",
-                "show",
-                "dev",
-                names::INSIDE,
-            ],
-        );
-        [up, down].map(|json| json.and_then(|j| tc::parse_stats(&j)))
+        stats_of(&self.host_dev, &self.netns)
     }
 
     /// A line for a person: where the server runs and what the link does, calibration
@@ -385,7 +371,8 @@ impl Link {
         }
     }
 
-    pub(crate) fn host_device(&self) -> &str {
+    /// loadlab's end of the veth pair.
+    pub fn host_device(&self) -> &str {
         &self.host_dev
     }
 }
@@ -395,6 +382,26 @@ impl Drop for Link {
         remove(&self.netns, &self.host_dev);
         live().retain(|(ns, _)| *ns != self.netns);
     }
+}
+
+/// The qdisc counters of a link by its names (for a thread that does not hold the [`Link`]):
+/// up (loadlab's end), down (the namespace's end).
+pub fn stats_of(host_dev: &str, netns: &str) -> [Option<QdiscStats>; 2] {
+    let up = run_out("tc", &["-s", "-j", "qdisc", "show", "dev", host_dev]);
+    let down = run_out(
+        "tc",
+        &[
+            "-n",
+            netns,
+            "-s",
+            "-j",
+            "qdisc",
+            "show",
+            "dev",
+            names::INSIDE,
+        ],
+    );
+    [up, down].map(|json| json.and_then(|j| tc::parse_stats(&j)))
 }
 
 /// Deleting loadlab's end of the pair deletes both ends and their qdiscs, even while
