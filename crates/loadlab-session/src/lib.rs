@@ -156,15 +156,38 @@ impl Session {
         let mut config = run.validate()?;
         let plan = machine::planned_run(&config, server.as_ref(), true, link.is_some());
         let checks = machine::check(&plan, server.as_ref(), options.sample);
-        let failed: Vec<String> = checks
+        let failed: Vec<&Check> = checks
             .iter()
             .filter(|c| c.status == CheckStatus::Fail)
-            .map(loadlab_machine::checks::line)
             .collect();
+        let lines = |list: &[&Check]| {
+            list.iter()
+                .map(|c| loadlab_machine::checks::line(c))
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        };
+        // A closed loop with more connections than descriptors or local ports cannot run at
+        // all: it would measure loadlab's own failures (and hold a task per connection), so
+        // it is refused whatever --strict says, as a bad flag is.
+        let impossible: Vec<&Check> = failed
+            .iter()
+            .copied()
+            .filter(|c| {
+                !config.is_open_loop()
+                    && matches!(c.name.as_str(), "open_files" | "ephemeral_ports")
+            })
+            .collect();
+        if !impossible.is_empty() {
+            return Err(SessionError::Invalid(format!(
+                "-c {}: this machine cannot open that many connections:\n  {}",
+                config.connections,
+                lines(&impossible)
+            )));
+        }
         if options.strict && !failed.is_empty() {
             return Err(SessionError::Invalid(format!(
                 "--strict: this machine cannot hold the run as planned:\n  {}",
-                failed.join("\n  ")
+                lines(&failed)
             )));
         }
         notes.extend(
