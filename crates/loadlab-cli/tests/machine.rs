@@ -395,6 +395,69 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
 }
 
 #[test]
+fn sigterm_and_errors_remove_the_link() {
+    if !can_shape("sigterm_and_errors_remove_the_link") {
+        return;
+    }
+    let _one = serial();
+    // SIGTERM: the run stops, keeps its result (exit 130), and removes its link.
+    let child = loadlab()
+        .args([
+            "run",
+            "--exec",
+            FIXTURE,
+            "--bandwidth",
+            "10MBps",
+            "-d",
+            "30s",
+            "-c",
+            "2",
+            "/",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while links_of(pid).len() < 2 {
+        assert!(Instant::now() < deadline, "no link appeared for pid {pid}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(links_of(pid), Vec::<String>::new());
+    // A server that cannot start behind the link: an error (exit 2), and nothing left.
+    let child = loadlab()
+        .args([
+            "run",
+            "--exec",
+            "exit 3",
+            "--bandwidth",
+            "10MBps",
+            "-n",
+            "1",
+            "/",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("did not become ready"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(links_of(pid), Vec::<String>::new());
+}
+
+#[test]
 fn the_link_flags_say_what_they_need() {
     // Without a server to launch.
     let out = run(&["run", "--bandwidth", "2MBps", "http://127.0.0.1:9/"]);
