@@ -18,8 +18,9 @@ OUT=bench/out/bandwidth-caps
 mkdir -p "$OUT"
 cargo build --release --locked -q -p loadlab-cli
 LOADLAB=target/release/loadlab
-# shellcheck disable=SC2086
-"$LOADLAB" lab build $TARGETS >/dev/null
+for target in $TARGETS; do
+    "$LOADLAB" lab build "$target" >/dev/null
+done
 
 for target in $TARGETS; do
     for cap in $CAPS; do

@@ -27,6 +27,9 @@ pub struct PlannedRun {
     pub limits: WantedControllers,
     /// loadlab will try to hold the PM QoS CPU latency at 0 (not `--no-pm-qos`).
     pub pm_qos: bool,
+    /// The server will sit behind a shaped link (`--bandwidth`); `Some(true)` when it needs
+    /// netem too (`--delay`, `--loss`).
+    pub link: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

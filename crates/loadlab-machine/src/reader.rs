@@ -59,6 +59,7 @@ pub fn read_machine(plan: &PlannedRun, sample: Duration, exclude: &[u32]) -> Rea
             .filter(|t| t.loopback && t.port != 0)
             .and_then(|t| listener(t.port)),
         stale_links: crate::link::stale(),
+        iproute2: crate::link::has_iproute2(),
     }
 }
 

@@ -41,6 +41,8 @@ pub struct Readings {
     pub listener: Option<Listener>,
     /// Network namespaces and veths left by loadlab runs that were killed.
     pub stale_links: Vec<String>,
+    /// iproute2's `ip` and `tc` are installed (a shaped link needs them).
+    pub iproute2: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,7 +30,8 @@ impl CheckStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Check {
     /// A stable name: `open_files`, `ephemeral_ports`, `listen_backlog`, `conntrack`, `cgroup`,
-    /// `cpu_governor`, `cpu_idle`, `steal`, `cpu_sharing`, `busy_processes`, `stale_links`.
+    /// `cpu_governor`, `cpu_idle`, `steal`, `cpu_sharing`, `busy_processes`, `stale_links`,
+    /// `link`.
     pub name: String,
     pub status: CheckStatus,
     /// What the machine has, with the numbers.

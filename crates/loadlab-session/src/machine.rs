@@ -40,7 +40,7 @@ pub fn planned_run(
     config: &RunConfig,
     server: Option<&ServerSpec>,
     target_known: bool,
-    link: bool,
+    behind_link: bool,
 ) -> PlannedRun {
     let launches = server.is_some_and(ServerSpec::launches);
     let open_loop = match &config.model {
@@ -54,7 +54,7 @@ pub fn planned_run(
         }),
         loadlab_engine::config::Model::Closed { .. } => None,
     };
-    let loopback = !link
+    let loopback = !behind_link
         && (config.url.host.as_str(), config.url.port)
             .to_socket_addrs()
             .ok()
@@ -99,6 +99,9 @@ pub fn planned_run(
             cpuset: s.limits.pin.is_some(),
         }),
         pm_qos: config.pm_qos,
+        link: server
+            .and_then(|s| s.link)
+            .map(|l| l.delay.is_some() || l.loss_percent.is_some()),
     }
 }
 

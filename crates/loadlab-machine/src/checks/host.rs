@@ -365,3 +365,47 @@ pub fn stale_links(r: &Readings) -> Check {
         )),
     )
 }
+
+pub fn link(r: &Readings, p: &PlannedRun) -> Check {
+    let Some(netem) = p.link else {
+        return check(
+            "link",
+            CheckStatus::Pass,
+            "no shaped link asked (--bandwidth, --delay, --loss)".into(),
+            "nothing".into(),
+            None,
+        );
+    };
+    let needs = format!(
+        "root and iproute2 to make a network namespace, a veth pair and {}",
+        if netem {
+            "tbf and netem qdiscs (netem is tried when the link is made)"
+        } else {
+            "tbf qdiscs"
+        }
+    );
+    let found = format!(
+        "{}, iproute2 {}",
+        if r.root { "root" } else { "not root" },
+        if r.iproute2 { "installed" } else { "missing" }
+    );
+    if r.root && r.iproute2 {
+        return check("link", CheckStatus::Pass, found, needs, None);
+    }
+    check(
+        "link",
+        CheckStatus::Fail,
+        found,
+        needs,
+        Some(
+            match (r.root, r.iproute2) {
+                (false, false) => {
+                    "run loadlab as root (sudo), with iproute2 installed (apt-get install iproute2)"
+                }
+                (false, true) => "run loadlab as root (sudo)",
+                _ => "apt-get install iproute2 (or your system's iproute2 package)",
+            }
+            .into(),
+        ),
+    )
+}

@@ -13,7 +13,9 @@ use loadlab_result::{Check, CheckStatus};
 mod host;
 mod network;
 
-pub use host::{busy_processes, cgroup, cpu_governor, cpu_idle, cpu_sharing, stale_links, steal};
+pub use host::{
+    busy_processes, cgroup, cpu_governor, cpu_idle, cpu_sharing, link, stale_links, steal,
+};
 pub use network::{conntrack, ephemeral_ports, listen_backlog, open_files};
 
 /// Descriptors loadlab needs beyond one per connection (the runtime, stdio, files).
@@ -44,6 +46,7 @@ pub fn all(r: &Readings, p: &PlannedRun) -> Vec<Check> {
         cpu_sharing(r, p),
         busy_processes(r),
         stale_links(r),
+        link(r, p),
     ]
 }
 

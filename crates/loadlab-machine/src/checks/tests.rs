@@ -28,6 +28,7 @@ fn machine() -> Readings {
         busy: Vec::new(),
         listener: None,
         stale_links: Vec::new(),
+        iproute2: true,
     }
 }
 
@@ -531,7 +532,8 @@ fn all_in_order_and_worst() {
             "steal",
             "cpu_sharing",
             "busy_processes",
-            "stale_links"
+            "stale_links",
+            "link"
         ]
     );
     assert_eq!(worst(&checks), Pass);
@@ -539,4 +541,34 @@ fn all_in_order_and_worst() {
     assert_eq!(worst(&bad), Fail);
     assert_eq!(thousands(0), "0");
     assert_eq!(thousands(1234567), "1,234,567");
+}
+
+#[test]
+fn link() {
+    let shaped = |netem| plan(closed(1), |p| p.link = Some(netem));
+    table(
+        super::link,
+        vec![
+            (machine(), closed(1), Pass, &["no shaped link asked"]),
+            (
+                machine(),
+                shaped(false),
+                Pass,
+                &["root, iproute2 installed", "tbf qdiscs"],
+            ),
+            (machine(), shaped(true), Pass, &["netem is tried"]),
+            (
+                with(|r| r.root = false),
+                shaped(false),
+                Fail,
+                &["not root", "sudo"],
+            ),
+            (
+                with(|r| r.iproute2 = false),
+                shaped(false),
+                Fail,
+                &["iproute2 missing", "apt-get install iproute2"],
+            ),
+        ],
+    );
 }

@@ -124,6 +124,11 @@ fn tool(name: &str) -> Result<PathBuf, LinkError> {
         })
 }
 
+/// Whether `ip` and `tc` are installed.
+pub fn has_iproute2() -> bool {
+    tool("ip").is_ok() && tool("tc").is_ok()
+}
+
 /// Runs `ip` or `tc` with `args`; its stderr is the error.
 fn run(name: &str, args: &[String]) -> Result<(), String> {
     let out = Command::new(tool(name).map_err(|e| e.0)?)
