@@ -30,7 +30,7 @@ pub use server::{Server, ServerKind, ServerSpec};
 
 use loadlab_engine::{RunConfig, RunControl, RunSpec};
 use loadlab_machine::Link;
-use loadlab_result::{Check, CheckStatus, RunResult};
+use loadlab_result::{Check, RunResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -82,8 +82,8 @@ pub struct SessionOutcome {
 }
 
 impl Session {
-    /// Checks the spec (once), checks the machine (warnings only), decides placement, and
-    /// launches or attaches the server.
+    /// Checks the spec (once), checks the machine against it (warnings; a closed loop it
+    /// cannot open is refused), decides placement, and launches or attaches the server.
     pub fn prepare(spec: SessionSpec) -> Result<Session, SessionError> {
         Session::prepare_with(spec, MachineOptions::default())
     }
@@ -154,48 +154,13 @@ impl Session {
         }
         run.busy_poll = busy_poll == BusyPoll::On;
         let mut config = run.validate()?;
-        let plan = machine::planned_run(&config, server.as_ref(), true, link.is_some());
-        let checks = machine::check(&plan, server.as_ref(), options.sample);
-        let failed: Vec<&Check> = checks
-            .iter()
-            .filter(|c| c.status == CheckStatus::Fail)
-            .collect();
-        let lines = |list: &[&Check]| {
-            list.iter()
-                .map(|c| loadlab_machine::checks::line(c))
-                .collect::<Vec<_>>()
-                .join("\n  ")
-        };
-        // A closed loop with more connections than descriptors or local ports cannot run at
-        // all: it would measure loadlab's own failures (and hold a task per connection), so
-        // it is refused whatever --strict says, as a bad flag is.
-        let impossible: Vec<&Check> = failed
-            .iter()
-            .copied()
-            .filter(|c| {
-                !config.is_open_loop()
-                    && matches!(c.name.as_str(), "open_files" | "ephemeral_ports")
-            })
-            .collect();
-        if !impossible.is_empty() {
-            return Err(SessionError::Invalid(format!(
-                "-c {}: this machine cannot open that many connections:\n  {}",
-                config.connections,
-                lines(&impossible)
-            )));
-        }
-        if options.strict && !failed.is_empty() {
-            return Err(SessionError::Invalid(format!(
-                "--strict: this machine cannot hold the run as planned:\n  {}",
-                lines(&failed)
-            )));
-        }
-        notes.extend(
-            checks
-                .iter()
-                .filter(|c| c.status != CheckStatus::Pass)
-                .map(loadlab_machine::checks::line),
-        );
+        let (plan, checks) = machine::preflight(
+            &config,
+            server.as_ref(),
+            link.is_some(),
+            options,
+            &mut notes,
+        )?;
         if let Some(link) = link.as_mut() {
             link.calibrate().map_err(|e| SessionError::Invalid(e.0))?;
             notes.push(link.describe());
@@ -229,35 +194,6 @@ impl Session {
             target_local: plan.target.as_ref().is_some_and(|t| t.loopback),
             link,
         })
-    }
-
-    /// The machine's checks against the run `spec` describes, without starting anything
-    /// (`loadlab doctor`). The URL may be empty (the target is then unknown) or a path (with
-    /// a server to launch).
-    pub fn doctor(
-        spec: SessionSpec,
-        sample: std::time::Duration,
-    ) -> Result<Vec<Check>, SessionError> {
-        let SessionSpec {
-            mut run, server, ..
-        } = spec;
-        if let Some(server) = &server {
-            server.check()?;
-        }
-        let link = server.as_ref().is_some_and(|s| s.link.is_some());
-        let target_known = !run.url.is_empty();
-        if !target_known {
-            run.url = "http://doctor.invalid/".into();
-        } else if run.url.starts_with('/') {
-            run.url = format!("http://127.0.0.1:1{}", run.url);
-        }
-        if let Some(free) = server.as_ref().and_then(ServerSpec::generator_cpus) {
-            run.threads = run.threads.or(Some(free.len()));
-            run.generator_cpus = Some(free);
-        }
-        let config = run.validate()?;
-        let plan = machine::planned_run(&config, server.as_ref(), target_known, link);
-        Ok(machine::check(&plan, server.as_ref(), sample))
     }
 
     /// The checked config the engine will run.

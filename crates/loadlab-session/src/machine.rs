@@ -4,12 +4,13 @@
 //! `loadlab-machine`'s; this module only plans, times and attaches. It must not print.
 
 use crate::server::{ServerKind, ServerSpec};
+use crate::SessionError;
 use loadlab_engine::{RunConfig, RunControl};
 use loadlab_machine::counters::{self, Snapshot};
 use loadlab_machine::plan::{Backlog, OpenLoop, Target, WantedControllers};
 use loadlab_machine::{Link, PlannedRun, Scope};
 use loadlab_result::machine::QdiscStats;
-use loadlab_result::{Check, RunResult};
+use loadlab_result::{Check, CheckStatus, RunResult};
 use std::collections::BTreeSet;
 use std::net::ToSocketAddrs;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -123,6 +124,84 @@ pub fn check(plan: &PlannedRun, server: Option<&ServerSpec>, sample: Duration) -
     };
     let readings = loadlab_machine::reader::read_machine(plan, sample, &exclude);
     loadlab_machine::checks::all(&readings, plan)
+}
+
+/// Checks the machine against the run before anything starts: the findings that did not
+/// pass go to `notes`; a closed loop with more connections than descriptors or local ports
+/// is refused (it could only measure loadlab's own failures, and would hold a task per
+/// connection), as a bad flag is; with `options.strict`, so is any FAIL.
+pub fn preflight(
+    config: &RunConfig,
+    server: Option<&ServerSpec>,
+    behind_link: bool,
+    options: MachineOptions,
+    notes: &mut Vec<String>,
+) -> Result<(PlannedRun, Vec<Check>), SessionError> {
+    let plan = planned_run(config, server, true, behind_link);
+    let checks = check(&plan, server, options.sample);
+    let failed: Vec<&Check> = checks
+        .iter()
+        .filter(|c| c.status == CheckStatus::Fail)
+        .collect();
+    let lines = |list: &[&Check]| {
+        list.iter()
+            .map(|c| loadlab_machine::checks::line(c))
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    };
+    let impossible: Vec<&Check> = failed
+        .iter()
+        .copied()
+        .filter(|c| {
+            !config.is_open_loop() && matches!(c.name.as_str(), "open_files" | "ephemeral_ports")
+        })
+        .collect();
+    if !impossible.is_empty() {
+        return Err(SessionError::Invalid(format!(
+            "-c {}: this machine cannot open that many connections:\n  {}",
+            config.connections,
+            lines(&impossible)
+        )));
+    }
+    if options.strict && !failed.is_empty() {
+        return Err(SessionError::Invalid(format!(
+            "--strict: this machine cannot hold the run as planned:\n  {}",
+            lines(&failed)
+        )));
+    }
+    notes.extend(
+        checks
+            .iter()
+            .filter(|c| c.status != CheckStatus::Pass)
+            .map(loadlab_machine::checks::line),
+    );
+    Ok((plan, checks))
+}
+
+/// The machine's checks against the run `spec` describes, without starting anything
+/// (`loadlab doctor`). The URL may be empty (the target is then unknown) or a path (with a
+/// server to launch).
+pub fn doctor(spec: crate::SessionSpec, sample: Duration) -> Result<Vec<Check>, SessionError> {
+    let crate::SessionSpec {
+        mut run, server, ..
+    } = spec;
+    if let Some(server) = &server {
+        server.check()?;
+    }
+    let link = server.as_ref().is_some_and(|s| s.link.is_some());
+    let target_known = !run.url.is_empty();
+    if !target_known {
+        run.url = "http://doctor.invalid/".into();
+    } else if run.url.starts_with('/') {
+        run.url = format!("http://127.0.0.1:1{}", run.url);
+    }
+    if let Some(free) = server.as_ref().and_then(ServerSpec::generator_cpus) {
+        run.threads = run.threads.or(Some(free.len()));
+        run.generator_cpus = Some(free);
+    }
+    let config = run.validate()?;
+    let plan = planned_run(&config, server.as_ref(), target_known, link);
+    Ok(check(&plan, server.as_ref(), sample))
 }
 
 /// The kernel's counters (and the link's) at one moment.

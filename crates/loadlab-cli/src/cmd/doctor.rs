@@ -8,7 +8,6 @@ use crate::cmd::run::RunArgs;
 use crate::output::Destination;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 use loadlab_result::{Check, CheckStatus};
-use loadlab_session::Session;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -78,7 +77,8 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         .map(|p| Destination::open(p, "--json"))
         .transpose()?;
     let plan = describe(&args.run);
-    let checks = Session::doctor(spec, SAMPLE).map_err(crate::cmd::run::flags_named)?;
+    let checks =
+        loadlab_session::machine::doctor(spec, SAMPLE).map_err(crate::cmd::run::flags_named)?;
     if let Some(dest) = &json {
         let text = serde_json::to_string_pretty(&checks)? + "\n";
         match dest {
