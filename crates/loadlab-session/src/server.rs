@@ -86,6 +86,19 @@ impl ServerSpec {
                     .into(),
             ));
         }
+        if let ServerKind::Target {
+            upstream: Some(url),
+            ..
+        } = &self.kind
+        {
+            if self.link.is_some() && (url.contains("://127.") || url.contains("://localhost")) {
+                return Err(SessionError::Invalid(format!(
+                    "--upstream {url}: behind --bandwidth the target runs in a network namespace \
+                     of its own, whose loopback is not this machine's; give an upstream it can \
+                     reach, or drop the cap"
+                )));
+            }
+        }
         if self.sample_every < Duration::from_millis(10) {
             return Err(SessionError::Invalid(
                 "--sample-every must be at least 10ms".into(),
