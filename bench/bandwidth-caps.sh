@@ -35,8 +35,8 @@ python3 - "$OUT" "$TARGETS" "$CAPS" "$CONNS" "$PATH_" <<'PY'
 import json, sys
 out, targets, caps, conns, path = sys.argv[1], *[a.split() for a in sys.argv[2:5]], sys.argv[5]
 print(f"GET {path}, each cap on both directions of the link; one run per cell")
-print("| target | cap | connections | requests/s | p99 | completed of issued | calibrated down (wire) | down drops | retransmitted |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| target | cap | connections | requests/s | p99 | completed of issued | calibrated down (wire) | down drops | retransmitted | before the run |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for t in targets:
     for cap in caps:
         for c in conns:
@@ -46,9 +46,13 @@ for t in targets:
             p99 = m["latency_us"]["p99"] / 1e3 if m.get("latency_us") else float("nan")
             down = r["link"]["down"]
             k = r.get("kernel") or {}
+            # The checks before each run sampled the other processes for 0.2 s.
+            busy = [c for c in r["environment"].get("checks", [])
+                    if c["name"] in ("busy_processes", "steal") and c["status"] != "pass"]
+            before = "; ".join(c["found"].split(":")[0] for c in busy) or "quiet"
             print(f"| {t} | {cap} | {c} | {q['per_second']:,.0f} | {p99:.1f} ms"
                   f" | {q['completed']:,} of {q['issued']:,}"
                   f" | {down['calibrated_wire_bytes_per_s'] / 1e6:.3f} MB/s"
                   f" | {down['qdisc_stats']['drops']:,}"
-                  f" | {k.get('retransmitted_segments', 0):,} |")
+                  f" | {k.get('retransmitted_segments', 0):,} | {before} |")
 PY
