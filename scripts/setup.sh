@@ -32,3 +32,16 @@ else
     echo "setup: /usr/bin/chromium or /usr/bin/chromedriver is missing; the HTML report's" \
         "browser test will be skipped. Install them with: sudo apt-get install chromium chromium-driver" >&2
 fi
+
+# Bandwidth caps (--bandwidth) shape a veth link with iproute2's ip and tc; their tests
+# (crates/loadlab-cli/tests/machine.rs) print SKIPPED without them or without root.
+if need ip && need tc; then
+    echo "setup: iproute2 (ip, tc) present"
+elif [[ $(id -u) -eq 0 ]] && need apt-get; then
+    echo "setup: installing iproute2 (for --bandwidth and its tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2
+else
+    echo "setup: ip or tc is missing; the bandwidth tests will be skipped. Install them with:" \
+        "sudo apt-get install iproute2" >&2
+fi

@@ -18,6 +18,9 @@ pub struct Cli {
 pub enum Command {
     /// Drive load against a URL and report latency, throughput and failures.
     Run(Box<crate::cmd::run::RunArgs>),
+    /// Check this machine against the run these flags describe (the same checks run before
+    /// every run).
+    Doctor(Box<crate::cmd::doctor::DoctorArgs>),
     /// Load an embedded server for a few seconds: see what loadlab reports, no setup needed.
     Demo(crate::cmd::demo::DemoArgs),
     /// The reference lab: list, build, serve and verify the target services in targets/.

@@ -205,6 +205,8 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         first_requests,
         server: None,
         parts: Vec::new(),
+        kernel: None,
+        link: None,
     }
 }
 

@@ -146,6 +146,7 @@ pub fn environment() -> Environment {
         kernel: read("/proc/sys/kernel/osrelease"),
         arch: std::env::consts::ARCH.to_string(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        checks: Vec::new(),
     }
 }
 

@@ -68,6 +68,9 @@ struct RawLimits {
     cpus: Option<f64>,
     memory: Option<String>,
     pin: Option<String>,
+    bandwidth: Option<String>,
+    bandwidth_up: Option<String>,
+    bandwidth_down: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -87,6 +90,8 @@ struct RawMatrix {
     cpus: Vec<f64>,
     #[serde(default)]
     memory: Vec<String>,
+    #[serde(default)]
+    bandwidth: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, Vec<String>>,
 }
@@ -172,6 +177,60 @@ pub struct Settings {
     /// Environment for a launched server (target knobs such as `WORKERS`, `BACKLOG`).
     pub env: BTreeMap<String, String>,
     pub healthz: String,
+    /// A launched server behind a capped link (absent: none; kept out of the plan's hash
+    /// then, so plans from before it resume).
+    #[serde(default, skip_serializing_if = "Bandwidth::is_empty")]
+    pub bandwidth: Bandwidth,
+}
+
+/// Bandwidth caps on the link to a launched server, as `--bandwidth` takes them (`2MBps`:
+/// megabytes per second on the wire), checked when the file is read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bandwidth {
+    /// Each way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub both: Option<String>,
+    /// Toward the server, in place of `both`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<String>,
+    /// Toward loadlab, in place of `both`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<String>,
+}
+
+impl Bandwidth {
+    pub fn is_empty(&self) -> bool {
+        self.both.is_none() && self.up.is_none() && self.down.is_none()
+    }
+
+    fn from_limits(l: &RawLimits, key: &str) -> Result<Bandwidth, String> {
+        let check = |v: &Option<String>, name: &str| -> Result<Option<String>, String> {
+            match v {
+                Some(raw) => loadlab_machine::Rate::parse(raw)
+                    .map(|_| Some(raw.clone()))
+                    .map_err(|e| format!("{key} {name}: {e}")),
+                None => Ok(None),
+            }
+        };
+        Ok(Bandwidth {
+            both: check(&l.bandwidth, "bandwidth")?,
+            up: check(&l.bandwidth_up, "bandwidth_up")?,
+            down: check(&l.bandwidth_down, "bandwidth_down")?,
+        })
+    }
+
+    /// Variant overrides, field by field.
+    pub(crate) fn overridden_by(&mut self, other: &Bandwidth) {
+        if other.both.is_some() {
+            self.both = other.both.clone();
+        }
+        if other.up.is_some() {
+            self.up = other.up.clone();
+        }
+        if other.down.is_some() {
+            self.down = other.down.clone();
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -186,12 +245,16 @@ pub struct Variant {
     pub memory: Option<String>,
     pub pin: Option<String>,
     pub healthz: Option<String>,
+    /// The variant's own caps.
+    #[serde(default, skip_serializing_if = "Bandwidth::is_empty")]
+    pub bandwidth: Bandwidth,
 }
 
 /// One axis of the matrix: a setting and the values it takes, in the file's order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Axis {
-    /// `connections`, `rate`, `keepalive`, `protocol`, `path`, `cpus`, `memory`, or `env.NAME`.
+    /// `connections`, `rate`, `keepalive`, `protocol`, `path`, `cpus`, `memory`, `bandwidth`,
+    /// or `env.NAME`.
     pub key: String,
     pub values: Vec<String>,
 }
@@ -305,6 +368,7 @@ impl RawExperiment {
             pin: self.limits.pin.clone(),
             env: self.env.clone(),
             healthz: "/healthz".into(),
+            bandwidth: Bandwidth::from_limits(&self.limits, "[limits]")?,
         };
         if base.duration_s <= 0.0 {
             return Err("duration: must be longer than 0; try duration = \"10s\"".into());
@@ -351,6 +415,19 @@ impl RawExperiment {
                 }
             };
             let limits = v.limits.clone().unwrap_or_default();
+            let bandwidth =
+                Bandwidth::from_limits(&limits, &format!("[[variant]] {} limits", v.name))?;
+            let capped = !bandwidth.is_empty()
+                || !base.bandwidth.is_empty()
+                || !self.matrix.bandwidth.is_empty();
+            if capped && matches!(source, Source::Url(_)) {
+                return Err(format!(
+                    "[[variant]] {}: a bandwidth cap needs a server loadlab starts (target or \
+                     exec), which it runs in a network namespace behind the capped link; a url \
+                     cannot be moved there",
+                    v.name
+                ));
+            }
             if let Some(paths) = &v.paths {
                 if paths.is_empty() || paths.iter().any(|p| !p.starts_with('/')) {
                     return Err(format!(
@@ -368,6 +445,7 @@ impl RawExperiment {
                 memory: limits.memory,
                 pin: limits.pin,
                 healthz: v.healthz.clone(),
+                bandwidth,
             });
         }
         let control = match &self.compare.control {
@@ -426,6 +504,10 @@ impl RawMatrix {
         push("path", self.path.clone());
         push("cpus", strings(&self.cpus));
         push("memory", self.memory.clone());
+        for b in &self.bandwidth {
+            loadlab_machine::Rate::parse(b).map_err(|e| format!("[matrix] bandwidth: {e}"))?;
+        }
+        push("bandwidth", self.bandwidth.clone());
         for (name, values) in &self.env {
             push(&format!("env.{name}"), values.clone());
         }
@@ -454,6 +536,11 @@ impl Settings {
             "path" => self.paths = vec![value.to_string()],
             "cpus" => self.cpus = Some(value.parse().map_err(|_| bad())?),
             "memory" => self.memory = Some(value.to_string()),
+            "bandwidth" => {
+                self.bandwidth.both = Some(value.to_string());
+                self.bandwidth.up = None;
+                self.bandwidth.down = None;
+            }
             k if k.starts_with("env.") => {
                 self.env.insert(k[4..].to_string(), value.to_string());
             }

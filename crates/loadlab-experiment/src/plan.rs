@@ -112,6 +112,7 @@ fn arms(experiment: &Experiment) -> Result<Vec<Arm>, String> {
             if variant.pin.is_some() {
                 settings.pin = variant.pin.clone();
             }
+            settings.bandwidth.overridden_by(&variant.bandwidth);
             if let Some(h) = &variant.healthz {
                 settings.healthz = h.clone();
             }

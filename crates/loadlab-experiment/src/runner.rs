@@ -13,7 +13,7 @@ use loadlab_lab::verify::{verify_target, VerifyOptions};
 use loadlab_lab::{Lab, ServeOptions};
 use loadlab_probe::{Limits, LimitsMode};
 use loadlab_result::RunResult;
-use loadlab_session::{BusyPoll, ServerKind, ServerSpec, Session, SessionSpec};
+use loadlab_session::{BusyPoll, MachineOptions, ServerKind, ServerSpec, Session, SessionSpec};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -132,6 +132,8 @@ pub struct Options {
     pub skip_verify: bool,
     /// Limits that cannot be applied (not root) stop the run, unless best-effort.
     pub limits: LimitsMode,
+    /// A machine check that FAILs stops the run (`--strict`); otherwise checks only warn.
+    pub strict: bool,
 }
 
 pub fn run(
@@ -182,7 +184,11 @@ pub fn run(
             label: arm.label.clone(),
             message,
         };
-        let mut session = Session::prepare(spec).map_err(|e| fail(e.to_string()))?;
+        let machine = MachineOptions {
+            strict: options.strict,
+            ..MachineOptions::default()
+        };
+        let mut session = Session::prepare_with(spec, machine).map_err(|e| fail(e.to_string()))?;
         for note in session.notes() {
             on_event(Event::Note(note.clone()));
         }
@@ -400,6 +406,7 @@ fn session_spec(
         spec.mode = mode;
         spec.env = s.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         spec.healthz = s.healthz.clone();
+        spec.link = link(s);
         spec
     });
     SessionSpec {
@@ -424,6 +431,21 @@ fn limits(s: &crate::file::Settings) -> Limits {
             .as_deref()
             .and_then(|p| loadlab_probe::limits::parse_cpu_list(p, online).ok()),
     }
+}
+
+/// The arm's capped link; rates were checked when the file was read.
+fn link(s: &crate::file::Settings) -> Option<loadlab_machine::LinkSpec> {
+    let b = &s.bandwidth;
+    let rate = |v: &Option<String>| {
+        v.as_deref()
+            .and_then(|r| loadlab_machine::Rate::parse(r).ok())
+    };
+    let link = loadlab_machine::LinkSpec {
+        up: rate(&b.up).or(rate(&b.both)),
+        down: rate(&b.down).or(rate(&b.both)),
+        ..loadlab_machine::LinkSpec::default()
+    };
+    (!link.is_empty()).then_some(link)
 }
 
 /// A mock upstream on a thread of its own, for targets' `/upstream` endpoint.

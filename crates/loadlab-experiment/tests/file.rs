@@ -102,9 +102,50 @@ fn bad_files_name_the_key_and_the_fix() {
         ("name = \"x\"\n[load]\npath = \"plaintext\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "must start with /"),
         ("name = \"x\"\n[compare]\ncontrol = \"nope\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "no [[variant]] has that name"),
         ("name = \"x\"\nrepetition = 3\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "unknown field"),
+        ("name = \"x\"\n[matrix]\nbandwidth = [\"2Mbps\"]\n[[variant]]\nname=\"v\"\ntarget=\"t\"", "[matrix] bandwidth: \"2Mbps\" is ambiguous"),
+        ("name = \"x\"\n[limits]\nbandwidth_up = \"fast\"\n[[variant]]\nname=\"v\"\ntarget=\"t\"", "[limits] bandwidth_up"),
+        ("name = \"x\"\n[limits]\nbandwidth = \"2MBps\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"", "needs a server loadlab starts"),
+        ("name = \"x\"\n[[variant]]\nname=\"v\"\nurl=\"http://x\"\nlimits = { bandwidth = \"1MBps\" }", "needs a server loadlab starts"),
     ];
     for (text, needle) in cases {
         let err = Experiment::parse(text).unwrap_err();
         assert!(err.contains(needle), "{text:?}: {err}");
     }
+}
+
+#[test]
+fn bandwidth_is_an_axis_as_post_001_varied_it() {
+    let e = scenario("bandwidth-caps.toml");
+    let plan = Plan::new(&e).unwrap();
+    assert_eq!(plan.arms.len(), 12);
+    assert_eq!(
+        plan.arms[0].label,
+        "actix-web[connections=100,bandwidth=2MBps]"
+    );
+    assert_eq!(
+        plan.arms[0].settings.bandwidth.both.as_deref(),
+        Some("2MBps")
+    );
+    assert_eq!(
+        plan.arms[5].label,
+        "actix-web[connections=500,bandwidth=10MBps]"
+    );
+    assert_eq!(plan.arms[5].settings.connections, Some(500));
+    // A variant's own caps, up and down apart, and an axis over them.
+    let e = Experiment::parse(
+        "name = \"x\"\n[limits]\nbandwidth = \"2MBps\"\n[[variant]]\nname=\"a\"\ntarget=\"t\"\n\
+         [[variant]]\nname=\"b\"\ntarget=\"t\"\nlimits = { bandwidth_down = \"500kBps\" }",
+    )
+    .unwrap();
+    let plan = Plan::new(&e).unwrap();
+    let b = &plan.arms[1].settings.bandwidth;
+    assert_eq!(
+        (b.both.as_deref(), b.down.as_deref()),
+        (Some("2MBps"), Some("500kBps"))
+    );
+    // Without caps, the plan's hash is what it was before caps existed.
+    let plain = scenario("workers-and-backlog.toml");
+    assert!(!serde_json::to_string(&Plan::new(&plain).unwrap().arms)
+        .unwrap()
+        .contains("bandwidth"));
 }

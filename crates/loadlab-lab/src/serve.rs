@@ -143,6 +143,7 @@ impl Lab {
             readiness: Readiness::AddressLine,
             health_path: "/healthz".into(),
             timeout: options.ready_timeout,
+            netns: None,
         };
         let launched = launch.start().map_err(|e| match e {
             ProbeError::Startup {

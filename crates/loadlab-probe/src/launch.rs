@@ -35,6 +35,18 @@ pub struct Launch {
     /// Ready means a 2xx answer to `GET health_path`.
     pub health_path: String,
     pub timeout: Duration,
+    /// Start the server in this network namespace (behind a shaped link) instead of
+    /// loadlab's own.
+    pub netns: Option<NetnsEntry>,
+}
+
+/// A network namespace for the server, and where it is reached from loadlab.
+#[derive(Debug, Clone)]
+pub struct NetnsEntry {
+    /// A file that names the namespace (`/run/netns/NAME`, as `ip netns add` makes it).
+    pub path: std::path::PathBuf,
+    /// The server's address inside: a server that binds `0.0.0.0` is reached here.
+    pub address: std::net::IpAddr,
 }
 
 /// How often readiness is polled: start-up time is known to this precision.
@@ -83,7 +95,22 @@ impl Launch {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        prepare_child(&mut self.command, join, affinity);
+        // Opened before the fork: the child only calls setns(2) on it.
+        let netns = match &self.netns {
+            Some(entry) => Some(std::fs::File::open(&entry.path).map_err(|e| {
+                ProbeError::Invalid(format!(
+                    "cannot open the network namespace {}: {e}",
+                    entry.path.display()
+                ))
+            })?),
+            None => None,
+        };
+        prepare_child(
+            &mut self.command,
+            join,
+            affinity,
+            netns.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
+        );
         let spawned_at = Instant::now();
         let mut child = spawn_from_spawner(self.command).map_err(|source| ProbeError::Spawn {
             command: self.description.clone(),
@@ -121,7 +148,11 @@ impl Launch {
             Readiness::AddressLine => {
                 let rx = first_line.expect("AddressLine readiness reads stdout");
                 match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                    Ok(line) => parse_address_line(&line).map_err(|m| fail(&launched, m))?,
+                    Ok(line) => match &self.netns {
+                        None => parse_address_line(&line),
+                        Some(entry) => parse_bound(&line).and_then(|a| in_netns(a, entry)),
+                    }
+                    .map_err(|m| fail(&launched, m))?,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
                         return Err(fail(
                             &launched,
@@ -345,11 +376,13 @@ fn prepare_child(
     command: &mut Command,
     join: Vec<std::ffi::CString>,
     affinity: Option<libc::cpu_set_t>,
+    netns: Option<std::os::fd::RawFd>,
 ) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the forked child and makes only async-signal-safe system
-    // calls (open, write, close, setpgid, prctl, sched_setaffinity) on data prepared before
-    // the fork; it allocates nothing.
+    // calls (open, write, close, setpgid, prctl, sched_setaffinity, setns) on data prepared
+    // before the fork; it allocates nothing. The namespace's descriptor stays open in the
+    // parent until the spawn returns.
     unsafe {
         command.pre_exec(move || {
             for file in &join {
@@ -369,6 +402,13 @@ fn prepare_child(
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if let Some(set) = &affinity {
                 if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            // After the cgroup is joined (its files are named in loadlab's mounts, which a
+            // network namespace does not change).
+            if let Some(fd) = netns {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }
@@ -435,6 +475,34 @@ fn drain_output(
 
 /// Parses `listening on 127.0.0.1:43121`; an unspecified IP becomes loopback.
 pub fn parse_address_line(line: &str) -> Result<SocketAddr, String> {
+    let addr = parse_bound(line)?;
+    Ok(match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => {
+            SocketAddr::from(([127, 0, 0, 1], addr.port()))
+        }
+        ip if ip.is_unspecified() => SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port())),
+        _ => addr,
+    })
+}
+
+/// Where loadlab reaches a server that announced `addr` inside `netns`: its loopback is the
+/// namespace's own, out of loadlab's reach.
+fn in_netns(addr: SocketAddr, netns: &NetnsEntry) -> Result<SocketAddr, String> {
+    if addr.ip().is_unspecified() {
+        Ok(SocketAddr::new(netns.address, addr.port()))
+    } else if addr.ip().is_loopback() {
+        Err(format!(
+            "it listens on {addr}, the loopback of its own network namespace, which loadlab \
+             cannot reach; behind a shaped link the server must bind $HOST ({}) or 0.0.0.0",
+            netns.address
+        ))
+    } else {
+        Ok(addr)
+    }
+}
+
+/// The address in `listening on ADDR`, as the server bound it.
+fn parse_bound(line: &str) -> Result<SocketAddr, String> {
     let line = line.trim();
     let addr = line
         .strip_prefix("listening on ")
@@ -447,13 +515,7 @@ pub fn parse_address_line(line: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| {
             format!("its first stdout line should be `listening on ADDR:PORT`, got {line:?}")
         })?;
-    Ok(match addr.ip() {
-        ip if ip.is_unspecified() && ip.is_ipv4() => {
-            SocketAddr::from(([127, 0, 0, 1], addr.port()))
-        }
-        ip if ip.is_unspecified() => SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port())),
-        _ => addr,
-    })
+    Ok(addr)
 }
 
 /// One blocking `GET path`; true on a 2xx.

@@ -27,7 +27,7 @@ pub mod sampler;
 pub mod sockets;
 
 pub use cgroup::Cgroup;
-pub use launch::{Launch, Launched, Readiness};
+pub use launch::{Launch, Launched, NetnsEntry, Readiness};
 pub use limits::{Limits, LimitsMode};
 pub use report::ServerReport;
 pub use sampler::{Sample, Sampler, Source};

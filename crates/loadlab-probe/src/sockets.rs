@@ -14,6 +14,7 @@ const NLMSG_DONE: u16 = 3;
 const INET_DIAG_INFO: u16 = 2;
 const INET_DIAG_REQ_BYTECODE: u16 = 1;
 const INET_DIAG_BC_S_EQ: u8 = 11;
+const INET_DIAG_BC_D_EQ: u8 = 12;
 const TCP_LISTEN: u32 = 10;
 /// `tcp_info.tcpi_bytes_acked` (linux/tcp.h): after 104 bytes of counters and two u64 rates.
 const BYTES_ACKED_OFFSET: usize = 120;
@@ -32,15 +33,76 @@ pub struct SocketInfo {
 /// Every TCP socket (IPv4 and IPv6) in this network namespace, or those with local port
 /// `port` when the kernel can filter (4.16 and later).
 pub fn tcp_sockets(port: Option<u16>) -> std::io::Result<Vec<SocketInfo>> {
+    let filter = port.map_or(Filter::Any, Filter::Local);
+    Ok(query(ALL_STATES, filter)?
+        .into_iter()
+        .map(|s| s.info)
+        .collect())
+}
+
+/// TCP sockets (IPv4 and IPv6) in TIME_WAIT with `port` at either end, in this network
+/// namespace: a client's sockets towards a server on `port`, and the server's own.
+pub fn time_wait(port: u16) -> std::io::Result<u64> {
+    Ok(query(1 << TCP_TIME_WAIT, Filter::Either(port))?.len() as u64)
+}
+
+/// A listening socket's queue as the kernel holds it (what `ss -lnt` shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenQueue {
+    /// Connections waiting to be accepted now.
+    pub waiting: u32,
+    /// The most it queues: the backlog the server asked for, capped at `net.core.somaxconn`.
+    pub backlog: u32,
+}
+
+/// The listening socket on local `port` in this network namespace, if any (the first found,
+/// IPv4 then IPv6).
+pub fn listen_queue(port: u16) -> std::io::Result<Option<ListenQueue>> {
+    Ok(query(1 << TCP_LISTEN, Filter::Local(port))?
+        .first()
+        .map(|s| ListenQueue {
+            waiting: s.rqueue,
+            backlog: s.wqueue,
+        }))
+}
+
+const ALL_STATES: u32 = u32::MAX;
+const TCP_TIME_WAIT: u32 = 6;
+
+/// Which sockets the kernel keeps, by port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Filter {
+    Any,
+    /// The local port.
+    Local(u16),
+    /// The local or the remote port.
+    Either(u16),
+}
+
+/// One socket of a dump, with the fields the public functions need.
+struct Raw {
+    info: SocketInfo,
+    /// For a listener: connections waiting to be accepted; else bytes unread.
+    rqueue: u32,
+    /// For a listener: its backlog; else bytes unsent.
+    wqueue: u32,
+}
+
+/// Both families; with a port filter an older kernel (before 4.16) refuses, so it falls back
+/// to a whole dump filtered here.
+fn query(states: u32, filter: Filter) -> std::io::Result<Vec<Raw>> {
     let mut out = Vec::new();
     for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
-        match dump(family, port) {
-            Ok(mut s) => out.append(&mut s),
-            // An older kernel refuses the filter: take everything and filter here.
-            Err(_) if port.is_some() => {
-                let mut s = dump(family, None)?;
-                s.retain(|x| Some(x.local_port) == port);
-                out.append(&mut s);
+        match dump(family, states, filter) {
+            Ok(s) => out.extend(s.into_iter().map(|p| p.raw)),
+            Err(_) if filter != Filter::Any => {
+                let mut s = dump(family, states, Filter::Any)?;
+                s.retain(|x| match filter {
+                    Filter::Any => true,
+                    Filter::Local(p) => x.raw.info.local_port == p,
+                    Filter::Either(p) => x.raw.info.local_port == p || x.remote_port == p,
+                });
+                out.extend(s.into_iter().map(|r| r.raw));
             }
             Err(e) => return Err(e),
         }
@@ -48,7 +110,13 @@ pub fn tcp_sockets(port: Option<u16>) -> std::io::Result<Vec<SocketInfo>> {
     Ok(out)
 }
 
-fn dump(family: u8, port: Option<u16>) -> std::io::Result<Vec<SocketInfo>> {
+/// A socket as parsed, with the remote port for filtering here.
+struct Parsed {
+    raw: Raw,
+    remote_port: u16,
+}
+
+fn dump(family: u8, states: u32, filter: Filter) -> std::io::Result<Vec<Parsed>> {
     // SAFETY: a plain socket(2) call; the descriptor is owned below.
     let fd = unsafe {
         libc::socket(
@@ -63,7 +131,7 @@ fn dump(family: u8, port: Option<u16>) -> std::io::Result<Vec<SocketInfo>> {
     // SAFETY: fd is a fresh descriptor nothing else owns.
     let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
     let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    let request = request(family, port);
+    let request = request(family, states, filter);
     // SAFETY: the buffer is valid for its length; the kernel is the destination (pid 0).
     let sent = unsafe {
         let mut addr: libc::sockaddr_nl = std::mem::zeroed();
@@ -94,22 +162,38 @@ fn dump(family: u8, port: Option<u16>) -> std::io::Result<Vec<SocketInfo>> {
     }
 }
 
-/// `nlmsghdr` + `inet_diag_req_v2` (+ a bytecode filter `local port == port`).
-fn request(family: u8, port: Option<u16>) -> Vec<u8> {
-    let mut body = Vec::with_capacity(72);
+/// `nlmsghdr` + `inet_diag_req_v2` (+ a bytecode filter on the port).
+///
+/// The bytecode is a list of ops `{code: u8, yes: u8, no: u16}`, each port test followed by
+/// a second op-sized slot holding the port; on a match the kernel jumps `yes` bytes, else
+/// `no`; landing exactly on the end keeps the socket, 4 bytes past it drops it.
+fn request(family: u8, states: u32, filter: Filter) -> Vec<u8> {
+    let mut body = Vec::with_capacity(80);
     body.push(family);
     body.push(libc::IPPROTO_TCP as u8);
     body.push(1 << (INET_DIAG_INFO - 1)); // extensions: tcp_info
     body.push(0);
-    body.extend_from_slice(&u32::MAX.to_ne_bytes()); // every state
+    body.extend_from_slice(&states.to_ne_bytes());
     body.extend_from_slice(&[0u8; 48]); // socket id: any
-    if let Some(port) = port {
-        // Two ops: "S_EQ, on match go on (+8), else jump past the end (+12)", then the port.
-        let mut ops = Vec::with_capacity(8);
-        ops.extend_from_slice(&[INET_DIAG_BC_S_EQ, 8]);
-        ops.extend_from_slice(&12u16.to_ne_bytes());
+    let op = |ops: &mut Vec<u8>, code: u8, yes: u8, no: u16, port: u16| {
+        ops.extend_from_slice(&[code, yes]);
+        ops.extend_from_slice(&no.to_ne_bytes());
         ops.extend_from_slice(&[0, 0]);
         ops.extend_from_slice(&port.to_ne_bytes());
+    };
+    let mut ops = Vec::with_capacity(16);
+    match filter {
+        Filter::Any => {}
+        // "S_EQ: on a match go on to the end (+8), else past it (+12)".
+        Filter::Local(port) => op(&mut ops, INET_DIAG_BC_S_EQ, 8, 12, port),
+        // "S_EQ: on a match to the end (+16), else to the next test (+8)"; then
+        // "D_EQ: on a match to the end (+8), else past it (+12)".
+        Filter::Either(port) => {
+            op(&mut ops, INET_DIAG_BC_S_EQ, 16, 8, port);
+            op(&mut ops, INET_DIAG_BC_D_EQ, 8, 12, port);
+        }
+    }
+    if !ops.is_empty() {
         body.extend_from_slice(&((4 + ops.len()) as u16).to_ne_bytes());
         body.extend_from_slice(&INET_DIAG_REQ_BYTECODE.to_ne_bytes());
         body.extend_from_slice(&ops);
@@ -132,7 +216,7 @@ fn u32_ne(b: &[u8], at: usize) -> u32 {
 }
 
 /// Parses one datagram of the dump into `out`; true once the dump is done.
-fn parse(data: &[u8], out: &mut Vec<SocketInfo>) -> std::io::Result<bool> {
+fn parse(data: &[u8], out: &mut Vec<Parsed>) -> std::io::Result<bool> {
     let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed sock_diag reply");
     let mut at = 0;
     while at + 16 <= data.len() {
@@ -179,7 +263,14 @@ fn parse(data: &[u8], out: &mut Vec<SocketInfo>) -> std::io::Result<bool> {
                     }
                     a += (alen + 3) & !3;
                 }
-                out.push(info);
+                out.push(Parsed {
+                    raw: Raw {
+                        info,
+                        rqueue: u32_ne(msg, 56),
+                        wqueue: u32_ne(msg, 60),
+                    },
+                    remote_port: u16::from_be_bytes([msg[6], msg[7]]),
+                });
             }
             _ => {}
         }
@@ -299,5 +390,47 @@ mod tests {
         // The filtered dump sees the listener's port only.
         let only = tcp_sockets(Some(port)).unwrap();
         assert!(!only.is_empty() && only.iter().all(|s| s.local_port == port));
+    }
+
+    #[test]
+    fn a_listeners_backlog_and_time_wait_on_its_port() {
+        // std listens with a backlog of 128; the kernel caps it at somaxconn.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let queue = listen_queue(port).unwrap().expect("the listener is found");
+        assert!(queue.backlog >= 1 && queue.backlog <= 128, "{queue:?}");
+        assert_eq!(queue.waiting, 0);
+        let _waiting = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        assert_eq!(listen_queue(port).unwrap().unwrap().waiting, 1);
+        assert_eq!(time_wait(port).unwrap(), 0);
+        // The server closes first: its end goes to TIME_WAIT, with the port as its local one.
+        let (server, _) = listener.accept().unwrap();
+        drop(server);
+        drop(_waiting);
+        let mut seen = 0;
+        for _ in 0..200 {
+            seen = time_wait(port).unwrap();
+            if seen == 1 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(seen, 1);
+        // A client closing first leaves TIME_WAIT on its end, the port as its remote one.
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        drop(client);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(server);
+        for _ in 0..200 {
+            seen = time_wait(port).unwrap();
+            if seen == 2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(seen, 2);
+        drop(listener);
+        assert_eq!(listen_queue(port).unwrap(), None);
     }
 }

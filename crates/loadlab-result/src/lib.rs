@@ -12,6 +12,8 @@
 //! - [`latency`]: a latency distribution summarised in microseconds.
 //! - [`histogram`]: the histogram bounds and codec (HdrHistogram's compressed V2, base64).
 //! - [`failure`]: the failure classes' names and explanations.
+//! - [`machine`]: the machine and the wire around a run: preflight checks, the kernel's TCP
+//!   counters, the shaped link.
 //! - [`attach`]: joins a server report to a run's result, with the verdicts it calls for.
 //! - [`merge`]: an exact merge of several results (shards run together, or repetitions):
 //!   histograms added, counts summed, timelines aligned, each part's figures kept.
@@ -23,6 +25,7 @@ pub mod attach;
 pub mod failure;
 pub mod histogram;
 pub mod latency;
+pub mod machine;
 pub mod merge;
 pub mod run;
 pub mod server;
@@ -30,6 +33,7 @@ pub mod server;
 pub use attach::attach_server;
 pub use histogram::{decode_histogram, encode_histogram, new_histogram};
 pub use latency::LatencySummary;
+pub use machine::{Check, CheckStatus, KernelCounters, LinkReport};
 pub use merge::{merge, merge_repetitions, merge_with, MergeError, Mode};
 pub use run::*;
 pub use server::ServerReport;

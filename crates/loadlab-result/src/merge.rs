@@ -129,6 +129,9 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
     // Each part's first requests and server were its own; a merge has no single one.
     merged.first_requests = None;
     merged.server = (parts.len() == 1).then(|| first.server.clone()).flatten();
+    // So were the kernel's counters (one namespace's, over one run's time) and the link.
+    merged.kernel = (parts.len() == 1).then(|| first.kernel.clone()).flatten();
+    merged.link = (parts.len() == 1).then(|| first.link.clone()).flatten();
     merged.parts = parts.iter().flat_map(part_summaries).collect();
     Ok(merged)
 }

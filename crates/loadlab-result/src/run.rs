@@ -49,6 +49,13 @@ pub struct RunResult {
     /// A merged result: each part's own figures (shards or repetitions), in merge order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartSummary>,
+    /// The kernel's TCP counters over the measured time (listen queue overflows,
+    /// retransmissions, resets, TIME_WAIT on the target's port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<crate::machine::KernelCounters>,
+    /// The shaped link, when the server ran behind `--bandwidth`, `--delay` or `--loss`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<crate::machine::LinkReport>,
 }
 
 /// One part of a merged result, as it was on its own.
@@ -323,4 +330,7 @@ pub struct Environment {
     pub kernel: String,
     pub arch: String,
     pub cpus: usize,
+    /// The machine checked against this run before it started (`loadlab doctor`'s checks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::machine::Check>,
 }

@@ -12,19 +12,25 @@
 //! - [`server`]: the server to launch (a lab target, any command) or watch (a PID, a
 //!   cgroup), its sampling and its report.
 //! - [`placement`]: where loadlab runs against the server, and busy-polling.
+//! - [`machine`]: the machine checked against the run before it starts (`loadlab doctor`'s
+//!   checks), the kernel's TCP counters over the measured time, and the shaped link
+//!   (`--bandwidth`) the server may sit behind.
 //!
 //! The flow is one way: spec, session, engine, samples, result. This crate must not print,
 //! read flags or write files: what a person should know comes back as [`Session::notes`],
 //! and the result is returned, not written.
 
+pub mod machine;
 pub mod placement;
 pub mod server;
 
+pub use machine::MachineOptions;
 pub use placement::BusyPoll;
 pub use server::{Server, ServerKind, ServerSpec};
 
 use loadlab_engine::{RunConfig, RunControl, RunSpec};
-use loadlab_result::RunResult;
+use loadlab_machine::Link;
+use loadlab_result::{Check, RunResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -41,62 +47,6 @@ pub enum SessionError {
     Probe(#[from] loadlab_probe::ProbeError),
     #[error(transparent)]
     Lab(#[from] loadlab_lab::LabError),
-}
-
-/// Descriptors each connection needs beyond the runtime's own.
-const SPARE_DESCRIPTORS: u64 = 64;
-
-/// Refuses a closed loop this machine cannot hold: more connections than open files (even at
-/// the hard limit loadlab raises itself to) or than local ports. An open loop's cap is only
-/// a cap, so it is left to the warnings.
-fn check_machine(config: &RunConfig) -> Result<(), SessionError> {
-    if config.is_open_loop() {
-        return Ok(());
-    }
-    let connections = config.connections as u64;
-    // Read, not raised: the engine raises the soft limit when the run starts, and reports
-    // what it was before.
-    if let Some(hard) = loadlab_engine::sys::nofile_hard() {
-        if connections + SPARE_DESCRIPTORS > hard {
-            return Err(SessionError::Invalid(format!(
-                "-c {connections}: {} connections need {} open files, and this process may \
-                 open at most {} (the hard limit); raise it (ulimit -Hn, or LimitNOFILE in \
-                 systemd) or use fewer connections",
-                connections,
-                connections + SPARE_DESCRIPTORS,
-                hard
-            )));
-        }
-    }
-    if let Some(ports) = loadlab_engine::sys::local_ports() {
-        if connections > ports {
-            return Err(SessionError::Invalid(format!(
-                "-c {connections}: more connections than the {ports} local ports \
-                 (net.ipv4.ip_local_port_range) allow to one address; widen the range, or \
-                 split the load across shards"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Validates a spec into the engine's config and checks the machine can hold it.
-fn checked(run: &RunSpec) -> Result<RunConfig, SessionError> {
-    let config = run.validate()?;
-    check_machine(&config)?;
-    Ok(config)
-}
-
-/// Applies the busy-poll policy once the server listens (automatic polling looks for its
-/// CPUs by its port), with the note saying why when chosen automatically.
-fn with_busy_poll(config: RunConfig, busy_poll: BusyPoll) -> (RunConfig, Option<String>) {
-    if busy_poll == BusyPoll::Auto {
-        if let Some(why) = placement::busy_poll_auto(&config) {
-            let note = format!("busy-polling: {why} (--no-busy-poll to sleep instead)");
-            return (config.with_busy_poll(why), Some(note));
-        }
-    }
-    (config, None)
 }
 
 /// What a session measures: the load, the server (if any), and the busy-poll policy.
@@ -117,6 +67,14 @@ pub struct Session {
     config: RunConfig,
     server: Option<Server>,
     notes: Vec<String>,
+    /// The machine checked against this run, kept with the result's environment.
+    checks: Vec<Check>,
+    /// `BACKLOG` given to a launched server, for the counters' findings.
+    backlog_env: Option<String>,
+    /// The target is on this machine's loopback.
+    target_local: bool,
+    // Declared after the server: dropped after it, so the namespace outlives its processes.
+    link: Option<Link>,
 }
 
 /// A finished run.
@@ -128,8 +86,18 @@ pub struct SessionOutcome {
 }
 
 impl Session {
-    /// Checks the spec (once), decides placement, and launches or attaches the server.
+    /// Checks the spec (once), checks the machine against it (warnings; a closed loop it
+    /// cannot open is refused), decides placement, and launches or attaches the server.
     pub fn prepare(spec: SessionSpec) -> Result<Session, SessionError> {
+        Session::prepare_with(spec, MachineOptions::default())
+    }
+
+    /// [`Session::prepare`], with the machine's checks as `options` say (`--strict`: a FAIL
+    /// stops the run before anything starts).
+    pub fn prepare_with(
+        spec: SessionSpec,
+        options: MachineOptions,
+    ) -> Result<Session, SessionError> {
         let SessionSpec {
             mut run,
             server,
@@ -149,6 +117,21 @@ impl Session {
         } else {
             0
         };
+        // What killed runs left goes first, so that nothing below counts or collides with it.
+        let swept = loadlab_machine::link::sweep_stale();
+        if !swept.is_empty() {
+            notes.push(format!(
+                "removed what killed loadlab runs left behind: {}",
+                swept.join(", ")
+            ));
+        }
+        let mut link = match server.as_ref().and_then(|s| s.link) {
+            Some(spec) => Some(Link::create(spec).map_err(|e| SessionError::Invalid(e.0))?),
+            None => None,
+        };
+        let host = link
+            .as_ref()
+            .map_or("127.0.0.1".to_string(), |l| l.server_address().to_string());
         if run.url.starts_with('/') {
             if !launches {
                 return Err(SessionError::Invalid(format!(
@@ -157,7 +140,13 @@ impl Session {
                     run.url
                 )));
             }
-            run.url = format!("http://127.0.0.1:{port}{}", run.url);
+            run.url = format!("http://{host}:{port}{}", run.url);
+        } else if link.is_some() {
+            return Err(SessionError::Invalid(format!(
+                "{}: behind --bandwidth the server's address is one loadlab chooses inside its \
+                 own network namespace; give the URL as a path, such as /plaintext",
+                run.url
+            )));
         }
         if let Some(free) = server.as_ref().and_then(ServerSpec::generator_cpus) {
             run.threads = run.threads.or(Some(free.len()));
@@ -168,23 +157,48 @@ impl Session {
             run.generator_cpus = Some(free);
         }
         run.busy_poll = busy_poll == BusyPoll::On;
-        let config = checked(&run)?;
+        let mut config = run.validate()?;
+        let (plan, checks) = machine::preflight(
+            &config,
+            server.as_ref(),
+            link.is_some(),
+            options,
+            &mut notes,
+        )?;
+        if let Some(link) = link.as_mut() {
+            link.calibrate().map_err(|e| SessionError::Invalid(e.0))?;
+            notes.push(link.describe());
+        }
         let server = match &server {
             Some(spec) => {
-                let (server, note) = Server::start(spec, port)?;
+                let (started, note) = Server::start(spec, port, link.as_ref())?;
                 notes.push(note);
-                Some(server)
+                Some((started, machine::backlog_env(spec)))
             }
             None => None,
         };
-        let (config, busy_note) = with_busy_poll(config, busy_poll);
-        notes.extend(busy_note);
+        let (server, backlog_env) = match server {
+            Some((s, b)) => (Some(s), b),
+            None => (None, None),
+        };
+        if busy_poll == BusyPoll::Auto {
+            if let Some(why) = placement::busy_poll_auto(&config) {
+                notes.push(format!(
+                    "busy-polling: {why} (--no-busy-poll to sleep instead)"
+                ));
+                config = config.with_busy_poll(why);
+            }
+        }
         Ok(Session {
             run,
             busy_poll,
             config,
             server,
             notes,
+            checks,
+            backlog_env,
+            target_local: plan.target.as_ref().is_some_and(|t| t.loopback),
+            link,
         })
     }
 
@@ -194,7 +208,21 @@ impl Session {
     pub fn reconfigure(&mut self, edit: impl FnOnce(&mut RunSpec)) -> Result<(), SessionError> {
         let mut run = self.run.clone();
         edit(&mut run);
-        let (config, _) = with_busy_poll(checked(&run)?, self.busy_poll);
+        let mut config = run.validate()?;
+        // A closed loop beyond the open files or local ports is refused, as at preparation
+        // (the rest of the machine was checked then; no sampling per probe).
+        if !config.is_open_loop() {
+            let quick = machine::MachineOptions {
+                strict: false,
+                sample: std::time::Duration::ZERO,
+            };
+            machine::preflight(&config, None, self.link.is_some(), quick, &mut Vec::new())?;
+        }
+        if self.busy_poll == BusyPoll::Auto {
+            if let Some(why) = placement::busy_poll_auto(&config) {
+                config = config.with_busy_poll(why);
+            }
+        }
         self.run = run;
         self.config = config;
         Ok(())
@@ -227,7 +255,9 @@ impl Session {
                 control.stop();
             }));
         }
+        let window = machine::Window::open(&self.config, self.link.as_ref(), control);
         let outcome = loadlab_engine::run(&self.config, control);
+        let measured = window.close(self.link.as_ref());
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
@@ -239,6 +269,15 @@ impl Session {
             }
         };
         let mut result = loadlab_engine::summarize(&self.config, &outcome);
+        result.environment.checks = self.checks.clone();
+        if let Some(measured) = measured {
+            measured.attach(
+                &mut result,
+                self.link.as_ref(),
+                self.backlog_env.clone(),
+                self.target_local,
+            );
+        }
         let mut server_died = false;
         if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
             let from = outcome.warmup.min(outcome.elapsed).as_secs_f64();

@@ -46,6 +46,9 @@ pub struct ServerSpec {
     /// A launched server is ready when `GET healthz` answers 2xx.
     pub healthz: String,
     pub startup_timeout: Duration,
+    /// A launched server runs behind a shaped link (`--bandwidth`, `--delay`, `--loss`): in a
+    /// network namespace of its own, joined to loadlab's by a veth pair.
+    pub link: Option<loadlab_machine::LinkSpec>,
 }
 
 impl ServerSpec {
@@ -58,6 +61,7 @@ impl ServerSpec {
             sample_every: Duration::from_millis(100),
             healthz: "/healthz".into(),
             startup_timeout: Duration::from_secs(60),
+            link: None,
         }
     }
 
@@ -74,6 +78,26 @@ impl ServerSpec {
                  --exec CMD (a server already running cannot be limited from here)"
                     .into(),
             ));
+        }
+        if self.link.is_some() && !self.launches() {
+            return Err(SessionError::Invalid(
+                "--bandwidth, --delay and --loss shape the link to a server loadlab starts (in a \
+                 network namespace of its own): add --target NAME or --exec CMD"
+                    .into(),
+            ));
+        }
+        if let ServerKind::Target {
+            upstream: Some(url),
+            ..
+        } = &self.kind
+        {
+            if self.link.is_some() && (url.contains("://127.") || url.contains("://localhost")) {
+                return Err(SessionError::Invalid(format!(
+                    "--upstream {url}: behind --bandwidth the target runs in a network namespace \
+                     of its own, whose loopback is not this machine's; give an upstream it can \
+                     reach, or drop the cap"
+                )));
+            }
         }
         if self.sample_every < Duration::from_millis(10) {
             return Err(SessionError::Invalid(
@@ -115,12 +139,27 @@ pub struct Server {
     startup: Option<Startup>,
     every: Duration,
     sampler: Option<Sampler>,
+    /// The network namespace a launched server runs in, behind a shaped link.
+    netns: Option<PathBuf>,
 }
 
 impl Server {
-    /// Launches (on `port`, which the caller chose so that the URL is known before) or
-    /// attaches. Returns the server and a line for a person.
-    pub(crate) fn start(spec: &ServerSpec, port: u16) -> Result<(Server, String), SessionError> {
+    /// Launches (on `port`, which the caller chose so that the URL is known before; inside
+    /// `link`'s namespace when there is one) or attaches. Returns the server and a line for a
+    /// person.
+    pub(crate) fn start(
+        spec: &ServerSpec,
+        port: u16,
+        link: Option<&loadlab_machine::Link>,
+    ) -> Result<(Server, String), SessionError> {
+        let host: std::net::IpAddr = match link {
+            Some(link) => link.server_address().into(),
+            None => [127, 0, 0, 1].into(),
+        };
+        let netns = link.map(|l| loadlab_probe::NetnsEntry {
+            path: l.netns_path(),
+            address: host,
+        });
         let launch = |command: Command, description: String, readiness: Readiness| Launch {
             command,
             description,
@@ -129,8 +168,9 @@ impl Server {
             readiness,
             health_path: spec.healthz.clone(),
             timeout: spec.startup_timeout,
+            netns: netns.clone(),
         };
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let addr = SocketAddr::new(host, port);
         let launch = match &spec.kind {
             ServerKind::Target {
                 name,
@@ -145,6 +185,7 @@ impl Server {
                 };
                 let options = ServeOptions {
                     port,
+                    host,
                     upstream_url: upstream.clone(),
                     ..ServeOptions::default()
                 };
@@ -158,7 +199,7 @@ impl Server {
                     .arg("-c")
                     .arg(cmd.replace("{port}", &port.to_string()))
                     .env("PORT", port.to_string())
-                    .env("HOST", "127.0.0.1")
+                    .env("HOST", host.to_string())
                     .envs(spec.env.iter().map(|(k, v)| (k, v)));
                 Some(launch(command, cmd.clone(), Readiness::Address(addr)))
             }
@@ -207,6 +248,7 @@ impl Server {
             launched: Some(launched),
             every: spec.sample_every,
             sampler: None,
+            netns: link.map(|l| l.netns_path()),
         };
         Ok((server, note))
     }
@@ -230,6 +272,7 @@ impl Server {
             launched: None,
             every: spec.sample_every,
             sampler: None,
+            netns: None,
         };
         Ok((server, note))
     }
@@ -237,7 +280,13 @@ impl Server {
     /// Starts sampling; `on_exit` runs if the server dies.
     pub(crate) fn start_sampling(&mut self, on_exit: Box<dyn FnOnce() + Send>) {
         let probe = self.launched.as_ref().map(Launched::exit_probe);
-        self.sampler = Some(Sampler::start(
+        // Behind a link, the server's sockets are in its namespace: sample from inside.
+        let netns = self
+            .netns
+            .as_ref()
+            .and_then(|p| std::fs::File::open(p).ok());
+        self.sampler = Some(Sampler::start_in(
+            netns,
             self.source.clone(),
             self.every,
             probe,

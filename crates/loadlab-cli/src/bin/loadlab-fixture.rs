@@ -5,8 +5,10 @@
 //! loadlab run --exec 'loadlab-fixture --spin-threads 1' --cpus 0.5 -d 3s /
 //! ```
 //!
-//! It listens on 127.0.0.1:$PORT (or `--port`), answers every request `200 ok` with
-//! keep-alive, one thread per connection. Flags:
+//! It listens on $HOST:$PORT (127.0.0.1 unless told; or `--port`) with a listen backlog of
+//! $BACKLOG (128 unless told), answers every request `200 ok` with keep-alive, one thread per
+//! connection, and `GET /bytes?n=N` with N bytes (`abc...z` repeated, as the lab's targets).
+//! Flags:
 //! - `--start-delay-ms N`: sleep before listening (a slow start-up);
 //! - `--spin-threads N`: threads that burn CPU for as long as it runs;
 //! - `--alloc-mb N`: allocate and touch N MiB at start;
@@ -19,6 +21,8 @@
 //!   1,000,000 / N requests/s (for the capacity search's tests);
 //! - `--token-bucket K`: answer `503` when more than K requests/s arrive (a token bucket
 //!   refilled at K/s, holding at most K/20 tokens);
+//! - `--accept-delay-ms N`: wait N ms before accepting each connection (a slow acceptor, so
+//!   that a small backlog overflows);
 //! - `--print-address`: print `listening on ADDR` as the lab's targets do.
 //!
 //! Standard library only, so it builds in a second and behaves the same everywhere.
@@ -38,9 +42,13 @@ struct Options {
     leak_mb_per_request: usize,
     cold_requests: u64,
     cold_delay_ms: u64,
+    accept_delay_ms: u64,
+    print_address: bool,
     service_us: u64,
     token_bucket: u64,
-    print_address: bool,
+    /// `None`: 127.0.0.1.
+    host: Option<std::net::Ipv4Addr>,
+    backlog: i32,
 }
 
 fn parse() -> Result<Options, String> {
@@ -49,6 +57,19 @@ fn parse() -> Result<Options, String> {
             .ok()
             .and_then(|p| p.parse().ok())
             .unwrap_or(0),
+        host: match std::env::var("HOST") {
+            Ok(h) => Some(
+                h.parse()
+                    .map_err(|_| format!("HOST={h}: not an IPv4 address"))?,
+            ),
+            Err(_) => None,
+        },
+        backlog: match std::env::var("BACKLOG") {
+            Ok(b) => b
+                .parse()
+                .map_err(|_| format!("BACKLOG={b}: not a number"))?,
+            Err(_) => 128,
+        },
         ..Options::default()
     };
     let mut args = std::env::args().skip(1);
@@ -70,6 +91,7 @@ fn parse() -> Result<Options, String> {
             "--leak-mb-per-request" => o.leak_mb_per_request = number(&value)? as usize,
             "--cold-requests" => o.cold_requests = number(&value)?,
             "--cold-delay-ms" => o.cold_delay_ms = number(&value)?,
+            "--accept-delay-ms" => o.accept_delay_ms = number(&value)?,
             "--service-us" => o.service_us = number(&value)?,
             "--token-bucket" => o.token_bucket = number(&value)?,
             _ => return Err(format!("unknown flag {flag}")),
@@ -105,11 +127,12 @@ fn main() {
     }
     let _kept = touched(options.alloc_mb);
     std::thread::sleep(Duration::from_millis(options.start_delay_ms));
-    let listener = match TcpListener::bind(("127.0.0.1", options.port)) {
+    let host = options.host.unwrap_or(std::net::Ipv4Addr::LOCALHOST);
+    let listener = match listen(host, options.port, options.backlog) {
         Ok(l) => l,
         Err(e) => {
             eprintln!(
-                "loadlab-fixture: cannot listen on 127.0.0.1:{}: {e}",
+                "loadlab-fixture: cannot listen on {host}:{}: {e}",
                 options.port
             );
             std::process::exit(1);
@@ -118,35 +141,37 @@ fn main() {
     if options.print_address {
         println!("listening on {}", listener.local_addr().expect("bound"));
     }
-    let behaviour = Arc::new(Behaviour {
-        leak_mb: options.leak_mb_per_request,
-        leak: Mutex::new(Vec::new()),
-        cold: Cold {
-            left: AtomicU64::new(options.cold_requests),
-            delay: Duration::from_millis(options.cold_delay_ms),
-        },
+    let leak = Arc::new(Mutex::new(Vec::new()));
+    let cold = Arc::new(Cold {
+        left: AtomicU64::new(options.cold_requests),
+        delay: Duration::from_millis(options.cold_delay_ms),
+    });
+    let limits = Arc::new(Limits {
         service: Mutex::new(()),
         service_time: Duration::from_micros(options.service_us),
         bucket: (options.token_bucket > 0).then(|| {
+            let most = (options.token_bucket as f64 / 20.0).max(1.0);
             Mutex::new(Bucket {
                 rate: options.token_bucket as f64,
-                most: (options.token_bucket as f64 / 20.0).max(1.0),
-                tokens: (options.token_bucket as f64 / 20.0).max(1.0),
+                most,
+                tokens: most,
                 at: Instant::now(),
             })
         }),
     });
+    let accept_delay = Duration::from_millis(options.accept_delay_ms);
     for stream in listener.incoming().flatten() {
-        let behaviour = behaviour.clone();
-        std::thread::spawn(move || serve(stream, &behaviour));
+        std::thread::sleep(accept_delay);
+        let leak = leak.clone();
+        let cold = cold.clone();
+        let limits = limits.clone();
+        let per_request = options.leak_mb_per_request;
+        std::thread::spawn(move || serve(stream, per_request, &leak, &cold, &limits));
     }
 }
 
-/// How every connection's requests are answered.
-struct Behaviour {
-    leak_mb: usize,
-    leak: Mutex<Vec<Vec<u8>>>,
-    cold: Cold,
+/// A known capacity: one request served at a time for a fixed time, or a token bucket.
+struct Limits {
     /// Held while a request is served: one request at a time.
     service: Mutex<()>,
     service_time: Duration,
@@ -175,6 +200,53 @@ impl Bucket {
     }
 }
 
+/// The most `/bytes?n=` serves, as the lab's targets (10 MiB).
+const MAX_BYTES: usize = 10 << 20;
+
+/// `abc...zabc...`, `n` bytes of it; `repeat` copies by doubling, so this is quick even in
+/// a debug build.
+fn pattern(n: usize) -> Vec<u8> {
+    let mut body = b"abcdefghijklmnopqrstuvwxyz".repeat(n / 26 + 1);
+    body.truncate(n);
+    body
+}
+
+/// A listener with the backlog asked for (std's is fixed at 128).
+fn listen(host: std::net::Ipv4Addr, port: u16, backlog: i32) -> std::io::Result<TcpListener> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor owned here; the address is a valid
+    // sockaddr_in for its length.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let listener = TcpListener::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as u32,
+        );
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as u16;
+        addr.sin_port = port.to_be();
+        addr.sin_addr.s_addr = u32::from(host).to_be();
+        if libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as u32,
+        ) != 0
+            || libc::listen(fd, backlog) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(listener)
+    }
+}
+
 struct Cold {
     /// Requests still to be slowed down.
     left: AtomicU64,
@@ -189,7 +261,13 @@ impl Cold {
     }
 }
 
-fn serve(stream: TcpStream, b: &Behaviour) {
+fn serve(
+    stream: TcpStream,
+    leak_mb: usize,
+    leak: &Mutex<Vec<Vec<u8>>>,
+    cold: &Cold,
+    limits: &Limits,
+) {
     let _ = stream.set_nodelay(true);
     let mut writer = match stream.try_clone() {
         Ok(w) => w,
@@ -202,6 +280,7 @@ fn serve(stream: TcpStream, b: &Behaviour) {
         let mut close = false;
         let mut first = true;
         let mut health = false;
+        let mut bytes: Option<usize> = None;
         loop {
             line.clear();
             match reader.read_line(&mut line) {
@@ -210,7 +289,11 @@ fn serve(stream: TcpStream, b: &Behaviour) {
             }
             if first {
                 first = false;
-                health = line.split(' ').nth(1) == Some("/healthz");
+                let target = line.split(' ').nth(1).unwrap_or("");
+                health = target == "/healthz";
+                bytes = target
+                    .strip_prefix("/bytes?n=")
+                    .and_then(|n| n.parse().ok());
                 continue;
             }
             if line == "\r\n" || line == "\n" {
@@ -220,30 +303,46 @@ fn serve(stream: TcpStream, b: &Behaviour) {
                 close = true;
             }
         }
-        if !health && b.cold.take() {
-            std::thread::sleep(b.cold.delay);
+        if !health && cold.take() {
+            std::thread::sleep(cold.delay);
         }
-        if b.leak_mb > 0 {
-            let block = touched(b.leak_mb);
-            b.leak.lock().unwrap_or_else(|p| p.into_inner()).push(block);
+        if leak_mb > 0 {
+            let block = touched(leak_mb);
+            leak.lock().unwrap_or_else(|p| p.into_inner()).push(block);
         }
-        if !health && !b.service_time.is_zero() {
-            let _turn = b.service.lock().unwrap_or_else(|p| p.into_inner());
-            let until = Instant::now() + b.service_time;
+        if !health && !limits.service_time.is_zero() {
+            let _turn = limits.service.lock().unwrap_or_else(|p| p.into_inner());
+            let until = Instant::now() + limits.service_time;
             while Instant::now() < until {
                 std::hint::spin_loop();
             }
         }
         let refused = !health
-            && b.bucket
+            && limits
+                .bucket
                 .as_ref()
                 .is_some_and(|bucket| !bucket.lock().unwrap_or_else(|p| p.into_inner()).take());
-        let response: &[u8] = if refused {
-            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nContent-Type: text/plain\r\n\r\nbusy"
-        } else {
-            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
+        let written = match bytes {
+            _ if refused => writer.write_all(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nContent-Type: \
+                  text/plain\r\n\r\nbusy",
+            ),
+            Some(n) => {
+                let body = pattern(n.min(MAX_BYTES));
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: \
+                     application/octet-stream\r\n\r\n",
+                    body.len()
+                );
+                writer
+                    .write_all(head.as_bytes())
+                    .and_then(|()| writer.write_all(&body))
+            }
+            None => writer.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok",
+            ),
         };
-        if writer.write_all(response).is_err() || close {
+        if written.is_err() || close {
             return;
         }
     }

@@ -63,6 +63,11 @@ pub struct ExperimentArgs {
     #[arg(long, value_enum, default_value_t = crate::cmd::server::LimitsArg::Strict)]
     pub limits: crate::cmd::server::LimitsArg,
 
+    /// Refuse to start a run when a check of the machine against it FAILs (see `loadlab
+    /// doctor`); without it the checks only warn.
+    #[arg(long)]
+    pub strict: bool,
+
     /// The comparison's format: text, markdown, csv or json.
     #[arg(long, default_value = "text")]
     pub format: String,
@@ -120,6 +125,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
             crate::cmd::server::LimitsArg::Strict => loadlab_probe::LimitsMode::Strict,
             crate::cmd::server::LimitsArg::BestEffort => loadlab_probe::LimitsMode::BestEffort,
         },
+        strict: args.strict,
     };
     let started = std::time::Instant::now();
     let ending = runner::run(
@@ -310,6 +316,12 @@ fn print_plan(experiment: &Experiment, plan: &Plan) {
             s.cpus.map(|c| format!("cpus {c}")),
             s.memory.as_ref().map(|m| format!("memory {m}")),
             s.pin.as_ref().map(|p| format!("pin {p}")),
+            s.bandwidth.both.as_ref().map(|b| format!("bandwidth {b}")),
+            s.bandwidth.up.as_ref().map(|b| format!("bandwidth up {b}")),
+            s.bandwidth
+                .down
+                .as_ref()
+                .map(|b| format!("bandwidth down {b}")),
         ]
         .into_iter()
         .flatten()
@@ -403,6 +415,17 @@ fn show(e: &Event) {
                 || n.starts_with("loadlab runs")
             {
                 return;
+            }
+            // The machine's checks run before every run: say each finding once.
+            if n.starts_with("WARN ") || n.starts_with("FAIL ") {
+                thread_local! {
+                    static SAID: std::cell::RefCell<std::collections::HashSet<String>> =
+                        Default::default();
+                }
+                let key = n.split(':').next().unwrap_or(n).to_string();
+                if !SAID.with(|s| s.borrow_mut().insert(key)) {
+                    return;
+                }
             }
             eprintln!("  {n}")
         }

@@ -3,6 +3,7 @@
 pub mod capacity;
 pub mod compare;
 pub mod demo;
+pub mod doctor;
 pub mod experiment;
 pub mod gates;
 pub mod lab;
@@ -19,6 +20,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(*args),
         Command::Demo(args) => demo::run(args),
+        Command::Doctor(args) => doctor::run(*args),
         Command::Lab(args) => lab::run(args),
         Command::Upstream(args) => upstream::run(args),
         Command::Experiment(args) => experiment::run(*args),

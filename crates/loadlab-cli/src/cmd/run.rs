@@ -13,7 +13,7 @@ use loadlab_engine::schedule::Arrival;
 use loadlab_engine::tls::{TlsSpec, TlsVersion};
 use loadlab_engine::{RunControl, RunResult, RunSpec};
 use loadlab_report::{HdrLogExporter, JsonExporter};
-use loadlab_session::{BusyPoll, Session, SessionOutcome, SessionSpec};
+use loadlab_session::{BusyPoll, MachineOptions, Session, SessionOutcome, SessionSpec};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -133,6 +133,12 @@ pub struct RunArgs {
     /// Print no human summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    /// Refuse to start when a check of the machine against this run FAILs (more connections
+    /// than open files or local ports, a full conntrack table...); without it they only warn.
+    /// See `loadlab doctor`.
+    #[arg(long)]
+    pub strict: bool,
 
     #[command(flatten)]
     pub request: RequestArgs,
@@ -317,7 +323,8 @@ fn read_pem(path: &Option<PathBuf>, flag: &str) -> anyhow::Result<Option<Vec<u8>
         .transpose()
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+/// The session the flags describe (nothing started yet).
+pub fn session_spec(args: &RunArgs) -> anyhow::Result<SessionSpec> {
     let run = RunSpec {
         connections: args.connections,
         duration: args.duration,
@@ -329,7 +336,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         interval: args.interval,
         ..args.request.spec(&args.url)?
     };
-    let spec = SessionSpec {
+    Ok(SessionSpec {
         run,
         server: args.server.spec()?,
         busy_poll: if args.busy_poll {
@@ -339,7 +346,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         } else {
             BusyPoll::Auto
         },
-    };
+    })
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let spec = session_spec(&args)?;
     // Outputs, gates and the store are checked before anything starts, so a bad path or
     // expression fails in a second.
     let outputs = Outputs {
@@ -367,7 +378,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let mut session = Session::prepare(spec).map_err(flags_named)?;
+    let machine = MachineOptions {
+        strict: args.strict,
+        ..MachineOptions::default()
+    };
+    let mut session = Session::prepare_with(spec, machine).map_err(flags_named)?;
     if !args.quiet {
         for note in session.notes() {
             eprintln!("{note}");
@@ -503,12 +518,13 @@ pub fn execute(
 static CTRL_C: AtomicBool = AtomicBool::new(false);
 
 /// First Ctrl-C: stop the run and keep what was measured. Second: leave at once (deleting
-/// any cgroup loadlab made; a launched server dies with loadlab).
+/// any cgroup and shaped link loadlab made; a launched server dies with loadlab).
 fn install_ctrlc(control: &RunControl) -> anyhow::Result<()> {
     let control = control.clone();
     ctrlc::set_handler(move || {
         if CTRL_C.swap(true, Ordering::AcqRel) {
             loadlab_probe::cgroup::cleanup_all();
+            loadlab_machine::link::cleanup_all();
             std::process::exit(130);
         }
         control.stop();

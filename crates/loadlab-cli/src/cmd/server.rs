@@ -4,6 +4,7 @@
 
 use anyhow::bail;
 use clap::Args;
+use loadlab_machine::{LinkSpec, Rate};
 use loadlab_probe::limits;
 use loadlab_probe::{Limits, LimitsMode};
 use loadlab_session::{ServerKind, ServerSpec};
@@ -90,11 +91,55 @@ pub struct ServerArgs {
     )]
     pub upstream: Option<String>,
 
-    /// Environment for the launched server, NAME=VALUE; repeat for more. For lab targets,
-    /// the contract's knobs: --env WORKERS=128 --env BACKLOG=256.
-    #[arg(short = 'e', long = "env", value_name = "NAME=VALUE", value_parser = env_pair,
-          help_heading = "Server under test")]
-    pub env: Vec<(String, String)>,
+    /// Environment for the launched server, NAME=VALUE (repeatable): the lab's knobs such as
+    /// BACKLOG=16 or WORKERS=1 (the run's verdicts name BACKLOG when its queue overflows).
+    #[arg(
+        long = "env",
+        value_name = "NAME=VALUE",
+        help_heading = "Server under test"
+    )]
+    pub env: Vec<String>,
+
+    /// Cap the link to a launched server at RATE each way: 2MBps is 2,000,000 bytes/s
+    /// (megabytes, decimal), counted on the wire with headers; 16Mbit is megabits. The server
+    /// then runs in a network namespace of its own, behind a veth pair shaped by tbf and
+    /// calibrated before the run. Needs root and iproute2.
+    #[arg(
+        long,
+        value_name = "RATE",
+        help_heading = "Network (a launched server)"
+    )]
+    pub bandwidth: Option<String>,
+
+    /// The cap toward the server (requests) only, or apart from --bandwidth's.
+    #[arg(
+        long,
+        value_name = "RATE",
+        help_heading = "Network (a launched server)"
+    )]
+    pub bandwidth_up: Option<String>,
+
+    /// The cap toward loadlab (responses) only, or apart from --bandwidth's.
+    #[arg(
+        long,
+        value_name = "RATE",
+        help_heading = "Network (a launched server)"
+    )]
+    pub bandwidth_down: Option<String>,
+
+    /// Delay every packet by D each way (the round trip grows by 2 D), e.g. 20ms. Needs the
+    /// netem qdisc: where the kernel lacks it, the run fails and says so.
+    #[arg(long, value_name = "D", value_parser = crate::cmd::run::parse_duration,
+          help_heading = "Network (a launched server)")]
+    pub delay: Option<Duration>,
+
+    /// Drop this share of packets at random each way, e.g. 0.1%. Needs netem, as --delay.
+    #[arg(
+        long,
+        value_name = "PERCENT",
+        help_heading = "Network (a launched server)"
+    )]
+    pub loss: Option<String>,
 
     /// With --target: the targets directory [default: the nearest targets/ above here].
     #[arg(
@@ -157,11 +202,61 @@ impl ServerArgs {
         Ok(limits)
     }
 
+    /// The shaped link the flags ask for, if any.
+    fn link(&self) -> anyhow::Result<Option<LinkSpec>> {
+        let rate = |raw: &Option<String>, flag: &str| {
+            raw.as_deref()
+                .map(|r| Rate::parse(r).map_err(|e| anyhow::anyhow!("{flag}: {e}")))
+                .transpose()
+        };
+        let both = rate(&self.bandwidth, "--bandwidth")?;
+        let loss_percent = match self.loss.as_deref() {
+            Some(raw) => {
+                let value: f64 = raw.trim().trim_end_matches('%').parse().map_err(|_| {
+                    anyhow::anyhow!("--loss {raw:?}: give a percentage such as 0.1%")
+                })?;
+                if !(value > 0.0 && value <= 100.0) {
+                    bail!("--loss {raw:?}: between 0% and 100%, such as 0.1%");
+                }
+                Some(value)
+            }
+            None => None,
+        };
+        let link = LinkSpec {
+            up: rate(&self.bandwidth_up, "--bandwidth-up")?.or(both),
+            down: rate(&self.bandwidth_down, "--bandwidth-down")?.or(both),
+            delay: self.delay.filter(|d| !d.is_zero()),
+            loss_percent,
+        };
+        if link.is_empty() {
+            return Ok(None);
+        }
+        if self.target.is_none() && self.exec.is_none() {
+            bail!(
+                "--bandwidth, --delay and --loss shape the link to a server loadlab starts: add \
+                 --target NAME or --exec CMD (loadlab runs it in a network namespace of its own, \
+                 behind the shaped link; a server already running cannot be moved there)"
+            );
+        }
+        Ok(Some(link))
+    }
+
     /// The server the flags describe, for the session; `None` when no server flag was given.
     /// The limits are parsed here (and refused without a server to limit); the rest is
     /// checked by the session (`ServerSpec::check`) before anything starts.
     pub fn spec(&self) -> anyhow::Result<Option<ServerSpec>> {
         let limits = self.limits()?;
+        let link = self.link()?;
+        let mut env = Vec::new();
+        for pair in &self.env {
+            let Some((name, value)) = pair.split_once('=').filter(|(n, _)| !n.is_empty()) else {
+                bail!("--env {pair:?}: write NAME=VALUE, such as --env BACKLOG=16");
+            };
+            env.push((name.to_string(), value.to_string()));
+        }
+        if !env.is_empty() && self.target.is_none() && self.exec.is_none() {
+            bail!("--env sets the environment of a server loadlab starts: add --target NAME or --exec CMD");
+        }
         let kind = if let Some(name) = &self.target {
             ServerKind::Target {
                 name: name.clone(),
@@ -186,7 +281,8 @@ impl ServerArgs {
             sample_every: self.sample_every,
             healthz: self.healthz.clone(),
             startup_timeout: self.startup_timeout,
-            env: self.env.clone(),
+            env,
+            link,
             ..ServerSpec::new(kind)
         }))
     }

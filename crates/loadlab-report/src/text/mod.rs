@@ -268,6 +268,7 @@ fn summary(r: &RunResult) -> String {
     if let Some(server) = &r.server {
         server_section(&mut s, server);
     }
+    machine_section(&mut s, r);
     if !r.verdicts.is_empty() {
         s.push_str("\nVerdicts\n");
         for v in &r.verdicts {
@@ -283,9 +284,11 @@ fn summary(r: &RunResult) -> String {
     s
 }
 
+mod machine;
 mod server;
 mod timeline;
 
+use machine::machine_section;
 use server::server_section;
 use timeline::{distribution, percentile_table, row, timeline};
 
