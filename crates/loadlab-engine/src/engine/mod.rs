@@ -223,6 +223,15 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     })
 }
 
+/// The open loop's schedule of each worker thread a run of `config` would start (empty for a
+/// closed loop): for tests that check how threads and shards split the arrivals.
+pub fn thread_schedules(config: &RunConfig) -> Vec<crate::schedule::Schedule> {
+    thread::Plan::all(config)
+        .into_iter()
+        .filter_map(|p| p.schedule)
+        .collect()
+}
+
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
     let mut addrs = (host, port)
         .to_socket_addrs()
