@@ -242,7 +242,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 fn unix_s(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The result's record of this shard: its place, the plan it belongs to, and when it really
@@ -272,15 +273,11 @@ mod tests {
     #[test]
     fn shards_parse_and_deal_out_the_remainder_first() {
         let s = Shard::parse("2/3").unwrap();
-        assert_eq!(
-            s,
-            Shard {
-                index: 1,
-                count: 3
-            }
-        );
+        assert_eq!(s, Shard { index: 1, count: 3 });
         assert_eq!(s.to_string(), "2/3");
-        for bad in ["", "3", "0/3", "4/3", "1/0", "a/b", "1/3/4", "-1/3", "1/20000"] {
+        for bad in [
+            "", "3", "0/3", "4/3", "1/0", "a/b", "1/3/4", "-1/3", "1/20000",
+        ] {
             assert!(Shard::parse(bad).is_err(), "{bad}");
         }
         // 10 connections over 4 shards: 3, 3, 2, 2.

@@ -20,7 +20,9 @@ pub const START_SPREAD_BOUND_S: f64 = 0.010;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShardMergeError {
     /// Part `part` (from 0) has no shard information while others have.
-    NotAShard { part: usize },
+    NotAShard {
+        part: usize,
+    },
     /// Part `part` is shard `index` of `count`, unlike the first part's `first_count`.
     Count {
         part: usize,
@@ -35,7 +37,11 @@ pub enum ShardMergeError {
         what: &'static str,
     },
     /// Shard `index` was given twice (parts `first` and `again`).
-    Duplicate { index: u32, first: usize, again: usize },
+    Duplicate {
+        index: u32,
+        first: usize,
+        again: usize,
+    },
     Merge(MergeError),
 }
 
@@ -209,6 +215,24 @@ pub fn merge_shards(parts: &[RunResult]) -> Result<RunResult, ShardMergeError> {
             }
         ));
     }
+    // A shard whose command arrived after the start time began at once, late.
+    let late: Vec<(u32, f64)> = order
+        .iter()
+        .filter_map(|&i| {
+            let late = infos[i].started_unix_s - infos[i].start_at_unix_s?;
+            (late > START_SPREAD_BOUND_S).then_some((infos[i].index, late))
+        })
+        .collect();
+    if !late.is_empty() {
+        let worst = late.iter().map(|l| l.1).fold(0.0, f64::max);
+        let who: Vec<u32> = late.iter().map(|l| l.0).collect();
+        notes.push(format!(
+            "{} started after --start-at (up to {:.1} ms late): the command reached it too \
+             late; choose a start time further ahead",
+            name_shards(&who),
+            worst * 1e3
+        ));
+    }
     let unsynced: Vec<u32> = order
         .iter()
         .filter(|&&i| infos[i].clock_synced == Some(false))
@@ -216,8 +240,8 @@ pub fn merge_shards(parts: &[RunResult]) -> Result<RunResult, ShardMergeError> {
         .collect();
     if !unsynced.is_empty() && first.count > 1 {
         notes.push(format!(
-            "{}'s clock was not synchronised (NTP/chrony): a common start time and the start \
-             spread are only as good as the clocks",
+            "the clock of {} was not synchronised (NTP/chrony): a common start time and the \
+             start spread are only as good as the clocks",
             name_shards(&unsynced)
         ));
     }

@@ -104,7 +104,11 @@ fn a_missing_shard_is_named_and_the_rest_merged() {
     let s = m.shards.as_ref().unwrap();
     assert_eq!(s.reported, [1, 3, 4]);
     assert_eq!(s.missing, [2]);
-    assert!((s.start_spread_s - 0.004).abs() < 1e-6, "{}", s.start_spread_s);
+    assert!(
+        (s.start_spread_s - 0.004).abs() < 1e-6,
+        "{}",
+        s.start_spread_s
+    );
     assert_eq!(s.max_clock_error_s, Some(0.0005));
     assert!(
         m.warnings[0].starts_with("3 of 4 shards reported: shard 2 missing"),
@@ -115,8 +119,14 @@ fn a_missing_shard_is_named_and_the_rest_merged() {
     assert_eq!(m.parts.len(), 3);
     assert_eq!(m.parts[1].shard.as_ref().unwrap().index, 3);
     // Each shard's verdicts stay its own.
-    assert!(m.verdicts.iter().any(|v| v.starts_with("shard 3/4: the target")));
-    assert_eq!(m.load.plan, "open loop, uniform arrivals: 3s at 15000 requests/s");
+    assert!(m
+        .verdicts
+        .iter()
+        .any(|v| v.starts_with("shard 3/4: the target")));
+    assert_eq!(
+        m.load.plan,
+        "open loop, uniform arrivals: 3s at 15000 requests/s"
+    );
     assert!(m.shard.is_none());
 }
 
@@ -125,17 +135,26 @@ fn shards_of_different_runs_are_refused() {
     let a = shard(&[1_000], 1, 3, 0.0);
     let other_count = shard(&[1_000], 2, 4, 0.0);
     let err = merge_shards(&[a.clone(), other_count]).unwrap_err();
-    assert!(matches!(err, ShardMergeError::Count { part: 1, .. }), "{err}");
+    assert!(
+        matches!(err, ShardMergeError::Count { part: 1, .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("shard 2/4"), "{err}");
     let mut other_plan = shard(&[1_000], 2, 3, 0.0);
     other_plan.shard.as_mut().unwrap().plan_id = "1".into();
-    let err = merge_shards(&[a.clone(), other_plan]).unwrap_err().to_string();
+    let err = merge_shards(&[a.clone(), other_plan])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("its plan"), "{err}");
     let mut other_start = shard(&[1_000], 2, 3, 0.0);
     other_start.shard.as_mut().unwrap().start_at = None;
-    let err = merge_shards(&[a.clone(), other_start]).unwrap_err().to_string();
+    let err = merge_shards(&[a.clone(), other_start])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("start time"), "{err}");
-    let err = merge_shards(&[a.clone(), a.clone()]).unwrap_err().to_string();
+    let err = merge_shards(&[a.clone(), a.clone()])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("shard 1 was given twice"), "{err}");
     let mut plain = a.clone();
     plain.shard = None;
@@ -151,7 +170,9 @@ fn a_late_start_is_reported_and_aligned_by_interval() {
     ];
     let m = merge_shards(&parts).unwrap();
     assert!(
-        m.warnings.iter().any(|w| w.contains("started 1200.0 ms apart (bound 10 ms)")),
+        m.warnings
+            .iter()
+            .any(|w| w.contains("started 1200.0 ms apart (bound 10 ms)")),
         "{:?}",
         m.warnings
     );

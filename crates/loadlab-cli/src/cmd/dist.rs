@@ -71,7 +71,12 @@ pub struct K8sArgs {
     #[arg(long, value_enum, default_value = "required")]
     pub spread: SpreadArg,
     /// The run's flags and URL, as for `loadlab run` (`--start-at` included; not --shard).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "RUN FLAGS... URL")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "RUN FLAGS... URL"
+    )]
     pub run: Vec<String>,
 }
 
@@ -91,9 +96,11 @@ pub struct CollectArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Give --fail-if, --save and -o before the run flags: they apply to \
+#[command(
+    after_help = "Give --fail-if, --save and -o before the run flags: they apply to \
     the merged result.\n\nExample:\n  \
-    loadlab dist ansible --inventory hosts.ini -o run.json --rate 15000 -d 30s http://10.0.0.5:8080/")]
+    loadlab dist ansible --inventory hosts.ini -o run.json --rate 15000 -d 30s http://10.0.0.5:8080/"
+)]
 pub struct AnsibleArgs {
     /// The Ansible inventory of the load generators.
     #[arg(long, value_name = "FILE")]
@@ -120,7 +127,12 @@ pub struct AnsibleArgs {
     #[command(flatten)]
     pub out: MergedOutput,
     /// The run's flags and URL, as for `loadlab run` (not --shard, --start-at or --json).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "RUN FLAGS... URL")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "RUN FLAGS... URL"
+    )]
     pub run: Vec<String>,
 }
 
@@ -156,7 +168,15 @@ fn check_run_flags(raw: &[String], shards: u32, engine_sets: &[&str]) -> anyhow:
             anyhow::bail!("{flag} is set for each shard by `loadlab dist`; leave it out");
         }
     }
-    for flag in ["--save", "--tag", "--db", "--report", "--hdr-log", "--fail-if", "--junit"] {
+    for flag in [
+        "--save",
+        "--tag",
+        "--db",
+        "--report",
+        "--hdr-log",
+        "--fail-if",
+        "--junit",
+    ] {
         if given(flag) {
             anyhow::bail!(
                 "{flag} among the run flags would act on each shard alone; give it before them, \
@@ -263,7 +283,11 @@ fn from_logs(logs: &[(String, String)]) -> (Vec<RunResult>, Vec<String>) {
     for (source, log) in logs {
         let frames = loadlab_dist::frame::read_frames(log);
         if frames.is_empty() {
-            let last = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let last = log
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
             notes.push(format!(
                 "{source} printed no result{}",
                 if last.is_empty() {
@@ -323,15 +347,13 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 }
 
 fn ansible(a: AnsibleArgs) -> anyhow::Result<ExitCode> {
-    check_run_flags(
-        &a.run,
-        1,
-        &["--shard", "--start-at", "--framed", "--json"],
-    )?;
+    check_run_flags(&a.run, 1, &["--shard", "--start-at", "--framed", "--json"])?;
     a.out.check()?;
     let binary = match &a.binary {
         Some(b) => absolute(b)?,
-        None => std::env::current_exe().context("cannot find this loadlab binary; give --binary")?,
+        None => {
+            std::env::current_exe().context("cannot find this loadlab binary; give --binary")?
+        }
     };
     std::fs::create_dir_all(&a.results_dir)
         .with_context(|| format!("--results-dir: cannot create {}", a.results_dir.display()))?;

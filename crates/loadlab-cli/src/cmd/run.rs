@@ -240,7 +240,6 @@ pub struct RequestArgs {
     /// Open a new TCP connection for every request (like ab without -k).
     #[arg(long)]
     pub no_keepalive: bool,
-
 }
 
 impl RequestArgs {

@@ -28,12 +28,18 @@ impl RunSpec {
         if matches!(model, Model::Open { .. }) {
             return Ok((connections, stop));
         }
+        // The last shard has the smallest share; when it would have nothing, every shard says
+        // so (not only the one left empty), before any of them starts.
+        let last = crate::shard::Shard {
+            index: shard.count - 1,
+            count: shard.count,
+        };
         let share = shard.share(connections as u64) as usize;
-        if share == 0 {
+        if last.share(connections as u64) == 0 {
             return Err(reject(
                 "shard",
                 format!(
-                    "{connections} connection{} cannot be split into {} shards: shard {shard} \
+                    "{connections} connection{} cannot be split into {} shards: shard {last} \
                      would have none; give at least {} connections, or fewer shards",
                     if connections == 1 { "" } else { "s" },
                     shard.count,
@@ -44,11 +50,11 @@ impl RunSpec {
         let stop = match stop {
             Stop::Requests(n) => {
                 let part = shard.share(n);
-                if part == 0 {
+                if last.share(n) == 0 {
                     return Err(reject(
                         "shard",
                         format!(
-                            "-n {n} cannot be split into {} shards: shard {shard} would send no \
+                            "-n {n} cannot be split into {} shards: shard {last} would send no \
                              request; ask for at least {} requests",
                             shard.count, shard.count
                         ),

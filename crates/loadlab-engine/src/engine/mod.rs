@@ -177,7 +177,11 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     let _ = sys::pin_current_thread(cpus);
                 }
                 let (numbering, connections) = (plan.numbering, plan.connections);
-                worker(ThreadCtx::new(shared, plan, progress), numbering, connections)
+                worker(
+                    ThreadCtx::new(shared, plan, progress),
+                    numbering,
+                    connections,
+                )
             })
             .map_err(EngineError::Thread)?;
         handles.push(handle);

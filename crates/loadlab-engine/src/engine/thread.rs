@@ -72,10 +72,7 @@ impl Plan {
                     Model::Closed { stages } => (stages.clone(), None),
                     Model::Open { profile, arrival } => {
                         let profile = with_warmup(profile, config.warmup);
-                        (
-                            None,
-                            Some(Schedule::new(&profile, *arrival, slot, slots)),
-                        )
+                        (None, Some(Schedule::new(&profile, *arrival, slot, slots)))
                     }
                 };
                 Plan {

@@ -268,6 +268,7 @@ fn summary(r: &RunResult) -> String {
     if let Some(server) = &r.server {
         server_section(&mut s, server);
     }
+    shards_section(&mut s, r);
     if !r.verdicts.is_empty() {
         s.push_str("\nVerdicts\n");
         for v in &r.verdicts {
@@ -284,9 +285,11 @@ fn summary(r: &RunResult) -> String {
 }
 
 mod server;
+mod shards;
 mod timeline;
 
 use server::server_section;
+use shards::shards_section;
 use timeline::{distribution, percentile_table, row, timeline};
 
 /// A table for the terminal: columns padded to their widest cell, numbers (every column but
