@@ -37,12 +37,7 @@ impl Stop {
 
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
-        if let Some(control) = self
-            .current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
+        if let Some(control) = self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
             control.stop();
         }
     }
@@ -197,12 +192,7 @@ pub fn run_search(
         started_at: about.started_at,
         url: about.url,
         server: about.server,
-        objectives: spec
-            .criteria
-            .objectives
-            .iter()
-            .map(|o| o.to_string())
-            .collect(),
+        objectives: spec.criteria.objectives.iter().map(|o| o.to_string()).collect(),
         criteria: spec.criteria.clone(),
         policy: Some(spec.policy.clone()),
         warmup_s: spec.shape.warmup.as_secs_f64(),
@@ -334,9 +324,7 @@ fn sweep_verdict(
     factor: f64,
     stopped: Option<&str>,
 ) -> String {
-    let closed = records
-        .first()
-        .is_some_and(|r| r.measure.connections.is_some());
+    let closed = records.first().is_some_and(|r| r.measure.connections.is_some());
     let show = |load: f64| {
         if closed {
             format!("{load} connections")
@@ -357,10 +345,7 @@ fn sweep_verdict(
         Some(k) => format!("knee at {}", show(k.load)),
         None => format!("no knee (p99 stayed under {factor}x its value at the lowest load)"),
     });
-    if let Some(limited) = records
-        .iter()
-        .find(|r| r.judgment.generator_limited.is_some())
-    {
+    if let Some(limited) = records.iter().find(|r| r.judgment.generator_limited.is_some()) {
         parts.push(format!(
             "loadlab itself was the limit at {}: the loads above say nothing about the service",
             show(limited.load())
@@ -401,11 +386,7 @@ fn probe(
 ) -> Result<(ProbeRecord, RunResult, bool), SessionError> {
     let control = stop.begin();
     let outcome = session.run(&control)?;
-    let measure = Measure::of(
-        &outcome.result,
-        &criteria.percentiles(),
-        outcome.server_died,
-    );
+    let measure = Measure::of(&outcome.result, &criteria.percentiles(), outcome.server_died);
     let judgment = judge(&measure, criteria);
     Ok((
         ProbeRecord {

@@ -74,14 +74,7 @@ fn probes(doc: &Value) -> usize {
 
 /// The short probes these tests use: a second measured after 300 ms of warm-up.
 const QUICK: [&str; 8] = [
-    "-d",
-    "1s",
-    "--warmup",
-    "300ms",
-    "--cooldown",
-    "300ms",
-    "--tolerance",
-    "0.05",
+    "-d", "1s", "--warmup", "300ms", "--cooldown", "300ms", "--tolerance", "0.05",
 ];
 
 #[test]
@@ -94,37 +87,18 @@ fn a_single_server_with_a_fixed_service_time_is_found_at_one_over_that_time() {
         loadlab()
             .args(["capacity", "--exec", &exec, "--slo", "p99<100ms"])
             .args(QUICK)
-            .args([
-                "--start",
-                "200",
-                "--repeats",
-                "2",
-                "--max-connections",
-                "100",
-                "/",
-            ]),
+            .args(["--start", "200", "--repeats", "2", "--max-connections", "100", "/"]),
         &dir,
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let c = estimate(&doc);
-    assert!(
-        (475.0..=525.0).contains(&c),
-        "capacity {c}: {}",
-        doc["verdict"]
-    );
+    assert!((475.0..=525.0).contains(&c), "capacity {c}: {}", doc["verdict"]);
     let range = &doc["finding"];
     assert!(range["low"].as_f64().unwrap() >= 450.0, "{range}");
     assert!(range["high"].as_f64().unwrap() <= 525.0, "{range}");
     assert!(probes(&doc) <= 16, "{} probes", probes(&doc));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("capacity ") && text.contains("over 2 repeats"),
-        "{text}"
-    );
+    assert!(text.contains("capacity ") && text.contains("over 2 repeats"), "{text}");
     // Every probe above the capacity was judged failed, and says why.
     for p in doc["probes"].as_array().unwrap() {
         let rate = p["measure"]["offered_per_s"].as_f64().unwrap();
@@ -148,17 +122,9 @@ fn a_token_bucket_is_found_at_its_rate() {
             .args(["--start", "500", "--repeats", "2", "/"]),
         &dir,
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let c = estimate(&doc);
-    assert!(
-        (1_900.0..=2_100.0).contains(&c),
-        "capacity {c}: {}",
-        doc["verdict"]
-    );
+    assert!((1_900.0..=2_100.0).contains(&c), "capacity {c}: {}", doc["verdict"]);
     assert!(probes(&doc) <= 16, "{} probes", probes(&doc));
     let failed: Vec<&Value> = doc["probes"]
         .as_array()
@@ -248,22 +214,10 @@ fn when_loadlab_is_the_bottleneck_the_search_says_so_and_blames_no_one_else() {
     let (out, doc) = run_capacity(&mut cmd, &dir);
     let _ = server.kill();
     let _ = server.wait();
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        doc["finding"]["kind"], "generator_limit",
-        "{}",
-        doc["verdict"]
-    );
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(doc["finding"]["kind"], "generator_limit", "{}", doc["verdict"]);
     let verdict = doc["verdict"].as_str().unwrap();
-    assert!(
-        verdict.contains("loadlab itself was the limit"),
-        "{verdict}"
-    );
+    assert!(verdict.contains("loadlab itself was the limit"), "{verdict}");
     let last = doc["probes"].as_array().unwrap().last().unwrap();
     assert!(last["judgment"]["generator_limited"].is_string(), "{last}");
 }
@@ -276,25 +230,8 @@ fn a_sweep_measures_every_load_and_marks_the_knee() {
     let json = dir.join("sweep.json");
     let report = dir.join("sweep.html");
     let child = loadlab()
-        .args([
-            "sweep",
-            "--exec",
-            &exec,
-            "--rates",
-            "100,250,400,700",
-            "--max-connections",
-            "100",
-        ])
-        .args([
-            "-d",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--cooldown",
-            "300ms",
-            "--no-save",
-            "--json",
-        ])
+        .args(["sweep", "--exec", &exec, "--rates", "100,250,400,700", "--max-connections", "100"])
+        .args(["-d", "1s", "--warmup", "200ms", "--cooldown", "300ms", "--no-save", "--json"])
         .arg(&json)
         .arg("--report")
         .arg(&report)
@@ -304,11 +241,7 @@ fn a_sweep_measures_every_load_and_marks_the_knee() {
         .spawn()
         .unwrap();
     let out = finish_within(child, "loadlab sweep", Duration::from_secs(60));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(probes(&doc), 4);
     // 700/s against a 500/s server: the queue grows, p99 leaves its low-load value far
@@ -317,10 +250,7 @@ fn a_sweep_measures_every_load_and_marks_the_knee() {
     let last = &doc["probes"][3];
     assert_eq!(last["judgment"]["pass"], false);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("KNEE") && text.contains("knee: at 700/s"),
-        "{text}"
-    );
+    assert!(text.contains("KNEE") && text.contains("knee: at 700/s"), "{text}");
     assert!(text.contains("held its objectives up to 400/s"), "{text}");
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("\"curve\":{"), "the report carries the curve");
@@ -361,41 +291,21 @@ fn a_lab_target_given_twice_the_cpu_sustains_about_twice_the_rate() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let built = finish_within(
-        build,
-        "loadlab lab build rust-axum",
-        Duration::from_secs(900),
-    );
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    let built = finish_within(build, "loadlab lab build rust-axum", Duration::from_secs(900));
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     let dir = scratch("quota");
     let mut found = Vec::new();
     for cpus in ["0.25", "0.5"] {
         let (out, doc) = run_capacity(
             loadlab()
                 .current_dir(&repo)
-                .args([
-                    "capacity",
-                    "--target",
-                    "rust-axum",
-                    "--cpus",
-                    cpus,
-                    "--pin",
-                    "0",
-                ])
+                .args(["capacity", "--target", "rust-axum", "--cpus", cpus, "--pin", "0"])
                 .args(["--slo", "p99<50ms"])
                 .args(QUICK)
                 .args(["--start", "1000", "--repeats", "1", "/plaintext"]),
             &dir,
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         found.push(estimate(&doc));
     }
     let ratio = found[1] / found[0];

@@ -157,9 +157,7 @@ fn a_target_that_cannot_keep_up_is_named_and_nothing_is_lost() {
     // for loadlab: the generator is not blamed (its scheduler lag counts only its own
     // lateness).
     assert!(
-        !r.verdicts
-            .iter()
-            .any(|v| v.contains("generator was saturated")),
+        !r.verdicts.iter().any(|v| v.contains("generator was saturated")),
         "{:?}",
         r.verdicts
     );

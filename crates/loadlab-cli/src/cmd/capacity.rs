@@ -140,12 +140,7 @@ pub struct SweepArgs {
     pub probe: ProbeArgs,
 
     /// Open loop: requests/s, comma-separated.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        conflicts_with = "connections",
-        required_unless_present = "connections"
-    )]
+    #[arg(long, value_delimiter = ',', conflicts_with = "connections", required_unless_present = "connections")]
     pub rates: Vec<f64>,
 
     /// Closed loop: connection counts, comma-separated.
@@ -191,10 +186,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         Loads::Connections(args.connections.clone())
     };
     if !(args.knee_factor > 1.0 && args.knee_factor.is_finite()) {
-        anyhow::bail!(
-            "--knee-factor {}: give a factor above 1, e.g. 3",
-            args.knee_factor
-        );
+        anyhow::bail!("--knee-factor {}: give a factor above 1, e.g. 3", args.knee_factor);
     }
     let prepared = prepare(&args.probe, "sweep")?;
     let spec = SweepSpec {
@@ -429,7 +421,10 @@ fn report_kind(path: &Path) -> anyhow::Result<ReportKind> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("html") | Some("htm") => Ok(ReportKind::Html),
         Some("md") | Some("markdown") => Ok(ReportKind::Markdown),
-        _ => anyhow::bail!("--report {}: name an .html or .md file", path.display()),
+        _ => anyhow::bail!(
+            "--report {}: name an .html or .md file",
+            path.display()
+        ),
     }
 }
 
@@ -504,8 +499,7 @@ fn write_report(
             loadlab_report::markdown::render_runs(&labelled, &mut out)?;
         }
     }
-    write_atomically(path, &out)
-        .with_context(|| format!("--report: cannot write {}", path.display()))
+    write_atomically(path, &out).with_context(|| format!("--report: cannot write {}", path.display()))
 }
 
 fn shown_runs<'a>(
