@@ -6,13 +6,40 @@
 # Before the first column each target also gets the warm-up its manifest recommends (30 s for
 # the JVM targets), unmeasured.
 #
+# A second table, reliability: after those columns, the same target (still one worker on core 0,
+# its default listen backlog) gets a short closed-loop run on /plaintext at each of
+# RELIABILITY_CONNECTIONS (1,000 and 2,500, post 001's highest settings), RELIABILITY_SECS
+# each with no warm-up, so opening the connections is part of it: requests completed of those
+# issued, and the failures by class as loadlab's result names them (connect_timeout,
+# connection_reset, ...). A request unanswered after RELIABILITY_TIMEOUT (5 s) fails as
+# request_timeout: a connection the server never serves (a thread-per-connection server with
+# all its threads held by kept-alive connections) then shows as failures, not as the one
+# request every closed-loop connection has in flight when the run ends.
+#
 #   bash bench/lab-table.sh                                # every built target
 #   TARGETS="rust-axum go-nethttp" SECS=3 bash bench/lab-table.sh
+#   TARGETS=python-tornado SECS=2 RELIABILITY_SECS=2 bash bench/lab-table.sh   # a smoke test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-10}
+RELIABILITY_SECS=${RELIABILITY_SECS:-10}
+RELIABILITY_CONNECTIONS=${RELIABILITY_CONNECTIONS:-1000 2500}
+RELIABILITY_TIMEOUT=${RELIABILITY_TIMEOUT:-5s}
 TARGET_CPU=${TARGET_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
+
+# Every connection is a descriptor in loadlab and another in the target, which inherits this
+# shell's limit: raise the soft open-files limit (and the hard one where allowed, as root) to
+# the most connections plus room for everything else. loadlab refuses a run its hard limit
+# cannot hold, with the fix.
+nofile_needed=$(( $(printf '%s\n' $RELIABILITY_CONNECTIONS 50 | sort -n | tail -1) + 1024 ))
+if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" -lt "$nofile_needed" ]; then
+    if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -lt "$nofile_needed" ]; then
+        ulimit -Hn "$nofile_needed" 2>/dev/null ||
+            echo "open-files hard limit $(ulimit -Hn) is below the $nofile_needed the reliability runs need: run as root or raise it (ulimit -Hn, LimitNOFILE)" >&2
+    fi
+    ulimit -Sn "$(ulimit -Hn)"
+fi
 
 cargo build --release -q -p loadlab-cli
 LOADLAB=$PWD/target/release/loadlab
@@ -65,6 +92,36 @@ ok=sum(v for k,v in m['status_codes'].items() if k.startswith('2'))
 print(round(m['requests']['per_second']), round(m['latency_us']['p99']/1000, 2) if m['latency_us'] else '-', m['requests']['failed'] + m['requests']['completed'] - ok)
 " "$OUT/$2.json"
 }
+# A closed-loop run of RELIABILITY_SECS at $3 connections -> one row of the reliability table.
+# loadlab exits 2 when no request succeeded and 3 when the server died, and writes its result
+# either way: those are rows too.
+reliability() { # url name connections
+    local json="$OUT/$2-reliability-$3.json" log="$OUT/$2-reliability-$3.log" code=0
+    rm -f "$json"
+    taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c"$3" -d "${RELIABILITY_SECS}s" --timeout "$RELIABILITY_TIMEOUT" --json "$json" "$1" \
+        > "$log" 2>&1 || code=$?
+    if [ ! -s "$json" ]; then
+        echo "| $2 | $(fmt "$3") | loadlab could not run (exit $code): $(grep -m1 -i error "$log" || tail -1 "$log") | | |"
+        return
+    fi
+    python3 - "$json" "$2" "$3" "$code" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["measured"]
+q = m["requests"]
+n = lambda v: f"{v:,}"
+ok = sum(v for k, v in m["status_codes"].items() if k.startswith("2"))
+share = f" ({100 * q['completed'] / q['issued']:.1f}%)" if q["issued"] else ""
+classes = sorted(m["errors"].items(), key=lambda kv: -kv[1])
+failed = f"{n(q['failed'])}: " + (", ".join(f"{k} {n(v)}" for k, v in classes) or "none")
+if r["in_flight_at_end"]:
+    failed += f"; {n(r['in_flight_at_end'])} still in flight at the end"
+if sys.argv[4] == "3":
+    failed += "; the server died during the run"
+print(f"| {sys.argv[2]} | {n(int(sys.argv[3]))} | {n(q['completed'])} of {n(q['issued'])}{share} "
+      f"| {failed} | {n(q['completed'] - ok)} |")
+PY
+}
 stats() { curl -s "$UPSTREAM/__stats" | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['requests'], s['connections'])"; }
 fmt() { python3 -c "import sys; print(f'{int(sys.argv[1]):,}')" "$1"; }
 
@@ -72,6 +129,12 @@ fmt() { python3 -c "import sys; print(f'{int(sys.argv[1]):,}')" "$1"; }
     echo '| target | idle RSS | /plaintext req/s (p99) | /json req/s (p99) | /upstream?calls=8 pooled: req/s (p99), upstream conns | per-call client: req/s (p99), upstream conns |'
     echo '|---|---|---|---|---|---|'
 } > "$OUT/table.md"
+{
+    echo "Reliability: /plaintext, closed loop, ${RELIABILITY_SECS} s per row, no warm-up, request timeout ${RELIABILITY_TIMEOUT}; one worker on one core, default backlog."
+    echo
+    echo '| target | connections | completed of issued | failed: by class | non-2xx |'
+    echo '|---|---|---|---|---|'
+} > "$OUT/reliability.md"
 for t in $TARGETS; do
     "$LOADLAB" lab serve "$t" --pin "$TARGET_CPU" --workers 1 --upstream "$UPSTREAM" > "$OUT/$t.log" 2>&1 &
     serve_pid=$!
@@ -91,6 +154,9 @@ for t in $TARGETS; do
     read -r r1 c1 < <(stats)
     read -r c_rps c_p99 c_bad < <(load "$URL/upstream?calls=8&client=per-call" "$t-per-call")
     read -r r2 c2 < <(stats)
+    for c in $RELIABILITY_CONNECTIONS; do
+        reliability "$URL/plaintext" "$t" "$c" >> "$OUT/reliability.md"
+    done
     kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
     bad=$((p_bad + j_bad + u_bad + c_bad))
     row="| $t | $rss MiB | $(fmt "$p_rps") ($p_p99 ms) | $(fmt "$j_rps") ($j_p99 ms) | $(fmt "$u_rps") ($u_p99 ms), $(fmt $((c1 - c0))) conns for $(fmt $((r1 - r0))) calls | $(fmt "$c_rps") ($c_p99 ms), $(fmt $((c2 - c1))) conns for $(fmt $((r2 - r1))) calls |"
@@ -99,4 +165,6 @@ for t in $TARGETS; do
 done
 echo
 cat "$OUT/table.md"
+echo
+cat "$OUT/reliability.md"
 echo "raw output: $OUT"

@@ -1,6 +1,6 @@
 """What the contract (../CONTRACT.md) asks of every target, apart from HTTP: configuration from
-the environment, the 400 rule, and the /compute and /bytes payloads. Shared by python-flask and
-python-starlette (their manifests put ../python-common on PYTHONPATH and in their sources)."""
+the environment, the 400 rule, and the /compute and /bytes payloads. Shared by the Python targets
+(their manifests put ../python-common on PYTHONPATH and in their sources)."""
 
 import os
 import socket

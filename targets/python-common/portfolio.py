@@ -1,6 +1,6 @@
 """The portfolio (../content/README.md): posts converted once at startup, the layout filled per
-request by plain sequential string replacement. Shared by python-flask and python-starlette;
-`loadlab lab verify` checks each against the reference."""
+request by plain sequential string replacement. Shared by the Python targets; `loadlab lab
+verify` checks each against the reference."""
 
 from pathlib import Path
 

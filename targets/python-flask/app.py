@@ -1,6 +1,7 @@
 """The loadlab reference target on Flask (../CONTRACT.md), served by gunicorn with threaded
 workers (gunicorn.conf.py). WSGI has no timers: /delay parks one of the worker's threads while
-the others keep serving, which is what a Flask service waiting on I/O does in production."""
+the others keep serving, which is what a Flask service waiting on I/O does in production.
+../python-flask-uwsgi serves this same module under uWSGI (its wsgi.py imports it)."""
 
 import time
 
@@ -16,7 +17,8 @@ site = Site(config.content_dir)
 app = Flask(__name__)
 app.config["MAX_CONTENT_LENGTH"] = contract.MAX_ECHO_BYTES
 # One pooled client per worker process (gunicorn forks workers; a Session must not cross a
-# fork), shared by the worker's threads: urllib3's pool is thread-safe.
+# fork with connections open: uWSGI imports this in its master, before any), shared by the
+# worker's threads: urllib3's pool is thread-safe.
 pooled = requests.Session()
 
 

@@ -1,5 +1,5 @@
 """The build of this Python target: a fresh .venv with exactly requirements.txt, done by
-../python-common/venv_build.py (shared with the other Python target)."""
+../python-common/venv_build.py (shared with the other Python targets)."""
 
 import pathlib
 import sys

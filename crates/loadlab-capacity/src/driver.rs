@@ -37,7 +37,12 @@ impl Stop {
 
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
-        if let Some(control) = self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some(control) = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
             control.stop();
         }
     }
@@ -66,6 +71,8 @@ pub struct ProbeShape {
     pub duration: Duration,
     /// A pause after a probe that failed, so the queue it built drains before the next.
     pub cooldown: Duration,
+    /// The first probe's warm-up, when the server needs longer once (a JVM's JIT).
+    pub first_warmup: Duration,
 }
 
 impl ProbeShape {
@@ -76,8 +83,16 @@ impl ProbeShape {
         Duration::from_millis((tenth / 100).max(1) * 100)
     }
 
-    fn cost(&self) -> Duration {
-        self.warmup + self.duration
+    fn cost(&self, index: usize) -> Duration {
+        self.warmup_of(index) + self.duration
+    }
+
+    fn warmup_of(&self, index: usize) -> Duration {
+        if index == 1 {
+            self.first_warmup.max(self.warmup)
+        } else {
+            self.warmup
+        }
     }
 }
 
@@ -137,11 +152,11 @@ pub fn run_search(
             stopped_by = Some("interrupted".to_string());
             break search::stopped(&spec.policy, &outcomes);
         }
-        if !fits(began.elapsed(), spec.shape.cost(), spec.budget) {
+        let index = records.len() + 1;
+        if !fits(began.elapsed(), spec.shape.cost(index), spec.budget) {
             stopped_by = Some("budget".to_string());
             break search::stopped(&spec.policy, &outcomes);
         }
-        let index = records.len() + 1;
         events.starting(index, rate, Some(round));
         let shape = &spec.shape;
         session.reconfigure(|run| {
@@ -150,7 +165,7 @@ pub fn run_search(
             run.stages = None;
             run.requests = None;
             run.duration = Some(shape.duration);
-            run.warmup = shape.warmup;
+            run.warmup = shape.warmup_of(index);
             run.interval = shape.interval();
         })?;
         let (record, result, died) = probe(session, index, Some(round), &spec.criteria, stop)?;
@@ -192,7 +207,12 @@ pub fn run_search(
         started_at: about.started_at,
         url: about.url,
         server: about.server,
-        objectives: spec.criteria.objectives.iter().map(|o| o.to_string()).collect(),
+        objectives: spec
+            .criteria
+            .objectives
+            .iter()
+            .map(|o| o.to_string())
+            .collect(),
         criteria: spec.criteria.clone(),
         policy: Some(spec.policy.clone()),
         warmup_s: spec.shape.warmup.as_secs_f64(),
@@ -242,7 +262,7 @@ pub fn run_sweep(
             run.stages = None;
             run.requests = None;
             run.duration = Some(shape.duration);
-            run.warmup = shape.warmup;
+            run.warmup = shape.warmup_of(i + 1);
             run.interval = shape.interval();
         })?;
         let (record, result, died) = probe(session, i + 1, None, &spec.criteria, stop)?;
@@ -324,7 +344,9 @@ fn sweep_verdict(
     factor: f64,
     stopped: Option<&str>,
 ) -> String {
-    let closed = records.first().is_some_and(|r| r.measure.connections.is_some());
+    let closed = records
+        .first()
+        .is_some_and(|r| r.measure.connections.is_some());
     let show = |load: f64| {
         if closed {
             format!("{load} connections")
@@ -345,7 +367,10 @@ fn sweep_verdict(
         Some(k) => format!("knee at {}", show(k.load)),
         None => format!("no knee (p99 stayed under {factor}x its value at the lowest load)"),
     });
-    if let Some(limited) = records.iter().find(|r| r.judgment.generator_limited.is_some()) {
+    if let Some(limited) = records
+        .iter()
+        .find(|r| r.judgment.generator_limited.is_some())
+    {
         parts.push(format!(
             "loadlab itself was the limit at {}: the loads above say nothing about the service",
             show(limited.load())
@@ -386,7 +411,11 @@ fn probe(
 ) -> Result<(ProbeRecord, RunResult, bool), SessionError> {
     let control = stop.begin();
     let outcome = session.run(&control)?;
-    let measure = Measure::of(&outcome.result, &criteria.percentiles(), outcome.server_died);
+    let measure = Measure::of(
+        &outcome.result,
+        &criteria.percentiles(),
+        outcome.server_died,
+    );
     let judgment = judge(&measure, criteria);
     Ok((
         ProbeRecord {
@@ -432,6 +461,7 @@ mod tests {
             warmup: Duration::ZERO,
             duration: Duration::from_millis(d),
             cooldown: Duration::ZERO,
+            first_warmup: Duration::ZERO,
         };
         assert_eq!(shape(3_000).interval(), Duration::from_millis(300));
         assert_eq!(shape(500).interval(), Duration::from_millis(100));

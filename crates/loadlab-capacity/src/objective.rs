@@ -66,7 +66,12 @@ impl Objective {
 impl fmt::Display for Objective {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let op = if self.inclusive { "<=" } else { "<" };
-        write!(f, "{}{op}{}", self.name(), self.show(self.limit).replace(' ', ""))
+        write!(
+            f,
+            "{}{op}{}",
+            self.name(),
+            self.show(self.limit).replace(' ', "")
+        )
     }
 }
 
@@ -98,9 +103,8 @@ pub fn parse_until(text: &str) -> Result<Objective, String> {
             "--until {text:?}: the only criterion is server-cpu (e.g. server-cpu=0.85)"
         ));
     }
-    let share = parse_share(value.trim()).ok_or_else(|| {
-        format!("--until {text:?}: {value:?} is not a share; write 0.85 or 85%")
-    })?;
+    let share = parse_share(value.trim())
+        .ok_or_else(|| format!("--until {text:?}: {value:?} is not a share; write 0.85 or 85%"))?;
     if !(share > 0.0 && share <= 1.0) {
         return Err(format!(
             "--until {text:?}: the share must be above 0 and at most 1 (100%)"
@@ -114,9 +118,8 @@ pub fn parse_until(text: &str) -> Result<Objective, String> {
 }
 
 fn parse_one(part: &str) -> Result<Objective, String> {
-    let bad = |why: &str| {
-        format!("--slo: {part:?} {why}; write objectives like \"p99<50ms, errors<1%\"")
-    };
+    let bad =
+        |why: &str| format!("--slo: {part:?} {why}; write objectives like \"p99<50ms, errors<1%\"");
     let (name, inclusive, value) = if let Some((n, v)) = part.split_once("<=") {
         (n, true, v)
     } else if let Some((n, v)) = part.split_once('<') {
@@ -249,8 +252,12 @@ mod tests {
     fn until_takes_a_share_or_a_percentage() {
         assert!((parse_until("server-cpu=0.85").unwrap().limit - 0.85).abs() < 1e-12);
         assert!((parse_until("server-cpu=85%").unwrap().limit - 0.85).abs() < 1e-12);
-        assert!(parse_until("server-cpu=1.5").unwrap_err().contains("at most 1"));
-        assert!(parse_until("memory=0.5").unwrap_err().contains("only criterion"));
+        assert!(parse_until("server-cpu=1.5")
+            .unwrap_err()
+            .contains("at most 1"));
+        assert!(parse_until("memory=0.5")
+            .unwrap_err()
+            .contains("only criterion"));
         assert!(parse_until("0.85").unwrap_err().contains("server-cpu=0.85"));
     }
 

@@ -90,10 +90,11 @@ impl Measure {
             .collect();
         let (early_p50_us, late_p50_us, trend_tau) = trend(result);
         let server = result.server.as_ref().and_then(|s| s.summary.as_ref());
-        let server_cpu_cores = server.map(|s| s.cpu_cores_per_s.as_ref().unwrap_or(&s.cpu_cores).mean);
-        let server_cpu_share = server.and_then(|s| {
+        let server_cpu_cores =
+            server.map(|s| s.cpu_cores_per_s.as_ref().unwrap_or(&s.cpu_cores).mean);
+        let server_cpu_share = server.map(|s| {
             if let Some(q) = &s.cpu_quota_share {
-                return Some(q.mean);
+                return q.mean;
             }
             let cores = s.cpu_cores_per_s.as_ref().unwrap_or(&s.cpu_cores).mean;
             let pinned = result
@@ -103,7 +104,7 @@ impl Measure {
                 .and_then(|l| l.pin.as_ref())
                 .filter(|p| p.applied)
                 .and_then(|p| cpu_count(&p.requested));
-            Some(cores / pinned.unwrap_or(1) as f64)
+            cores / pinned.unwrap_or(1) as f64
         });
         Measure {
             offered_per_s: (result.load.model == "open_loop")
@@ -115,7 +116,11 @@ impl Measure {
             completed: m.requests.completed,
             achieved_per_s: m.requests.completed as f64 / duration_s,
             errors,
-            error_share: if due == 0 { 0.0 } else { errors as f64 / due as f64 },
+            error_share: if due == 0 {
+                0.0
+            } else {
+                errors as f64 / due as f64
+            },
             p50_us: latency.map(|l| l.p50),
             p90_us: latency.map(|l| l.p90),
             p99_us: latency.map(|l| l.p99),
@@ -397,7 +402,9 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
         }
     }
     if let (Some(early), Some(late), Some(tau)) = (m.early_p50_us, m.late_p50_us, m.trend_tau) {
-        if late >= early * c.growth_factor && late - early >= c.growth_floor_us && tau >= c.growth_tau
+        if late >= early * c.growth_factor
+            && late - early >= c.growth_floor_us
+            && tau >= c.growth_tau
         {
             missed.push(format!(
                 "a queue grew during the probe: median response time went from {} to {}",
@@ -483,8 +490,16 @@ mod tests {
             (probe(1000.0, 990.0, 5.0, 0.0), true, ""),
             (slow, false, "p99 was 80 ms (objective p99<50ms)"),
             (erring, false, "errors was 2% (objective errors<1%)"),
-            (behind, false, "did not keep up: 950 responses/s of 1000 offered"),
-            (growing, false, "median response time went from 2.0 ms to 9.0 ms"),
+            (
+                behind,
+                false,
+                "did not keep up: 950 responses/s of 1000 offered",
+            ),
+            (
+                growing,
+                false,
+                "median response time went from 2.0 ms to 9.0 ms",
+            ),
             (jitter, true, ""),
             (spike, true, ""),
         ];
@@ -513,7 +528,9 @@ mod tests {
         // response time that missed by far: the service's.
         let mut late = probe(1_000.0, 900.0, 8.0, 0.0);
         (late.generator_lag_p99_us, late.generator_late_requests) = (Some(5_000.0), 40);
-        assert!(judge(&late, &criteria("p99<50ms")).generator_limited.is_some());
+        assert!(judge(&late, &criteria("p99<50ms"))
+            .generator_limited
+            .is_some());
         late.p99_us = Some(950_000.0);
         late.percentiles_us = vec![(99.0, 950_000.0)];
         let j = judge(&late, &criteria("p99<50ms"));
@@ -521,17 +538,22 @@ mod tests {
         // Errors are the server's answer, however late loadlab was.
         let mut erring = late.clone();
         (erring.error_share, erring.p99_us) = (0.5, Some(8_000.0));
-        assert!(judge(&erring, &criteria("p99<50ms")).generator_limited.is_none());
+        assert!(judge(&erring, &criteria("p99<50ms"))
+            .generator_limited
+            .is_none());
         // One late request is a hiccup.
         late.p99_us = Some(8_000.0);
         late.generator_late_requests = 1;
-        assert!(judge(&late, &criteria("p99<50ms")).generator_limited.is_none());
+        assert!(judge(&late, &criteria("p99<50ms"))
+            .generator_limited
+            .is_none());
     }
 
     #[test]
     fn server_cpu_is_an_objective_of_its_own() {
         let mut c = criteria("p99<50ms");
-        c.objectives.push(crate::objective::parse_until("server-cpu=0.85").unwrap());
+        c.objectives
+            .push(crate::objective::parse_until("server-cpu=0.85").unwrap());
         let mut m = probe(1000.0, 1000.0, 1.0, 0.0);
         m.server_cpu_share = Some(0.9);
         let j = judge(&m, &c);
@@ -547,7 +569,10 @@ mod tests {
         assert_eq!(kendall_tau(&[1.0, 2.0, 3.0, 4.0, 5.0]), 1.0);
         assert_eq!(kendall_tau(&[5.0, 4.0, 3.0, 2.0, 1.0]), -1.0);
         assert!((kendall_tau(&[1.0, 3.0, 2.0, 5.0, 4.0]) - 0.6).abs() < 1e-12);
-        assert!((kendall_tau(&[3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0, 6.0]) - 0.428_571_428_571).abs() < 1e-9);
+        assert!(
+            (kendall_tau(&[3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0, 6.0]) - 0.428_571_428_571).abs()
+                < 1e-9
+        );
     }
 
     #[test]

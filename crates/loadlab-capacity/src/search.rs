@@ -55,10 +55,7 @@ impl Policy {
             ));
         }
         if !(1..=10).contains(&self.rounds) {
-            return Err(format!(
-                "--repeats {}: give 1 to 10 rounds",
-                self.rounds
-            ));
+            return Err(format!("--repeats {}: give 1 to 10 rounds", self.rounds));
         }
         Ok(())
     }
@@ -198,16 +195,7 @@ impl fmt::Display for Finding {
 /// A rate as a person reads it: `11,800`, `950`, `12.5`.
 pub fn rate(r: f64) -> String {
     if r >= 100.0 {
-        let n = r.round() as u64;
-        let digits = n.to_string();
-        let mut out = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
+        loadlab_report::count(r.round() as u64)
     } else {
         let s = format!("{r:.1}");
         s.trim_end_matches(".0").to_string()
@@ -220,7 +208,11 @@ pub fn next(policy: &Policy, history: &[Outcome]) -> Step {
     // twice at one rate is the limit.
     let limited = |o: &&Outcome| o.verdict == Verdict::GeneratorLimited;
     if let Some(last) = history.last().filter(limited) {
-        let again = history.iter().filter(limited).filter(|o| o.rate == last.rate).count();
+        let again = history
+            .iter()
+            .filter(limited)
+            .filter(|o| o.rate == last.rate)
+            .count();
         if again < 2 {
             return Step::Probe {
                 rate: last.rate,
@@ -313,7 +305,11 @@ fn round_step(policy: &Policy, outcomes: &[&Outcome], start: f64, step: f64) -> 
             } else {
                 let mid = nice((p + f) / 2.0);
                 // Rounding must not land on a rate already probed.
-                let mid = if mid <= p || mid >= f { (p + f) / 2.0 } else { mid };
+                let mid = if mid <= p || mid >= f {
+                    (p + f) / 2.0
+                } else {
+                    mid
+                };
                 RoundStep::Probe(mid)
             }
         }
@@ -389,10 +385,7 @@ mod tests {
 
     /// Runs the policy against a service whose capacity in each round is `capacity(round)`:
     /// a probe passes when its rate is at most that. Returns the finding and the probes.
-    fn search(
-        policy: &Policy,
-        capacity: impl Fn(usize) -> f64,
-    ) -> (Finding, Vec<Outcome>) {
+    fn search(policy: &Policy, capacity: impl Fn(usize) -> f64) -> (Finding, Vec<Outcome>) {
         let mut history = Vec::new();
         loop {
             match next(policy, &history) {
@@ -468,7 +461,13 @@ mod tests {
     fn a_noisy_boundary_is_reported_as_a_range() {
         let truths = [10_000.0, 11_000.0, 10_400.0];
         let (finding, _) = search(&policy(), |round| truths[round]);
-        let Finding::Capacity { low, high, estimate, .. } = &finding else {
+        let Finding::Capacity {
+            low,
+            high,
+            estimate,
+            ..
+        } = &finding
+        else {
             panic!("{finding:?}")
         };
         assert!(*low <= 10_000.0 && *low >= 9_500.0, "{finding:?}");
@@ -483,7 +482,9 @@ mod tests {
     fn a_failing_start_halves_and_the_edges_are_findings() {
         let (finding, probes) = search(&policy(), |_| 30.0);
         assert_eq!(probes[1].rate, 50.0);
-        assert!(matches!(finding, Finding::Capacity { estimate, .. } if estimate <= 30.0 && estimate >= 28.5));
+        assert!(
+            matches!(finding, Finding::Capacity { estimate, .. } if (28.5..=30.0).contains(&estimate))
+        );
         let low = Policy {
             min_rate: 10.0,
             ..policy()
@@ -502,48 +503,135 @@ mod tests {
     #[test]
     fn a_probe_where_loadlab_was_the_limit_runs_again_then_ends_the_search() {
         let mut history = vec![
-            Outcome { rate: 100.0, round: 0, verdict: Verdict::Pass },
-            Outcome { rate: 200.0, round: 0, verdict: Verdict::Pass },
-            Outcome { rate: 400.0, round: 0, verdict: Verdict::GeneratorLimited },
+            Outcome {
+                rate: 100.0,
+                round: 0,
+                verdict: Verdict::Pass,
+            },
+            Outcome {
+                rate: 200.0,
+                round: 0,
+                verdict: Verdict::Pass,
+            },
+            Outcome {
+                rate: 400.0,
+                round: 0,
+                verdict: Verdict::GeneratorLimited,
+            },
         ];
-        assert_eq!(next(&policy(), &history), Step::Probe { rate: 400.0, round: 0 });
-        // A hiccup: the second try passes and the search goes on.
-        let mut hiccup = history.clone();
-        hiccup.push(Outcome { rate: 400.0, round: 0, verdict: Verdict::Pass });
-        assert_eq!(next(&policy(), &hiccup), Step::Probe { rate: 800.0, round: 0 });
-        history.push(Outcome { rate: 400.0, round: 0, verdict: Verdict::GeneratorLimited });
         assert_eq!(
             next(&policy(), &history),
-            Step::Done(Finding::GeneratorLimit { rate: 400.0, passed: Some(200.0) })
+            Step::Probe {
+                rate: 400.0,
+                round: 0
+            }
+        );
+        // A hiccup: the second try passes and the search goes on.
+        let mut hiccup = history.clone();
+        hiccup.push(Outcome {
+            rate: 400.0,
+            round: 0,
+            verdict: Verdict::Pass,
+        });
+        assert_eq!(
+            next(&policy(), &hiccup),
+            Step::Probe {
+                rate: 800.0,
+                round: 0
+            }
+        );
+        history.push(Outcome {
+            rate: 400.0,
+            round: 0,
+            verdict: Verdict::GeneratorLimited,
+        });
+        assert_eq!(
+            next(&policy(), &history),
+            Step::Done(Finding::GeneratorLimit {
+                rate: 400.0,
+                passed: Some(200.0)
+            })
         );
     }
 
     #[test]
     fn interrupted_probes_and_passes_above_a_failure_are_not_believed() {
         let history = [
-            Outcome { rate: 100.0, round: 0, verdict: Verdict::Pass },
-            Outcome { rate: 200.0, round: 0, verdict: Verdict::Interrupted },
+            Outcome {
+                rate: 100.0,
+                round: 0,
+                verdict: Verdict::Pass,
+            },
+            Outcome {
+                rate: 200.0,
+                round: 0,
+                verdict: Verdict::Interrupted,
+            },
         ];
-        assert_eq!(next(&policy(), &history), Step::Probe { rate: 200.0, round: 0 });
+        assert_eq!(
+            next(&policy(), &history),
+            Step::Probe {
+                rate: 200.0,
+                round: 0
+            }
+        );
         let history = [
-            Outcome { rate: 800.0, round: 0, verdict: Verdict::Pass },
-            Outcome { rate: 1_600.0, round: 0, verdict: Verdict::Fail },
-            Outcome { rate: 1_200.0, round: 0, verdict: Verdict::Fail },
-            Outcome { rate: 1_400.0, round: 0, verdict: Verdict::Pass },
+            Outcome {
+                rate: 800.0,
+                round: 0,
+                verdict: Verdict::Pass,
+            },
+            Outcome {
+                rate: 1_600.0,
+                round: 0,
+                verdict: Verdict::Fail,
+            },
+            Outcome {
+                rate: 1_200.0,
+                round: 0,
+                verdict: Verdict::Fail,
+            },
+            Outcome {
+                rate: 1_400.0,
+                round: 0,
+                verdict: Verdict::Pass,
+            },
         ];
         // 1,400 passed above the failure at 1,200: the bracket stays 800..1,200.
-        assert_eq!(next(&policy(), &history), Step::Probe { rate: 1_000.0, round: 0 });
+        assert_eq!(
+            next(&policy(), &history),
+            Step::Probe {
+                rate: 1_000.0,
+                round: 0
+            }
+        );
     }
 
     #[test]
     fn a_stopped_search_reports_what_it_had() {
         let history = [
-            Outcome { rate: 800.0, round: 0, verdict: Verdict::Pass },
-            Outcome { rate: 1_600.0, round: 0, verdict: Verdict::Fail },
+            Outcome {
+                rate: 800.0,
+                round: 0,
+                verdict: Verdict::Pass,
+            },
+            Outcome {
+                rate: 1_600.0,
+                round: 0,
+                verdict: Verdict::Fail,
+            },
         ];
         let finding = stopped(&policy(), &history);
-        assert_eq!(finding, Finding::Unfinished { passed: Some(800.0), failed: Some(1_600.0) });
-        assert!(finding.to_string().contains("between 800/s (held) and 1,600/s (failed)"));
+        assert_eq!(
+            finding,
+            Finding::Unfinished {
+                passed: Some(800.0),
+                failed: Some(1_600.0)
+            }
+        );
+        assert!(finding
+            .to_string()
+            .contains("between 800/s (held) and 1,600/s (failed)"));
         let (_, probes) = search(&policy(), |_| 1_000.0);
         let round_1_ends = probes.iter().rposition(|o| o.round == 1).unwrap();
         let finding = stopped(&policy(), &probes[..=round_1_ends]);
@@ -556,11 +644,41 @@ mod tests {
     #[test]
     fn bad_policies_name_their_flag() {
         for (p, flag) in [
-            (Policy { start: 0.0, ..policy() }, "--start"),
-            (Policy { max_rate: 50.0, ..policy() }, "--max-rate"),
-            (Policy { min_rate: 0.0, ..policy() }, "--min-rate"),
-            (Policy { tolerance: 0.001, ..policy() }, "--tolerance"),
-            (Policy { rounds: 0, ..policy() }, "--repeats"),
+            (
+                Policy {
+                    start: 0.0,
+                    ..policy()
+                },
+                "--start",
+            ),
+            (
+                Policy {
+                    max_rate: 50.0,
+                    ..policy()
+                },
+                "--max-rate",
+            ),
+            (
+                Policy {
+                    min_rate: 0.0,
+                    ..policy()
+                },
+                "--min-rate",
+            ),
+            (
+                Policy {
+                    tolerance: 0.001,
+                    ..policy()
+                },
+                "--tolerance",
+            ),
+            (
+                Policy {
+                    rounds: 0,
+                    ..policy()
+                },
+                "--repeats",
+            ),
         ] {
             assert!(p.check().unwrap_err().starts_with(flag), "{flag}");
         }

@@ -7,7 +7,7 @@
 use serde_json::Value;
 use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -43,7 +43,7 @@ fn finish_within(mut child: Child, what: &str, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
-fn run_capacity(cmd: &mut Command, dir: &PathBuf) -> (Output, Value) {
+fn run_capacity(cmd: &mut Command, dir: &Path) -> (Output, Value) {
     let json = dir.join("capacity.json");
     let child = cmd
         .args(["--no-save", "-q", "--json"])
@@ -74,35 +74,62 @@ fn probes(doc: &Value) -> usize {
 
 /// The short probes these tests use: a second measured after 300 ms of warm-up.
 const QUICK: [&str; 8] = [
-    "-d", "1s", "--warmup", "300ms", "--cooldown", "300ms", "--tolerance", "0.05",
+    "-d",
+    "1s",
+    "--warmup",
+    "300ms",
+    "--cooldown",
+    "300ms",
+    "--tolerance",
+    "0.05",
 ];
 
 #[test]
 fn a_single_server_with_a_fixed_service_time_is_found_at_one_over_that_time() {
     let _serial = serial();
     let dir = scratch("service");
-    // One worker, 2 ms a request: 500 requests/s.
-    let exec = format!("{FIXTURE} --service-us 2000");
+    // One worker, 5 ms a request: 200 requests/s (long enough that the fixture's own
+    // per-request overhead, tens of microseconds, stays under 1% of it).
+    let exec = format!("{FIXTURE} --service-us 5000");
     let (out, doc) = run_capacity(
         loadlab()
             .args(["capacity", "--exec", &exec, "--slo", "p99<100ms"])
             .args(QUICK)
-            .args(["--start", "200", "--repeats", "2", "--max-connections", "100", "/"]),
+            .args([
+                "--start",
+                "50",
+                "--repeats",
+                "2",
+                "--max-connections",
+                "100",
+                "/",
+            ]),
         &dir,
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let c = estimate(&doc);
-    assert!((475.0..=525.0).contains(&c), "capacity {c}: {}", doc["verdict"]);
+    assert!(
+        (190.0..=210.0).contains(&c),
+        "capacity {c}: {}",
+        doc["verdict"]
+    );
     let range = &doc["finding"];
-    assert!(range["low"].as_f64().unwrap() >= 450.0, "{range}");
-    assert!(range["high"].as_f64().unwrap() <= 525.0, "{range}");
+    assert!(range["low"].as_f64().unwrap() >= 180.0, "{range}");
+    assert!(range["high"].as_f64().unwrap() <= 210.0, "{range}");
     assert!(probes(&doc) <= 16, "{} probes", probes(&doc));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("capacity ") && text.contains("over 2 repeats"), "{text}");
+    assert!(
+        text.contains("capacity ") && text.contains("over 2 repeats"),
+        "{text}"
+    );
     // Every probe above the capacity was judged failed, and says why.
     for p in doc["probes"].as_array().unwrap() {
         let rate = p["measure"]["offered_per_s"].as_f64().unwrap();
-        if rate > 560.0 {
+        if rate > 225.0 {
             assert_eq!(p["judgment"]["pass"], false, "{p}");
             assert!(!p["judgment"]["missed"].as_array().unwrap().is_empty());
         }
@@ -122,9 +149,17 @@ fn a_token_bucket_is_found_at_its_rate() {
             .args(["--start", "500", "--repeats", "2", "/"]),
         &dir,
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let c = estimate(&doc);
-    assert!((1_900.0..=2_100.0).contains(&c), "capacity {c}: {}", doc["verdict"]);
+    assert!(
+        (1_900.0..=2_100.0).contains(&c),
+        "capacity {c}: {}",
+        doc["verdict"]
+    );
     assert!(probes(&doc) <= 16, "{} probes", probes(&doc));
     let failed: Vec<&Value> = doc["probes"]
         .as_array()
@@ -214,10 +249,22 @@ fn when_loadlab_is_the_bottleneck_the_search_says_so_and_blames_no_one_else() {
     let (out, doc) = run_capacity(&mut cmd, &dir);
     let _ = server.kill();
     let _ = server.wait();
-    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(doc["finding"]["kind"], "generator_limit", "{}", doc["verdict"]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        doc["finding"]["kind"], "generator_limit",
+        "{}",
+        doc["verdict"]
+    );
     let verdict = doc["verdict"].as_str().unwrap();
-    assert!(verdict.contains("loadlab itself was the limit"), "{verdict}");
+    assert!(
+        verdict.contains("loadlab itself was the limit"),
+        "{verdict}"
+    );
     let last = doc["probes"].as_array().unwrap().last().unwrap();
     assert!(last["judgment"]["generator_limited"].is_string(), "{last}");
 }
@@ -230,8 +277,25 @@ fn a_sweep_measures_every_load_and_marks_the_knee() {
     let json = dir.join("sweep.json");
     let report = dir.join("sweep.html");
     let child = loadlab()
-        .args(["sweep", "--exec", &exec, "--rates", "100,250,400,700", "--max-connections", "100"])
-        .args(["-d", "1s", "--warmup", "200ms", "--cooldown", "300ms", "--no-save", "--json"])
+        .args([
+            "sweep",
+            "--exec",
+            &exec,
+            "--rates",
+            "100,200,300,700",
+            "--max-connections",
+            "100",
+        ])
+        .args([
+            "-d",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--cooldown",
+            "300ms",
+            "--no-save",
+            "--json",
+        ])
         .arg(&json)
         .arg("--report")
         .arg(&report)
@@ -241,7 +305,11 @@ fn a_sweep_measures_every_load_and_marks_the_knee() {
         .spawn()
         .unwrap();
     let out = finish_within(child, "loadlab sweep", Duration::from_secs(60));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(probes(&doc), 4);
     // 700/s against a 500/s server: the queue grows, p99 leaves its low-load value far
@@ -250,8 +318,11 @@ fn a_sweep_measures_every_load_and_marks_the_knee() {
     let last = &doc["probes"][3];
     assert_eq!(last["judgment"]["pass"], false);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("KNEE") && text.contains("knee: at 700/s"), "{text}");
-    assert!(text.contains("held its objectives up to 400/s"), "{text}");
+    assert!(
+        text.contains("KNEE") && text.contains("knee: at 700/s"),
+        "{text}"
+    );
+    assert!(text.contains("held its objectives up to 300/s"), "{text}");
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("\"curve\":{"), "the report carries the curve");
 }
@@ -291,24 +362,108 @@ fn a_lab_target_given_twice_the_cpu_sustains_about_twice_the_rate() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let built = finish_within(build, "loadlab lab build rust-axum", Duration::from_secs(900));
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let built = finish_within(
+        build,
+        "loadlab lab build rust-axum",
+        Duration::from_secs(900),
+    );
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     let dir = scratch("quota");
     let mut found = Vec::new();
     for cpus in ["0.25", "0.5"] {
         let (out, doc) = run_capacity(
             loadlab()
                 .current_dir(&repo)
-                .args(["capacity", "--target", "rust-axum", "--cpus", cpus, "--pin", "0"])
-                .args(["--slo", "p99<50ms"])
+                .args([
+                    "capacity",
+                    "--target",
+                    "rust-axum",
+                    "--cpus",
+                    cpus,
+                    "--pin",
+                    "0",
+                ])
+                .args(["--slo", "p99<250ms"])
                 .args(QUICK)
                 .args(["--start", "1000", "--repeats", "1", "/plaintext"]),
             &dir,
         );
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         found.push(estimate(&doc));
     }
     let ratio = found[1] / found[0];
     eprintln!("rust-axum capacity at 0.25 and 0.5 cores: {found:?}, ratio {ratio:.2}");
     assert!((1.6..=2.4).contains(&ratio), "{found:?}: ratio {ratio:.2}");
+}
+
+#[test]
+fn ctrl_c_keeps_the_probes_so_far_and_says_what_they_show() {
+    let _serial = serial();
+    let dir = scratch("interrupt");
+    let json = dir.join("capacity.json");
+    let exec = format!("{FIXTURE} --token-bucket 100000");
+    let mut child = loadlab()
+        .args([
+            "capacity", "--exec", &exec, "--start", "200", "-d", "1s", "--warmup", "0s",
+        ])
+        .args(["--no-save", "--json"])
+        .arg(&json)
+        .arg("/")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The signal comes once the third probe has started (its progress line begins).
+    let mut stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 512];
+        let mut told = false;
+        while let Ok(n) = std::io::Read::read(&mut stderr, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if !told && String::from_utf8_lossy(&seen).contains("probe 3") {
+                told = true;
+                let _ = tx.send(());
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the third probe starts");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill with a PID this test spawned and has not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "capacity ignored Ctrl-C");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.wait_with_output().unwrap()
+    };
+    let stderr = reader.join().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["stopped_by"], "interrupted");
+    assert_eq!(probes(&doc), 3, "{}", doc["probes"]);
+    let verdict = doc["verdict"].as_str().unwrap();
+    assert!(
+        verdict.contains("it held") && verdict.contains("(stopped: interrupted)"),
+        "{verdict}"
+    );
+    // The probe cut short is kept, marked interrupted, and counts for nothing.
+    let last = doc["probes"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["measure"]["interrupted"], true, "{last}");
 }

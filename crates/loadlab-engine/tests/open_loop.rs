@@ -154,15 +154,12 @@ fn a_target_that_cannot_keep_up_is_named_and_nothing_is_lost() {
         r.verdicts
     );
     // Requests that waited for one of the two busy connections waited for the target, not
-    // for loadlab: the generator is not blamed (its scheduler lag counts only its own
-    // lateness).
-    assert!(
-        !r.verdicts.iter().any(|v| v.contains("generator was saturated")),
-        "{:?}",
-        r.verdicts
-    );
-    // Each of those requests counts as noticed on time: the lag's median is zero.
-    assert_eq!(r.measured.scheduler_lag_us.as_ref().unwrap().p50, 0.0);
+    // for loadlab: the generator's lag counts only the time a connection was free (its
+    // response in) while loadlab had not got to it, a poll's worth (50 us) on an idle
+    // machine. (Not a hard "no verdict": on a loaded machine loadlab's thread does wake
+    // late, and the verdict then rightly says so.)
+    let lag = r.measured.scheduler_lag_us.as_ref().unwrap();
+    assert!(lag.p90 < 1_000.0, "{lag:?}");
     assert_eq!(server.counters().accepted(), 2);
 }
 

@@ -191,8 +191,20 @@ fn reports_draw_in_a_real_browser() {
         open_loop: true,
         load: vec![250.0, 500.0, 600.0, 700.0, 800.0],
         achieved_per_s: vec![250.0, 498.0, 540.0, 545.0, 530.0],
-        p50_us: vec![Some(2_100.0), Some(2_300.0), Some(90_000.0), Some(300_000.0), Some(500_000.0)],
-        p99_us: vec![Some(4_000.0), Some(6_000.0), Some(400_000.0), Some(900_000.0), None],
+        p50_us: vec![
+            Some(2_100.0),
+            Some(2_300.0),
+            Some(90_000.0),
+            Some(300_000.0),
+            Some(500_000.0),
+        ],
+        p99_us: vec![
+            Some(4_000.0),
+            Some(6_000.0),
+            Some(400_000.0),
+            Some(900_000.0),
+            None,
+        ],
         held: vec![true, true, false, false, false],
         marker: Some(("capacity".into(), 500.0)),
     };

@@ -140,7 +140,12 @@ pub struct SweepArgs {
     pub probe: ProbeArgs,
 
     /// Open loop: requests/s, comma-separated.
-    #[arg(long, value_delimiter = ',', conflicts_with = "connections", required_unless_present = "connections")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        conflicts_with = "connections",
+        required_unless_present = "connections"
+    )]
     pub rates: Vec<f64>,
 
     /// Closed loop: connection counts, comma-separated.
@@ -186,7 +191,10 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         Loads::Connections(args.connections.clone())
     };
     if !(args.knee_factor > 1.0 && args.knee_factor.is_finite()) {
-        anyhow::bail!("--knee-factor {}: give a factor above 1, e.g. 3", args.knee_factor);
+        anyhow::bail!(
+            "--knee-factor {}: give a factor above 1, e.g. 3",
+            args.knee_factor
+        );
     }
     let prepared = prepare(&args.probe, "sweep")?;
     let spec = SweepSpec {
@@ -245,10 +253,18 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
         server: args.server.spec()?,
         busy_poll: BusyPoll::Off,
     };
+    let first_warmup = recommended_warmup(args);
     let session = Session::prepare(spec).map_err(flags_named)?;
     if !args.quiet {
         for note in session.notes() {
             eprintln!("{note}");
+        }
+        if first_warmup > args.warmup {
+            eprintln!(
+                "the first probe warms up {} s, as {} recommends (its JIT compiles under load)",
+                first_warmup.as_secs(),
+                args.server.target.as_deref().unwrap_or("the target")
+            );
         }
     }
     Ok(Prepared {
@@ -258,10 +274,29 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
             warmup: args.warmup,
             duration: args.duration,
             cooldown: args.cooldown,
+            first_warmup,
         },
         store,
         tag: args.tag.clone().unwrap_or_else(|| kind.to_string()),
     })
+}
+
+/// The warm-up a lab target's manifest recommends before measuring (30 s for the JVM
+/// targets), given once, to the first probe.
+fn recommended_warmup(args: &ProbeArgs) -> Duration {
+    let Some(name) = &args.server.target else {
+        return Duration::ZERO;
+    };
+    let lab = match &args.server.targets {
+        Some(dir) => loadlab_lab::Lab::open(dir),
+        None => match std::env::current_dir() {
+            Ok(here) => loadlab_lab::Lab::discover(&here),
+            Err(_) => return Duration::ZERO,
+        },
+    };
+    lab.ok()
+        .and_then(|lab| lab.target(name).ok().map(|t| t.manifest.warmup_secs))
+        .map_or(Duration::ZERO, Duration::from_secs)
 }
 
 /// Runs the search or sweep with Ctrl-C handling, prints the table, writes the outputs.
@@ -421,10 +456,7 @@ fn report_kind(path: &Path) -> anyhow::Result<ReportKind> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("html") | Some("htm") => Ok(ReportKind::Html),
         Some("md") | Some("markdown") => Ok(ReportKind::Markdown),
-        _ => anyhow::bail!(
-            "--report {}: name an .html or .md file",
-            path.display()
-        ),
+        _ => anyhow::bail!("--report {}: name an .html or .md file", path.display()),
     }
 }
 
@@ -499,7 +531,8 @@ fn write_report(
             loadlab_report::markdown::render_runs(&labelled, &mut out)?;
         }
     }
-    write_atomically(path, &out).with_context(|| format!("--report: cannot write {}", path.display()))
+    write_atomically(path, &out)
+        .with_context(|| format!("--report: cannot write {}", path.display()))
 }
 
 fn shown_runs<'a>(

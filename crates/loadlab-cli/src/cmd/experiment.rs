@@ -188,7 +188,11 @@ fn curves(
     by_arm: &[Vec<RunResult>],
 ) -> anyhow::Result<Vec<String>> {
     let is_load = |k: &str| k == "rate" || k == "connections";
-    if !plan.arms.iter().any(|a| a.axes.iter().any(|(k, _)| is_load(k))) {
+    if !plan
+        .arms
+        .iter()
+        .any(|a| a.axes.iter().any(|(k, _)| is_load(k)))
+    {
         return Ok(Vec::new());
     }
     let criteria = loadlab_capacity::Criteria::new(Vec::new());
@@ -230,7 +234,10 @@ fn curves(
                 .map(|(i, (_, r))| loadlab_capacity::driver::record_of(i + 1, r, &criteria))
                 .collect();
             let report = loadlab_capacity::driver::sweep_report(records, &criteria, 3.0, None);
-            format!("{name}: latency and throughput against load\n{}", report.text())
+            format!(
+                "{name}: latency and throughput against load\n{}",
+                report.text()
+            )
         })
         .collect())
 }
@@ -352,7 +359,11 @@ fn print_plan(experiment: &Experiment, plan: &Plan) {
                  and Holm's correction for {family} tests takes it to {}); run at least {} per \
                  arm (--repetitions)",
                 if compared == 1 { "" } else { "s" },
-                if floor >= 1.0 { "1".to_string() } else { format!("{floor:.2}") },
+                if floor >= 1.0 {
+                    "1".to_string()
+                } else {
+                    format!("{floor:.2}")
+                },
                 loadlab_compare::runs_needed(0.05, family).map_or("more".into(), |r| r.to_string())
             );
         }

@@ -131,6 +131,9 @@ pub(super) struct Conn {
     next: usize,
     /// Connects that failed in a row (reset by one that works).
     failed_connects: u32,
+    /// When the last response finished arriving, by the kernel's stamp (stamped connections
+    /// after a success): from then on the connection was free, whenever loadlab read it.
+    free_since: Option<Instant>,
 }
 
 pub(super) use super::backoff::{back_off, backoff_after};
@@ -144,6 +147,7 @@ impl Conn {
             timer: Box::pin(tokio::time::sleep(Duration::from_secs(86_400))),
             next: 0,
             failed_connects: 0,
+            free_since: None,
         }
     }
 
@@ -179,6 +183,11 @@ impl Conn {
         }
     }
 
+    /// When this connection's last response finished arriving, where the kernel stamped it.
+    pub fn free_since(&self) -> Option<Instant> {
+        self.free_since
+    }
+
     /// Sends one request (opening the connection first if needed) and records the outcome.
     pub async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
         if !self.connect(ctx, due.phase).await {
@@ -207,9 +216,11 @@ impl Conn {
             &mut traffic,
         )
         .await;
+        self.free_since = None;
         match outcome {
             Ok(done) => {
                 record_success(ctx, &due, sent_at, done.status, &traffic);
+                self.free_since = traffic.last_rx;
                 if done.close || !ctx.keepalive {
                     if let Some(mut s) = self.stream.take() {
                         if done.close && !done.eof {

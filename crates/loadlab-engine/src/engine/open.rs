@@ -143,15 +143,21 @@ impl OpenState {
     }
 
     /// When the generator, getting to a request due at `intended` at `now`, counts as having
-    /// noticed it, for its own lateness (the scheduler lag): late only by the time a
-    /// connection stood idle while the request was due. With none idle, the request waited
-    /// for a connection (every one busy: the target's doing), none of it the generator's:
-    /// it counts as noticed on time, so the lag's percentiles stay over every request.
-    fn noticed(&self, intended: Instant, now: Instant) -> Instant {
-        match self.idle_since.get() {
-            Some(since) => intended + now.saturating_duration_since(since.max(intended)),
-            None => intended,
-        }
+    /// noticed it, for its own lateness (the scheduler lag): late by the time a connection
+    /// was free while the request was due: one standing idle, or the one taking it, whose
+    /// last response arrived (by the kernel's stamp, `free_at`) before loadlab read it. With
+    /// no connection free, the request waited for one (every one busy: the target's doing),
+    /// none of it the generator's: it counts as noticed on time, so the lag's percentiles
+    /// stay over every request.
+    fn noticed(&self, intended: Instant, now: Instant, free_at: Option<Instant>) -> Instant {
+        let free = match (self.idle_since.get(), free_at) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => return intended,
+            },
+        };
+        intended + now.saturating_duration_since(free.max(intended))
     }
 
     /// Requests due by `until` (when the thread stopped) but never sent: still in the
@@ -221,7 +227,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
             }
             // Take the idle connection out first: a borrow held into the `else` branch
             // would still be alive across its await.
-            let noticed = open.noticed(t, now);
+            let noticed = open.noticed(t, now, None);
             let idle = open.take_idle();
             if let Some(slot) = idle {
                 open.pending.borrow_mut().take();
@@ -328,6 +334,10 @@ pub(super) trait Carrier {
     /// which case the failure was recorded as the request's.
     async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool;
     async fn request(&mut self, ctx: &ThreadCtx, due: Due);
+    /// When the last response finished arriving, where the kernel stamped it.
+    fn free_since(&self) -> Option<Instant> {
+        None
+    }
 }
 
 impl Carrier for Conn {
@@ -336,6 +346,9 @@ impl Carrier for Conn {
     }
     async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
         Conn::request(self, ctx, due).await
+    }
+    fn free_since(&self) -> Option<Instant> {
+        Conn::free_since(self)
     }
 }
 
@@ -370,7 +383,7 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
             .pending
             .borrow_mut()
             .take_due(now)
-            .map(|t| due(&ctx, t, open.noticed(t, now)));
+            .map(|t| due(&ctx, t, open.noticed(t, now, None)));
         if next.is_none() {
             open.busy.set(open.busy.get() - 1);
         }
@@ -394,11 +407,12 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
         conn.request(&ctx, work).await;
         // Work-conserving: take the next due request at once, if the run is still on.
         let now = Instant::now();
+        let free_at = conn.free_since();
         next = if now < deadline && !ctx.stop.is_stopped() {
             open.pending
                 .borrow_mut()
                 .take_due(now)
-                .map(|t| due(&ctx, t, open.noticed(t, now)))
+                .map(|t| due(&ctx, t, open.noticed(t, now, free_at)))
         } else {
             None
         };

@@ -9,14 +9,20 @@ pub const RUST_TARGETS: [&str; 4] = ["rust-actix-web", "rust-axum", "rust-hyper"
 
 /// The targets in other languages (issue 6). Each is verified when its toolchain is on `PATH`
 /// and skipped, with a message saying so, when it is not.
-pub const OTHER_TARGETS: [&str; 7] = [
+pub const OTHER_TARGETS: [&str; 13] = [
     "go-nethttp",
     "java-vertx",
     "java-webflux",
+    "kotlin-ktor",
+    "kotlin-micronaut",
+    "kotlin-ratpack",
+    "kotlin-vertx",
     "node-express",
     "node-http",
     "python-flask",
+    "python-flask-uwsgi",
     "python-starlette",
+    "python-tornado",
 ];
 
 pub fn targets_dir() -> PathBuf {

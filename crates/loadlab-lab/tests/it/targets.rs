@@ -88,6 +88,26 @@ async fn verify_passes_for_java_webflux() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_kotlin_ktor() {
+    verify_passes_if_installed("kotlin-ktor").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_kotlin_micronaut() {
+    verify_passes_if_installed("kotlin-micronaut").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_kotlin_ratpack() {
+    verify_passes_if_installed("kotlin-ratpack").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_kotlin_vertx() {
+    verify_passes_if_installed("kotlin-vertx").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_passes_for_node_http() {
     verify_passes_if_installed("node-http").await;
 }
@@ -105,6 +125,16 @@ async fn verify_passes_for_python_flask() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_passes_for_python_starlette() {
     verify_passes_if_installed("python-starlette").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_python_tornado() {
+    verify_passes_if_installed("python-tornado").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_python_flask_uwsgi() {
+    verify_passes_if_installed("python-flask-uwsgi").await;
 }
 
 type HttpClient = Client<HttpConnector, Empty<Bytes>>;

@@ -4,7 +4,7 @@ import java.net.InetAddress;
 import java.net.URI;
 import java.util.Map;
 
-/** Shared by the Java targets (each pom adds ../java-common as a source root). The contract's environment variables, checked; a bad one exits with status 2 and its fix. */
+/** Shared by the Java and Kotlin targets (each pom adds ../java-common as a source root). The contract's environment variables, checked; a bad one exits with status 2 and its fix. */
 public record Config(String host, int port, int workers, int backlog, String upstreamUrl, String contentDir) {
     public static Config fromEnv(Map<String, String> env) {
         String host = env.getOrDefault("HOST", "127.0.0.1");

@@ -1,0 +1,167 @@
+package loadlab.ratpack
+
+import io.netty.buffer.Unpooled
+import java.net.InetAddress
+import java.net.URI
+import java.time.Duration
+import loadlab.common.Config
+import loadlab.common.Portfolio
+import loadlab.kotlincommon.BadRequest
+import loadlab.kotlincommon.HttpDate
+import loadlab.kotlincommon.Limits
+import loadlab.kotlincommon.PAYLOAD
+import loadlab.kotlincommon.Startup
+import loadlab.kotlincommon.UpstreamClient
+import loadlab.kotlincommon.UpstreamFailure
+import loadlab.kotlincommon.compute
+import loadlab.kotlincommon.param
+import ratpack.error.ClientErrorHandler
+import ratpack.error.ServerErrorHandler
+import ratpack.exec.Execution
+import ratpack.exec.Promise
+import ratpack.handling.Chain
+import ratpack.handling.Context
+import ratpack.http.client.HttpClient
+import ratpack.jackson.Jackson.json
+import ratpack.server.RatpackServer
+import ratpack.server.ServerConfig
+
+private const val TEXT = "text/plain;charset=utf-8"
+private const val HTML = "text/html;charset=utf-8"
+private const val OCTETS = "application/octet-stream"
+
+/**
+ * The loadlab reference target on Ratpack (../CONTRACT.md), its Java API used from Kotlin.
+ * WORKERS is Ratpack's thread count: the Netty event loops that run every handler and promise
+ * (Ratpack's "compute" threads); BACKLOG is its connect queue size.
+ */
+fun main() {
+    val config = Startup.config()
+    val portfolio = Startup.portfolio(config)
+    val server = try {
+        RatpackServer.start { server ->
+            server
+                .serverConfig(
+                    ServerConfig.builder()
+                        .development(false)
+                        .address(InetAddress.getByName(config.host()))
+                        .port(config.port())
+                        .threads(config.workers())
+                        .connectQueueSize(config.backlog())
+                        .maxContentLength(Limits.ECHO_BYTES),
+                )
+                .registryOf { registry ->
+                    registry
+                        // The one pooled client of the process, in the server registry: Ratpack's
+                        // HttpClient pools nothing by default (poolSize 0 opens a connection per
+                        // request); production code gives it a pool.
+                        .add(HttpClient::class.java, HttpClient.of { it.poolSize(1024) })
+                        .add(ClientErrorHandler::class.java, ClientErrorHandler { ctx, status -> clientError(ctx, status, portfolio) })
+                        .add(ServerErrorHandler::class.java, ServerErrorHandler { ctx, error -> serverError(ctx, error) })
+                }
+                .handlers { chain -> routes(chain, config, portfolio) }
+        }
+    } catch (e: Exception) {
+        Startup.cannotListen(config, e)
+    }
+    Startup.announce(config, server.bindPort)
+}
+
+private fun routes(chain: Chain, config: Config, portfolio: Portfolio) {
+    chain.all { ctx ->
+        ctx.response.headers.set("Server", "ratpack")
+        ctx.response.headers.set("Date", HttpDate.now())
+        ctx.next()
+    }
+    chain.get("plaintext") { it.response.send(TEXT, "Hello, World!") }
+    chain.get("json") { it.render(json(mapOf("message" to "Hello, World!"))) }
+    chain.get("healthz") { it.response.send(TEXT, "ok") }
+    chain.get("delay") { ctx ->
+        val ms = param("ms", ctx.request.queryParams["ms"], Limits.DELAY_MS)
+        // A timer on the execution's event loop; no thread waits.
+        Execution.sleep(Duration.ofMillis(ms.toLong())).then { ctx.response.send(TEXT, "done") }
+    }
+    chain.get("block") { ctx ->
+        val ms = param("ms", ctx.request.queryParams["ms"], Limits.BLOCK_MS)
+        Thread.sleep(ms.toLong()) // blocks the event loop: the mistake /block exists to measure
+        ctx.response.send(TEXT, "done")
+    }
+    chain.get("compute") { ctx ->
+        val n = param("n", ctx.request.queryParams["n"], Limits.COMPUTE_N)
+        ctx.render(json(compute(n)))
+    }
+    chain.get("bytes") { ctx ->
+        val n = param("n", ctx.request.queryParams["n"], Limits.BYTES_N)
+        ctx.response.send(OCTETS, Unpooled.wrappedBuffer(PAYLOAD, 0, n))
+    }
+    chain.post("echo") { ctx ->
+        // Over the limit, announced or chunked, Ratpack answers through the client error
+        // handler with 413.
+        ctx.request.getBody(Limits.ECHO_BYTES.toLong()).then { body -> ctx.response.send(OCTETS, body.bytes) }
+    }
+    chain.get("upstream") { ctx -> upstream(ctx, config, ctx.get(HttpClient::class.java)) }
+    chain.get { it.response.send(HTML, portfolio.home()) }
+    chain.get("blogs") { it.response.send(HTML, portfolio.blogs()) }
+    chain.get("blogs/:id") { ctx ->
+        val page = portfolio.blog(ctx.pathTokens["id"].orEmpty())
+        if (page == null) {
+            ctx.response.status(404).send(HTML, portfolio.notFound())
+        } else {
+            ctx.response.send(HTML, page)
+        }
+    }
+    chain.get("version") { it.response.send(HTML, portfolio.version()) }
+}
+
+private fun upstream(ctx: Context, config: Config, pooled: HttpClient) {
+    val calls = param("calls", ctx.request.queryParams["calls"], Limits.CALLS)
+    val client = UpstreamClient.of(ctx.request.queryParams["client"])
+    val url = config.upstreamUrl()
+    if (url == null) {
+        ctx.response.status(503).send(TEXT, "UPSTREAM_URL is not set")
+        return
+    }
+    sequential(client, URI.create(url), pooled, calls, 0L)
+        .onError { ctx.response.status(502).send(TEXT, "upstream call failed: $it") }
+        .then { bytes ->
+            ctx.render(json(linkedMapOf("calls" to calls, "client" to client.label, "upstream_bytes" to bytes)))
+        }
+}
+
+/** The remaining calls, one after another, adding up the body lengths. */
+private fun sequential(client: UpstreamClient, url: URI, pooled: HttpClient, remaining: Int, bytes: Long): Promise<Long> {
+    if (remaining == 0) {
+        return Promise.value(bytes)
+    }
+    val response = when (client) {
+        UpstreamClient.POOLED -> pooled.get(url)
+        UpstreamClient.PER_CALL -> {
+            // A client per call, closed after it: the mistake post 004 found.
+            val http = HttpClient.of { it.poolSize(0) }
+            http.get(url).wiretap { http.close() }
+        }
+    }
+    return response
+        .map { received ->
+            if (!received.status.is2xx) {
+                throw UpstreamFailure("upstream answered ${received.statusCode}")
+            }
+            received.body.buffer.readableBytes().toLong()
+        }
+        .flatMap { length -> sequential(client, url, pooled, remaining - 1, bytes + length) }
+}
+
+private fun clientError(ctx: Context, status: Int, portfolio: Portfolio) {
+    when (status) {
+        404 -> ctx.response.status(404).send(HTML, portfolio.notFound())
+        413 -> ctx.response.status(413).send(TEXT, "the request body must be at most ${Limits.ECHO_BYTES} bytes")
+        else -> ctx.response.status(status).send(TEXT, "client error $status")
+    }
+}
+
+private fun serverError(ctx: Context, error: Throwable) {
+    when (error) {
+        is BadRequest -> ctx.response.status(400).send(TEXT, error.message.orEmpty())
+        else -> ctx.response.status(500).send(TEXT, "internal error: $error")
+    }
+}

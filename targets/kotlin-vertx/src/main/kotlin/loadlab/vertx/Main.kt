@@ -1,0 +1,32 @@
+package loadlab.vertx
+
+import io.vertx.core.DeploymentOptions
+import io.vertx.core.Verticle
+import io.vertx.core.Vertx
+import io.vertx.core.VertxOptions
+import io.vertx.core.http.PoolOptions
+import io.vertx.ext.web.client.WebClient
+import io.vertx.ext.web.client.WebClientOptions
+import java.util.function.Supplier
+import loadlab.kotlincommon.Startup
+
+/**
+ * The loadlab reference target on Vert.x web with Kotlin coroutines (../CONTRACT.md). WORKERS
+ * event loops, each running one [Server] verticle, all sharing one listening socket: the way
+ * Vert.x scales a server across cores.
+ */
+fun main() {
+    val config = Startup.config()
+    val portfolio = Startup.portfolio(config)
+    val vertx = Vertx.vertx(VertxOptions().setEventLoopPoolSize(config.workers()))
+    // The one pooled client of the process, shared by every event loop: keep-alive pooling.
+    // Vert.x pools at most 5 HTTP/1 connections per host by default; production setups size the
+    // pool for their concurrency (as java-vertx does).
+    val pooled = WebClient.create(vertx, WebClientOptions().setKeepAlive(true), PoolOptions().setHttp1MaxSize(1024))
+    // PORT=0: Vert.x shares one random port among the servers that ask for the same negative
+    // port, so every event loop's server accepts on the same socket.
+    val port = if (config.port() == 0) -1 else config.port()
+    vertx.deployVerticle(Supplier<Verticle> { Server(config, port, portfolio, pooled) }, DeploymentOptions().setInstances(config.workers()))
+        .onSuccess { Startup.announce(config, Server.boundPort.get()) }
+        .onFailure { Startup.cannotListen(config, it) }
+}

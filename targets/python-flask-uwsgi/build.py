@@ -1,0 +1,14 @@
+"""The build of this Python target: a fresh .venv with exactly requirements.txt, done by
+../python-common/venv_build.py (shared with the other Python targets). uWSGI is on PyPI as
+source only: pip compiles it here (gcc and Python's headers), with the setuptools pinned in
+build-requirements.txt."""
+
+import pathlib
+import sys
+
+sys.dont_write_bytecode = True  # leave no __pycache__ in python-common
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python-common"))
+
+import venv_build  # noqa: E402
+
+venv_build.main(from_source=("uwsgi",))

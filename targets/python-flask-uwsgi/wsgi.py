@@ -1,0 +1,64 @@
+"""What uWSGI loads: the Flask app of ../python-flask/app.py, unchanged, plus what a bare uWSGI
+HTTP socket leaves to the proxy it expects in front (nginx, or uWSGI's own --http router):
+- a Date header (Server comes from add-header in uwsgi.ini);
+- chunked request bodies: uWSGI gives wsgi.input nothing without Content-Length, and reads a
+  chunked body only through its own API, uwsgi.chunked_read(). ChunkedInput serves that as
+  wsgi.input with wsgi.input_terminated set, the way Werkzeug documents for a server that
+  ends the stream itself (Flask's MAX_CONTENT_LENGTH then limits it too).
+
+uWSGI imports this module once, in the master, and then forks the workers (its default,
+"preforking"). So the address line is printed here, once, after uWSGI bound the socket; and
+python-flask's requests.Session is created before the fork, which is safe: it holds no
+connection yet, and each worker's copy opens its own."""
+
+import io
+import os
+import socket
+import time
+from wsgiref.handlers import format_date_time
+
+import uwsgi
+
+import contract
+from app import app
+
+
+class ChunkedInput(io.RawIOBase):
+    def __init__(self) -> None:
+        self._chunk = memoryview(b"")
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._chunk and not self._done:
+            chunk = uwsgi.chunked_read()  # b"" after the last chunk
+            self._chunk = memoryview(chunk)
+            self._done = not chunk
+        n = min(len(buffer), len(self._chunk))
+        buffer[:n] = self._chunk[:n]
+        self._chunk = self._chunk[n:]
+        return n
+
+
+def application(environ, start_response):
+    if environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
+        environ["wsgi.input"] = ChunkedInput()
+        environ["wsgi.input_terminated"] = True
+
+    def start_with_date(status, headers, exc_info=None):
+        headers.append(("Date", format_date_time(time.time())))
+        return start_response(status, headers, exc_info)
+
+    return app(environ, start_with_date)
+
+
+if uwsgi.worker_id() == 0:  # in the master (a worker only with lazy-apps, which is not set)
+    with socket.socket(fileno=os.dup(uwsgi.sockets[0])) as bound:
+        host, port = bound.getsockname()[:2]
+    # To file descriptor 1 itself: uWSGI points Python's sys.stdout at stderr.
+    os.write(1, f"listening on {'[' + host + ']' if ':' in host else host}:{port}\n".encode())
+
+# In each worker after the fork: exit with the master, even if it is killed.
+uwsgi.post_fork_hook = contract.die_with_parent
