@@ -50,7 +50,7 @@ fn shard(values: &[u64], index: u32, count: u32, late_s: f64) -> RunResult {
         start_at: Some("2026-05-01T12:00:00.000000Z".into()),
         start_at_unix_s: Some(1_777_636_800.0),
         started_wall: "2026-05-01T12:00:00.000100Z".into(),
-        started_unix_s: 1_777_636_800.0001 + late_s,
+        started_unix_s: 1_777_636_800.000_1 + late_s,
         clock_synced: Some(true),
         clock_error_s: Some(0.0005),
     });
