@@ -73,15 +73,25 @@ fn three_shards_started_together_merge_to_the_servers_own_count() {
         files.push(json);
     }
     let merged_path = dir.join("run.json");
+    let db = dir.join("runs.db");
     let out = loadlab()
         .arg("merge")
         .args(&files)
         .arg("-o")
         .arg(&merged_path)
+        .args(["--save", "--tag", "sharded", "--db"])
+        .arg(&db)
         .output()
         .unwrap();
     let shown = text(&out);
     assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("(tag sharded)"), "{shown}");
+    let listed = loadlab()
+        .args(["runs", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(text(&listed).contains("sharded"), "{}", text(&listed));
     assert!(shown.contains("\nShards\n"), "{shown}");
     assert!(shown.contains("3 of 3 reported; started within"), "{shown}");
     let value: serde_json::Value =

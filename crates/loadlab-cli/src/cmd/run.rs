@@ -377,6 +377,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         for note in session.notes() {
             eprintln!("{note}");
         }
+        crate::cmd::shard::announce(&args.shard);
     }
     let (result, code) = execute(&mut session, outputs, args.quiet)?;
     if args.shard.framed {

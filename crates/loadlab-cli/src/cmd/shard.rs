@@ -32,6 +32,19 @@ fn start_at(raw: &str) -> Result<SystemTime, String> {
     Ok(at)
 }
 
+/// Says, before the run, how long this shard will wait for the common start.
+pub fn announce(args: &ShardArgs) {
+    if let (Some(shard), Some(at)) = (args.shard, args.start_at) {
+        let wait = at
+            .duration_since(SystemTime::now())
+            .map_or(0.0, |d| d.as_secs_f64());
+        eprintln!(
+            "shard {shard}: starting at {} ({wait:.1} s from now), with the other shards",
+            humantime::format_rfc3339_millis(at)
+        );
+    }
+}
+
 pub fn print_framed(result: &RunResult) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(loadlab_dist::frame::frame(result).as_bytes())?;
