@@ -362,6 +362,8 @@ fn ansible(a: AnsibleArgs) -> anyhow::Result<ExitCode> {
         Some(o) if o != "-" => absolute(Path::new(o))?,
         _ => results_dir.join("run.json"),
     };
+    // A merged result left from an earlier run must not pass for this one's.
+    let _ = std::fs::remove_file(&output);
     let work = std::env::temp_dir().join(format!("loadlab-ansible-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
     let playbook = match &a.playbook {
