@@ -97,6 +97,24 @@ fn three_shards_started_together_merge_to_the_servers_own_count() {
     let value: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&merged_path).unwrap()).unwrap();
     assert_valid(&value);
+    // Gates judge the merged result.
+    let gated = loadlab()
+        .arg("merge")
+        .args(&files)
+        .args(["-q", "--fail-if", "p99 > 1us", "--fail-if", "rps < 100"])
+        .output()
+        .unwrap();
+    assert_eq!(gated.status.code(), Some(1), "{}", text(&gated));
+    assert!(
+        text(&gated).contains("gate FAILED: p99"),
+        "{}",
+        text(&gated)
+    );
+    assert!(
+        text(&gated).contains("gate passed: rps"),
+        "{}",
+        text(&gated)
+    );
     let merged = read(&merged_path);
     // Every arrival of the whole schedule, once: 900/s for 1 s, dealt out 300 each.
     assert_eq!(merged.measured.requests.issued, 900);

@@ -318,7 +318,8 @@ mod tests {
         let at = SystemTime::now() + Duration::from_millis(30);
         wait_until(at, || false);
         let late = SystemTime::now().duration_since(at).unwrap();
-        assert!(late < Duration::from_millis(5), "{late:?} late");
+        // Within a scheduler tick or two even on a busy machine (the last 2 ms are spun).
+        assert!(late < Duration::from_millis(50), "{late:?} late");
         let t0 = std::time::Instant::now();
         wait_until(SystemTime::now() + Duration::from_secs(60), || true);
         assert!(t0.elapsed() < Duration::from_secs(1));

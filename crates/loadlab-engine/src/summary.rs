@@ -337,7 +337,10 @@ fn load_model(config: &RunConfig) -> LoadModel {
         None => plan,
         Some(p) => {
             let share = match &config.model {
-                Model::Open { .. } => format!("every {} arrival", ordinal(p.shard.count)),
+                Model::Open { .. } => match p.shard.count {
+                    1 => "every arrival".to_string(),
+                    n => format!("every {} arrival", ordinal(n)),
+                },
                 Model::Closed { stages: Some(_) } => "its share of each stage's connections".into(),
                 Model::Closed { stages: None } => format!(
                     "{} of the {} connections",
@@ -387,7 +390,7 @@ fn load_model(config: &RunConfig) -> LoadModel {
     }
 }
 
-/// "3rd", "2nd", or "" for 1 (every arrival).
+/// "2nd", "3rd", "11th", "21st".
 fn ordinal(n: u32) -> String {
     let suffix = match (n % 10, n % 100) {
         (_, 11..=13) => "th",
@@ -396,11 +399,7 @@ fn ordinal(n: u32) -> String {
         (3, _) => "rd",
         _ => "th",
     };
-    if n == 1 {
-        String::new()
-    } else {
-        format!("{n}{suffix}")
-    }
+    format!("{n}{suffix}")
 }
 
 fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSummary> {
