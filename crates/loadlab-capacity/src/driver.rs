@@ -176,6 +176,8 @@ pub fn run_search(
             Verdict::Interrupted
         } else if record.judgment.pass {
             Verdict::Pass
+        } else if record.judgment.marginal {
+            Verdict::Marginal
         } else {
             Verdict::Fail
         };

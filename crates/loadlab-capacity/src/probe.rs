@@ -355,6 +355,10 @@ pub struct Judgment {
     /// loadlab itself was the limit: the probe says nothing about the service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_limited: Option<String>,
+    /// It missed only response-time objectives, while keeping up with no queue growing: a
+    /// stall of the machine could do that once, so a search runs it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub marginal: bool,
 }
 
 /// Judges a probe. A probe that missed only what a saturated or late loadlab can cause
@@ -368,18 +372,22 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
     // Misses a late or saturated loadlab cannot have caused: errors the server answered
     // with, its CPU, its death.
     let mut the_service_s = false;
+    // Misses other than a response-time objective (falling behind, a queue, errors).
+    let mut beyond_latency = false;
     if m.server_died {
         missed.push("the server died".to_string());
         the_service_s = true;
     }
     if m.due == 0 {
         missed.push("no request fell due".to_string());
+        beyond_latency = true;
     }
     for o in &c.objectives {
         match m.value(o.metric) {
             Some(v) if !o.holds(v) => {
                 missed.push(format!("{} was {} (objective {o})", o.name(), o.show(v)));
                 the_service_s |= matches!(o.metric, Metric::Errors | Metric::ServerCpu);
+                beyond_latency |= matches!(o.metric, Metric::Errors | Metric::ServerCpu);
             }
             Some(_) => {}
             None if o.metric == Metric::ServerCpu => missed.push(
@@ -387,7 +395,10 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
                  launches or watches (--target, --exec, --pid)"
                     .into(),
             ),
-            None => missed.push(format!("{} was not measured (no response)", o.name())),
+            None => {
+                missed.push(format!("{} was not measured (no response)", o.name()));
+                beyond_latency = true;
+            }
         }
     }
     if let Some(offered) = m.offered_per_s.filter(|&o| o > 0.0) {
@@ -399,6 +410,7 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
                 m.achieved_per_s * 100.0 / offered,
                 c.keep_up_share * 100.0
             ));
+            beyond_latency = true;
         }
     }
     if let (Some(early), Some(late), Some(tau)) = (m.early_p50_us, m.late_p50_us, m.trend_tau) {
@@ -411,11 +423,13 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
                 show_ms(early),
                 show_ms(late)
             ));
+            beyond_latency = true;
         }
     }
     let generator_limited = generator_limited(m).filter(|_| !missed.is_empty() && !the_service_s);
     Judgment {
         pass: missed.is_empty() && !m.interrupted,
+        marginal: !missed.is_empty() && !beyond_latency && !m.server_died,
         missed,
         generator_limited,
     }
@@ -505,6 +519,8 @@ mod tests {
         ];
         for (i, (m, pass, words)) in cases.iter().enumerate() {
             let j = judge(m, &c);
+            // Only the slow probe missed nothing but a response time.
+            assert_eq!(j.marginal, i == 1, "case {i}: {j:?}");
             assert_eq!(j.pass, *pass, "case {i}: {j:?}");
             if !pass {
                 assert!(j.missed[0].contains(words), "case {i}: {:?}", j.missed);

@@ -83,7 +83,12 @@ impl ProbeRecord {
                 None => "held".into(),
             }
         } else {
-            format!("missed: {}", self.judgment.missed.join("; "))
+            let marginal = if self.judgment.marginal && self.round.is_some() {
+                " (response time only: run again)"
+            } else {
+                ""
+            };
+            format!("missed{marginal}: {}", self.judgment.missed.join("; "))
         }
     }
 }
@@ -159,19 +164,26 @@ impl CapacityReport {
         let (columns, rows) = self.table();
         let mut out = loadlab_report::text::grid(&columns, &rows, 0);
         if let Some(k) = &self.knee {
-            out.push_str(&format!(
-                "knee: at {} p99 was {}, {:.1}x its {} at the lowest load (the knee is where \
-                 p99 first reaches {}x)\n",
-                if self.closed_loop() {
-                    format!("{} connections", k.load)
-                } else {
-                    format!("{}/s", rate(k.load))
-                },
-                duration_us(k.p99_us),
-                k.p99_us / k.baseline_p99_us,
-                duration_us(k.baseline_p99_us),
-                k.factor
-            ));
+            let at = if self.closed_loop() {
+                format!("{} connections", k.load)
+            } else {
+                format!("{}/s", rate(k.load))
+            };
+            if let Some(p99) = k.p99_us {
+                out.push_str(&format!(
+                    "knee: at {at} p99 was {}, {:.1}x its {} at the lowest load (the knee is \
+                     where p99 first reaches {}x)\n",
+                    duration_us(p99),
+                    p99 / k.baseline_p99_us,
+                    duration_us(k.baseline_p99_us),
+                    k.factor
+                ));
+            } else {
+                out.push_str(&format!(
+                    "knee: at {at} no request got a response (p99 was {} at the lowest load)\n",
+                    duration_us(k.baseline_p99_us)
+                ));
+            }
         }
         out.push_str(&self.verdict);
         out.push('\n');

@@ -72,6 +72,10 @@ impl Policy {
 pub enum Verdict {
     Pass,
     Fail,
+    /// Missed only a response-time objective, while keeping up with no queue growing: one
+    /// stall of the machine in a probe of seconds can move a p99. Run again once; a pass
+    /// then makes it a pass, a second miss a failure.
+    Marginal,
     /// loadlab was the limit: no evidence about the service.
     GeneratorLimited,
     /// Stopped before it ended: no evidence either way.
@@ -204,6 +208,18 @@ pub fn rate(r: f64) -> String {
 
 /// What to probe next, or what was found, from the probes so far.
 pub fn next(policy: &Policy, history: &[Outcome]) -> Step {
+    if let Some(last) = history.last().filter(|o| o.verdict == Verdict::Marginal) {
+        let tries = history
+            .iter()
+            .filter(|o| o.round == last.round && o.rate == last.rate)
+            .count();
+        if tries < 2 {
+            return Step::Probe {
+                rate: last.rate,
+                round: last.round,
+            };
+        }
+    }
     // loadlab late once may be a hiccup of the machine: the same probe runs again. Late
     // twice at one rate is the limit.
     let limited = |o: &&Outcome| o.verdict == Verdict::GeneratorLimited;
@@ -317,15 +333,46 @@ fn round_step(policy: &Policy, outcomes: &[&Outcome], start: f64, step: f64) -> 
 }
 
 /// The lowest failing rate, and the highest passing rate below it (a pass above a failure
-/// is noise and is not believed). Interrupted probes count for nothing.
+/// is noise and is not believed). Interrupted probes count for nothing. A marginal miss
+/// with a pass at the same rate is a pass; a marginal miss run again and missed again is a
+/// failure.
 fn bracket<'a>(outcomes: impl Iterator<Item = &'a Outcome> + Clone) -> (Option<f64>, Option<f64>) {
-    let failed = outcomes
-        .clone()
-        .filter(|o| o.verdict == Verdict::Fail)
+    let all: Vec<&Outcome> = outcomes.collect();
+    let failed = all
+        .iter()
+        .filter(|o| believed(&all, o) == Some(false))
         .map(|o| o.rate)
         .min_by(f64::total_cmp);
-    let passed = highest_pass(outcomes, failed.unwrap_or(f64::INFINITY));
+    let passed = all
+        .iter()
+        .filter(|o| believed(&all, o) == Some(true) && o.rate < failed.unwrap_or(f64::INFINITY))
+        .map(|o| o.rate)
+        .max_by(f64::total_cmp);
     (passed, failed)
+}
+
+/// What a probe says once its repeat is in: held, failed, or nothing (yet).
+fn believed(all: &[&Outcome], o: &Outcome) -> Option<bool> {
+    match o.verdict {
+        Verdict::Pass => Some(true),
+        Verdict::Fail => Some(false),
+        Verdict::Marginal => {
+            let same: Vec<&&Outcome> = all.iter().filter(|x| x.rate == o.rate).collect();
+            if same.iter().any(|x| x.verdict == Verdict::Pass) {
+                Some(true)
+            } else if same
+                .iter()
+                .filter(|x| x.verdict == Verdict::Marginal)
+                .count()
+                >= 2
+            {
+                Some(false)
+            } else {
+                None
+            }
+        }
+        Verdict::GeneratorLimited | Verdict::Interrupted => None,
+    }
 }
 
 fn highest_pass<'a>(outcomes: impl Iterator<Item = &'a Outcome>, below: f64) -> Option<f64> {
@@ -602,6 +649,42 @@ mod tests {
             next(&policy(), &history),
             Step::Probe {
                 rate: 1_000.0,
+                round: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_marginal_miss_runs_again_and_counts_only_if_it_misses_again() {
+        let o = |rate, verdict| Outcome {
+            rate,
+            round: 0,
+            verdict,
+        };
+        let mut history = vec![o(100.0, Verdict::Pass), o(200.0, Verdict::Marginal)];
+        assert_eq!(
+            next(&policy(), &history),
+            Step::Probe {
+                rate: 200.0,
+                round: 0
+            }
+        );
+        // A stall of the machine: the repeat holds, and the search goes on upwards.
+        let mut stall = history.clone();
+        stall.push(o(200.0, Verdict::Pass));
+        assert_eq!(
+            next(&policy(), &stall),
+            Step::Probe {
+                rate: 400.0,
+                round: 0
+            }
+        );
+        // The service: missed twice, so 200 failed and the search bisects below it.
+        history.push(o(200.0, Verdict::Marginal));
+        assert_eq!(
+            next(&policy(), &history),
+            Step::Probe {
+                rate: 150.0,
                 round: 0
             }
         );

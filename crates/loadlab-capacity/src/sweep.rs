@@ -9,7 +9,8 @@ pub struct Knee {
     /// Index of the point, in the order given.
     pub index: usize,
     pub load: f64,
-    pub p99_us: f64,
+    /// `None`: no request got a response at this load.
+    pub p99_us: Option<f64>,
     /// p99 at the lowest load measured.
     pub baseline_p99_us: f64,
     pub factor: f64,
@@ -24,8 +25,7 @@ pub fn knee(points: &[(f64, Option<f64>)], factor: f64) -> Option<Knee> {
     let baseline = order.iter().find_map(|&i| points[i].1)?;
     order.into_iter().find_map(|i| {
         let (load, p99) = points[i];
-        let p99 = p99.unwrap_or(f64::INFINITY);
-        (p99 >= baseline * factor).then_some(Knee {
+        (p99.unwrap_or(f64::INFINITY) >= baseline * factor).then_some(Knee {
             index: i,
             load,
             p99_us: p99,

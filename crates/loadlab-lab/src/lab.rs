@@ -13,7 +13,30 @@ pub const CONTRACT_FILE: &str = "CONTRACT.md";
 pub struct Lab {
     root: PathBuf,
     targets: Vec<Target>,
+    /// Stacks the lab cannot hold here (`unavailable.toml`), listed with what they need.
+    unavailable: Vec<Unavailable>,
 }
+
+/// A stack left out of the lab, and what it would need (`targets/unavailable.toml`).
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Unavailable {
+    pub name: String,
+    pub language: String,
+    pub framework: String,
+    /// Which post ran it.
+    pub post: String,
+    /// What this machine lacks, e.g. a package registry it cannot reach.
+    pub needs: String,
+}
+
+#[derive(serde::Deserialize)]
+struct UnavailableFile {
+    #[serde(default)]
+    stack: Vec<Unavailable>,
+}
+
+/// The list of stacks the lab cannot hold, beside the targets.
+const UNAVAILABLE_FILE: &str = "unavailable.toml";
 
 /// Whether a target can be served as it is.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -26,6 +49,8 @@ pub enum BuildState {
     NotBuilt,
     /// These build programs are not on `PATH`.
     ToolchainMissing(Vec<String>),
+    /// Not in the lab: what it would need (a package registry this machine cannot reach).
+    Unavailable(String),
 }
 
 impl BuildState {
@@ -36,6 +61,7 @@ impl BuildState {
             BuildState::Stale => "stale",
             BuildState::NotBuilt => "not-built",
             BuildState::ToolchainMissing(_) => "toolchain-missing",
+            BuildState::Unavailable(_) => "unavailable",
         }
     }
 }
@@ -72,7 +98,22 @@ impl Lab {
             }
         }
         targets.sort_by(|a, b| a.name().cmp(b.name()));
-        Ok(Lab { root, targets })
+        let unavailable = match std::fs::read_to_string(root.join(UNAVAILABLE_FILE)) {
+            Ok(text) => {
+                toml::from_str::<UnavailableFile>(&text)
+                    .map_err(|e| LabError::Io {
+                        context: format!("{}/{UNAVAILABLE_FILE}", root.display()),
+                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+                    })?
+                    .stack
+            }
+            Err(_) => Vec::new(),
+        };
+        Ok(Lab {
+            root,
+            targets,
+            unavailable,
+        })
     }
 
     /// Finds the `targets/` directory from `start` upwards (the first ancestor that has a
@@ -164,6 +205,16 @@ impl Lab {
                     state: self.state(t)?,
                 })
             })
+            .chain(self.unavailable.iter().map(|u| {
+                Ok(TargetStatus {
+                    name: u.name.clone(),
+                    language: u.language.clone(),
+                    framework: u.framework.clone(),
+                    framework_version: "-".into(),
+                    warmup_secs: 0,
+                    state: BuildState::Unavailable(format!("{}: needs {}", u.post, u.needs)),
+                })
+            }))
             .collect()
     }
 

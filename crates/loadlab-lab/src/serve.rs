@@ -96,7 +96,7 @@ impl Lab {
         match self.state(target)? {
             BuildState::Built => {}
             BuildState::Stale => return Err(LabError::Stale { name: name.into() }),
-            BuildState::NotBuilt | BuildState::ToolchainMissing(_) => {
+            BuildState::NotBuilt | BuildState::ToolchainMissing(_) | BuildState::Unavailable(_) => {
                 return Err(LabError::NotBuilt { name: name.into() })
             }
         }

@@ -18,8 +18,18 @@ fn main() -> ExitCode {
 
 /// actix-web runs its own runtimes (one per worker) and binds itself, so it takes only the
 /// state, the exit rule and the `listening on` line from `lab_common::startup`.
+/// actix-server's limit on `workers` (it panics above it).
+const MAX_WORKERS: usize = 512;
+
 fn run() -> Result<(), startup::Error> {
     let config = Config::from_env()?;
+    if config.workers > MAX_WORKERS {
+        return Err(format!(
+            "WORKERS={}: actix-web runs at most {MAX_WORKERS} workers; use {MAX_WORKERS} or fewer",
+            config.workers
+        )
+        .into());
+    }
     let state = web::Data::new(AppState::load(&config)?);
     actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(move || {

@@ -192,6 +192,9 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
             loadlab_lab::BuildState::ToolchainMissing(programs) => {
                 format!("{} (needs {})", row.state.label(), programs.join(", "))
             }
+            loadlab_lab::BuildState::Unavailable(why) => {
+                format!("{} ({why})", row.state.label())
+            }
             state => state.label().to_string(),
         };
         println!(
