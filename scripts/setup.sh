@@ -45,3 +45,20 @@ else
     echo "setup: ip or tc is missing; the bandwidth tests will be skipped. Install them with:" \
         "sudo apt-get install iproute2" >&2
 fi
+
+# The Ansible playbook's end-to-end test (crates/loadlab-cli/tests/dist.rs) and
+# `bench/shards-ansible.sh` run ansible-core, pinned, from PyPI into a virtualenv under
+# target/ (nothing installed system-wide). Without python3's venv we say so and go on (that
+# test then prints SKIPPED and passes).
+ANSIBLE_CORE_VERSION=2.17.14
+venv=target/ansible-venv
+if [[ -x $venv/bin/ansible-playbook ]] \
+    && "$venv/bin/python" -c "import ansible, sys; sys.exit(ansible.__version__ != '$ANSIBLE_CORE_VERSION')" 2>/dev/null; then
+    echo "setup: ansible-core $ANSIBLE_CORE_VERSION present in $venv"
+elif need python3 && python3 -m venv "$venv" >/dev/null 2>&1; then
+    echo "setup: installing ansible-core $ANSIBLE_CORE_VERSION into $venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "ansible-core==$ANSIBLE_CORE_VERSION"
+else
+    echo "setup: python3 with venv is missing; the Ansible playbook's test will be skipped." \
+        "Install python3 and python3-venv, then re-run" >&2
+fi

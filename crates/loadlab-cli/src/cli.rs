@@ -39,6 +39,10 @@ pub enum Command {
     Capacity(Box<crate::cmd::capacity::CapacityArgs>),
     /// Measure a list of rates or connection counts: the latency-throughput curve.
     Sweep(Box<crate::cmd::capacity::SweepArgs>),
+    /// Merge the results of a run's shards (`run --shard I/N`) into one, exactly.
+    Merge(crate::cmd::merge::MergeArgs),
+    /// Run one load as N shards on Kubernetes or Ansible, and collect their results.
+    Dist(Box<crate::cmd::dist::DistArgs>),
 }
 
 pub fn parse() -> Cli {

@@ -15,6 +15,8 @@
 //!   `loadlab-result`'s, re-exported here as [`result`]); [`verdicts`]: its conclusions.
 //! - [`sys`]: the operating system's limits and clocks.
 //! - [`tls`]: the TLS client configuration (rustls) and its errors.
+//! - [`shard`]: one shard of a run spread over several loadlab processes: its share, the
+//!   common start time, the clock's error.
 //!
 //! The engine knows nothing of terminals, flags or output formats: that is the CLI's and the
 //! report crate's business.
@@ -29,6 +31,7 @@ pub mod verdicts;
 /// The result document, from its own crate.
 pub use loadlab_result as result;
 pub mod schedule;
+pub mod shard;
 pub mod stats;
 pub mod sys;
 pub mod tls;

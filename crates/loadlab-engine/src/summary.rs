@@ -207,6 +207,10 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         parts: Vec::new(),
         kernel: None,
         link: None,
+        shard: config.shard.as_ref().map(|plan| {
+            crate::shard::shard_info(plan, load_model(&config.whole()).plan, outcome.started_at)
+        }),
+        shards: None,
     }
 }
 
@@ -331,6 +335,23 @@ fn load_model(config: &RunConfig) -> LoadModel {
             ("closed_loop", None, None, None, plan)
         }
     };
+    let plan = match &config.shard {
+        None => plan,
+        Some(p) => {
+            let share = match &config.model {
+                Model::Open { .. } => match p.shard.count {
+                    1 => "every arrival".to_string(),
+                    n => format!("every {} arrival", ordinal(n)),
+                },
+                Model::Closed { stages: Some(_) } => "its share of each stage's connections".into(),
+                Model::Closed { stages: None } => format!(
+                    "{} of the {} connections",
+                    config.connections, p.whole_connections
+                ),
+            };
+            format!("{plan}; shard {} ({share})", p.shard)
+        }
+    };
     LoadModel {
         model: model.into(),
         connections: config.connections,
@@ -371,7 +392,23 @@ fn load_model(config: &RunConfig) -> LoadModel {
     }
 }
 
+/// "2nd", "3rd", "11th", "21st".
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
 fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSummary> {
+    // A shard sends its share of the schedule and runs its share of a staged loop's
+    // connections; the intervals say so, and the merged timeline adds them up.
+    let shard = config.shard.as_ref().map(|p| p.shard);
+    let offered_share = shard.map_or(1.0, |s| f64::from(s.count));
     let len = config.interval;
     let buckets_per_interval = (len.as_millis() / BUCKET.as_millis()).max(1) as usize;
     let buckets = &outcome.recorder.timeline.buckets;
@@ -412,11 +449,16 @@ fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSum
                             first * warmup.as_secs_f64() + profile.cumulative(t - warmup)
                         }
                     };
-                    (Some((arrivals(end) - arrivals(start)) / secs), None)
+                    (
+                        Some((arrivals(end) - arrivals(start)) / secs / offered_share),
+                        None,
+                    )
                 }
                 Model::Closed { stages: Some(p) } => {
                     let mid = (start + len / 2).saturating_sub(warmup);
-                    (None, Some(p.level_at(mid).floor()))
+                    let level = p.level_at(mid).floor();
+                    let level = shard.map_or(level, |s| s.share(level as u64) as f64);
+                    (None, Some(level))
                 }
                 Model::Closed { stages: None } => (None, None),
             };

@@ -73,3 +73,32 @@ fn base64_decode(text: &str) -> Vec<u8> {
         .unwrap();
     out
 }
+
+/// Three shards of one open loop merged: the shards' table (each one's rate, latency and
+/// health, when it started) and the start line, with the shards' own verdicts marked.
+#[test]
+fn summary_of_merged_shards() {
+    let parts: Vec<RunResult> = (1..=3u32)
+        .map(|i| {
+            let mut r = fixture("open.json");
+            r.environment.hostname = format!("gen-{i}");
+            r.shard = Some(loadlab_result::ShardInfo {
+                index: i,
+                count: 3,
+                plan_id: "0123456789abcdef".into(),
+                whole_plan: "open loop, uniform arrivals: 3s at 1500 requests/s; up to 10000 \
+                             connections"
+                    .into(),
+                start_at: Some("2026-05-01T12:00:00.000000Z".into()),
+                start_at_unix_s: Some(1_777_636_800.0),
+                started_wall: "2026-05-01T12:00:00.000000Z".into(),
+                started_unix_s: 1_777_636_800.0 + f64::from(i) * 0.000_15,
+                clock_synced: Some(true),
+                clock_error_s: Some(0.000_4),
+            });
+            r
+        })
+        .collect();
+    let merged = loadlab_result::merge_shards(&parts).unwrap();
+    insta::assert_snapshot!(render(&TextExporter, &merged));
+}

@@ -17,6 +17,8 @@
 //! - [`attach`]: joins a server report to a run's result, with the verdicts it calls for.
 //! - [`merge`]: an exact merge of several results (shards run together, or repetitions):
 //!   histograms added, counts summed, timelines aligned, each part's figures kept.
+//! - [`shards`]: the shards of one run merged: one run or refused, missing and failed shards
+//!   named, timelines aligned by wall clock, the spread of their start times.
 //!
 //! This crate must not measure, launch or print anything: it depends on serde and
 //! hdrhistogram only.
@@ -29,6 +31,7 @@ pub mod machine;
 pub mod merge;
 pub mod run;
 pub mod server;
+pub mod shards;
 
 pub use attach::attach_server;
 pub use histogram::{decode_histogram, encode_histogram, new_histogram};
@@ -37,3 +40,4 @@ pub use machine::{Check, CheckStatus, KernelCounters, LinkReport};
 pub use merge::{merge, merge_repetitions, merge_with, MergeError, Mode};
 pub use run::*;
 pub use server::ServerReport;
+pub use shards::{merge_shards, ShardMergeError, START_SPREAD_BOUND_S};

@@ -133,6 +133,7 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
     merged.kernel = (parts.len() == 1).then(|| first.kernel.clone()).flatten();
     merged.link = (parts.len() == 1).then(|| first.link.clone()).flatten();
     merged.parts = parts.iter().flat_map(part_summaries).collect();
+    merged.shard = None;
     Ok(merged)
 }
 
@@ -160,6 +161,10 @@ fn part_summaries(p: &RunResult) -> Vec<PartSummary> {
         offered_per_s: (offered > 0.0 && m.duration_s > 0.0).then(|| offered / m.duration_s),
         p50_us: m.latency_us.as_ref().map(|l| l.p50),
         p99_us: m.latency_us.as_ref().map(|l| l.p99),
+        thread_busy_max: p.generator.thread_busy.iter().copied().reduce(f64::max),
+        scheduler_lag_p99_us: m.scheduler_lag_us.as_ref().map(|l| l.p99),
+        verdicts: p.verdicts.clone(),
+        shard: p.shard.clone(),
     }]
 }
 

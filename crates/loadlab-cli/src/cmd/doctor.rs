@@ -120,7 +120,7 @@ fn describe(a: &RunArgs) -> String {
     };
     format!(
         "{load}, {}{}",
-        if a.no_keepalive {
+        if a.request.no_keepalive {
             "a new connection per request"
         } else {
             "keep-alive"

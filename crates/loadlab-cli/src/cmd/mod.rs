@@ -3,14 +3,17 @@
 pub mod capacity;
 pub mod compare;
 pub mod demo;
+pub mod dist;
 pub mod doctor;
 pub mod experiment;
 pub mod gates;
 pub mod lab;
+pub mod merge;
 pub mod report;
 pub mod run;
 pub mod runs;
 pub mod server;
+pub mod shard;
 pub mod upstream;
 
 use crate::cli::{Cli, Command};
@@ -29,5 +32,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => report::run(args),
         Command::Capacity(args) => capacity::capacity(*args),
         Command::Sweep(args) => capacity::sweep(*args),
+        Command::Merge(args) => merge::run(args),
+        Command::Dist(args) => dist::run(*args),
     }
 }

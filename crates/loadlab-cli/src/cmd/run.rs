@@ -148,6 +148,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub server: ServerArgs,
+
+    #[command(flatten)]
+    pub shard: crate::cmd::shard::ShardArgs,
 }
 
 /// What each request is and how it travels: method, headers, body, timeouts, protocol, TLS,
@@ -334,6 +337,8 @@ pub fn session_spec(args: &RunArgs) -> anyhow::Result<SessionSpec> {
         stages: args.stages.clone(),
         closed_stages: args.closed,
         interval: args.interval,
+        shard: args.shard.shard,
+        start_at: args.shard.start_at,
         ..args.request.spec(&args.url)?
     };
     Ok(SessionSpec {
@@ -387,8 +392,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         for note in session.notes() {
             eprintln!("{note}");
         }
+        crate::cmd::shard::announce(&args.shard);
     }
     let (result, code) = execute(&mut session, outputs, args.quiet)?;
+    if args.shard.framed {
+        crate::cmd::shard::print_framed(&result)?;
+    }
     if let Some(store) = store {
         let id = crate::cmd::runs::save(&store, &result, args.tag.as_deref())?;
         if !args.quiet {

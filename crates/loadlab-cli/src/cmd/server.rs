@@ -151,22 +151,6 @@ pub struct ServerArgs {
     pub targets: Option<PathBuf>,
 }
 
-/// `NAME=VALUE`, with a name a shell would accept.
-fn env_pair(raw: &str) -> Result<(String, String), String> {
-    let (name, value) = raw
-        .split_once('=')
-        .ok_or_else(|| format!("`{raw}`: write NAME=VALUE, e.g. WORKERS=4"))?;
-    let ok = !name.is_empty()
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ok {
-        return Err(format!(
-            "`{name}` is not an environment variable name (letters, digits and _)"
-        ));
-    }
-    Ok((name.to_string(), value.to_string()))
-}
-
 impl ServerArgs {
     fn limits(&self) -> anyhow::Result<Limits> {
         let online = limits::online_cpus();

@@ -57,6 +57,10 @@ pub struct RunSpec {
     pub paths: Vec<String>,
     /// CPUs the worker threads may run on (the server has the others); `None`: anywhere.
     pub generator_cpus: Option<Vec<usize>>,
+    /// `--shard I/N`: run this shard's part of the load (see [`crate::shard`]).
+    pub shard: Option<crate::shard::Shard>,
+    /// `--start-at`: with `shard`, start at this wall-clock instant.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// The longest `--tick`: beyond it the send lag a tick adds would dwarf most latencies.
@@ -91,6 +95,8 @@ impl Default for RunSpec {
             streams: 1,
             paths: Vec::new(),
             generator_cpus: None,
+            shard: None,
+            start_at: None,
         }
     }
 }
@@ -164,6 +170,8 @@ pub struct RunConfig {
     pub paths: Vec<String>,
     /// CPUs the worker threads pin themselves to; `None`: wherever the process may run.
     pub generator_cpus: Option<Vec<usize>>,
+    /// One shard of a larger run: `connections` and `stop` are already this shard's share.
+    pub shard: Option<crate::shard::ShardPlan>,
 }
 
 impl RunConfig {
@@ -216,6 +224,7 @@ pub const DEFAULT_CONNECTIONS: usize = 50;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 mod request;
+mod sharding;
 mod validate;
 
 #[cfg(test)]

@@ -81,7 +81,8 @@ impl RunSpec {
             }
             self.paths.clone()
         };
-        let (model, connections, stop) = self.load_model()?;
+        let (model, whole_connections, whole_stop) = self.load_model()?;
+        let (connections, stop) = self.shard_share(&model, whole_connections, whole_stop)?;
         let threads = match self.threads {
             Some(0) => {
                 return Err(reject(
@@ -156,7 +157,9 @@ impl RunSpec {
             streams: self.streams,
             paths,
             generator_cpus: self.generator_cpus.clone().filter(|c| !c.is_empty()),
-        })
+            shard: None,
+        }
+        .with_shard(self, whole_connections, whole_stop))
     }
 
     /// Durations beyond [`MAX_DURATION`] are refused by name (they would overflow the

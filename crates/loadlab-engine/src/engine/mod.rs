@@ -46,6 +46,8 @@ pub enum EngineError {
     Thread(std::io::Error),
     #[error("a worker thread crashed (a bug in loadlab: please report it with the command line)")]
     WorkerCrashed,
+    #[error("--start-at: {0}")]
+    StartAt(String),
 }
 
 /// What one worker thread hands back.
@@ -111,16 +113,21 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     let nofile = sys::raise_nofile_limit();
     let address = resolve(&config.url.host, config.url.port)?;
     let requests = http1::encode_all(config);
+    let shared_budget = match config.stop {
+        Stop::Requests(n) => Some(Arc::new(SharedBudget::new(n, config.connections))),
+        Stop::Duration(_) => None,
+    };
+    if let Some(at) = config.shard.as_ref().and_then(|p| p.start_at) {
+        // Everything that takes time (resolving, encoding) is done; now wait for the others.
+        crate::shard::check_start_at(at, SystemTime::now()).map_err(EngineError::StartAt)?;
+        crate::shard::wait_until(at, || control.is_stopped());
+    }
     let started_at = SystemTime::now();
     let start = Instant::now();
     let warmup_end = start + config.warmup;
     let deadline = match config.stop {
         Stop::Duration(d) => Some(warmup_end + d),
         Stop::Requests(_) => None,
-    };
-    let shared_budget = match config.stop {
-        Stop::Requests(n) => Some(Arc::new(SharedBudget::new(n, config.connections))),
-        Stop::Duration(_) => None,
     };
     *control.inner.started.lock().expect("not poisoned") = Some(start);
     let pm_qos = if config.pm_qos {
@@ -169,11 +176,10 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     // thread where it was rather than failing the run.
                     let _ = sys::pin_current_thread(cpus);
                 }
-                let (index, threads, connections) = (plan.index, plan.threads, plan.connections);
+                let (numbering, connections) = (plan.numbering, plan.connections);
                 worker(
                     ThreadCtx::new(shared, plan, progress),
-                    index,
-                    threads,
+                    numbering,
                     connections,
                 )
             })
@@ -219,6 +225,15 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         pm_qos,
         steal,
     })
+}
+
+/// The open loop's schedule of each worker thread a run of `config` would start (empty for a
+/// closed loop): for tests that check how threads and shards split the arrivals.
+pub fn thread_schedules(config: &RunConfig) -> Vec<crate::schedule::Schedule> {
+    thread::Plan::all(config)
+        .into_iter()
+        .filter_map(|p| p.schedule)
+        .collect()
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
@@ -277,7 +292,7 @@ async fn busy_poll(ctx: Rc<ThreadCtx>) {
     }
 }
 
-fn worker(ctx: Rc<ThreadCtx>, thread: usize, threads: usize, connections: usize) -> ThreadReport {
+fn worker(ctx: Rc<ThreadCtx>, numbering: (usize, usize), connections: usize) -> ThreadReport {
     let cpu_start = sys::thread_cpu_time();
     let wall_start = Instant::now();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -298,13 +313,15 @@ fn worker(ctx: Rc<ThreadCtx>, thread: usize, threads: usize, connections: usize)
         if ctx.busy_poll {
             spawn_guarded(&ctx, busy_poll(ctx.clone()));
         }
-        // Closed loop: connection k of this thread is number thread + k * threads overall,
-        // so that stages activate connections evenly across threads.
+        // Closed loop: connection k of this thread is number first + k * step overall (thread
+        // + k * threads without shards), so that stages activate connections evenly across
+        // threads and shards.
+        let (first, step) = numbering;
         for k in 0..connections {
             if ctx.h2.is_some() {
                 spawn_guarded(&ctx, h2::drive(ctx.clone()));
             } else {
-                spawn_guarded(&ctx, closed::drive(ctx.clone(), thread + k * threads));
+                spawn_guarded(&ctx, closed::drive(ctx.clone(), first + k * step));
             }
         }
         let deadline = async {

@@ -44,7 +44,6 @@ pub(super) struct Shared {
 /// One thread's share of the load.
 pub(super) struct Plan {
     pub index: usize,
-    pub threads: usize,
     /// This thread's share of the connections (closed loop), or of the cap (open loop).
     pub connections: usize,
     /// Open loop: the most requests in flight at once (connections, or streams over HTTP/2).
@@ -52,35 +51,38 @@ pub(super) struct Plan {
     pub closed_stages: Option<Profile>,
     /// Open loop: this thread's share of the schedule.
     pub schedule: Option<Schedule>,
+    /// Closed loop: the run-wide number of this thread's first connection, and the step to
+    /// its next (across threads, and across shards of a sharded run).
+    pub numbering: (usize, usize),
 }
 
 impl Plan {
     /// Every thread's share: connections dealt as evenly as they go, the schedule split so
-    /// that the threads' arrivals together are the run's.
+    /// that the threads' arrivals together are the run's (a shard's threads take the shard's
+    /// slots of the whole run's schedule).
     pub fn all(config: &RunConfig) -> Vec<Plan> {
         let threads = config.threads;
+        let shard = config.shard.as_ref().map(|p| p.shard);
         (0..threads)
             .map(|index| {
                 let connections = config.connections / threads
                     + usize::from(index < config.connections % threads);
+                let (slot, slots) = shard.map_or((index, threads), |s| s.slot(index, threads));
                 let (closed_stages, schedule) = match &config.model {
                     Model::Closed { stages } => (stages.clone(), None),
                     Model::Open { profile, arrival } => {
                         let profile = with_warmup(profile, config.warmup);
-                        (
-                            None,
-                            Some(Schedule::new(&profile, *arrival, index, threads)),
-                        )
+                        (None, Some(Schedule::new(&profile, *arrival, slot, slots)))
                     }
                 };
                 Plan {
                     index,
-                    threads,
                     connections,
                     // Over HTTP/2 the open loop's slots are streams.
                     open_cap: connections * config.streams,
                     closed_stages,
                     schedule,
+                    numbering: (slot, slots),
                 }
             })
             .collect()

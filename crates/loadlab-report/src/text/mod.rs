@@ -269,6 +269,7 @@ fn summary(r: &RunResult) -> String {
         server_section(&mut s, server);
     }
     machine_section(&mut s, r);
+    shards_section(&mut s, r);
     if !r.verdicts.is_empty() {
         s.push_str("\nVerdicts\n");
         for v in &r.verdicts {
@@ -286,10 +287,12 @@ fn summary(r: &RunResult) -> String {
 
 mod machine;
 mod server;
+mod shards;
 mod timeline;
 
 use machine::machine_section;
 use server::server_section;
+use shards::shards_section;
 use timeline::{distribution, percentile_table, row, timeline};
 
 /// A table for the terminal: columns padded to their widest cell, numbers (every column but

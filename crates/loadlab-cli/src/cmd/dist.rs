@@ -1,0 +1,428 @@
+//! `loadlab dist`: one load as N shards on an engine that already exists. `k8s` writes an
+//! Indexed Job and its plan; `collect` reads the shards' framed results back from their logs
+//! (through `kubectl`, or from saved log files) and merges them; `ansible` runs the playbook
+//! that copies loadlab to an inventory's hosts, starts the shards together, fetches their
+//! results and merges them on the controller. The run flags are checked here, as `loadlab run`
+//! would check them, before anything leaves this machine.
+
+use crate::cmd::merge::{self, MergedOutput};
+use crate::cmd::run::RunArgs;
+use anyhow::Context as _;
+use clap::{Args, Parser as _, Subcommand};
+use loadlab_dist::k8s::{self, Spread};
+use loadlab_engine::shard::Shard;
+use loadlab_engine::RunSpec;
+use loadlab_result::RunResult;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct DistArgs {
+    #[command(subcommand)]
+    pub command: DistCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DistCommand {
+    /// Write a Kubernetes Indexed Job (one pod per shard) and its plan, as YAML on stdout.
+    K8s(K8sArgs),
+    /// Read the shards' results from their logs (kubectl, or saved files) and merge them.
+    Collect(CollectArgs),
+    /// Run the shards on an Ansible inventory's hosts, started together, and merge them.
+    Ansible(AnsibleArgs),
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SpreadArg {
+    /// Never two shards on one node (with fewer nodes than shards, the rest stay Pending).
+    Required,
+    /// Apart where the scheduler can.
+    Preferred,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  \
+    loadlab dist k8s --shards 4 --image registry.example/loadlab:0.1 --rate 40000 -d 60s \\\n    \
+    --start-at 2026-05-01T12:00:00Z http://api.internal:8080/ > loadtest.yaml\n  \
+    kubectl apply -f loadtest.yaml\n  \
+    kubectl wait --for=condition=complete --timeout=10m job/loadlab\n  \
+    loadlab dist collect --k8s loadlab -o run.json")]
+pub struct K8sArgs {
+    /// How many shards (pods), each running its share of the load.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub shards: u32,
+    /// The Job's name (its ConfigMap is NAME-plan).
+    #[arg(long, default_value = "loadlab")]
+    pub name: String,
+    /// The namespace to put them in [default: kubectl's].
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// The container image with loadlab on its PATH (deploy/Dockerfile builds one).
+    #[arg(long, default_value = "loadlab:latest")]
+    pub image: String,
+    /// CPU per shard (request and limit), e.g. 2 or 1500m.
+    #[arg(long, default_value = "2")]
+    pub cpu: String,
+    /// Memory per shard (request and limit), e.g. 1Gi.
+    #[arg(long, default_value = "1Gi")]
+    pub memory: String,
+    /// How strictly shards keep off each other's nodes.
+    #[arg(long, value_enum, default_value = "required")]
+    pub spread: SpreadArg,
+    /// The run's flags and URL, as for `loadlab run` (`--start-at` included; not --shard).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "RUN FLAGS... URL"
+    )]
+    pub run: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    /// The Job whose pods' logs hold the results (`kubectl logs`, by its job-name label).
+    #[arg(long, value_name = "JOB", required_unless_present = "from_logs")]
+    pub k8s: Option<String>,
+    /// The Job's namespace [default: kubectl's].
+    #[arg(short = 'n', long, requires = "k8s")]
+    pub namespace: Option<String>,
+    /// Read these saved logs instead of asking kubectl.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "k8s")]
+    pub from_logs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub out: MergedOutput,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Give --fail-if, --save and -o before the run flags: they apply to \
+    the merged result.\n\nExample:\n  \
+    loadlab dist ansible --inventory hosts.ini -o run.json --rate 15000 -d 30s http://10.0.0.5:8080/"
+)]
+pub struct AnsibleArgs {
+    /// The Ansible inventory of the load generators.
+    #[arg(long, value_name = "FILE")]
+    pub inventory: PathBuf,
+    /// Which of its hosts (an inventory pattern).
+    #[arg(long, default_value = "all")]
+    pub hosts: String,
+    /// Where the shards' results land on this machine.
+    #[arg(long, value_name = "DIR", default_value = "loadlab-results")]
+    pub results_dir: PathBuf,
+    /// The common start is this long after the binary reached every host.
+    #[arg(long, value_parser = crate::cmd::run::parse_duration, default_value = "5s")]
+    pub start_delay: Duration,
+    /// The loadlab binary to copy to the hosts [default: this one].
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// The playbook [default: the one built in, as in deploy/ansible/loadlab.yml].
+    #[arg(long, value_name = "FILE")]
+    pub playbook: Option<PathBuf>,
+    /// The ansible-playbook program [default: $LOADLAB_ANSIBLE_PLAYBOOK, or ansible-playbook
+    /// on the PATH].
+    #[arg(long, value_name = "PATH")]
+    pub ansible_playbook: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: MergedOutput,
+    /// The run's flags and URL, as for `loadlab run` (not --shard, --start-at or --json).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "RUN FLAGS... URL"
+    )]
+    pub run: Vec<String>,
+}
+
+pub fn run(args: DistArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        DistCommand::K8s(a) => k8s_manifests(a),
+        DistCommand::Collect(a) => collect(a),
+        DistCommand::Ansible(a) => ansible(a),
+    }
+}
+
+/// Parses the run flags as `loadlab run` would, refuses those the shards' engine sets or
+/// that make no sense on N machines, and validates the plan as shard N of `shards` would
+/// (the smallest share). The spec is not kept: the shards build their own from the flags.
+fn check_run_flags(raw: &[String], shards: u32, engine_sets: &[&str]) -> anyhow::Result<RunArgs> {
+    let argv = ["loadlab", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(raw.iter().cloned());
+    let args = match crate::cli::Cli::try_parse_from(argv) {
+        Ok(cli) => match cli.command {
+            crate::cli::Command::Run(args) => *args,
+            _ => unreachable!("parsed as run"),
+        },
+        Err(e) => anyhow::bail!("the run flags: {}", e.to_string().trim()),
+    };
+    let given = |flag: &str| {
+        raw.iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    for flag in engine_sets {
+        if given(flag) {
+            anyhow::bail!("{flag} is set for each shard by `loadlab dist`; leave it out");
+        }
+    }
+    for flag in [
+        "--save",
+        "--tag",
+        "--db",
+        "--report",
+        "--hdr-log",
+        "--fail-if",
+        "--junit",
+    ] {
+        if given(flag) {
+            anyhow::bail!(
+                "{flag} among the run flags would act on each shard alone; give it before them, \
+                 to `loadlab dist` (it applies to the merged result), or drop it"
+            );
+        }
+    }
+    if args.server.spec()?.is_some() {
+        anyhow::bail!(
+            "--target, --exec, --pid and --cgroup would have every shard launch or watch a \
+             server of its own; start the service once and give its URL"
+        );
+    }
+    let spec = RunSpec {
+        connections: args.connections,
+        duration: args.duration,
+        requests: args.requests,
+        warmup: args.warmup,
+        rate: args.rate,
+        stages: args.stages.clone(),
+        closed_stages: args.closed,
+        interval: args.interval,
+        shard: Some(Shard {
+            index: shards - 1,
+            count: shards,
+        }),
+        start_at: args.shard.start_at,
+        ..args.request.spec(&args.url)?
+    };
+    spec.validate()
+        .map_err(|c| anyhow::anyhow!("{}: {}", crate::cmd::run::flag_for(c.setting), c.message))?;
+    Ok(args)
+}
+
+/// Points `flag`'s value at `to` in `raw` (as `--flag VALUE` or `--flag=VALUE`).
+fn repoint(raw: &mut [String], flag: &str, to: &str) {
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == flag && i + 1 < raw.len() {
+            raw[i + 1] = to.to_string();
+            i += 1;
+        } else if raw[i].starts_with(&format!("{flag}=")) {
+            raw[i] = format!("{flag}={to}");
+        }
+        i += 1;
+    }
+}
+
+fn k8s_manifests(a: K8sArgs) -> anyhow::Result<ExitCode> {
+    let args = check_run_flags(&a.run, a.shards, &["--shard", "--framed", "--json"])?;
+    if args.request.cert.is_some() || args.request.key.is_some() {
+        anyhow::bail!(
+            "--cert/--key: a client key belongs in a Secret, which `dist k8s` does not write \
+             yet; mount one yourself and point --cert/--key at it in the pod"
+        );
+    }
+    let mut raw = a.run.clone();
+    let mut files = Vec::new();
+    for (flag, path, key) in [
+        ("--body-file", &args.request.body_file, "body"),
+        ("--cacert", &args.request.cacert, "cacert.pem"),
+    ] {
+        if let Some(path) = path {
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("{flag}: cannot read {}", path.display()))?;
+            files.push((key.to_string(), bytes));
+            repoint(&mut raw, flag, &format!("{}/{key}", k8s::PLAN_DIR));
+        }
+    }
+    if raw.iter().any(|a| a.contains('\n')) {
+        anyhow::bail!(
+            "a run flag holds a line break, which the plan (one flag a line) cannot carry; put \
+             a multi-line body in a file and give --body-file"
+        );
+    }
+    let plan = k8s::Plan {
+        name: a.name,
+        namespace: a.namespace,
+        image: a.image,
+        shards: a.shards,
+        args: raw,
+        files,
+        cpu: a.cpu,
+        memory: a.memory,
+        spread: match a.spread {
+            SpreadArg::Required => Spread::Required,
+            SpreadArg::Preferred => Spread::Preferred,
+        },
+    };
+    print!("{}", k8s::to_yaml(&k8s::manifests(&plan)));
+    if args.shard.start_at.is_none() {
+        eprintln!(
+            "note: no --start-at: each shard starts when its pod does, and the merge reports the \
+             spread; for one start, add --start-at a little after you expect every pod to run"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Results and notes from logs: every frame's result, and a note for each log without one
+/// (or with one that does not read).
+fn from_logs(logs: &[(String, String)]) -> (Vec<RunResult>, Vec<String>) {
+    let (mut results, mut notes) = (Vec::new(), Vec::new());
+    for (source, log) in logs {
+        let frames = loadlab_dist::frame::read_frames(log);
+        if frames.is_empty() {
+            let last = log
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            notes.push(format!(
+                "{source} printed no result{}",
+                if last.is_empty() {
+                    " (an empty log)".to_string()
+                } else {
+                    format!(" (its log ends: {})", last.trim())
+                }
+            ));
+        }
+        for f in frames {
+            match f.result {
+                Ok(r) => results.push(r),
+                Err(why) => notes.push(format!(
+                    "{source}, line {}{}: {why}",
+                    f.line,
+                    f.shard
+                        .map_or(String::new(), |(i, n)| format!(" (shard {i}/{n})"))
+                )),
+            }
+        }
+    }
+    (results, notes)
+}
+
+fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
+    a.out.check()?;
+    let logs: Vec<(String, String)> = match &a.k8s {
+        Some(job) => loadlab_dist::kubectl::job_logs(job, a.namespace.as_deref())?,
+        None => a
+            .from_logs
+            .iter()
+            .map(|p| {
+                std::fs::read_to_string(p)
+                    .with_context(|| format!("--from-logs: cannot read {}", p.display()))
+                    .map(|log| (p.display().to_string(), log))
+            })
+            .collect::<anyhow::Result<_>>()?,
+    };
+    let (results, notes) = from_logs(&logs);
+    if results.is_empty() {
+        anyhow::bail!(
+            "no shard result in {} log{}: {}",
+            logs.len(),
+            if logs.len() == 1 { "" } else { "s" },
+            notes.join("; ")
+        );
+    }
+    merge::finish(&results, notes, &a.out)
+}
+
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
+    })
+}
+
+fn ansible(a: AnsibleArgs) -> anyhow::Result<ExitCode> {
+    check_run_flags(&a.run, 1, &["--shard", "--start-at", "--framed", "--json"])?;
+    a.out.check()?;
+    let binary = match &a.binary {
+        Some(b) => absolute(b)?,
+        None => {
+            std::env::current_exe().context("cannot find this loadlab binary; give --binary")?
+        }
+    };
+    std::fs::create_dir_all(&a.results_dir)
+        .with_context(|| format!("--results-dir: cannot create {}", a.results_dir.display()))?;
+    let results_dir = absolute(&a.results_dir)?;
+    let output = match a.out.output.as_deref() {
+        Some(o) if o != "-" => absolute(Path::new(o))?,
+        _ => results_dir.join("run.json"),
+    };
+    // A merged result left from an earlier run must not pass for this one's.
+    let _ = std::fs::remove_file(&output);
+    let work = std::env::temp_dir().join(format!("loadlab-ansible-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let playbook = match &a.playbook {
+        Some(p) => absolute(p)?,
+        None => {
+            let p = work.join("loadlab.yml");
+            std::fs::write(&p, loadlab_dist::ansible::PLAYBOOK)?;
+            p
+        }
+    };
+    let vars = loadlab_dist::ansible::extra_vars(&loadlab_dist::ansible::Vars {
+        binary: &binary,
+        args: &a.run,
+        results_dir: &results_dir,
+        output: &output,
+        start_delay_s: a.start_delay.as_secs_f64(),
+        hosts: &a.hosts,
+        merge_args: &["-q".to_string()],
+    });
+    let vars_file = work.join("vars.json");
+    std::fs::write(&vars_file, serde_json::to_vec_pretty(&vars)?)?;
+    let program = a
+        .ansible_playbook
+        .clone()
+        .or_else(|| std::env::var_os("LOADLAB_ANSIBLE_PLAYBOOK").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("ansible-playbook"));
+    let mut cmd = Command::new(&program);
+    cmd.arg("-i")
+        .arg(&a.inventory)
+        .arg(&playbook)
+        .arg("-e")
+        .arg(format!("@{}", vars_file.display()));
+    // ansible-core refuses to start without a UTF-8 locale.
+    if !std::env::var("LC_ALL").is_ok_and(|l| l.to_uppercase().contains("UTF-8")) {
+        cmd.env("LC_ALL", "C.UTF-8");
+    }
+    if !a.out.quiet {
+        eprintln!(
+            "running {} -i {} {}",
+            program.display(),
+            a.inventory.display(),
+            playbook.display()
+        );
+    }
+    let status = cmd.status().with_context(|| {
+        format!(
+            "cannot run {}: install ansible-core (scripts/setup.sh puts it in \
+             target/ansible-venv), or give --ansible-playbook PATH",
+            program.display()
+        )
+    })?;
+    let _ = std::fs::remove_dir_all(&work);
+    let text = std::fs::read_to_string(&output).with_context(|| {
+        format!(
+            "the playbook ({status}) left no merged result at {}",
+            output.display()
+        )
+    })?;
+    let merged: RunResult = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a loadlab result", output.display()))?;
+    merge::present(merged, &a.out, false)
+}
