@@ -129,7 +129,20 @@ async function callUpstream(url, calls, client) {
   return { calls, client, upstream_bytes: bytes };
 }
 
+// Calls fn after at least ms milliseconds, on a timer (the event loop stays free). Node's
+// setTimeout measures from the loop's cached time, which can be a millisecond stale, so a
+// timer alone may fire up to 1 ms early; this re-arms for whatever is left.
+function after(ms, fn) {
+  const due = performance.now() + ms;
+  const check = () => {
+    const left = due - performance.now();
+    if (left > 0) setTimeout(check, Math.ceil(left));
+    else fn();
+  };
+  setTimeout(check, ms);
+}
+
 module.exports = {
   readConfig, configError, BadRequest, UpstreamError, parseParam, parseClient, LIMITS, compute,
-  BYTES, blockThread, callUpstream,
+  BYTES, blockThread, callUpstream, after,
 };

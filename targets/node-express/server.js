@@ -27,7 +27,7 @@ function makeApp(site) {
   app.get('/json', (req, res) => res.json({ message: 'Hello, World!' }));
   app.get('/healthz', (req, res) => text(res, 200, 'ok'));
   app.get('/delay', (req, res) => {
-    setTimeout(() => text(res, 200, 'done'), param(req, 'ms', c.LIMITS.delay));
+    c.after(param(req, 'ms', c.LIMITS.delay), () => text(res, 200, 'done'));
   });
   app.get('/block', (req, res) => {
     c.blockThread(param(req, 'ms', c.LIMITS.block));

@@ -26,7 +26,7 @@ function makeHandler(site) {
     '/healthz': (req, res) => text(res, 200, 'ok'),
     '/delay': (req, res, q) => {
       const ms = c.parseParam('ms', q.get('ms') ?? undefined, c.LIMITS.delay);
-      setTimeout(() => text(res, 200, 'done'), ms);
+      c.after(ms, () => text(res, 200, 'done'));
     },
     '/block': (req, res, q) => {
       c.blockThread(c.parseParam('ms', q.get('ms') ?? undefined, c.LIMITS.block));
