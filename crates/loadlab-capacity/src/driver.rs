@@ -83,6 +83,16 @@ impl ProbeShape {
         Duration::from_millis((tenth / 100).max(1) * 100)
     }
 
+    /// Sets a probe's shape on the session's load: measured for `duration` after its
+    /// warm-up, no stages or request count, intervals a tenth of the probe.
+    fn apply(&self, run: &mut loadlab_engine::RunSpec, index: usize) {
+        run.stages = None;
+        run.requests = None;
+        run.duration = Some(self.duration);
+        run.warmup = self.warmup_of(index);
+        run.interval = self.interval();
+    }
+
     fn cost(&self, index: usize) -> Duration {
         self.warmup_of(index) + self.duration
     }
@@ -162,11 +172,7 @@ pub fn run_search(
         session.reconfigure(|run| {
             run.rate = Some(rate);
             run.connections = None;
-            run.stages = None;
-            run.requests = None;
-            run.duration = Some(shape.duration);
-            run.warmup = shape.warmup_of(index);
-            run.interval = shape.interval();
+            shape.apply(run, index);
         })?;
         let (record, result, died) = probe(session, index, Some(round), &spec.criteria, stop)?;
         about.get_or_insert_with(|| About::of(&result));
@@ -261,11 +267,7 @@ pub fn run_sweep(
                     run.connections = Some(load as usize);
                 }
             }
-            run.stages = None;
-            run.requests = None;
-            run.duration = Some(shape.duration);
-            run.warmup = shape.warmup_of(i + 1);
-            run.interval = shape.interval();
+            shape.apply(run, i + 1);
         })?;
         let (record, result, died) = probe(session, i + 1, None, &spec.criteria, stop)?;
         about.get_or_insert_with(|| About::of(&result));

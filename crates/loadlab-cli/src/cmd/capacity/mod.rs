@@ -12,13 +12,15 @@ use loadlab_capacity::driver::{self, Loads, ProbeShape, SearchSpec, Stop, SweepS
 use loadlab_capacity::search::{rate, Policy};
 use loadlab_capacity::{parse_slo, parse_until, CapacityReport, Criteria, Events, ProbeRecord};
 use loadlab_engine::RunResult;
-use loadlab_report::html::{self, Curve, Section};
 use loadlab_session::{BusyPoll, Session, SessionSpec};
 use loadlab_store::Store;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod report;
+use report::{report_kind, write_report};
 
 /// What a search and a sweep share: the objectives, the probes' shape, the server, outputs.
 #[derive(Debug, Args)]
@@ -445,125 +447,4 @@ fn install_ctrlc(stop: Arc<Stop>) -> anyhow::Result<()> {
         stop.stop();
     })
     .context("cannot install the Ctrl-C handler")
-}
-
-enum ReportKind {
-    Html,
-    Markdown,
-}
-
-fn report_kind(path: &Path) -> anyhow::Result<ReportKind> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("html") | Some("htm") => Ok(ReportKind::Html),
-        Some("md") | Some("markdown") => Ok(ReportKind::Markdown),
-        _ => anyhow::bail!("--report {}: name an .html or .md file", path.display()),
-    }
-}
-
-/// The report: the probes' table, the curve against load, and the runs worth seeing over
-/// time (a sweep's every load; a search's highest rate held and lowest failed).
-fn write_report(
-    path: &Path,
-    report: &CapacityReport,
-    results: &[(ProbeRecord, RunResult)],
-) -> anyhow::Result<()> {
-    let (columns, rows) = report.table();
-    let title = if report.kind == "capacity" {
-        format!("Capacity of {}", report.url)
-    } else {
-        format!("Sweep of {}", report.url)
-    };
-    let mut notes = vec![report.verdict.clone()];
-    notes.push(format!(
-        "Objectives: {}. Each probe warmed up {:.1} s, then measured {:.1} s.",
-        report.objectives.join(", "),
-        report.warmup_s,
-        report.probe_s
-    ));
-    let section = Section {
-        title,
-        columns,
-        rows,
-        notes,
-    };
-    let shown = shown_runs(report, results);
-    let labelled: Vec<(&str, &RunResult)> = shown.iter().map(|(l, r)| (l.as_str(), *r)).collect();
-    let mut out = Vec::new();
-    match report_kind(path)? {
-        ReportKind::Html => {
-            let mut sorted: Vec<&ProbeRecord> = report.probes.iter().collect();
-            sorted.sort_by(|a, b| a.load().total_cmp(&b.load()));
-            let curve = Curve {
-                load_label: if report.closed_loop() {
-                    "connections".into()
-                } else {
-                    "offered requests/s".into()
-                },
-                open_loop: !report.closed_loop(),
-                load: sorted.iter().map(|p| p.load()).collect(),
-                achieved_per_s: sorted.iter().map(|p| p.measure.achieved_per_s).collect(),
-                p50_us: sorted.iter().map(|p| p.measure.p50_us).collect(),
-                p99_us: sorted.iter().map(|p| p.measure.p99_us).collect(),
-                held: sorted.iter().map(|p| p.judgment.pass).collect(),
-                marker: match (&report.finding, &report.knee) {
-                    (Some(loadlab_capacity::Finding::Capacity { estimate, .. }), _) => {
-                        Some(("capacity".into(), *estimate))
-                    }
-                    (_, Some(k)) => Some(("knee".into(), k.load)),
-                    _ => None,
-                },
-            };
-            html::render_curve_report(&labelled, &[section], &curve, &mut out)?;
-        }
-        ReportKind::Markdown => {
-            let md = |s: &str| s.replace('|', "\\|");
-            out.extend(format!("# {}\n\n", md(&section.title)).into_bytes());
-            out.extend(format!("| {} |\n", section.columns.join(" | ")).into_bytes());
-            out.extend(format!("|{}\n", "---|".repeat(section.columns.len())).into_bytes());
-            for r in &section.rows {
-                let cells: Vec<String> = r.iter().map(|c| md(c)).collect();
-                out.extend(format!("| {} |\n", cells.join(" | ")).into_bytes());
-            }
-            out.push(b'\n');
-            for n in &section.notes {
-                out.extend(format!("{}\n\n", md(n)).into_bytes());
-            }
-            loadlab_report::markdown::render_runs(&labelled, &mut out)?;
-        }
-    }
-    write_atomically(path, &out)
-        .with_context(|| format!("--report: cannot write {}", path.display()))
-}
-
-fn shown_runs<'a>(
-    report: &CapacityReport,
-    results: &'a [(ProbeRecord, RunResult)],
-) -> Vec<(String, &'a RunResult)> {
-    let label = |p: &ProbeRecord| {
-        if report.closed_loop() {
-            format!("{} connections", p.load())
-        } else {
-            format!("{}/s", rate(p.load()))
-        }
-    };
-    if report.kind == "sweep" {
-        return results.iter().map(|(p, r)| (label(p), r)).collect();
-    }
-    let held = results
-        .iter()
-        .filter(|(p, _)| p.judgment.pass)
-        .max_by(|a, b| a.0.load().total_cmp(&b.0.load()));
-    let failed = results
-        .iter()
-        .filter(|(p, _)| !p.judgment.pass)
-        .filter(|(p, _)| held.is_none_or(|(h, _)| p.load() > h.load()))
-        .min_by(|a, b| a.0.load().total_cmp(&b.0.load()));
-    let mut out = Vec::new();
-    if let Some((p, r)) = held {
-        out.push((format!("{} (held)", label(p)), r));
-    }
-    if let Some((p, r)) = failed {
-        out.push((format!("{} (failed)", label(p)), r));
-    }
-    out
 }
