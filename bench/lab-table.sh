@@ -84,12 +84,17 @@ taskset -c "$LOAD_CPU" "$LOADLAB" upstream --port 0 --threads 1 > "$OUT/upstream
 pids+=($!)
 UPSTREAM="http://$(first_match "$OUT/upstream.log" '^listening on ' | awk '{print $3}')"
 
+# loadlab exits non-zero when nothing succeeded (python-starlette's per-call column, for one) and
+# writes its result all the same: that is a cell of the table, not a reason to stop the script.
 load() { # url name -> "rps p99_ms bad"
-    taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c50 -d "${SECS}s" --warmup 1s --json "$OUT/$2.json" "$1"
+    rm -f "$OUT/$2.json"
+    taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c50 -d "${SECS}s" --warmup 1s --json "$OUT/$2.json" "$1" \
+        > "$OUT/$2.log" 2>&1 || true
+    if [ ! -s "$OUT/$2.json" ]; then echo "0 - 1"; return; fi
     python3 -c "
 import json,sys; r=json.load(open(sys.argv[1])); m=r['measured']
 ok=sum(v for k,v in m['status_codes'].items() if k.startswith('2'))
-print(round(m['requests']['per_second']), round(m['latency_us']['p99']/1000, 2) if m['latency_us'] else '-', m['requests']['failed'] + m['requests']['completed'] - ok)
+print(round(m['requests']['per_second']), round(m['latency_us']['p99']/1000, 2) if m['latency_us'] else '-', m['requests']['failed'] + m['requests']['completed'] - ok + r.get('in_flight_at_end', 0) * (m['requests']['completed'] == 0))
 " "$OUT/$2.json"
 }
 # A closed-loop run of RELIABILITY_SECS at $3 connections -> one row of the reliability table.
