@@ -92,7 +92,10 @@ fn result_path(name: &str) -> PathBuf {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    std::env::temp_dir().join(format!("loadlab-hostile-{}-{name}.json", std::process::id()))
+    std::env::temp_dir().join(format!(
+        "loadlab-hostile-{}-{name}.json",
+        std::process::id()
+    ))
 }
 
 /// Waits for `child` within the watchdog; a run still going then is killed and fails.
@@ -173,7 +176,10 @@ fn extra_bytes_past_content_length_are_their_own_class() {
     ran.accounts_for_every_request();
     // Each response with extra bytes ended its connection: one request per connection.
     let (accepted, read) = (server.counters().accepted(), server.counters().requests());
-    assert!(read <= accepted, "{read} requests on {accepted} connections");
+    assert!(
+        read <= accepted,
+        "{read} requests on {accepted} connections"
+    );
     assert!((failed..=failed + 2).contains(&read), "{failed} {read}");
     assert_eq!(ran.code, Some(2), "{}", ran.stderr);
     assert!(ran.says("verdicts", "nothing succeeded"));
@@ -377,7 +383,12 @@ fn the_highest_rate_accepted_ends_on_time_and_obeys_a_stop() {
     let (issued, completed, _) = ran.requests();
     assert!(issued > 0 && completed > 0);
     // No machine sends ten million a second: what fell due and was not sent is counted.
-    assert!(ran.json["measured"]["requests"]["not_sent"].as_u64().unwrap() > 0);
+    assert!(
+        ran.json["measured"]["requests"]["not_sent"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "a 1 s run took {:?}",
@@ -550,11 +561,19 @@ fn protocol_violations_are_protocol_errors() {
         let server = H2FrameServer::start(script);
         let ran = h2_run(what, &server, &[]);
         assert_eq!(ran.requests().1, 0, "{what}");
-        assert_eq!(classes(&ran), ["protocol_error"], "{what}: {:?}", ran.errors());
+        assert_eq!(
+            classes(&ran),
+            ["protocol_error"],
+            "{what}: {:?}",
+            ran.errors()
+        );
         let detail = ran.detail("protocol_error");
         assert!(detail.contains("not valid HTTP/2"), "{what}: {detail}");
         if what.contains("PING") {
-            assert!(detail.contains("first frame was PING, not SETTINGS"), "{detail}");
+            assert!(
+                detail.contains("first frame was PING, not SETTINGS"),
+                "{detail}"
+            );
         }
         ran.accounts_for_every_request();
         assert_eq!(ran.code, Some(2), "{what}: {}", ran.stderr);
@@ -562,8 +581,7 @@ fn protocol_violations_are_protocol_errors() {
         if let Some(code) = told {
             // loadlab sent it before it exited; the server's thread may still be reading.
             let deadline = Instant::now() + Duration::from_secs(5);
-            while !server.counters().client_goaways().contains(&code) && Instant::now() < deadline
-            {
+            while !server.counters().client_goaways().contains(&code) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
             }
             assert!(
@@ -583,20 +601,23 @@ fn a_goaway_with_an_error_code_is_counted_with_its_code() {
         (code::ENHANCE_YOUR_CALM, "ENHANCE_YOUR_CALM"),
         (code::PROTOCOL_ERROR, "PROTOCOL_ERROR"),
     ] {
-        let server = H2FrameServer::start(
-            H2Script::handshake()
-                .read_request()
-                .goaway(0, code)
-                .close(),
-        );
+        let server =
+            H2FrameServer::start(H2Script::handshake().read_request().goaway(0, code).close());
         let ran = h2_run(name, &server, &[]);
         let (_, completed, failed) = ran.requests();
         assert_eq!(completed, 0);
         assert_eq!(classes(&ran), ["goaway"], "{name}");
-        assert!(ran.detail("goaway").contains(name), "{}", ran.detail("goaway"));
+        assert!(
+            ran.detail("goaway").contains(name),
+            "{}",
+            ran.detail("goaway")
+        );
         // Every request the server read was refused by its GOAWAY.
         let read = server.counters().requests();
-        assert!(failed >= read.saturating_sub(1) && failed <= read, "{failed} {read}");
+        assert!(
+            failed >= read.saturating_sub(1) && failed <= read,
+            "{failed} {read}"
+        );
         ran.accounts_for_every_request();
         assert_backed_off(&server);
         assert_eq!(ran.code, Some(2));
@@ -710,7 +731,10 @@ fn a_killed_loadlab_leaves_no_launched_server() {
         // SAFETY: kill(2) of a process this test launched (through loadlab).
         unsafe { libc::kill(*p as i32, libc::SIGKILL) };
     }
-    assert!(left.is_empty(), "left running after loadlab was killed: {left:?} (server {server})");
+    assert!(
+        left.is_empty(),
+        "left running after loadlab was killed: {left:?} (server {server})"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

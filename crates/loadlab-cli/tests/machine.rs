@@ -383,7 +383,10 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
     );
     // The server (the shell's child) is still serving in there: what the next run must stop.
     let outlived: Vec<i32> = inside.iter().copied().filter(|p| running(*p)).collect();
-    assert!(!outlived.is_empty(), "nothing outlived loadlab in {namespace}: {inside:?}");
+    assert!(
+        !outlived.is_empty(),
+        "nothing outlived loadlab in {namespace}: {inside:?}"
+    );
     // The next run (of any kind, as root) finds them by name, stops what runs inside, and
     // removes them.
     let out = run(&[

@@ -337,8 +337,8 @@ pub fn cpus(list: &[usize]) -> String {
 /// processes are still stopped with the run's process group when loadlab ends normally.
 fn exec_if_simple(cmd: &str) -> String {
     const KEYWORDS: &[&str] = &[
-        "if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done", "case",
-        "esac", "{", "}", "!", "[[", "exec", "function", "select",
+        "if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done", "case", "esac",
+        "{", "}", "!", "[[", "exec", "function", "select",
     ];
     let first = cmd.split_whitespace().next().unwrap_or("");
     let simple = !first.is_empty()
@@ -364,7 +364,10 @@ mod exec_tests {
             exec_if_simple("./server --port 8080"),
             "exec ./server --port 8080"
         );
-        assert_eq!(exec_if_simple("java -jar 'my app.jar'"), "exec java -jar 'my app.jar'");
+        assert_eq!(
+            exec_if_simple("java -jar 'my app.jar'"),
+            "exec java -jar 'my app.jar'"
+        );
         for kept in [
             "cd dir && ./server",
             "./a | ./b",

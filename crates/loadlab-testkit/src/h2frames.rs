@@ -71,7 +71,10 @@ pub enum H2Step {
     ReadRequest,
     /// Answer the current stream: HEADERS with `:status`, then the body in one DATA frame
     /// that ends the stream (HEADERS ends it when the body is empty).
-    Respond { status: u16, body: Vec<u8> },
+    Respond {
+        status: u16,
+        body: Vec<u8>,
+    },
     /// Send any frame.
     Frame {
         kind: u8,
@@ -81,7 +84,10 @@ pub enum H2Step {
     },
     /// GOAWAY with this error code; `last_stream` is the highest stream the server says it
     /// processed (0: none, so every open stream failed).
-    GoAway { last_stream: u32, code: u32 },
+    GoAway {
+        last_stream: u32,
+        code: u32,
+    },
     /// RST_STREAM on the current stream.
     RstStream(u32),
     /// Bytes as they are, framed or not.
@@ -380,12 +386,9 @@ impl FrameReader {
                 let len = u32::from_be_bytes([0, self.buf[0], self.buf[1], self.buf[2]]) as usize;
                 if self.buf.len() >= 9 + len {
                     let kind = self.buf[3];
-                    let id = u32::from_be_bytes([
-                        self.buf[5],
-                        self.buf[6],
-                        self.buf[7],
-                        self.buf[8],
-                    ]) & 0x7fff_ffff;
+                    let id =
+                        u32::from_be_bytes([self.buf[5], self.buf[6], self.buf[7], self.buf[8]])
+                            & 0x7fff_ffff;
                     if kind == frame::GOAWAY && len >= 8 {
                         let code = u32::from_be_bytes([
                             self.buf[13],
