@@ -97,6 +97,8 @@ impl<T: AsyncRead + Unpin> AsyncRead for CheckedPreface<T> {
         this.seen += take;
         if this.seen == FRAME_HEADER {
             if let Some(why) = judge(&this.head, this.tls) {
+                // A read that fails hands over no bytes.
+                buf.set_filled(before);
                 return Poll::Ready(Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{MARK}{why}"),
