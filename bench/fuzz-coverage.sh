@@ -39,6 +39,6 @@ set +e
   -print_final_stats=1 >artifacts/last-run.log 2>&1
 status=$?
 set -e
-grep -E '^#[0-9]+ +(INITED|DONE)|stat::|ERROR|panicked|SUMMARY|Test unit' artifacts/last-run.log | tail -40 || true
+grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|stat::|ERROR|panicked|SUMMARY|Test unit' artifacts/last-run.log | tail -40 || true
 echo "corpus: $(ls corpus/response_parser | wc -l) inputs; log: fuzz/artifacts/last-run.log"
 exit "$status"
