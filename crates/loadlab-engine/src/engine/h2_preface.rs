@@ -57,6 +57,26 @@ pub(crate) fn judge(head: &[u8; FRAME_HEADER], tls: bool) -> Option<String> {
             )
         });
     }
+    // Text where a frame header belongs: an HTTP/1.0 server's error page sent without a
+    // status line (Python's http.server answers the h2c preface so), or a banner.
+    if head
+        .iter()
+        .all(|b| b.is_ascii_graphic() || b" \r\n\t".contains(b))
+    {
+        let text = String::from_utf8_lossy(head).escape_debug().to_string();
+        return Some(if tls {
+            format!(
+                "the server agreed to h2 by ALPN, then sent text (\"{text}\"): its bytes are \
+                 not valid HTTP/2"
+            )
+        } else {
+            format!(
+                "the server does not speak HTTP/2 (h2c): it answered with text (\"{text}\"), so \
+                 its bytes are not valid HTTP/2; drop --http2, or use an https:// URL to agree \
+                 on h2 by ALPN"
+            )
+        });
+    }
     let (kind, flags) = (head[3], head[4]);
     let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
     if kind == SETTINGS && flags & ACK == 0 && stream == 0 {
@@ -155,6 +175,11 @@ mod tests {
         assert!(
             http1.contains("does not speak HTTP/2 (h2c)") && http1.contains("HTTP/1.1"),
             "{http1}"
+        );
+        let page = judge(&head(b"<!DOCTYPE"), false).unwrap();
+        assert!(
+            page.contains("(h2c): it answered with text (\"<!DOCTYPE\")"),
+            "{page}"
         );
         let ping = judge(&head(&[0, 0, 8, 6, 0, 0, 0, 0, 0]), false).unwrap();
         assert!(ping.contains("was PING, not SETTINGS"), "{ping}");
