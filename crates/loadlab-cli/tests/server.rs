@@ -328,46 +328,61 @@ fn cgroups_are_removed_after_the_run_and_after_ctrl_c() {
     assert!(child.wait().unwrap().success());
     assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
 
-    // A run stopped with Ctrl-C while the server spins.
-    let json = std::env::temp_dir().join(format!("loadlab-ctrlc-{}.json", std::process::id()));
-    let mut child = loadlab()
-        .args([
-            "run", "--exec", &exec, "--cpus", "0.2", "--memory", "64Mi", "-d", "60s", "-q",
-        ])
-        .arg("--json")
-        .arg(&json)
-        .arg("/")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while groups_of(pid).is_empty() {
-        assert!(Instant::now() < deadline, "loadlab made no cgroup");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: a signal to the child this test started.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
+    // A run stopped while the server spins: by Ctrl-C, and by what `timeout`, `docker stop`
+    // and CI cancellations send (issue 15, case 13). Each keeps the result, removes the
+    // cgroup and stops the server.
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let json = std::env::temp_dir().join(format!(
+            "loadlab-signal-{signal}-{}.json",
+            std::process::id()
+        ));
+        let mut child = loadlab()
+            .args([
+                "run", "--exec", &exec, "--cpus", "0.2", "--memory", "64Mi", "-d", "60s", "-q",
+            ])
+            .arg("--json")
+            .arg(&json)
+            .arg("/")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while groups_of(pid).is_empty() {
+            assert!(Instant::now() < deadline, "loadlab made no cgroup");
+            std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(Instant::now() < deadline, "loadlab did not stop on Ctrl-C");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(130));
-    assert_eq!(groups_of(pid), Vec::<PathBuf>::new(), "cgroups left behind");
-    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&json);
-    assert_eq!(r["interrupted"], true);
-    let server_pid = r["server"]["pid"].as_u64().unwrap() as u32;
-    assert!(
-        !loadlab_probe::procfs::alive(server_pid),
-        "the server outlived loadlab"
-    );
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: a signal to the child this test started.
+        unsafe { libc::kill(pid as i32, signal) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "loadlab did not stop on signal {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(130), "signal {signal}");
+        assert_eq!(
+            groups_of(pid),
+            Vec::<PathBuf>::new(),
+            "cgroups left behind after signal {signal}"
+        );
+        let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&json);
+        assert_eq!(r["interrupted"], true);
+        // The server itself: a lone --exec command is exec'd by the shell.
+        let server_pid = r["server"]["pid"].as_u64().unwrap() as u32;
+        assert!(
+            !loadlab_probe::procfs::alive(server_pid),
+            "the server (pid {server_pid}) outlived loadlab after signal {signal}"
+        );
+    }
 }
 
 #[test]

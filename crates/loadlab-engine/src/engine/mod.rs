@@ -12,6 +12,7 @@ mod closed;
 mod control;
 mod exchange;
 mod h2;
+mod h2_preface;
 mod open;
 mod stamped;
 mod steal;
