@@ -8,9 +8,11 @@
 
 mod background;
 mod h2server;
+mod routed;
 mod timed;
 mod tls;
 pub use h2server::{H2Behavior, H2Counters, H2Server};
+pub use routed::{reply, HttpRequest, RoutedServer};
 pub use timed::{TimedServer, Timing};
 pub use tls::TestCa;
 
