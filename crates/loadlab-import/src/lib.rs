@@ -72,11 +72,11 @@ impl std::fmt::Display for Note {
 /// Input an importer cannot turn into a scenario. Every variant names where the problem is.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("{what} is not JSON: {source} (export it again, or check that this is the right file)")]
+    // The parser's message is part of this one (not a `source`), so it is printed once.
+    #[error("{what} is not JSON: {error} (export it again, or check that this is the right file)")]
     NotJson {
         what: String,
-        #[source]
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     /// `item` is a step, a request or the document; `field` is where in it.
     #[error("{item}: {field}: {problem}")]

@@ -124,7 +124,7 @@ fn cookies_and_secret_headers_become_empty_variables_unless_kept() {
         ..Options::default()
     });
     let doc = read_back(&kept.toml);
-    let steps = steps(&doc);
+    let steps = common::steps(&doc);
     assert_eq!(
         str_at(&steps[2], &["headers", "cookie"]),
         Some("_ga=GA1.2.1234567890.1714550000")

@@ -149,8 +149,13 @@ pub fn parse_time(t: &str) -> Option<f64> {
         let (c, off) = time.split_at(at);
         let sign = if off.starts_with('-') { -1 } else { 1 };
         let off = &off[1..];
-        let (oh, om) = off.split_once(':').unwrap_or((off.get(..2)?, off.get(2..).unwrap_or("0")));
-        (c, sign * (oh.parse::<i64>().ok()? * 60 + om.parse::<i64>().ok()?))
+        let (oh, om) = match off.split_once(':') {
+            Some(parts) => parts,
+            None if off.len() >= 2 && off.is_char_boundary(2) => off.split_at(2),
+            None => return None,
+        };
+        let om: i64 = if om.is_empty() { 0 } else { om.parse().ok()? };
+        (c, sign * (oh.parse::<i64>().ok()? * 60 + om))
     } else {
         (time, 0)
     };

@@ -74,9 +74,9 @@ const COMPUTED: [&str; 10] = [
 ];
 
 pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
-    let doc: Value = serde_json::from_str(text).map_err(|source| ImportError::NotJson {
+    let doc: Value = serde_json::from_str(text).map_err(|error| ImportError::NotJson {
         what: format!("HAR file {}", o.label),
-        source,
+        error,
     })?;
     let log = doc.get("log").filter(|l| l.is_object()).ok_or_else(|| {
         ImportError::invalid(format!("HAR file {}", o.label), "log", "missing: a HAR file is {\"log\": {...}}")

@@ -123,7 +123,7 @@ fn entries(list: Option<&Value>) -> impl Iterator<Item = (String, String, &Value
 
 /// The format's form and multipart bodies set their own Content-Type (with the boundary).
 fn drop_content_type(request: &mut Request, kind: &str, step: &str, notes: &mut Vec<Note>) {
-    if let Some(ct) = request.header("Content-Type") {
+    if let Some(ct) = request.header("Content-Type").map(str::to_string) {
         if !ct.to_ascii_lowercase().starts_with(kind) {
             notes.push(Note::step(
                 step,

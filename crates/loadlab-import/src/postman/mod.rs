@@ -39,9 +39,9 @@ pub(crate) fn text_of(v: &Value) -> Option<String> {
 }
 
 fn parse_json(text: &str, what: &str) -> Result<Value, ImportError> {
-    serde_json::from_str(text).map_err(|source| ImportError::NotJson {
+    serde_json::from_str(text).map_err(|error| ImportError::NotJson {
         what: what.to_string(),
-        source,
+        error,
     })
 }
 
@@ -147,7 +147,7 @@ fn variables(doc: &Value, o: &Options, s: &mut Scenario, notes: &mut Vec<Note>) 
         let snapshot = s.variables.clone();
         let lookup = |n: &str| snapshot.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
         for (_, value) in s.variables.iter_mut() {
-            *value = template::substitute(value, lookup);
+            *value = template::substitute(value, &lookup);
         }
         if s.variables == snapshot {
             break;
