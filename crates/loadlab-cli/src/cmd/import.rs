@@ -88,9 +88,10 @@ pub struct HarArgs {
     #[arg(long)]
     pub keep_assets: bool,
 
-    /// Keep the requests to this host (repeatable) [default: the first document's host].
-    #[arg(long = "host", value_name = "HOST")]
-    pub hosts: Vec<String>,
+    /// Keep the requests to this host instead [default: the first document's host]. One
+    /// host: a scenario runs against one origin.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
 
     /// Think times between steps.
     #[arg(long, value_enum, default_value = "recorded")]
@@ -146,7 +147,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
             let options = har::Options {
                 label: label(&a.recording),
                 keep_assets: a.keep_assets,
-                hosts: a.hosts.clone(),
+                host: a.host.clone(),
                 think: match a.think {
                     ThinkArg::Recorded => har::Think::Recorded,
                     ThinkArg::None => har::Think::None,

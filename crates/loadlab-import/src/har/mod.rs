@@ -31,8 +31,9 @@ pub enum Think {
 pub struct Options {
     pub label: String,
     pub keep_assets: bool,
-    /// Hosts to keep (`host` or `host:port`); empty: the first document's.
-    pub hosts: Vec<String>,
+    /// The host to keep (`host` or `host:port`); `None`: the first document's. One only: a
+    /// scenario runs against one origin.
+    pub host: Option<String>,
     pub think: Think,
     pub keep_secrets: bool,
     /// Each page's requests as one step.
@@ -191,10 +192,9 @@ fn select<'a>(all: &'a [Entry], o: &Options, notes: &mut Vec<Note>) -> Result<Ve
     else {
         return Err(ImportError::invalid(format!("HAR file {}", o.label), "log.entries", "no http(s) request in the recording"));
     };
-    let hosts: Vec<String> = if o.hosts.is_empty() {
-        vec![document.host()]
-    } else {
-        o.hosts.iter().map(|h| entry::host_of(h)).collect()
+    let hosts: Vec<String> = match &o.host {
+        None => vec![document.host()],
+        Some(h) => vec![entry::host_of(h)],
     };
     let mut other_hosts: Vec<String> = Vec::new();
     let mut assets = 0;
@@ -219,7 +219,7 @@ fn select<'a>(all: &'a [Entry], o: &Options, notes: &mut Vec<Note>) -> Result<Ve
     if !other_hosts.is_empty() {
         let dropped = all.iter().filter(|e| other_hosts.contains(&e.host())).count();
         notes.push(Note::scenario(format!(
-            "{dropped} requests to other hosts than {} dropped ({}); --host HOST keeps a host",
+            "{dropped} requests to other hosts than {} dropped ({}); --host HOST keeps another host instead",
             hosts.join(", "),
             other_hosts.join(", ")
         )));
@@ -228,7 +228,7 @@ fn select<'a>(all: &'a [Entry], o: &Options, notes: &mut Vec<Note>) -> Result<Ve
         return Err(ImportError::invalid(
             format!("HAR file {}", o.label),
             "log.entries",
-            format!("every request was dropped (hosts kept: {}); try --keep-assets or --host", hosts.join(", ")),
+            format!("every request was dropped (host kept: {}); try --keep-assets or --host", hosts.join(", ")),
         ));
     }
     Ok(kept)
