@@ -90,6 +90,19 @@ fn the_login_token_becomes_a_capture_and_later_requests_send_the_variable() {
     // Recorded with a 404: that is what the replay should expect.
     assert_eq!(steps[5]["checks"][0]["status"].as_integer(), Some(404));
     assert!(imported.toml.contains("base_url = \"{{BASE_URL}}\""));
+
+    // The loader's captures take the replay's own token and user id from a login answer.
+    let loaded = loadlab_scenario::Scenario::from_toml_str(&imported.toml, std::path::Path::new(".")).unwrap();
+    let mut values = loaded.new_values();
+    let body = br#"{"token":"fresh-token-42","user":{"id":"u-99","name":"Bob"}}"#;
+    let response = loadlab_scenario::Response { status: 200, headers: &[], body };
+    assert_eq!(loaded.steps[1].judge(&response, &mut values), loadlab_scenario::Verdict::Pass);
+    let value = |name: &str| {
+        let slot = loaded.variables.iter().find(|v| v.name == name).and_then(|v| v.slot).unwrap();
+        values[slot].clone()
+    };
+    assert_eq!(value("TOKEN"), "fresh-token-42");
+    assert_eq!(value("USER_ID"), "u-99");
     assert_eq!(
         doc["variables"]["BASE_URL"].as_str(),
         Some("https://app.example.com")

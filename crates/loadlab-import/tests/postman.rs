@@ -90,6 +90,22 @@ fn post_000s_collection_imports_with_its_two_variables() {
     assert!(imported
         .toml
         .starts_with("# Imported by `loadlab import postman` from post-000.postman_collection.json (Postman collection v2.1)."));
+
+    // As the loader judges the steps: /not-found's 404 passes its check; a 404 anywhere
+    // else is the `status` failure a single-URL run would count.
+    let loaded = loadlab_scenario::Scenario::from_toml_str(&imported.toml, std::path::Path::new(".")).unwrap();
+    assert_eq!(loaded.origin.url(), "https://localhost:8080");
+    let judge = |step: usize, status: u16| {
+        let response = loadlab_scenario::Response { status, headers: &[], body: b"" };
+        loaded.steps[step].judge(&response, &mut loaded.new_values())
+    };
+    use loadlab_scenario::Verdict;
+    for step in 0..4 {
+        assert_eq!(judge(step, 200), Verdict::Pass);
+        assert_eq!(judge(step, 404), Verdict::BadStatus(404));
+    }
+    assert_eq!(judge(4, 404), Verdict::Pass);
+    assert!(matches!(judge(4, 200), Verdict::CheckFailed { .. }));
 }
 
 #[test]

@@ -9,8 +9,13 @@ pub fn fixture(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The written file, read back by a TOML parser: what the loader will see.
+/// The written file, read back: loaded by the scenario loader (`loadlab run --scenario`'s),
+/// with the files it names next to the fixtures, then as a TOML table to look into.
 pub fn read_back(text: &str) -> toml::Table {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    if let Err(e) = loadlab_scenario::Scenario::from_toml_str(text, &dir) {
+        panic!("the loader refuses it: {e}\n{text}");
+    }
     text.parse::<toml::Table>()
         .unwrap_or_else(|e| panic!("not valid TOML: {e}\n{text}"))
 }
