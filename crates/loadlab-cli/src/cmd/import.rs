@@ -227,6 +227,15 @@ fn write(imported: &Imported, output: Option<&Path>) -> anyhow::Result<()> {
             eprintln!("imported {steps} step{} and {vars} variable{}", plural(steps), plural(vars));
         }
     }
+    // The loader's word on the file as written: a file it names (a body, a form's file) is
+    // looked for next to the scenario, and must be copied there first.
+    let loaded = match output {
+        Some(path) => loadlab_scenario::Scenario::load(path, &[]).map(|_| ()),
+        None => loadlab_scenario::Scenario::from_toml_str(&imported.toml, Path::new(".")).map(|_| ()),
+    };
+    if let Err(e) = loaded {
+        eprintln!("warning: `loadlab run --scenario` refuses the file as it is: {e}");
+    }
     if imported.notes.is_empty() {
         eprintln!("everything was carried over");
     } else {
