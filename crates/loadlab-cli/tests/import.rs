@@ -5,7 +5,7 @@
 //! the collection's `https://{{URL}}` asks), and a recorded login against a shop that issues
 //! its own tokens and rejects any other.
 
-use loadlab_testkit::{reply, HttpRequest, RoutedServer, TestCa};
+use loadlab_testkit::{Answer, RouteServer, Seen, TestCa};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
@@ -168,12 +168,26 @@ fn bad_input_exits_2_naming_the_item_and_field_and_leaves_the_old_file() {
 
 // ---- Replays (`loadlab run --scenario`) -------------------------------------------------
 
+/// A whole response with a Content-Length body.
+fn reply(status: u16, content_type: &str, body: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut out = format!(
+        "HTTP/1.1 {status} Test\r\nContent-Length: {}\r\nContent-Type: {content_type}\r\n",
+        body.len()
+    );
+    for (n, v) in headers {
+        out.push_str(&format!("{n}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    out.push_str(body);
+    Answer::from(out.into_bytes())
+}
+
 /// What a replay server saw: (path, status it answered) in order.
-type Seen = Arc<Mutex<Vec<(String, u16)>>>;
+type Answered = Arc<Mutex<Vec<(String, u16)>>>;
 
 /// The portfolio's pages, rendered by loadlab's reference renderer from targets/content,
 /// over TLS with a certificate for 127.0.0.1 and localhost.
-fn portfolio(ca: &TestCa, seen: Seen) -> RoutedServer {
+fn portfolio(ca: &TestCa, seen: Answered) -> RouteServer {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let site = loadlab_lab::content::ReferenceSite::load(&repo.join("targets/content"))
         .expect("the portfolio's content renders");
@@ -184,14 +198,14 @@ fn portfolio(ca: &TestCa, seen: Seen) -> RoutedServer {
         .expect("a 404 page")
         .body
         .clone();
-    RoutedServer::start_tls(
-        move |r: &HttpRequest| {
+    RouteServer::start_tls(
+        move |r: &Seen| {
             let (status, body) = site
                 .pages
                 .iter()
-                .find(|p| p.path == r.path() && p.status == 200 && r.method == "GET")
+                .find(|p| p.path == r.route() && p.status == 200 && r.method == "GET")
                 .map_or((404, not_found.as_str()), |p| (200, p.body.as_str()));
-            seen.lock().unwrap().push((r.path().to_string(), status));
+            seen.lock().unwrap().push((r.route().to_string(), status));
             reply(status, "text/html; charset=utf-8", body, &[])
         },
         ca,
@@ -232,7 +246,7 @@ fn post_000s_collection_replays_against_the_portfolio_with_every_step_as_expecte
     let ca = TestCa::new();
     let ca_file = dir.join("ca.pem");
     std::fs::write(&ca_file, ca.pem()).unwrap();
-    let seen: Seen = Arc::default();
+    let seen: Answered = Arc::default();
     let server = portfolio(&ca, seen.clone());
     let url = format!("localhost:{}", server.addr().port());
     let json = dir.join("result.json");
@@ -277,11 +291,11 @@ struct Shop {
     accepted: u64,
 }
 
-fn shop_server(shop: Arc<Mutex<Shop>>) -> RoutedServer {
-    RoutedServer::start(move |r: &HttpRequest| {
+fn shop_server(shop: Arc<Mutex<Shop>>) -> RouteServer {
+    RouteServer::start(move |r: &Seen| {
         let mut s = shop.lock().unwrap();
         let json = |status: u16, body: String| reply(status, "application/json", &body, &[]);
-        match (r.method.as_str(), r.path()) {
+        match (r.method.as_str(), r.route()) {
             ("GET", "/") => return reply(200, "text/html", "<!doctype html><title>Shop</title>", &[]),
             ("POST", "/api/login") => {
                 s.logins += 1;
@@ -303,7 +317,7 @@ fn shop_server(shop: Arc<Mutex<Shop>>) -> RoutedServer {
             return json(401, r#"{"error":"bad token"}"#.into());
         };
         let order = format!("o-srv-{n:06}");
-        let answer = match (r.method.as_str(), r.path()) {
+        let answer = match (r.method.as_str(), r.route()) {
             ("GET", "/api/orders") => json(200, format!(r#"{{"orders":[{{"id":"{order}","total":42}}]}}"#)),
             ("GET", p) if p == format!("/api/orders/{order}") => json(200, format!(r#"{{"id":"{order}"}}"#)),
             ("PATCH", p) if p == format!("/api/users/u-srv{n:05}") => {

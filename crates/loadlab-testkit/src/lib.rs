@@ -8,11 +8,11 @@
 
 mod background;
 mod h2server;
-mod routed;
+mod routes;
 mod timed;
 mod tls;
 pub use h2server::{H2Behavior, H2Counters, H2Server};
-pub use routed::{reply, HttpRequest, RoutedServer};
+pub use routes::{Answer, RouteCounters, RouteServer, Seen};
 pub use timed::{TimedServer, Timing};
 pub use tls::TestCa;
 
