@@ -59,8 +59,14 @@ fn import_writes_the_scenario_and_prints_the_report() {
         "{stderr}"
     );
     let written = std::fs::read_to_string(&file).unwrap();
-    assert!(written.contains("[variables]\nURL = \"localhost:8080\"\nBLOG_ID = \"001\"\n"), "{written}");
-    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(
+        written.contains("[variables]\nURL = \"localhost:8080\"\nBLOG_ID = \"001\"\n"),
+        "{written}"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(leftovers.len(), 1, "no temporary file left: {leftovers:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -105,17 +111,29 @@ fn a_file_the_loader_cannot_load_yet_is_written_with_a_warning() {
 #[test]
 fn without_o_the_scenario_goes_to_standard_output() {
     let out = loadlab()
-        .args(["import", "curl", "curl 'http://127.0.0.1:8080/echo' --data-raw 'a=1' -k", "--var", "X=1"])
+        .args([
+            "import",
+            "curl",
+            "curl 'http://127.0.0.1:8080/echo' --data-raw 'a=1' -k",
+            "--var",
+            "X=1",
+        ])
         .output()
         .unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(stdout.starts_with("# Imported by `loadlab import curl`"), "{stdout}");
+    assert!(
+        stdout.starts_with("# Imported by `loadlab import curl`"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("[variables]\nBASE_URL = \"http://127.0.0.1:8080\"\nX = \"1\"\n"),
         "{stdout}"
     );
-    assert!(stderr.contains("  - -k: not carried over (certificate checks were off"), "{stderr}");
+    assert!(
+        stderr.contains("  - -k: not carried over (certificate checks were off"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -157,11 +175,23 @@ fn bad_input_exits_2_naming_the_item_and_field_and_leaves_the_old_file() {
         ),
     ];
     for (args, want) in cases {
-        let out = loadlab().arg("import").args(&args).arg("-o").arg(&file).output().unwrap();
+        let out = loadlab()
+            .arg("import")
+            .args(&args)
+            .arg("-o")
+            .arg(&file)
+            .output()
+            .unwrap();
         let (_, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.starts_with(want), "{args:?}:\nwant {want}\n got {stderr}");
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "# an earlier scenario\n");
+        assert!(
+            stderr.starts_with(want),
+            "{args:?}:\nwant {want}\n got {stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "# an earlier scenario\n"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -225,7 +255,12 @@ fn run_scenario(file: &Path, args: &[&str], json: &Path) -> (Output, Value) {
     let doc = std::fs::read_to_string(json)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_else(|| panic!("no result ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status));
+        .unwrap_or_else(|| {
+            panic!(
+                "no result ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+                out.status
+            )
+        });
     (out, doc)
 }
 
@@ -252,7 +287,16 @@ fn post_000s_collection_replays_against_the_portfolio_with_every_step_as_expecte
     let json = dir.join("result.json");
     let (out, doc) = run_scenario(
         &file,
-        &["--var", &format!("URL={url}"), "--cacert", ca_file.to_str().unwrap(), "-c", "2", "-d", "1s"],
+        &[
+            "--var",
+            &format!("URL={url}"),
+            "--cacert",
+            ca_file.to_str().unwrap(),
+            "-c",
+            "2",
+            "-d",
+            "1s",
+        ],
         &json,
     );
     let (stdout, stderr) = text(&out);
@@ -267,7 +311,13 @@ fn post_000s_collection_replays_against_the_portfolio_with_every_step_as_expecte
         assert_eq!(e.0, *status, "{path} answered two ways");
         e.1 += 1;
     }
-    let want = [("/", 200), ("/blogs", 200), ("/blogs/001", 200), ("/version", 200), ("/not-found", 404)];
+    let want = [
+        ("/", 200),
+        ("/blogs", 200),
+        ("/blogs/001", 200),
+        ("/version", 200),
+        ("/not-found", 404),
+    ];
     assert_eq!(by_path.len(), want.len(), "{by_path:?}");
     for (path, status) in want {
         let (got, n) = by_path[path];
@@ -276,7 +326,11 @@ fn post_000s_collection_replays_against_the_portfolio_with_every_step_as_expecte
     }
     // And loadlab's: the 404 was expected (a check said so), so nothing failed.
     assert_eq!(doc["measured"]["requests"]["failed"], 0, "{stdout}");
-    assert!(doc["measured"]["status_codes"]["404"].as_u64().unwrap_or(0) >= 1, "{}", doc["measured"]);
+    assert!(
+        doc["measured"]["status_codes"]["404"].as_u64().unwrap_or(0) >= 1,
+        "{}",
+        doc["measured"]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -296,13 +350,20 @@ fn shop_server(shop: Arc<Mutex<Shop>>) -> RouteServer {
         let mut s = shop.lock().unwrap();
         let json = |status: u16, body: String| reply(status, "application/json", &body, &[]);
         match (r.method.as_str(), r.route()) {
-            ("GET", "/") => return reply(200, "text/html", "<!doctype html><title>Shop</title>", &[]),
+            ("GET", "/") => {
+                return reply(200, "text/html", "<!doctype html><title>Shop</title>", &[])
+            }
             ("POST", "/api/login") => {
                 s.logins += 1;
                 let n = s.logins;
-                let token = format!("srv{n:04}.{:016x}", 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(n));
+                let token = format!(
+                    "srv{n:04}.{:016x}",
+                    0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(n)
+                );
                 s.tokens.insert(token.clone(), n);
-                let body = format!(r#"{{"token":"{token}","user":{{"id":"u-srv{n:05}","name":"Alice"}}}}"#);
+                let body = format!(
+                    r#"{{"token":"{token}","user":{{"id":"u-srv{n:05}","name":"Alice"}}}}"#
+                );
                 let cookie = format!("sid=s{n:012}; Path=/; HttpOnly");
                 return reply(200, "application/json", &body, &[("Set-Cookie", &cookie)]);
             }
@@ -318,14 +379,22 @@ fn shop_server(shop: Arc<Mutex<Shop>>) -> RouteServer {
         };
         let order = format!("o-srv-{n:06}");
         let answer = match (r.method.as_str(), r.route()) {
-            ("GET", "/api/orders") => json(200, format!(r#"{{"orders":[{{"id":"{order}","total":42}}]}}"#)),
-            ("GET", p) if p == format!("/api/orders/{order}") => json(200, format!(r#"{{"id":"{order}"}}"#)),
+            ("GET", "/api/orders") => json(
+                200,
+                format!(r#"{{"orders":[{{"id":"{order}","total":42}}]}}"#),
+            ),
+            ("GET", p) if p == format!("/api/orders/{order}") => {
+                json(200, format!(r#"{{"id":"{order}"}}"#))
+            }
             ("PATCH", p) if p == format!("/api/users/u-srv{n:05}") => {
                 let body = String::from_utf8_lossy(&r.body);
                 if body.contains(&format!("last_order={order}")) {
                     json(200, r#"{"ok":true}"#.into())
                 } else {
-                    json(422, format!(r#"{{"error":"last_order is not yours: {body}"}}"#))
+                    json(
+                        422,
+                        format!(r#"{{"error":"last_order is not yours: {body}"}}"#),
+                    )
                 }
             }
             ("GET", "/api/recommendations") => json(404, r#"{"error":"not found"}"#.into()),
@@ -368,7 +437,11 @@ fn a_recorded_login_replays_against_a_server_that_rejects_a_wrong_token() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let s = shop.lock().unwrap();
-    assert!(s.logins >= 2, "every virtual user logs in: {} logins", s.logins);
+    assert!(
+        s.logins >= 2,
+        "every virtual user logs in: {} logins",
+        s.logins
+    );
     assert_eq!(s.rejected, 0, "a request went without its own token");
     // Four authorized requests per iteration; the iterations still running when the run
     // ended (at most one per virtual user) may have stopped short.

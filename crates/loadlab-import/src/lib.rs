@@ -107,7 +107,9 @@ impl ImportError {
 /// Parses `NAME=VALUE` (a `--var`): the name must be a variable name the format accepts.
 pub fn parse_var(text: &str) -> Result<(String, String), ImportError> {
     let (name, value) = text.split_once('=').ok_or_else(|| {
-        ImportError::Usage(format!("--var {text}: expected NAME=VALUE, e.g. --var URL=127.0.0.1:8080"))
+        ImportError::Usage(format!(
+            "--var {text}: expected NAME=VALUE, e.g. --var URL=127.0.0.1:8080"
+        ))
     })?;
     let name = name.trim();
     if !template::is_name(name) {
@@ -136,7 +138,13 @@ pub(crate) fn finish(
     // The scenario-wide notes first, then the steps' in step order: the report reads like
     // the file.
     let order = |n: &Note| match &n.step {
-        Some(s) => 1 + scenario.steps.iter().position(|st| &st.name == s).unwrap_or(0),
+        Some(s) => {
+            1 + scenario
+                .steps
+                .iter()
+                .position(|st| &st.name == s)
+                .unwrap_or(0)
+        }
         None => 0,
     };
     notes.sort_by_key(order);

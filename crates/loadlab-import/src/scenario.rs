@@ -211,7 +211,9 @@ pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
         }
     };
     if let Some(base) = &s.base_url {
-        for name in template::names(base).map_err(|e| ImportError::invalid("scenario", "base_url", e))? {
+        for name in
+            template::names(base).map_err(|e| ImportError::invalid("scenario", "base_url", e))?
+        {
             if !defined.contains(&name) {
                 return Err(ImportError::invalid("scenario", "base_url", fix(name)));
             }
@@ -222,7 +224,11 @@ pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
             .map_err(|e| ImportError::invalid("defaults", format!("headers.{name}"), e))?
         {
             if !defined.contains(&var) {
-                return Err(ImportError::invalid("defaults", format!("headers.{name}"), fix(var)));
+                return Err(ImportError::invalid(
+                    "defaults",
+                    format!("headers.{name}"),
+                    fix(var),
+                ));
             }
         }
     }
@@ -231,7 +237,11 @@ pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
         let many = step.requests().len() > 1;
         for (i, r) in step.requests().iter().enumerate() {
             if r.url.trim().is_empty() {
-                return Err(ImportError::invalid(&item, "url", "no URL: give the request one"));
+                return Err(ImportError::invalid(
+                    &item,
+                    "url",
+                    "no URL: give the request one",
+                ));
             }
             for (field, text) in templated_fields(r) {
                 let field = if many {
@@ -289,7 +299,10 @@ pub fn unique_var(name: &str, taken: &[String]) -> String {
 pub fn split_origin(url: &str) -> Option<(&str, String)> {
     let end = if let Some(at) = url.find("://") {
         let after = at + 3;
-        after + url[after..].find(['/', '?', '#']).unwrap_or(url.len() - after)
+        after
+            + url[after..]
+                .find(['/', '?', '#'])
+                .unwrap_or(url.len() - after)
     } else if url.starts_with("{{") && !url.starts_with("{{{{") {
         url.find("}}")? + 2
     } else {
@@ -316,7 +329,10 @@ pub fn hoist_base_url(s: &mut Scenario) -> Option<String> {
     // A variable that holds a path as well (`https://h/api`) stays in every url: joining
     // "/x" to it would drop the path.
     let resolved = template::substitute(&base, |n| s.variable(n).map(str::to_string));
-    let after_scheme = resolved.split_once("://").map(|(_, r)| r).unwrap_or(&resolved);
+    let after_scheme = resolved
+        .split_once("://")
+        .map(|(_, r)| r)
+        .unwrap_or(&resolved);
     if after_scheme.trim_end_matches('/').contains('/') || !resolved.contains("://") {
         return None;
     }
@@ -360,11 +376,7 @@ mod tests {
         ];
         for (url, want) in table {
             let got = split_origin(url);
-            assert_eq!(
-                got.as_ref().map(|(o, r)| (*o, r.as_str())),
-                want,
-                "{url}"
-            );
+            assert_eq!(got.as_ref().map(|(o, r)| (*o, r.as_str())), want, "{url}");
         }
     }
 }

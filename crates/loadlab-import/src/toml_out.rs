@@ -149,8 +149,7 @@ fn one_line(s: &str) -> String {
 /// A bare key when TOML allows one, a quoted key otherwise.
 pub fn key(k: &str) -> String {
     if !k.is_empty()
-        && k
-            .chars()
+        && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
         k.to_string()
@@ -165,11 +164,15 @@ pub fn string(s: &str) -> String {
     let plain = !s
         .chars()
         .any(|c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{7f}');
-    if plain && s.contains('\n') && !s.contains("'''") && !s.ends_with('\'') && !s.contains('\r')
-    {
+    if plain && s.contains('\n') && !s.contains("'''") && !s.ends_with('\'') && !s.contains('\r') {
         return format!("'''\n{s}'''");
     }
-    if plain && !s.contains('\n') && !s.contains('\t') && !s.contains('\'') && (s.contains('"') || s.contains('\\')) {
+    if plain
+        && !s.contains('\n')
+        && !s.contains('\t')
+        && !s.contains('\'')
+        && (s.contains('"') || s.contains('\\'))
+    {
         return format!("'{s}'");
     }
     basic(s)

@@ -27,13 +27,23 @@ fn a_command_copied_from_chrome() {
     let imported = curl(&fixture("curl-chrome.txt"));
     let (doc, step) = only_step(&imported);
     assert_eq!(doc["base_url"].as_str(), Some("{{BASE_URL}}"));
-    assert_eq!(doc["variables"]["BASE_URL"].as_str(), Some("https://app.example.com"));
+    assert_eq!(
+        doc["variables"]["BASE_URL"].as_str(),
+        Some("https://app.example.com")
+    );
     assert_eq!(step["name"].as_str(), Some("POST /api/orders"));
-    assert_eq!(step["method"].as_str(), Some("POST"), "--data-raw makes it a POST");
+    assert_eq!(
+        step["method"].as_str(),
+        Some("POST"),
+        "--data-raw makes it a POST"
+    );
     assert_eq!(step["url"].as_str(), Some("/api/orders?status=open&page=2"));
     // $'...' quoting: \' is a quote, \\n stays a JSON escape.
     let body = str_at(&step, &["body", "raw"]).unwrap();
-    assert_eq!(body, r#"{"note":"it's a gift","lines":["a","b"],"text":"line one\nline two"}"#);
+    assert_eq!(
+        body,
+        r#"{"note":"it's a gift","lines":["a","b"],"text":"line one\nline two"}"#
+    );
     let json: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(json["text"], "line one\nline two");
     let headers = step["headers"].as_table().unwrap();
@@ -62,8 +72,14 @@ fn a_command_copied_from_firefox() {
         Some("username=alice&password=correct+horse")
     );
     let headers = step["headers"].as_table().unwrap();
-    assert_eq!(headers["Accept-Encoding"].as_str(), Some("gzip, deflate, br"));
-    assert_eq!(headers["Cookie"].as_str(), Some("_ga=GA1.2.1234567890.1714550000"));
+    assert_eq!(
+        headers["Accept-Encoding"].as_str(),
+        Some("gzip, deflate, br")
+    );
+    assert_eq!(
+        headers["Cookie"].as_str(),
+        Some("_ga=GA1.2.1234567890.1714550000")
+    );
     assert!(!headers.contains_key("Connection") && !headers.contains_key("TE"));
     let notes = notes(&imported);
     assert_eq!(
@@ -75,9 +91,18 @@ fn a_command_copied_from_firefox() {
     );
 }
 
+/// (command, method, url, raw body, headers)
+type Case<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    &'a [(&'a str, &'a str)],
+);
+
 #[test]
 fn flags_people_type_by_hand() {
-    let table: [(&str, &str, &str, Option<&str>, &[(&str, &str)]); 8] = [
+    let table: [Case; 8] = [
         // (command, method, url, raw body, headers)
         ("curl http://127.0.0.1:8080/x", "GET", "/x", None, &[]),
         (
@@ -129,7 +154,10 @@ fn flags_people_type_by_hand() {
             command,
             &Options {
                 name: None,
-                vars: vec![("ID".into(), "7".into()), ("HOST".into(), "http://h".into())],
+                vars: vec![
+                    ("ID".into(), "7".into()),
+                    ("HOST".into(), "http://h".into()),
+                ],
             },
         )
         .unwrap_or_else(|e| panic!("{command}: {e}"));
@@ -145,7 +173,10 @@ fn flags_people_type_by_hand() {
             .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
             .collect();
         for (k, v) in headers {
-            assert!(got.contains(&(k.to_string(), v.to_string())), "{command}: {k} in {got:?}");
+            assert!(
+                got.contains(&(k.to_string(), v.to_string())),
+                "{command}: {k} in {got:?}"
+            );
         }
         assert_eq!(got.len(), headers.len(), "{command}: {got:?}");
     }
@@ -153,7 +184,8 @@ fn flags_people_type_by_hand() {
 
 #[test]
 fn a_multipart_form_with_a_file() {
-    let imported = curl("curl -F 'note=hello' -F 'doc=@report.pdf;type=application/pdf' http://h/upload");
+    let imported =
+        curl("curl -F 'note=hello' -F 'doc=@report.pdf;type=application/pdf' http://h/upload");
     let (_, step) = only_step(&imported);
     assert_eq!(step["method"].as_str(), Some("POST"));
     let parts = step["body"]["multipart"].as_table().unwrap();
@@ -163,7 +195,8 @@ fn a_multipart_form_with_a_file() {
 
 #[test]
 fn flags_without_a_place_in_a_scenario_are_reported_never_dropped_silently() {
-    let imported = curl("curl -sSLk --max-time 5 --proxy http://p:3128 --frobnicate http://h/a http://h/b");
+    let imported =
+        curl("curl -sSLk --max-time 5 --proxy http://p:3128 --frobnicate http://h/a http://h/b");
     let notes = notes(&imported);
     assert_eq!(
         notes,
@@ -186,14 +219,26 @@ fn flags_without_a_place_in_a_scenario_are_reported_never_dropped_silently() {
 #[test]
 fn malformed_commands_name_the_problem() {
     let table = [
-        ("wget http://h/", "curl command: first word: expected `curl`, got \"wget\""),
-        ("curl -H 'open http://h/", "curl command: quoting: an unterminated ' quote"),
+        (
+            "wget http://h/",
+            "curl command: first word: expected `curl`, got \"wget\"",
+        ),
+        (
+            "curl -H 'open http://h/",
+            "curl command: quoting: an unterminated ' quote",
+        ),
         ("curl -X", "curl command: -X: needs a value"),
         ("curl -s", "curl command: url: no URL in the command"),
-        ("curl http://h/{{NOPE}}", "step \"GET /{{NOPE}}\": url: unknown variable {{NOPE}}"),
+        (
+            "curl http://h/{{NOPE}}",
+            "step \"GET /{{NOPE}}\": url: unknown variable {{NOPE}}",
+        ),
     ];
     for (command, want) in table {
-        let got = import(command, &Options::default()).map(|i| i.toml).unwrap_err().to_string();
+        let got = import(command, &Options::default())
+            .map(|i| i.toml)
+            .unwrap_err()
+            .to_string();
         assert!(got.starts_with(want), "want {want:?}\n got {got:?}");
     }
 }

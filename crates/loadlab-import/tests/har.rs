@@ -92,13 +92,27 @@ fn the_login_token_becomes_a_capture_and_later_requests_send_the_variable() {
     assert!(imported.toml.contains("base_url = \"{{BASE_URL}}\""));
 
     // The loader's captures take the replay's own token and user id from a login answer.
-    let loaded = loadlab_scenario::Scenario::from_toml_str(&imported.toml, std::path::Path::new(".")).unwrap();
+    let loaded =
+        loadlab_scenario::Scenario::from_toml_str(&imported.toml, std::path::Path::new("."))
+            .unwrap();
     let mut values = loaded.new_values();
     let body = br#"{"token":"fresh-token-42","user":{"id":"u-99","name":"Bob"}}"#;
-    let response = loadlab_scenario::Response { status: 200, headers: &[], body };
-    assert_eq!(loaded.steps[1].judge(&response, &mut values), loadlab_scenario::Verdict::Pass);
+    let response = loadlab_scenario::Response {
+        status: 200,
+        headers: &[],
+        body,
+    };
+    assert_eq!(
+        loaded.steps[1].judge(&response, &mut values),
+        loadlab_scenario::Verdict::Pass
+    );
     let value = |name: &str| {
-        let slot = loaded.variables.iter().find(|v| v.name == name).and_then(|v| v.slot).unwrap();
+        let slot = loaded
+            .variables
+            .iter()
+            .find(|v| v.name == name)
+            .and_then(|v| v.slot)
+            .unwrap();
         values[slot].clone()
     };
     assert_eq!(value("TOKEN"), "fresh-token-42");
@@ -117,7 +131,11 @@ fn cookies_and_secret_headers_become_empty_variables_unless_kept() {
     // _ga was in the browser before the recording: a secret. sid was set by the login:
     // the cookie jar sends it, so it is not written at all.
     for s in &steps {
-        assert_eq!(str_at(s, &["headers", "cookie"]), Some("_ga={{COOKIE_GA}}"), "{s:?}");
+        assert_eq!(
+            str_at(s, &["headers", "cookie"]),
+            Some("_ga={{COOKIE_GA}}"),
+            "{s:?}"
+        );
     }
     for s in &steps[2..] {
         assert_eq!(str_at(s, &["headers", "x-api-key"]), Some("{{X_API_KEY}}"));
@@ -130,7 +148,9 @@ fn cookies_and_secret_headers_become_empty_variables_unless_kept() {
     assert!(!imported.toml.contains("eyJhbGciOiJIUzI1NiJ9"));
     let notes: Vec<String> = imported.notes.iter().map(ToString::to_string).collect();
     assert!(notes.contains(&"cookie _ga: the recorded value was taken out; give it with --var COOKIE_GA=... (or import with --keep-secrets)".to_string()), "{notes:#?}");
-    assert!(notes.iter().any(|n| n.starts_with("header x-api-key: the recorded value was taken out; give it with --var X_API_KEY=")));
+    assert!(notes.iter().any(|n| n.starts_with(
+        "header x-api-key: the recorded value was taken out; give it with --var X_API_KEY="
+    )));
 
     let kept = login(Options {
         keep_secrets: true,
@@ -166,7 +186,13 @@ fn computed_headers_are_dropped_and_shared_ones_become_defaults() {
     assert_eq!(defaults["sec-ch-ua-platform"].as_str(), Some("\"Linux\""));
     for s in steps(&doc) {
         let headers = s["headers"].as_table().unwrap();
-        for dropped in [":authority", ":path", "content-length", "if-none-match", "user-agent"] {
+        for dropped in [
+            ":authority",
+            ":path",
+            "content-length",
+            "if-none-match",
+            "user-agent",
+        ] {
             assert!(!headers.contains_key(dropped), "{dropped} in {headers:?}");
         }
     }
@@ -180,9 +206,17 @@ fn computed_headers_are_dropped_and_shared_ones_become_defaults() {
 fn assets_and_other_hosts_are_dropped_unless_asked_for() {
     let imported = login(Options::default());
     let notes: Vec<String> = imported.notes.iter().map(ToString::to_string).collect();
-    assert!(notes.contains(&"3 static assets (scripts, styles, images, fonts) dropped; --keep-assets keeps them".to_string()), "{notes:#?}");
+    assert!(
+        notes.contains(
+            &"3 static assets (scripts, styles, images, fonts) dropped; --keep-assets keeps them"
+                .to_string()
+        ),
+        "{notes:#?}"
+    );
     assert!(notes.contains(&"2 requests to other hosts than app.example.com dropped (fonts.gstatic.com, www.google-analytics.com); --host HOST keeps another host instead".to_string()), "{notes:#?}");
-    assert!(imported.toml.contains("from login.har (HAR 1.2, 6 of 11 requests kept)"));
+    assert!(imported
+        .toml
+        .contains("from login.har (HAR 1.2, 6 of 11 requests kept)"));
 
     let assets = login(Options {
         keep_assets: true,
@@ -190,7 +224,14 @@ fn assets_and_other_hosts_are_dropped_unless_asked_for() {
     });
     let names = names_of(&read_back(&assets.toml));
     assert_eq!(names.len(), 9, "{names:?}");
-    assert_eq!(names[1..4], ["GET /static/app.3f2a1c.js", "GET /static/style.css", "GET /favicon.ico"]);
+    assert_eq!(
+        names[1..4],
+        [
+            "GET /static/app.3f2a1c.js",
+            "GET /static/style.css",
+            "GET /favicon.ico"
+        ]
+    );
 
     // Another host instead (a scenario runs against one origin).
     let fonts = login(Options {
@@ -200,7 +241,10 @@ fn assets_and_other_hosts_are_dropped_unless_asked_for() {
     });
     let doc = read_back(&fonts.toml);
     assert_eq!(names_of(&doc), ["GET /s/inter/v13/inter.woff2"]);
-    assert_eq!(doc["variables"]["BASE_URL"].as_str(), Some("https://fonts.gstatic.com"));
+    assert_eq!(
+        doc["variables"]["BASE_URL"].as_str(),
+        Some("https://fonts.gstatic.com")
+    );
 }
 
 #[test]
@@ -216,7 +260,14 @@ fn the_gaps_between_requests_are_think_times() {
     // The document ended at 0.120 s, the login started at 5.000 s; and so on.
     assert_eq!(
         recorded,
-        ms(&[Some("4880ms"), Some("1420ms"), Some("2460ms"), Some("65ms"), Some("70ms"), None])
+        ms(&[
+            Some("4880ms"),
+            Some("1420ms"),
+            Some("2460ms"),
+            Some("65ms"),
+            Some("70ms"),
+            None
+        ])
     );
     let none = think(&login(Options {
         think: Think::None,
@@ -234,8 +285,14 @@ fn pages_keep_their_requests_together() {
     let doc = read_back(&imported.toml);
     let steps = steps(&doc);
     assert_eq!(steps.len(), 2);
-    assert_eq!(steps[0]["name"].as_str(), Some("page https://app.example.com/"));
-    assert_eq!(steps[1]["name"].as_str(), Some("page https://app.example.com/orders"));
+    assert_eq!(
+        steps[0]["name"].as_str(),
+        Some("page https://app.example.com/")
+    );
+    assert_eq!(
+        steps[1]["name"].as_str(),
+        Some("page https://app.example.com/orders")
+    );
     let urls = |s: &toml::Table| -> Vec<String> {
         s["requests"]
             .as_array()
@@ -267,12 +324,17 @@ fn pages_keep_their_requests_together() {
 }
 
 fn har(entries: &str) -> String {
-    format!(r#"{{"log": {{"version": "1.2", "creator": {{"name": "test"}}, "entries": {entries}}}}}"#)
+    format!(
+        r#"{{"log": {{"version": "1.2", "creator": {{"name": "test"}}, "entries": {entries}}}}}"#
+    )
 }
 
 fn entry(url: &str, body: Option<&str>) -> String {
     let post = match body {
-        Some(text) => format!(r#", "postData": {{"mimeType": "text/plain", "text": {}}}"#, serde_json::Value::String(text.into())),
+        Some(text) => format!(
+            r#", "postData": {{"mimeType": "text/plain", "text": {}}}"#,
+            serde_json::Value::String(text.into())
+        ),
         None => String::new(),
     };
     format!(
@@ -284,15 +346,31 @@ fn entry(url: &str, body: Option<&str>) -> String {
 
 #[test]
 fn literal_braces_in_a_recording_are_escaped() {
-    let input = har(&format!("[{}]", entry("http://127.0.0.1:1/t", Some("{{not a variable}}"))));
-    let imported = import(&input, &Options { label: "t.har".into(), ..Options::default() }).unwrap();
+    let input = har(&format!(
+        "[{}]",
+        entry("http://127.0.0.1:1/t", Some("{{not a variable}}"))
+    ));
+    let imported = import(
+        &input,
+        &Options {
+            label: "t.har".into(),
+            ..Options::default()
+        },
+    )
+    .unwrap();
     let doc = read_back(&imported.toml);
-    assert_eq!(steps(&doc)[0]["body"]["raw"].as_str(), Some("{{{{not a variable}}"));
+    assert_eq!(
+        steps(&doc)[0]["body"]["raw"].as_str(),
+        Some("{{{{not a variable}}")
+    );
 }
 
 #[test]
 fn malformed_recordings_name_the_entry_and_the_field() {
-    let o = Options { label: "bad.har".into(), ..Options::default() };
+    let o = Options {
+        label: "bad.har".into(),
+        ..Options::default()
+    };
     let table = [
         ("<html>".to_string(), "HAR file bad.har is not JSON: expected value at line 1 column 1"),
         (r#"{"entries": []}"#.to_string(), "HAR file bad.har: log: missing"),

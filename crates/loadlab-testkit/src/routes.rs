@@ -135,10 +135,7 @@ impl RouteServer {
         Self::start_with(Arc::new(handler), Some(ca.server_config()))
     }
 
-    fn start_with(
-        handler: Arc<Handler>,
-        tls: Option<Arc<rustls::ServerConfig>>,
-    ) -> RouteServer {
+    fn start_with(handler: Arc<Handler>, tls: Option<Arc<rustls::ServerConfig>>) -> RouteServer {
         let counters = Arc::new(RouteCounters::default());
         let c = counters.clone();
         let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
@@ -222,11 +219,7 @@ async fn serve(
 }
 
 /// Reads one request: the head, and a Content-Length body.
-async fn read(
-    stream: &mut (impl AsyncRead + Unpin),
-    buf: &mut Vec<u8>,
-    id: u64,
-) -> Option<Seen> {
+async fn read(stream: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>, id: u64) -> Option<Seen> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).into_owned();

@@ -139,7 +139,10 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
                 vars,
                 keep_secrets: a.keep_secrets,
             };
-            (postman::import(&read(&a.collection, "collection")?, &options)?, a.out)
+            (
+                postman::import(&read(&a.collection, "collection")?, &options)?,
+                a.out,
+            )
         }
         SourceArgs::Har(a) => {
             let vars = vars(&a.out.vars)?;
@@ -156,7 +159,10 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
                 pages: a.pages,
                 vars,
             };
-            (har::import(&read(&a.recording, "recording")?, &options)?, a.out)
+            (
+                har::import(&read(&a.recording, "recording")?, &options)?,
+                a.out,
+            )
         }
         SourceArgs::Curl(a) => {
             let vars = vars(&a.out.vars)?;
@@ -201,8 +207,10 @@ fn read(path: &Path, what: &str) -> anyhow::Result<String> {
 }
 
 fn label(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 /// The scenario to its file (or standard output), the report to standard error.
@@ -224,14 +232,20 @@ fn write(imported: &Imported, output: Option<&Path>) -> anyhow::Result<()> {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(imported.toml.as_bytes())?;
             stdout.flush()?;
-            eprintln!("imported {steps} step{} and {vars} variable{}", plural(steps), plural(vars));
+            eprintln!(
+                "imported {steps} step{} and {vars} variable{}",
+                plural(steps),
+                plural(vars)
+            );
         }
     }
     // The loader's word on the file as written: a file it names (a body, a form's file) is
     // looked for next to the scenario, and must be copied there first.
     let loaded = match output {
         Some(path) => loadlab_scenario::Scenario::load(path, &[]).map(|_| ()),
-        None => loadlab_scenario::Scenario::from_toml_str(&imported.toml, Path::new(".")).map(|_| ()),
+        None => {
+            loadlab_scenario::Scenario::from_toml_str(&imported.toml, Path::new(".")).map(|_| ())
+        }
     };
     if let Err(e) = loaded {
         eprintln!("warning: `loadlab run --scenario` refuses the file as it is: {e}");

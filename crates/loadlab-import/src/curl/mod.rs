@@ -42,8 +42,14 @@ const IGNORED_WITH_VALUE: [(&str, &str); 16] = [
 
 /// Flags without a value that a scenario has no place for.
 const IGNORED: [(&str, &str); 16] = [
-    ("-k", "certificate checks were off: run with loadlab run --insecure (or --cacert FILE)"),
-    ("--insecure", "certificate checks were off: run with loadlab run --insecure (or --cacert FILE)"),
+    (
+        "-k",
+        "certificate checks were off: run with loadlab run --insecure (or --cacert FILE)",
+    ),
+    (
+        "--insecure",
+        "certificate checks were off: run with loadlab run --insecure (or --cacert FILE)",
+    ),
     ("-s", "output flag"),
     ("--silent", "output flag"),
     ("-S", "output flag"),
@@ -52,8 +58,14 @@ const IGNORED: [(&str, &str); 16] = [
     ("--verbose", "output flag"),
     ("-i", "output flag"),
     ("--include", "output flag"),
-    ("-L", "redirects are not followed: a 3xx answer is the step's answer"),
-    ("--location", "redirects are not followed: a 3xx answer is the step's answer"),
+    (
+        "-L",
+        "redirects are not followed: a 3xx answer is the step's answer",
+    ),
+    (
+        "--location",
+        "redirects are not followed: a 3xx answer is the step's answer",
+    ),
     ("--http2", "run with loadlab run --http2"),
     ("--http2-prior-knowledge", "run with loadlab run --http2"),
     ("--http1.1", "loadlab speaks HTTP/1.1 unless told --http2"),
@@ -76,10 +88,17 @@ struct Parsed {
 
 pub fn import(command: &str, o: &Options) -> Result<Imported, ImportError> {
     let item = "curl command";
-    let words = words::split(command.trim()).map_err(|e| ImportError::invalid(item, "quoting", e))?;
+    let words =
+        words::split(command.trim()).map_err(|e| ImportError::invalid(item, "quoting", e))?;
     match words.first().map(String::as_str) {
         Some(w) if w == "curl" || w.ends_with("/curl") || w == "curl.exe" => {}
-        Some(w) => return Err(ImportError::invalid(item, "first word", format!("expected `curl`, got {w:?}"))),
+        Some(w) => {
+            return Err(ImportError::invalid(
+                item,
+                "first word",
+                format!("expected `curl`, got {w:?}"),
+            ))
+        }
         None => return Err(ImportError::invalid(item, "command", "empty")),
     }
     let mut notes = Vec::new();
@@ -104,7 +123,9 @@ pub fn import(command: &str, o: &Options) -> Result<Imported, ImportError> {
                     };
                     set(&mut p.headers, "Cookie", &joined);
                 } else {
-                    notes.push(Note::scenario(format!("{flag} {v}: cookies from a file not carried over")));
+                    notes.push(Note::scenario(format!(
+                        "{flag} {v}: cookies from a file not carried over"
+                    )));
                 }
             }
             "-d" | "--data" | "--data-ascii" | "--data-binary" => {
@@ -176,12 +197,17 @@ pub fn import(command: &str, o: &Options) -> Result<Imported, ImportError> {
                 } else if let Some((_, why)) = IGNORED.iter().find(|(n, _)| *n == f) {
                     notes.push(Note::scenario(format!("{f}: not carried over ({why})")));
                 } else {
-                    notes.push(Note::scenario(format!("{f}: an unknown flag, not carried over")));
+                    notes.push(Note::scenario(format!(
+                        "{f}: an unknown flag, not carried over"
+                    )));
                 }
             }
         }
     }
-    let url = p.url.clone().ok_or_else(|| ImportError::invalid(item, "url", "no URL in the command"))?;
+    let url = p
+        .url
+        .clone()
+        .ok_or_else(|| ImportError::invalid(item, "url", "no URL in the command"))?;
     let request = build(p, url);
     let name = format!("{} {}", request.method, path_of(&request.url));
     let mut s = Scenario {
@@ -193,8 +219,19 @@ pub fn import(command: &str, o: &Options) -> Result<Imported, ImportError> {
     }
     s.steps.push(Step::new(name, request));
     scenario::hoist_base_url_variable(&mut s);
-    let label = command.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-    crate::finish(s, notes, &Source { kind: "curl", label: format!("the command `{label} ...`") })
+    let label = command
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    crate::finish(
+        s,
+        notes,
+        &Source {
+            kind: "curl",
+            label: format!("the command `{label} ...`"),
+        },
+    )
 }
 
 /// `-sSLk` is `-s -S -L -k`; `-XPOST` is `-X POST`; `-H'a: b'` is `-H 'a: b'`.
@@ -223,11 +260,17 @@ fn expand_short(words: &[String]) -> Vec<String> {
 }
 
 fn get<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 fn set(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
-    match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+    match headers
+        .iter_mut()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+    {
         Some(slot) => slot.1 = value.to_string(),
         None => headers.push((name.to_string(), value.to_string())),
     }
@@ -240,13 +283,27 @@ fn header(h: &str, p: &mut Parsed, notes: &mut Vec<Note>) {
         return;
     }
     let Some((name, value)) = h.split_once(':') else {
-        notes.push(Note::scenario(format!("-H {h:?}: not a `Name: value` header, not carried over")));
+        notes.push(Note::scenario(format!(
+            "-H {h:?}: not a `Name: value` header, not carried over"
+        )));
         return;
     };
     let (name, value) = (name.trim(), value.trim());
     let lower = name.to_ascii_lowercase();
-    if ["host", "content-length", "connection", "keep-alive", "te", "transfer-encoding", "upgrade"].contains(&lower.as_str()) {
-        notes.push(Note::scenario(format!("-H '{name}: {value}': not carried over (loadlab sets it itself)")));
+    if [
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "te",
+        "transfer-encoding",
+        "upgrade",
+    ]
+    .contains(&lower.as_str())
+    {
+        notes.push(Note::scenario(format!(
+            "-H '{name}: {value}': not carried over (loadlab sets it itself)"
+        )));
         return;
     }
     if value.is_empty() {
@@ -264,10 +321,16 @@ fn header(h: &str, p: &mut Parsed, notes: &mut Vec<Note>) {
 
 fn url(u: String, p: &mut Parsed, notes: &mut Vec<Note>) {
     if p.url.is_some() {
-        notes.push(Note::scenario(format!("{u}: a second URL, not carried over (one step per command)")));
+        notes.push(Note::scenario(format!(
+            "{u}: a second URL, not carried over (one step per command)"
+        )));
         return;
     }
-    p.url = Some(if u.contains("://") || u.starts_with("{{") { u } else { format!("http://{u}") });
+    p.url = Some(if u.contains("://") || u.starts_with("{{") {
+        u
+    } else {
+        format!("http://{u}")
+    });
 }
 
 /// `--data-urlencode`'s forms: `content`, `=content`, `name=content`; files are reported.
@@ -279,7 +342,9 @@ fn urlencode_arg(v: &str, notes: &mut Vec<Note>) -> String {
     match v.split_once('=') {
         Some((name, content)) => format!("{name}={}", encode(content)),
         None if v.contains('@') => {
-            notes.push(Note::scenario(format!("--data-urlencode {v}: content from a file not carried over")));
+            notes.push(Note::scenario(format!(
+                "--data-urlencode {v}: content from a file not carried over"
+            )));
             String::new()
         }
         None => encode(v),

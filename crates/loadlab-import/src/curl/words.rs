@@ -169,10 +169,19 @@ mod tests {
     #[test]
     fn quotes_escapes_and_continuations() {
         let table: [(&str, &[&str]); 7] = [
-            ("curl 'https://a/b?c=1&d=2'", &["curl", "https://a/b?c=1&d=2"]),
+            (
+                "curl 'https://a/b?c=1&d=2'",
+                &["curl", "https://a/b?c=1&d=2"],
+            ),
             ("curl \"a \\\"b\\\" \\$c\"", &["curl", "a \"b\" $c"]),
-            ("curl a \\\n  -H 'x: y' \\\r\n  -k", &["curl", "a", "-H", "x: y", "-k"]),
-            ("--data-raw $'{\"a\":\"b\\nc\",\"d\":\"it\\'s\"}'", &["--data-raw", "{\"a\":\"b\nc\",\"d\":\"it's\"}"]),
+            (
+                "curl a \\\n  -H 'x: y' \\\r\n  -k",
+                &["curl", "a", "-H", "x: y", "-k"],
+            ),
+            (
+                "--data-raw $'{\"a\":\"b\\nc\",\"d\":\"it\\'s\"}'",
+                &["--data-raw", "{\"a\":\"b\nc\",\"d\":\"it's\"}"],
+            ),
             ("a\\ b 'c'\"d\"e", &["a b", "cde"]),
             ("x ''", &["x", ""]),
             ("$'\\x41\\u00e9\\101'", &["A\u{e9}A"]),

@@ -47,8 +47,15 @@ fn json_candidates(v: &Value, path: &str, plain: bool, names: (&str, &str), out:
     match v {
         Value::Object(map) => {
             for (k, child) in map {
-                let simple = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                json_candidates(child, &format!("{path}.{k}"), plain && simple, (names.1, k), out);
+                let simple =
+                    !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                json_candidates(
+                    child,
+                    &format!("{path}.{k}"),
+                    plain && simple,
+                    (names.1, k),
+                    out,
+                );
             }
         }
         Value::Array(items) => {
@@ -64,9 +71,19 @@ fn json_candidates(v: &Value, path: &str, plain: bool, names: (&str, &str), out:
             if looks_generated(&text) {
                 // "id" says little alone: `$.user.id` is USER_ID.
                 let (parent, key) = names;
-                let generic = ["id", "uuid", "key", "value", "code"].contains(&key.to_ascii_lowercase().as_str());
-                let name = if generic && !parent.is_empty() { format!("{parent}_{key}") } else { key.to_string() };
-                out.push(Found { value: text, name, key: key.to_string(), path: plain.then(|| path.to_string()) });
+                let generic = ["id", "uuid", "key", "value", "code"]
+                    .contains(&key.to_ascii_lowercase().as_str());
+                let name = if generic && !parent.is_empty() {
+                    format!("{parent}_{key}")
+                } else {
+                    key.to_string()
+                };
+                out.push(Found {
+                    value: text,
+                    name,
+                    key: key.to_string(),
+                    path: plain.then(|| path.to_string()),
+                });
             }
         }
         _ => {}
@@ -75,9 +92,22 @@ fn json_candidates(v: &Value, path: &str, plain: bool, names: (&str, &str), out:
 
 /// Headers that describe the response rather than hand the client a value to send back.
 const DESCRIPTIVE: [&str; 16] = [
-    "date", "content-type", "content-length", "server", "cache-control", "expires",
-    "last-modified", "etag", "vary", "age", "content-encoding", "transfer-encoding",
-    "connection", "strict-transport-security", "set-cookie", "alt-svc",
+    "date",
+    "content-type",
+    "content-length",
+    "server",
+    "cache-control",
+    "expires",
+    "last-modified",
+    "etag",
+    "vary",
+    "age",
+    "content-encoding",
+    "transfer-encoding",
+    "connection",
+    "strict-transport-security",
+    "set-cookie",
+    "alt-svc",
 ];
 
 fn regex_escape(s: &str) -> String {
@@ -100,9 +130,17 @@ fn candidates(entry: &Entry, step: usize) -> Vec<Candidate> {
             for f in found {
                 let source = match f.path {
                     Some(p) => CaptureSource::Json(p),
-                    None => CaptureSource::Regex(format!("\"{}\"\\s*:\\s*\"?([^\",}}]*)", regex_escape(&f.key))),
+                    None => CaptureSource::Regex(format!(
+                        "\"{}\"\\s*:\\s*\"?([^\",}}]*)",
+                        regex_escape(&f.key)
+                    )),
                 };
-                out.push(Candidate { value: f.value, step, source, name: template::name_from(&f.name) });
+                out.push(Candidate {
+                    value: f.value,
+                    step,
+                    source,
+                    name: template::name_from(&f.name),
+                });
             }
         }
     }
@@ -171,7 +209,10 @@ pub fn correlate(
                     let var = crate::scenario::unique_var(&cand.name, taken);
                     taken.push(var.clone());
                     assigned.push((cand.value.clone(), var.clone()));
-                    captures[cand.step].push(Capture { var: var.clone(), source: cand.source.clone() });
+                    captures[cand.step].push(Capture {
+                        var: var.clone(),
+                        source: cand.source.clone(),
+                    });
                     var
                 }
             };
@@ -198,7 +239,9 @@ pub fn correlate(
 }
 
 fn uses(r: &Request, value: &str) -> bool {
-    templated_fields(r).iter().any(|(field, text)| !field.eq_ignore_ascii_case("headers.cookie") && text.contains(value))
+    templated_fields(r)
+        .iter()
+        .any(|(field, text)| !field.eq_ignore_ascii_case("headers.cookie") && text.contains(value))
 }
 
 fn replace_in(r: &mut Request, value: &str, with: &str) {

@@ -56,7 +56,10 @@ pub fn host_of(url: &str) -> String {
 }
 
 fn s(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn pairs(list: Option<&Value>) -> Vec<(String, String)> {
@@ -69,13 +72,16 @@ fn pairs(list: Option<&Value>) -> Vec<(String, String)> {
 
 pub fn parse(e: &Value, number: usize) -> Result<Entry, ImportError> {
     let at = format!("entry {number}");
-    let request = e
-        .get("request")
-        .filter(|r| r.is_object())
-        .ok_or_else(|| ImportError::invalid(&at, "request", "missing: every HAR entry records a request"))?;
+    let request = e.get("request").filter(|r| r.is_object()).ok_or_else(|| {
+        ImportError::invalid(&at, "request", "missing: every HAR entry records a request")
+    })?;
     let url = s(request, "url");
     if url.trim().is_empty() {
-        return Err(ImportError::invalid(&at, "request.url", "missing or empty: the entry has no URL"));
+        return Err(ImportError::invalid(
+            &at,
+            "request.url",
+            "missing or empty: the entry has no URL",
+        ));
     }
     let method = match s(request, "method") {
         m if m.is_empty() => return Err(ImportError::invalid(&at, "request.method", "missing")),
@@ -83,7 +89,11 @@ pub fn parse(e: &Value, number: usize) -> Result<Entry, ImportError> {
     };
     let started = s(e, "startedDateTime");
     let started_ms = parse_time(&started).ok_or_else(|| {
-        ImportError::invalid(&at, "startedDateTime", format!("{started:?} is not an ISO 8601 date and time"))
+        ImportError::invalid(
+            &at,
+            "startedDateTime",
+            format!("{started:?} is not an ISO 8601 date and time"),
+        )
     })?;
     let headers = pairs(request.get("headers"));
     let mut cookies: Vec<(String, String)> = headers
@@ -111,7 +121,9 @@ pub fn parse(e: &Value, number: usize) -> Result<Entry, ImportError> {
     let content = response.get("content").cloned().unwrap_or(Value::Null);
     let response_text = content.get("text").and_then(Value::as_str).and_then(|t| {
         if content.get("encoding").and_then(Value::as_str) == Some("base64") {
-            let bytes = base64::engine::general_purpose::STANDARD.decode(t.trim()).ok()?;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(t.trim())
+                .ok()?;
             String::from_utf8(bytes).ok()
         } else {
             Some(t.to_string())
@@ -128,13 +140,23 @@ pub fn parse(e: &Value, number: usize) -> Result<Entry, ImportError> {
         headers,
         cookies,
         post_mime: post.map(|p| s(p, "mimeType")).unwrap_or_default(),
-        post_text: post.and_then(|p| p.get("text")).and_then(Value::as_str).map(str::to_string),
+        post_text: post
+            .and_then(|p| p.get("text"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
         status: response.get("status").and_then(Value::as_u64).unwrap_or(0) as u16,
         response_headers,
         set_cookies,
-        mime: content.get("mimeType").and_then(Value::as_str).unwrap_or_default().to_ascii_lowercase(),
+        mime: content
+            .get("mimeType")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_ascii_lowercase(),
         response_text,
-        resource_type: e.get("_resourceType").and_then(Value::as_str).map(str::to_string),
+        resource_type: e
+            .get("_resourceType")
+            .and_then(Value::as_str)
+            .map(str::to_string),
     })
 }
 
@@ -142,7 +164,11 @@ pub fn parse(e: &Value, number: usize) -> Result<Entry, ImportError> {
 pub fn parse_time(t: &str) -> Option<f64> {
     let (date, time) = t.split_once('T')?;
     let mut d = date.split('-');
-    let (y, m, day): (i64, i64, i64) = (d.next()?.parse().ok()?, d.next()?.parse().ok()?, d.next()?.parse().ok()?);
+    let (y, m, day): (i64, i64, i64) = (
+        d.next()?.parse().ok()?,
+        d.next()?.parse().ok()?,
+        d.next()?.parse().ok()?,
+    );
     let (clock, offset_min) = if let Some(c) = time.strip_suffix('Z') {
         (c, 0)
     } else if let Some(at) = time.rfind(['+', '-']) {
@@ -182,17 +208,26 @@ mod tests {
     #[test]
     fn times_in_the_forms_browsers_write() {
         assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some(0.0));
-        assert_eq!(parse_time("2000-03-01T00:00:01.5Z"), Some(951_868_801_500.0));
+        assert_eq!(
+            parse_time("2000-03-01T00:00:01.5Z"),
+            Some(951_868_801_500.0)
+        );
         let chrome = parse_time("2024-05-01T10:00:00.250Z").unwrap();
         let firefox = parse_time("2024-05-01T12:00:00.250+02:00").unwrap();
         assert_eq!(chrome, firefox);
-        assert_eq!(parse_time("2024-05-01T10:00:00.250-0130").unwrap() - chrome, 90.0 * 60_000.0);
+        assert_eq!(
+            parse_time("2024-05-01T10:00:00.250-0130").unwrap() - chrome,
+            90.0 * 60_000.0
+        );
         assert_eq!(parse_time("yesterday"), None);
     }
 
     #[test]
     fn hosts() {
-        assert_eq!(host_of("https://App.example.com:8443/x?y"), "app.example.com:8443");
+        assert_eq!(
+            host_of("https://App.example.com:8443/x?y"),
+            "app.example.com:8443"
+        );
         assert_eq!(host_of("http://u:p@h/"), "h");
     }
 }

@@ -57,21 +57,35 @@ pub fn is_asset(url: &str, mime: &str) -> bool {
         || mime.starts_with("application/x-font")
         || matches!(
             mime,
-            "text/css" | "application/javascript" | "text/javascript" | "application/x-javascript" | "application/wasm"
+            "text/css"
+                | "application/javascript"
+                | "text/javascript"
+                | "application/x-javascript"
+                | "application/wasm"
         );
     let path = url.split(['?', '#']).next().unwrap_or("");
     let file = path.rsplit('/').next().unwrap_or("");
-    let by_extension = file
-        .rsplit_once('.')
-        .is_some_and(|(_, ext)| ASSET_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()) || ext.eq_ignore_ascii_case("webm") || ext.eq_ignore_ascii_case("mp3"));
+    let by_extension = file.rsplit_once('.').is_some_and(|(_, ext)| {
+        ASSET_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
+            || ext.eq_ignore_ascii_case("webm")
+            || ext.eq_ignore_ascii_case("mp3")
+    });
     by_mime || by_extension
 }
 
 /// Request headers a replay must not copy: the client computes them (or, for conditional
 /// requests, they describe the recording browser's cache).
 const COMPUTED: [&str; 10] = [
-    "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade",
-    "proxy-connection", "if-none-match", "if-modified-since",
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "upgrade",
+    "proxy-connection",
+    "if-none-match",
+    "if-modified-since",
 ];
 
 pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
@@ -80,7 +94,11 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
         error,
     })?;
     let log = doc.get("log").filter(|l| l.is_object()).ok_or_else(|| {
-        ImportError::invalid(format!("HAR file {}", o.label), "log", "missing: a HAR file is {\"log\": {...}}")
+        ImportError::invalid(
+            format!("HAR file {}", o.label),
+            "log",
+            "missing: a HAR file is {\"log\": {...}}",
+        )
     })?;
     let version = log.get("version").and_then(Value::as_str).unwrap_or("");
     if !matches!(version, "1.1" | "1.2") {
@@ -90,10 +108,21 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
             format!("{version:?} is not a HAR version loadlab reads (1.1 or 1.2): export the recording again from the browser's network panel"),
         ));
     }
-    let raw = log.get("entries").and_then(Value::as_array).ok_or_else(|| {
-        ImportError::invalid(format!("HAR file {}", o.label), "log.entries", "missing: the recording has no requests")
-    })?;
-    let all: Vec<Entry> = raw.iter().enumerate().map(|(i, e)| entry::parse(e, i + 1)).collect::<Result<_, _>>()?;
+    let raw = log
+        .get("entries")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            ImportError::invalid(
+                format!("HAR file {}", o.label),
+                "log.entries",
+                "missing: the recording has no requests",
+            )
+        })?;
+    let all: Vec<Entry> = raw
+        .iter()
+        .enumerate()
+        .map(|(i, e)| entry::parse(e, i + 1))
+        .collect::<Result<_, _>>()?;
     let mut all = all;
     all.sort_by(|a, b| a.started_ms.total_cmp(&b.started_ms));
     let mut notes = Vec::new();
@@ -125,7 +154,13 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
 
     let titles = page_titles(log);
     let mut s = Scenario {
-        name: o.label.rsplit('/').next().unwrap_or(&o.label).trim_end_matches(".har").to_string(),
+        name: o
+            .label
+            .rsplit('/')
+            .next()
+            .unwrap_or(&o.label)
+            .trim_end_matches(".har")
+            .to_string(),
         description: Some(format!("recorded in {}", creator(log))),
         ..Scenario::default()
     };
@@ -143,7 +178,11 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
     for (g, members) in groups.iter().enumerate() {
         let first = kept[members[0]];
         let base = if members.len() > 1 {
-            let title = first.pageref.as_ref().and_then(|p| titles.iter().find(|(id, _)| id == p)).map(|(_, t)| t.clone());
+            let title = first
+                .pageref
+                .as_ref()
+                .and_then(|p| titles.iter().find(|(id, _)| id == p))
+                .map(|(_, t)| t.clone());
             format!("page {}", title.unwrap_or_else(|| path_of(&first.url)))
         } else {
             format!("{} {}", first.method, path_of(&first.url))
@@ -160,11 +199,20 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
         step.captures = members.iter().flat_map(|&i| captures[i].clone()).collect();
         if members.len() == 1 && first.status >= 400 {
             step.status = vec![first.status];
-            notes.push(Note::step(&name, format!("answered {} when recorded: that status is its check", first.status)));
+            notes.push(Note::step(
+                &name,
+                format!(
+                    "answered {} when recorded: that status is its check",
+                    first.status
+                ),
+            ));
         }
         if o.think == Think::Recorded {
             if let Some(next) = groups.get(g + 1) {
-                let end = members.iter().map(|&i| kept[i].end_ms()).fold(f64::MIN, f64::max);
+                let end = members
+                    .iter()
+                    .map(|&i| kept[i].end_ms())
+                    .fold(f64::MIN, f64::max);
                 let gap = kept[next[0]].started_ms - end;
                 if gap >= 1.0 {
                     step.think_ms = Some(gap.round() as u64);
@@ -175,22 +223,44 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
     }
     hoist_default_headers(&mut s);
     scenario::hoist_base_url_variable(&mut s);
-    let source = Source { kind: "har", label: format!("{} (HAR {version}, {} of {} requests kept)", o.label, kept.len(), all.len()) };
+    let source = Source {
+        kind: "har",
+        label: format!(
+            "{} (HAR {version}, {} of {} requests kept)",
+            o.label,
+            kept.len(),
+            all.len()
+        ),
+    };
     crate::finish(s, notes, &source)
 }
 
 /// The entries to replay: http(s) only, the chosen hosts, assets only if asked for.
-fn select<'a>(all: &'a [Entry], o: &Options, notes: &mut Vec<Note>) -> Result<Vec<&'a Entry>, ImportError> {
-    let web: Vec<&Entry> = all.iter().filter(|e| e.url.starts_with("http://") || e.url.starts_with("https://")).collect();
+fn select<'a>(
+    all: &'a [Entry],
+    o: &Options,
+    notes: &mut Vec<Note>,
+) -> Result<Vec<&'a Entry>, ImportError> {
+    let web: Vec<&Entry> = all
+        .iter()
+        .filter(|e| e.url.starts_with("http://") || e.url.starts_with("https://"))
+        .collect();
     if web.len() < all.len() {
-        notes.push(Note::scenario(format!("{} requests that are not http(s) (data:, ws:, ...) dropped", all.len() - web.len())));
+        notes.push(Note::scenario(format!(
+            "{} requests that are not http(s) (data:, ws:, ...) dropped",
+            all.len() - web.len()
+        )));
     }
     let Some(document) = web
         .iter()
         .find(|e| e.resource_type.as_deref() == Some("document") || e.mime.starts_with("text/html"))
         .or(web.first())
     else {
-        return Err(ImportError::invalid(format!("HAR file {}", o.label), "log.entries", "no http(s) request in the recording"));
+        return Err(ImportError::invalid(
+            format!("HAR file {}", o.label),
+            "log.entries",
+            "no http(s) request in the recording",
+        ));
     };
     let hosts: Vec<String> = match &o.host {
         None => vec![document.host()],
@@ -201,7 +271,10 @@ fn select<'a>(all: &'a [Entry], o: &Options, notes: &mut Vec<Note>) -> Result<Ve
     let mut kept = Vec::new();
     for e in web {
         let host = e.host();
-        if !hosts.iter().any(|h| *h == host || host.split(':').next() == Some(h.as_str())) {
+        if !hosts
+            .iter()
+            .any(|h| *h == host || host.split(':').next() == Some(h.as_str()))
+        {
             if !other_hosts.contains(&host) {
                 other_hosts.push(host);
             }
@@ -217,7 +290,10 @@ fn select<'a>(all: &'a [Entry], o: &Options, notes: &mut Vec<Note>) -> Result<Ve
         notes.push(Note::scenario(format!("{assets} static assets (scripts, styles, images, fonts) dropped; --keep-assets keeps them")));
     }
     if !other_hosts.is_empty() {
-        let dropped = all.iter().filter(|e| other_hosts.contains(&e.host())).count();
+        let dropped = all
+            .iter()
+            .filter(|e| other_hosts.contains(&e.host()))
+            .count();
         notes.push(Note::scenario(format!(
             "{dropped} requests to other hosts than {} dropped ({}); --host HOST keeps another host instead",
             hosts.join(", "),
@@ -228,7 +304,10 @@ fn select<'a>(all: &'a [Entry], o: &Options, notes: &mut Vec<Note>) -> Result<Ve
         return Err(ImportError::invalid(
             format!("HAR file {}", o.label),
             "log.entries",
-            format!("every request was dropped (host kept: {}); try --keep-assets or --host", hosts.join(", ")),
+            format!(
+                "every request was dropped (host kept: {}); try --keep-assets or --host",
+                hosts.join(", ")
+            ),
         ));
     }
     Ok(kept)
@@ -279,7 +358,8 @@ fn request(e: &Entry, notes: &mut Vec<Note>) -> Request {
     }
     if r.header("cookie").is_none() && !e.cookies.is_empty() {
         let joined: Vec<String> = e.cookies.iter().map(|(n, v)| format!("{n}={v}")).collect();
-        r.headers.push(("Cookie".into(), template::escape(&joined.join("; "))));
+        r.headers
+            .push(("Cookie".into(), template::escape(&joined.join("; "))));
     }
     if conditional {
         notes.push(Note::scenario(format!(
@@ -288,7 +368,10 @@ fn request(e: &Entry, notes: &mut Vec<Note>) -> Request {
         )));
     }
     if let Some(text) = &e.post_text {
-        let form = e.post_mime.to_ascii_lowercase().starts_with("application/x-www-form-urlencoded");
+        let form = e
+            .post_mime
+            .to_ascii_lowercase()
+            .starts_with("application/x-www-form-urlencoded");
         r.body = Some(if form {
             r.remove_header("content-type");
             Body::Form(
@@ -296,7 +379,10 @@ fn request(e: &Entry, notes: &mut Vec<Note>) -> Request {
                     .filter(|p| !p.is_empty())
                     .map(|p| {
                         let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                        (template::escape(&percent_decode(k)), template::escape(&percent_decode(v)))
+                        (
+                            template::escape(&percent_decode(k)),
+                            template::escape(&percent_decode(v)),
+                        )
                     })
                     .collect(),
             )
@@ -315,8 +401,13 @@ fn percent_decode(s: &str) -> String {
     while i < bytes.len() {
         match bytes[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() && hex(bytes[i + 1]).is_some() && hex(bytes[i + 2]).is_some() => {
-                out.push((hex(bytes[i + 1]).unwrap_or(0) * 16 + hex(bytes[i + 2]).unwrap_or(0)) as u8);
+            b'%' if i + 2 < bytes.len()
+                && hex(bytes[i + 1]).is_some()
+                && hex(bytes[i + 2]).is_some() =>
+            {
+                out.push(
+                    (hex(bytes[i + 1]).unwrap_or(0) * 16 + hex(bytes[i + 2]).unwrap_or(0)) as u8,
+                );
                 i += 2;
             }
             b => out.push(b),
@@ -346,12 +437,20 @@ fn page_titles(log: &Value) -> Vec<(String, String)> {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|p| Some((p.get("id")?.as_str()?.to_string(), p.get("title")?.as_str()?.to_string())))
+        .filter_map(|p| {
+            Some((
+                p.get("id")?.as_str()?.to_string(),
+                p.get("title")?.as_str()?.to_string(),
+            ))
+        })
         .collect()
 }
 
 fn creator(log: &Value) -> String {
-    let name = log.pointer("/creator/name").and_then(Value::as_str).unwrap_or("a browser");
+    let name = log
+        .pointer("/creator/name")
+        .and_then(Value::as_str)
+        .unwrap_or("a browser");
     match log.pointer("/creator/version").and_then(Value::as_str) {
         Some(v) => format!("{name} {v}"),
         None => name.to_string(),
@@ -367,7 +466,9 @@ fn hoist_default_headers(s: &mut Scenario) {
     let common: Vec<(String, String)> = all[0]
         .headers
         .iter()
-        .filter(|(n, v)| !n.eq_ignore_ascii_case("cookie") && all.iter().all(|r| r.header(n) == Some(v.as_str())))
+        .filter(|(n, v)| {
+            !n.eq_ignore_ascii_case("cookie") && all.iter().all(|r| r.header(n) == Some(v.as_str()))
+        })
         .cloned()
         .collect();
     for step in &mut s.steps {

@@ -11,7 +11,15 @@ use crate::Note;
 
 /// Header names whose values are secrets, matched case-insensitively as substrings.
 const SECRET_WORDS: [&str; 9] = [
-    "authorization", "token", "api-key", "apikey", "api_key", "secret", "password", "session", "auth",
+    "authorization",
+    "token",
+    "api-key",
+    "apikey",
+    "api_key",
+    "secret",
+    "password",
+    "session",
+    "auth",
 ];
 
 /// A secret value's variable, shared by every request that sent the same value.
@@ -48,7 +56,13 @@ impl Secrets {
 
     /// Replaces the secrets in one request's headers; `jar` holds the cookies that earlier
     /// responses of the scenario set (the cookie jar sends those; they are dropped here).
-    pub fn scrub(&mut self, r: &mut Request, jar: &[(String, String)], keep: bool, taken: &mut Vec<String>) {
+    pub fn scrub(
+        &mut self,
+        r: &mut Request,
+        jar: &[(String, String)],
+        keep: bool,
+        taken: &mut Vec<String>,
+    ) {
         let mut headers = std::mem::take(&mut r.headers);
         for (name, value) in headers.iter_mut() {
             let lower = name.to_ascii_lowercase();
@@ -62,8 +76,15 @@ impl Secrets {
             let base = template::name_from(name);
             // Keep the scheme ("Bearer ") visible: it says what to give.
             match value.split_once(' ') {
-                Some((scheme, credentials)) if lower.ends_with("authorization") && !credentials.trim().is_empty() => {
-                    let var = self.var_for(credentials.trim(), &base, &format!("header {name} ({scheme})"), taken);
+                Some((scheme, credentials))
+                    if lower.ends_with("authorization") && !credentials.trim().is_empty() =>
+                {
+                    let var = self.var_for(
+                        credentials.trim(),
+                        &base,
+                        &format!("header {name} ({scheme})"),
+                        taken,
+                    );
                     *value = format!("{scheme} {{{{{var}}}}}");
                 }
                 _ => {
@@ -76,10 +97,18 @@ impl Secrets {
         r.headers = headers;
     }
 
-    fn cookies(&mut self, header: &str, jar: &[(String, String)], keep: bool, taken: &mut Vec<String>) -> String {
+    fn cookies(
+        &mut self,
+        header: &str,
+        jar: &[(String, String)],
+        keep: bool,
+        taken: &mut Vec<String>,
+    ) -> String {
         let mut out = Vec::new();
         for pair in header.split(';') {
-            let Some((n, v)) = pair.split_once('=') else { continue };
+            let Some((n, v)) = pair.split_once('=') else {
+                continue;
+            };
             let (n, v) = (n.trim(), v.trim());
             if jar.iter().any(|(jn, jv)| jn == n && jv == v) {
                 continue;
@@ -87,7 +116,12 @@ impl Secrets {
             if keep || v.contains("{{") {
                 out.push(format!("{n}={v}"));
             } else {
-                let var = self.var_for(v, &format!("COOKIE_{}", template::name_from(n)), &format!("cookie {n}"), taken);
+                let var = self.var_for(
+                    v,
+                    &format!("COOKIE_{}", template::name_from(n)),
+                    &format!("cookie {n}"),
+                    taken,
+                );
                 out.push(format!("{n}={{{{{var}}}}}"));
             }
         }

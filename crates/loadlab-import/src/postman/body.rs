@@ -57,7 +57,13 @@ pub fn apply(body: Option<&Value>, request: &mut Request, step: &str, notes: &mu
                     let src = match entry.get("src") {
                         Some(Value::Array(files)) => {
                             if files.len() > 1 {
-                                notes.push(Note::step(step, format!("form field {key}: only the first of its {} files kept", files.len())));
+                                notes.push(Note::step(
+                                    step,
+                                    format!(
+                                        "form field {key}: only the first of its {} files kept",
+                                        files.len()
+                                    ),
+                                ));
                             }
                             files.first().and_then(text_of)
                         }
@@ -75,10 +81,18 @@ pub fn apply(body: Option<&Value>, request: &mut Request, step: &str, notes: &mu
                 }
             }
             drop_content_type(request, "multipart/form-data", step, notes);
-            request.body = Some(Body::Multipart(unique(parts, step, "form-data field", notes)));
+            request.body = Some(Body::Multipart(unique(
+                parts,
+                step,
+                "form-data field",
+                notes,
+            )));
         }
         "file" => {
-            let src = body.pointer("/file/src").and_then(text_of).unwrap_or_default();
+            let src = body
+                .pointer("/file/src")
+                .and_then(text_of)
+                .unwrap_or_default();
             notes.push(Note::step(
                 step,
                 format!("the body is the file {src:?}: the path is taken relative to the scenario file; copy the file there"),
@@ -86,7 +100,10 @@ pub fn apply(body: Option<&Value>, request: &mut Request, step: &str, notes: &mu
             request.body = Some(Body::File(src));
         }
         "graphql" => {
-            let query = body.pointer("/graphql/query").and_then(Value::as_str).unwrap_or_default();
+            let query = body
+                .pointer("/graphql/query")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let variables = body
                 .pointer("/graphql/variables")
                 .and_then(Value::as_str)
@@ -104,7 +121,10 @@ pub fn apply(body: Option<&Value>, request: &mut Request, step: &str, notes: &mu
             }
             request.body = Some(Body::Raw(text));
         }
-        other => notes.push(Note::step(step, format!("body mode {other:?} not carried over"))),
+        other => notes.push(Note::step(
+            step,
+            format!("body mode {other:?} not carried over"),
+        )),
     }
 }
 

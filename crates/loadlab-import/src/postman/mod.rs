@@ -76,7 +76,10 @@ pub fn import(collection: &str, options: &Options) -> Result<Imported, ImportErr
     let info = &doc["info"];
     let mut notes = Vec::new();
     let mut s = Scenario {
-        name: info.get("name").and_then(text_of).unwrap_or_else(|| "postman".into()),
+        name: info
+            .get("name")
+            .and_then(text_of)
+            .unwrap_or_else(|| "postman".into()),
         description: match info.get("description") {
             Some(Value::String(d)) => Some(d.clone()),
             Some(Value::Object(d)) => d.get("content").and_then(text_of),
@@ -88,7 +91,10 @@ pub fn import(collection: &str, options: &Options) -> Result<Imported, ImportErr
     variables(&doc, options, &mut s, &mut notes)?;
 
     let label = match &options.environment {
-        Some((_, env)) => format!("{} (Postman collection {version}) with environment {env}", options.label),
+        Some((_, env)) => format!(
+            "{} (Postman collection {version}) with environment {env}",
+            options.label
+        ),
         None => format!("{} (Postman collection {version})", options.label),
     };
     let top = Level {
@@ -99,20 +105,45 @@ pub fn import(collection: &str, options: &Options) -> Result<Imported, ImportErr
     report_scripts(doc.get("event"), "the collection", &mut notes);
     let top = top.with_tests(doc.get("event"));
     let items = doc.get("item").and_then(Value::as_array).ok_or_else(|| {
-        ImportError::invalid(format!("collection {}", options.label), "item", "no `item` list: the collection has no requests")
+        ImportError::invalid(
+            format!("collection {}", options.label),
+            "item",
+            "no `item` list: the collection has no requests",
+        )
     })?;
     walk(items, &top, &mut s, &mut notes)?;
     if s.steps.is_empty() {
-        return Err(ImportError::invalid(format!("collection {}", options.label), "item", "no enabled request in the collection"));
+        return Err(ImportError::invalid(
+            format!("collection {}", options.label),
+            "item",
+            "no enabled request in the collection",
+        ));
     }
     scenario::hoist_base_url(&mut s);
-    crate::finish(s, notes, &Source { kind: "postman", label })
+    crate::finish(
+        s,
+        notes,
+        &Source {
+            kind: "postman",
+            label,
+        },
+    )
 }
 
 /// Collection variables, overridden by the environment's, overridden by `--var`; values that
 /// refer to other variables are resolved, as Postman resolves them when it sends.
-fn variables(doc: &Value, o: &Options, s: &mut Scenario, notes: &mut Vec<Note>) -> Result<(), ImportError> {
-    for v in doc.get("variable").and_then(Value::as_array).into_iter().flatten() {
+fn variables(
+    doc: &Value,
+    o: &Options,
+    s: &mut Scenario,
+    notes: &mut Vec<Note>,
+) -> Result<(), ImportError> {
+    for v in doc
+        .get("variable")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if v.get("disabled").and_then(Value::as_bool) == Some(true) {
             continue;
         }
@@ -123,15 +154,24 @@ fn variables(doc: &Value, o: &Options, s: &mut Scenario, notes: &mut Vec<Note>) 
     if let Some((text, label)) = &o.environment {
         let env = parse_json(text, &format!("environment {label}"))?;
         let values = env.get("values").and_then(Value::as_array).ok_or_else(|| {
-            ImportError::invalid(format!("environment {label}"), "values", "no `values` list: this is not a Postman environment export")
+            ImportError::invalid(
+                format!("environment {label}"),
+                "values",
+                "no `values` list: this is not a Postman environment export",
+            )
         })?;
         for v in values {
             if v.get("enabled").and_then(Value::as_bool) == Some(false) {
                 continue;
             }
-            let Some(key) = v.get("key").and_then(text_of) else { continue };
+            let Some(key) = v.get("key").and_then(text_of) else {
+                continue;
+            };
             let mut value = v.get("value").and_then(text_of).unwrap_or_default();
-            if v.get("type").and_then(Value::as_str) == Some("secret") && !o.keep_secrets && !value.is_empty() {
+            if v.get("type").and_then(Value::as_str) == Some("secret")
+                && !o.keep_secrets
+                && !value.is_empty()
+            {
                 notes.push(Note::scenario(format!(
                     "the environment's secret {key} was left empty: give it with --var {key}=... (or import with --keep-secrets)"
                 )));
@@ -145,9 +185,14 @@ fn variables(doc: &Value, o: &Options, s: &mut Scenario, notes: &mut Vec<Note>) 
     }
     for _ in 0..8 {
         let snapshot = s.variables.clone();
-        let lookup = |n: &str| snapshot.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+        let lookup = |n: &str| {
+            snapshot
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.clone())
+        };
         for (_, value) in s.variables.iter_mut() {
-            *value = template::substitute(value, &lookup);
+            *value = template::substitute(value, lookup);
         }
         if s.variables == snapshot {
             break;
@@ -180,11 +225,18 @@ fn report_scripts(events: Option<&Value>, whose: &str, notes: &mut Vec<Note>) {
         if script.is_empty() {
             continue;
         }
-        let statuses = if listen == "test" { scripts::statuses(&script) } else { vec![] };
+        let statuses = if listen == "test" {
+            scripts::statuses(&script)
+        } else {
+            vec![]
+        };
         let kept = if statuses.is_empty() {
             String::new()
         } else {
-            format!("; its status check ({}) kept for every request under it", join(&statuses))
+            format!(
+                "; its status check ({}) kept for every request under it",
+                join(&statuses)
+            )
         };
         notes.push(Note::scenario(format!(
             "{whose}'s {what} script ({} lines) not executed{kept}",
@@ -194,12 +246,24 @@ fn report_scripts(events: Option<&Value>, whose: &str, notes: &mut Vec<Note>) {
 }
 
 fn join(statuses: &[u16]) -> String {
-    statuses.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+    statuses
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn walk(items: &[Value], level: &Level, s: &mut Scenario, notes: &mut Vec<Note>) -> Result<(), ImportError> {
+fn walk(
+    items: &[Value],
+    level: &Level,
+    s: &mut Scenario,
+    notes: &mut Vec<Note>,
+) -> Result<(), ImportError> {
     for item in items {
-        let name = item.get("name").and_then(text_of).unwrap_or_else(|| "(unnamed)".into());
+        let name = item
+            .get("name")
+            .and_then(text_of)
+            .unwrap_or_else(|| "(unnamed)".into());
         let mut path = level.path.clone();
         path.push(name);
         let joined = path.join(" / ");
@@ -226,11 +290,17 @@ fn walk(items: &[Value], level: &Level, s: &mut Scenario, notes: &mut Vec<Note>)
     Ok(())
 }
 
-fn request_step(item: &Value, name: &str, level: &Level, s: &Scenario, notes: &mut Vec<Note>) -> Result<Step, ImportError> {
+fn request_step(
+    item: &Value,
+    name: &str,
+    level: &Level,
+    s: &Scenario,
+    notes: &mut Vec<Note>,
+) -> Result<Step, ImportError> {
     let at = format!("item \"{name}\"");
-    let req = item
-        .get("request")
-        .ok_or_else(|| ImportError::invalid(&at, "request", "neither a request nor a folder (`item`)"))?;
+    let req = item.get("request").ok_or_else(|| {
+        ImportError::invalid(&at, "request", "neither a request nor a folder (`item`)")
+    })?;
     let mut request = Request {
         method: "GET".into(),
         ..Request::default()
@@ -248,12 +318,22 @@ fn request_step(item: &Value, name: &str, level: &Level, s: &Scenario, notes: &m
         _ => String::new(),
     };
     if url.trim().is_empty() {
-        return Err(ImportError::invalid(at, "request.url", "no URL: give the request one in Postman and export again"));
+        return Err(ImportError::invalid(
+            at,
+            "request.url",
+            "no URL: give the request one in Postman and export again",
+        ));
     }
     request.url = with_scheme(url.trim(), s);
     headers(req.get("header"), &mut request, name, notes);
     body::apply(req.get("body"), &mut request, name, notes);
-    auth::apply(auth::resolve(req.get("auth"), level.auth), &mut request, name, s, notes);
+    auth::apply(
+        auth::resolve(req.get("auth"), level.auth),
+        &mut request,
+        name,
+        s,
+        notes,
+    );
 
     let mut step = Step::new(name.to_string(), request);
     for (listen, what) in [("prerequest", "pre-request"), ("test", "test")] {
@@ -261,22 +341,41 @@ fn request_step(item: &Value, name: &str, level: &Level, s: &Scenario, notes: &m
         if script.is_empty() {
             continue;
         }
-        let found = if listen == "test" { scripts::statuses(&script) } else { vec![] };
+        let found = if listen == "test" {
+            scripts::statuses(&script)
+        } else {
+            vec![]
+        };
         let kept = if found.is_empty() {
             String::new()
         } else {
             step.status = found.clone();
             format!("; its status check kept: status = {}", join(&found))
         };
-        notes.push(Note::step(name, format!("{what} script ({} lines) not executed{kept}", scripts::code_lines(&script))));
+        notes.push(Note::step(
+            name,
+            format!(
+                "{what} script ({} lines) not executed{kept}",
+                scripts::code_lines(&script)
+            ),
+        ));
     }
     if step.status.is_empty() {
         step.status = level.statuses.clone();
     }
     if step.status.is_empty() {
-        if let Some(n) = item.get("name").and_then(Value::as_str).and_then(scripts::status_from_name) {
+        if let Some(n) = item
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(scripts::status_from_name)
+        {
             step.status = vec![n];
-            notes.push(Note::step(name, format!("expects status {n}, as its name says (a check the collection did not have)")));
+            notes.push(Note::step(
+                name,
+                format!(
+                    "expects status {n}, as its name says (a check the collection did not have)"
+                ),
+            ));
         }
     }
     Ok(step)
@@ -295,7 +394,11 @@ fn url_of(url: Option<&Value>) -> String {
         Some(raw) => raw.split(['?', '#']).next().unwrap_or("").to_string(),
         None => {
             let host = match obj.get("host") {
-                Some(Value::Array(parts)) => parts.iter().filter_map(text_of).collect::<Vec<_>>().join("."),
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(text_of)
+                    .collect::<Vec<_>>()
+                    .join("."),
                 Some(v) => text_of(v).unwrap_or_default(),
                 None => String::new(),
             };
@@ -324,8 +427,16 @@ fn url_of(url: Option<&Value>) -> String {
             out
         }
     };
-    for var in obj.get("variable").and_then(Value::as_array).into_iter().flatten() {
-        let (Some(key), Some(value)) = (var.get("key").and_then(text_of), var.get("value").and_then(text_of)) else {
+    for var in obj
+        .get("variable")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (Some(key), Some(value)) = (
+            var.get("key").and_then(text_of),
+            var.get("value").and_then(text_of),
+        ) else {
             continue;
         };
         base = replace_path_variable(&base, &key, &value);
@@ -342,7 +453,11 @@ fn url_of(url: Option<&Value>) -> String {
                 })
             })
             .collect(),
-        None => match obj.get("raw").and_then(Value::as_str).and_then(|r| r.split_once('?')) {
+        None => match obj
+            .get("raw")
+            .and_then(Value::as_str)
+            .and_then(|r| r.split_once('?'))
+        {
             Some((_, q)) => vec![q.split('#').next().unwrap_or("").to_string()],
             None => Vec::new(),
         },
@@ -392,7 +507,12 @@ fn headers(list: Option<&Value>, request: &mut Request, step: &str, notes: &mut 
         Some(Value::Array(entries)) => entries
             .iter()
             .filter(|h| h.get("disabled").and_then(Value::as_bool) != Some(true))
-            .filter_map(|h| Some((h.get("key").and_then(text_of)?, h.get("value").and_then(text_of).unwrap_or_default())))
+            .filter_map(|h| {
+                Some((
+                    h.get("key").and_then(text_of)?,
+                    h.get("value").and_then(text_of).unwrap_or_default(),
+                ))
+            })
             .collect(),
         Some(Value::String(lines)) => lines
             .lines()
@@ -408,7 +528,10 @@ fn headers(list: Option<&Value>, request: &mut Request, step: &str, notes: &mut 
         match request.header(&k) {
             Some(prev) => {
                 let joined = format!("{prev}, {v}");
-                notes.push(Note::step(step, format!("header {k} given twice: sent once, the values joined with \", \"")));
+                notes.push(Note::step(
+                    step,
+                    format!("header {k} given twice: sent once, the values joined with \", \""),
+                ));
                 request.set_header(&k, &joined);
             }
             None => request.headers.push((k, v)),
@@ -422,8 +545,17 @@ mod tests {
 
     #[test]
     fn path_variables_replace_whole_segments() {
-        assert_eq!(replace_path_variable("http://h/users/:id/posts", "id", "5"), "http://h/users/5/posts");
-        assert_eq!(replace_path_variable("http://h/users/:id", "id", "{{ID}}"), "http://h/users/{{ID}}");
-        assert_eq!(replace_path_variable("http://h/x/:idx", "id", "5"), "http://h/x/:idx");
+        assert_eq!(
+            replace_path_variable("http://h/users/:id/posts", "id", "5"),
+            "http://h/users/5/posts"
+        );
+        assert_eq!(
+            replace_path_variable("http://h/users/:id", "id", "{{ID}}"),
+            "http://h/users/{{ID}}"
+        );
+        assert_eq!(
+            replace_path_variable("http://h/x/:idx", "id", "5"),
+            "http://h/x/:idx"
+        );
     }
 }

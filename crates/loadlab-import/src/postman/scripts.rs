@@ -64,7 +64,8 @@ pub fn statuses(script: &str) -> Vec<u16> {
             let end = if list {
                 rest.find(']').unwrap_or(0)
             } else {
-                rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len())
+                rest.find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(rest.len())
             };
             for code in rest[..end].split(',') {
                 if let Ok(n) = code.parse::<u16>() {
@@ -94,13 +95,22 @@ mod tests {
     #[test]
     fn status_assertions_in_their_usual_spellings() {
         let table: [(&str, &[u16]); 7] = [
-            ("pm.test(\"ok\", function () {\n  pm.response.to.have.status(200);\n});", &[200]),
+            (
+                "pm.test(\"ok\", function () {\n  pm.response.to.have.status(200);\n});",
+                &[200],
+            ),
             ("pm.expect(pm.response.code).to.eql(404)", &[404]),
-            ("pm.expect(pm.response.code).to.be.oneOf([200, 201]);", &[200, 201]),
+            (
+                "pm.expect(pm.response.code).to.be.oneOf([200, 201]);",
+                &[200, 201],
+            ),
             ("tests[\"ok\"] = responseCode.code === 204;", &[204]),
             ("pm.expect(pm.response.json().id).to.eql(5)", &[]),
             ("pm.response.to.have.status(\"OK\")", &[]),
-            ("pm.response.to.have.status(200); pm.response.to.have.status(200)", &[200]),
+            (
+                "pm.response.to.have.status(200); pm.response.to.have.status(200)",
+                &[200],
+            ),
         ];
         for (script, want) in table {
             assert_eq!(statuses(script), want, "{script}");
