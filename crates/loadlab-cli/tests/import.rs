@@ -242,6 +242,23 @@ fn portfolio(ca: &TestCa, seen: Answered) -> RouteServer {
     )
 }
 
+/// Every step of the result's scenario section: (name, completed, failed, status codes).
+fn step_figures(doc: &Value) -> Vec<(String, u64, u64, Value)> {
+    doc["scenario"]["steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no scenario section: {doc}"))
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["completed"].as_u64().unwrap(),
+                s["failed"].as_u64().unwrap(),
+                s["status_codes"].clone(),
+            )
+        })
+        .collect()
+}
+
 fn run_scenario(file: &Path, args: &[&str], json: &Path) -> (Output, Value) {
     let out = loadlab()
         .args(["run", "--scenario"])
