@@ -341,13 +341,25 @@ fn post_000s_collection_replays_against_the_portfolio_with_every_step_as_expecte
         assert_eq!(got, status, "{path}");
         assert!(n >= 1);
     }
-    // And loadlab's: the 404 was expected (a check said so), so nothing failed.
-    assert_eq!(doc["measured"]["requests"]["failed"], 0, "{stdout}");
-    assert!(
-        doc["measured"]["status_codes"]["404"].as_u64().unwrap_or(0) >= 1,
-        "{}",
-        doc["measured"]
+    // And loadlab's, step by step: the 404 was expected (a check said so), so nothing failed.
+    let steps = step_figures(&doc);
+    let names: Vec<&str> = steps.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Home", "Blogs", "Blog 001", "Version", "404 Not Found"]
     );
+    for (name, completed, failed, statuses) in &steps {
+        assert!(*completed >= 1, "{name}: {stdout}");
+        assert_eq!(*failed, 0, "{name}: {stdout}");
+        let want = if name == "404 Not Found" {
+            "404"
+        } else {
+            "200"
+        };
+        let got: Vec<&String> = statuses.as_object().unwrap().keys().collect();
+        assert_eq!(got, [want], "{name}");
+    }
+    assert_eq!(doc["measured"]["requests"]["failed"], 0, "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -472,6 +484,12 @@ fn a_recorded_login_replays_against_a_server_that_rejects_a_wrong_token() {
     let statuses = &doc["measured"]["status_codes"];
     for bad in ["401", "403", "422"] {
         assert!(statuses.get(bad).is_none(), "{statuses}");
+    }
+    let steps = step_figures(&doc);
+    assert_eq!(steps.len(), 6);
+    for (name, completed, failed, _) in &steps {
+        assert!(*completed >= 1, "{name}: {stdout}");
+        assert_eq!(*failed, 0, "{name}: {stdout}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
