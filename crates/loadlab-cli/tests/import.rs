@@ -162,8 +162,8 @@ fn bad_input_exits_2_naming_the_item_and_field_and_leaves_the_old_file() {
             "error: HAR file not.har is not JSON: expected value at line 1 column 1",
         ),
         (
-            vec!["postman".as_ref(), post_000.as_os_str(), "--var".as_ref(), "1BAD=x".as_ref()],
-            "error: --var 1BAD=x: \"1BAD\" is not a variable name",
+            vec!["postman".as_ref(), post_000.as_os_str(), "--var".as_ref(), "BAD NAME=x".as_ref()],
+            "error: --var BAD NAME=x: \"BAD NAME\" is not a variable name",
         ),
         (
             vec!["curl".as_ref(), "curl http://h/{{TOKEN}}".as_ref()],

@@ -114,7 +114,7 @@ pub fn parse_var(text: &str) -> Result<(String, String), ImportError> {
     let name = name.trim();
     if !template::is_name(name) {
         return Err(ImportError::Usage(format!(
-            "--var {text}: {name:?} is not a variable name (letters, digits, `_`, `-` and `.`, not starting with a digit)"
+            "--var {text}: {name:?} is not a variable name (letters, digits, `_`, `.`, `-` and `$`)"
         )));
     }
     Ok((name.to_string(), value.to_string()))

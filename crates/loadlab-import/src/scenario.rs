@@ -198,7 +198,7 @@ pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
             return Err(ImportError::invalid(
                 "variables",
                 name,
-                format!("{name:?} is not a variable name the scenario format accepts (letters, digits, `_`, `-` and `.`, not starting with a digit); rename it in the source"),
+                format!("{name:?} is not a variable name the scenario format accepts (letters, digits, `_`, `.`, `-` and `$`); rename it in the source"),
             ));
         }
         defined.push(name);
@@ -350,12 +350,31 @@ pub fn hoist_base_url(s: &mut Scenario) -> Option<String> {
 }
 
 /// [`hoist_base_url`], with a literal base moved into the variable `BASE_URL`, so that
-/// `--var BASE_URL=http://127.0.0.1:8080` points a recording at a test server.
+/// `--var BASE_URL=http://127.0.0.1:8080` points a recording at a test server; headers that
+/// name the origin (`Origin`, `Referer`) follow it.
 pub fn hoist_base_url_variable(s: &mut Scenario) {
-    if let Some(base) = hoist_base_url(s) {
-        if !base.contains("{{") && s.variable("BASE_URL").is_none() {
-            s.variables.insert(0, ("BASE_URL".to_string(), base));
-            s.base_url = Some("{{BASE_URL}}".to_string());
+    let Some(base) = hoist_base_url(s) else {
+        return;
+    };
+    if base.contains("{{") || s.variable("BASE_URL").is_some() {
+        return;
+    }
+    s.variables
+        .insert(0, ("BASE_URL".to_string(), base.clone()));
+    s.base_url = Some("{{BASE_URL}}".to_string());
+    let follows = |value: &mut String| {
+        if value == &base || value.starts_with(&format!("{base}/")) {
+            *value = format!("{{{{BASE_URL}}}}{}", &value[base.len()..]);
+        }
+    };
+    for (_, v) in s.default_headers.iter_mut() {
+        follows(v);
+    }
+    for step in &mut s.steps {
+        for r in step.requests_mut() {
+            for (_, v) in r.headers.iter_mut() {
+                follows(v);
+            }
         }
     }
 }

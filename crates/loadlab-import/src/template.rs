@@ -3,15 +3,13 @@
 //! the scenario engine's job (except [`substitute`], which an importer uses to compute a value
 //! it cannot leave templated, such as a basic-auth header).
 
-/// A variable name the importers write: letters, digits, `_`, `-` and `.`, not starting with a
-/// digit (Postman's names are usually of this kind; others are refused with the fix).
+/// A variable name the scenario loader accepts: letters, digits, `_`, `.`, `-` and `$`
+/// (Postman's names are usually of this kind; others are refused with the fix).
 pub fn is_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
-        _ => return false,
-    }
-    chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$'))
 }
 
 /// One piece of a templated string.
@@ -155,8 +153,10 @@ mod tests {
         assert_eq!(name_from("X-Auth-Token"), "X_AUTH_TOKEN");
         assert_eq!(name_from("2fa code"), "V_2FA_CODE");
         assert_eq!(name_from("--"), "VALUE");
-        assert!(is_name("BLOG_ID") && is_name("base-url") && is_name("api.key"));
-        assert!(!is_name("1x") && !is_name("a b") && !is_name("") && !is_name("$guid"));
+        assert!(
+            is_name("BLOG_ID") && is_name("base-url") && is_name("api.key") && is_name("$guid")
+        );
+        assert!(!is_name("a b") && !is_name("") && !is_name("{x}") && !is_name("é"));
     }
 
     #[test]

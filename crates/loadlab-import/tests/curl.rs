@@ -49,6 +49,8 @@ fn a_command_copied_from_chrome() {
     let headers = step["headers"].as_table().unwrap();
     assert_eq!(headers.len(), 12, "{headers:?}");
     assert_eq!(headers["content-type"].as_str(), Some("application/json"));
+    assert_eq!(headers["origin"].as_str(), Some("{{BASE_URL}}"));
+    assert_eq!(headers["referer"].as_str(), Some("{{BASE_URL}}/orders"));
     assert_eq!(
         headers["sec-ch-ua"].as_str(),
         Some(r#""Chromium";v="124", "Google Chrome";v="124", "Not-A.Brand";v="99""#)

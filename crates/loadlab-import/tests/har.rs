@@ -90,6 +90,11 @@ fn the_login_token_becomes_a_capture_and_later_requests_send_the_variable() {
     // Recorded with a 404: that is what the replay should expect.
     assert_eq!(steps[5]["checks"][0]["status"].as_integer(), Some(404));
     assert!(imported.toml.contains("base_url = \"{{BASE_URL}}\""));
+    assert_eq!(
+        str_at(&steps[1], &["headers", "origin"]),
+        Some("{{BASE_URL}}"),
+        "the origin follows the base"
+    );
 
     // The loader's captures take the replay's own token and user id from a login answer.
     let loaded =
