@@ -356,11 +356,14 @@ pub fn hoist_base_url_variable(s: &mut Scenario) {
     let Some(base) = hoist_base_url(s) else {
         return;
     };
-    if base.contains("{{") || s.variable("BASE_URL").is_some() {
+    if base.contains("{{") {
         return;
     }
-    s.variables
-        .insert(0, ("BASE_URL".to_string(), base.clone()));
+    // A BASE_URL given with --var at import time is kept: the file then points there.
+    if s.variable("BASE_URL").is_none() {
+        s.variables
+            .insert(0, ("BASE_URL".to_string(), base.clone()));
+    }
     s.base_url = Some("{{BASE_URL}}".to_string());
     let follows = |value: &mut String| {
         if value == &base || value.starts_with(&format!("{base}/")) {

@@ -179,6 +179,32 @@ fn cookies_and_secret_headers_become_empty_variables_unless_kept() {
 }
 
 #[test]
+fn a_var_given_at_import_fills_a_secret_and_retargets_the_base() {
+    let imported = login(Options {
+        vars: vec![
+            ("COOKIE_GA".into(), "GA1.2.1.1".into()),
+            ("BASE_URL".into(), "http://127.0.0.1:8080".into()),
+        ],
+        ..Options::default()
+    });
+    let doc = read_back(&imported.toml);
+    let vars = doc["variables"].as_table().unwrap();
+    assert_eq!(vars["COOKIE_GA"].as_str(), Some("GA1.2.1.1"));
+    assert_eq!(vars["BASE_URL"].as_str(), Some("http://127.0.0.1:8080"));
+    assert!(!vars.contains_key("COOKIE_GA_2"), "{vars:?}");
+    assert_eq!(doc["base_url"].as_str(), Some("{{BASE_URL}}"));
+    let notes: Vec<String> = imported.notes.iter().map(ToString::to_string).collect();
+    assert!(
+        !notes.iter().any(|n| n.contains("--var COOKIE_GA=")),
+        "{notes:#?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.contains("--var X_API_KEY=")),
+        "{notes:#?}"
+    );
+}
+
+#[test]
 fn computed_headers_are_dropped_and_shared_ones_become_defaults() {
     let imported = login(Options::default());
     let doc = read_back(&imported.toml);

@@ -141,8 +141,9 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
         }
         single
     };
-    let mut taken: Vec<String> = o.vars.iter().map(|(k, _)| k.clone()).collect();
-    taken.push("BASE_URL".to_string());
+    // A `--var` may name a secret the import takes out (its value then fills it in); captures
+    // and secrets never take BASE_URL.
+    let mut taken: Vec<String> = vec!["BASE_URL".to_string()];
     let captures = correlate::correlate(&kept, &mut requests, &eligible, &mut taken);
 
     let mut secrets = secrets::Secrets::default();
@@ -172,7 +173,12 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
             s.set_variable(var, "");
         }
     }
-    notes.extend(secrets.notes);
+    let given = |n: &Note| {
+        o.vars
+            .iter()
+            .any(|(k, _)| n.text.contains(&format!("--var {k}=")))
+    };
+    notes.extend(secrets.notes.into_iter().filter(|n| !given(n)));
 
     let mut names: Vec<String> = Vec::new();
     for (g, members) in groups.iter().enumerate() {
