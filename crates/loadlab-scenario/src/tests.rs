@@ -299,3 +299,17 @@ fn the_file_model_round_trips_through_toml() {
     );
     load(&written).unwrap();
 }
+
+#[test]
+fn every_example_journey_loads() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/journeys");
+    let mut loaded = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            Scenario::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
+            loaded += 1;
+        }
+    }
+    assert!(loaded >= 3, "{loaded} journeys in {}", dir.display());
+}
