@@ -282,7 +282,6 @@ fn run_scenario(file: &Path, args: &[&str], json: &Path) -> (Output, Value) {
 }
 
 #[test]
-#[ignore = "needs `loadlab run --scenario` (the scenario engine, branch scenarios)"]
 fn post_000s_collection_replays_against_the_portfolio_with_every_step_as_expected() {
     let dir = scratch("post-000");
     let file = dir.join("portfolio.toml");
@@ -435,7 +434,6 @@ fn shop_server(shop: Arc<Mutex<Shop>>) -> RouteServer {
 }
 
 #[test]
-#[ignore = "needs `loadlab run --scenario` (the scenario engine, branch scenarios)"]
 fn a_recorded_login_replays_against_a_server_that_rejects_a_wrong_token() {
     let dir = scratch("login");
     let file = dir.join("login.toml");
