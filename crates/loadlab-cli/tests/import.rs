@@ -489,5 +489,29 @@ fn a_recorded_login_replays_against_a_server_that_rejects_a_wrong_token() {
         assert!(*completed >= 1, "{name}: {stdout}");
         assert_eq!(*failed, 0, "{name}: {stdout}");
     }
+    drop(s);
+
+    // Without the capture, the recorded token goes out and the shop refuses it: the same
+    // run, through loadlab, fails where it should.
+    let written = std::fs::read_to_string(&file).unwrap();
+    let uncorrelated = written.replace("{{TOKEN}}", recorded).replace(
+        "[[steps.captures]]\nvar = \"TOKEN\"\njson = \"$.token\"\n",
+        "",
+    );
+    assert_ne!(uncorrelated, written);
+    let stale = dir.join("stale.toml");
+    std::fs::write(&stale, uncorrelated).unwrap();
+    let (_, doc) = run_scenario(
+        &stale,
+        &["--var", &base, "-c", "1", "-d", "500ms"],
+        &dir.join("stale.json"),
+    );
+    assert!(shop.lock().unwrap().rejected >= 1);
+    let steps = step_figures(&doc);
+    assert!(
+        steps[2].2 >= 1,
+        "GET /api/orders failed with the recorded token: {steps:?}"
+    );
+    assert_eq!(steps[2].3["401"], steps[2].2, "{steps:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
