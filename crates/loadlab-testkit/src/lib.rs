@@ -13,11 +13,13 @@
 mod background;
 pub mod h2frames;
 mod h2server;
+mod routes;
 mod scripted;
 mod timed;
 mod tls;
 pub use h2frames::{H2FrameServer, H2Script, H2Step};
 pub use h2server::{H2Behavior, H2Counters, H2Server};
+pub use routes::{Answer, RouteCounters, RouteServer, Seen};
 pub use scripted::{closed_port, random_bytes, Script, ScriptCounters, ScriptedServer, Step};
 pub use timed::{TimedServer, Timing};
 pub use tls::TestCa;
