@@ -167,7 +167,9 @@ impl Probe {
             }
         }
         if self.sender.is_none() {
-            let handshake_failed = |e| format!("HTTP handshake with {} failed: {e}", self.addr);
+            let addr = self.addr;
+            let handshake_failed =
+                move |e: hyper::Error| format!("HTTP handshake with {addr} failed: {e}");
             let sender = match &self.tls {
                 None => {
                     let stream = TcpStream::connect(self.addr)

@@ -9,7 +9,7 @@ use crate::lab::Lab;
 use crate::serve::ServeOptions;
 use std::io::{Read, Seek};
 use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -30,7 +30,7 @@ pub(super) fn checks(
         .collect()
 }
 
-fn one_half(lab: &Lab, name: &str, serve: &ServeOptions, set: &str, path: &PathBuf) -> Outcome {
+fn one_half(lab: &Lab, name: &str, serve: &ServeOptions, set: &str, path: &Path) -> Outcome {
     let expected = "exit status 2 and a message naming TLS_CERT and TLS_KEY on stderr".to_string();
     let fail = |got: String| Outcome::Fail {
         expected: expected.clone(),

@@ -14,7 +14,6 @@ use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
-use std::sync::Arc;
 
 /// New connections tried per TLS version after the first, before calling it "full handshake":
 /// a server with several processes (each with its own ticket keys) may land a connection on
@@ -86,7 +85,7 @@ impl Runner<'_> {
                             reason: "loadlab did not make the target's certificate, so it has none to compare".into(),
                         },
                     ),
-                    (Some(expected), Some(served)) if served == expected.as_ref() => {
+                    (Some(expected), Some(served)) if served.as_slice() == &expected[..] => {
                         self.record(endpoint, "certificate served", Outcome::Pass)
                     }
                     (Some(_), served) => self.fail(
@@ -136,11 +135,14 @@ impl Runner<'_> {
         tls: &TargetTls,
         version: &'static rustls::SupportedProtocolVersion,
     ) -> String {
-        let config = match loadlab_certs::client_config(&tls.ca_pem, &[b"http/1.1"], Some(&[version])) {
-            Ok(config) => config,
-            Err(e) => return format!("not tried: {e}"),
-        };
-        let client = super::client::TlsClient::new(Arc::clone(&config), self.addr);
+        let versions = [version];
+        let config =
+            match loadlab_certs::client_config(&tls.ca_pem, &[b"http/1.1"], Some(&versions[..])) {
+                Ok(config) => config,
+                Err(e) => return format!("not tried: {e}"),
+            };
+        // One configuration, so one session store, for every connection below.
+        let client = super::client::TlsClient::new(config, self.addr);
         for attempt in 0..=RESUME_ATTEMPTS {
             let stream = match client.connect(self.addr).await {
                 Ok(stream) => stream,
@@ -184,7 +186,7 @@ async fn plaintext(
             .collect()
             .await
             .map_err(|e| e.to_string())?;
-        Ok(())
+        Ok::<(), String>(())
     };
     tokio::time::timeout(timeout, exchange)
         .await
