@@ -46,7 +46,10 @@ async fn verify_over_tls(name: &str) {
         failures.join("\n")
     );
     let (passed, _, skipped) = report.counts();
-    assert_eq!(skipped, 0, "{name}: nothing may be skipped over HTTPS by name");
+    assert_eq!(
+        skipped, 0,
+        "{name}: nothing may be skipped over HTTPS by name"
+    );
     assert!(passed > 200, "{name}: only {passed} checks ran");
     for what in [
         "certificate served",
@@ -126,7 +129,9 @@ async fn upstream_over_https_counts_connections_and_full_handshakes_per_client_m
         }
         let certs = CertDir::create(&[]).unwrap();
         let tls = server_config_for(certs.issued(), &[b"http/1.1"]).unwrap();
-        let upstream = Upstream::start(UpstreamConfig::with_tls(tls)).await.unwrap();
+        let upstream = Upstream::start(UpstreamConfig::with_tls(tls))
+            .await
+            .unwrap();
         let options = ServeOptions {
             workers: Some(2),
             upstream_url: Some(upstream.url()),
@@ -166,7 +171,11 @@ async fn upstream_over_https_counts_connections_and_full_handshakes_per_client_m
             }
         }
         let pooled = upstream.stats().since(&before);
-        assert_eq!(pooled.requests, 8 * CONCURRENT * ROUNDS, "{name}: {pooled:?}");
+        assert_eq!(
+            pooled.requests,
+            8 * CONCURRENT * ROUNDS,
+            "{name}: {pooled:?}"
+        );
         // One shared pool: normally one connection per concurrent request; a connection handed
         // back to the pool a moment after the next call starts may add one, but never more
         // than one per /upstream request (8 calls each).
@@ -180,7 +189,11 @@ async fn upstream_over_https_counts_connections_and_full_handshakes_per_client_m
             (1..=CONCURRENT).contains(&pooled.tls_full),
             "{name}: the pooled client paid more than one full handshake per concurrent request: {pooled:?}"
         );
-        assert_eq!(pooled.handshakes(), pooled.connections, "{name}: {pooled:?}");
+        assert_eq!(
+            pooled.handshakes(),
+            pooled.connections,
+            "{name}: {pooled:?}"
+        );
 
         let before = upstream.stats();
         for (status, body) in round(format!("{base}/upstream?calls=8&client=per-call")).await {
@@ -260,7 +273,9 @@ async fn the_resumption_check_fails_only_a_server_that_cannot_resume() {
     };
 
     let front = tls_front(plain.addr(), resuming).await;
-    let report = verify_url(&format!("https://{front}"), &options).await.unwrap();
+    let report = verify_url(&format!("https://{front}"), &options)
+        .await
+        .unwrap();
     let failures: Vec<_> = report.failures().collect();
     assert!(failures.is_empty(), "{failures:?}");
     let tls = report.tls.expect("TLS summary");
@@ -270,10 +285,15 @@ async fn the_resumption_check_fails_only_a_server_that_cannot_resume() {
     );
 
     let front = tls_front(plain.addr(), Arc::new(never)).await;
-    let report = verify_url(&format!("https://{front}"), &options).await.unwrap();
+    let report = verify_url(&format!("https://{front}"), &options)
+        .await
+        .unwrap();
     let failures: Vec<_> = report.failures().collect();
     assert_eq!(failures.len(), 1, "only resumption fails: {failures:?}");
-    assert!(failures[0].what.starts_with("session resumption"), "{failures:?}");
+    assert!(
+        failures[0].what.starts_with("session resumption"),
+        "{failures:?}"
+    );
     match &failures[0].outcome {
         Outcome::Fail { got, .. } => assert!(got.contains("cannot resume at all"), "{got}"),
         other => panic!("{other:?}"),
