@@ -48,8 +48,11 @@ if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" -lt "$nofile_needed" ];
     ulimit -Sn "$(ulimit -Hn)"
 fi
 
-cargo build --release -q -p loadlab-cli
-LOADLAB=$PWD/target/release/loadlab
+# LOADLAB=path/to/loadlab runs that binary instead of building this checkout's.
+if [ -z "${LOADLAB:-}" ]; then
+    cargo build --release -q -p loadlab-cli
+    LOADLAB=$PWD/target/release/loadlab
+fi
 OUT=$PWD/bench/out/lab-table-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 "$LOADLAB" lab build all > "$OUT/build.log" 2>&1 || echo "some targets did not build: see $OUT/build.log"
