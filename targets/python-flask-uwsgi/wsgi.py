@@ -20,7 +20,7 @@ from wsgiref.handlers import format_date_time
 import uwsgi
 
 import contract
-from app import app
+from app import app, config
 
 
 class ChunkedInput(io.RawIOBase):
@@ -54,7 +54,9 @@ def application(environ, start_response):
     return app(environ, start_with_date)
 
 
-if uwsgi.worker_id() == 0:  # in the master (a worker only with lazy-apps, which is not set)
+# In the master (a worker only with lazy-apps, which is not set). Over HTTPS, run.py bound the
+# router's socket and printed the line; uwsgi.sockets[0] is then the workers' loopback socket.
+if uwsgi.worker_id() == 0 and not config.tls:
     with socket.socket(fileno=os.dup(uwsgi.sockets[0])) as bound:
         host, port = bound.getsockname()[:2]
     # To file descriptor 1 itself: uWSGI points Python's sys.stdout at stderr.

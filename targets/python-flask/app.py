@@ -20,6 +20,9 @@ app.config["MAX_CONTENT_LENGTH"] = contract.MAX_ECHO_BYTES
 # fork with connections open: uWSGI imports this in its master, before any), shared by the
 # worker's threads: urllib3's pool is thread-safe.
 pooled = requests.Session()
+# An https:// upstream: trust UPSTREAM_CA only when it is set (requests' CA bundle otherwise).
+if config.upstream_ca is not None:
+    pooled.verify = config.upstream_ca
 
 
 def text(body: str, status: int = 200) -> Response:
@@ -114,6 +117,8 @@ def upstream():
             else:
                 # A client per call, closed after it: the mistake post 004 found.
                 with requests.Session() as session:
+                    if config.upstream_ca is not None:
+                        session.verify = config.upstream_ca
                     response = session.get(config.upstream, timeout=30)
             response.raise_for_status()
             total += len(response.content)

@@ -17,6 +17,14 @@ threads = 8
 # (keep-alive 2 s, access log off).
 accesslog = None
 
+if _config.tls:
+    # HTTPS only, with gunicorn's own TLS (Python's ssl module): HTTP/1.1, and HTTP/2 by ALPN
+    # (gunicorn 25+ with the h2 package, gunicorn[http2]); a client that offers only http/1.1
+    # gets HTTP/1.1.
+    certfile = _config.tls_cert
+    keyfile = _config.tls_key
+    http_protocols = "h2,h1"
+
 
 def when_ready(server):
     """After the listening socket is bound: the contract's first stdout line."""
