@@ -8,6 +8,8 @@ import io.vertx.core.http.PoolOptions
 import io.vertx.ext.web.client.WebClient
 import io.vertx.ext.web.client.WebClientOptions
 import java.util.function.Supplier
+import io.vertx.core.net.PemTrustOptions
+import loadlab.common.Config
 import loadlab.kotlincommon.Startup
 
 /**
@@ -22,11 +24,25 @@ fun main() {
     // The one pooled client of the process, shared by every event loop: keep-alive pooling.
     // Vert.x pools at most 5 HTTP/1 connections per host by default; production setups size the
     // pool for their concurrency (as java-vertx does).
-    val pooled = WebClient.create(vertx, WebClientOptions().setKeepAlive(true), PoolOptions().setHttp1MaxSize(1024))
+    val pooled = WebClient.create(vertx, upstreamOptions(config), PoolOptions().setHttp1MaxSize(1024))
     // PORT=0: Vert.x shares one random port among the servers that ask for the same negative
     // port, so every event loop's server accepts on the same socket.
     val port = if (config.port() == 0) -1 else config.port()
     vertx.deployVerticle(Supplier<Verticle> { Server(config, port, portfolio, pooled) }, DeploymentOptions().setInstances(config.workers()))
         .onSuccess { Startup.announce(config, Server.boundPort.get()) }
         .onFailure { Startup.cannotListen(config, it) }
+}
+
+/**
+ * The options of an upstream client, the pooled one and each per-call one alike: keep-alive, and
+ * for an https:// UPSTREAM_URL trust in UPSTREAM_CA only when it is set (the JDK's store
+ * otherwise). A new client with these options builds its own TLS context.
+ */
+fun upstreamOptions(config: Config): WebClientOptions {
+    val options = WebClientOptions().setKeepAlive(true)
+    val ca = config.upstreamCa()
+    if (ca != null && config.upstreamTls()) {
+        options.setTrustOptions(PemTrustOptions().addCertPath(ca))
+    }
+    return options
 }
