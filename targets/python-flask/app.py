@@ -20,9 +20,10 @@ app.config["MAX_CONTENT_LENGTH"] = contract.MAX_ECHO_BYTES
 # fork with connections open: uWSGI imports this in its master, before any), shared by the
 # worker's threads: urllib3's pool is thread-safe.
 pooled = requests.Session()
-# An https:// upstream: trust UPSTREAM_CA only when it is set (requests' CA bundle otherwise).
-if config.upstream_ca is not None:
-    pooled.verify = config.upstream_ca
+# An https:// upstream is trusted by UPSTREAM_CA when it is set: passed on each call, since a
+# REQUESTS_CA_BUNDLE in the environment would override a Session's own `verify` (None: requests'
+# default bundle).
+verify = config.upstream_ca
 
 
 def text(body: str, status: int = 200) -> Response:
@@ -113,13 +114,11 @@ def upstream():
     try:
         for _ in range(calls):
             if client == "pooled":
-                response = pooled.get(config.upstream, timeout=30)
+                response = pooled.get(config.upstream, timeout=30, verify=verify)
             else:
                 # A client per call, closed after it: the mistake post 004 found.
                 with requests.Session() as session:
-                    if config.upstream_ca is not None:
-                        session.verify = config.upstream_ca
-                    response = session.get(config.upstream, timeout=30)
+                    response = session.get(config.upstream, timeout=30, verify=verify)
             response.raise_for_status()
             total += len(response.content)
     except requests.RequestException as error:
