@@ -483,6 +483,65 @@ fn a_lab_target_runs_pinned_with_loadlab_on_the_other_cores() {
     assert!(f(server, &["startup", "ready_s"]) < 30.0);
 }
 
+/// `run --target NAME --tls` (issue 19): the target serves HTTPS with a throwaway
+/// certificate that loadlab trusts for the run and removes afterwards; with a new connection
+/// per request every request is a TLS handshake, and loadlab's session store resumes them.
+#[test]
+fn a_lab_target_runs_over_https_with_a_throwaway_certificate() {
+    let _serial = serial();
+    let targets = concat!(env!("CARGO_MANIFEST_DIR"), "/../../targets");
+    let build = run_within(
+        &["lab", "--targets", targets, "build", "rust-axum"],
+        Duration::from_secs(900),
+    );
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let out = run_within(
+        &[
+            "run",
+            "--target",
+            "rust-axum",
+            "--targets",
+            targets,
+            "--tls",
+            "--no-keepalive",
+            "-c",
+            "4",
+            "-n",
+            "200",
+            "--json",
+            "-",
+            "/plaintext",
+        ],
+        Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r = json_of(&out);
+    assert_valid(&r);
+    assert!(
+        r["target"]["url"].as_str().unwrap().starts_with("https://127.0.0.1:"),
+        "{}",
+        r["target"]
+    );
+    let m = &r["measured"];
+    assert!(f(m, &["status_codes", "200"]) >= 200.0, "{m}");
+    let (full, resumed) = (f(m, &["tls_full"]), f(m, &["tls_resumed"]));
+    // A new connection per request: a handshake per request (each thread's first is full).
+    assert!(full + resumed >= 200.0, "{full} full, {resumed} resumed");
+    assert!(resumed > 0.0 && full >= 1.0, "{full} full, {resumed} resumed");
+    // The certificates lived as long as the run.
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.split("certificate in ").nth(1))
+        .and_then(|rest| rest.split(" (removed").next())
+        .unwrap_or_else(|| panic!("no certificate directory in: {stderr}"));
+    assert!(!Path::new(dir).exists(), "{dir} was left behind");
+}
+
 #[test]
 fn attaching_to_a_cgroup_samples_every_process_in_it() {
     let _serial = serial();

@@ -1,12 +1,13 @@
 //! The mock upstream that `/upstream` targets call (posts 003 and 004). It answers every path
-//! with `200 ok` after a configurable delay and counts what it sees, so a test or `lab verify`
+//! with `200 ok` after a configurable delay, over HTTP or HTTPS, and counts what it sees, so a test or `lab verify`
 //! can tell a pooled client (few connections, many requests) from a client built per call (one
 //! connection per request). It must stay boring and predictable: no routing logic beyond
 //! `/__stats`, no state other than the counters.
 //!
 //! Layout:
-//! - [`config`]: [`UpstreamConfig`] (bind address, delay per call).
-//! - [`stats`]: [`Counters`] (shared atomics) and [`Stats`] (a snapshot, the `/__stats` JSON).
+//! - [`config`]: [`UpstreamConfig`] (bind address, delay per call, TLS or not).
+//! - [`stats`]: [`Counters`] (shared atomics) and [`Stats`] (a snapshot, the `/__stats` JSON:
+//!   requests, connections, and over HTTPS their handshakes, full and resumed).
 //! - [`server`]: [`run`], the accept loop; takes its listener and its shutdown signal as
 //!   arguments so tests and the CLI inject their own (mini-redis style).
 //! - [`handle`]: [`Upstream::start`], which runs the server on the current tokio runtime and
@@ -20,7 +21,7 @@ pub mod stats;
 pub use config::UpstreamConfig;
 pub use handle::{Upstream, UpstreamHandle};
 pub use server::run;
-pub use stats::{Counters, Stats};
+pub use stats::{Counters, Handshake, Stats};
 
 /// What can go wrong starting or running the mock upstream.
 #[derive(Debug, thiserror::Error)]

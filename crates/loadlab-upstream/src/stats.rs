@@ -1,5 +1,7 @@
-//! The counters: requests answered and connections that carried them. Counting connections
-//! (not just requests) is the point of this crate: missing pooling shows up as a number.
+//! The counters: requests answered, the connections that carried them, and over HTTPS those
+//! connections' TLS handshakes, full or resumed. Counting connections and handshakes (not
+//! just requests) is the point of this crate: missing pooling shows up as a number, and a
+//! client that throws its TLS sessions away shows up as full handshakes.
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +17,17 @@ pub struct Counters {
 struct Inner {
     requests: AtomicU64,
     connections: AtomicU64,
+    tls_full: AtomicU64,
+    tls_resumed: AtomicU64,
+}
+
+/// How a counted connection's TLS handshake went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// A full handshake: certificate sent, key exchange, signatures.
+    Full,
+    /// An earlier session resumed (TLS 1.2 session id or ticket, TLS 1.3 PSK).
+    Resumed,
 }
 
 impl Counters {
@@ -23,6 +36,8 @@ impl Counters {
         Stats {
             requests: self.inner.requests.load(Ordering::Acquire),
             connections: self.inner.connections.load(Ordering::Acquire),
+            tls_full: self.inner.tls_full.load(Ordering::Acquire),
+            tls_resumed: self.inner.tls_resumed.load(Ordering::Acquire),
         }
     }
 
@@ -30,12 +45,18 @@ impl Counters {
         self.inner.requests.fetch_add(1, Ordering::AcqRel);
     }
 
-    pub(crate) fn add_connection(&self) {
+    /// A connection that carried its first counted request, with its handshake over HTTPS.
+    pub(crate) fn add_connection(&self, handshake: Option<Handshake>) {
         self.inner.connections.fetch_add(1, Ordering::AcqRel);
+        match handshake {
+            Some(Handshake::Full) => self.inner.tls_full.fetch_add(1, Ordering::AcqRel),
+            Some(Handshake::Resumed) => self.inner.tls_resumed.fetch_add(1, Ordering::AcqRel),
+            None => 0,
+        };
     }
 }
 
-/// What `/__stats` serves: `{"requests":R,"connections":C}`.
+/// What `/__stats` serves: `{"requests":R,"connections":C,"tls_full":F,"tls_resumed":S}`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     /// Requests answered, other than `/__stats` itself.
@@ -43,6 +64,13 @@ pub struct Stats {
     /// Accepted connections that carried at least one counted request (so a connection used
     /// only to read `/__stats` does not count).
     pub connections: u64,
+    /// Over HTTPS: those connections whose TLS handshake was a full one (0 over plain HTTP).
+    #[serde(default)]
+    pub tls_full: u64,
+    /// Over HTTPS: those connections whose handshake resumed an earlier session. Over HTTPS
+    /// `tls_full + tls_resumed == connections`.
+    #[serde(default)]
+    pub tls_resumed: u64,
 }
 
 impl Stats {
@@ -51,12 +79,19 @@ impl Stats {
         Stats {
             requests: self.requests.saturating_sub(earlier.requests),
             connections: self.connections.saturating_sub(earlier.connections),
+            tls_full: self.tls_full.saturating_sub(earlier.tls_full),
+            tls_resumed: self.tls_resumed.saturating_sub(earlier.tls_resumed),
         }
     }
 
     /// Requests per connection: 1.0 means no reuse at all; `None` before any connection.
     pub fn reuse_ratio(&self) -> Option<f64> {
         (self.connections > 0).then(|| self.requests as f64 / self.connections as f64)
+    }
+
+    /// TLS handshakes of either kind (0 over plain HTTP).
+    pub fn handshakes(&self) -> u64 {
+        self.tls_full + self.tls_resumed
     }
 }
 
@@ -69,21 +104,42 @@ mod tests {
         let before = Stats {
             requests: 2,
             connections: 1,
+            tls_full: 1,
+            tls_resumed: 0,
         };
         let after = Stats {
             requests: 26,
-            connections: 2,
+            connections: 3,
+            tls_full: 2,
+            tls_resumed: 1,
         };
         let delta = after.since(&before);
         assert_eq!(
             delta,
             Stats {
                 requests: 24,
-                connections: 1
+                connections: 2,
+                tls_full: 1,
+                tls_resumed: 1,
             }
         );
-        assert_eq!(delta.reuse_ratio(), Some(24.0));
+        assert_eq!(delta.reuse_ratio(), Some(12.0));
+        assert_eq!(delta.handshakes(), 2);
         assert_eq!(Stats::default().reuse_ratio(), None);
+    }
+
+    #[test]
+    fn handshakes_are_counted_with_their_connection() {
+        let counters = Counters::default();
+        counters.add_connection(None);
+        counters.add_connection(Some(Handshake::Full));
+        counters.add_connection(Some(Handshake::Resumed));
+        counters.add_connection(Some(Handshake::Resumed));
+        let stats = counters.snapshot();
+        assert_eq!(
+            (stats.connections, stats.tls_full, stats.tls_resumed),
+            (4, 1, 2)
+        );
     }
 
     #[test]
@@ -91,8 +147,16 @@ mod tests {
         let json = serde_json::to_string(&Stats {
             requests: 8,
             connections: 8,
+            tls_full: 8,
+            tls_resumed: 0,
         })
         .unwrap();
-        assert_eq!(json, r#"{"requests":8,"connections":8}"#);
+        assert_eq!(
+            json,
+            r#"{"requests":8,"connections":8,"tls_full":8,"tls_resumed":0}"#
+        );
+        // What an older mock upstream served still reads.
+        let old: Stats = serde_json::from_str(r#"{"requests":1,"connections":1}"#).unwrap();
+        assert_eq!(old.handshakes(), 0);
     }
 }

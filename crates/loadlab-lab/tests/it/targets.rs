@@ -199,7 +199,8 @@ async fn upstream_calls_8_counts_requests_and_connections_for_every_target() {
             per_call,
             Stats {
                 requests: 16,
-                connections: 16
+                connections: 16,
+                ..Stats::default()
             },
             "{name}: a client per call means a connection per request"
         );
