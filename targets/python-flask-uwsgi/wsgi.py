@@ -43,12 +43,18 @@ class ChunkedInput(io.RawIOBase):
 
 
 def application(environ, start_response):
-    if environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
+    chunked = environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
+    if chunked:
         environ["wsgi.input"] = ChunkedInput()
         environ["wsgi.input_terminated"] = True
 
     def start_with_date(status, headers, exc_info=None):
         headers.append(("Date", format_date_time(time.time())))
+        if chunked and config.tls:
+            # Over HTTPS, uWSGI's router passes a chunked body through raw and then closes the
+            # connection without saying so: say it, so a client does not send its next request
+            # on a connection about to close.
+            headers.append(("Connection", "close"))
         return start_response(status, headers, exc_info)
 
     return app(environ, start_with_date)
