@@ -75,9 +75,9 @@ pub struct Session {
     target_local: bool,
     // Declared after the server: dropped after it, so the namespace outlives its processes.
     link: Option<Link>,
-    /// The throwaway CA and certificate of a server launched with `--tls`; declared after the
-    /// server, so the files outlive its process, then are removed.
-    certs: Option<loadlab_certs::CertDir>,
+    /// The throwaway CA and certificate of a server launched with `--tls`: held only to be
+    /// dropped, after the server (declared after it), which removes the files.
+    _certs: Option<loadlab_certs::CertDir>,
 }
 
 /// A finished run.
@@ -231,7 +231,7 @@ impl Session {
             backlog_env,
             target_local: plan.target.as_ref().is_some_and(|t| t.loopback),
             link,
-            certs,
+            _certs: certs,
         })
     }
 

