@@ -8,7 +8,10 @@ import io.vertx.core.http.PoolOptions
 import io.vertx.ext.web.client.WebClient
 import io.vertx.ext.web.client.WebClientOptions
 import java.util.function.Supplier
+import io.vertx.core.net.JdkSSLEngineOptions
+import io.vertx.core.net.OpenSSLEngineOptions
 import io.vertx.core.net.PemTrustOptions
+import io.vertx.core.net.SSLEngineOptions
 import loadlab.common.Config
 import loadlab.kotlincommon.Startup
 
@@ -40,9 +43,18 @@ fun main() {
  */
 fun upstreamOptions(config: Config): WebClientOptions {
     val options = WebClientOptions().setKeepAlive(true)
-    val ca = config.upstreamCa()
-    if (ca != null && config.upstreamTls()) {
-        options.setTrustOptions(PemTrustOptions().addCertPath(ca))
+    if (config.upstreamTls()) {
+        options.setSslEngineOptions(sslEngine())
+        config.upstreamCa()?.let { options.setTrustOptions(PemTrustOptions().addCertPath(it)) }
     }
     return options
 }
+
+/**
+ * The TLS engine, server and client: OpenSSL (BoringSSL from netty-tcnative-boringssl-static, a
+ * jar with the native library inside) where it loads, as the Vert.x docs recommend for its
+ * performance; the JDK's engine otherwise. (With the JDK's engine, the pooled client paid a
+ * full handshake on 5 of 7 upstream connections under 4 concurrent requests: TLS 1.3 sessions
+ * the JDK client caches are used once.)
+ */
+fun sslEngine(): SSLEngineOptions = if (OpenSSLEngineOptions.isAvailable()) OpenSSLEngineOptions() else JdkSSLEngineOptions()

@@ -93,9 +93,9 @@ class Server(
         }
         val options = HttpServerOptions().setAcceptBacklog(settings.backlog())
         if (settings.tls()) {
-            // HTTPS only (Netty's SslContext with the JDK's TLS, Vert.x's default engine):
-            // HTTP/1.1, and HTTP/2 when the client offers h2 by ALPN.
-            options.setSsl(true).setUseAlpn(true)
+            // HTTPS only (Netty's SslContext with OpenSSL, see sslEngine): HTTP/1.1, and HTTP/2
+            // when the client offers h2 by ALPN.
+            options.setSsl(true).setUseAlpn(true).setSslEngineOptions(sslEngine())
                 .setKeyCertOptions(PemKeyCertOptions().setCertPath(settings.tlsCert()).setKeyPath(settings.tlsKey()))
         }
         val server = vertx.createHttpServer(options).requestHandler(router).listen(port, settings.host()).coAwait()
