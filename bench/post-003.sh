@@ -21,6 +21,7 @@
 #   bash bench/post-003.sh                                  # both targets, four cells each
 #   TARGETS=rust-axum PROBE_SECS=3 REPEATS=1 bash bench/post-003.sh
 #   TARGETS=rust-axum CELLS="https-new https-persistent" bash bench/post-003.sh
+#   (START, the first rate probed, 50/s; BUDGET per search, 6m; LOADLAB, a built loadlab)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGETS=${TARGETS:-"java-webflux rust-axum"}
@@ -34,8 +35,11 @@ OUT=$PWD/bench/out/post-003-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 ulimit -n 65536 2>/dev/null || true
 
-cargo build --release -q -p loadlab-cli
-LOADLAB=$PWD/target/release/loadlab
+# LOADLAB=path/to/loadlab runs that binary instead of building this checkout's.
+if [ -z "${LOADLAB:-}" ]; then
+    cargo build --release -q -p loadlab-cli
+    LOADLAB=$PWD/target/release/loadlab
+fi
 for t in $TARGETS; do
     "$LOADLAB" lab build "$t" >> "$OUT/build.log" 2>&1 || echo "$t did not build: see $OUT/build.log"
 done

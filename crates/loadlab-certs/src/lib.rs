@@ -319,7 +319,10 @@ mod tests {
         let certs = CertDir::create(&["169.254.10.2".parse().unwrap()]).unwrap();
         let (cert, key, ca) = (certs.cert_path(), certs.key_path(), certs.ca_path());
         let key_text = std::fs::read_to_string(&key).unwrap();
-        assert!(key_text.starts_with("-----BEGIN PRIVATE KEY-----"), "PKCS#8");
+        assert!(
+            key_text.starts_with("-----BEGIN PRIVATE KEY-----"),
+            "PKCS#8"
+        );
         assert!(std::fs::read_to_string(&cert)
             .unwrap()
             .starts_with("-----BEGIN CERTIFICATE-----"));

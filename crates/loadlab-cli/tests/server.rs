@@ -523,7 +523,10 @@ fn a_lab_target_runs_over_https_with_a_throwaway_certificate() {
     let r = json_of(&out);
     assert_valid(&r);
     assert!(
-        r["target"]["url"].as_str().unwrap().starts_with("https://127.0.0.1:"),
+        r["target"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://127.0.0.1:"),
         "{}",
         r["target"]
     );
@@ -532,7 +535,10 @@ fn a_lab_target_runs_over_https_with_a_throwaway_certificate() {
     let (full, resumed) = (f(m, &["tls_full"]), f(m, &["tls_resumed"]));
     // A new connection per request: a handshake per request (each thread's first is full).
     assert!(full + resumed >= 200.0, "{full} full, {resumed} resumed");
-    assert!(resumed > 0.0 && full >= 1.0, "{full} full, {resumed} resumed");
+    assert!(
+        resumed > 0.0 && full >= 1.0,
+        "{full} full, {resumed} resumed"
+    );
     // The certificates lived as long as the run.
     let dir = stderr
         .lines()

@@ -191,7 +191,11 @@ impl Lab {
             mode: LimitsMode::BestEffort,
             readiness: Readiness::AddressLine,
             health_path: "/healthz".into(),
-            health_tls: options.tls.as_ref().map(ServeTls::client_config).transpose()?,
+            health_tls: options
+                .tls
+                .as_ref()
+                .map(ServeTls::client_config)
+                .transpose()?,
             timeout: options.ready_timeout,
             netns: None,
         };

@@ -206,7 +206,8 @@ impl Launch {
                         "GET {} did not answer 2xx within {:?}; if the server has no \
                          such path, pass --healthz PATH (one it answers 200 on), or allow more \
                          time with --startup-timeout",
-                        launched.health_url(), self.timeout
+                        launched.health_url(),
+                        self.timeout
                     ),
                 ));
             }
@@ -553,7 +554,8 @@ pub fn healthz_tls(addr: SocketAddr, path: &str, config: Arc<rustls::ClientConfi
         stream.set_read_timeout(Some(Duration::from_secs(2)))?;
         stream.set_write_timeout(Some(Duration::from_secs(2)))?;
         let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-        let connection = rustls::ClientConnection::new(config, name).map_err(std::io::Error::other)?;
+        let connection =
+            rustls::ClientConnection::new(config, name).map_err(std::io::Error::other)?;
         let mut tls = rustls::StreamOwned::new(connection, stream);
         write!(
             tls,

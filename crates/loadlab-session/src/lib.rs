@@ -145,9 +145,8 @@ impl Session {
             }
             let server_ip: Option<std::net::IpAddr> =
                 link.as_ref().map(|l| l.server_address().into());
-            let certs = loadlab_certs::CertDir::create(server_ip.as_slice()).map_err(|e| {
-                SessionError::Invalid(format!("--tls: {e}"))
-            })?;
+            let certs = loadlab_certs::CertDir::create(server_ip.as_slice())
+                .map_err(|e| SessionError::Invalid(format!("--tls: {e}")))?;
             run.tls.ca_pem = Some(certs.ca_pem().as_bytes().to_vec());
             notes.push(format!(
                 "serving HTTPS with a throwaway CA and certificate in {} (removed after the run)",

@@ -114,7 +114,9 @@ impl ServerSpec {
                     .into(),
             ));
         }
-        if self.upstream_ca.is_some() && !matches!(self.kind, ServerKind::Target { upstream: Some(ref u), .. } if u.starts_with("https://")) {
+        if self.upstream_ca.is_some()
+            && !matches!(self.kind, ServerKind::Target { upstream: Some(ref u), .. } if u.starts_with("https://"))
+        {
             return Err(SessionError::Invalid(
                 "--upstream-ca is the CA of an https:// --upstream: add --target NAME --upstream https://..."
                     .into(),
@@ -175,10 +177,7 @@ impl Server {
         certs: Option<&loadlab_certs::CertDir>,
     ) -> Result<(Server, String), SessionError> {
         let tls = certs.map(ServeTls::from_dir);
-        let health_tls = tls
-            .as_ref()
-            .map(ServeTls::client_config)
-            .transpose()?;
+        let health_tls = tls.as_ref().map(ServeTls::client_config).transpose()?;
         let host: std::net::IpAddr = match link {
             Some(link) => link.server_address().into(),
             None => [127, 0, 0, 1].into(),

@@ -84,9 +84,8 @@ async fn serve_connection<IO>(
 {
     // Set on the connection's first counted request, so the connection is counted once.
     let counted = Arc::new(AtomicBool::new(false));
-    let service = service_fn(move |req| {
-        answer(req, counters.clone(), counted.clone(), handshake, delay)
-    });
+    let service =
+        service_fn(move |req| answer(req, counters.clone(), counted.clone(), handshake, delay));
     // A client closing mid-request is its business, not an upstream failure.
     let _ = http1::Builder::new()
         .serve_connection(TokioIo::new(io), service)

@@ -21,7 +21,9 @@ async fn https_upstream() -> Fixture {
     let authority = Authority::new("upstream test CA").unwrap();
     let issued = authority.issue_loopback(&[]).unwrap();
     let tls = server_config_for(&issued, &[b"http/1.1"]).unwrap();
-    let upstream = Upstream::start(UpstreamConfig::with_tls(tls)).await.unwrap();
+    let upstream = Upstream::start(UpstreamConfig::with_tls(tls))
+        .await
+        .unwrap();
     assert!(upstream.url().starts_with("https://127.0.0.1:"));
     Fixture {
         upstream,

@@ -64,7 +64,10 @@ async fn stats_endpoint_serves_the_counters_without_counting_itself() {
     for _ in 0..2 {
         let (status, body) = get(&client(), &stats_url).await;
         assert_eq!(status, 200);
-        assert_eq!(&body[..], br#"{"requests":1,"connections":1,"tls_full":0,"tls_resumed":0}"#);
+        assert_eq!(
+            &body[..],
+            br#"{"requests":1,"connections":1,"tls_full":0,"tls_resumed":0}"#
+        );
     }
 }
 

@@ -212,8 +212,8 @@ mod tests {
 
     #[test]
     fn tls_needs_both_files_and_names_both_when_one_is_missing() {
-        let both = Config::from_lookup(env(&[("TLS_CERT", "c.pem"), ("TLS_KEY", "k.pem")]))
-            .unwrap();
+        let both =
+            Config::from_lookup(env(&[("TLS_CERT", "c.pem"), ("TLS_KEY", "k.pem")])).unwrap();
         assert!(both.tls.is_some());
         for half in [[("TLS_CERT", "c.pem")], [("TLS_KEY", "k.pem")]] {
             let message = Config::from_lookup(env(&half)).unwrap_err().to_string();

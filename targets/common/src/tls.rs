@@ -124,7 +124,10 @@ pub fn upstream_roots(ca: Option<&Path>) -> Result<Arc<rustls::RootCertStore>, E
                 })?;
             for cert in certs {
                 roots.add(cert).map_err(|e| {
-                    format!("UPSTREAM_CA={}: a certificate rustls refuses ({e})", path.display())
+                    format!(
+                        "UPSTREAM_CA={}: a certificate rustls refuses ({e})",
+                        path.display()
+                    )
                 })?;
             }
             if roots.is_empty() {

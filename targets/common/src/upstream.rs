@@ -91,7 +91,10 @@ fn new_client(roots: Option<&Arc<rustls::RootCertStore>>) -> AnyClient {
 impl UpstreamClient {
     /// `url` comes from `UPSTREAM_URL` (already validated by [`crate::Config`]); `ca` is
     /// `UPSTREAM_CA`, read only for an `https://` URL.
-    pub fn new(url: Option<&str>, ca: Option<&std::path::Path>) -> Result<Self, crate::startup::Error> {
+    pub fn new(
+        url: Option<&str>,
+        ca: Option<&std::path::Path>,
+    ) -> Result<Self, crate::startup::Error> {
         let url: Option<Uri> = url.and_then(|u| u.parse().ok());
         let roots = match &url {
             Some(u) if u.scheme_str() == Some("https") => Some(tls::upstream_roots(ca)?),

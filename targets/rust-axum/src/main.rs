@@ -24,10 +24,8 @@ fn main() -> ExitCode {
         match tls {
             None => axum::serve(listener, app).await?,
             Some(tls) => {
-                lab_common::tls::serve(listener, tls, move || {
-                    TowerToHyperService::new(app.clone())
-                })
-                .await?
+                lab_common::tls::serve(listener, tls, move || TowerToHyperService::new(app.clone()))
+                    .await?
             }
         }
         Ok(())

@@ -160,7 +160,11 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             upstream_ca,
             tls,
         } => {
-            if upstream_ca.is_some() && !upstream.as_deref().is_some_and(|u| u.starts_with("https://")) {
+            if upstream_ca.is_some()
+                && !upstream
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("https://"))
+            {
                 bail!("--upstream-ca is the CA of an https:// --upstream: give --upstream https://...");
             }
             let mut options = target.serve_options(upstream.clone())?;
@@ -188,8 +192,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             let ca_pem = cacert
                 .as_ref()
                 .map(|p| {
-                    std::fs::read(p)
-                        .with_context(|| format!("--cacert: cannot read {}; check the path", p.display()))
+                    std::fs::read(p).with_context(|| {
+                        format!("--cacert: cannot read {}; check the path", p.display())
+                    })
                 })
                 .transpose()?;
             let serve = flags.serve_options(None)?;

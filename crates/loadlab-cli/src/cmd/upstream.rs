@@ -44,7 +44,13 @@ pub struct UpstreamArgs {
     pub tls: bool,
     /// With --tls and no --tls-cert: write ca.pem, cert.pem and key.pem into this directory
     /// (kept after exit) instead of a temporary one removed at exit.
-    #[arg(long, value_name = "DIR", requires = "tls", conflicts_with = "tls_cert", help_heading = "TLS")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "tls",
+        conflicts_with = "tls_cert",
+        help_heading = "TLS"
+    )]
     pub tls_dir: Option<PathBuf>,
     /// With --tls: serve this PEM certificate chain instead of a throwaway one; needs --tls-key.
     #[arg(long, value_name = "FILE", requires_all = ["tls", "tls_key"], help_heading = "TLS")]

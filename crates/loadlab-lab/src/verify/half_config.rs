@@ -86,12 +86,18 @@ fn one_half(lab: &Lab, name: &str, serve: &ServeOptions, set: &str, path: &Path)
     let mut stderr = stderr;
     let _ = stderr.rewind();
     let _ = stderr.take(64 * 1024).read_to_string(&mut text);
-    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+    let first_line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .to_string();
     if status.code() != Some(2) {
         return fail(format!("{status}; stderr: {first_line:?}"));
     }
     if !(text.contains("TLS_CERT") && text.contains("TLS_KEY")) {
-        return fail(format!("exit status 2, but stderr does not name both: {first_line:?}"));
+        return fail(format!(
+            "exit status 2, but stderr does not name both: {first_line:?}"
+        ));
     }
     Outcome::Pass
 }

@@ -180,7 +180,15 @@ pub async fn verify_url(url: &str, options: &VerifyOptions) -> Result<Report, La
         }
         None => None,
     };
-    Ok(cases::run(url.to_string(), addr, &reference, upstream, target_tls, options).await)
+    Ok(cases::run(
+        url.to_string(),
+        addr,
+        &reference,
+        upstream,
+        target_tls,
+        options,
+    )
+    .await)
 }
 
 /// Starts the built target `name` with a mock upstream of its own, verifies it, and stops

@@ -47,11 +47,15 @@ impl Runner<'_> {
         }
         let endpoint = "TLS";
         // ALPN and the certificate, on one connection offering both protocols.
-        let both = match loadlab_certs::client_config(&tls.ca_pem, &[b"h2", b"http/1.1"], None)
-        {
+        let both = match loadlab_certs::client_config(&tls.ca_pem, &[b"h2", b"http/1.1"], None) {
             Ok(config) => config,
             Err(e) => {
-                self.fail(endpoint, "handshake", "a client trusting the CA", e.to_string());
+                self.fail(
+                    endpoint,
+                    "handshake",
+                    "a client trusting the CA",
+                    e.to_string(),
+                );
                 return summary;
             }
         };
@@ -100,7 +104,12 @@ impl Runner<'_> {
                 }
             }
             Err(e) => {
-                self.fail(endpoint, "handshake offering h2 and http/1.1 by ALPN", "a TLS handshake", e);
+                self.fail(
+                    endpoint,
+                    "handshake offering h2 and http/1.1 by ALPN",
+                    "a TLS handshake",
+                    e,
+                );
                 return summary;
             }
         }
@@ -149,7 +158,8 @@ impl Runner<'_> {
                 Err(e) if attempt == 0 => return format!("not offered: {e}"),
                 Err(e) => return format!("a new connection failed: {e}"),
             };
-            let resumed = stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+            let resumed =
+                stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
             // A whole exchange, so that TLS 1.3 tickets (sent after the handshake) are read
             // into the session store before the next connection.
             if let Err(e) = plaintext(stream, self.options.request_timeout).await {
