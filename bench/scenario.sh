@@ -5,7 +5,7 @@
 # (bar: >= 0.7x). The three loads run in turn, ROUNDS times, interleaved, so drift on a
 # noisy machine lands on all three; the ratio is of the medians.
 #
-#   bash bench/scenario.sh            # SECS=5 ROUNDS=3 CONNS=32
+#   bash bench/scenario.sh            # SECS=5 ROUNDS=3 CONNS=32; LOADLAB=path skips the build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-5}
@@ -13,8 +13,10 @@ ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-32}
 OUT=bench/out/scenario
 mkdir -p "$OUT"
-cargo build --release --locked -q -p loadlab-cli
-LOADLAB=target/release/loadlab
+if [ -z "${LOADLAB:-}" ]; then
+    cargo build --release --locked -q -p loadlab-cli
+    LOADLAB=target/release/loadlab
+fi
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$LOADLAB" upstream --port "$PORT" --threads 1 >"$OUT/upstream.log" 2>&1 &

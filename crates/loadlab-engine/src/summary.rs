@@ -259,10 +259,14 @@ pub fn plan(config: &RunConfig) -> String {
     } else {
         config.url.original.clone()
     };
+    // A scenario's steps carry their own methods and paths: its plan names the host only.
+    let method_and_target = match &config.scenario {
+        Some(run) if !run.implicit => config.url.original.trim_end_matches('/').to_string(),
+        _ => format!("{} {target}", config.method),
+    };
     format!(
-        "{} {}: {}, {} thread{}{}{}",
-        config.method,
-        target,
+        "{}: {}, {} thread{}{}{}",
+        method_and_target,
         load_model(config).plan,
         config.threads,
         if config.threads == 1 { "" } else { "s" },

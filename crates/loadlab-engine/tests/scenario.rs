@@ -57,9 +57,13 @@ fn json(status: u16, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The tokens a login server issued, and how many requests it rejected.
+type Issued = Arc<Mutex<HashSet<String>>>;
+type Rejected = Arc<Mutex<u64>>;
+
 /// A login that hands out a new token each time, a profile that rejects any other token, and
 /// a route that does not exist.
-fn login_server() -> (RouteServer, Arc<Mutex<HashSet<String>>>, Arc<Mutex<u64>>) {
+fn login_server() -> (RouteServer, Issued, Rejected) {
     let issued = Arc::new(Mutex::new(HashSet::new()));
     let rejected = Arc::new(Mutex::new(0u64));
     let (i, rj) = (issued.clone(), rejected.clone());

@@ -26,11 +26,22 @@ fn summary(r: &RunResult) -> String {
     let mut s = String::new();
     let m = &r.measured;
     let load = &r.load;
-    let _ = writeln!(
-        s,
-        "{} {}  ({})",
-        r.target.method, r.target.url, r.target.address
-    );
+    match &r.scenario {
+        Some(sc) => {
+            let _ = writeln!(
+                s,
+                "scenario `{}` against {}  ({})",
+                sc.name, r.target.url, r.target.address
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "{} {}  ({})",
+                r.target.method, r.target.url, r.target.address
+            );
+        }
+    }
     let warmup = if load.warmup_s > 0.0 {
         format!(", after a {}s warm-up (reported apart)", load.warmup_s)
     } else {
