@@ -401,7 +401,12 @@ fn a_lab_target_given_twice_the_cpu_sustains_about_twice_the_rate() {
     }
     let ratio = found[1] / found[0];
     eprintln!("rust-axum capacity at 0.25 and 0.5 cores: {found:?}, ratio {ratio:.2}");
-    assert!((1.6..=2.4).contains(&ratio), "{found:?}: ratio {ratio:.2}");
+    // About 2 on a quiet machine (1.9 to 2.2 measured). Other work on core 0 takes its share
+    // of the time the quota allows, and takes a bigger share of a smaller quota, so a busy
+    // machine pushes the ratio up (2.78 was seen with builds running): the bounds tell a
+    // search that follows the quota from one that ignores it (about 1), not a quiet machine
+    // from a busy one.
+    assert!((1.5..=3.5).contains(&ratio), "{found:?}: ratio {ratio:.2}");
 }
 
 #[test]
