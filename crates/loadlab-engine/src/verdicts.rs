@@ -88,9 +88,23 @@ pub(crate) fn verdicts(
         } else {
             0
         };
-        let due = (measured.requests.issued + measured.requests.not_sent).saturating_sub(abandoned);
+        // Stopped early, a request that fell due but was still waiting to be sent when the stop
+        // came is the stop's doing too (on a busy machine the thread notices it late).
+        let unsent_due = if outcome.interrupted {
+            0
+        } else {
+            measured.requests.not_sent
+        };
+        let due = (measured.requests.issued + unsent_due).saturating_sub(abandoned);
         let from = (config.warmup.as_nanos() / BUCKET.as_nanos()) as usize;
-        let to = ((config.warmup + ran).as_nanos() / BUCKET.as_nanos()) as usize;
+        // A run stopped part-way through a bucket keeps that bucket: its completions all came
+        // before the stop.
+        let end = (config.warmup + ran).as_nanos();
+        let to = if outcome.interrupted {
+            end.div_ceil(BUCKET.as_nanos())
+        } else {
+            end / BUCKET.as_nanos()
+        } as usize;
         let buckets = &outcome.recorder.timeline.buckets;
         let in_time: u64 = buckets
             .get(from.min(buckets.len())..to.min(buckets.len()))

@@ -44,6 +44,31 @@ impl Background {
     }
 }
 
+impl Background {
+    /// Binds 127.0.0.1:0 and hands every accepted connection (with Nagle off) to
+    /// `on_connection`, which returns the task that serves it; until dropped.
+    pub fn serve_each<F, Fut>(mut on_connection: F) -> Background
+    where
+        F: FnMut(tokio::net::TcpStream) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        Background::start(move |listener| async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(on_connection(stream));
+            }
+        })
+    }
+
+    /// An `http://` URL for `path` on this server.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+}
+
 impl Drop for Background {
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {

@@ -203,15 +203,9 @@ impl H2FrameServer {
         let counters = Arc::new(H2FrameCounters::default());
         let c = counters.clone();
         let script = Arc::new(script);
-        let background = Background::start(move |listener| async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                c.connections.fetch_add(1, Ordering::SeqCst);
-                let _ = stream.set_nodelay(true);
-                tokio::spawn(play(stream, script.clone(), c.clone()));
-            }
+        let background = Background::serve_each(move |stream| {
+            c.connections.fetch_add(1, Ordering::SeqCst);
+            play(stream, script.clone(), c.clone())
         });
         H2FrameServer {
             counters,
@@ -224,7 +218,7 @@ impl H2FrameServer {
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr(), path)
+        self.background.url(path)
     }
 
     pub fn counters(&self) -> &H2FrameCounters {

@@ -147,15 +147,9 @@ impl ScriptedServer {
         let counters = Arc::new(ScriptCounters::default());
         let c = counters.clone();
         let script = Arc::new(script);
-        let background = Background::start(move |listener| async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                c.accepted.fetch_add(1, Ordering::SeqCst);
-                let _ = stream.set_nodelay(true);
-                tokio::spawn(play(stream, script.clone(), c.clone()));
-            }
+        let background = Background::serve_each(move |stream| {
+            c.accepted.fetch_add(1, Ordering::SeqCst);
+            play(stream, script.clone(), c.clone())
         });
         ScriptedServer {
             counters,
@@ -168,7 +162,7 @@ impl ScriptedServer {
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr(), path)
+        self.background.url(path)
     }
 
     pub fn counters(&self) -> &ScriptCounters {
