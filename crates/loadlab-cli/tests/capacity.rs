@@ -112,8 +112,12 @@ fn a_single_server_with_a_fixed_service_time_is_found_at_one_over_that_time() {
         String::from_utf8_lossy(&out.stderr)
     );
     let c = estimate(&doc);
+    // 200/s exactly on a quiet machine. With both cores busy (four CPU hogs beside the test)
+    // it came out 186/s, between 172 and 200: loadlab's own threads wake late and the probes
+    // near the boundary judge a little low. The bounds still fail a search that is off by
+    // its tolerance twice over, or a fixture that is not a single server.
     assert!(
-        (190.0..=210.0).contains(&c),
+        (170.0..=210.0).contains(&c),
         "capacity {c}: {}",
         doc["verdict"]
     );

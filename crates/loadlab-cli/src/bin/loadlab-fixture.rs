@@ -16,9 +16,10 @@
 //! - `--cold-requests N --cold-delay-ms D`: the first N requests (health checks aside) wait
 //!   D ms each first (a cold start, counted in requests so that it does not depend on how long
 //!   the client took to start);
-//! - `--service-us N`: every request (health checks aside) is served in turn by one worker
-//!   that spins N µs on it: a single server with a fixed service time, so its capacity is
-//!   1,000,000 / N requests/s (for the capacity search's tests);
+//! - `--service-us N`: every request (health checks aside) is served in turn, N µs each (spun,
+//!   after a sleep in the queue): a single server with a fixed service time, so its capacity
+//!   is 1,000,000 / N requests/s (for the capacity search's tests), even when the OS wakes a
+//!   thread late;
 //! - `--token-bucket K`: answer `503` when more than K requests/s arrive (a token bucket
 //!   refilled at K/s, holding at most K/20 tokens);
 //! - `--accept-delay-ms N`: wait N ms before accepting each connection (a slow acceptor, so
@@ -147,7 +148,7 @@ fn main() {
         delay: Duration::from_millis(options.cold_delay_ms),
     });
     let limits = Arc::new(Limits {
-        service: Mutex::new(()),
+        service: Mutex::new(None),
         service_time: Duration::from_micros(options.service_us),
         bucket: (options.token_bucket > 0).then(|| {
             let most = (options.token_bucket as f64 / 20.0).max(1.0);
@@ -172,8 +173,8 @@ fn main() {
 
 /// A known capacity: one request served at a time for a fixed time, or a token bucket.
 struct Limits {
-    /// Held while a request is served: one request at a time.
-    service: Mutex<()>,
+    /// When the last request queued departs (or departed): one request served at a time.
+    service: Mutex<Option<Instant>>,
     service_time: Duration,
     bucket: Option<Mutex<Bucket>>,
 }
@@ -311,9 +312,26 @@ fn serve(
             leak.lock().unwrap_or_else(|p| p.into_inner()).push(block);
         }
         if !health && !limits.service_time.is_zero() {
-            let _turn = limits.service.lock().unwrap_or_else(|p| p.into_inner());
-            let until = Instant::now() + limits.service_time;
-            while Instant::now() < until {
+            // One server with a fixed service time, as queueing theory draws it: a request
+            // starts when it arrives or when the one before it departs, whichever is later,
+            // and departs one service time after. Kept as departure times rather than a lock
+            // held while spinning, so that a thread the OS wakes late (a busy machine) delays
+            // its own answer, not the start of every request queued behind it: the capacity
+            // stays 1 / service time. The wait in the queue sleeps; the service spins, so the
+            // server's CPU shows the work.
+            let (start, done) = {
+                let mut last = limits.service.lock().unwrap_or_else(|p| p.into_inner());
+                let now = Instant::now();
+                let start = last.map_or(now, |departed| departed.max(now));
+                let done = start + limits.service_time;
+                *last = Some(done);
+                (start, done)
+            };
+            let now = Instant::now();
+            if start > now {
+                std::thread::sleep(start - now);
+            }
+            while Instant::now() < done {
                 std::hint::spin_loop();
             }
         }

@@ -18,7 +18,7 @@ use serde::Serialize;
 /// New connections tried per TLS version after the first, before calling it "full handshake":
 /// a server with several processes (each with its own ticket keys) may land a connection on
 /// another process than the one that issued the ticket.
-const RESUME_ATTEMPTS: usize = 4;
+const RESUME_ATTEMPTS: usize = 16;
 
 /// What the TLS checks saw.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
