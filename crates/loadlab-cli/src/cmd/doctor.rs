@@ -45,8 +45,12 @@ impl Args for DoctorArgs {
 }
 
 fn adapt(cmd: Command) -> Command {
-    cmd.mut_arg("url", |a| {
-        a.required(false)
+    // Run's URL is required unless --scenario is given; here it is optional outright, so the
+    // argument is made anew rather than adjusted (clap cannot unset `required_unless_present`).
+    cmd.mut_arg("url", |_| {
+        clap::Arg::new("url")
+            .value_name("URL")
+            .required(false)
             .default_value("")
             .hide_default_value(true)
             .help("The URL the run would load (optional: without it the target is unknown)")
