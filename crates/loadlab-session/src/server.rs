@@ -369,9 +369,13 @@ pub fn cpus(list: &[usize]) -> String {
 /// `kill -9` of loadlab). A pipeline, a list or a compound command runs as written; its
 /// processes are still stopped with the run's process group when loadlab ends normally.
 fn exec_if_simple(cmd: &str) -> String {
+    // Shell keywords, and the builtins that no program stands in for (`exec exit 3` fails
+    // with "exit: not found" where `exit 3` exits 3).
     const KEYWORDS: &[&str] = &[
         "if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done", "case", "esac",
-        "{", "}", "!", "[[", "exec", "function", "select",
+        "{", "}", "!", "[[", "exec", "function", "select", "exit", "return", "break", "continue",
+        ".", "source", "eval", "set", "shift", "trap", "unset", "export", "readonly", "local",
+        "cd", "wait", "ulimit", "umask", "read", "alias", "command", "times",
     ];
     let first = cmd.split_whitespace().next().unwrap_or("");
     let simple = !first.is_empty()
@@ -409,6 +413,8 @@ mod exec_tests {
             "exec ./server",
             "if true; then ./server; fi",
             "(./server)",
+            "exit 3",
+            "cd dir",
             "",
         ] {
             assert_eq!(exec_if_simple(kept), kept);
