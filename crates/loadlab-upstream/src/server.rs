@@ -1,7 +1,8 @@
 //! The accept loop and the one service. It must not interpret requests beyond `/__stats`: a
-//! mock that did would start to be a second target.
+//! mock that did would start to be a second target. A connection that opens with HTTP/2's
+//! preface goes to the gRPC side ([`crate::grpc`]); everything else is HTTP/1.1.
 
-use crate::{Counters, UpstreamConfig, UpstreamError, RESPONSE_BODY, STATS_PATH};
+use crate::{grpc, Counters, UpstreamConfig, UpstreamError, RESPONSE_BODY, STATS_PATH};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -48,6 +49,9 @@ pub async fn run(
         let counters = counters.clone();
         let delay = config.delay;
         connections.spawn(async move {
+            if grpc::opens_with_h2_preface(&stream).await {
+                return grpc::serve_connection(stream, counters, delay).await;
+            }
             // Set on the connection's first counted request, so the connection is counted once.
             let counted = Arc::new(AtomicBool::new(false));
             let service =

@@ -1,5 +1,6 @@
-//! The counters: requests answered and connections that carried them. Counting connections
-//! (not just requests) is the point of this crate: missing pooling shows up as a number.
+//! The counters: requests answered and connections that carried them, for HTTP/1.1 and for
+//! gRPC apart (plus gRPC's HTTP/2 streams). Counting connections (not just requests) is the
+//! point of this crate: missing pooling shows up as a number.
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +16,9 @@ pub struct Counters {
 struct Inner {
     requests: AtomicU64,
     connections: AtomicU64,
+    grpc_requests: AtomicU64,
+    grpc_connections: AtomicU64,
+    grpc_streams: AtomicU64,
 }
 
 impl Counters {
@@ -23,6 +27,9 @@ impl Counters {
         Stats {
             requests: self.inner.requests.load(Ordering::Acquire),
             connections: self.inner.connections.load(Ordering::Acquire),
+            grpc_requests: self.inner.grpc_requests.load(Ordering::Acquire),
+            grpc_connections: self.inner.grpc_connections.load(Ordering::Acquire),
+            grpc_streams: self.inner.grpc_streams.load(Ordering::Acquire),
         }
     }
 
@@ -33,9 +40,22 @@ impl Counters {
     pub(crate) fn add_connection(&self) {
         self.inner.connections.fetch_add(1, Ordering::AcqRel);
     }
+
+    pub(crate) fn add_grpc_request(&self) {
+        self.inner.grpc_requests.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn add_grpc_connection(&self) {
+        self.inner.grpc_connections.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn add_grpc_stream(&self) {
+        self.inner.grpc_streams.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
-/// What `/__stats` serves: `{"requests":R,"connections":C}`.
+/// What `/__stats` serves:
+/// `{"requests":R,"connections":C,"grpc_requests":G,"grpc_connections":H,"grpc_streams":S}`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     /// Requests answered, other than `/__stats` itself.
@@ -43,6 +63,16 @@ pub struct Stats {
     /// Accepted connections that carried at least one counted request (so a connection used
     /// only to read `/__stats` does not count).
     pub connections: u64,
+    /// gRPC calls answered (`loadlab.upstream.v1.Upstream/Call`).
+    #[serde(default)]
+    pub grpc_requests: u64,
+    /// HTTP/2 connections that carried at least one gRPC call.
+    #[serde(default)]
+    pub grpc_connections: u64,
+    /// HTTP/2 streams opened on them, calls or not: a unary client opens one per call, so
+    /// more streams than calls means calls to other methods (answered `UNIMPLEMENTED`).
+    #[serde(default)]
+    pub grpc_streams: u64,
 }
 
 impl Stats {
@@ -51,12 +81,21 @@ impl Stats {
         Stats {
             requests: self.requests.saturating_sub(earlier.requests),
             connections: self.connections.saturating_sub(earlier.connections),
+            grpc_requests: self.grpc_requests.saturating_sub(earlier.grpc_requests),
+            grpc_connections: self.grpc_connections.saturating_sub(earlier.grpc_connections),
+            grpc_streams: self.grpc_streams.saturating_sub(earlier.grpc_streams),
         }
     }
 
     /// Requests per connection: 1.0 means no reuse at all; `None` before any connection.
     pub fn reuse_ratio(&self) -> Option<f64> {
         (self.connections > 0).then(|| self.requests as f64 / self.connections as f64)
+    }
+
+    /// gRPC calls per connection, likewise.
+    pub fn grpc_reuse_ratio(&self) -> Option<f64> {
+        (self.grpc_connections > 0)
+            .then(|| self.grpc_requests as f64 / self.grpc_connections as f64)
     }
 }
 
@@ -69,20 +108,31 @@ mod tests {
         let before = Stats {
             requests: 2,
             connections: 1,
+            grpc_requests: 1,
+            grpc_connections: 1,
+            grpc_streams: 1,
         };
         let after = Stats {
             requests: 26,
             connections: 2,
+            grpc_requests: 9,
+            grpc_connections: 1,
+            grpc_streams: 10,
         };
         let delta = after.since(&before);
         assert_eq!(
             delta,
             Stats {
                 requests: 24,
-                connections: 1
+                connections: 1,
+                grpc_requests: 8,
+                grpc_connections: 0,
+                grpc_streams: 9,
             }
         );
         assert_eq!(delta.reuse_ratio(), Some(24.0));
+        assert_eq!(delta.grpc_reuse_ratio(), None);
+        assert_eq!(after.grpc_reuse_ratio(), Some(9.0));
         assert_eq!(Stats::default().reuse_ratio(), None);
     }
 
@@ -91,8 +141,17 @@ mod tests {
         let json = serde_json::to_string(&Stats {
             requests: 8,
             connections: 8,
+            grpc_requests: 3,
+            grpc_connections: 1,
+            grpc_streams: 3,
         })
         .unwrap();
-        assert_eq!(json, r#"{"requests":8,"connections":8}"#);
+        assert_eq!(
+            json,
+            r#"{"requests":8,"connections":8,"grpc_requests":3,"grpc_connections":1,"grpc_streams":3}"#
+        );
+        // A reader of an older upstream's counters (no gRPC) still parses them.
+        let old: Stats = serde_json::from_str(r#"{"requests":1,"connections":1}"#).unwrap();
+        assert_eq!(old.grpc_requests, 0);
     }
 }

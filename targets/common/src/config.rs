@@ -20,6 +20,8 @@ pub struct Config {
     pub backlog: u32,
     /// Base URL of the upstream `/upstream` calls; `None` makes `/upstream` answer 503.
     pub upstream_url: Option<String>,
+    /// `http://HOST:PORT` of the gRPC upstream `/upstream-grpc` calls; `None` makes it 503.
+    pub upstream_grpc_url: Option<String>,
     /// Where `templates/`, `posts/` and `VERSION` live.
     pub content_dir: PathBuf,
 }
@@ -95,6 +97,19 @@ impl Config {
                 });
             }
         }
+        let upstream_grpc_url = lookup("UPSTREAM_GRPC_URL").filter(|v| !v.is_empty());
+        if let Some(url) = &upstream_grpc_url {
+            let has_authority = url
+                .parse::<hyper::Uri>()
+                .is_ok_and(|u| u.authority().is_some());
+            if !url.starts_with("http://") || !has_authority {
+                return Err(ConfigError {
+                    var: "UPSTREAM_GRPC_URL",
+                    value: url.clone(),
+                    expected: "an http:// URL such as http://127.0.0.1:9100 (gRPC without TLS)",
+                });
+            }
+        }
         let content_dir = lookup("CONTENT_DIR")
             .filter(|v| !v.is_empty())
             .map_or_else(|| PathBuf::from("../content"), PathBuf::from);
@@ -104,6 +119,7 @@ impl Config {
             workers,
             backlog,
             upstream_url,
+            upstream_grpc_url,
             content_dir,
         })
     }
@@ -159,5 +175,12 @@ mod tests {
             .starts_with("PORT=\"http\" is not valid: set it to"));
         assert!(Config::from_lookup(env(&[("WORKERS", "0")])).is_err());
         assert!(Config::from_lookup(env(&[("UPSTREAM_URL", "ftp://x")])).is_err());
+        let err = Config::from_lookup(env(&[("UPSTREAM_GRPC_URL", "127.0.0.1:9100")])).unwrap_err();
+        assert_eq!(err.var, "UPSTREAM_GRPC_URL");
+        let ok = Config::from_lookup(env(&[("UPSTREAM_GRPC_URL", "http://127.0.0.1:9100")]));
+        assert_eq!(
+            ok.unwrap().upstream_grpc_url.as_deref(),
+            Some("http://127.0.0.1:9100")
+        );
     }
 }

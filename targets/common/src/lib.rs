@@ -5,12 +5,14 @@
 //!
 //! Layout:
 //! - [`config`]: the environment a target reads (`PORT`, `HOST`, `WORKERS`, `BACKLOG`,
-//!   `UPSTREAM_URL`, `CONTENT_DIR`).
+//!   `UPSTREAM_URL`, `UPSTREAM_GRPC_URL`, `CONTENT_DIR`).
 //! - [`params`]: query-string parsing with the contract's maxima; bad input becomes a
 //!   [`params::BadParam`] that targets turn into a 400.
 //! - [`workload`]: the bodies of `/plaintext`, `/json`, `/compute`, `/bytes`.
 //! - [`site`]: the portfolio (templates and Markdown posts from `targets/content`).
 //! - [`upstream`]: the pooled and per-call clients behind `/upstream`.
+//! - [`upstream_grpc`]: the pooled and per-call gRPC channels behind `/upstream-grpc`, and the
+//!   endpoint itself ([`upstream_grpc::respond`]).
 //! - [`startup`]: the shared [`AppState`], the runtime with `WORKERS` threads, binding with
 //!   `BACKLOG`, the `listening on ADDR` line, and exit status 2 on any start-up error.
 
@@ -19,6 +21,7 @@ pub mod params;
 pub mod site;
 pub mod startup;
 pub mod upstream;
+pub mod upstream_grpc;
 pub mod workload;
 
 pub use config::Config;
@@ -26,3 +29,4 @@ pub use params::{BadParam, Params};
 pub use site::Site;
 pub use startup::AppState;
 pub use upstream::{ClientMode, UpstreamClient, UpstreamError};
+pub use upstream_grpc::GrpcUpstreamClient;

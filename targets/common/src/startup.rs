@@ -7,7 +7,7 @@
 //! framework that runs its own runtime and binds itself (actix-web) uses [`run`],
 //! [`AppState::load`] and [`announce`].
 
-use crate::{Config, Site, UpstreamClient};
+use crate::{Config, GrpcUpstreamClient, Site, UpstreamClient};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -23,6 +23,8 @@ pub struct AppState {
     pub site: Site,
     /// The pooled client behind `/upstream` (and the upstream's address).
     pub upstream: UpstreamClient,
+    /// The gRPC channel behind `/upstream-grpc` (made on its first call).
+    pub upstream_grpc: GrpcUpstreamClient,
 }
 
 impl AppState {
@@ -31,6 +33,7 @@ impl AppState {
         Ok(AppState {
             site: Site::load(&config.content_dir)?,
             upstream: UpstreamClient::new(config.upstream_url.as_deref()),
+            upstream_grpc: GrpcUpstreamClient::new(config.upstream_grpc_url.as_deref()),
         })
     }
 }

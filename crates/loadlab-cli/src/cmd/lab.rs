@@ -49,7 +49,9 @@ pub enum LabCommand {
         name: String,
         #[command(flatten)]
         target: TargetFlags,
-        /// UPSTREAM_URL for /upstream, e.g. the URL `loadlab upstream` printed.
+        /// UPSTREAM_URL for /upstream, e.g. the URL `loadlab upstream` printed; an http:// URL
+        /// also sets UPSTREAM_GRPC_URL to its host and port (the mock upstream serves gRPC on
+        /// the same port).
         #[arg(long, value_name = "URL")]
         upstream: Option<String>,
     },
@@ -64,6 +66,10 @@ pub enum LabCommand {
         /// /__stats counts its calls.
         #[arg(long, value_name = "URL")]
         upstream: Option<String>,
+        /// With a URL: the server does not implement /upstream-grpc (by name, the target's
+        /// `capabilities` in target.toml say so), so its checks are skipped.
+        #[arg(long)]
+        no_upstream_grpc: bool,
         /// Print the report as JSON (every check, passed or not).
         #[arg(long)]
         json: bool,
@@ -142,17 +148,22 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             target,
             flags,
             upstream,
+            no_upstream_grpc,
             json,
         } => {
             let is_url = target.starts_with("http://") || target.starts_with("https://");
             if !is_url && upstream.is_some() {
                 bail!("--upstream is for `verify URL`; `verify {target}` starts a mock upstream of its own");
             }
+            if !is_url && *no_upstream_grpc {
+                bail!("--no-upstream-grpc is for `verify URL`; `verify {target}` reads the target's capabilities from its target.toml");
+            }
             let serve = flags.serve_options(None)?;
             let lab = lab()?;
             let options = VerifyOptions {
                 content_dir: Some(lab.content_dir()),
                 upstream_url: upstream.clone(),
+                upstream_grpc: !no_upstream_grpc,
                 ..VerifyOptions::default()
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -184,8 +195,8 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:<20} {:<10} {:<12} {:<10} {:<8} STATE",
-        "NAME", "LANGUAGE", "FRAMEWORK", "VERSION", "WARM-UP"
+        "{:<20} {:<10} {:<12} {:<10} {:<8} {:<14} STATE",
+        "NAME", "LANGUAGE", "FRAMEWORK", "VERSION", "WARM-UP", "CAPABILITIES"
     );
     for row in &rows {
         let state = match &row.state {
@@ -197,8 +208,13 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
             }
             state => state.label().to_string(),
         };
+        let capabilities = if row.capabilities.is_empty() {
+            "-".to_string()
+        } else {
+            row.capabilities.join(",")
+        };
         println!(
-            "{:<20} {:<10} {:<12} {:<10} {:<8} {state}",
+            "{:<20} {:<10} {:<12} {:<10} {:<8} {capabilities:<14} {state}",
             row.name,
             row.language,
             row.framework,
@@ -270,6 +286,16 @@ fn print_report(report: &Report, json: bool) -> anyhow::Result<()> {
             upstream.pooled_reuse_ratio.unwrap_or(0.0),
             upstream.per_call.requests,
             upstream.per_call.connections
+        );
+    }
+    if let Some(grpc) = &report.upstream_grpc {
+        println!(
+            "upstream gRPC: pooled {} calls over {} connections ({} streams); per-call {} calls over {} connections",
+            grpc.pooled.grpc_requests,
+            grpc.pooled.grpc_connections,
+            grpc.pooled.grpc_streams,
+            grpc.per_call.grpc_requests,
+            grpc.per_call.grpc_connections
         );
     }
     let (passed, failed, skipped) = report.counts();

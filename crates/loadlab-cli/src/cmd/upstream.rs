@@ -1,7 +1,9 @@
 //! `loadlab upstream`: the mock upstream as a standalone server, for targets started by hand
 //! or by a benchmark (`UPSTREAM_URL=http://127.0.0.1:9100/`). Every path answers `ok` after
-//! `--delay`; `/__stats` serves `{"requests":R,"connections":C}`. Ctrl-C stops it and prints
-//! the final counters. Exit codes: 0 stopped by Ctrl-C; 2 could not start.
+//! `--delay`; `/__stats` serves `{"requests":R,"connections":C,"grpc_requests":..,...}`. The
+//! same port serves the unary gRPC method `loadlab.upstream.v1.Upstream/Call` to HTTP/2
+//! clients (`UPSTREAM_GRPC_URL=http://127.0.0.1:9100`). Ctrl-C stops it and prints the final
+//! counters. Exit codes: 0 stopped by Ctrl-C; 2 could not start.
 
 use anyhow::Context as _;
 use clap::Args;
@@ -12,8 +14,9 @@ use std::time::Duration;
 
 #[derive(Debug, Args)]
 #[command(
-    about = "Run the mock upstream: answers `ok` after a delay and counts requests and connections",
-    after_help = "Counters: GET /__stats. Exit codes: 0 stopped by Ctrl-C; 2 could not start."
+    about = "Run the mock upstream: answers `ok` after a delay (HTTP/1.1, and gRPC on the same port) and counts requests and connections",
+    after_help = "Counters: GET /__stats. gRPC: loadlab.upstream.v1.Upstream/Call over HTTP/2 without TLS on the same port \
+                  (crates/loadlab-upstream/proto/upstream.proto). Exit codes: 0 stopped by Ctrl-C; 2 could not start."
 )]
 pub struct UpstreamArgs {
     /// Port to listen on (0 picks a free one; the address is printed first).
@@ -60,8 +63,10 @@ pub fn run(args: UpstreamArgs) -> anyhow::Result<ExitCode> {
         let addr = listener.local_addr()?;
         println!("listening on {addr}");
         eprintln!(
-            "mock upstream: every path answers `ok` after {}; counters on http://{addr}/__stats; Ctrl-C stops it",
-            humantime::format_duration(config.delay)
+            "mock upstream: every path answers `ok` after {}; gRPC {} on the same port \
+             (UPSTREAM_GRPC_URL=http://{addr}); counters on http://{addr}/__stats; Ctrl-C stops it",
+            humantime::format_duration(config.delay),
+            loadlab_upstream::grpc::CALL_PATH,
         );
         serve_upstream(listener, config.clone(), counters.clone(), async {
             let _ = stop_rx.await;
@@ -70,8 +75,12 @@ pub fn run(args: UpstreamArgs) -> anyhow::Result<ExitCode> {
     })?;
     let stats = counters.snapshot();
     eprintln!(
-        "stopped after {} requests over {} connections",
-        stats.requests, stats.connections
+        "stopped after {} requests over {} connections; gRPC: {} calls over {} connections ({} streams)",
+        stats.requests,
+        stats.connections,
+        stats.grpc_requests,
+        stats.grpc_connections,
+        stats.grpc_streams
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,5 @@
 //! The contract, as a sequence of requests. Order matters: the plain endpoints first, then
-//! `Date`, keep-alive, echo, the portfolio and `/upstream`, and the bad inputs last, each
+//! `Date`, keep-alive, echo, the portfolio, `/upstream` and `/upstream-grpc`, and the bad inputs last, each
 //! followed by a liveness check, so a target that crashes on bad input still gets every other
 //! finding reported.
 
@@ -45,12 +45,16 @@ pub(super) async fn run(
     runner.echo().await;
     runner.portfolio(reference).await;
     let upstream = runner.upstream(upstream_stats).await;
+    let upstream_grpc = runner
+        .upstream_grpc(upstream_stats, options.upstream_grpc)
+        .await;
     runner.bad_inputs().await;
     Report {
         target,
         addr,
         checks: runner.checks,
         upstream,
+        upstream_grpc,
     }
 }
 
@@ -316,7 +320,7 @@ impl Runner<'_> {
 
     /// After a bad request: a fresh connection must still get `/healthz`. If not, the target
     /// crashed or hung on that input; later requests are skipped.
-    async fn still_serving(&mut self, after: &str) {
+    pub(super) async fn still_serving(&mut self, after: &str) {
         if self.down.is_some() {
             return;
         }

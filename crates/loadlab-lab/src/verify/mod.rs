@@ -8,6 +8,9 @@ mod cases;
 pub mod client;
 pub mod expect;
 mod upstream_checks;
+mod upstream_grpc_checks;
+
+pub use upstream_grpc_checks::GrpcSummary;
 
 use crate::content::ReferenceSite;
 use crate::lab::Lab;
@@ -27,6 +30,9 @@ pub struct VerifyOptions {
     /// The base URL of the mock upstream the server calls (`verify_url` only; `verify_target`
     /// starts its own). Without it the `/upstream` checks are skipped.
     pub upstream_url: Option<String>,
+    /// Whether the server implements `/upstream-grpc` (the manifest's `upstream-grpc`
+    /// capability; `verify_target` reads it from there). When false its checks are skipped.
+    pub upstream_grpc: bool,
     /// Longest wait for any one response.
     pub request_timeout: Duration,
     /// Longest wait for `Date` to change, counted after the first second.
@@ -38,6 +44,7 @@ impl Default for VerifyOptions {
         VerifyOptions {
             content_dir: None,
             upstream_url: None,
+            upstream_grpc: true,
             request_timeout: Duration::from_secs(10),
             date_change_timeout: Duration::from_secs(2),
         }
@@ -83,6 +90,8 @@ pub struct Report {
     pub addr: SocketAddr,
     pub checks: Vec<Check>,
     pub upstream: Option<UpstreamSummary>,
+    /// The same for `/upstream-grpc`, when it was checked.
+    pub upstream_grpc: Option<GrpcSummary>,
 }
 
 impl Report {
@@ -135,8 +144,9 @@ pub async fn verify_url(url: &str, options: &VerifyOptions) -> Result<Report, La
     Ok(cases::run(url.to_string(), addr, &reference, stats_addr, options).await)
 }
 
-/// Starts the built target `name` with a mock upstream of its own, verifies it, and stops
-/// both. `serve` sets workers, backlog and timeouts; its upstream URL is replaced.
+/// Starts the built target `name` with a mock upstream of its own (HTTP and gRPC on one port),
+/// verifies it, and stops both. `serve` sets workers, backlog and timeouts; its upstream URL is
+/// replaced; `options.upstream_grpc` is replaced by the manifest's capability.
 pub async fn verify_target(
     lab: &Lab,
     name: &str,
@@ -149,6 +159,9 @@ pub async fn verify_target(
             .clone()
             .unwrap_or_else(|| lab.content_dir()),
     )?;
+    let mut options = options.clone();
+    options.upstream_grpc = lab.target(name)?.has(crate::manifest::UPSTREAM_GRPC);
+    let options = &options;
     let upstream = Upstream::start(UpstreamConfig::default()).await?;
     let mut serve = serve.clone();
     serve.upstream_url = Some(upstream.url());

@@ -114,7 +114,7 @@ impl Runner<'_> {
         })
     }
 
-    fn count(&mut self, endpoint: &str, what: &str, expected: u64, got: Result<u64, String>) {
+    pub(super) fn count(&mut self, endpoint: &str, what: &str, expected: u64, got: Result<u64, String>) {
         match got {
             Ok(n) if n == expected => self.record(endpoint, what, Outcome::Pass),
             Ok(n) => self.fail(endpoint, what, expected.to_string(), n.to_string()),
@@ -124,18 +124,18 @@ impl Runner<'_> {
 }
 
 /// Reads `/__stats` from the mock upstream; its own requests are not counted there.
-struct StatsReader {
+pub(super) struct StatsReader {
     probe: Probe,
 }
 
 impl StatsReader {
-    fn new(addr: SocketAddr, timeout: Duration) -> Self {
+    pub(super) fn new(addr: SocketAddr, timeout: Duration) -> Self {
         StatsReader {
             probe: Probe::new(addr, timeout),
         }
     }
 
-    async fn read(&mut self) -> Result<Stats, String> {
+    pub(super) async fn read(&mut self) -> Result<Stats, String> {
         let reply = self
             .probe
             .send(Method::GET, loadlab_upstream::STATS_PATH, SendBody::Empty)
@@ -146,7 +146,7 @@ impl StatsReader {
     }
 }
 
-fn delta(before: &Result<Stats, String>, after: &Result<Stats, String>) -> Result<Stats, String> {
+pub(super) fn delta(before: &Result<Stats, String>, after: &Result<Stats, String>) -> Result<Stats, String> {
     match (before, after) {
         (Ok(b), Ok(a)) => Ok(a.since(b)),
         (Err(e), _) | (_, Err(e)) => Err(e.clone()),

@@ -1,0 +1,192 @@
+//! The `/upstream-grpc` checks: the reply, the 400 rule, and the gRPC counts read from the mock
+//! upstream's `/__stats` (the same port serves both protocols). A pooled channel is one
+//! connection for the process, so after its first call no pooled round may add a connection;
+//! a channel per call is one connection per call. A target whose manifest does not declare the
+//! `upstream-grpc` capability gets every check here as a visible skip, not a failure.
+
+use super::cases::Runner;
+use super::expect::{Expect, JSON};
+use super::upstream_checks::{delta, StatsReader};
+use super::Outcome;
+use loadlab_upstream::Stats;
+use serde::Serialize;
+use std::net::SocketAddr;
+
+/// What the mock upstream's gRPC method answers (`BytesValue{"ok"}`): 2 bytes per call.
+const REPLY_BYTES: u32 = loadlab_upstream::RESPONSE_BODY.len() as u32;
+const CALLS: u32 = 8;
+/// Pooled rounds after the first: each must reuse the channel's one connection.
+const MORE_POOLED_ROUNDS: u32 = 2;
+
+/// The requests this module sends, for skips and the 400 rule.
+const BAD_INPUTS: [&str; 4] = [
+    "/upstream-grpc?calls=-1",
+    "/upstream-grpc?calls=65",
+    "/upstream-grpc?calls=",
+    "/upstream-grpc?calls=1&client=shared",
+];
+
+/// Connection reuse seen by the mock upstream's gRPC side during the `/upstream-grpc` checks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GrpcSummary {
+    /// Traffic caused by the pooled `/upstream-grpc?calls=8` requests.
+    pub pooled: Stats,
+    /// Traffic caused by the `client=per-call` request.
+    pub per_call: Stats,
+    /// gRPC calls per connection with the pooled channel.
+    pub pooled_reuse_ratio: Option<f64>,
+}
+
+fn body(calls: u32, client: &str) -> String {
+    format!(
+        "{{\"calls\":{calls},\"client\":\"{client}\",\"upstream_bytes\":{}}}",
+        calls * REPLY_BYTES
+    )
+}
+
+impl Runner<'_> {
+    /// Runs the checks, or records why they were skipped: `implemented` is the manifest's
+    /// capability (always true for `verify URL` unless told otherwise).
+    pub(super) async fn upstream_grpc(
+        &mut self,
+        stats_addr: Option<SocketAddr>,
+        implemented: bool,
+    ) -> Option<GrpcSummary> {
+        let pooled_path = format!("/upstream-grpc?calls={CALLS}");
+        let per_call_path = format!("/upstream-grpc?calls={CALLS}&client=per-call");
+        let skip = match (implemented, stats_addr) {
+            (false, _) => Some(
+                "the target does not implement /upstream-grpc (its target.toml lacks \
+                 capabilities = [\"upstream-grpc\"])",
+            ),
+            (true, None) => Some(
+                "no mock upstream to count calls: pass the mock upstream the server calls \
+                 (--upstream URL)",
+            ),
+            (true, Some(_)) => None,
+        };
+        let (Some(stats_addr), None) = (stats_addr, skip) else {
+            let reason = skip.unwrap_or_default();
+            for path in [&pooled_path, &per_call_path] {
+                self.record(
+                    &format!("GET {path}"),
+                    "upstream gRPC calls",
+                    Outcome::Skip {
+                        reason: reason.into(),
+                    },
+                );
+            }
+            if !implemented {
+                for path in BAD_INPUTS {
+                    let skipped = Outcome::Skip {
+                        reason: reason.into(),
+                    };
+                    self.record(&format!("GET {path}"), "status", skipped);
+                }
+            }
+            return None;
+        };
+        let mut stats = StatsReader::new(stats_addr, self.options.request_timeout);
+
+        let before = stats.read().await;
+        self.get("/upstream-grpc?calls=0", Expect::ok(JSON, body(0, "pooled")))
+            .await;
+        let after_zero = stats.read().await;
+        self.count(
+            "GET /upstream-grpc?calls=0",
+            "upstream gRPC calls",
+            0,
+            delta(&before, &after_zero).map(|d| d.grpc_requests),
+        );
+
+        let endpoint = format!("GET {pooled_path}");
+        self.get(&pooled_path, Expect::ok(JSON, body(CALLS, "pooled")))
+            .await;
+        let after_first = stats.read().await;
+        for _ in 0..MORE_POOLED_ROUNDS {
+            self.get(&pooled_path, Expect::ok(JSON, body(CALLS, "pooled")))
+                .await;
+        }
+        let after_pooled = stats.read().await;
+        let pooled = delta(&after_zero, &after_pooled);
+        self.calls_and_streams(&endpoint, CALLS * (1 + MORE_POOLED_ROUNDS), &pooled);
+        // The first round may open the channel's connection (or find it open already, when
+        // `verify URL` meets a server that has called before); later rounds must not add any.
+        match delta(&after_zero, &after_first) {
+            Ok(d) if d.grpc_connections <= 1 => self.record(
+                &endpoint,
+                "upstream gRPC connections in the first round",
+                Outcome::Pass,
+            ),
+            Ok(d) => self.fail(
+                &endpoint,
+                "upstream gRPC connections in the first round",
+                "at most 1 (one channel for the process, connected once)",
+                format!("{} connections for {} calls", d.grpc_connections, d.grpc_requests),
+            ),
+            Err(e) => self.fail(
+                &endpoint,
+                "upstream gRPC connections in the first round",
+                "the mock upstream's counters",
+                e,
+            ),
+        }
+        self.count(
+            &endpoint,
+            "upstream gRPC connections in later rounds (the channel's connection reused)",
+            0,
+            delta(&after_first, &after_pooled).map(|d| d.grpc_connections),
+        );
+
+        self.get(&per_call_path, Expect::ok(JSON, body(CALLS, "per-call")))
+            .await;
+        let after_per_call = stats.read().await;
+        let per_call = delta(&after_pooled, &after_per_call);
+        let endpoint = format!("GET {per_call_path}");
+        self.calls_and_streams(&endpoint, CALLS, &per_call);
+        self.count(
+            &endpoint,
+            "upstream gRPC connections (a channel per call)",
+            u64::from(CALLS),
+            per_call
+                .as_ref()
+                .map(|d| d.grpc_connections)
+                .map_err(Clone::clone),
+        );
+        self.count(
+            &endpoint,
+            "upstream HTTP/1.1 requests during the gRPC checks",
+            0,
+            delta(&after_zero, &after_per_call).map(|d| d.requests),
+        );
+
+        for path in BAD_INPUTS {
+            self.get(path, Expect::bad_request()).await;
+            self.still_serving(&format!("GET {path}")).await;
+        }
+
+        let pooled = pooled.ok()?;
+        Some(GrpcSummary {
+            pooled,
+            per_call: per_call.ok()?,
+            pooled_reuse_ratio: pooled.grpc_reuse_ratio(),
+        })
+    }
+
+    /// `calls` gRPC calls, each its own HTTP/2 stream (a retry would show as an extra stream).
+    fn calls_and_streams(&mut self, endpoint: &str, calls: u32, seen: &Result<Stats, String>) {
+        let seen = seen.as_ref().map_err(Clone::clone);
+        self.count(
+            endpoint,
+            "upstream gRPC calls",
+            u64::from(calls),
+            seen.clone().map(|d| d.grpc_requests),
+        );
+        self.count(
+            endpoint,
+            "upstream gRPC streams (one per unary call)",
+            u64::from(calls),
+            seen.map(|d| d.grpc_streams),
+        );
+    }
+}
