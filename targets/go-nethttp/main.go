@@ -1,6 +1,7 @@
 // The loadlab reference target on Go's standard library net/http (../CONTRACT.md): a
 // ServeMux with method patterns, the default http.Server, and one shared http.Client for
-// /upstream. Nothing outside the standard library.
+// /upstream. Nothing outside the standard library, but grpc-go for /upstream-grpc
+// (upstream_grpc.go).
 package main
 
 import (
@@ -24,6 +25,7 @@ type config struct {
 	host, port, contentDir string
 	workers, backlog       int
 	upstream               string
+	upstreamGRPC           string // HOST:PORT from UPSTREAM_GRPC_URL, "" when unset
 }
 
 // configError reports a bad variable with its fix and exits 2, as the contract asks.
@@ -58,6 +60,7 @@ func readConfig() config {
 		backlog:    positive("BACKLOG", 1024),
 		upstream:   os.Getenv("UPSTREAM_URL"),
 	}
+	c.upstreamGRPC = grpcUpstreamTarget(os.Getenv("UPSTREAM_GRPC_URL"))
 	if _, err := strconv.ParseUint(c.port, 10, 16); err != nil {
 		configError("PORT must be a port number from 0 to 65535, got %q", c.port)
 	}
@@ -266,6 +269,7 @@ func routes(s *site, c config) http.Handler {
 		}
 		jsonReply(w, upstreamReply{calls, mode, total})
 	})
+	registerUpstreamGRPC(mux, c.upstreamGRPC)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		html(w, 200, s.homePage())
 	})
