@@ -51,7 +51,12 @@ async fn verify_passes(name: &str) {
     if has_grpc {
         let grpc = report.upstream_grpc.expect("the gRPC summary");
         assert_eq!(grpc.pooled.grpc_requests, 24, "{name}: {grpc:?}");
-        assert_eq!(grpc.pooled.grpc_connections, 1, "{name}: one channel: {grpc:?}");
+        // One channel per process: the Rust targets have one process; Node's cluster and the
+        // Python servers' two worker processes have a channel each.
+        assert!(
+            (1..=2).contains(&grpc.pooled.grpc_connections),
+            "{name}: one channel per process: {grpc:?}"
+        );
         assert_eq!(grpc.per_call.grpc_connections, 8, "{name}: {grpc:?}");
         eprintln!("{name}: upstream gRPC {grpc:?}");
     }
