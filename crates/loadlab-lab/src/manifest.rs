@@ -200,13 +200,19 @@ mod tests {
 
     #[test]
     fn capabilities_are_checked_against_the_known_ones() {
-        let with = MINIMAL.replace("sources", "capabilities = [\"upstream-grpc\"]\n        sources");
+        let with = MINIMAL.replace(
+            "sources",
+            "capabilities = [\"upstream-grpc\"]\n        sources",
+        );
         let target = Target {
             manifest: parse(&with).unwrap(),
             dir: PathBuf::from("/lab/go-nethttp"),
         };
         assert!(target.has(UPSTREAM_GRPC));
-        let typo = MINIMAL.replace("sources", "capabilities = [\"upstream-grcp\"]\n        sources");
+        let typo = MINIMAL.replace(
+            "sources",
+            "capabilities = [\"upstream-grcp\"]\n        sources",
+        );
         let err = parse(&typo).unwrap_err();
         assert!(
             err.contains("\"upstream-grcp\"") && err.contains("use upstream-grpc"),

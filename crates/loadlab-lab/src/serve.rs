@@ -202,7 +202,10 @@ mod tests {
     fn the_grpc_url_is_the_upstreams_scheme_host_and_port() {
         let cases = [
             ("http://127.0.0.1:9100/", Some("http://127.0.0.1:9100")),
-            ("http://127.0.0.1:9100/some/path?x=1", Some("http://127.0.0.1:9100")),
+            (
+                "http://127.0.0.1:9100/some/path?x=1",
+                Some("http://127.0.0.1:9100"),
+            ),
             ("http://[::1]:9100", Some("http://[::1]:9100")),
             ("http://localhost/", Some("http://localhost")),
             ("https://127.0.0.1:9443/", None),

@@ -76,10 +76,7 @@ pub(crate) async fn serve_connection(stream: TcpStream, counters: Counters, dela
         .await;
 }
 
-async fn dispatch(
-    req: hyper::Request<Incoming>,
-    call: Call,
-) -> hyper::Response<tonic::body::Body> {
+async fn dispatch(req: hyper::Request<Incoming>, call: Call) -> hyper::Response<tonic::body::Body> {
     if req.uri().path() != CALL_PATH {
         return Status::unimplemented(format!(
             "the mock upstream serves one gRPC method, {CALL_PATH}; got {}",

@@ -82,7 +82,9 @@ impl Stats {
             requests: self.requests.saturating_sub(earlier.requests),
             connections: self.connections.saturating_sub(earlier.connections),
             grpc_requests: self.grpc_requests.saturating_sub(earlier.grpc_requests),
-            grpc_connections: self.grpc_connections.saturating_sub(earlier.grpc_connections),
+            grpc_connections: self
+                .grpc_connections
+                .saturating_sub(earlier.grpc_connections),
             grpc_streams: self.grpc_streams.saturating_sub(earlier.grpc_streams),
         }
     }

@@ -54,7 +54,10 @@ async fn one_channel_is_one_connection_however_many_calls() {
         }
         let delta = upstream.stats().since(&before);
         assert_eq!(delta.grpc_requests, calls, "{delta:?}");
-        assert_eq!(delta.grpc_streams, calls, "one stream per unary call: {delta:?}");
+        assert_eq!(
+            delta.grpc_streams, calls,
+            "one stream per unary call: {delta:?}"
+        );
         // The first batch opens the channel's connection; later ones only reuse it.
         let expected_connections = u64::from(calls == 1);
         assert_eq!(delta.grpc_connections, expected_connections, "{delta:?}");
@@ -62,7 +65,11 @@ async fn one_channel_is_one_connection_however_many_calls() {
     let total = upstream.stats();
     assert_eq!(total.grpc_connections, 1);
     assert_eq!(total.grpc_reuse_ratio(), Some(41.0));
-    assert_eq!((total.requests, total.connections), (0, 0), "no HTTP/1.1 traffic");
+    assert_eq!(
+        (total.requests, total.connections),
+        (0, 0),
+        "no HTTP/1.1 traffic"
+    );
 }
 
 #[tokio::test]
@@ -116,7 +123,11 @@ async fn another_method_is_unimplemented_and_only_a_stream() {
     assert!(status.message().contains(CALL_PATH), "{status:?}");
     let stats = upstream.stats();
     assert_eq!(
-        (stats.grpc_requests, stats.grpc_connections, stats.grpc_streams),
+        (
+            stats.grpc_requests,
+            stats.grpc_connections,
+            stats.grpc_streams
+        ),
         (0, 0, 1)
     );
 }
@@ -124,11 +135,15 @@ async fn another_method_is_unimplemented_and_only_a_stream() {
 #[tokio::test]
 async fn a_preface_split_over_two_writes_is_still_http2() {
     let upstream = Upstream::start(UpstreamConfig::default()).await.unwrap();
-    let mut raw = tokio::net::TcpStream::connect(upstream.addr()).await.unwrap();
+    let mut raw = tokio::net::TcpStream::connect(upstream.addr())
+        .await
+        .unwrap();
     raw.set_nodelay(true).unwrap();
     raw.write_all(b"PR").await.unwrap();
     tokio::task::yield_now().await;
-    raw.write_all(b"I * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
+    raw.write_all(b"I * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
     // An empty SETTINGS frame completes the client preface.
     raw.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
     // The server's preface is a SETTINGS frame (type 4 on stream 0), not an HTTP/1.1 answer.

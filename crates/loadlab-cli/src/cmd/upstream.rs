@@ -59,7 +59,10 @@ pub fn run(args: UpstreamArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
-            .map_err(|source| UpstreamError::Bind { addr: config.addr, source })?;
+            .map_err(|source| UpstreamError::Bind {
+                addr: config.addr,
+                source,
+            })?;
         let addr = listener.local_addr()?;
         println!("listening on {addr}");
         eprintln!(

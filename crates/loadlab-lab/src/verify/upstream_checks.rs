@@ -114,7 +114,13 @@ impl Runner<'_> {
         })
     }
 
-    pub(super) fn count(&mut self, endpoint: &str, what: &str, expected: u64, got: Result<u64, String>) {
+    pub(super) fn count(
+        &mut self,
+        endpoint: &str,
+        what: &str,
+        expected: u64,
+        got: Result<u64, String>,
+    ) {
         match got {
             Ok(n) if n == expected => self.record(endpoint, what, Outcome::Pass),
             Ok(n) => self.fail(endpoint, what, expected.to_string(), n.to_string()),
@@ -146,7 +152,10 @@ impl StatsReader {
     }
 }
 
-pub(super) fn delta(before: &Result<Stats, String>, after: &Result<Stats, String>) -> Result<Stats, String> {
+pub(super) fn delta(
+    before: &Result<Stats, String>,
+    after: &Result<Stats, String>,
+) -> Result<Stats, String> {
     match (before, after) {
         (Ok(b), Ok(a)) => Ok(a.since(b)),
         (Err(e), _) | (_, Err(e)) => Err(e.clone()),

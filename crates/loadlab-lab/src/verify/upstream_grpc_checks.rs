@@ -89,8 +89,11 @@ impl Runner<'_> {
         let mut stats = StatsReader::new(stats_addr, self.options.request_timeout);
 
         let before = stats.read().await;
-        self.get("/upstream-grpc?calls=0", Expect::ok(JSON, body(0, "pooled")))
-            .await;
+        self.get(
+            "/upstream-grpc?calls=0",
+            Expect::ok(JSON, body(0, "pooled")),
+        )
+        .await;
         let after_zero = stats.read().await;
         self.count(
             "GET /upstream-grpc?calls=0",

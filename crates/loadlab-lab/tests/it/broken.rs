@@ -186,7 +186,10 @@ async fn a_broken_target_fails_with_each_broken_endpoint_named() {
     // The upstream checks ran through the proxy and passed; the gRPC ones ran and counted.
     assert!(report.upstream.is_some());
     let grpc = report.upstream_grpc.expect("the gRPC summary");
-    assert_eq!((grpc.pooled.grpc_requests, grpc.pooled.grpc_connections), (24, 24));
+    assert_eq!(
+        (grpc.pooled.grpc_requests, grpc.pooled.grpc_connections),
+        (24, 24)
+    );
 }
 
 #[tokio::test]

@@ -44,7 +44,9 @@ async fn verify_passes(name: &str) {
     // By name, the only checks that may be skipped are /upstream-grpc's, and only when the
     // manifest does not declare it.
     assert!(
-        skips.iter().all(|c| !has_grpc && c.endpoint.contains("/upstream-grpc")),
+        skips
+            .iter()
+            .all(|c| !has_grpc && c.endpoint.contains("/upstream-grpc")),
         "{name}: unexpected skips: {skips:?}"
     );
     assert_eq!(skipped == 0, has_grpc, "{name}: {skips:?}");
@@ -263,14 +265,22 @@ async fn upstream_grpc_counts_connections_and_streams_for_every_rust_target() {
         }
         let pooled = upstream.stats();
         assert_eq!(
-            (pooled.grpc_requests, pooled.grpc_streams, pooled.grpc_connections),
+            (
+                pooled.grpc_requests,
+                pooled.grpc_streams,
+                pooled.grpc_connections
+            ),
             (73, 73, 1),
             "{name}: a pooled channel is one connection: {pooled:?}"
         );
         assert_eq!(pooled.requests, 0, "{name}: no HTTP/1.1 calls: {pooled:?}");
 
         // Per call: a channel, so a connection, per call.
-        let (status, body) = get(&client, &format!("{base}/upstream-grpc?calls=5&client=per-call")).await;
+        let (status, body) = get(
+            &client,
+            &format!("{base}/upstream-grpc?calls=5&client=per-call"),
+        )
+        .await;
         assert_eq!(status, 200, "{name}");
         assert_eq!(
             &body[..],
@@ -293,7 +303,11 @@ async fn upstream_grpc_without_a_url_is_503() {
     built_lab();
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
     let target = serve("rust-hyper", None);
-    let (status, body) = get(&client, &format!("{}/upstream-grpc?calls=1", target.base_url())).await;
+    let (status, body) = get(
+        &client,
+        &format!("{}/upstream-grpc?calls=1", target.base_url()),
+    )
+    .await;
     assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
 }
 
