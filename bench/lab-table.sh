@@ -6,6 +6,13 @@
 # Before the first column each target also gets the warm-up its manifest recommends (30 s for
 # the JVM targets), unmeasured.
 #
+# Two HTTPS columns (issue 19): the target started again with `lab serve --tls` (a throwaway
+# CA and certificate; TLS_CERT/TLS_KEY), /plaintext over HTTPS with keep-alive, and with a new
+# connection (so a TLS handshake) per request (`--no-keepalive`; loadlab resumes sessions, as
+# a browser would): requests/s (p99), and for the second the handshakes per second and the
+# share of them that resumed a session. A target that does not serve HTTPS (it did not
+# become healthy over TLS) gets "-" in both.
+#
 # A second table, reliability: after those columns, the same target (still one worker on core 0,
 # its default listen backlog) gets a short closed-loop run on /plaintext at each of
 # RELIABILITY_CONNECTIONS (1,000 and 2,500, post 001's highest settings), RELIABILITY_SECS
@@ -41,8 +48,11 @@ if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" -lt "$nofile_needed" ];
     ulimit -Sn "$(ulimit -Hn)"
 fi
 
-cargo build --release -q -p loadlab-cli
-LOADLAB=$PWD/target/release/loadlab
+# LOADLAB=path/to/loadlab runs that binary instead of building this checkout's.
+if [ -z "${LOADLAB:-}" ]; then
+    cargo build --release -q -p loadlab-cli
+    LOADLAB=$PWD/target/release/loadlab
+fi
 OUT=$PWD/bench/out/lab-table-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 "$LOADLAB" lab build all > "$OUT/build.log" 2>&1 || echo "some targets did not build: see $OUT/build.log"
@@ -84,13 +94,60 @@ taskset -c "$LOAD_CPU" "$LOADLAB" upstream --port 0 --threads 1 > "$OUT/upstream
 pids+=($!)
 UPSTREAM="http://$(first_match "$OUT/upstream.log" '^listening on ' | awk '{print $3}')"
 
-load() { # url name -> "rps p99_ms bad"
-    taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c50 -d "${SECS}s" --warmup 1s --json "$OUT/$2.json" "$1"
+# loadlab exits non-zero when nothing succeeded (python-starlette's per-call column, for one) and
+# writes its result all the same: that is a cell of the table, not a reason to stop the script.
+load() { # url name [run flags...] -> "rps p99_ms bad"
+    local url=$1 name=$2
+    shift 2
+    rm -f "$OUT/$name.json"
+    taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c50 -d "${SECS}s" --warmup 1s "$@" --json "$OUT/$name.json" "$url" \
+        > "$OUT/$name.log" 2>&1 || true
+    if [ ! -s "$OUT/$name.json" ]; then echo "0 - 1"; return; fi
     python3 -c "
 import json,sys; r=json.load(open(sys.argv[1])); m=r['measured']
 ok=sum(v for k,v in m['status_codes'].items() if k.startswith('2'))
-print(round(m['requests']['per_second']), round(m['latency_us']['p99']/1000, 2) if m['latency_us'] else '-', m['requests']['failed'] + m['requests']['completed'] - ok)
-" "$OUT/$2.json"
+print(round(m['requests']['per_second']), round(m['latency_us']['p99']/1000, 2) if m['latency_us'] else '-', m['requests']['failed'] + m['requests']['completed'] - ok + r.get('in_flight_at_end', 0) * (m['requests']['completed'] == 0))
+" "$OUT/$name.json"
+}
+# Handshakes per second and the resumed share of a run over TLS -> "per_s resumed_percent".
+handshakes() { # name
+    if [ ! -s "$OUT/$1.json" ]; then echo "0 0"; return; fi
+    python3 -c "
+import json,sys; m=json.load(open(sys.argv[1]))['measured']
+n=m['tls_full']+m['tls_resumed']
+print(round(n/m['duration_s']), round(100*m['tls_resumed']/n) if n else 0)
+" "$OUT/$1.json"
+}
+# The HTTPS columns of target $1 -> two table cells.
+https_columns() { # target
+    local log="$OUT/$1-tls.log" pid url cacert
+    "$LOADLAB" lab serve "$1" --tls --pin "$TARGET_CPU" --workers 1 --ready-timeout "${TLS_READY_TIMEOUT:-60s}" > "$log" 2>&1 &
+    pid=$!
+    for _ in $(seq 900); do
+        grep -q '^cacert ' "$log" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if ! grep -q '^cacert ' "$log" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+        echo "- (no HTTPS: $(grep -m1 -iE 'error|did not' "$log" | cut -c1-80)) | - |"
+        return
+    fi
+    url=$(grep -m1 '^https://' "$log")
+    cacert=$(grep -m1 '^cacert ' "$log" | cut -d' ' -f2-)
+    local warm
+    warm=$(warmup_of "$1")
+    if [ "$warm" -gt 1 ]; then
+        taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c50 -d "${warm}s" --cacert "$cacert" "$url/plaintext" >/dev/null
+    fi
+    local k_rps k_p99 k_bad n_rps n_p99 n_bad hs resumed
+    read -r k_rps k_p99 k_bad < <(load "$url/plaintext" "$1-https" --cacert "$cacert")
+    read -r n_rps n_p99 n_bad < <(load "$url/plaintext" "$1-https-new" --cacert "$cacert" --no-keepalive)
+    read -r hs resumed < <(handshakes "$1-https-new")
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    local extra=""
+    [ $((k_bad + n_bad)) -gt 0 ] && extra=" ($((k_bad + n_bad)) non-2xx or failed)"
+    echo "$(fmt "$k_rps") ($k_p99 ms) | $(fmt "$n_rps") ($n_p99 ms), $(fmt "$hs") handshakes/s, ${resumed}% resumed$extra |"
 }
 # A closed-loop run of RELIABILITY_SECS at $3 connections -> one row of the reliability table.
 # loadlab exits 2 when no request succeeded and 3 when the server died, and writes its result
@@ -126,8 +183,8 @@ stats() { curl -s "$UPSTREAM/__stats" | python3 -c "import json,sys; s=json.load
 fmt() { python3 -c "import sys; print(f'{int(sys.argv[1]):,}')" "$1"; }
 
 {
-    echo '| target | idle RSS | /plaintext req/s (p99) | /json req/s (p99) | /upstream?calls=8 pooled: req/s (p99), upstream conns | per-call client: req/s (p99), upstream conns |'
-    echo '|---|---|---|---|---|---|'
+    echo '| target | idle RSS | /plaintext req/s (p99) | /json req/s (p99) | /upstream?calls=8 pooled: req/s (p99), upstream conns | per-call client: req/s (p99), upstream conns | HTTPS /plaintext, keep-alive: req/s (p99) | HTTPS, new connection per request: req/s (p99), handshakes/s, resumed |'
+    echo '|---|---|---|---|---|---|---|---|'
 } > "$OUT/table.md"
 {
     echo "Reliability: /plaintext, closed loop, ${RELIABILITY_SECS} s per row, no warm-up, request timeout ${RELIABILITY_TIMEOUT}; one worker on one core, default backlog."
@@ -158,8 +215,9 @@ for t in $TARGETS; do
         reliability "$URL/plaintext" "$t" "$c" >> "$OUT/reliability.md"
     done
     kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
+    https=$(https_columns "$t")
     bad=$((p_bad + j_bad + u_bad + c_bad))
-    row="| $t | $rss MiB | $(fmt "$p_rps") ($p_p99 ms) | $(fmt "$j_rps") ($j_p99 ms) | $(fmt "$u_rps") ($u_p99 ms), $(fmt $((c1 - c0))) conns for $(fmt $((r1 - r0))) calls | $(fmt "$c_rps") ($c_p99 ms), $(fmt $((c2 - c1))) conns for $(fmt $((r2 - r1))) calls |"
+    row="| $t | $rss MiB | $(fmt "$p_rps") ($p_p99 ms) | $(fmt "$j_rps") ($j_p99 ms) | $(fmt "$u_rps") ($u_p99 ms), $(fmt $((c1 - c0))) conns for $(fmt $((r1 - r0))) calls | $(fmt "$c_rps") ($c_p99 ms), $(fmt $((c2 - c1))) conns for $(fmt $((r2 - r1))) calls | $https"
     [ "$bad" -gt 0 ] && row="$row ($bad non-2xx or failed)"
     echo "$row" | tee -a "$OUT/table.md"
 done

@@ -1,10 +1,14 @@
 // The loadlab reference target on Go's standard library net/http (../CONTRACT.md): a
 // ServeMux with method patterns, the default http.Server, and one shared http.Client for
-// /upstream. Nothing outside the standard library, but grpc-go for /upstream-grpc
-// (upstream_grpc.go).
+// /upstream. Over HTTPS (TLS_CERT, TLS_KEY) the same server runs ServeTLS with crypto/tls
+// (HTTP/1.1 and HTTP/2 by ALPN, session tickets on, as the standard library defaults); an
+// https:// UPSTREAM_URL is called trusting UPSTREAM_CA. Nothing outside the standard library,
+// but grpc-go for /upstream-grpc (upstream_grpc.go).
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +30,10 @@ type config struct {
 	workers, backlog       int
 	upstream               string
 	upstreamGRPC           string // HOST:PORT from UPSTREAM_GRPC_URL, "" when unset
+	// UPSTREAM_CA: the CA file an https:// upstream's certificate chains to.
+	upstreamCA string
+	// TLS_CERT and TLS_KEY: serve HTTPS only.
+	tlsCert, tlsKey string
 }
 
 // configError reports a bad variable with its fix and exits 2, as the contract asks.
@@ -59,6 +67,12 @@ func readConfig() config {
 		workers:    positive("WORKERS", runtime.NumCPU()),
 		backlog:    positive("BACKLOG", 1024),
 		upstream:   os.Getenv("UPSTREAM_URL"),
+		upstreamCA: os.Getenv("UPSTREAM_CA"),
+		tlsCert:    os.Getenv("TLS_CERT"),
+		tlsKey:     os.Getenv("TLS_KEY"),
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		configError("TLS_CERT and TLS_KEY go together: set both (a PEM certificate chain and its PEM private key) to serve HTTPS, or neither for plain HTTP; got TLS_CERT=%q TLS_KEY=%q", c.tlsCert, c.tlsKey)
 	}
 	c.upstreamGRPC = grpcUpstreamTarget(os.Getenv("UPSTREAM_GRPC_URL"))
 	if _, err := strconv.ParseUint(c.port, 10, 16); err != nil {
@@ -68,8 +82,8 @@ func readConfig() config {
 		configError("HOST must be an IP address such as 127.0.0.1, got %q", c.host)
 	}
 	if c.upstream != "" {
-		if u, err := url.Parse(c.upstream); err != nil || u.Scheme != "http" || u.Host == "" {
-			configError("UPSTREAM_URL must be an http:// URL such as http://127.0.0.1:9100/, got %q", c.upstream)
+		if u, err := url.Parse(c.upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			configError("UPSTREAM_URL must be an http:// or https:// URL such as http://127.0.0.1:9100/, got %q", c.upstream)
 		}
 	}
 	return c
@@ -147,14 +161,35 @@ func callUpstream(client *http.Client, url string) (int64, error) {
 	return n, nil
 }
 
+// upstreamRoots is the pool an https:// upstream's certificate must chain to: UPSTREAM_CA's
+// certificates, or nil (the system's roots) when it is unset.
+func upstreamRoots(c config) *x509.CertPool {
+	if c.upstreamCA == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(c.upstreamCA)
+	if err != nil {
+		configError("UPSTREAM_CA=%s: cannot read it: %v (give a PEM file of CA certificates)", c.upstreamCA, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		configError("UPSTREAM_CA=%s: holds no PEM certificate (give a PEM file of CA certificates)", c.upstreamCA)
+	}
+	return pool
+}
+
 func routes(s *site, c config) http.Handler {
+	roots := upstreamRoots(c)
 	// The one pooled client of the process: net/http's Transport keeps idle connections,
 	// but by default only 2 per host (DefaultMaxIdleConnsPerHost). Under concurrent load
 	// that closes and reopens most upstream connections (measured: 15,018 connections for
-	// 37,136 calls at 50 concurrent requests), so production setups raise it.
+	// 37,136 calls at 50 concurrent requests), so production setups raise it. Over HTTPS it
+	// also keeps TLS sessions (crypto/tls resumes only with a ClientSessionCache), so a new
+	// pooled connection resumes instead of paying a full handshake.
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConns = 1024
 	transport.MaxIdleConnsPerHost = 1024
+	transport.TLSClientConfig = &tls.Config{RootCAs: roots, ClientSessionCache: tls.NewLRUClientSessionCache(0)}
 	pooled := &http.Client{Transport: transport, Timeout: 30 * time.Second}
 	bytesBuf := make([]byte, 10485760)
 	for i := range bytesBuf {
@@ -253,8 +288,9 @@ func routes(s *site, c config) http.Handler {
 			client := pooled
 			var fresh *http.Transport
 			if mode == "per-call" {
-				// A client per call, dropped after it: the mistake post 004 found.
-				fresh = &http.Transport{}
+				// A client per call, dropped after it: the mistake post 004 found. Its TLS
+				// configuration is new too (no session cache): a full handshake every call.
+				fresh = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
 				client = &http.Client{Transport: fresh, Timeout: 30 * time.Second}
 			}
 			n, err := callUpstream(client, c.upstream)
@@ -308,9 +344,23 @@ func main() {
 	if err != nil {
 		configError("cannot listen on %s: %v (pick another PORT or HOST)", net.JoinHostPort(c.host, c.port), err)
 	}
-	fmt.Fprintf(os.Stdout, "listening on %s\n", ln.Addr())
 	server := &http.Server{Handler: routes(s, c)}
-	if err := server.Serve(ln); err != nil {
+	if c.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			configError("TLS_CERT=%s, TLS_KEY=%s: cannot load the certificate and key: %v (give a PEM certificate chain and its PEM private key)", c.tlsCert, c.tlsKey, err)
+		}
+		// crypto/tls's defaults: TLS 1.2 and 1.3, session tickets on; ServeTLS adds h2 and
+		// http/1.1 to ALPN.
+		server.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+	}
+	fmt.Fprintf(os.Stdout, "listening on %s\n", ln.Addr())
+	if c.tlsCert != "" {
+		err = server.ServeTLS(ln, "", "")
+	} else {
+		err = server.Serve(ln)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -3,7 +3,9 @@
 // configuration from the environment, the 400 rule, /compute, /bytes and the upstream calls.
 // Shared by node-http and node-express (each manifest hashes ../node-common).
 
+const fs = require('node:fs');
 const http = require('node:http');
+const https = require('node:https');
 const os = require('node:os');
 const net = require('node:net');
 
@@ -30,7 +32,24 @@ function readConfig() {
     backlog: positive('BACKLOG', 1024),
     upstream: env.UPSTREAM_URL || null,
     contentDir: env.CONTENT_DIR ?? '../content',
+    // TLS_CERT and TLS_KEY (read below): serve HTTPS only.
+    tls: null,
+    // UPSTREAM_CA's certificates, for an https:// upstream (undefined: the system's roots).
+    upstreamCa: undefined,
   };
+  const cert = env.TLS_CERT || null;
+  const key = env.TLS_KEY || null;
+  if ((cert === null) !== (key === null)) {
+    configError(`TLS_CERT and TLS_KEY go together: set both (a PEM certificate chain and its PEM private key) to serve HTTPS, or neither for plain HTTP; got TLS_CERT=${JSON.stringify(cert ?? '')} TLS_KEY=${JSON.stringify(key ?? '')}`);
+  }
+  const read = (name, path) => {
+    try {
+      return fs.readFileSync(path);
+    } catch (e) {
+      return configError(`${name}=${path}: cannot read it: ${e.message}`);
+    }
+  };
+  if (cert !== null) config.tls = { cert: read('TLS_CERT', cert), key: read('TLS_KEY', key) };
   if (!/^[0-9]+$/.test(config.port) || Number(config.port) > 65535) {
     configError(`PORT must be a port number from 0 to 65535, got ${JSON.stringify(config.port)}`);
   }
@@ -45,9 +64,10 @@ function readConfig() {
     } catch {
       url = null;
     }
-    if (!url || url.protocol !== 'http:') {
-      configError(`UPSTREAM_URL must be an http:// URL such as http://127.0.0.1:9100/, got ${JSON.stringify(config.upstream)}`);
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      configError(`UPSTREAM_URL must be an http:// or https:// URL such as http://127.0.0.1:9100/, got ${JSON.stringify(config.upstream)}`);
     }
+    if (url.protocol === 'https:' && env.UPSTREAM_CA) config.upstreamCa = read('UPSTREAM_CA', env.UPSTREAM_CA);
   }
   return config;
 }
@@ -87,15 +107,24 @@ function blockThread(ms) {
   Atomics.wait(blockCell, 0, 0, ms);
 }
 
-// The process-wide pooled client: one keep-alive Agent, created at startup.
-const pooledAgent = new http.Agent({ keepAlive: true });
-
 class UpstreamError extends Error {}
+
+// An Agent for `url`'s scheme: over https it trusts `ca` (UPSTREAM_CA) and keeps its own TLS
+// session cache (node:https's default), so a pooled agent resumes sessions and a new agent
+// starts with none.
+function agentFor(url, ca, keepAlive) {
+  return url.startsWith('https:') ? new https.Agent({ keepAlive, ca }) : new http.Agent({ keepAlive });
+}
+
+// The process-wide pooled client: one keep-alive Agent, created on the first call (the URL
+// and CA come from the configuration) and shared by every call after it.
+let pooledAgent = null;
 
 // One GET to `url`, body read to the end; resolves to the body length.
 function get(url, agent) {
+  const client = url.startsWith('https:') ? https : http;
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { agent }, (res) => {
+    const req = client.get(url, { agent }, (res) => {
       let length = 0;
       res.on('data', (chunk) => (length += chunk.length));
       res.on('end', () => {
@@ -111,12 +140,15 @@ function get(url, agent) {
   });
 }
 
-// N sequential calls; per-call mode makes a fresh non-keep-alive Agent for each.
-async function callUpstream(url, calls, client) {
+// N sequential calls to config.upstream; per-call mode makes a fresh non-keep-alive Agent
+// (over https with a fresh session cache: a full handshake) for each.
+async function callUpstream(config, calls, client) {
+  const url = config.upstream;
+  pooledAgent ??= agentFor(url, config.upstreamCa, true);
   let bytes = 0;
   for (let i = 0; i < calls; i++) {
     if (client === 'per-call') {
-      const agent = new http.Agent({ keepAlive: false });
+      const agent = agentFor(url, config.upstreamCa, false);
       try {
         bytes += await get(url, agent);
       } finally {

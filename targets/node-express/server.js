@@ -49,7 +49,7 @@ function makeApp(site) {
     const client = c.parseClient(first(req.query.client));
     if (!config.upstream) return text(res, 503, 'UPSTREAM_URL is not set');
     try {
-      res.json(await c.callUpstream(config.upstream, calls, client));
+      res.json(await c.callUpstream(config, calls, client));
     } catch (e) {
       if (!(e instanceof c.UpstreamError)) throw e;
       text(res, 502, `upstream call failed: ${e.message}`);

@@ -46,7 +46,7 @@ function makeHandler(site) {
       const calls = c.parseParam('calls', q.get('calls') ?? undefined, c.LIMITS.calls);
       const client = c.parseClient(q.get('client') ?? undefined);
       if (!config.upstream) return text(res, 503, 'UPSTREAM_URL is not set');
-      c.callUpstream(config.upstream, calls, client).then(
+      c.callUpstream(config, calls, client).then(
         (reply) => json(res, reply),
         (e) => text(res, 502, `upstream call failed: ${e.message}`),
       );

@@ -4,6 +4,7 @@ the environment, the 400 rule, and the /compute and /bytes payloads. Shared by t
 
 import os
 import socket
+import ssl
 import sys
 
 MAX_DELAY_MS = 10_000
@@ -31,7 +32,21 @@ def _positive(name: str, default: int) -> int:
     return int(raw)
 
 
+def _file(name: str) -> str | None:
+    """A variable naming a file: None when unset or empty; its absolute path when readable."""
+    raw = os.environ.get(name)
+    if not raw:
+        return None
+    if not os.path.isfile(raw) or not os.access(raw, os.R_OK):
+        config_error(f"{name}={raw} is not a readable file: point it at a PEM file, or unset it")
+    return os.path.abspath(raw)
+
+
 class Config:
+    """The contract's variables, checked. `tls_cert` and `tls_key` are both None (plain HTTP) or
+    both readable PEM files (HTTPS only); `upstream_ca` is the PEM file of CA certificates an
+    https:// upstream is trusted by, in place of the default store."""
+
     def __init__(self) -> None:
         env = os.environ
         self.host = env.get("HOST", "127.0.0.1")
@@ -46,15 +61,39 @@ class Config:
         self.workers = _positive("WORKERS", os.cpu_count() or 1)
         self.backlog = _positive("BACKLOG", 1024)
         self.upstream = env.get("UPSTREAM_URL") or None
-        if self.upstream is not None and not self.upstream.startswith("http://"):
+        if self.upstream is not None and not self.upstream.startswith(("http://", "https://")):
             config_error(
-                f"UPSTREAM_URL must be an http:// URL such as http://127.0.0.1:9100/, got {self.upstream!r}"
+                "UPSTREAM_URL must be an http:// or https:// URL such as http://127.0.0.1:9100/,"
+                f" got {self.upstream!r}"
+            )
+        self.upstream_ca = _file("UPSTREAM_CA")
+        self.tls_cert = _file("TLS_CERT")
+        self.tls_key = _file("TLS_KEY")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            only, other = ("TLS_CERT", "TLS_KEY") if self.tls_cert else ("TLS_KEY", "TLS_CERT")
+            config_error(
+                "TLS_CERT and TLS_KEY must be set together (a PEM certificate chain and its PEM"
+                f" PKCS#8 key), got only {only}: set {other} too, or unset both to serve plain HTTP"
             )
         self.content_dir = env.get("CONTENT_DIR", "../content")
         if not os.path.isfile(os.path.join(self.content_dir, "templates", "layout.html")):
             config_error(
                 f"CONTENT_DIR={self.content_dir} has no templates/layout.html: point it at targets/content"
             )
+
+
+    @property
+    def tls(self) -> bool:
+        """The target serves HTTPS only."""
+        return self.tls_cert is not None
+
+    def upstream_ssl_context(self) -> ssl.SSLContext | None:
+        """For an https:// UPSTREAM_URL with UPSTREAM_CA: a new client TLS context that trusts
+        UPSTREAM_CA only (hostname checked). None otherwise: the client's default. Each call makes
+        a new one, as a new client does."""
+        if self.upstream_ca is None or not (self.upstream or "").startswith("https://"):
+            return None
+        return ssl.create_default_context(cafile=self.upstream_ca)
 
 
 class BadRequest(Exception):

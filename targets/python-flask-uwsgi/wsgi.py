@@ -20,7 +20,7 @@ from wsgiref.handlers import format_date_time
 import uwsgi
 
 import contract
-from app import app
+from app import app, config
 
 
 class ChunkedInput(io.RawIOBase):
@@ -43,18 +43,26 @@ class ChunkedInput(io.RawIOBase):
 
 
 def application(environ, start_response):
-    if environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
+    chunked = environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
+    if chunked:
         environ["wsgi.input"] = ChunkedInput()
         environ["wsgi.input_terminated"] = True
 
     def start_with_date(status, headers, exc_info=None):
         headers.append(("Date", format_date_time(time.time())))
+        if chunked and config.tls:
+            # Over HTTPS, uWSGI's router passes a chunked body through raw and then closes the
+            # connection without saying so: say it, so a client does not send its next request
+            # on a connection about to close.
+            headers.append(("Connection", "close"))
         return start_response(status, headers, exc_info)
 
     return app(environ, start_with_date)
 
 
-if uwsgi.worker_id() == 0:  # in the master (a worker only with lazy-apps, which is not set)
+# In the master (a worker only with lazy-apps, which is not set). Over HTTPS, run.py bound the
+# router's socket and printed the line; uwsgi.sockets[0] is then the workers' loopback socket.
+if uwsgi.worker_id() == 0 and not config.tls:
     with socket.socket(fileno=os.dup(uwsgi.sockets[0])) as bound:
         host, port = bound.getsockname()[:2]
     # To file descriptor 1 itself: uWSGI points Python's sys.stdout at stderr.

@@ -24,6 +24,10 @@ pooled = requests.Session()
 # /upstream-grpc's channel (made in each worker process on its first call); None when unset.
 grpc_target = upstream_grpc.target_from_env()
 grpc_upstream = upstream_grpc.SyncUpstream(grpc_target) if grpc_target else None
+# An https:// upstream is trusted by UPSTREAM_CA when it is set: passed on each call, since a
+# REQUESTS_CA_BUNDLE in the environment would override a Session's own `verify` (None: requests'
+# default bundle).
+verify = config.upstream_ca
 
 
 def text(body: str, status: int = 200) -> Response:
@@ -54,8 +58,25 @@ def not_found(_error):
     return html(site.not_found(), 404)
 
 
+# How much of a refused body is read before answering 413 (see too_large).
+DRAIN_LIMIT_BYTES = 16 * contract.MAX_ECHO_BYTES
+
+
 @app.errorhandler(RequestEntityTooLarge)
 def too_large(_error):
+    # Read (and drop) what the client is still sending, up to DRAIN_LIMIT_BYTES, before
+    # answering. Left unread, the server closes the connection with bytes in its receive
+    # buffer (gunicorn 27 drains at most 64 KiB of an unread body, uWSGI none), the kernel
+    # resets it, and a client still writing loses the 413: over TLS the verifier saw "broken
+    # pipe" instead of the answer. Drained, the connection even stays open for the next
+    # request, as Starlette's /echo keeps it.
+    stream = request.environ["wsgi.input"]
+    remaining = DRAIN_LIMIT_BYTES
+    while remaining > 0:
+        chunk = stream.read(min(64 * 1024, remaining))
+        if not chunk:
+            break
+        remaining -= len(chunk)
     return text(f"the request body must be at most {contract.MAX_ECHO_BYTES} bytes", 413)
 
 
@@ -114,11 +135,11 @@ def upstream():
     try:
         for _ in range(calls):
             if client == "pooled":
-                response = pooled.get(config.upstream, timeout=30)
+                response = pooled.get(config.upstream, timeout=30, verify=verify)
             else:
                 # A client per call, closed after it: the mistake post 004 found.
                 with requests.Session() as session:
-                    response = session.get(config.upstream, timeout=30)
+                    response = session.get(config.upstream, timeout=30, verify=verify)
             response.raise_for_status()
             total += len(response.content)
     except requests.RequestException as error:

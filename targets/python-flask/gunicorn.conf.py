@@ -17,6 +17,29 @@ threads = 8
 # (keep-alive 2 s, access log off).
 accesslog = None
 
+if _config.tls:
+    # HTTPS only, with gunicorn's own TLS (Python's ssl module): HTTP/1.1, and HTTP/2 by ALPN
+    # (gunicorn 25+ with the h2 package, gunicorn[http2]); a client that offers only http/1.1
+    # gets HTTP/1.1.
+    certfile = _config.tls_cert
+    keyfile = _config.tls_key
+    http_protocols = "h2,h1"
+
+
+_server_context = None
+
+
+def ssl_context(conf, default_ssl_context_factory):
+    """One TLS context per worker process, built by gunicorn's own factory on first use.
+    gunicorn 27 calls this hook for every connection and its default builds a new context each
+    time (loading the certificate and key again), so no TLS session could ever be resumed:
+    tickets and the session cache belong to a context (Python's ssl docs). Reusing it is what
+    uvicorn and Tornado do."""
+    global _server_context
+    if _server_context is None:
+        _server_context = default_ssl_context_factory()
+    return _server_context
+
 
 def when_ready(server):
     """After the listening socket is bound: the contract's first stdout line."""

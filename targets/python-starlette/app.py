@@ -99,7 +99,7 @@ async def upstream(request: Request) -> Response:
                 total += await _get(state["pooled"], config.upstream)
             else:
                 # A client per call, closed after it: the mistake post 004 found.
-                async with httpx.AsyncClient(timeout=30) as fresh:
+                async with new_client() as fresh:
                     total += await _get(fresh, config.upstream)
     except httpx.HTTPError as error:
         return PlainTextResponse(f"upstream call failed: {error!r}", 502)
@@ -145,9 +145,15 @@ async def not_found(request: Request, error: HTTPException) -> Response:
     return PlainTextResponse(str(error.detail), error.status_code, headers=error.headers)
 
 
+def new_client() -> httpx.AsyncClient:
+    """An upstream client; for an https:// UPSTREAM_URL with UPSTREAM_CA, with a TLS context of
+    its own that trusts UPSTREAM_CA only (httpx's default, certifi's bundle, otherwise)."""
+    return httpx.AsyncClient(timeout=30, verify=config.upstream_ssl_context() or True)
+
+
 @contextlib.asynccontextmanager
 async def lifespan(app):
-    async with httpx.AsyncClient(timeout=30) as pooled:
+    async with new_client() as pooled:
         state["pooled"] = pooled
         if grpc_upstream is not None:
             await grpc_upstream.open()

@@ -34,6 +34,10 @@ def main() -> None:
         lifespan="on",
         access_log=False,
         log_level="warning",
+        # HTTPS only when TLS_CERT/TLS_KEY are set: uvicorn's own TLS (Python's ssl module, one
+        # context per process). uvicorn speaks HTTP/1.1 only; it offers no HTTP/2.
+        ssl_certfile=config.tls_cert,
+        ssl_keyfile=config.tls_key,
     )
     if config.workers > 1:
         Multiprocess(server_config, sockets=[sock]).run()

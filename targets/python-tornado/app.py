@@ -8,6 +8,7 @@ SimpleAsyncHTTPClient sends "Connection: close" on every request, so it has no p
 import asyncio
 import json
 import logging
+import ssl
 import sys
 import time
 
@@ -137,12 +138,14 @@ class Upstream(Handler):
             for _ in range(calls):
                 if client == "pooled":
                     # The process's one client, created at start-up by serve().
-                    response = await self.settings["upstream_client"].fetch(config.upstream)
+                    response = await self.settings["upstream_client"].fetch(
+                        config.upstream, ca_certs=config.upstream_ca
+                    )
                 else:
                     # A client per call, closed after it: the mistake post 004 found.
                     fresh = httpclient.AsyncHTTPClient(force_instance=True)
                     try:
-                        response = await fresh.fetch(config.upstream)
+                        response = await fresh.fetch(config.upstream, ca_certs=config.upstream_ca)
                     finally:
                         fresh.close()
                 total += len(response.body)
@@ -199,9 +202,21 @@ def make_app(upstream_client: httpclient.AsyncHTTPClient) -> web.Application:
     )
 
 
+def server_tls() -> ssl.SSLContext | None:
+    """HTTPS only when TLS_CERT/TLS_KEY are set: HTTPServer's ssl_options, one context per
+    process (Tornado speaks HTTP/1.1 only; it offers no HTTP/2)."""
+    if not config.tls:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(config.tls_cert, config.tls_key)
+    return context
+
+
 async def serve(sockets) -> None:
     # AsyncHTTPClient() is one shared instance per event loop: this process's pooled client.
-    server = HTTPServer(make_app(httpclient.AsyncHTTPClient()))
+    # An https:// upstream is trusted by UPSTREAM_CA when it is set (curl's default CA store
+    # otherwise): each fetch names it (ca_certs=None is the default).
+    server = HTTPServer(make_app(httpclient.AsyncHTTPClient()), ssl_options=server_tls())
     server.add_sockets(sockets)
     await asyncio.Event().wait()
 

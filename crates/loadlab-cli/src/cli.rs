@@ -43,6 +43,8 @@ pub enum Command {
     Merge(crate::cmd::merge::MergeArgs),
     /// Run one load as N shards on Kubernetes or Ansible, and collect their results.
     Dist(Box<crate::cmd::dist::DistArgs>),
+    /// Turn a Postman collection, a HAR recording or a curl command into a scenario file.
+    Import(crate::cmd::import::ImportArgs),
 }
 
 pub fn parse() -> Cli {

@@ -479,6 +479,7 @@ fn the_ansible_playbook_runs_three_shards_whose_merge_matches_the_servers_count(
                 let config = loadlab_upstream::UpstreamConfig {
                     addr,
                     delay: Duration::ZERO,
+                    tls: None,
                 };
                 loadlab_upstream::run(listener, config, counters, async {
                     let _ = stopped.await;

@@ -340,11 +340,15 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
         return;
     }
     let _one = serial();
+    // A compound command, so that `sh` forks the server and the server is loadlab's
+    // grandchild: the death signal reaches the shell only, and the server outlives the
+    // SIGKILL inside the namespace (a lone command is exec'd and dies with loadlab).
+    let compound = format!("{FIXTURE}; true");
     let mut killed = loadlab()
         .args([
             "run",
             "--exec",
-            FIXTURE,
+            &compound,
             "--bandwidth",
             "10MBps",
             "-d",
@@ -365,6 +369,11 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(1500));
+    let namespace = links_of(pid)
+        .into_iter()
+        .find_map(|l| l.strip_prefix("/run/netns/").map(String::from))
+        .expect("the run's namespace");
+    let inside = pids_in(&namespace);
     killed.kill().unwrap(); // SIGKILL: no destructor, no handler runs
     killed.wait().unwrap();
     let left = links_of(pid);
@@ -372,7 +381,14 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
         left.iter().any(|l| l.starts_with("/run/netns/")),
         "a SIGKILL leaves the namespace: {left:?}"
     );
-    // The next run (of any kind, as root) finds them by name and removes them.
+    // The server (the shell's child) is still serving in there: what the next run must stop.
+    let outlived: Vec<i32> = inside.iter().copied().filter(|p| running(*p)).collect();
+    assert!(
+        !outlived.is_empty(),
+        "nothing outlived loadlab in {namespace}: {inside:?}"
+    );
+    // The next run (of any kind, as root) finds them by name, stops what runs inside, and
+    // removes them.
     let out = run(&[
         "run",
         "--exec",
@@ -392,6 +408,38 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
         stderr(&out)
     );
     assert_eq!(links_of(pid), Vec::<String>::new());
+    // SIGKILL is delivered before kill(2) returns; the process is gone once the kernel has
+    // torn it down, which a busy machine may take a moment to do.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while outlived.iter().any(|p| running(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let still: Vec<&i32> = outlived.iter().filter(|p| running(**p)).collect();
+    for p in &still {
+        // SAFETY: kill(2) of the fixture this test launched (through loadlab).
+        unsafe { libc::kill(**p, libc::SIGKILL) };
+    }
+    assert!(still.is_empty(), "left running: {still:?}");
+}
+
+/// The processes inside network namespace `name`.
+fn pids_in(name: &str) -> Vec<i32> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", name])
+        .output()
+        .expect("ip runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Whether `pid` is a live process (a zombie waiting for its parent is not).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.to_string()))
+        .is_some_and(|rest| !rest.starts_with('Z'))
 }
 
 #[test]

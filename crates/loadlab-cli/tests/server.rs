@@ -328,46 +328,61 @@ fn cgroups_are_removed_after_the_run_and_after_ctrl_c() {
     assert!(child.wait().unwrap().success());
     assert_eq!(groups_of(pid), Vec::<PathBuf>::new());
 
-    // A run stopped with Ctrl-C while the server spins.
-    let json = std::env::temp_dir().join(format!("loadlab-ctrlc-{}.json", std::process::id()));
-    let mut child = loadlab()
-        .args([
-            "run", "--exec", &exec, "--cpus", "0.2", "--memory", "64Mi", "-d", "60s", "-q",
-        ])
-        .arg("--json")
-        .arg(&json)
-        .arg("/")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while groups_of(pid).is_empty() {
-        assert!(Instant::now() < deadline, "loadlab made no cgroup");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: a signal to the child this test started.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
+    // A run stopped while the server spins: by Ctrl-C, and by what `timeout`, `docker stop`
+    // and CI cancellations send (issue 15, case 13). Each keeps the result, removes the
+    // cgroup and stops the server.
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let json = std::env::temp_dir().join(format!(
+            "loadlab-signal-{signal}-{}.json",
+            std::process::id()
+        ));
+        let mut child = loadlab()
+            .args([
+                "run", "--exec", &exec, "--cpus", "0.2", "--memory", "64Mi", "-d", "60s", "-q",
+            ])
+            .arg("--json")
+            .arg(&json)
+            .arg("/")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while groups_of(pid).is_empty() {
+            assert!(Instant::now() < deadline, "loadlab made no cgroup");
+            std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(Instant::now() < deadline, "loadlab did not stop on Ctrl-C");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(130));
-    assert_eq!(groups_of(pid), Vec::<PathBuf>::new(), "cgroups left behind");
-    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&json);
-    assert_eq!(r["interrupted"], true);
-    let server_pid = r["server"]["pid"].as_u64().unwrap() as u32;
-    assert!(
-        !loadlab_probe::procfs::alive(server_pid),
-        "the server outlived loadlab"
-    );
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: a signal to the child this test started.
+        unsafe { libc::kill(pid as i32, signal) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "loadlab did not stop on signal {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(130), "signal {signal}");
+        assert_eq!(
+            groups_of(pid),
+            Vec::<PathBuf>::new(),
+            "cgroups left behind after signal {signal}"
+        );
+        let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&json);
+        assert_eq!(r["interrupted"], true);
+        // The server itself: a lone --exec command is exec'd by the shell.
+        let server_pid = r["server"]["pid"].as_u64().unwrap() as u32;
+        assert!(
+            !loadlab_probe::procfs::alive(server_pid),
+            "the server (pid {server_pid}) outlived loadlab after signal {signal}"
+        );
+    }
 }
 
 #[test]
@@ -481,6 +496,71 @@ fn a_lab_target_runs_pinned_with_loadlab_on_the_other_cores() {
         "{server}"
     );
     assert!(f(server, &["startup", "ready_s"]) < 30.0);
+}
+
+/// `run --target NAME --tls` (issue 19): the target serves HTTPS with a throwaway
+/// certificate that loadlab trusts for the run and removes afterwards; with a new connection
+/// per request every request is a TLS handshake, and loadlab's session store resumes them.
+#[test]
+fn a_lab_target_runs_over_https_with_a_throwaway_certificate() {
+    let _serial = serial();
+    let targets = concat!(env!("CARGO_MANIFEST_DIR"), "/../../targets");
+    let build = run_within(
+        &["lab", "--targets", targets, "build", "rust-axum"],
+        Duration::from_secs(900),
+    );
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let out = run_within(
+        &[
+            "run",
+            "--target",
+            "rust-axum",
+            "--targets",
+            targets,
+            "--tls",
+            "--no-keepalive",
+            "-c",
+            "4",
+            "-n",
+            "200",
+            "--json",
+            "-",
+            "/plaintext",
+        ],
+        Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r = json_of(&out);
+    assert_valid(&r);
+    assert!(
+        r["target"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://127.0.0.1:"),
+        "{}",
+        r["target"]
+    );
+    let m = &r["measured"];
+    assert!(f(m, &["status_codes", "200"]) >= 200.0, "{m}");
+    let (full, resumed) = (f(m, &["tls_full"]), f(m, &["tls_resumed"]));
+    // A new connection per request: a handshake per request (each thread's first is full).
+    assert!(full + resumed >= 200.0, "{full} full, {resumed} resumed");
+    assert!(
+        resumed > 0.0 && full >= 1.0,
+        "{full} full, {resumed} resumed"
+    );
+    // The certificates lived as long as the run.
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.split("certificate in ").nth(1))
+        .and_then(|rest| rest.split(" (removed").next())
+        .unwrap_or_else(|| panic!("no certificate directory in: {stderr}"));
+    assert!(!Path::new(dir).exists(), "{dir} was left behind");
 }
 
 #[test]

@@ -26,13 +26,17 @@ pub enum ErrorClass {
     ProtocolError,
     /// HTTP/1.1: the server sent more bytes than the response's framing allows.
     ExtraBytes,
+    /// A scenario step with no `status` check got a status of 400 or more.
+    Status,
+    /// A scenario step's check (or capture) failed on a full response.
+    CheckFailed,
 }
 
 // Names and explanations live in the result crate's table, indexed by the class.
 const _: () = assert!(ErrorClass::ALL.len() == loadlab_result::failure::FAILURE_CLASSES.len());
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 16] = [
+    pub const ALL: [ErrorClass; 18] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -49,6 +53,8 @@ impl ErrorClass {
         ErrorClass::GoAway,
         ErrorClass::ProtocolError,
         ErrorClass::ExtraBytes,
+        ErrorClass::Status,
+        ErrorClass::CheckFailed,
     ];
     pub const COUNT: usize = Self::ALL.len();
 

@@ -9,7 +9,7 @@
 //! - [`engine`]: worker threads, each a single-threaded event loop driving its connections
 //!   in a closed loop; [`RunControl`] stops a run and reads its progress.
 //! - [`stats`]: per-thread recorders (HDR histograms, counters, a 100 ms timeline), merged
-//!   after the run.
+//!   after the run; [`steps`]: a scenario's per-step figures, kept beside them.
 //! - [`error`]: failure classes; a failed request is data, never an early return.
 //! - [`summary`]: the raw outcome summarised into the result document (which is
 //!   `loadlab-result`'s, re-exported here as [`result`]); [`verdicts`]: its conclusions.
@@ -33,11 +33,14 @@ pub use loadlab_result as result;
 pub mod schedule;
 pub mod shard;
 pub mod stats;
+pub mod steps;
 pub mod sys;
 pub mod tls;
 
-pub use config::{RunConfig, RunSpec, Stop};
+pub use config::{RunConfig, RunSpec, ScenarioRun, Stop};
 pub use engine::{run, EngineError, ProgressSnapshot, RunControl, RunOutcome};
 pub use error::ErrorClass;
 pub use loadlab_result::RunResult;
+/// Scenario files, from their own crate.
+pub use loadlab_scenario as scenario;
 pub use summary::{plan, summarize};

@@ -273,6 +273,8 @@ pub struct Recorder {
     pub in_flight: u64,
     /// The run's first [`FIRST_REQUESTS`] completed requests (counted across threads), apart.
     pub first: FirstRecorder,
+    /// A scenario run: per-step figures (measured part only).
+    pub scenario: Option<crate::steps::ScenarioStats>,
 }
 
 /// How many completed requests make up a run's "first requests", compared with the rest to
@@ -322,6 +324,11 @@ impl Recorder {
         self.timeline.merge(&other.timeline);
         self.in_flight += other.in_flight;
         self.first.merge(&other.first);
+        match (&mut self.scenario, &other.scenario) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.scenario = Some(b.clone()),
+            _ => {}
+        }
         // Intervals are merged separately (`Intervals::merge_all`): they need decoding.
     }
 }

@@ -211,6 +211,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
             crate::shard::shard_info(plan, load_model(&config.whole()).plan, outcome.started_at)
         }),
         shards: None,
+        scenario: crate::steps::summarize(config, outcome.recorder.scenario.as_ref(), measured_len),
     }
 }
 
@@ -258,10 +259,14 @@ pub fn plan(config: &RunConfig) -> String {
     } else {
         config.url.original.clone()
     };
+    // A scenario's steps carry their own methods and paths: its plan names the host only.
+    let method_and_target = match &config.scenario {
+        Some(run) if !run.implicit => config.url.original.trim_end_matches('/').to_string(),
+        _ => format!("{} {target}", config.method),
+    };
     format!(
-        "{} {}: {}, {} thread{}{}{}",
-        config.method,
-        target,
+        "{}: {}, {} thread{}{}{}",
+        method_and_target,
         load_model(config).plan,
         config.threads,
         if config.threads == 1 { "" } else { "s" },
@@ -321,7 +326,9 @@ fn load_model(config: &RunConfig) -> LoadModel {
                 Stop::Duration(d) => humantime::format_duration(d).to_string(),
                 Stop::Requests(n) => format!("{n} requests"),
             };
-            let plan = if config.http2 {
+            let plan = if let Some(run) = &config.scenario {
+                scenario_plan(config, run, &length)
+            } else if config.http2 {
                 format!(
                     "closed loop over HTTP/2: {} connections x {} streams for {length}",
                     config.connections, config.streams
@@ -390,6 +397,42 @@ fn load_model(config: &RunConfig) -> LoadModel {
         protocol: if config.http2 { "h2" } else { "http/1.1" }.to_string(),
         streams: config.streams,
     }
+}
+
+/// A closed loop of a scenario's virtual users (or a paced run) in words.
+fn scenario_plan(config: &RunConfig, run: &crate::ScenarioRun, length: &str) -> String {
+    let who = if run.implicit {
+        format!("{} connections", config.connections)
+    } else {
+        let s = &run.scenario;
+        format!(
+            "{} virtual users of scenario `{}` ({} step{}{})",
+            config.connections,
+            s.name,
+            s.steps.len(),
+            if s.steps.len() == 1 { "" } else { "s" },
+            if s.mode == loadlab_scenario::Mode::Mix {
+                ", one per iteration by weight"
+            } else {
+                ""
+            }
+        )
+    };
+    let mut plan = format!("closed loop: {who} for {length}");
+    if let Some(pace) = run.pace {
+        plan.push_str(&format!(
+            ", each sending one request per {} ({:.1} requests/s offered)",
+            humantime::format_duration(pace),
+            crate::engine::offered_per_s(config.connections, pace)
+        ));
+    }
+    if run.new_connection_share > 0.0 {
+        plan.push_str(&format!(
+            ", {:.0}% of requests on a new connection",
+            run.new_connection_share * 100.0
+        ));
+    }
+    plan
 }
 
 /// "2nd", "3rd", "11th", "21st".

@@ -491,9 +491,10 @@ fn a_stopped_open_loop_counts_only_what_fell_due() {
     assert!(r.interrupted);
     let q = &r.measured.requests;
     // Not the ~11,900 requests of the rest of the minute. Those that fell due between the
-    // stop and the thread seeing it are unsent: one per 5 ms, so up to 20 on a machine busy
-    // enough to take 100 ms to see it (3 were seen with other tests running on both cores).
-    assert!(q.not_sent <= 20, "{q:?}");
+    // stop and the thread seeing it are unsent: one per 5 ms, so up to 200 on a machine busy
+    // enough to take a second to see it (3 were seen with other tests running on both cores;
+    // the bound of 20 failed with five builds sharing two cores).
+    assert!(q.not_sent <= 200, "{q:?}");
     assert!(
         r.verdicts.iter().all(|v| !v.contains("could not keep up")),
         "{:?}",

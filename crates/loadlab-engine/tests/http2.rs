@@ -116,19 +116,22 @@ fn resets_and_goaway_are_counted_and_the_run_goes_on() {
     );
 }
 
-/// An open loop over HTTP/2: stream slots share the thread's connections.
+/// An open loop over HTTP/2: stream slots share the thread's connections. Another
+/// connection opens only when all 10 streams of the others are busy; at 200 requests/s that
+/// takes responses slower than 50 ms (at 2,000/s, 5 ms was enough: a machine busy with other
+/// builds opened 9 to 23 connections).
 #[test]
 fn open_loop_over_http2_shares_connections() {
     let server = H2Server::start(H2Behavior::default());
     let r = run_spec(RunSpec {
-        rate: Some(2_000.0),
+        rate: Some(200.0),
         duration: Some(Duration::from_secs(2)),
         streams: 10,
         threads: Some(1),
         ..h2(format!("http://{}/", server.addr()))
     });
     let q = &r.measured.requests;
-    assert_eq!(q.completed, 4_000, "{q:?} {:?}", r.measured.errors);
+    assert_eq!(q.completed, 400, "{q:?} {:?}", r.measured.errors);
     assert_eq!(q.not_sent, 0);
     let connections = server
         .counters()

@@ -60,6 +60,8 @@ struct RawLoad {
     headers: Vec<String>,
     body: Option<String>,
     timeout: Option<String>,
+    /// A scenario file (docs/scenario-format.md) run in place of path, method, headers, body.
+    scenario: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -106,6 +108,8 @@ struct RawVariant {
     healthz: Option<String>,
     /// The variant's own paths (in rotation), instead of `[load]`'s.
     paths: Option<Vec<String>>,
+    /// The variant's own scenario file, instead of `[load]`'s requests.
+    scenario: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     limits: Option<RawLimits>,
@@ -181,6 +185,10 @@ pub struct Settings {
     /// then, so plans from before it resume).
     #[serde(default, skip_serializing_if = "Bandwidth::is_empty")]
     pub bandwidth: Bandwidth,
+    /// A scenario file run instead of `paths`, `method`, `headers` and `body` (its requests go
+    /// to the variant's server). Absent from the plan's hash when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
 }
 
 /// Bandwidth caps on the link to a launched server, as `--bandwidth` takes them (`2MBps`:
@@ -240,6 +248,9 @@ pub struct Variant {
     /// Paths of this variant's own, in place of the file's.
     #[serde(default)]
     pub paths: Option<Vec<String>>,
+    /// A scenario of this variant's own, in place of the file's requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
     pub env: BTreeMap<String, String>,
     pub cpus: Option<f64>,
     pub memory: Option<String>,
@@ -300,7 +311,20 @@ impl Experiment {
             file: file.clone(),
             message: format!("cannot read it ({e}); check the path"),
         })?;
-        Experiment::parse(&text).map_err(|message| FileError { file, message })
+        let mut experiment =
+            Experiment::parse(&text).map_err(|message| FileError { file, message })?;
+        // Scenario files are named relative to the experiment file.
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let resolve = |s: &mut Option<String>| {
+            if let Some(p) = s.as_mut().filter(|p| Path::new(p.as_str()).is_relative()) {
+                *p = dir.join(&*p).display().to_string();
+            }
+        };
+        resolve(&mut experiment.base.scenario);
+        for v in &mut experiment.variants {
+            resolve(&mut v.scenario);
+        }
+        Ok(experiment)
     }
 
     pub fn parse(text: &str) -> Result<Experiment, String> {
@@ -369,7 +393,21 @@ impl RawExperiment {
             env: self.env.clone(),
             healthz: "/healthz".into(),
             bandwidth: Bandwidth::from_limits(&self.limits, "[limits]")?,
+            scenario: l.scenario.clone(),
         };
+        if l.scenario.is_some()
+            && (l.path.is_some()
+                || l.paths.is_some()
+                || l.method.is_some()
+                || !l.headers.is_empty()
+                || l.body.is_some())
+        {
+            return Err(
+                "[load] scenario: the scenario sets every request; drop path, paths, method, \
+                 headers and body (headers for every step go in the scenario's [defaults])"
+                    .into(),
+            );
+        }
         if base.duration_s <= 0.0 {
             return Err("duration: must be longer than 0; try duration = \"10s\"".into());
         }
@@ -436,10 +474,17 @@ impl RawExperiment {
                     ));
                 }
             }
+            if v.scenario.is_some() && v.paths.is_some() {
+                return Err(format!(
+                    "[[variant]] {}: give paths or scenario, not both",
+                    v.name
+                ));
+            }
             variants.push(Variant {
                 name: v.name.clone(),
                 source,
                 paths: v.paths.clone(),
+                scenario: v.scenario.clone(),
                 env: v.env.clone(),
                 cpus: limits.cpus,
                 memory: limits.memory,

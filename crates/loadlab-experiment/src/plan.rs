@@ -119,6 +119,9 @@ fn arms(experiment: &Experiment) -> Result<Vec<Arm>, String> {
             if let Some(paths) = &variant.paths {
                 settings.paths = paths.clone();
             }
+            if let Some(scenario) = &variant.scenario {
+                settings.scenario = Some(scenario.clone());
+            }
             for (key, value) in combo {
                 settings.apply(key, value)?;
             }

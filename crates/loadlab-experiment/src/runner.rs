@@ -14,6 +14,7 @@ use loadlab_lab::{Lab, ServeOptions};
 use loadlab_probe::{Limits, LimitsMode};
 use loadlab_result::RunResult;
 use loadlab_session::{BusyPoll, MachineOptions, ServerKind, ServerSpec, Session, SessionSpec};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -172,18 +173,19 @@ pub fn run(
             of: plan.runs.len(),
             label: arm.label.clone(),
         });
+        let fail = |message: String| RunError::Run {
+            index: run.index + 1,
+            label: arm.label.clone(),
+            message,
+        };
         let spec = session_spec(
             experiment,
             arm,
             lab.as_ref(),
             upstream.as_ref(),
             options.limits,
-        );
-        let fail = |message: String| RunError::Run {
-            index: run.index + 1,
-            label: arm.label.clone(),
-            message,
-        };
+        )
+        .map_err(fail)?;
         let machine = MachineOptions {
             strict: options.strict,
             ..MachineOptions::default()
@@ -363,15 +365,29 @@ fn session_spec(
     lab: Option<&Lab>,
     upstream: Option<&MockUpstream>,
     mode: LimitsMode,
-) -> SessionSpec {
+) -> Result<SessionSpec, String> {
     let s = &arm.settings;
     let variant = &experiment.variants[arm.variant];
+    // A scenario's requests go to the variant's server: its URL, or the launched one.
+    let first_path = if s.scenario.is_some() {
+        "/"
+    } else {
+        s.paths[0].as_str()
+    };
     let url = match &variant.source {
-        Source::Url(base) => format!("{base}{}", s.paths[0]),
-        _ => s.paths[0].clone(),
+        Source::Url(base) => format!("{base}{first_path}"),
+        _ => first_path.to_string(),
+    };
+    let scenario = match &s.scenario {
+        Some(path) => Some(std::sync::Arc::new(
+            loadlab_engine::scenario::Scenario::load(Path::new(path), &[])
+                .map_err(|e| e.to_string())?,
+        )),
+        None => None,
     };
     let run = RunSpec {
         url,
+        scenario,
         paths: if s.paths.len() > 1 {
             s.paths.clone()
         } else {
@@ -409,11 +425,11 @@ fn session_spec(
         spec.link = link(s);
         spec
     });
-    SessionSpec {
+    Ok(SessionSpec {
         run,
         server,
         busy_poll: BusyPoll::Auto,
-    }
+    })
 }
 
 /// The arm's limits; values were checked when the file was read, except these parses, which

@@ -149,3 +149,47 @@ fn bandwidth_is_an_axis_as_post_001_varied_it() {
         .unwrap()
         .contains("bandwidth"));
 }
+
+#[test]
+fn a_scenario_in_load_or_a_variant_is_named_relative_to_the_file() {
+    let dir = std::env::temp_dir().join(format!("loadlab-exp-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("e.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "journeys"
+[load]
+connections = 4
+scenario = "journeys/portfolio.toml"
+[[variant]]
+name = "a"
+url = "http://127.0.0.1:8080"
+[[variant]]
+name = "b"
+url = "http://127.0.0.1:8081"
+scenario = "/abs/other.toml"
+"#,
+    )
+    .unwrap();
+    let e = Experiment::load(&file).unwrap();
+    let plan = Plan::new(&e).unwrap();
+    let a = plan.arms[0].settings.scenario.clone().unwrap();
+    assert_eq!(Path::new(&a), dir.join("journeys/portfolio.toml"));
+    assert_eq!(
+        plan.arms[1].settings.scenario.as_deref(),
+        Some("/abs/other.toml")
+    );
+
+    std::fs::write(
+        &file,
+        "name = \"x\"\n[load]\nscenario = \"s.toml\"\npath = \"/a\"\n[[variant]]\nname = \"a\"\nurl = \"http://127.0.0.1:1\"\n",
+    )
+    .unwrap();
+    let err = Experiment::load(&file).unwrap_err().to_string();
+    assert!(
+        err.contains("[load] scenario") && err.contains("drop path"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -26,7 +26,7 @@ pub mod verify;
 pub use builder::{BuildAction, BuildOutcome};
 pub use lab::{BuildState, Lab, TargetStatus};
 pub use manifest::{Manifest, Target};
-pub use serve::{ServeOptions, ServedTarget};
+pub use serve::{ServeOptions, ServeTls, ServedTarget};
 pub use verify::{Check, Outcome, Report, VerifyOptions};
 
 use std::path::PathBuf;
@@ -76,7 +76,7 @@ pub enum LabError {
         message: String,
         stderr_tail: Vec<String>,
     },
-    #[error("invalid target URL {url:?}: {reason} (expected http://HOST:PORT)")]
+    #[error("invalid target URL {url:?}: {reason} (expected http://HOST:PORT, or https://HOST:PORT with the CA to trust)")]
     BadUrl { url: String, reason: String },
     #[error("verifying a URL needs the reference content: set VerifyOptions::content_dir to targets/content")]
     NoReferenceContent,
@@ -84,6 +84,8 @@ pub enum LabError {
     Content(#[from] content::ContentError),
     #[error(transparent)]
     Upstream(#[from] loadlab_upstream::UpstreamError),
+    #[error("TLS: {0}")]
+    Certs(#[from] loadlab_certs::CertError),
     #[error("{context}: {source}")]
     Io {
         context: String,

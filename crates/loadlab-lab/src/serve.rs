@@ -2,14 +2,45 @@
 //! its own process group, a death signal from a long-lived thread, the `listening on ADDR`
 //! line, `/healthz`). The [`ServedTarget`] owns the process and kills its process group when
 //! dropped, so a failing test, a Ctrl-C or a killed loadlab never leaves a server behind.
+//! With [`ServeTls`] the target serves HTTPS and its health is checked over TLS.
 //! Synchronous on purpose: usable from any caller, with or without a runtime.
 
 use crate::lab::{BuildState, Lab};
 use crate::LabError;
 use loadlab_probe::{Launch, Launched, Limits, LimitsMode, ProbeError, Readiness};
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// Serving HTTPS (the contract's `TLS_CERT` and `TLS_KEY`), and the CA that signed the
+/// certificate, so the start-up health check (and anyone else) can trust it.
+#[derive(Debug, Clone)]
+pub struct ServeTls {
+    /// `TLS_CERT`: the PEM certificate chain.
+    pub cert: PathBuf,
+    /// `TLS_KEY`: its PEM PKCS#8 private key.
+    pub key: PathBuf,
+    /// The CA certificate(s), PEM, that the certificate chains to.
+    pub ca_pem: Vec<u8>,
+}
+
+impl ServeTls {
+    /// The files of a throwaway [`loadlab_certs::CertDir`] (which must outlive the target).
+    pub fn from_dir(certs: &loadlab_certs::CertDir) -> ServeTls {
+        ServeTls {
+            cert: certs.cert_path(),
+            key: certs.key_path(),
+            ca_pem: certs.ca_pem().as_bytes().to_vec(),
+        }
+    }
+
+    /// A client configuration (HTTP/1.1 by ALPN) that trusts [`ServeTls::ca_pem`].
+    pub fn client_config(&self) -> Result<Arc<rustls::ClientConfig>, LabError> {
+        loadlab_certs::client_config(&self.ca_pem, &[b"http/1.1"], None).map_err(LabError::from)
+    }
+}
 
 /// How to start a target.
 #[derive(Debug, Clone)]
@@ -25,6 +56,13 @@ pub struct ServeOptions {
     /// `UPSTREAM_URL`. An `http://` one also gives `UPSTREAM_GRPC_URL` (its scheme, host and
     /// port): the mock upstream serves gRPC on the same port ([`grpc_url_of`]).
     pub upstream_url: Option<String>,
+    /// `UPSTREAM_GRPC_URL` in place of the one `upstream_url` implies: a plain mock upstream
+    /// for gRPC beside an `https://` one (gRPC is served without TLS only).
+    pub upstream_grpc_url: Option<String>,
+    /// `UPSTREAM_CA`: the CA file an `https://` upstream's certificate chains to.
+    pub upstream_ca: Option<PathBuf>,
+    /// Serve HTTPS only (`TLS_CERT`, `TLS_KEY`); `None`: plain HTTP.
+    pub tls: Option<ServeTls>,
     /// How long to wait for the address line and then for `/healthz` (a JVM needs a while).
     pub ready_timeout: Duration,
     /// CPUs the target may run on (Linux). Set before the program starts, so every thread it
@@ -40,6 +78,9 @@ impl Default for ServeOptions {
             workers: None,
             backlog: None,
             upstream_url: None,
+            upstream_grpc_url: None,
+            upstream_ca: None,
+            tls: None,
             ready_timeout: Duration::from_secs(30),
             cpus: None,
         }
@@ -52,6 +93,8 @@ impl Default for ServeOptions {
 pub struct ServedTarget {
     name: String,
     launched: Launched,
+    /// It serves HTTPS.
+    https: bool,
 }
 
 impl ServedTarget {
@@ -64,9 +107,10 @@ impl ServedTarget {
         self.launched.addr()
     }
 
-    /// `http://ADDR`.
+    /// `http://ADDR`, or `https://ADDR` when it serves TLS.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr())
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr())
     }
 
     /// The process id, for resource sampling or pinning.
@@ -111,6 +155,9 @@ impl Lab {
             .env("CONTENT_DIR", self.content_dir())
             .env_remove("UPSTREAM_URL")
             .env_remove("UPSTREAM_GRPC_URL")
+            .env_remove("UPSTREAM_CA")
+            .env_remove("TLS_CERT")
+            .env_remove("TLS_KEY")
             .env_remove("WORKERS")
             .env_remove("BACKLOG")
             .envs(&run.env)
@@ -125,9 +172,19 @@ impl Lab {
         }
         if let Some(url) = &options.upstream_url {
             command.env("UPSTREAM_URL", url);
-            if let Some(grpc) = grpc_url_of(url) {
-                command.env("UPSTREAM_GRPC_URL", grpc);
-            }
+        }
+        let grpc_url = options
+            .upstream_grpc_url
+            .clone()
+            .or_else(|| options.upstream_url.as_deref().and_then(grpc_url_of));
+        if let Some(grpc) = grpc_url {
+            command.env("UPSTREAM_GRPC_URL", grpc);
+        }
+        if let Some(ca) = &options.upstream_ca {
+            command.env("UPSTREAM_CA", ca);
+        }
+        if let Some(tls) = &options.tls {
+            command.env("TLS_CERT", &tls.cert).env("TLS_KEY", &tls.key);
         }
         Ok(command)
     }
@@ -147,6 +204,11 @@ impl Lab {
             mode: LimitsMode::BestEffort,
             readiness: Readiness::AddressLine,
             health_path: "/healthz".into(),
+            health_tls: options
+                .tls
+                .as_ref()
+                .map(ServeTls::client_config)
+                .transpose()?,
             timeout: options.ready_timeout,
             netns: None,
         };
@@ -177,6 +239,7 @@ impl Lab {
         Ok(ServedTarget {
             name: name.to_string(),
             launched,
+            https: options.tls.is_some(),
         })
     }
 }

@@ -34,6 +34,9 @@ pub struct Launch {
     pub readiness: Readiness,
     /// Ready means a 2xx answer to `GET health_path`.
     pub health_path: String,
+    /// Ask for `health_path` over TLS with this client configuration (a server started to
+    /// serve HTTPS, `TLS_CERT`/`TLS_KEY`); `None`: plain HTTP.
+    pub health_tls: Option<Arc<rustls::ClientConfig>>,
     pub timeout: Duration,
     /// Start the server in this network namespace (behind a shaped link) instead of
     /// loadlab's own.
@@ -61,6 +64,8 @@ pub struct Launched {
     addr: SocketAddr,
     ready_after: Duration,
     health_path: String,
+    /// Health checked over TLS: the server speaks HTTPS.
+    https: bool,
     description: String,
     limits: LimitsReport,
     output_tail: Arc<Mutex<VecDeque<String>>>,
@@ -125,6 +130,7 @@ impl Launch {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             ready_after: Duration::ZERO,
             health_path: self.health_path.clone(),
+            https: self.health_tls.is_some(),
             description: self.description.clone(),
             limits,
             output_tail,
@@ -176,7 +182,11 @@ impl Launch {
             }
         };
         loop {
-            if healthz(launched.addr, &self.health_path) {
+            let healthy = match &self.health_tls {
+                None => healthz(launched.addr, &self.health_path),
+                Some(tls) => healthz_tls(launched.addr, &self.health_path, tls.clone()),
+            };
+            if healthy {
                 launched.ready_after = spawned_at.elapsed();
                 return Ok(launched);
             }
@@ -193,10 +203,11 @@ impl Launch {
                 return Err(fail(
                     &launched,
                     format!(
-                        "GET http://{}{} did not answer 2xx within {:?}; if the server has no \
+                        "GET {} did not answer 2xx within {:?}; if the server has no \
                          such path, pass --healthz PATH (one it answers 200 on), or allow more \
                          time with --startup-timeout",
-                        launched.addr, self.health_path, self.timeout
+                        launched.health_url(),
+                        self.timeout
                     ),
                 ));
             }
@@ -220,7 +231,8 @@ impl Launched {
     }
 
     pub fn health_url(&self) -> String {
-        format!("http://{}{}", self.addr, self.health_path)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.addr, self.health_path)
     }
 
     pub fn description(&self) -> &str {
@@ -529,6 +541,29 @@ pub fn healthz(addr: SocketAddr, path: &str) -> bool {
         )?;
         let mut head = [0u8; 10];
         stream.read_exact(&mut head)?;
+        Ok(head.starts_with(b"HTTP/1.") && head[9] == b'2')
+    };
+    attempt().unwrap_or(false)
+}
+
+/// [`healthz`] over TLS: the server's certificate must be valid for its IP address under
+/// `config`'s roots, so a server presenting the wrong certificate never counts as ready.
+pub fn healthz_tls(addr: SocketAddr, path: &str, config: Arc<rustls::ClientConfig>) -> bool {
+    let attempt = || -> std::io::Result<bool> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+        let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+        let connection =
+            rustls::ClientConnection::new(config, name).map_err(std::io::Error::other)?;
+        let mut tls = rustls::StreamOwned::new(connection, stream);
+        write!(
+            tls,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )?;
+        tls.flush()?;
+        let mut head = [0u8; 10];
+        tls.read_exact(&mut head)?;
         Ok(head.starts_with(b"HTTP/1.") && head[9] == b'2')
     };
     attempt().unwrap_or(false)

@@ -20,6 +20,13 @@ fn markdown_of_a_healthy_run() {
     insta::assert_snapshot!(render(&MarkdownExporter, &fixture("ok.json")));
 }
 
+/// A scenario run: the Markdown report has the per-step table (the HTML report renders the
+/// same tables).
+#[test]
+fn markdown_of_a_scenario_run() {
+    insta::assert_snapshot!(render(&MarkdownExporter, &fixture("scenario.json")));
+}
+
 #[test]
 fn markdown_of_a_run_where_everything_failed() {
     insta::assert_snapshot!(render(&MarkdownExporter, &fixture("refused.json")));

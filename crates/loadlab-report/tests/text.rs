@@ -19,6 +19,13 @@ fn summary_of_a_run_where_everything_failed() {
     insta::assert_snapshot!(render(&TextExporter, &fixture("refused.json")));
 }
 
+/// A scenario run (post 000's five endpoints against a server that answers 200 everywhere, so
+/// the `/not-found` step's 404 check fails): the per-step table and the failed check.
+#[test]
+fn summary_of_a_scenario_run() {
+    insta::assert_snapshot!(render(&TextExporter, &fixture("scenario.json")));
+}
+
 #[test]
 fn summary_of_an_open_loop_run() {
     insta::assert_snapshot!(render(&TextExporter, &fixture("open.json")));

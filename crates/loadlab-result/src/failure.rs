@@ -25,6 +25,15 @@ pub const FAILURE_CLASSES: &[(&str, &str)] = &[
         "the server sent more bytes than the response's Content-Length or chunks announced \
          (its framing is wrong; the connection is not reused)",
     ),
+    (
+        "status",
+        "a scenario step with no status check was answered 400 or above (add a status check \
+         to the step if that answer is expected)",
+    ),
+    (
+        "check_failed",
+        "a scenario step's check or capture failed on a full response (see the step's checks)",
+    ),
 ];
 
 /// The explanation of a failure class by its name, e.g. `connect_refused`.

@@ -8,6 +8,7 @@
 //!
 //! - [`run`]: [`RunResult`] and its parts (load model, phases, timeline, generator health,
 //!   environment, first requests), with [`SCHEMA_VERSION`].
+//! - [`scenario`]: a scenario run's per-step figures ([`scenario::ScenarioSummary`]).
 //! - [`server`]: the server's side ([`ServerReport`]): limits, start-up, CPU and memory.
 //! - [`latency`]: a latency distribution summarised in microseconds.
 //! - [`histogram`]: the histogram bounds and codec (HdrHistogram's compressed V2, base64).
@@ -30,6 +31,7 @@ pub mod latency;
 pub mod machine;
 pub mod merge;
 pub mod run;
+pub mod scenario;
 pub mod server;
 pub mod shards;
 

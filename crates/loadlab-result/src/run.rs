@@ -63,6 +63,9 @@ pub struct RunResult {
     /// started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<ShardsSummary>,
+    /// A scenario run (`--scenario`): every step's figures and the iterations'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::ScenarioSummary>,
 }
 
 /// One shard's place in its run, and when it started.

@@ -75,6 +75,9 @@ pub struct Session {
     target_local: bool,
     // Declared after the server: dropped after it, so the namespace outlives its processes.
     link: Option<Link>,
+    /// The throwaway CA and certificate of a server launched with `--tls`: held only to be
+    /// dropped, after the server (declared after it), which removes the files.
+    _certs: Option<loadlab_certs::CertDir>,
 }
 
 /// A finished run.
@@ -132,6 +135,28 @@ impl Session {
         let host = link
             .as_ref()
             .map_or("127.0.0.1".to_string(), |l| l.server_address().to_string());
+        let tls = server.as_ref().is_some_and(|s| s.tls);
+        let certs = if tls {
+            if run.tls.ca_pem.is_some() || run.tls.insecure {
+                return Err(SessionError::Invalid(
+                    "--tls makes a CA for the run and trusts it: drop --cacert and --insecure"
+                        .into(),
+                ));
+            }
+            let server_ip: Option<std::net::IpAddr> =
+                link.as_ref().map(|l| l.server_address().into());
+            let certs = loadlab_certs::CertDir::create(server_ip.as_slice())
+                .map_err(|e| SessionError::Invalid(format!("--tls: {e}")))?;
+            run.tls.ca_pem = Some(certs.ca_pem().as_bytes().to_vec());
+            notes.push(format!(
+                "serving HTTPS with a throwaway CA and certificate in {} (removed after the run)",
+                certs.path().display()
+            ));
+            Some(certs)
+        } else {
+            None
+        };
+        let scheme = if tls { "https" } else { "http" };
         if run.url.starts_with('/') {
             if !launches {
                 return Err(SessionError::Invalid(format!(
@@ -140,7 +165,13 @@ impl Session {
                     run.url
                 )));
             }
-            run.url = format!("http://{host}:{port}{}", run.url);
+            run.url = format!("{scheme}://{host}:{port}{}", run.url);
+        } else if tls {
+            return Err(SessionError::Invalid(format!(
+                "{}: with --tls loadlab starts the server on a port it chooses and serves it over \
+                 HTTPS; give the URL as a path, such as /plaintext",
+                run.url
+            )));
         } else if link.is_some() {
             return Err(SessionError::Invalid(format!(
                 "{}: behind --bandwidth the server's address is one loadlab chooses inside its \
@@ -171,7 +202,7 @@ impl Session {
         }
         let server = match &server {
             Some(spec) => {
-                let (started, note) = Server::start(spec, port, link.as_ref())?;
+                let (started, note) = Server::start(spec, port, link.as_ref(), certs.as_ref())?;
                 notes.push(note);
                 Some((started, machine::backlog_env(spec)))
             }
@@ -199,6 +230,7 @@ impl Session {
             backlog_env,
             target_local: plan.target.as_ref().is_some_and(|t| t.loopback),
             link,
+            _certs: certs,
         })
     }
 

@@ -4,7 +4,7 @@
 //! It must not print: what a person should know comes back as notes.
 
 use crate::SessionError;
-use loadlab_lab::{Lab, ServeOptions};
+use loadlab_lab::{Lab, ServeOptions, ServeTls};
 use loadlab_probe::limits::{self, format_cpu_list};
 use loadlab_probe::report::{self, ServerReport, Startup};
 use loadlab_probe::sampler::{Samples, Source};
@@ -49,6 +49,11 @@ pub struct ServerSpec {
     /// A launched server runs behind a shaped link (`--bandwidth`, `--delay`, `--loss`): in a
     /// network namespace of its own, joined to loadlab's by a veth pair.
     pub link: Option<loadlab_machine::LinkSpec>,
+    /// A launched server serves HTTPS (`--tls`): the session makes a throwaway CA and a
+    /// certificate (`TLS_CERT`, `TLS_KEY`), trusts the CA for the run, and removes them after.
+    pub tls: bool,
+    /// `UPSTREAM_CA` for a lab target whose upstream is `https://`.
+    pub upstream_ca: Option<PathBuf>,
 }
 
 impl ServerSpec {
@@ -62,6 +67,8 @@ impl ServerSpec {
             healthz: "/healthz".into(),
             startup_timeout: Duration::from_secs(60),
             link: None,
+            tls: false,
+            upstream_ca: None,
         }
     }
 
@@ -98,6 +105,22 @@ impl ServerSpec {
                      reach, or drop the cap"
                 )));
             }
+        }
+        if self.tls && !self.launches() {
+            return Err(SessionError::Invalid(
+                "--tls serves a server loadlab starts over HTTPS with a throwaway certificate: add \
+                 --target NAME or --exec CMD (for a server already running over HTTPS, give its \
+                 https:// URL and --cacert)"
+                    .into(),
+            ));
+        }
+        if self.upstream_ca.is_some()
+            && !matches!(self.kind, ServerKind::Target { upstream: Some(ref u), .. } if u.starts_with("https://"))
+        {
+            return Err(SessionError::Invalid(
+                "--upstream-ca is the CA of an https:// --upstream: add --target NAME --upstream https://..."
+                    .into(),
+            ));
         }
         if self.sample_every < Duration::from_millis(10) {
             return Err(SessionError::Invalid(
@@ -151,7 +174,10 @@ impl Server {
         spec: &ServerSpec,
         port: u16,
         link: Option<&loadlab_machine::Link>,
+        certs: Option<&loadlab_certs::CertDir>,
     ) -> Result<(Server, String), SessionError> {
+        let tls = certs.map(ServeTls::from_dir);
+        let health_tls = tls.as_ref().map(ServeTls::client_config).transpose()?;
         let host: std::net::IpAddr = match link {
             Some(link) => link.server_address().into(),
             None => [127, 0, 0, 1].into(),
@@ -167,6 +193,7 @@ impl Server {
             mode: spec.mode,
             readiness,
             health_path: spec.healthz.clone(),
+            health_tls: health_tls.clone(),
             timeout: spec.startup_timeout,
             netns: netns.clone(),
         };
@@ -187,6 +214,8 @@ impl Server {
                     port,
                     host,
                     upstream_url: upstream.clone(),
+                    upstream_ca: spec.upstream_ca.clone(),
+                    tls: tls.clone(),
                     ..ServeOptions::default()
                 };
                 let mut command = lab.command(name, &options)?;
@@ -197,10 +226,13 @@ impl Server {
                 let mut command = Command::new("sh");
                 command
                     .arg("-c")
-                    .arg(cmd.replace("{port}", &port.to_string()))
+                    .arg(exec_if_simple(&cmd.replace("{port}", &port.to_string())))
                     .env("PORT", port.to_string())
-                    .env("HOST", host.to_string())
-                    .envs(spec.env.iter().map(|(k, v)| (k, v)));
+                    .env("HOST", host.to_string());
+                if let Some(tls) = &tls {
+                    command.env("TLS_CERT", &tls.cert).env("TLS_KEY", &tls.key);
+                }
+                command.envs(spec.env.iter().map(|(k, v)| (k, v)));
                 Some(launch(command, cmd.clone(), Readiness::Address(addr)))
             }
             ServerKind::Pid(_) | ServerKind::Cgroup(_) => None,
@@ -220,9 +252,10 @@ impl Server {
         let (idle_rss, idle_memory) = launched.memory_now();
         let held = launched.limits().describe();
         let note = format!(
-            "started {} (pid {}) at http://{} in {:.0} ms{}",
+            "started {} (pid {}) at {}://{} in {:.0} ms{}",
             launched.description(),
             launched.pid(),
+            if tls.is_some() { "https" } else { "http" },
             launched.addr(),
             launched.ready_after().as_secs_f64() * 1e3,
             if held.is_empty() {
@@ -328,4 +361,57 @@ impl Server {
 /// `0-1` for messages.
 pub fn cpus(list: &[usize]) -> String {
     format_cpu_list(list)
+}
+
+/// The script `sh -c` runs for `--exec CMD`: a lone command is `exec`ed, so that the server
+/// itself is loadlab's child and carries the death signal that stops it when loadlab is
+/// killed outright (dash forks a lone command; the server, a grandchild, outlived a
+/// `kill -9` of loadlab). A pipeline, a list or a compound command runs as written; its
+/// processes are still stopped with the run's process group when loadlab ends normally.
+fn exec_if_simple(cmd: &str) -> String {
+    const KEYWORDS: &[&str] = &[
+        "if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done", "case", "esac",
+        "{", "}", "!", "[[", "exec", "function", "select",
+    ];
+    let first = cmd.split_whitespace().next().unwrap_or("");
+    let simple = !first.is_empty()
+        && !first.contains('=')
+        && !KEYWORDS.contains(&first)
+        && !cmd
+            .chars()
+            .any(|c| matches!(c, ';' | '&' | '|' | '\n' | '(' | ')' | '`' | '<' | '>'));
+    if simple {
+        format!("exec {cmd}")
+    } else {
+        cmd.to_string()
+    }
+}
+
+#[cfg(test)]
+mod exec_tests {
+    use super::exec_if_simple;
+
+    #[test]
+    fn a_lone_command_is_execed_and_anything_else_runs_as_written() {
+        assert_eq!(
+            exec_if_simple("./server --port 8080"),
+            "exec ./server --port 8080"
+        );
+        assert_eq!(
+            exec_if_simple("java -jar 'my app.jar'"),
+            "exec java -jar 'my app.jar'"
+        );
+        for kept in [
+            "cd dir && ./server",
+            "./a | ./b",
+            "./server > log 2>&1",
+            "PORT=1 ./server",
+            "exec ./server",
+            "if true; then ./server; fi",
+            "(./server)",
+            "",
+        ] {
+            assert_eq!(exec_if_simple(kept), kept);
+        }
+    }
 }

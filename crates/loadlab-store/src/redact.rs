@@ -39,6 +39,7 @@ pub fn redact(result: &mut RunResult) {
     r(&mut result.loadlab_version);
     r(&mut result.started_at);
     all(&mut result.command);
+    redact_vars(&mut result.command);
     let t = &mut result.target;
     r(&mut t.url);
     r(&mut t.method);
@@ -89,6 +90,26 @@ pub fn redact(result: &mut RunResult) {
     for part in &mut result.parts {
         r(&mut part.started_at);
         r(&mut part.hostname);
+    }
+}
+
+/// Scenario variables given on the command line (`--var NAME=VALUE`, `--var=NAME=VALUE`):
+/// the name stays, the value goes (tokens and passwords are passed this way).
+pub fn redact_vars(command: &mut [String]) {
+    let mut next_is_var = false;
+    for arg in command.iter_mut() {
+        let pair = if next_is_var {
+            Some(arg.as_str())
+        } else {
+            arg.strip_prefix("--var=")
+        };
+        let prefix = if next_is_var { "" } else { "--var=" };
+        next_is_var = arg == "--var";
+        if let Some((name, value)) = pair.and_then(|p| p.split_once('=')) {
+            if value != REDACTED {
+                *arg = format!("{prefix}{name}={REDACTED}");
+            }
+        }
     }
 }
 
@@ -232,6 +253,36 @@ fn count_while(bytes: &[u8], keep: impl Fn(u8) -> bool) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scenario_variables_on_the_command_line_lose_their_values() {
+        let mut cmd: Vec<String> = [
+            "loadlab",
+            "run",
+            "--var",
+            "TOKEN=s3cret",
+            "--var=PASS=x=y",
+            "-c",
+            "5",
+        ]
+        .map(String::from)
+        .to_vec();
+        redact_vars(&mut cmd);
+        assert_eq!(
+            cmd,
+            [
+                "loadlab",
+                "run",
+                "--var",
+                "TOKEN=<redacted>",
+                "--var=PASS=<redacted>",
+                "-c",
+                "5"
+            ]
+        );
+        redact_vars(&mut cmd);
+        assert_eq!(cmd[3], "TOKEN=<redacted>");
+    }
 
     #[test]
     fn texts_lose_their_secrets() {

@@ -5,12 +5,22 @@
 //! read, responses written) and misbehaves on request: resets, stalls, garbage, bodies cut
 //! short, responses trickled one byte per write. It parses requests only as far as a test
 //! needs: the header block and a Content-Length body.
+//!
+//! For hostile servers written step by step, [`ScriptedServer`] plays a [`Script`] of
+//! HTTP/1.1 bytes, waits and closes on every connection, and [`H2FrameServer`] an
+//! [`H2Script`] of raw HTTP/2 frames.
 
 mod background;
+pub mod h2frames;
 mod h2server;
+mod routes;
+mod scripted;
 mod timed;
 mod tls;
+pub use h2frames::{H2FrameServer, H2Script, H2Step};
 pub use h2server::{H2Behavior, H2Counters, H2Server};
+pub use routes::{Answer, RouteCounters, RouteServer, Seen};
+pub use scripted::{closed_port, random_bytes, Script, ScriptCounters, ScriptedServer, Step};
 pub use timed::{TimedServer, Timing};
 pub use tls::TestCa;
 

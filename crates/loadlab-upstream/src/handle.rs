@@ -23,6 +23,7 @@ impl Upstream {
                     source,
                 })?;
         let addr = listener.local_addr()?;
+        let scheme = config.scheme();
         let counters = Counters::default();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(run(listener, config, counters.clone(), async move {
@@ -31,6 +32,7 @@ impl Upstream {
         }));
         Ok(UpstreamHandle {
             addr,
+            scheme,
             counters,
             stop: Some(stop),
             task: Some(task),
@@ -42,6 +44,8 @@ impl Upstream {
 #[derive(Debug)]
 pub struct UpstreamHandle {
     addr: SocketAddr,
+    /// `http` or `https`, for [`UpstreamHandle::url`].
+    scheme: &'static str,
     counters: Counters,
     /// Sending (or dropping) stops the accept loop.
     stop: Option<oneshot::Sender<()>>,
@@ -55,9 +59,10 @@ impl UpstreamHandle {
         self.addr
     }
 
-    /// The URL to give a target as `UPSTREAM_URL`, e.g. `http://127.0.0.1:43121/`.
+    /// The URL to give a target as `UPSTREAM_URL`, e.g. `http://127.0.0.1:43121/` (or
+    /// `https://` when it serves TLS).
     pub fn url(&self) -> String {
-        format!("http://{}/", self.addr)
+        format!("{}://{}/", self.scheme, self.addr)
     }
 
     /// The URL to give a target as `UPSTREAM_GRPC_URL`, e.g. `http://127.0.0.1:43121`: the

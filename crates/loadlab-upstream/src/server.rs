@@ -1,7 +1,11 @@
 //! The accept loop and the one service. It must not interpret requests beyond `/__stats`: a
-//! mock that did would start to be a second target. A connection that opens with HTTP/2's
-//! preface goes to the gRPC side ([`crate::grpc`]); everything else is HTTP/1.1.
+//! mock that did would start to be a second target. Over HTTPS each connection's handshake
+//! runs in that connection's task (a slow or failed handshake never holds up the accept
+//! loop), and how it went (full or resumed) is counted with the connection. Without TLS, a
+//! connection that opens with HTTP/2's preface goes to the gRPC side ([`crate::grpc`]);
+//! everything else is HTTP/1.1 (gRPC is not served over TLS).
 
+use crate::stats::Handshake;
 use crate::{grpc, Counters, UpstreamConfig, UpstreamError, RESPONSE_BODY, STATS_PATH};
 use bytes::Bytes;
 use http_body_util::Full;
@@ -11,6 +15,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use rustls::HandshakeKind;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,20 +53,50 @@ pub async fn run(
         let _ = stream.set_nodelay(true);
         let counters = counters.clone();
         let delay = config.delay;
+        let tls = config.tls.clone();
         connections.spawn(async move {
-            if grpc::opens_with_h2_preface(&stream).await {
-                return grpc::serve_connection(stream, counters, delay).await;
+            match tls {
+                None => {
+                    if grpc::opens_with_h2_preface(&stream).await {
+                        return grpc::serve_connection(stream, counters, delay).await;
+                    }
+                    serve_connection(stream, None, counters, delay).await
+                }
+                Some(tls) => {
+                    // A failed handshake is the client's business: it carried no request, so
+                    // it is not counted.
+                    let Ok(stream) = tokio_rustls::TlsAcceptor::from(tls).accept(stream).await
+                    else {
+                        return;
+                    };
+                    let handshake = match stream.get_ref().1.handshake_kind() {
+                        Some(HandshakeKind::Resumed) => Handshake::Resumed,
+                        _ => Handshake::Full,
+                    };
+                    serve_connection(stream, Some(handshake), counters, delay).await
+                }
             }
-            // Set on the connection's first counted request, so the connection is counted once.
-            let counted = Arc::new(AtomicBool::new(false));
-            let service =
-                service_fn(move |req| answer(req, counters.clone(), counted.clone(), delay));
-            // A client closing mid-request is its business, not an upstream failure.
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
         });
     }
+}
+
+/// Serves one connection (plain or already through its TLS handshake) until the client closes.
+async fn serve_connection<IO>(
+    io: IO,
+    handshake: Option<Handshake>,
+    counters: Counters,
+    delay: Duration,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    // Set on the connection's first counted request, so the connection is counted once.
+    let counted = Arc::new(AtomicBool::new(false));
+    let service =
+        service_fn(move |req| answer(req, counters.clone(), counted.clone(), handshake, delay));
+    // A client closing mid-request is its business, not an upstream failure.
+    let _ = http1::Builder::new()
+        .serve_connection(TokioIo::new(io), service)
+        .await;
 }
 
 fn is_transient(err: &std::io::Error) -> bool {
@@ -78,6 +113,7 @@ async fn answer(
     req: Request<Incoming>,
     counters: Counters,
     counted: Arc<AtomicBool>,
+    handshake: Option<Handshake>,
     delay: Duration,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     if req.uri().path() == STATS_PATH {
@@ -86,7 +122,7 @@ async fn answer(
     }
     counters.add_request();
     if !counted.swap(true, Ordering::AcqRel) {
-        counters.add_connection();
+        counters.add_connection(handshake);
     }
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;

@@ -108,6 +108,7 @@ async fn http_and_grpc_share_the_port_and_are_counted_apart() {
             grpc_requests: 2,
             grpc_connections: 1,
             grpc_streams: 2,
+            ..Stats::default()
         }
     );
 }

@@ -22,8 +22,22 @@ pub struct Config {
     pub upstream_url: Option<String>,
     /// `http://HOST:PORT` of the gRPC upstream `/upstream-grpc` calls; `None` makes it 503.
     pub upstream_grpc_url: Option<String>,
+    /// `UPSTREAM_CA`: the CA file an `https://` upstream's certificate chains to (in place of
+    /// the system's roots).
+    pub upstream_ca: Option<PathBuf>,
+    /// `TLS_CERT` and `TLS_KEY`: serve HTTPS only, with this certificate chain and key.
+    pub tls: Option<TlsFiles>,
     /// Where `templates/`, `posts/` and `VERSION` live.
     pub content_dir: PathBuf,
+}
+
+/// The PEM files a target serves HTTPS with.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// `TLS_CERT`: the certificate chain.
+    pub cert: PathBuf,
+    /// `TLS_KEY`: its PKCS#8 private key.
+    pub key: PathBuf,
 }
 
 /// A variable that could not be used, with the fix.
@@ -36,11 +50,15 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}={:?} is not valid: set it to {}",
-            self.var, self.value, self.expected
-        )
+        if self.value.is_empty() {
+            write!(f, "{} is not set: set it to {}", self.var, self.expected)
+        } else {
+            write!(
+                f,
+                "{}={:?} is not valid: set it to {}",
+                self.var, self.value, self.expected
+            )
+        }
     }
 }
 
@@ -89,11 +107,12 @@ impl Config {
         };
         let upstream_url = lookup("UPSTREAM_URL").filter(|v| !v.is_empty());
         if let Some(url) = &upstream_url {
-            if !url.starts_with("http://") || url.parse::<hyper::Uri>().is_err() {
+            let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+            if !scheme_ok || url.parse::<hyper::Uri>().is_err() {
                 return Err(ConfigError {
                     var: "UPSTREAM_URL",
                     value: url.clone(),
-                    expected: "an http:// URL such as http://127.0.0.1:9100/",
+                    expected: "an http:// or https:// URL such as http://127.0.0.1:9100/",
                 });
             }
         }
@@ -110,6 +129,33 @@ impl Config {
                 });
             }
         }
+        let upstream_ca = lookup("UPSTREAM_CA")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let tls = match (
+            lookup("TLS_CERT").filter(|v| !v.is_empty()),
+            lookup("TLS_KEY").filter(|v| !v.is_empty()),
+        ) {
+            (Some(cert), Some(key)) => Some(TlsFiles {
+                cert: cert.into(),
+                key: key.into(),
+            }),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(ConfigError {
+                    var: "TLS_KEY",
+                    value: String::new(),
+                    expected: "the PEM private key of the certificate in TLS_CERT (TLS_CERT and TLS_KEY go together: both for HTTPS, neither for plain HTTP)",
+                })
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError {
+                    var: "TLS_CERT",
+                    value: String::new(),
+                    expected: "the PEM certificate chain of the key in TLS_KEY (TLS_CERT and TLS_KEY go together: both for HTTPS, neither for plain HTTP)",
+                })
+            }
+        };
         let content_dir = lookup("CONTENT_DIR")
             .filter(|v| !v.is_empty())
             .map_or_else(|| PathBuf::from("../content"), PathBuf::from);
@@ -120,6 +166,8 @@ impl Config {
             backlog,
             upstream_url,
             upstream_grpc_url,
+            upstream_ca,
+            tls,
             content_dir,
         })
     }
@@ -182,5 +230,20 @@ mod tests {
             ok.unwrap().upstream_grpc_url.as_deref(),
             Some("http://127.0.0.1:9100")
         );
+        assert!(Config::from_lookup(env(&[("UPSTREAM_URL", "https://127.0.0.1:1/")])).is_ok());
+    }
+
+    #[test]
+    fn tls_needs_both_files_and_names_both_when_one_is_missing() {
+        let both =
+            Config::from_lookup(env(&[("TLS_CERT", "c.pem"), ("TLS_KEY", "k.pem")])).unwrap();
+        assert!(both.tls.is_some());
+        for half in [[("TLS_CERT", "c.pem")], [("TLS_KEY", "k.pem")]] {
+            let message = Config::from_lookup(env(&half)).unwrap_err().to_string();
+            assert!(
+                message.contains("TLS_CERT") && message.contains("TLS_KEY"),
+                "{message}"
+            );
+        }
     }
 }

@@ -3,9 +3,10 @@
 //! 2, no panic), the tokio runtime with `WORKERS` threads, and binding with `BACKLOG` followed
 //! by the contract's `listening on ADDR` first line.
 //!
-//! A target on tokio calls [`run_tokio`] with the function that serves a bound listener; a
-//! framework that runs its own runtime and binds itself (actix-web) uses [`run`],
-//! [`AppState::load`] and [`announce`].
+//! A target on tokio calls [`run_tokio`] with the function that serves a bound listener (over
+//! HTTPS when it is given a TLS configuration, see [`crate::tls::serve`]); a framework that
+//! runs its own runtime and binds itself (actix-web) uses [`run`], [`AppState::load`],
+//! [`tls_config`] and [`announce`].
 
 use crate::{Config, GrpcUpstreamClient, Site, UpstreamClient};
 use std::future::Future;
@@ -32,7 +33,10 @@ impl AppState {
     pub fn load(config: &Config) -> Result<Self, Error> {
         Ok(AppState {
             site: Site::load(&config.content_dir)?,
-            upstream: UpstreamClient::new(config.upstream_url.as_deref()),
+            upstream: UpstreamClient::new(
+                config.upstream_url.as_deref(),
+                config.upstream_ca.as_deref(),
+            )?,
             upstream_grpc: GrpcUpstreamClient::new(config.upstream_grpc_url.as_deref()),
         })
     }
@@ -50,18 +54,33 @@ pub fn run(name: &str, run: impl FnOnce() -> Result<(), Error>) -> ExitCode {
     }
 }
 
+/// The HTTPS server configuration when `TLS_CERT` and `TLS_KEY` are set (ALPN `alpn`), read
+/// before binding so a bad file is a start-up error, not a failed first handshake.
+pub fn tls_config(
+    config: &Config,
+    alpn: &[&[u8]],
+) -> Result<Option<Arc<rustls::ServerConfig>>, Error> {
+    config
+        .tls
+        .as_ref()
+        .map(|files| crate::tls::server_config(files, alpn).map(Arc::new))
+        .transpose()
+}
+
 /// [`run`] for a target served from a tokio listener: reads the environment, loads the
-/// [`AppState`], builds the [`runtime`], binds with [`listener`] inside it, and then awaits
-/// `serve(listener, state)` on it.
+/// [`AppState`] and the TLS configuration (ALPN `h2`, `http/1.1`), builds the [`runtime`],
+/// binds with [`listener`] inside it, and then awaits `serve(listener, state, tls)` on it;
+/// `tls` is `Some` when the target must serve HTTPS only.
 pub fn run_tokio<F, Fut>(name: &str, serve: F) -> ExitCode
 where
-    F: FnOnce(TcpListener, Arc<AppState>) -> Fut,
+    F: FnOnce(TcpListener, Arc<AppState>, Option<Arc<rustls::ServerConfig>>) -> Fut,
     Fut: Future<Output = Result<(), Error>>,
 {
     run(name, || {
         let config = Config::from_env()?;
+        let tls = tls_config(&config, &[b"h2", b"http/1.1"])?;
         let state = Arc::new(AppState::load(&config)?);
-        runtime(&config)?.block_on(async move { serve(listener(&config)?, state).await })
+        runtime(&config)?.block_on(async move { serve(listener(&config)?, state, tls).await })
     })
 }
 

@@ -1,13 +1,20 @@
 //! The clients behind `/upstream` (posts 003 and 004): N sequential GETs to `UPSTREAM_URL`,
 //! either through one shared, pooled client (the production way) or through a client built
-//! for every call (the mistake post 004 found, kept here so it can be measured).
+//! for every call (the mistake post 004 found, kept here so it can be measured). Over
+//! `https://` the client speaks TLS through hyper-rustls, trusting `UPSTREAM_CA`: the pooled
+//! client keeps its connections and its TLS sessions; the per-call client is new, TLS
+//! configuration and session store included, so every call pays a full handshake. A plain
+//! `http://` upstream builds no TLS at all, per call or otherwise.
 
+use crate::tls;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::Uri;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use std::fmt;
+use std::sync::Arc;
 
 /// How `/upstream` reaches the upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,24 +57,54 @@ impl fmt::Display for UpstreamError {
 
 impl std::error::Error for UpstreamError {}
 
-/// The shared pooled client plus the upstream's address.
+/// A hyper-util client over plain TCP or over TLS.
+#[derive(Debug, Clone)]
+enum AnyClient {
+    Http(Client<HttpConnector, Empty<Bytes>>),
+    Https(Client<HttpsConnector<HttpConnector>, Empty<Bytes>>),
+}
+
+/// The shared pooled client plus the upstream's address (and, over HTTPS, the roots every
+/// client trusts).
 #[derive(Debug, Clone)]
 pub struct UpstreamClient {
     url: Option<Uri>,
-    pooled: Client<HttpConnector, Empty<Bytes>>,
+    /// `Some` for an `https://` upstream.
+    roots: Option<Arc<rustls::RootCertStore>>,
+    pooled: AnyClient,
 }
 
-fn new_client() -> Client<HttpConnector, Empty<Bytes>> {
-    Client::builder(TokioExecutor::new()).build_http()
+fn new_client(roots: Option<&Arc<rustls::RootCertStore>>) -> AnyClient {
+    match roots {
+        None => AnyClient::Http(Client::builder(TokioExecutor::new()).build_http()),
+        Some(roots) => {
+            let connector = HttpsConnectorBuilder::new()
+                .with_tls_config(tls::upstream_client_config(roots.clone()))
+                .https_only()
+                .enable_http1()
+                .build();
+            AnyClient::Https(Client::builder(TokioExecutor::new()).build(connector))
+        }
+    }
 }
 
 impl UpstreamClient {
-    /// `url` comes from `UPSTREAM_URL` (already validated by [`crate::Config`]).
-    pub fn new(url: Option<&str>) -> Self {
-        UpstreamClient {
-            url: url.and_then(|u| u.parse().ok()),
-            pooled: new_client(),
-        }
+    /// `url` comes from `UPSTREAM_URL` (already validated by [`crate::Config`]); `ca` is
+    /// `UPSTREAM_CA`, read only for an `https://` URL.
+    pub fn new(
+        url: Option<&str>,
+        ca: Option<&std::path::Path>,
+    ) -> Result<Self, crate::startup::Error> {
+        let url: Option<Uri> = url.and_then(|u| u.parse().ok());
+        let roots = match &url {
+            Some(u) if u.scheme_str() == Some("https") => Some(tls::upstream_roots(ca)?),
+            _ => None,
+        };
+        Ok(UpstreamClient {
+            pooled: new_client(roots.as_ref()),
+            url,
+            roots,
+        })
     }
 
     /// Makes `calls` sequential GETs and returns how many body bytes came back.
@@ -77,21 +114,19 @@ impl UpstreamClient {
         for _ in 0..calls {
             total += match mode {
                 ClientMode::Pooled => get(&self.pooled, url).await?,
-                ClientMode::PerCall => get(&new_client(), url).await?,
+                ClientMode::PerCall => get(&new_client(self.roots.as_ref()), url).await?,
             };
         }
         Ok(total)
     }
 }
 
-async fn get(
-    client: &Client<HttpConnector, Empty<Bytes>>,
-    url: &Uri,
-) -> Result<u64, UpstreamError> {
-    let response = client
-        .get(url.clone())
-        .await
-        .map_err(|e| UpstreamError::Request(e.to_string()))?;
+async fn get(client: &AnyClient, url: &Uri) -> Result<u64, UpstreamError> {
+    let response = match client {
+        AnyClient::Http(c) => c.get(url.clone()).await,
+        AnyClient::Https(c) => c.get(url.clone()).await,
+    }
+    .map_err(|e| UpstreamError::Request(e.to_string()))?;
     let status = response.status();
     // Read the whole body: only then does the connection go back to the pool.
     let body = response

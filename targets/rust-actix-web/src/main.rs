@@ -1,7 +1,9 @@
 //! loadlab reference target: the workload contract (`targets/CONTRACT.md`) served with
 //! actix-web, the way its documentation recommends: `HttpServer` with one worker per core
 //! (or `WORKERS`), an `App` with shared `web::Data`, `route` registration
-//! and `DefaultHeaders` middleware for `Server`.
+//! and `DefaultHeaders` middleware for `Server`. Over HTTPS (`TLS_CERT`, `TLS_KEY`) it binds
+//! with `bind_rustls_0_23`, actix-web's own rustls listener, which offers `h2` and `http/1.1`
+//! by ALPN.
 
 use actix_web::http::header::{self, ContentType};
 use actix_web::http::StatusCode;
@@ -32,6 +34,8 @@ fn run() -> Result<(), startup::Error> {
         )
         .into());
     }
+    // No ALPN of ours: actix-web puts `h2` and `http/1.1` in front of whatever it is given.
+    let tls = startup::tls_config(&config, &[])?;
     let state = web::Data::new(AppState::load(&config)?);
     actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(move || {
@@ -59,8 +63,13 @@ fn run() -> Result<(), startup::Error> {
                 .default_service(web::to(not_found))
         })
         .workers(config.workers)
-        .backlog(config.backlog)
-        .bind(config.bind_addr())?;
+        .backlog(config.backlog);
+        let server = match tls {
+            None => server.bind(config.bind_addr())?,
+            Some(tls) => {
+                server.bind_rustls_0_23(config.bind_addr(), std::sync::Arc::unwrap_or_clone(tls))?
+            }
+        };
         for addr in server.addrs() {
             startup::announce(addr);
         }

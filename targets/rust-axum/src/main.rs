@@ -1,6 +1,8 @@
 //! loadlab reference target: the workload contract (`targets/CONTRACT.md`) served with axum,
 //! the way axum's documentation recommends: a `Router` with typed extractors and shared
-//! state, served by `axum::serve` on a tokio multi-thread runtime.
+//! state, served by `axum::serve` on a tokio multi-thread runtime. Over HTTPS (`TLS_CERT`,
+//! `TLS_KEY`) the same `Router` is served by hyper-util over tokio-rustls, as axum's
+//! `low-level-rustls` example does (`axum::serve` speaks plain TCP only).
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
@@ -8,6 +10,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Json, Router};
+use hyper_util::service::TowerToHyperService;
 use lab_common::{params, startup, workload, AppState, BadParam, UpstreamError};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -18,8 +21,15 @@ mod upstream_grpc;
 type Shared = State<Arc<AppState>>;
 
 fn main() -> ExitCode {
-    startup::run_tokio("rust-axum", |listener, state| async move {
-        axum::serve(listener, app(state)).await?;
+    startup::run_tokio("rust-axum", |listener, state, tls| async move {
+        let app = app(state);
+        match tls {
+            None => axum::serve(listener, app).await?,
+            Some(tls) => {
+                lab_common::tls::serve(listener, tls, move || TowerToHyperService::new(app.clone()))
+                    .await?
+            }
+        }
         Ok(())
     })
 }

@@ -1,6 +1,8 @@
 //! loadlab reference target: the workload contract (`targets/CONTRACT.md`) served with bare
 //! hyper 1, the way hyper's server guide recommends: a tokio accept loop, one task per
 //! connection, `http1::Builder::serve_connection` with a `service_fn`, routing by `match`.
+//! Over HTTPS (`TLS_CERT`, `TLS_KEY`) the same service is served over tokio-rustls by
+//! hyper-util's `auto` builder (HTTP/1.1 or HTTP/2, as ALPN chose).
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -24,7 +26,18 @@ fn main() -> ExitCode {
 }
 
 /// The accept loop: one task per connection. It never returns.
-async fn serve(listener: TcpListener, state: Arc<AppState>) -> Result<(), startup::Error> {
+async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> Result<(), startup::Error> {
+    if let Some(tls) = tls {
+        return lab_common::tls::serve(listener, tls, move || {
+            let state = state.clone();
+            service_fn(move |req| handle(state.clone(), req))
+        })
+        .await;
+    }
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,

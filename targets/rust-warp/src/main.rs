@@ -1,10 +1,14 @@
 //! loadlab reference target: the workload contract (`targets/CONTRACT.md`) served with warp,
 //! the way warp's documentation recommends: routes composed from filters with `or`, shared
 //! state injected by a filter, rejections turned into responses by `recover`, and
-//! `warp::serve(...).incoming(listener)` on a tokio multi-thread runtime.
+//! `warp::serve(...).incoming(listener)` on a tokio multi-thread runtime. Over HTTPS
+//! (`TLS_CERT`, `TLS_KEY`; warp 0.4 has no TLS of its own) the same filter, as
+//! `warp::service`, is served by hyper-util over tokio-rustls, exactly as `warp::serve` serves
+//! it over TCP.
 
 use bytes::{Buf, BufMut, Bytes};
 use futures_util::{Stream, StreamExt};
+use hyper_util::service::TowerToHyperService;
 use lab_common::{params, startup, workload, AppState, BadParam, UpstreamError};
 use std::convert::Infallible;
 use std::process::ExitCode;
@@ -19,8 +23,17 @@ mod upstream_grpc;
 type Shared = Arc<AppState>;
 
 fn main() -> ExitCode {
-    startup::run_tokio("rust-warp", |listener, state| async move {
-        warp::serve(routes(state)).incoming(listener).run().await;
+    startup::run_tokio("rust-warp", |listener, state, tls| async move {
+        let routes = routes(state);
+        match tls {
+            None => warp::serve(routes).incoming(listener).run().await,
+            Some(tls) => {
+                lab_common::tls::serve(listener, tls, move || {
+                    TowerToHyperService::new(warp::service(routes.clone()))
+                })
+                .await?
+            }
+        }
         Ok(())
     })
 }

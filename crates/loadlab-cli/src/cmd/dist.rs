@@ -204,8 +204,14 @@ fn check_run_flags(raw: &[String], shards: u32, engine_sets: &[&str]) -> anyhow:
             count: shards,
         }),
         start_at: args.shard.start_at,
-        ..args.request.spec(&args.url)?
+        ..args.request.spec(args.url.as_deref().unwrap_or_default())?
     };
+    if args.scenario.is_some() {
+        anyhow::bail!(
+            "--scenario: `loadlab dist` does not carry scenario files to other machines yet; \
+             run `loadlab run --scenario FILE --shard I/N --start-at T` on each"
+        );
+    }
     spec.validate()
         .map_err(|c| anyhow::anyhow!("{}: {}", crate::cmd::run::flag_for(c.setting), c.message))?;
     Ok(args)

@@ -125,10 +125,10 @@ fn describe(a: &RunArgs) -> String {
         } else {
             "keep-alive"
         },
-        if a.url.is_empty() {
-            String::new()
-        } else {
-            format!(", against {}", a.url)
+        match (&a.url, &a.scenario) {
+            (Some(url), _) if !url.is_empty() => format!(", against {url}"),
+            (_, Some(file)) => format!(", scenario {}", file.display()),
+            _ => String::new(),
         }
     )
 }

@@ -6,7 +6,7 @@
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
 use loadlab_lab::verify::{verify_target, verify_url};
-use loadlab_lab::{BuildAction, Lab, Outcome, Report, ServeOptions, VerifyOptions};
+use loadlab_lab::{BuildAction, Lab, Outcome, Report, ServeOptions, ServeTls, VerifyOptions};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +54,15 @@ pub enum LabCommand {
         /// the same port).
         #[arg(long, value_name = "URL")]
         upstream: Option<String>,
+        /// UPSTREAM_CA: the CA file an https:// upstream's certificate chains to (the `ca
+        /// PATH` that `loadlab upstream --tls` prints).
+        #[arg(long, value_name = "FILE")]
+        upstream_ca: Option<PathBuf>,
+        /// Serve HTTPS: loadlab makes a throwaway CA and a certificate for 127.0.0.1, ::1
+        /// and localhost (TLS_CERT, TLS_KEY), removed when it stops; it prints the CA's path
+        /// for `loadlab run --cacert`.
+        #[arg(long)]
+        tls: bool,
     },
     /// Check a target against the workload contract: by NAME (started with a mock upstream of
     /// its own) or by URL (a running server; add --upstream to check upstream call counts).
@@ -73,6 +82,15 @@ pub enum LabCommand {
         /// Print the report as JSON (every check, passed or not).
         #[arg(long)]
         json: bool,
+        /// By NAME: serve the target (and its mock upstream) over HTTPS with a throwaway CA
+        /// and run every check over TLS, plus ALPN, the certificate served, session
+        /// resumption, and that TLS_CERT without TLS_KEY is refused with exit status 2.
+        #[arg(long)]
+        tls: bool,
+        /// With an https:// URL: the CA certificates (PEM) that its certificate (and an
+        /// https:// --upstream's) chains to.
+        #[arg(long, value_name = "FILE")]
+        cacert: Option<PathBuf>,
     },
 }
 
@@ -115,7 +133,10 @@ impl TargetFlags {
             workers: self.workers,
             backlog: self.backlog,
             upstream_url,
+            upstream_grpc_url: None,
             ready_timeout: self.ready_timeout,
+            upstream_ca: None,
+            tls: None,
             cpus: self
                 .pin
                 .as_deref()
@@ -143,13 +164,28 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             name,
             target,
             upstream,
-        } => serve(&lab()?, name, target.serve_options(upstream.clone())?),
+            upstream_ca,
+            tls,
+        } => {
+            if upstream_ca.is_some()
+                && !upstream
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("https://"))
+            {
+                bail!("--upstream-ca is the CA of an https:// --upstream: give --upstream https://...");
+            }
+            let mut options = target.serve_options(upstream.clone())?;
+            options.upstream_ca = upstream_ca.clone();
+            serve(&lab()?, name, options, *tls)
+        }
         LabCommand::Verify {
             target,
             flags,
             upstream,
             no_upstream_grpc,
             json,
+            tls,
+            cacert,
         } => {
             let is_url = target.starts_with("http://") || target.starts_with("https://");
             if !is_url && upstream.is_some() {
@@ -158,12 +194,28 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             if !is_url && *no_upstream_grpc {
                 bail!("--no-upstream-grpc is for `verify URL`; `verify {target}` reads the target's capabilities from its target.toml");
             }
+            if is_url && *tls {
+                bail!("--tls is for `verify NAME` (loadlab makes the certificate); to verify a running https:// server, give its URL and --cacert FILE");
+            }
+            if !is_url && cacert.is_some() {
+                bail!("--cacert is for `verify https://URL`; `verify {target} --tls` makes and trusts a CA of its own");
+            }
+            let ca_pem = cacert
+                .as_ref()
+                .map(|p| {
+                    std::fs::read(p).with_context(|| {
+                        format!("--cacert: cannot read {}; check the path", p.display())
+                    })
+                })
+                .transpose()?;
             let serve = flags.serve_options(None)?;
             let lab = lab()?;
             let options = VerifyOptions {
                 content_dir: Some(lab.content_dir()),
                 upstream_url: upstream.clone(),
                 upstream_grpc: !no_upstream_grpc,
+                tls: *tls,
+                ca_pem,
                 ..VerifyOptions::default()
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -246,7 +298,14 @@ fn build(lab: &Lab, name: &str, force: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn serve(lab: &Lab, name: &str, options: ServeOptions) -> anyhow::Result<ExitCode> {
+fn serve(lab: &Lab, name: &str, mut options: ServeOptions, tls: bool) -> anyhow::Result<ExitCode> {
+    // Removed (with the files) when this returns, after the target has stopped.
+    let certs = if tls {
+        Some(loadlab_certs::CertDir::create(&[options.host])?)
+    } else {
+        None
+    };
+    options.tls = certs.as_ref().map(ServeTls::from_dir);
     let served = lab.serve(name, &options)?;
     let (stop_tx, stop_rx) = std::sync::mpsc::channel();
     ctrlc::set_handler(move || {
@@ -254,9 +313,19 @@ fn serve(lab: &Lab, name: &str, options: ServeOptions) -> anyhow::Result<ExitCod
     })
     .context("cannot install the Ctrl-C handler")?;
     println!("{}", served.base_url());
+    if let Some(certs) = &certs {
+        // Second stdout line: what a client must trust (scripts read it).
+        println!("cacert {}", certs.ca_path().display());
+        eprintln!(
+            "serving HTTPS with a throwaway CA: loadlab run --cacert {} {}/",
+            certs.ca_path().display(),
+            served.base_url()
+        );
+    }
     eprintln!("{name} is ready (pid {}); Ctrl-C stops it", served.pid());
     let _ = stop_rx.recv();
     served.stop();
+    drop(certs);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -286,6 +355,21 @@ fn print_report(report: &Report, json: bool) -> anyhow::Result<()> {
             upstream.pooled_reuse_ratio.unwrap_or(0.0),
             upstream.per_call.requests,
             upstream.per_call.connections
+        );
+        if upstream.https {
+            println!(
+                "upstream TLS handshakes: pooled {} full, {} resumed; per-call {} full, {} resumed",
+                upstream.pooled.tls_full,
+                upstream.pooled.tls_resumed,
+                upstream.per_call.tls_full,
+                upstream.per_call.tls_resumed
+            );
+        }
+    }
+    if let Some(tls) = &report.tls {
+        println!(
+            "TLS: ALPN chose {} ({}); a new connection: TLS 1.3 {}, TLS 1.2 {}",
+            tls.alpn, tls.version, tls.resumption_tls13, tls.resumption_tls12
         );
     }
     if let Some(grpc) = &report.upstream_grpc {

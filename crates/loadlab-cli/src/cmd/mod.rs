@@ -7,6 +7,7 @@ pub mod dist;
 pub mod doctor;
 pub mod experiment;
 pub mod gates;
+pub mod import;
 pub mod lab;
 pub mod merge;
 pub mod report;
@@ -34,5 +35,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sweep(args) => capacity::sweep(*args),
         Command::Merge(args) => merge::run(args),
         Command::Dist(args) => dist::run(*args),
+        Command::Import(args) => import::run(args),
     }
 }

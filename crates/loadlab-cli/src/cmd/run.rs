@@ -55,8 +55,35 @@ pub enum ArrivalArg {
 )]
 pub struct RunArgs {
     /// The URL to load, e.g. http://127.0.0.1:8080/plaintext; with --target or --exec, a
-    /// path such as /plaintext.
-    pub url: String,
+    /// path such as /plaintext. With --scenario, none: the scenario names its URLs.
+    #[arg(required_unless_present = "scenario")]
+    pub url: Option<String>,
+
+    /// Run a scenario file (docs/scenario-format.md): -c virtual users, each with its own
+    /// connection and cookie jar, run its steps over and over; the result has a row per step.
+    #[arg(long, value_name = "FILE", help_heading = "Scenarios")]
+    pub scenario: Option<PathBuf>,
+
+    /// A scenario variable, NAME=VALUE, over the file's [variables] (repeat for more). Its
+    /// value is never written to a result or the store.
+    #[arg(
+        long = "var",
+        value_name = "NAME=VALUE",
+        requires = "scenario",
+        help_heading = "Scenarios"
+    )]
+    pub vars: Vec<String>,
+
+    /// Closed loop: each connection (virtual user) sends one request per this long, measured
+    /// from when it was due (post 003's "a request per connection per second"); reported with
+    /// the rate it offers.
+    #[arg(long, value_parser = parse_duration, help_heading = "Scenarios")]
+    pub pace: Option<Duration>,
+
+    /// Send this share of requests (0 to 1) on a new connection of their own (Connection:
+    /// close), the rest over keep-alive; each new connection's setup is counted apart.
+    #[arg(long, value_name = "SHARE", help_heading = "Scenarios")]
+    pub new_connection_share: Option<f64>,
 
     /// Closed loop: concurrent connections, each sending its next request when the last one
     /// ends [default: 50].
@@ -162,7 +189,8 @@ pub struct RequestArgs {
     #[arg(long, value_enum, default_value_t = ArrivalArg::Uniform, help_heading = "Open loop")]
     pub arrival: ArrivalArg,
 
-    /// Seed for --arrival poisson, to reproduce a schedule.
+    /// Seed for --arrival poisson, to reproduce a schedule, and for a scenario's think
+    /// times, random feeder rows and mix.
     #[arg(long, default_value_t = 1, help_heading = "Open loop")]
     pub seed: u64,
 
@@ -326,9 +354,50 @@ fn read_pem(path: &Option<PathBuf>, flag: &str) -> anyhow::Result<Option<Vec<u8>
         .transpose()
 }
 
+/// `--var NAME=VALUE` pairs.
+pub fn parse_vars(vars: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    vars.iter()
+        .map(|v| match v.split_once('=') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_string(), value.to_string()))
+            }
+            _ => anyhow::bail!("--var {v:?}: write NAME=VALUE, e.g. --var BLOG_ID=001"),
+        })
+        .collect()
+}
+
+/// The scenario of `--scenario FILE` with its `--var`s, loaded and checked.
+pub fn load_scenario(
+    path: &std::path::Path,
+    vars: &[String],
+) -> anyhow::Result<std::sync::Arc<loadlab_engine::scenario::Scenario>> {
+    let vars = parse_vars(vars)?;
+    let scenario = loadlab_engine::scenario::Scenario::load(path, &vars)?;
+    Ok(std::sync::Arc::new(scenario))
+}
+
 /// The session the flags describe (nothing started yet).
 pub fn session_spec(args: &RunArgs) -> anyhow::Result<SessionSpec> {
+    let server = args.server.spec()?;
+    let scenario = args
+        .scenario
+        .as_deref()
+        .map(|p| load_scenario(p, &args.vars))
+        .transpose()?;
+    let url = match (&args.url, &scenario) {
+        (Some(url), _) => url.clone(),
+        // A launched server: the scenario's requests go to it.
+        (None, Some(_)) if server.is_some() => "/".to_string(),
+        (None, Some(_)) => String::new(),
+        (None, None) => {
+            anyhow::bail!("give a URL to load, e.g. http://127.0.0.1:8080/, or --scenario FILE")
+        }
+    };
     let run = RunSpec {
+        scenario,
+        pace: args.pace,
+        new_connection_share: args.new_connection_share,
+        seed: args.request.seed,
         connections: args.connections,
         duration: args.duration,
         requests: args.requests,
@@ -339,11 +408,11 @@ pub fn session_spec(args: &RunArgs) -> anyhow::Result<SessionSpec> {
         interval: args.interval,
         shard: args.shard.shard,
         start_at: args.shard.start_at,
-        ..args.request.spec(&args.url)?
+        ..args.request.spec(&url)?
     };
     Ok(SessionSpec {
         run,
-        server: args.server.spec()?,
+        server,
         busy_poll: if args.busy_poll {
             BusyPoll::On
         } else if args.no_busy_poll {
@@ -452,6 +521,10 @@ pub fn flag_for(setting: &str) -> &str {
         "tls.version" => "--tls-version",
         "tls.resume" => "--tls-resume",
         "tls.insecure" => "--insecure",
+        "scenario" => "--scenario",
+        "pace" => "--pace",
+        "new_connection_share" => "--new-connection-share",
+        "paths" => "--path",
         other => other,
     }
 }

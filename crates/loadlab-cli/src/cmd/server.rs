@@ -92,6 +92,22 @@ pub struct ServerArgs {
     )]
     pub upstream: Option<String>,
 
+    /// With --target: UPSTREAM_CA, the CA file an https:// --upstream's certificate chains
+    /// to (the `ca PATH` line of `loadlab upstream --tls`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "upstream",
+        help_heading = "Server under test"
+    )]
+    pub upstream_ca: Option<PathBuf>,
+
+    /// Serve the launched server over HTTPS: loadlab makes a throwaway CA and a certificate
+    /// for the loopback names, gives them to the server as TLS_CERT and TLS_KEY, trusts the CA
+    /// for the run, and removes them afterwards. The URL is then a path (/plaintext).
+    #[arg(long, help_heading = "Server under test")]
+    pub tls: bool,
+
     /// Environment for the launched server, NAME=VALUE (repeatable): the lab's knobs such as
     /// BACKLOG=16 or WORKERS=1 (the run's verdicts name BACKLOG when its queue overflows).
     #[arg(
@@ -255,6 +271,13 @@ impl ServerArgs {
         } else if let Some(path) = &self.cgroup {
             ServerKind::Cgroup(path.clone())
         } else {
+            if self.tls {
+                bail!(
+                    "--tls serves a server loadlab starts over HTTPS: add --target NAME or \
+                     --exec CMD (for a server already running over HTTPS, give its https:// URL \
+                     and --cacert)"
+                );
+            }
             return Ok(None);
         };
         Ok(Some(ServerSpec {
@@ -268,6 +291,8 @@ impl ServerArgs {
             startup_timeout: self.startup_timeout,
             env,
             link,
+            tls: self.tls,
+            upstream_ca: self.upstream_ca.clone(),
             ..ServerSpec::new(kind)
         }))
     }

@@ -5,10 +5,13 @@
 //!
 //! - this module: the types ([`RunSpec`], [`RunConfig`], [`ConfigError`]);
 //! - `validate`: the checks, from a spec to a config;
-//! - `request`: the URL, the method and the headers.
+//! - `request`: the URL, the method and the headers;
+//! - `scenario`: a scenario run's settings (pace, connection policy), and the one-step
+//!   scenario a paced single-URL run becomes.
 
 use crate::schedule::{Arrival, Profile};
 use crate::tls::{TlsSettings, TlsSpec};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What a user asked for, before any checking. Field names follow the CLI flags.
@@ -61,6 +64,15 @@ pub struct RunSpec {
     pub shard: Option<crate::shard::Shard>,
     /// `--start-at`: with `shard`, start at this wall-clock instant.
     pub start_at: Option<std::time::SystemTime>,
+    /// `--scenario`: run this scenario (loaded and compiled) instead of one request; `url`
+    /// then only redirects it (a launched server's address), empty to use its own.
+    pub scenario: Option<Arc<loadlab_scenario::Scenario>>,
+    /// `--pace`: a closed loop's connections each send one request per this long.
+    pub pace: Option<Duration>,
+    /// `--new-connection-share`: this share of requests goes on a new connection.
+    pub new_connection_share: Option<f64>,
+    /// `--seed`: think times, random feeder rows and a mix's choices.
+    pub seed: u64,
 }
 
 /// The longest `--tick`: beyond it the send lag a tick adds would dwarf most latencies.
@@ -97,6 +109,10 @@ impl Default for RunSpec {
             generator_cpus: None,
             shard: None,
             start_at: None,
+            scenario: None,
+            pace: None,
+            new_connection_share: None,
+            seed: 1,
         }
     }
 }
@@ -172,6 +188,24 @@ pub struct RunConfig {
     pub generator_cpus: Option<Vec<usize>>,
     /// One shard of a larger run: `connections` and `stop` are already this shard's share.
     pub shard: Option<crate::shard::ShardPlan>,
+    /// A scenario run, or a run paced or mixing new connections (a one-step scenario).
+    pub scenario: Option<Arc<ScenarioRun>>,
+}
+
+/// A scenario and how it is run.
+#[derive(Debug, Clone)]
+pub struct ScenarioRun {
+    pub scenario: loadlab_scenario::Scenario,
+    /// Closed loop: the virtual users (the run's connections).
+    pub users: usize,
+    /// Each virtual user sends one request per this long (its connection's pace).
+    pub pace: Option<Duration>,
+    /// Share of requests sent with `Connection: close` on a connection of their own.
+    pub new_connection_share: f64,
+    pub seed: u64,
+    /// Made from the URL and flags (for `--pace` or `--new-connection-share`), not a file:
+    /// the result then shows no scenario section.
+    pub implicit: bool,
 }
 
 impl RunConfig {
@@ -224,6 +258,7 @@ pub const DEFAULT_CONNECTIONS: usize = 50;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 mod request;
+mod scenario;
 mod sharding;
 mod validate;
 

@@ -14,7 +14,7 @@ pub const MAX_RATE: f64 = 10_000_000.0;
 
 impl RunSpec {
     pub fn validate(&self) -> Result<RunConfig, ConfigError> {
-        let url = parse_url(&self.url)?;
+        let url = parse_url(&self.effective_url())?;
         let t = &self.tls;
         let tls_flags = t.insecure
             || t.ca_pem.is_some()
@@ -134,6 +134,7 @@ impl RunSpec {
                 "must be longer than 0; try --connect-timeout 5s",
             ));
         }
+        let scenario = self.scenario_run(&model, whole_connections)?;
         Ok(RunConfig {
             url,
             method,
@@ -158,6 +159,7 @@ impl RunSpec {
             paths,
             generator_cpus: self.generator_cpus.clone().filter(|c| !c.is_empty()),
             shard: None,
+            scenario,
         }
         .with_shard(self, whole_connections, whole_stop))
     }

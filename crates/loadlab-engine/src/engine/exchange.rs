@@ -42,6 +42,33 @@ pub(super) struct Traffic {
     pub last_rx: Option<Instant>,
 }
 
+/// What a caller wants of a response's bytes beyond where it ends: nothing for a plain run
+/// (`()`, compiled away), the head and perhaps the body for a scenario step (see
+/// `scenario::wire`). Fed every read as it arrives, before the parser sees it.
+pub(super) trait Sink {
+    fn bytes(&mut self, data: &[u8]);
+}
+
+impl Sink for () {
+    #[inline(always)]
+    fn bytes(&mut self, _: &[u8]) {}
+}
+
+/// How a scenario's request went (see [`Conn::send`]); the caller records it.
+pub(super) enum Sent {
+    /// A full response. `end` is when it ended (before any wait for the server to close).
+    Done {
+        status: u16,
+        sent_at: Instant,
+        end: Instant,
+        traffic: Traffic,
+    },
+    /// Sent, and failed: the caller records the failure (`record_failure(.., true)`).
+    Failed { class: ErrorClass, traffic: Traffic },
+    /// The connection could not be opened: already recorded as a failed request.
+    NotConnected(ErrorClass),
+}
+
 /// When a request was meant to go, and when the generator got to it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Due {
@@ -214,6 +241,7 @@ impl Conn {
             &mut self.timer,
             deadline,
             &mut traffic,
+            &mut (),
         )
         .await;
         self.free_since = None;
@@ -222,28 +250,109 @@ impl Conn {
                 record_success(ctx, &due, sent_at, done.status, &traffic);
                 self.free_since = traffic.last_rx;
                 if done.close || !ctx.keepalive {
-                    if let Some(mut s) = self.stream.take() {
-                        if done.close && !done.eof {
-                            // Let the server close first so TIME_WAIT stays on its side. A
-                            // server that announced close but does not close is not waited
-                            // for long: the slot is needed for the next request.
-                            let wait = ctx.timeout.min(MAX_CLOSE_WAIT);
-                            let began = Instant::now();
-                            let closed = await_close(&mut s, &mut self.timer, began + wait).await;
-                            let mut rec = ctx.recorder.borrow_mut();
-                            let stats = rec.phase(due.phase);
-                            stats.close_wait += began.elapsed();
-                            if !closed {
-                                stats.close_wait_timeouts += 1;
-                            }
-                        }
-                    }
+                    self.finish_close(ctx, due.phase, &done).await;
                 }
             }
             Err(class) => {
                 record_failure(ctx, due.phase, class, &traffic, true);
                 self.stream = None;
                 self.parser.reset();
+            }
+        }
+    }
+}
+
+impl Conn {
+    /// Drops the connection after a response that ends it; when the server announced the
+    /// close, lets it close first so TIME_WAIT stays on its side. A server that announced
+    /// close but does not close is not waited for long: the slot is needed for the next
+    /// request.
+    async fn finish_close(&mut self, ctx: &ThreadCtx, phase: Phase, done: &Exchange) {
+        if let Some(mut s) = self.stream.take() {
+            if done.close && !done.eof {
+                let wait = ctx.timeout.min(MAX_CLOSE_WAIT);
+                let began = Instant::now();
+                let closed = await_close(&mut s, &mut self.timer, began + wait).await;
+                let mut rec = ctx.recorder.borrow_mut();
+                let stats = rec.phase(phase);
+                stats.close_wait += began.elapsed();
+                if !closed {
+                    stats.close_wait_timeouts += 1;
+                }
+            }
+        }
+    }
+
+    /// A scenario's request: `request` bytes on this connection (opened first if needed),
+    /// its response's bytes fed to `sink`. Unlike [`Conn::request`] it records only the
+    /// connection and the send; the caller judges the response and records the outcome.
+    /// `close_after`: the request asked for `Connection: close` (a new connection per
+    /// request), so the connection is not reused.
+    pub async fn send<S: Sink>(
+        &mut self,
+        ctx: &ThreadCtx,
+        phase: Phase,
+        request: &[u8],
+        is_head: bool,
+        close_after: bool,
+        sink: &mut S,
+    ) -> Sent {
+        if self.stream.is_none() {
+            match connect(ctx, phase).await {
+                Ok(s) => {
+                    self.stream = Some(s);
+                    self.failed_connects = 0;
+                }
+                Err((class, detail)) => {
+                    self.failed_connects = self.failed_connects.saturating_add(1);
+                    note_detail(ctx, phase, class, detail);
+                    record_failure(ctx, phase, class, &Traffic::default(), false);
+                    return Sent::NotConnected(class);
+                }
+            }
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            unreachable!("opened above");
+        };
+        self.parser.set_request_is_head(is_head);
+        let sent_at = Instant::now();
+        {
+            let mut rec = ctx.recorder.borrow_mut();
+            rec.in_flight += 1;
+            rec.phase(phase).issued += 1;
+        }
+        let mut traffic = Traffic::default();
+        let deadline = sent_at + ctx.timeout;
+        let outcome = exchange(
+            ctx,
+            request,
+            stream,
+            &mut self.parser,
+            &mut self.timer,
+            deadline,
+            &mut traffic,
+            sink,
+        )
+        .await;
+        match outcome {
+            Ok(done) => {
+                let end = traffic
+                    .last_rx
+                    .map_or_else(Instant::now, |rx| rx.max(sent_at));
+                if done.close || close_after || !ctx.keepalive {
+                    self.finish_close(ctx, phase, &done).await;
+                }
+                Sent::Done {
+                    status: done.status,
+                    sent_at,
+                    end,
+                    traffic,
+                }
+            }
+            Err(class) => {
+                self.stream = None;
+                self.parser.reset();
+                Sent::Failed { class, traffic }
             }
         }
     }
@@ -313,7 +422,8 @@ pub(super) async fn connect(
 }
 
 /// Writes the request and reads one full response, or fails with a class.
-async fn exchange(
+#[allow(clippy::too_many_arguments)]
+async fn exchange<S: Sink>(
     ctx: &ThreadCtx,
     request: &[u8],
     stream: &mut Stream,
@@ -321,6 +431,7 @@ async fn exchange(
     timer: &mut Pin<Box<Sleep>>,
     deadline: Instant,
     traffic: &mut Traffic,
+    sink: &mut S,
 ) -> Result<Exchange, ErrorClass> {
     let mut written = 0;
     let mut flushed = false;
@@ -367,6 +478,7 @@ async fn exchange(
                     traffic.last_rx = arrived;
                     traffic.received += n as u64;
                     traffic.unbooked += n as u64;
+                    sink.bytes(&buf[..n]);
                     match parser.feed(&buf[..n]) {
                         Ok(Progress::NeedMore) => continue,
                         // Bytes beyond the response were never asked for (loadlab does not
@@ -461,7 +573,7 @@ pub(super) fn record_success(
     sent_at: Instant,
     status: u16,
     t: &Traffic,
-) {
+) -> Instant {
     // A stamped connection's response ended when its last bytes arrived; it may have been
     // read up to a tick later. Never before the request was sent, whatever the clocks did.
     let end = t.last_rx.map_or_else(Instant::now, |rx| rx.max(sent_at));
@@ -509,6 +621,7 @@ pub(super) fn record_success(
     // Single writer: a plain store, no locked read-modify-write.
     let p = &ctx.progress.completed;
     p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    end
 }
 
 /// Keeps the first message seen for a failure class.

@@ -257,21 +257,40 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> bo
     }
 }
 
-/// The class of an HTTP/2 failure; a protocol error is explained once, with the likely
-/// cause, since its usual one is a server that does not speak HTTP/2 at all.
+/// The class of an HTTP/2 failure, and the first of each class explained: a wrong preface
+/// (a server that does not speak HTTP/2), a protocol violation, the code of the server's
+/// GOAWAY or RST_STREAM.
 fn classify(ctx: &ThreadCtx, phase: Phase, e: &h2::Error) -> ErrorClass {
     let class = ErrorClass::from_h2(e);
-    if class == ErrorClass::ProtocolError {
-        let why = if ctx.tls.is_some() {
-            format!("the server's bytes are not valid HTTP/2 ({e})")
-        } else {
-            format!(
-                "the server's bytes are not valid HTTP/2 ({e}); over http:// --http2 speaks h2c \
-                 by prior knowledge, which a server that speaks only HTTP/1.1 answers with \
-                 HTTP/1.1: drop --http2, or use an https:// URL to agree on h2 by ALPN"
-            )
-        };
+    // A wrong server preface, explained where it was seen (h2 keeps only the error's text).
+    let preface = e
+        .get_io()
+        .map(|io| io.to_string())
+        .and_then(|m| m.strip_prefix(super::h2_preface::MARK).map(String::from));
+    if let Some(why) = preface {
         note_detail(ctx, phase, class, Some(why));
+    } else if class == ErrorClass::ProtocolError {
+        // A server that does not speak HTTP/2 at all was caught by the preface check; this
+        // one does, and broke it (loadlab closed the connection with GOAWAY).
+        let why = format!("the server's bytes are not valid HTTP/2 ({e})");
+        note_detail(ctx, phase, class, Some(why));
+    }
+    // The server's own GOAWAY or RST_STREAM carries an error code: the first one says why.
+    if let (ErrorClass::GoAway | ErrorClass::StreamReset, Some(reason)) = (class, e.reason()) {
+        let frame = if class == ErrorClass::GoAway {
+            "GOAWAY"
+        } else {
+            "RST_STREAM"
+        };
+        note_detail(
+            ctx,
+            phase,
+            class,
+            Some(format!(
+                "the server sent {frame} with {reason:?} ({})",
+                reason.description()
+            )),
+        );
     }
     class
 }
@@ -303,6 +322,7 @@ async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<By
             return None;
         }
     }
+    let io = super::h2_preface::CheckedPreface::new(io, ctx.tls.is_some());
     match h2::client::Builder::new().handshake::<_, Bytes>(io).await {
         Ok((send, connection)) => {
             tokio::task::spawn_local(async move {

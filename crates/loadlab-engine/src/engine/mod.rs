@@ -4,7 +4,8 @@
 //!
 //! This module owns the run's lifetime (start, warm-up, stop by deadline, request count or
 //! [`RunControl::stop`]). `closed` and `open` are the two load models; `exchange` is one
-//! request on one connection, which both use; `timer` is the open loop's precise timer.
+//! request on one connection, which both use; `timer` is the open loop's precise timer;
+//! `scenario` runs a scenario's virtual users over the same connections.
 
 mod backoff;
 mod budget;
@@ -12,7 +13,9 @@ mod closed;
 mod control;
 mod exchange;
 mod h2;
+mod h2_preface;
 mod open;
+mod scenario;
 mod stamped;
 mod steal;
 mod thread;
@@ -25,6 +28,7 @@ use crate::stats::Recorder;
 use crate::sys;
 use budget::SharedBudget;
 pub use control::{ProgressSnapshot, RunControl, ThreadProgress};
+pub(crate) use scenario::pacer::offered_per_s;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -157,6 +161,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         budget: shared_budget,
         first_slots: Arc::new(AtomicU64::new(crate::stats::FIRST_REQUESTS)),
         control: control.clone(),
+        scenario: config.scenario.clone(),
     };
     let mut handles = Vec::with_capacity(config.threads);
     for plan in thread::Plan::all(config) {
@@ -318,7 +323,12 @@ fn worker(ctx: Rc<ThreadCtx>, numbering: (usize, usize), connections: usize) -> 
         // threads and shards.
         let (first, step) = numbering;
         for k in 0..connections {
-            if ctx.h2.is_some() {
+            if let Some(run) = &ctx.scenario {
+                spawn_guarded(
+                    &ctx,
+                    scenario::drive(ctx.clone(), run.clone(), first + k * step),
+                );
+            } else if ctx.h2.is_some() {
                 spawn_guarded(&ctx, h2::drive(ctx.clone()));
             } else {
                 spawn_guarded(&ctx, closed::drive(ctx.clone(), first + k * step));

@@ -39,6 +39,7 @@ pub(super) struct Shared {
     pub budget: Option<Arc<SharedBudget>>,
     pub first_slots: Arc<AtomicU64>,
     pub control: RunControl,
+    pub scenario: Option<Arc<crate::config::ScenarioRun>>,
 }
 
 /// One thread's share of the load.
@@ -135,12 +136,18 @@ pub(crate) struct ThreadCtx {
     pub first_slots: Arc<AtomicU64>,
     /// False once this thread saw the slots run out: no atomic on the hot path after that.
     pub first_left: Cell<bool>,
+    /// A scenario run: what every virtual user of the thread runs.
+    pub scenario: Option<Arc<crate::config::ScenarioRun>>,
 }
 
 impl ThreadCtx {
     pub(super) fn new(shared: Shared, plan: Plan, progress: Arc<ThreadProgress>) -> Rc<ThreadCtx> {
         let recorder = Recorder {
             intervals: crate::stats::Intervals::new(shared.interval),
+            scenario: shared
+                .scenario
+                .as_ref()
+                .map(|s| crate::steps::ScenarioStats::new(&s.scenario)),
             ..Recorder::default()
         };
         let (start, tick) = (shared.start, shared.tick);
@@ -171,6 +178,7 @@ impl ThreadCtx {
             crashed: Cell::new(false),
             first_slots: shared.first_slots,
             first_left: Cell::new(true),
+            scenario: shared.scenario,
             stamp_clock: shared.stamped.then(stamped::StampClock::new),
             open: plan.schedule.map(|schedule| {
                 open::OpenState::new(

@@ -75,6 +75,12 @@ impl ResponseParser {
         self.started = false;
     }
 
+    /// The next request on this connection is (or is not) a HEAD, whose response has no
+    /// body whatever its headers say (scenario steps mix methods on one connection).
+    pub fn set_request_is_head(&mut self, is_head: bool) {
+        self.request_is_head = is_head;
+    }
+
     /// True once any byte of the current response has arrived.
     pub fn started(&self) -> bool {
         self.started

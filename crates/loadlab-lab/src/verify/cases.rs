@@ -3,7 +3,7 @@
 //! followed by a liveness check, so a target that crashes on bad input still gets every other
 //! finding reported.
 
-use super::client::{Probe, Reply, SendBody, CONNECT_FAILED};
+use super::client::{Probe, Reply, SendBody, TlsClient, CONNECT_FAILED};
 use super::expect::{compare, BodyRule, Expect, HTML, JSON, OCTETS, TEXT};
 use super::{Check, Outcome, Report, VerifyOptions};
 use crate::content::ReferenceSite;
@@ -16,9 +16,28 @@ use std::time::{Duration, Instant};
 const MAX_ECHO_BYTES: usize = 1024 * 1024;
 const MAX_BYTES_N: usize = 10 * 1024 * 1024;
 
+/// Verifying over HTTPS: how to connect, what to trust, and the certificate the target was
+/// given (when loadlab made it) for the identity check.
+pub(super) struct TargetTls {
+    pub client: TlsClient,
+    pub ca_pem: Vec<u8>,
+    pub expected_cert: Option<rustls::pki_types::CertificateDer<'static>>,
+}
+
+/// Where the mock upstream's `/__stats` is, and over TLS or not.
+pub(super) struct UpstreamStats {
+    pub addr: SocketAddr,
+    pub tls: Option<TlsClient>,
+    /// A second, plain mock upstream that serves (and counts) the gRPC calls, when this one
+    /// serves HTTPS (gRPC is served without TLS only); `None`: this one's gRPC side.
+    pub grpc_addr: Option<SocketAddr>,
+}
+
 pub(super) struct Runner<'a> {
-    addr: SocketAddr,
+    pub(super) addr: SocketAddr,
     pub(super) options: &'a VerifyOptions,
+    /// Set over HTTPS: every probe, fresh ones included, speaks TLS.
+    pub(super) tls: Option<TlsClient>,
     probe: Probe,
     checks: Vec<Check>,
     /// Set when the target stopped answering; later requests are skipped with this reason.
@@ -29,24 +48,37 @@ pub(super) async fn run(
     target: String,
     addr: SocketAddr,
     reference: &ReferenceSite,
-    upstream_stats: Option<SocketAddr>,
+    upstream_stats: Option<UpstreamStats>,
+    target_tls: Option<TargetTls>,
     options: &VerifyOptions,
 ) -> Report {
+    let tls = target_tls.as_ref().map(|t| t.client.clone());
     let mut runner = Runner {
         addr,
         options,
-        probe: Probe::new(addr, options.request_timeout),
+        probe: Probe::with_tls(addr, options.request_timeout, tls.clone()),
+        tls,
         checks: Vec::new(),
         down: None,
     };
     runner.fixed_endpoints().await;
+    let tls_summary = match &target_tls {
+        Some(tls) => Some(runner.tls_checks(tls).await),
+        None => None,
+    };
     runner.date_changes().await;
     runner.keep_alive().await;
     runner.echo().await;
     runner.portfolio(reference).await;
+    // gRPC is served on the mock upstream's port over plain HTTP/2 only: an HTTPS mock
+    // upstream has no gRPC side (unless a plain one beside it serves it).
+    let grpc_upstream = upstream_stats.as_ref().map(|u| match u.grpc_addr {
+        Some(addr) => (addr, false),
+        None => (u.addr, u.tls.is_some()),
+    });
     let upstream = runner.upstream(upstream_stats).await;
     let upstream_grpc = runner
-        .upstream_grpc(upstream_stats, options.upstream_grpc)
+        .upstream_grpc(grpc_upstream, options.upstream_grpc)
         .await;
     runner.bad_inputs().await;
     Report {
@@ -55,6 +87,7 @@ pub(super) async fn run(
         checks: runner.checks,
         upstream,
         upstream_grpc,
+        tls: tls_summary,
     }
 }
 
@@ -122,6 +155,16 @@ impl Runner<'_> {
                 None
             }
         }
+    }
+
+    /// A probe on a new connection (TLS when verifying over HTTPS).
+    pub(super) fn fresh_probe(&self) -> Probe {
+        Probe::with_tls(self.addr, self.options.request_timeout, self.tls.clone())
+    }
+
+    /// Whether an earlier check found the target unreachable.
+    pub(super) fn is_down(&self) -> bool {
+        self.down.is_some()
     }
 
     pub(super) async fn get(&mut self, path: &str, expect: Expect) -> Option<Reply> {
@@ -208,7 +251,7 @@ impl Runner<'_> {
         if self.down.is_some() {
             return;
         }
-        let mut probe = Probe::new(self.addr, self.options.request_timeout);
+        let mut probe = self.fresh_probe();
         for _ in 0..3 {
             if let Err(err) = probe.send(Method::GET, "/plaintext", SendBody::Empty).await {
                 return self.fail(endpoint, "keep-alive", "three responses", err);
@@ -324,7 +367,7 @@ impl Runner<'_> {
         if self.down.is_some() {
             return;
         }
-        let mut fresh = Probe::new(self.addr, self.options.request_timeout);
+        let mut fresh = self.fresh_probe();
         match fresh.send(Method::GET, "/healthz", SendBody::Empty).await {
             Ok(reply) if reply.status == 200 => {
                 self.record(after, "still serving afterwards", Outcome::Pass)

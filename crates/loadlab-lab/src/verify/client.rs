@@ -1,5 +1,6 @@
 //! The verifier's HTTP/1.1 client: hyper's connection-level API over one kept-alive
-//! connection, reconnecting when the server closed it. Small on purpose: it sends exactly
+//! connection (TCP, or TLS through rustls when given a [`TlsClient`]), reconnecting when the
+//! server closed it. Small on purpose: it sends exactly
 //! what a check asks (fixed-length or chunked bodies), keeps every response header, and
 //! turns every failure into a message instead of an error type, because a failed request is
 //! a finding to report, not a reason to stop.
@@ -15,6 +16,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
@@ -44,10 +46,44 @@ pub struct Reply {
     pub elapsed: Duration,
 }
 
+/// How to speak TLS to one server: the client configuration and the name its certificate
+/// must carry (the server's IP address: the lab serves loopback).
+#[derive(Clone)]
+pub struct TlsClient {
+    pub connector: tokio_rustls::TlsConnector,
+    pub server_name: rustls::pki_types::ServerName<'static>,
+}
+
+impl TlsClient {
+    /// Connects to `addr` with `config`, checking the certificate against `addr`'s IP.
+    pub fn new(config: Arc<rustls::ClientConfig>, addr: SocketAddr) -> TlsClient {
+        TlsClient {
+            connector: tokio_rustls::TlsConnector::from(config),
+            server_name: rustls::pki_types::ServerName::IpAddress(addr.ip().into()),
+        }
+    }
+
+    /// TCP connect and TLS handshake; errors start with [`CONNECT_FAILED`].
+    pub async fn connect(
+        &self,
+        addr: SocketAddr,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("{CONNECT_FAILED} {addr}: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        self.connector
+            .connect(self.server_name.clone(), stream)
+            .await
+            .map_err(|e| format!("{CONNECT_FAILED} {addr} over TLS: the handshake failed: {e}"))
+    }
+}
+
 /// One server, one connection at a time.
 pub struct Probe {
     addr: SocketAddr,
     timeout: Duration,
+    tls: Option<TlsClient>,
     sender: Option<SendRequest<WireBody>>,
     /// How many TCP connections this probe opened (the keep-alive check reads it).
     pub connections_opened: u32,
@@ -55,9 +91,15 @@ pub struct Probe {
 
 impl Probe {
     pub fn new(addr: SocketAddr, timeout: Duration) -> Self {
+        Probe::with_tls(addr, timeout, None)
+    }
+
+    /// A probe that speaks TLS when `tls` is given.
+    pub fn with_tls(addr: SocketAddr, timeout: Duration, tls: Option<TlsClient>) -> Self {
         Probe {
             addr,
             timeout,
+            tls,
             sender: None,
             connections_opened: 0,
         }
@@ -125,14 +167,30 @@ impl Probe {
             }
         }
         if self.sender.is_none() {
-            let stream = TcpStream::connect(self.addr)
-                .await
-                .map_err(|e| format!("{CONNECT_FAILED} {}: {e}", self.addr))?;
-            let _ = stream.set_nodelay(true);
-            let (sender, connection) = http1::handshake(TokioIo::new(stream))
-                .await
-                .map_err(|e| format!("HTTP handshake with {} failed: {e}", self.addr))?;
-            tokio::spawn(connection);
+            let addr = self.addr;
+            let handshake_failed =
+                move |e: hyper::Error| format!("HTTP handshake with {addr} failed: {e}");
+            let sender = match &self.tls {
+                None => {
+                    let stream = TcpStream::connect(self.addr)
+                        .await
+                        .map_err(|e| format!("{CONNECT_FAILED} {}: {e}", self.addr))?;
+                    let _ = stream.set_nodelay(true);
+                    let (sender, connection) = http1::handshake(TokioIo::new(stream))
+                        .await
+                        .map_err(handshake_failed)?;
+                    tokio::spawn(connection);
+                    sender
+                }
+                Some(tls) => {
+                    let stream = tls.connect(self.addr).await?;
+                    let (sender, connection) = http1::handshake(TokioIo::new(stream))
+                        .await
+                        .map_err(handshake_failed)?;
+                    tokio::spawn(connection);
+                    sender
+                }
+            };
             self.connections_opened += 1;
             self.sender = Some(sender);
         }

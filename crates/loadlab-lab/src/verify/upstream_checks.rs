@@ -1,9 +1,10 @@
 //! The `/upstream` checks: call counts and connection reuse, read from the mock upstream's
 //! `/__stats` before and after each group of requests. Kept apart from the other cases
-//! because it is the only part that looks at a second server.
+//! because it is the only part that looks at a second server. Over HTTPS the mock upstream
+//! also counts TLS handshakes: a client per call must pay a full one every call.
 
-use super::cases::Runner;
-use super::client::{Probe, SendBody};
+use super::cases::{Runner, UpstreamStats};
+use super::client::{Probe, SendBody, TlsClient};
 use super::expect::{Expect, JSON};
 use super::{Outcome, UpstreamSummary};
 use hyper::Method;
@@ -20,11 +21,11 @@ const CALLS: u32 = 8;
 impl Runner<'_> {
     pub(super) async fn upstream(
         &mut self,
-        stats_addr: Option<SocketAddr>,
+        stats_source: Option<UpstreamStats>,
     ) -> Option<UpstreamSummary> {
         let pooled_path = format!("/upstream?calls={CALLS}");
         let per_call_path = format!("/upstream?calls={CALLS}&client=per-call");
-        let Some(stats_addr) = stats_addr else {
+        let Some(stats_source) = stats_source else {
             let reason = "no mock upstream to count calls: pass the mock upstream the server calls (--upstream URL)";
             for path in [&pooled_path, &per_call_path] {
                 self.record(
@@ -43,7 +44,12 @@ impl Runner<'_> {
                 calls * UPSTREAM_BODY_BYTES
             )
         };
-        let mut stats = StatsReader::new(stats_addr, self.options.request_timeout);
+        let https = stats_source.tls.is_some();
+        let mut stats = StatsReader::new(
+            stats_source.addr,
+            self.options.request_timeout,
+            stats_source.tls,
+        );
 
         let before = stats.read().await;
         self.get("/upstream?calls=0", Expect::ok(JSON, body(0, "pooled")))
@@ -106,11 +112,23 @@ impl Runner<'_> {
                 .map_err(Clone::clone),
         );
 
+        if https {
+            // A client per call has no session to resume: a full handshake every call (a
+            // per-call client that resumed would share a session cache, a pool in disguise).
+            self.count(
+                &endpoint,
+                "upstream full TLS handshakes",
+                u64::from(CALLS),
+                per_call.as_ref().map(|d| d.tls_full).map_err(Clone::clone),
+            );
+        }
+
         let pooled = pooled.ok()?;
         Some(UpstreamSummary {
             pooled,
             per_call: per_call.ok()?,
             pooled_reuse_ratio: pooled.reuse_ratio(),
+            https,
         })
     }
 
@@ -135,9 +153,9 @@ pub(super) struct StatsReader {
 }
 
 impl StatsReader {
-    pub(super) fn new(addr: SocketAddr, timeout: Duration) -> Self {
+    pub(super) fn new(addr: SocketAddr, timeout: Duration, tls: Option<TlsClient>) -> Self {
         StatsReader {
-            probe: Probe::new(addr, timeout),
+            probe: Probe::with_tls(addr, timeout, tls),
         }
     }
 

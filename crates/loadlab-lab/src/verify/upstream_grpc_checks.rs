@@ -1,8 +1,10 @@
 //! The `/upstream-grpc` checks: the reply, the 400 rule, and the gRPC counts read from the mock
 //! upstream's `/__stats` (the same port serves both protocols). A pooled channel is one
 //! connection per process, so no pooled request of 8 calls may open more than one (the first
-//! in each worker process opens its channel's); a channel per call is one connection per call. A target whose manifest does not declare the
-//! `upstream-grpc` capability gets every check here as a visible skip, not a failure.
+//! in each worker process opens its channel's); a channel per call is one connection per call.
+//! A target whose manifest does not declare the `upstream-grpc` capability, or a mock upstream
+//! serving HTTPS (gRPC is served without TLS only), gets every check here as a visible skip,
+//! not a failure.
 
 use super::cases::Runner;
 use super::expect::{Expect, JSON};
@@ -49,12 +51,12 @@ impl Runner<'_> {
     /// capability (always true for `verify URL` unless told otherwise).
     pub(super) async fn upstream_grpc(
         &mut self,
-        stats_addr: Option<SocketAddr>,
+        upstream: Option<(SocketAddr, bool)>,
         implemented: bool,
     ) -> Option<GrpcSummary> {
         let pooled_path = format!("/upstream-grpc?calls={CALLS}");
         let per_call_path = format!("/upstream-grpc?calls={CALLS}&client=per-call");
-        let skip = match (implemented, stats_addr) {
+        let skip = match (implemented, upstream) {
             (false, _) => Some(
                 "the target does not implement /upstream-grpc (its target.toml lacks \
                  capabilities = [\"upstream-grpc\"])",
@@ -63,8 +65,13 @@ impl Runner<'_> {
                 "no mock upstream to count calls: pass the mock upstream the server calls \
                  (--upstream URL)",
             ),
-            (true, Some(_)) => None,
+            (true, Some((_, true))) => Some(
+                "the mock upstream serves HTTPS, and gRPC only without TLS (UPSTREAM_GRPC_URL \
+                 comes with an http:// upstream): pass an http:// --upstream for these checks",
+            ),
+            (true, Some((_, false))) => None,
         };
+        let stats_addr = upstream.map(|(addr, _)| addr);
         let (Some(stats_addr), None) = (stats_addr, skip) else {
             let reason = skip.unwrap_or_default();
             for path in [&pooled_path, &per_call_path] {
@@ -86,7 +93,7 @@ impl Runner<'_> {
             }
             return None;
         };
-        let mut stats = StatsReader::new(stats_addr, self.options.request_timeout);
+        let mut stats = StatsReader::new(stats_addr, self.options.request_timeout, None);
 
         let before = stats.read().await;
         self.get(

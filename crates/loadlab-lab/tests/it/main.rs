@@ -7,3 +7,4 @@ mod broken;
 mod builds;
 mod support;
 mod targets;
+mod tls;

@@ -457,19 +457,41 @@ pub fn stale() -> Vec<String> {
     out
 }
 
-/// Removes what [`stale`] finds; returns what was removed. Needs root (else does nothing).
+/// Removes what [`stale`] finds, and stops the processes left inside a stale namespace;
+/// returns what was removed and stopped. Needs root (else does nothing).
 pub fn sweep_stale() -> Vec<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Vec::new();
     }
-    let found = stale();
-    for item in &found {
+    let mut removed = Vec::new();
+    for item in stale() {
         if let Some(dev) = item.strip_prefix("veth ") {
             let _ = run("ip", &args(&["link", "del", dev]));
         } else if let Some(ns) = item.strip_prefix("netns ") {
+            // The killed run's server may still be running inside, reparented to init: a
+            // process its death signal did not reach (a child of `sh -c`). Deleting the
+            // name alone would leave it serving in a namespace nobody can name.
+            for pid in pids_in(ns) {
+                // SAFETY: kill(2) of a process inside a namespace named for a loadlab run
+                // whose process is gone: only that run's server and its children are there.
+                if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+                    removed.push(format!("process {pid} in netns {ns}"));
+                }
+            }
             let _ = run("ip", &args(&["netns", "del", ns]));
         }
+        removed.push(item);
     }
-    found
+    removed
+}
+
+/// The processes inside the network namespace `ns` (`ip netns pids`).
+fn pids_in(ns: &str) -> Vec<i32> {
+    run_out("ip", &["netns", "pids", ns])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .filter(|&pid: &i32| pid > 1)
+        .collect()
 }

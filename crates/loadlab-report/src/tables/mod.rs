@@ -9,6 +9,7 @@
 
 mod measured;
 mod setup;
+pub mod steps;
 
 use crate::format::duration_us;
 use loadlab_result::{LatencySummary, RunResult};
@@ -30,6 +31,7 @@ pub struct Table {
 pub fn tables(runs: &[Run]) -> Vec<Table> {
     let mut out = vec![
         summary(runs),
+        steps::steps(runs),
         failures(runs),
         configuration(runs),
         environment(runs),

@@ -26,11 +26,22 @@ fn summary(r: &RunResult) -> String {
     let mut s = String::new();
     let m = &r.measured;
     let load = &r.load;
-    let _ = writeln!(
-        s,
-        "{} {}  ({})",
-        r.target.method, r.target.url, r.target.address
-    );
+    match &r.scenario {
+        Some(sc) => {
+            let _ = writeln!(
+                s,
+                "scenario `{}` against {}  ({})",
+                sc.name, r.target.url, r.target.address
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "{} {}  ({})",
+                r.target.method, r.target.url, r.target.address
+            );
+        }
+    }
     let warmup = if load.warmup_s > 0.0 {
         format!(", after a {}s warm-up (reported apart)", load.warmup_s)
     } else {
@@ -130,6 +141,7 @@ fn summary(r: &RunResult) -> String {
     }
     timeline(&mut s, r);
     s.push('\n');
+    scenario_section(&mut s, r);
     let codes = if m.status_codes.is_empty() {
         "none".to_string()
     } else {
@@ -289,6 +301,52 @@ mod machine;
 mod server;
 mod shards;
 mod timeline;
+
+/// A scenario run's steps, aligned, with the iterations and the checks that failed.
+fn scenario_section(s: &mut String, r: &RunResult) {
+    let Some(sc) = &r.scenario else {
+        return;
+    };
+    let mut head = format!(
+        "Scenario `{}`: {} iterations ({}/s), {} with a failed step",
+        sc.name,
+        count(sc.iterations),
+        rate(sc.iterations_per_s),
+        count(sc.iterations_failed)
+    );
+    if let (Some(pace), Some(offered)) = (sc.pace_s, sc.offered_per_s) {
+        let _ = write!(
+            head,
+            "; paced at one request per {pace}s per user ({} requests/s offered)",
+            rate(offered)
+        );
+    }
+    if sc.new_connection_share > 0.0 {
+        let _ = write!(
+            head,
+            "; {:.0}% of requests on a new connection",
+            sc.new_connection_share * 100.0
+        );
+    }
+    let _ = writeln!(s, "{head}");
+    let table = crate::tables::steps::steps(&[("", r)]);
+    s.push_str(&crate::tables::steps::aligned(&table));
+    for step in &sc.steps {
+        for c in step.checks.iter().filter(|c| c.failed > 0) {
+            let _ = writeln!(
+                s,
+                "  {}: {} failed {} times{}",
+                step.name,
+                c.check,
+                count(c.failed),
+                c.first_failure
+                    .as_deref()
+                    .map_or(String::new(), |m| format!(" (first: {m})"))
+            );
+        }
+    }
+    s.push('\n');
+}
 
 use machine::machine_section;
 use server::server_section;

@@ -12,6 +12,7 @@ import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import io.vertx.core.net.PemKeyCertOptions;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.client.HttpResponse;
@@ -142,6 +143,12 @@ final class Server extends VerticleBase {
             }
         });
         HttpServerOptions options = new HttpServerOptions().setAcceptBacklog(config.backlog());
+        if (config.tls()) {
+            // HTTPS only: HTTP/1.1, and HTTP/2 when the client offers h2 by ALPN (Vert.x's
+            // default ALPN versions: h2, http/1.1).
+            options.setSsl(true).setUseAlpn(true).setSslEngineOptions(Main.sslEngine())
+                    .setKeyCertOptions(new PemKeyCertOptions().setCertPath(config.tlsCert()).setKeyPath(config.tlsKey()));
+        }
         return vertx.createHttpServer(options).requestHandler(router).listen(port, config.host())
                 .onSuccess(server -> BOUND_PORT.compareAndSet(0, server.actualPort()));
     }
@@ -202,7 +209,7 @@ final class Server extends VerticleBase {
             done.complete(bytes);
             return;
         }
-        WebClient web = client.equals("pooled") ? pooled : WebClient.create(vertx);
+        WebClient web = client.equals("pooled") ? pooled : WebClient.create(vertx, Main.upstreamOptions(config));
         Future<HttpResponse<Buffer>> response = web.getAbs(config.upstreamUrl()).send();
         if (web != pooled) {
             // A client per call, closed after it: the mistake post 004 found.

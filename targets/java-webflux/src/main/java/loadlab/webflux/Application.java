@@ -5,6 +5,7 @@ import loadlab.common.Portfolio;
 
 import io.netty.channel.ChannelOption;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Map;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -28,9 +29,19 @@ public class Application {
         // Read by Reactor Netty when it creates its event loops, so it must be set first.
         System.setProperty("reactor.netty.ioWorkerCount", Integer.toString(config.workers()));
         SpringApplication app = new SpringApplication(Application.class);
-        app.setDefaultProperties(Map.of(
+        Map<String, Object> properties = new HashMap<>(Map.of(
                 "server.address", config.host(),
                 "server.port", Integer.toString(config.port())));
+        if (config.tls()) {
+            // HTTPS only, the Spring Boot way (server.ssl with PEM files): Reactor Netty builds
+            // Netty's SslContext with the OpenSSL provider when netty-tcnative is on the class
+            // path (see pom.xml), the JDK's otherwise; HTTP/2 by ALPN beside HTTP/1.1.
+            properties.put("server.ssl.enabled", "true");
+            properties.put("server.ssl.certificate", "file:" + config.tlsCert());
+            properties.put("server.ssl.certificate-private-key", "file:" + config.tlsKey());
+            properties.put("server.http2.enabled", "true");
+        }
+        app.setDefaultProperties(properties);
         app.run(args);
     }
 

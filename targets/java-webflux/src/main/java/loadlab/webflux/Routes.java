@@ -6,12 +6,14 @@ import loadlab.common.Portfolio;
 
 import static org.springframework.web.reactive.function.server.RequestPredicates.all;
 
+import java.io.File;
 import java.time.Duration;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.io.buffer.DataBuffer;
@@ -36,7 +38,9 @@ import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.Connection;
 import reactor.core.publisher.Mono;
+import reactor.netty.http.Http11SslContextSpec;
 import reactor.netty.http.client.HttpClient;
+import reactor.netty.tcp.SslProvider;
 
 /** The contract's endpoints as WebFlux functional routes. */
 @Configuration
@@ -95,10 +99,38 @@ public class Routes {
         };
     }
 
-    /** The one pooled client of the process: Reactor Netty's connection pool, keep-alive. */
+    /**
+     * The one pooled client of the process: Reactor Netty's connection pool, keep-alive (Spring
+     * Boot's WebClient.Builder), and for an https:// UPSTREAM_URL one TLS context for every call.
+     */
     @Bean
-    WebClient pooledClient(WebClient.Builder builder) {
+    WebClient pooledClient(WebClient.Builder builder, Config config) {
+        if (config.upstreamCa() != null && config.upstreamTls()) {
+            builder.clientConnector(new ReactorClientHttpConnector(HttpClient.create().secure(tls(config))));
+        }
         return builder.build();
+    }
+
+    /**
+     * A new client for one call, with no connection pool, so the call opens (and closes) its own
+     * connection: the mistake post 004 found. Over https:// it builds its own TLS context too, so
+     * every call pays a full handshake.
+     */
+    private static WebClient perCallClient(Config config) {
+        HttpClient http = HttpClient.newConnection();
+        if (config.upstreamCa() != null && config.upstreamTls()) {
+            http = http.secure(tls(config));
+        }
+        return WebClient.builder().clientConnector(new ReactorClientHttpConnector(http)).build();
+    }
+
+    /**
+     * TLS for an https:// upstream that trusts UPSTREAM_CA only. (Without UPSTREAM_CA, Reactor
+     * Netty secures an https:// URL itself, trusting the JDK's store.)
+     */
+    private static Consumer<SslProvider.SslContextSpec> tls(Config config) {
+        return spec -> spec.sslContext(Http11SslContextSpec.forClient()
+                .configure(builder -> builder.trustManager(new File(config.upstreamCa()))));
     }
 
     /** The 400 rule: one or more ASCII digits, at most max; the first value counts. */
@@ -240,10 +272,7 @@ public class Routes {
         }
         return Flux.range(0, calls)
                 .concatMap(i -> {
-                    // per-call: a client with no connection pool, made for this call only, so the
-                    // call opens (and closes) its own connection: the mistake post 004 found.
-                    WebClient web = client.equals("pooled") ? pooled
-                            : WebClient.builder().clientConnector(new ReactorClientHttpConnector(HttpClient.newConnection())).build();
+                    WebClient web = client.equals("pooled") ? pooled : perCallClient(config);
                     return web.get().uri(config.upstreamUrl()).retrieve().bodyToMono(byte[].class)
                             .map(body -> (long) body.length).defaultIfEmpty(0L);
                 })

@@ -11,6 +11,7 @@ import io.ktor.serialization.kotlinx.json.json
 import io.ktor.server.application.Application
 import io.ktor.server.application.install
 import io.ktor.server.engine.connector
+import io.ktor.server.engine.sslConnector
 import io.ktor.server.engine.embeddedServer
 import io.ktor.server.netty.Netty
 import io.ktor.server.plugins.contentnegotiation.ContentNegotiation
@@ -35,6 +36,7 @@ import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
 import kotlinx.serialization.Serializable
 import loadlab.common.Config
+import loadlab.common.Pem
 import loadlab.common.Portfolio
 import loadlab.kotlincommon.BadRequest
 import loadlab.kotlincommon.HttpDate
@@ -57,11 +59,26 @@ fun main() {
     // The one pooled client of the process: Ktor's client on its Java engine, i.e. the JDK's
     // java.net.http.HttpClient, which keeps connections alive and pools them. (Ktor's CIO
     // engine does not: without pipelining it opens a dedicated connection per request.)
-    val pooled = upstreamClient()
+    val pooled = upstreamClient(config)
     val server = embeddedServer(Netty, configure = {
-        connector {
-            host = config.host()
-            port = config.port()
+        if (config.tls()) {
+            // HTTPS only: Ktor's SSL connector (Netty's SslContext, the JDK's TLS), HTTP/1.1 and
+            // HTTP/2 by ALPN (Ktor's Netty engine enables h2 by default). Ktor takes a key store:
+            // java-common's Pem makes one from the PEM files.
+            val keys = try {
+                Pem.keyStore(config.tlsCert(), config.tlsKey())
+            } catch (e: Exception) {
+                Startup.fail("TLS_CERT=${config.tlsCert()}, TLS_KEY=${config.tlsKey()}: cannot load them: $e (give a PEM certificate chain and its PEM PKCS#8 key)")
+            }
+            sslConnector(keys, Pem.ALIAS, { Pem.PASSWORD }, { Pem.PASSWORD }) {
+                host = config.host()
+                port = config.port()
+            }
+        } else {
+            connector {
+                host = config.host()
+                port = config.port()
+            }
         }
         val parallelism = config.workers()
         connectionGroupSize = parallelism / 2 + 1
@@ -167,7 +184,7 @@ fun Application.contract(config: Config, portfolio: Portfolio, pooled: HttpClien
                     bytes += when (client) {
                         UpstreamClient.POOLED -> fetch(pooled, url)
                         // A client per call, closed after it: the mistake post 004 found.
-                        UpstreamClient.PER_CALL -> upstreamClient().use { fetch(it, url) }
+                        UpstreamClient.PER_CALL -> upstreamClient(config).use { fetch(it, url) }
                     }
                 }
             } catch (e: CancellationException) {
@@ -192,9 +209,19 @@ fun Application.contract(config: Config, portfolio: Portfolio, pooled: HttpClien
     }
 }
 
-/** A Ktor client speaking HTTP/1.1, as the upstream does. */
-private fun upstreamClient() = HttpClient(Java) {
-    engine { protocolVersion = java.net.http.HttpClient.Version.HTTP_1_1 }
+/**
+ * A Ktor client speaking HTTP/1.1, as the upstream does. For an https:// UPSTREAM_URL with
+ * UPSTREAM_CA it has a TLS context of its own that trusts UPSTREAM_CA only (the JDK's default
+ * context otherwise), so a client per call pays a full handshake per call.
+ */
+private fun upstreamClient(settings: Config) = HttpClient(Java) {
+    engine {
+        protocolVersion = java.net.http.HttpClient.Version.HTTP_1_1
+        val ca = settings.upstreamCa()
+        if (ca != null && settings.upstreamTls()) {
+            config { sslContext(Pem.clientContext(ca)) }
+        }
+    }
 }
 
 /** One GET to the upstream, its body read to the end; its length. */

@@ -2,6 +2,7 @@ package loadlab.micronaut
 
 import io.micronaut.runtime.Micronaut
 import io.micronaut.runtime.server.EmbeddedServer
+import loadlab.common.Config
 import loadlab.kotlincommon.Limits
 import loadlab.kotlincommon.Startup
 
@@ -17,7 +18,7 @@ fun main(args: Array<String>) {
     val context = Micronaut.build(*args)
         .banner(false)
         .properties(
-            mapOf(
+            mapOf<String, Any>(
                 "micronaut.server.host" to config.host(),
                 // -1 is Micronaut's "any free port".
                 "micronaut.server.port" to if (config.port() == 0) -1 else config.port(),
@@ -25,7 +26,7 @@ fun main(args: Array<String>) {
                 "micronaut.server.max-request-size" to Limits.ECHO_BYTES,
                 "micronaut.server.netty.options.SO_BACKLOG" to config.backlog(),
                 "micronaut.netty.event-loops.default.num-threads" to config.workers(),
-            ),
+            ) + tls(config),
         )
         .singletons(config, portfolio)
         .build()
@@ -39,4 +40,26 @@ fun main(args: Array<String>) {
         Startup.cannotListen(config, e.cause ?: e)
     }
     Startup.announce(config, server.port)
+}
+
+/**
+ * Micronaut's own TLS settings from the contract's: with TLS_CERT/TLS_KEY, HTTPS only (on the SSL
+ * port, which Micronaut then binds in place of the HTTP one) with PEM files, HTTP/1.1 and HTTP/2
+ * by ALPN (`http-version: 2.0`); Netty's SslContext with the JDK's TLS. With UPSTREAM_CA, the
+ * HTTP client (pooled and per call) trusts it only.
+ */
+private fun tls(config: Config): Map<String, Any> {
+    val settings = mutableMapOf<String, Any>()
+    if (config.tls()) {
+        settings["micronaut.server.ssl.enabled"] = true
+        settings["micronaut.server.ssl.port"] = if (config.port() == 0) -1 else config.port()
+        settings["micronaut.server.ssl.key-store.certificate-path"] = "file:" + config.tlsCert()
+        settings["micronaut.server.ssl.key-store.key-path"] = "file:" + config.tlsKey()
+        settings["micronaut.server.http-version"] = "2.0"
+    }
+    val ca = config.upstreamCa()
+    if (ca != null && config.upstreamTls()) {
+        settings["micronaut.http.client.ssl.trust-store.path"] = "file:$ca"
+    }
+    return settings
 }

@@ -1,6 +1,9 @@
 package loadlab.ratpack
 
 import io.netty.buffer.Unpooled
+import io.netty.handler.ssl.SslContext
+import io.netty.handler.ssl.SslContextBuilder
+import java.io.File
 import java.net.InetAddress
 import java.net.URI
 import java.time.Duration
@@ -48,7 +51,8 @@ fun main() {
                         .port(config.port())
                         .threads(config.workers())
                         .connectQueueSize(config.backlog())
-                        .maxContentLength(Limits.ECHO_BYTES),
+                        .maxContentLength(Limits.ECHO_BYTES)
+                        .also { builder -> serverTls(config)?.let { builder.ssl(it) } },
                 )
                 .registryOf { registry ->
                     registry
@@ -99,7 +103,8 @@ private fun routes(chain: Chain, config: Config, portfolio: Portfolio) {
         // handler with 413.
         ctx.request.getBody(Limits.ECHO_BYTES.toLong()).then { body -> ctx.response.send(OCTETS, body.bytes) }
     }
-    chain.get("upstream") { ctx -> upstream(ctx, config, ctx.get(HttpClient::class.java)) }
+    val upstreamTls = UpstreamTls(config)
+    chain.get("upstream") { ctx -> upstream(ctx, config, ctx.get(HttpClient::class.java), upstreamTls) }
     chain.get { it.response.send(HTML, portfolio.home()) }
     chain.get("blogs") { it.response.send(HTML, portfolio.blogs()) }
     chain.get("blogs/:id") { ctx ->
@@ -113,7 +118,39 @@ private fun routes(chain: Chain, config: Config, portfolio: Portfolio) {
     chain.get("version") { it.response.send(HTML, portfolio.version()) }
 }
 
-private fun upstream(ctx: Context, config: Config, pooled: HttpClient) {
+/**
+ * HTTPS only when TLS_CERT/TLS_KEY are set: Netty's SslContext from the PEM files (the JDK's
+ * TLS), which Ratpack's server takes as it is. HTTP/1.1 only: Ratpack has no HTTP/2.
+ */
+private fun serverTls(config: Config): SslContext? {
+    if (!config.tls()) {
+        return null
+    }
+    return try {
+        SslContextBuilder.forServer(File(config.tlsCert()), File(config.tlsKey())).build()
+    } catch (e: Exception) {
+        Startup.fail("TLS_CERT=${config.tlsCert()}, TLS_KEY=${config.tlsKey()}: cannot load them: $e (give a PEM certificate chain and its PEM PKCS#8 key)")
+    }
+}
+
+/**
+ * For an https:// UPSTREAM_URL with UPSTREAM_CA, the TLS context of each upstream request: the
+ * pooled client's, made once, or a new one per call (a new client, a full handshake). Null:
+ * Ratpack's default (the JDK's trust store).
+ */
+private class UpstreamTls(private val config: Config) {
+    val pooled: SslContext? = create()
+
+    fun create(): SslContext? {
+        val ca = config.upstreamCa() ?: return null
+        if (!config.upstreamTls()) {
+            return null
+        }
+        return SslContextBuilder.forClient().trustManager(File(ca)).build()
+    }
+}
+
+private fun upstream(ctx: Context, config: Config, pooled: HttpClient, tls: UpstreamTls) {
     val calls = param("calls", ctx.request.queryParams["calls"], Limits.CALLS)
     val client = UpstreamClient.of(ctx.request.queryParams["client"])
     val url = config.upstreamUrl()
@@ -121,7 +158,7 @@ private fun upstream(ctx: Context, config: Config, pooled: HttpClient) {
         ctx.response.status(503).send(TEXT, "UPSTREAM_URL is not set")
         return
     }
-    sequential(client, URI.create(url), pooled, calls, 0L)
+    sequential(client, URI.create(url), pooled, tls, calls, 0L)
         .onError { ctx.response.status(502).send(TEXT, "upstream call failed: $it") }
         .then { bytes ->
             ctx.render(json(linkedMapOf("calls" to calls, "client" to client.label, "upstream_bytes" to bytes)))
@@ -129,16 +166,17 @@ private fun upstream(ctx: Context, config: Config, pooled: HttpClient) {
 }
 
 /** The remaining calls, one after another, adding up the body lengths. */
-private fun sequential(client: UpstreamClient, url: URI, pooled: HttpClient, remaining: Int, bytes: Long): Promise<Long> {
+private fun sequential(client: UpstreamClient, url: URI, pooled: HttpClient, tls: UpstreamTls, remaining: Int, bytes: Long): Promise<Long> {
     if (remaining == 0) {
         return Promise.value(bytes)
     }
     val response = when (client) {
-        UpstreamClient.POOLED -> pooled.get(url)
+        UpstreamClient.POOLED -> pooled.get(url) { spec -> tls.pooled?.let { spec.sslContext(it) } }
         UpstreamClient.PER_CALL -> {
             // A client per call, closed after it: the mistake post 004 found.
             val http = HttpClient.of { it.poolSize(0) }
-            http.get(url).wiretap { http.close() }
+            val context = tls.create()
+            http.get(url) { spec -> context?.let { spec.sslContext(it) } }.wiretap { http.close() }
         }
     }
     return response
@@ -148,7 +186,7 @@ private fun sequential(client: UpstreamClient, url: URI, pooled: HttpClient, rem
             }
             received.body.buffer.readableBytes().toLong()
         }
-        .flatMap { length -> sequential(client, url, pooled, remaining - 1, bytes + length) }
+        .flatMap { length -> sequential(client, url, pooled, tls, remaining - 1, bytes + length) }
 }
 
 private fun clientError(ctx: Context, status: Int, portfolio: Portfolio) {

@@ -4,6 +4,7 @@ import io.vertx.core.buffer.Buffer
 import io.vertx.core.http.HttpServerOptions
 import io.vertx.core.json.JsonArray
 import io.vertx.core.json.JsonObject
+import io.vertx.core.net.PemKeyCertOptions
 import io.vertx.ext.web.Router
 import io.vertx.ext.web.RoutingContext
 import io.vertx.ext.web.client.WebClient
@@ -91,6 +92,12 @@ class Server(
             }
         }
         val options = HttpServerOptions().setAcceptBacklog(settings.backlog())
+        if (settings.tls()) {
+            // HTTPS only (Netty's SslContext with OpenSSL, see sslEngine): HTTP/1.1, and HTTP/2
+            // when the client offers h2 by ALPN.
+            options.setSsl(true).setUseAlpn(true).setSslEngineOptions(sslEngine())
+                .setKeyCertOptions(PemKeyCertOptions().setCertPath(settings.tlsCert()).setKeyPath(settings.tlsKey()))
+        }
         val server = vertx.createHttpServer(options).requestHandler(router).listen(port, settings.host()).coAwait()
         boundPort.compareAndSet(0, server.actualPort())
     }
@@ -110,7 +117,7 @@ class Server(
                     UpstreamClient.POOLED -> fetch(pooled, url)
                     UpstreamClient.PER_CALL -> {
                         // A client per call, closed after it: the mistake post 004 found.
-                        val web = WebClient.create(vertx)
+                        val web = WebClient.create(vertx, upstreamOptions(settings))
                         try {
                             fetch(web, url)
                         } finally {

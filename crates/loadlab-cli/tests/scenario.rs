@@ -1,0 +1,98 @@
+//! `loadlab run --scenario` as a user runs it: a real process against a loopback server that
+//! counts what it receives; the JSON follows the schema, the summary has a row per step, and
+//! a `--var` value never reaches the output.
+
+mod common;
+
+use common::assert_valid;
+use loadlab_testkit::{response, RouteServer, Seen};
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .args(args)
+        .output()
+        .expect("loadlab runs")
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadlab-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const PORTFOLIO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../scenarios/journeys/portfolio.toml"
+);
+
+#[test]
+fn the_portfolio_journey_runs_with_a_row_per_step_and_hides_var_values() {
+    let server = RouteServer::start(|req: &Seen| match req.route() {
+        "/" | "/blogs" | "/blogs/007" | "/version" => response(200, "<html>ok</html>").into(),
+        _ => response(404, "<html>not found</html>").into(),
+    });
+    let url = server.url("");
+    let out = run(&[
+        "run",
+        "--scenario",
+        PORTFOLIO,
+        "--var",
+        &format!("URL={url}"),
+        "--var",
+        "BLOG_ID=007",
+        "-c",
+        "2",
+        "-n",
+        "50",
+        "--no-pm-qos",
+        "--json",
+        "-",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_valid(&json);
+    let steps = json["scenario"]["steps"].as_array().expect("steps");
+    let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["home", "blogs", "blog", "version", "not-found"]);
+    assert_eq!(steps[2]["request"], "GET /blogs/{{BLOG_ID}}");
+    let total: u64 = steps.iter().map(|s| s["issued"].as_u64().unwrap()).sum();
+    assert_eq!(total, 50);
+    assert_eq!(server.counters().requests(), 50);
+    for s in steps {
+        assert_eq!(s["failed"], 0, "{s}");
+    }
+    assert_eq!(
+        server.counters().requests_to("/blogs/007"),
+        steps[2]["issued"].as_u64().unwrap()
+    );
+    let command = json["command"].to_string();
+    assert!(command.contains("BLOG_ID=<redacted>"), "{command}");
+    assert!(!command.contains("007"), "{command}");
+    // The summary (on stderr, since the JSON took stdout) has the steps table.
+    assert!(stderr.contains("Scenario `portfolio`"), "{stderr}");
+    for name in ["home", "blogs", "not-found", "(iteration)"] {
+        assert!(stderr.contains(name), "{name} missing from:\n{stderr}");
+    }
+}
+
+#[test]
+fn a_malformed_scenario_exits_2_naming_the_step_and_the_field() {
+    let dir = tempdir("malformed");
+    let file = dir.join("bad.toml");
+    std::fs::write(
+        &file,
+        "name = \"bad\"\n[[steps]]\nname = \"login\"\nurl = \"http://127.0.0.1:9/{{NOPE}}\"\n",
+    )
+    .unwrap();
+    let out = run(&["run", "--scenario", file.to_str().unwrap(), "-n", "1"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("step `login`: url: unknown variable `{{NOPE}}`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--var NOPE="), "{stderr}");
+}

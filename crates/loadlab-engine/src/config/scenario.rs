@@ -1,0 +1,147 @@
+//! A scenario run's settings, checked: the scenario replaces the request flags, `--pace`
+//! paces a closed loop's connections, `--new-connection-share` mixes new connections into
+//! keep-alive ones. A single-URL run with `--pace` or `--new-connection-share` becomes a
+//! one-step scenario, so that one runner does both.
+
+use super::{reject, ConfigError, Model, RunSpec, ScenarioRun};
+use loadlab_scenario::file::{BodyFile, OrderedMap, ScenarioFile, StepFile};
+use loadlab_scenario::Scenario;
+use std::sync::Arc;
+
+impl RunSpec {
+    /// The URL the run connects to: the one given, or the scenario's own origin.
+    pub(super) fn effective_url(&self) -> String {
+        match &self.scenario {
+            Some(s) if self.url.is_empty() => format!("{}/", s.origin.url()),
+            _ => self.url.clone(),
+        }
+    }
+
+    pub(super) fn scenario_run(
+        &self,
+        model: &Model,
+        users: usize,
+    ) -> Result<Option<Arc<ScenarioRun>>, ConfigError> {
+        let share = self.new_connection_share.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&share) {
+            return Err(reject(
+                "new_connection_share",
+                format!("{share} is not a share; give a number from 0 to 1, e.g. 0.3"),
+            ));
+        }
+        if self.new_connection_share.is_some() && !self.keepalive {
+            return Err(reject(
+                "new_connection_share",
+                "cannot be combined with --no-keepalive (which is a share of 1); give one of them",
+            ));
+        }
+        if let Some(pace) = self.pace {
+            if pace.is_zero() {
+                return Err(reject("pace", "must be longer than 0; try --pace 1s"));
+            }
+            if !matches!(model, Model::Closed { stages: None }) {
+                return Err(reject(
+                    "pace",
+                    "paces a closed loop's connections (-c); an open loop's schedule (--rate, \
+                     --stages) already says when requests go: drop one of them",
+                ));
+            }
+        }
+        let wants_runner =
+            self.scenario.is_some() || self.pace.is_some() || self.new_connection_share.is_some();
+        if !wants_runner {
+            return Ok(None);
+        }
+        if self.http2 {
+            return Err(reject(
+                "http2",
+                "scenarios, --pace and --new-connection-share run over HTTP/1.1; drop --http2",
+            ));
+        }
+        if !self.paths.is_empty() {
+            return Err(reject(
+                "paths",
+                "a rotation of paths cannot be combined with a scenario, --pace or \
+                 --new-connection-share; list the paths as steps of a scenario",
+            ));
+        }
+        match model {
+            Model::Closed { stages: None } => {}
+            Model::Closed { stages: Some(_) } => {
+                return Err(reject(
+                    "closed_stages",
+                    "cannot stage a scenario's virtual users yet; give -c N",
+                ))
+            }
+            Model::Open { .. } => {
+                return Err(reject(
+                    "rate",
+                    "scenarios run as a closed loop of virtual users for now (-c N, with \
+                     --pace for a request rate per user); drop --rate/--stages",
+                ))
+            }
+        }
+        let (scenario, implicit) = match &self.scenario {
+            Some(s) => {
+                if self.method != "GET" || !self.headers.is_empty() || !self.body.is_empty() {
+                    return Err(reject(
+                        "scenario",
+                        "sets each step's method, headers and body; drop -m, -H and --body \
+                         (headers for every step go in the scenario's [defaults])",
+                    ));
+                }
+                (Scenario::clone(s), false)
+            }
+            None => (self.one_step()?, true),
+        };
+        Ok(Some(Arc::new(ScenarioRun {
+            scenario,
+            users,
+            pace: self.pace,
+            new_connection_share: if self.keepalive { share } else { 1.0 },
+            seed: self.seed,
+            implicit,
+        })))
+    }
+
+    /// The single request as a one-step scenario. `{{` is doubled: a URL or body is sent as
+    /// given, never read as a template.
+    fn one_step(&self) -> Result<Scenario, ConfigError> {
+        let literal = |s: &str| s.replace("{{", "{{{{");
+        let body = if self.body.is_empty() {
+            None
+        } else {
+            let text = std::str::from_utf8(&self.body).map_err(|_| {
+                reject(
+                    "body",
+                    "is not UTF-8 text, which --pace and --new-connection-share need; put it \
+                     in a scenario as body.file",
+                )
+            })?;
+            Some(BodyFile {
+                raw: Some(literal(text)),
+                ..BodyFile::default()
+            })
+        };
+        let headers = self
+            .headers
+            .iter()
+            .filter_map(|h| h.split_once(':'))
+            .map(|(n, v)| (n.trim().to_string(), literal(v.trim())))
+            .collect::<OrderedMap<String>>();
+        let file = ScenarioFile {
+            name: "url".into(),
+            steps: vec![StepFile {
+                name: "request".into(),
+                method: Some(self.method.clone()),
+                url: Some(literal(&self.url)),
+                headers,
+                body,
+                ..StepFile::default()
+            }],
+            ..ScenarioFile::default()
+        };
+        Scenario::compile(&file, std::path::Path::new("."), &[])
+            .map_err(|e| reject("url", e.to_string()))
+    }
+}

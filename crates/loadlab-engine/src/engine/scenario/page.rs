@@ -1,0 +1,143 @@
+//! A page: a step's requests fetched at once over at most six connections to the host, as a
+//! browser does (post 004's page of 19 requests). Each connection takes the next request not
+//! yet taken until none is left; the page's time, from its start to its last response, is the
+//! step's latency, and each request's own time goes in the step's request histogram. The
+//! user's connections are kept from one page to the next (keep-alive), like a browser's.
+
+use super::super::exchange::Due;
+use super::super::ThreadCtx;
+use super::{
+    ended, finish, new_connection, phase_at, request_bytes, with_step, Lane, StepEnd, User,
+};
+use crate::config::ScenarioRun;
+use crate::stats::Phase;
+use loadlab_scenario::{CookieJar, Rng, Step, PAGE_CONNECTIONS_PER_HOST};
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Instant;
+
+/// What the page's connections share: the next request to take, and the user's state.
+struct Shared<'a> {
+    next: Cell<usize>,
+    failed: Cell<bool>,
+    stopped: Cell<bool>,
+    /// Borrowed only between awaits, never across one.
+    user: RefCell<(&'a mut Vec<String>, &'a mut CookieJar, &'a mut Rng)>,
+}
+
+pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize) -> StepEnd {
+    let step = &run.scenario.steps[i];
+    let start = Instant::now();
+    if ended(ctx, start) {
+        return StepEnd::Stop;
+    }
+    let phase = phase_at(ctx, start);
+    let width = step.requests.len().min(PAGE_CONNECTIONS_PER_HOST);
+    while user.lanes.len() < width {
+        user.lanes.push(Lane::new(ctx));
+    }
+    let User {
+        lanes,
+        jar,
+        values,
+        rng,
+        ..
+    } = user;
+    let shared = Shared {
+        next: Cell::new(0),
+        failed: Cell::new(false),
+        stopped: Cell::new(false),
+        user: RefCell::new((values, jar, rng)),
+    };
+    let fetches: Vec<_> = lanes[..width]
+        .iter_mut()
+        .map(|lane| fetch(ctx, run, step, i, phase, lane, &shared))
+        .collect();
+    join_all(fetches).await;
+    let end = Instant::now();
+    if shared.stopped.get() {
+        return StepEnd::Stop;
+    }
+    let passed = !shared.failed.get();
+    if phase == Phase::Measured && passed {
+        with_step(ctx, i, |s| {
+            s.latency
+                .saturating_record(end.saturating_duration_since(start).as_nanos() as u64)
+        });
+    }
+    StepEnd::Done { passed, start, end }
+}
+
+/// One connection of the page: takes requests until none is left.
+async fn fetch(
+    ctx: &ThreadCtx,
+    run: &ScenarioRun,
+    step: &Step,
+    i: usize,
+    phase: Phase,
+    lane: &mut Lane,
+    shared: &Shared<'_>,
+) {
+    loop {
+        let k = shared.next.get();
+        if k >= step.requests.len() {
+            return;
+        }
+        shared.next.set(k + 1);
+        let now = Instant::now();
+        if ended(ctx, now) || (phase == Phase::Measured && !ctx.budget.take()) {
+            shared.stopped.set(true);
+            return;
+        }
+        let request = &step.requests[k];
+        let Lane { conn, wire, buf } = &mut *lane;
+        let bytes = {
+            let mut user = shared.user.borrow_mut();
+            let (values, jar, rng) = &mut *user;
+            let close = new_connection(run, rng);
+            (request_bytes(request, values, jar, close, buf), close)
+        };
+        wire.reset(step.needs_body());
+        let due = Due {
+            phase,
+            intended: None,
+            noticed: now,
+        };
+        let sent = conn
+            .send(ctx, phase, bytes.0, request.is_head(), bytes.1, wire)
+            .await;
+        let mut user = shared.user.borrow_mut();
+        let (values, jar, _) = &mut *user;
+        let (passed, _) = finish(ctx, step, i, &due, sent, wire, &mut values[..], jar);
+        if !passed {
+            shared.failed.set(true);
+        }
+    }
+}
+
+/// Polls every future until all are done (at most six: polling them all on each wake-up
+/// costs less than tracking which woke).
+async fn join_all<F: Future<Output = ()>>(futures: Vec<F>) {
+    let mut futures: Vec<Option<Pin<Box<F>>>> =
+        futures.into_iter().map(|f| Some(Box::pin(f))).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for slot in futures.iter_mut() {
+            if let Some(f) = slot {
+                if f.as_mut().poll(cx).is_ready() {
+                    *slot = None;
+                } else {
+                    pending = true;
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await
+}

@@ -1,0 +1,225 @@
+//! A scenario step's response as its captures and checks see it. While the response arrives,
+//! [`Wire`] keeps its header block, and its body only when the step needs it (a JSON path, a
+//! regex, a body check) or the body is compressed (to weigh it decoded). Afterwards
+//! [`Wire::read`] takes the cookies, de-chunks and decompresses what was kept, and asks the
+//! scenario crate for the verdict. Buffers keep their capacity from one response to the next,
+//! so a steady virtual user does not allocate here.
+
+use super::super::exchange::Sink;
+use loadlab_scenario::{CookieJar, Response, Step, Verdict};
+use std::io::Read as _;
+
+/// The most bytes of one response kept for checks; beyond it the body is cut (and a check
+/// on the part cut away fails, saying what it looked for).
+const MAX_KEPT_BYTES: usize = 16 << 20;
+
+#[derive(Default)]
+pub(super) struct Wire {
+    raw: Vec<u8>,
+    /// Where the header block ends in `raw`, once seen.
+    head_end: Option<usize>,
+    keep_body: bool,
+    /// De-chunked body.
+    body: Vec<u8>,
+    /// Decompressed body.
+    decoded: Vec<u8>,
+}
+
+impl Sink for Wire {
+    #[inline]
+    fn bytes(&mut self, data: &[u8]) {
+        if self.head_end.is_some() && !self.keep_body {
+            return;
+        }
+        let room = MAX_KEPT_BYTES.saturating_sub(self.raw.len());
+        let from = self.raw.len().saturating_sub(3);
+        self.raw.extend_from_slice(&data[..data.len().min(room)]);
+        if self.head_end.is_none() {
+            if let Some(i) = find(&self.raw[from..], b"\r\n\r\n") {
+                let end = from + i + 4;
+                self.head_end = Some(end);
+                if !self.keep_body && has_header(&self.raw[..end], b"content-encoding") {
+                    self.keep_body = true;
+                }
+            }
+        }
+    }
+}
+
+/// What a step's response came to.
+pub(super) struct Read {
+    pub verdict: Verdict,
+    /// `Content-Encoding`, as a name the statistics keep (`identity` when none).
+    pub encoding: &'static str,
+    /// The response's bytes with a compressed body counted at its decompressed size.
+    pub decoded_bytes: u64,
+}
+
+impl Wire {
+    /// Ready for the next response; `keep_body` when the step's checks read the body.
+    pub fn reset(&mut self, keep_body: bool) {
+        self.raw.clear();
+        self.head_end = None;
+        self.keep_body = keep_body;
+    }
+
+    /// Judges the response just received (`status` from the parser, `received` its bytes on
+    /// the wire): cookies into the jar, captures into `values`, checks run.
+    pub fn read(
+        &mut self,
+        step: &Step,
+        status: u16,
+        received: u64,
+        values: &mut [String],
+        jar: &mut CookieJar,
+    ) -> Read {
+        let Wire {
+            raw,
+            head_end,
+            body,
+            decoded,
+            ..
+        } = self;
+        let head_end = head_end.unwrap_or(raw.len());
+        let mut slots = [httparse::EMPTY_HEADER; 64];
+        let mut parsed = httparse::Response::new(&mut slots);
+        // The engine's parser already accepted this header block.
+        let _ = parsed.parse(&raw[..head_end]);
+        let mut encoding = "identity";
+        let mut chunked = false;
+        for h in parsed.headers.iter() {
+            if h.name.eq_ignore_ascii_case("set-cookie") {
+                jar.set(h.value);
+            } else if h.name.eq_ignore_ascii_case("content-encoding") {
+                encoding = encoding_name(h.value);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = contains_ignore_case(h.value, b"chunked");
+            }
+        }
+        let mut body_bytes: &[u8] = &raw[head_end..];
+        if chunked && !body_bytes.is_empty() {
+            dechunk(body_bytes, body);
+            body_bytes = body;
+        }
+        let mut decoded_bytes = received;
+        if matches!(encoding, "gzip" | "deflate") && !body_bytes.is_empty() {
+            decoded.clear();
+            let ok = if encoding == "gzip" {
+                flate2::read::MultiGzDecoder::new(body_bytes)
+                    .read_to_end(decoded)
+                    .is_ok()
+            } else {
+                flate2::read::ZlibDecoder::new(body_bytes)
+                    .read_to_end(decoded)
+                    .is_ok()
+            };
+            if ok {
+                decoded_bytes = received - body_bytes.len() as u64 + decoded.len() as u64;
+                body_bytes = decoded;
+            }
+        }
+        // Header values for captures only when a capture may read them: a Vec that is never
+        // pushed to does not allocate.
+        let mut headers: Vec<(&str, &[u8])> = Vec::new();
+        if !step.captures.is_empty() {
+            headers.extend(parsed.headers.iter().map(|h| (h.name, h.value)));
+        }
+        let response = Response {
+            status,
+            headers: &headers,
+            body: body_bytes,
+        };
+        Read {
+            verdict: step.judge(&response, values),
+            encoding,
+            decoded_bytes,
+        }
+    }
+}
+
+fn encoding_name(value: &[u8]) -> &'static str {
+    let v = value.trim_ascii();
+    for name in ["gzip", "deflate", "br", "zstd", "identity"] {
+        if v.eq_ignore_ascii_case(name.as_bytes()) {
+            return name;
+        }
+    }
+    if v.eq_ignore_ascii_case(b"x-gzip") {
+        "gzip"
+    } else {
+        "other"
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// Whether a header block has a header of this (lowercase) name.
+fn has_header(head: &[u8], name: &[u8]) -> bool {
+    head.split(|b| *b == b'\n').skip(1).any(|line| {
+        line.len() > name.len()
+            && line[name.len()] == b':'
+            && line[..name.len()].eq_ignore_ascii_case(name)
+    })
+}
+
+/// The data of a chunked body (already checked by the engine's parser) into `out`.
+fn dechunk(mut data: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    while let Some(line_end) = find(data, b"\r\n") {
+        let size_text = data[..line_end].split(|b| *b == b';').next().unwrap_or(&[]);
+        let size = std::str::from_utf8(size_text)
+            .ok()
+            .and_then(|s| usize::from_str_radix(s.trim(), 16).ok())
+            .unwrap_or(0);
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return;
+        }
+        let take = size.min(data.len());
+        out.extend_from_slice(&data[..take]);
+        data = &data[take..];
+        data = data.strip_prefix(b"\r\n").unwrap_or(data);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunked_bodies_are_joined() {
+        let mut out = Vec::new();
+        dechunk(b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n", &mut out);
+        assert_eq!(out, b"hello world");
+    }
+
+    #[test]
+    fn the_head_is_kept_and_the_body_only_when_asked_or_compressed() {
+        let mut w = Wire::default();
+        w.reset(false);
+        w.bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r");
+        w.bytes(b"\nhello");
+        assert_eq!(w.head_end, Some(38));
+        w.bytes(b"more");
+        assert_eq!(w.raw.len(), 43, "nothing kept past the head");
+        w.reset(false);
+        w.bytes(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\nxy");
+        w.bytes(b"z");
+        assert!(w.raw.ends_with(b"xyz"), "a compressed body is kept");
+        assert!(has_header(
+            b"HTTP/1.1 200 OK\r\ncontent-encoding: br\r\n\r\n",
+            b"content-encoding"
+        ));
+        assert!(!has_header(
+            b"HTTP/1.1 200 OK\r\nX-Content-Encoding: br\r\n\r\n",
+            b"content-encoding"
+        ));
+    }
+}
