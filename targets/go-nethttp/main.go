@@ -2,7 +2,8 @@
 // ServeMux with method patterns, the default http.Server, and one shared http.Client for
 // /upstream. Over HTTPS (TLS_CERT, TLS_KEY) the same server runs ServeTLS with crypto/tls
 // (HTTP/1.1 and HTTP/2 by ALPN, session tickets on, as the standard library defaults); an
-// https:// UPSTREAM_URL is called trusting UPSTREAM_CA. Nothing outside the standard library.
+// https:// UPSTREAM_URL is called trusting UPSTREAM_CA. Nothing outside the standard library,
+// but grpc-go for /upstream-grpc (upstream_grpc.go).
 package main
 
 import (
@@ -28,6 +29,7 @@ type config struct {
 	host, port, contentDir string
 	workers, backlog       int
 	upstream               string
+	upstreamGRPC           string // HOST:PORT from UPSTREAM_GRPC_URL, "" when unset
 	// UPSTREAM_CA: the CA file an https:// upstream's certificate chains to.
 	upstreamCA string
 	// TLS_CERT and TLS_KEY: serve HTTPS only.
@@ -72,6 +74,7 @@ func readConfig() config {
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		configError("TLS_CERT and TLS_KEY go together: set both (a PEM certificate chain and its PEM private key) to serve HTTPS, or neither for plain HTTP; got TLS_CERT=%q TLS_KEY=%q", c.tlsCert, c.tlsKey)
 	}
+	c.upstreamGRPC = grpcUpstreamTarget(os.Getenv("UPSTREAM_GRPC_URL"))
 	if _, err := strconv.ParseUint(c.port, 10, 16); err != nil {
 		configError("PORT must be a port number from 0 to 65535, got %q", c.port)
 	}
@@ -302,6 +305,7 @@ func routes(s *site, c config) http.Handler {
 		}
 		jsonReply(w, upstreamReply{calls, mode, total})
 	})
+	registerUpstreamGRPC(mux, c.upstreamGRPC)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		html(w, 200, s.homePage())
 	})

@@ -7,8 +7,11 @@
 const express = require('express');
 const c = require('../node-common/contract');
 const { start } = require('../node-common/startup');
+const upstreamGrpc = require('../node-common/upstream_grpc');
 
 const config = c.readConfig();
+// /upstream-grpc's client (null without UPSTREAM_GRPC_URL).
+const callGrpc = upstreamGrpc.fromEnv(require('@grpc/grpc-js'), require('@grpc/proto-loader'));
 
 // The first value when a parameter repeats (the simple query parser makes an array).
 const first = (value) => (Array.isArray(value) ? value[0] : value);
@@ -50,6 +53,17 @@ function makeApp(site) {
     } catch (e) {
       if (!(e instanceof c.UpstreamError)) throw e;
       text(res, 502, `upstream call failed: ${e.message}`);
+    }
+  });
+  app.get('/upstream-grpc', async (req, res) => {
+    const calls = param(req, 'calls', c.LIMITS.calls);
+    const client = c.parseClient(first(req.query.client));
+    if (!callGrpc) return text(res, 503, 'UPSTREAM_GRPC_URL is not set');
+    try {
+      res.json(await callGrpc(calls, client));
+    } catch (e) {
+      if (!(e instanceof upstreamGrpc.GrpcUpstreamError)) throw e;
+      text(res, 502, `gRPC upstream call failed: ${e.message}`);
     }
   });
   app.get('/', (req, res) => html(res, 200, site.home()));

@@ -4,8 +4,11 @@
 
 const c = require('../node-common/contract');
 const { start } = require('../node-common/startup');
+const upstreamGrpc = require('../node-common/upstream_grpc');
 
 const config = c.readConfig();
+// /upstream-grpc's client (null without UPSTREAM_GRPC_URL): this target's only dependencies.
+const callGrpc = upstreamGrpc.fromEnv(require('@grpc/grpc-js'), require('@grpc/proto-loader'));
 
 function send(res, status, type, body) {
   res.writeHead(status, {
@@ -46,6 +49,15 @@ function makeHandler(site) {
       c.callUpstream(config, calls, client).then(
         (reply) => json(res, reply),
         (e) => text(res, 502, `upstream call failed: ${e.message}`),
+      );
+    },
+    '/upstream-grpc': (req, res, q) => {
+      const calls = c.parseParam('calls', q.get('calls') ?? undefined, c.LIMITS.calls);
+      const client = c.parseClient(q.get('client') ?? undefined);
+      if (!callGrpc) return text(res, 503, 'UPSTREAM_GRPC_URL is not set');
+      callGrpc(calls, client).then(
+        (reply) => json(res, reply),
+        (e) => text(res, 502, `gRPC upstream call failed: ${e.message}`),
       );
     },
     '/': (req, res) => html(res, 200, site.home()),

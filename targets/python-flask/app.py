@@ -10,6 +10,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 import contract
+import upstream_grpc
 from portfolio import Site
 
 config = contract.Config()
@@ -20,6 +21,9 @@ app.config["MAX_CONTENT_LENGTH"] = contract.MAX_ECHO_BYTES
 # fork with connections open: uWSGI imports this in its master, before any), shared by the
 # worker's threads: urllib3's pool is thread-safe.
 pooled = requests.Session()
+# /upstream-grpc's channel (made in each worker process on its first call); None when unset.
+grpc_target = upstream_grpc.target_from_env()
+grpc_upstream = upstream_grpc.SyncUpstream(grpc_target) if grpc_target else None
 # An https:// upstream is trusted by UPSTREAM_CA when it is set: passed on each call, since a
 # REQUESTS_CA_BUNDLE in the environment would override a Session's own `verify` (None: requests'
 # default bundle).
@@ -140,6 +144,19 @@ def upstream():
             total += len(response.content)
     except requests.RequestException as error:
         return text(f"upstream call failed: {error}", 502)
+    return json_reply({"calls": calls, "client": client, "upstream_bytes": total})
+
+
+@app.get("/upstream-grpc")
+def upstream_grpc_endpoint():
+    calls = contract.parse_param("calls", arg("calls"), contract.MAX_CALLS)
+    client = contract.parse_client(arg("client"))
+    if grpc_upstream is None:
+        return text("UPSTREAM_GRPC_URL is not set", 503)
+    try:
+        total = grpc_upstream.call(calls, client)
+    except upstream_grpc.rpc_error() as error:
+        return text(f"gRPC upstream call failed: {error.code()}: {error.details()}", 502)
     return json_reply({"calls": calls, "client": client, "upstream_bytes": total})
 
 

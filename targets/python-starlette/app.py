@@ -14,6 +14,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 import contract
+import upstream_grpc
 from portfolio import Site
 
 if multiprocessing.parent_process() is not None:
@@ -23,6 +24,9 @@ if multiprocessing.parent_process() is not None:
 config = contract.Config()
 site = Site(config.content_dir)
 state: dict[str, httpx.AsyncClient] = {}
+# /upstream-grpc's channel, opened by the lifespan on the server's loop; None when unset.
+grpc_target = upstream_grpc.target_from_env()
+grpc_upstream = upstream_grpc.AsyncUpstream(grpc_target) if grpc_target else None
 
 
 def arg(request: Request, name: str) -> str | None:
@@ -102,6 +106,18 @@ async def upstream(request: Request) -> Response:
     return JSONResponse({"calls": calls, "client": client, "upstream_bytes": total})
 
 
+async def upstream_grpc_endpoint(request: Request) -> Response:
+    calls = contract.parse_param("calls", arg(request, "calls"), contract.MAX_CALLS)
+    client = contract.parse_client(arg(request, "client"))
+    if grpc_upstream is None:
+        return PlainTextResponse("UPSTREAM_GRPC_URL is not set", 503)
+    try:
+        total = await grpc_upstream.call(calls, client)
+    except upstream_grpc.rpc_error() as error:
+        return PlainTextResponse(f"gRPC upstream call failed: {error.code()}: {error.details()}", 502)
+    return JSONResponse({"calls": calls, "client": client, "upstream_bytes": total})
+
+
 async def home(request: Request) -> Response:
     return HTMLResponse(site.home())
 
@@ -139,7 +155,11 @@ def new_client() -> httpx.AsyncClient:
 async def lifespan(app):
     async with new_client() as pooled:
         state["pooled"] = pooled
+        if grpc_upstream is not None:
+            await grpc_upstream.open()
         yield
+        if grpc_upstream is not None:
+            await grpc_upstream.close()
         state.clear()
 
 
@@ -154,6 +174,7 @@ app = Starlette(
         Route("/bytes", bytes_endpoint),
         Route("/echo", echo, methods=["POST"]),
         Route("/upstream", upstream),
+        Route("/upstream-grpc", upstream_grpc_endpoint),
         Route("/", home),
         Route("/blogs", blogs),
         Route("/blogs/{post_id}", blog),

@@ -74,6 +74,8 @@ pub struct TargetStatus {
     pub framework: String,
     pub framework_version: String,
     pub warmup_secs: u64,
+    /// The optional parts of the contract it implements (`upstream-grpc`).
+    pub capabilities: Vec<String>,
     /// In JSON: `"state": "built"`, plus `"missing": [...]` for a missing toolchain.
     #[serde(flatten)]
     pub state: BuildState,
@@ -202,6 +204,7 @@ impl Lab {
                     framework: t.manifest.framework.clone(),
                     framework_version: t.manifest.framework_version.clone(),
                     warmup_secs: t.manifest.warmup_secs,
+                    capabilities: t.manifest.capabilities.clone(),
                     state: self.state(t)?,
                 })
             })
@@ -212,6 +215,7 @@ impl Lab {
                     framework: u.framework.clone(),
                     framework_version: "-".into(),
                     warmup_secs: 0,
+                    capabilities: Vec::new(),
                     state: BuildState::Unavailable(format!("{}: needs {}", u.post, u.needs)),
                 })
             }))

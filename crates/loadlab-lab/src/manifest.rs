@@ -10,6 +10,12 @@ use std::path::{Path, PathBuf};
 /// The file name loadlab looks for in each directory under `targets/`.
 pub const MANIFEST_FILE: &str = "target.toml";
 
+/// `GET /upstream-grpc`: unary gRPC calls to `UPSTREAM_GRPC_URL` (targets/CONTRACT.md).
+pub const UPSTREAM_GRPC: &str = "upstream-grpc";
+
+/// Every capability a manifest may declare: the contract's optional endpoints.
+pub const CAPABILITIES: &[&str] = &[UPSTREAM_GRPC];
+
 /// The parsed manifest, as written.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +40,10 @@ pub struct Manifest {
     /// Recommended warm-up before measuring, in seconds (a JIT runtime needs more).
     #[serde(default)]
     pub warmup_secs: u64,
+    /// Optional parts of the contract the target implements, from [`CAPABILITIES`] (e.g.
+    /// `["upstream-grpc"]`); `lab verify` skips, and says it skipped, the checks of the others.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
     pub build: BuildSpec,
     pub run: RunSpec,
 }
@@ -101,6 +111,11 @@ impl Target {
         &self.manifest.name
     }
 
+    /// Whether the manifest declares `capability` (one of [`CAPABILITIES`]).
+    pub fn has(&self, capability: &str) -> bool {
+        self.manifest.capabilities.iter().any(|c| c == capability)
+    }
+
     /// A path from the manifest, resolved against the target directory.
     pub fn resolve(&self, relative: &str) -> PathBuf {
         self.dir.join(relative)
@@ -143,6 +158,16 @@ pub fn parse(text: &str) -> Result<Manifest, String> {
     if manifest.sources.is_empty() {
         return Err("sources must list at least one file or directory, e.g. [\".\"]".into());
     }
+    if let Some(unknown) = manifest
+        .capabilities
+        .iter()
+        .find(|c| !CAPABILITIES.contains(&c.as_str()))
+    {
+        return Err(format!(
+            "capabilities: {unknown:?} is not one loadlab knows: use {}",
+            CAPABILITIES.join(", ")
+        ));
+    }
     Ok(manifest)
 }
 
@@ -170,6 +195,29 @@ mod tests {
         assert_eq!(m.warmup_secs, 0);
         assert!(m.toolchain.is_empty() && m.build.env.is_empty() && m.run.env.is_empty());
         assert!(m.toolchain_install.is_empty());
+        assert!(m.capabilities.is_empty());
+    }
+
+    #[test]
+    fn capabilities_are_checked_against_the_known_ones() {
+        let with = MINIMAL.replace(
+            "sources",
+            "capabilities = [\"upstream-grpc\"]\n        sources",
+        );
+        let target = Target {
+            manifest: parse(&with).unwrap(),
+            dir: PathBuf::from("/lab/go-nethttp"),
+        };
+        assert!(target.has(UPSTREAM_GRPC));
+        let typo = MINIMAL.replace(
+            "sources",
+            "capabilities = [\"upstream-grcp\"]\n        sources",
+        );
+        let err = parse(&typo).unwrap_err();
+        assert!(
+            err.contains("\"upstream-grcp\"") && err.contains("use upstream-grpc"),
+            "{err}"
+        );
     }
 
     #[test]

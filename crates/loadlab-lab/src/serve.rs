@@ -53,8 +53,12 @@ pub struct ServeOptions {
     pub workers: Option<usize>,
     /// `BACKLOG`; `None` leaves the target's default.
     pub backlog: Option<u32>,
-    /// `UPSTREAM_URL`.
+    /// `UPSTREAM_URL`. An `http://` one also gives `UPSTREAM_GRPC_URL` (its scheme, host and
+    /// port): the mock upstream serves gRPC on the same port ([`grpc_url_of`]).
     pub upstream_url: Option<String>,
+    /// `UPSTREAM_GRPC_URL` in place of the one `upstream_url` implies: a plain mock upstream
+    /// for gRPC beside an `https://` one (gRPC is served without TLS only).
+    pub upstream_grpc_url: Option<String>,
     /// `UPSTREAM_CA`: the CA file an `https://` upstream's certificate chains to.
     pub upstream_ca: Option<PathBuf>,
     /// Serve HTTPS only (`TLS_CERT`, `TLS_KEY`); `None`: plain HTTP.
@@ -74,6 +78,7 @@ impl Default for ServeOptions {
             workers: None,
             backlog: None,
             upstream_url: None,
+            upstream_grpc_url: None,
             upstream_ca: None,
             tls: None,
             ready_timeout: Duration::from_secs(30),
@@ -149,6 +154,7 @@ impl Lab {
             .env("HOST", options.host.to_string())
             .env("CONTENT_DIR", self.content_dir())
             .env_remove("UPSTREAM_URL")
+            .env_remove("UPSTREAM_GRPC_URL")
             .env_remove("UPSTREAM_CA")
             .env_remove("TLS_CERT")
             .env_remove("TLS_KEY")
@@ -166,6 +172,13 @@ impl Lab {
         }
         if let Some(url) = &options.upstream_url {
             command.env("UPSTREAM_URL", url);
+        }
+        let grpc_url = options
+            .upstream_grpc_url
+            .clone()
+            .or_else(|| options.upstream_url.as_deref().and_then(grpc_url_of));
+        if let Some(grpc) = grpc_url {
+            command.env("UPSTREAM_GRPC_URL", grpc);
         }
         if let Some(ca) = &options.upstream_ca {
             command.env("UPSTREAM_CA", ca);
@@ -232,3 +245,37 @@ impl Lab {
 }
 
 pub use loadlab_probe::launch::parse_address_line;
+
+/// `UPSTREAM_GRPC_URL` for a mock upstream at `upstream_url`: `http://HOST:PORT`, the same
+/// port (it tells gRPC's HTTP/2 from HTTP/1.1 by the connection's first bytes). `None` for
+/// anything but a plain `http://` URL, where no gRPC upstream is implied.
+pub fn grpc_url_of(upstream_url: &str) -> Option<String> {
+    let uri: hyper::Uri = upstream_url.parse().ok()?;
+    if uri.scheme_str() != Some("http") {
+        return None;
+    }
+    Some(format!("http://{}", uri.authority()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grpc_url_of;
+
+    #[test]
+    fn the_grpc_url_is_the_upstreams_scheme_host_and_port() {
+        let cases = [
+            ("http://127.0.0.1:9100/", Some("http://127.0.0.1:9100")),
+            (
+                "http://127.0.0.1:9100/some/path?x=1",
+                Some("http://127.0.0.1:9100"),
+            ),
+            ("http://[::1]:9100", Some("http://[::1]:9100")),
+            ("http://localhost/", Some("http://localhost")),
+            ("https://127.0.0.1:9443/", None),
+            ("not a url", None),
+        ];
+        for (upstream, grpc) in cases {
+            assert_eq!(grpc_url_of(upstream).as_deref(), grpc, "{upstream}");
+        }
+    }
+}

@@ -65,6 +65,12 @@ impl UpstreamHandle {
         format!("{}://{}/", self.scheme, self.addr)
     }
 
+    /// The URL to give a target as `UPSTREAM_GRPC_URL`, e.g. `http://127.0.0.1:43121`: the
+    /// same port, where gRPC clients speak HTTP/2 with prior knowledge.
+    pub fn grpc_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
     /// The counters right now (reading them is not traffic).
     pub fn stats(&self) -> Stats {
         self.counters.snapshot()

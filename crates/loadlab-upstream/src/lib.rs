@@ -1,19 +1,26 @@
 //! The mock upstream that `/upstream` targets call (posts 003 and 004). It answers every path
-//! with `200 ok` after a configurable delay, over HTTP or HTTPS, and counts what it sees, so a test or `lab verify`
-//! can tell a pooled client (few connections, many requests) from a client built per call (one
-//! connection per request). It must stay boring and predictable: no routing logic beyond
-//! `/__stats`, no state other than the counters.
+//! with `200 ok` after a configurable delay, over HTTP or HTTPS, and counts what it sees, so a
+//! test or `lab verify` can tell a pooled client (few connections, many requests) from a client
+//! built per call (one connection per request). On the same port (without TLS) it serves one
+//! unary gRPC method for `/upstream-grpc` (post 002's third case), told apart by HTTP/2's
+//! prior-knowledge preface, and counts its calls, connections and streams beside the HTTP ones.
+//! It must stay boring and predictable: no routing logic beyond `/__stats` and the one gRPC
+//! method, no state other than the counters.
 //!
 //! Layout:
 //! - [`config`]: [`UpstreamConfig`] (bind address, delay per call, TLS or not).
 //! - [`stats`]: [`Counters`] (shared atomics) and [`Stats`] (a snapshot, the `/__stats` JSON:
-//!   requests, connections, and over HTTPS their handshakes, full and resumed).
+//!   requests, connections, over HTTPS their handshakes, full and resumed, and the gRPC side's
+//!   calls, connections and streams).
+//! - [`grpc`]: the gRPC method ([`grpc::CALL_PATH`], `proto/upstream.proto`) over HTTP/2
+//!   without TLS.
 //! - [`server`]: [`run`], the accept loop; takes its listener and its shutdown signal as
 //!   arguments so tests and the CLI inject their own (mini-redis style).
 //! - [`handle`]: [`Upstream::start`], which runs the server on the current tokio runtime and
 //!   returns an [`UpstreamHandle`] with `addr()`, `stats()` and `shutdown()`.
 
 pub mod config;
+pub mod grpc;
 pub mod handle;
 pub mod server;
 pub mod stats;
@@ -35,7 +42,7 @@ pub enum UpstreamError {
     Io(#[from] std::io::Error),
 }
 
-/// The body of every answer other than `/__stats`.
+/// The body of every answer other than `/__stats` (and the `value` of every gRPC reply).
 pub const RESPONSE_BODY: &str = "ok";
 
 /// The path that serves the counters instead of being counted.

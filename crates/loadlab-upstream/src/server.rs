@@ -1,10 +1,12 @@
 //! The accept loop and the one service. It must not interpret requests beyond `/__stats`: a
 //! mock that did would start to be a second target. Over HTTPS each connection's handshake
 //! runs in that connection's task (a slow or failed handshake never holds up the accept
-//! loop), and how it went (full or resumed) is counted with the connection.
+//! loop), and how it went (full or resumed) is counted with the connection. Without TLS, a
+//! connection that opens with HTTP/2's preface goes to the gRPC side ([`crate::grpc`]);
+//! everything else is HTTP/1.1 (gRPC is not served over TLS).
 
 use crate::stats::Handshake;
-use crate::{Counters, UpstreamConfig, UpstreamError, RESPONSE_BODY, STATS_PATH};
+use crate::{grpc, Counters, UpstreamConfig, UpstreamError, RESPONSE_BODY, STATS_PATH};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -54,7 +56,12 @@ pub async fn run(
         let tls = config.tls.clone();
         connections.spawn(async move {
             match tls {
-                None => serve_connection(stream, None, counters, delay).await,
+                None => {
+                    if grpc::opens_with_h2_preface(&stream).await {
+                        return grpc::serve_connection(stream, counters, delay).await;
+                    }
+                    serve_connection(stream, None, counters, delay).await
+                }
                 Some(tls) => {
                     // A failed handshake is the client's business: it carried no request, so
                     // it is not counted.

@@ -1,7 +1,8 @@
 //! The counters: requests answered, the connections that carried them, and over HTTPS those
-//! connections' TLS handshakes, full or resumed. Counting connections and handshakes (not
-//! just requests) is the point of this crate: missing pooling shows up as a number, and a
-//! client that throws its TLS sessions away shows up as full handshakes.
+//! connections' TLS handshakes, full or resumed; then the same for gRPC apart (plus gRPC's
+//! HTTP/2 streams). Counting connections and handshakes (not just requests) is the point of
+//! this crate: missing pooling shows up as a number, and a client that throws its TLS sessions
+//! away shows up as full handshakes.
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,9 @@ struct Inner {
     connections: AtomicU64,
     tls_full: AtomicU64,
     tls_resumed: AtomicU64,
+    grpc_requests: AtomicU64,
+    grpc_connections: AtomicU64,
+    grpc_streams: AtomicU64,
 }
 
 /// How a counted connection's TLS handshake went.
@@ -38,6 +42,9 @@ impl Counters {
             connections: self.inner.connections.load(Ordering::Acquire),
             tls_full: self.inner.tls_full.load(Ordering::Acquire),
             tls_resumed: self.inner.tls_resumed.load(Ordering::Acquire),
+            grpc_requests: self.inner.grpc_requests.load(Ordering::Acquire),
+            grpc_connections: self.inner.grpc_connections.load(Ordering::Acquire),
+            grpc_streams: self.inner.grpc_streams.load(Ordering::Acquire),
         }
     }
 
@@ -54,9 +61,22 @@ impl Counters {
             None => 0,
         };
     }
+
+    pub(crate) fn add_grpc_request(&self) {
+        self.inner.grpc_requests.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn add_grpc_connection(&self) {
+        self.inner.grpc_connections.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn add_grpc_stream(&self) {
+        self.inner.grpc_streams.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
-/// What `/__stats` serves: `{"requests":R,"connections":C,"tls_full":F,"tls_resumed":S}`.
+/// What `/__stats` serves: `{"requests":R,"connections":C,"tls_full":F,"tls_resumed":S,`
+/// `"grpc_requests":G,"grpc_connections":H,"grpc_streams":T}`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     /// Requests answered, other than `/__stats` itself.
@@ -71,6 +91,16 @@ pub struct Stats {
     /// `tls_full + tls_resumed == connections`.
     #[serde(default)]
     pub tls_resumed: u64,
+    /// gRPC calls answered (`loadlab.upstream.v1.Upstream/Call`).
+    #[serde(default)]
+    pub grpc_requests: u64,
+    /// HTTP/2 connections that carried at least one gRPC call.
+    #[serde(default)]
+    pub grpc_connections: u64,
+    /// HTTP/2 streams opened on them, calls or not: a unary client opens one per call, so
+    /// more streams than calls means calls to other methods (answered `UNIMPLEMENTED`).
+    #[serde(default)]
+    pub grpc_streams: u64,
 }
 
 impl Stats {
@@ -81,6 +111,11 @@ impl Stats {
             connections: self.connections.saturating_sub(earlier.connections),
             tls_full: self.tls_full.saturating_sub(earlier.tls_full),
             tls_resumed: self.tls_resumed.saturating_sub(earlier.tls_resumed),
+            grpc_requests: self.grpc_requests.saturating_sub(earlier.grpc_requests),
+            grpc_connections: self
+                .grpc_connections
+                .saturating_sub(earlier.grpc_connections),
+            grpc_streams: self.grpc_streams.saturating_sub(earlier.grpc_streams),
         }
     }
 
@@ -92,6 +127,12 @@ impl Stats {
     /// TLS handshakes of either kind (0 over plain HTTP).
     pub fn handshakes(&self) -> u64 {
         self.tls_full + self.tls_resumed
+    }
+
+    /// gRPC calls per gRPC connection, as [`Stats::reuse_ratio`] for HTTP.
+    pub fn grpc_reuse_ratio(&self) -> Option<f64> {
+        (self.grpc_connections > 0)
+            .then(|| self.grpc_requests as f64 / self.grpc_connections as f64)
     }
 }
 
@@ -106,12 +147,18 @@ mod tests {
             connections: 1,
             tls_full: 1,
             tls_resumed: 0,
+            grpc_requests: 1,
+            grpc_connections: 1,
+            grpc_streams: 1,
         };
         let after = Stats {
             requests: 26,
             connections: 3,
             tls_full: 2,
             tls_resumed: 1,
+            grpc_requests: 9,
+            grpc_connections: 1,
+            grpc_streams: 10,
         };
         let delta = after.since(&before);
         assert_eq!(
@@ -121,10 +168,15 @@ mod tests {
                 connections: 2,
                 tls_full: 1,
                 tls_resumed: 1,
+                grpc_requests: 8,
+                grpc_connections: 0,
+                grpc_streams: 9,
             }
         );
         assert_eq!(delta.reuse_ratio(), Some(12.0));
         assert_eq!(delta.handshakes(), 2);
+        assert_eq!(delta.grpc_reuse_ratio(), None);
+        assert_eq!(after.grpc_reuse_ratio(), Some(9.0));
         assert_eq!(Stats::default().reuse_ratio(), None);
     }
 
@@ -149,14 +201,18 @@ mod tests {
             connections: 8,
             tls_full: 8,
             tls_resumed: 0,
+            grpc_requests: 3,
+            grpc_connections: 1,
+            grpc_streams: 3,
         })
         .unwrap();
         assert_eq!(
             json,
-            r#"{"requests":8,"connections":8,"tls_full":8,"tls_resumed":0}"#
+            r#"{"requests":8,"connections":8,"tls_full":8,"tls_resumed":0,"grpc_requests":3,"grpc_connections":1,"grpc_streams":3}"#
         );
-        // What an older mock upstream served still reads.
+        // What an older mock upstream served (no TLS, no gRPC) still reads.
         let old: Stats = serde_json::from_str(r#"{"requests":1,"connections":1}"#).unwrap();
         assert_eq!(old.handshakes(), 0);
+        assert_eq!(old.grpc_requests, 0);
     }
 }

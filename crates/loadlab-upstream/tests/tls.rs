@@ -76,7 +76,8 @@ async fn one_kept_alive_connection_is_one_full_handshake() {
             requests: 8,
             connections: 1,
             tls_full: 1,
-            tls_resumed: 0
+            tls_resumed: 0,
+            ..Stats::default()
         }
     );
 }
@@ -106,7 +107,8 @@ async fn a_client_per_call_pays_a_full_handshake_every_time() {
             requests: 4,
             connections: 4,
             tls_full: 4,
-            tls_resumed: 0
+            tls_resumed: 0,
+            ..Stats::default()
         }
     );
 }
@@ -119,7 +121,7 @@ async fn stats_over_https_are_not_counted_and_show_the_handshakes() {
     for body in bodies {
         assert_eq!(
             &body[..],
-            br#"{"requests":2,"connections":1,"tls_full":1,"tls_resumed":0}"#
+            br#"{"requests":2,"connections":1,"tls_full":1,"tls_resumed":0,"grpc_requests":0,"grpc_connections":0,"grpc_streams":0}"#
         );
     }
 }
@@ -138,4 +140,35 @@ async fn a_client_that_does_not_trust_the_ca_is_refused_and_not_counted() {
     // A working client afterwards: the server is still up, and only it was counted.
     connection(&fixture, client(&fixture.ca_pem), "/", 1).await;
     assert_eq!(fixture.upstream.stats().connections, 1);
+}
+
+#[tokio::test]
+async fn over_https_an_h2c_preface_is_a_failed_handshake_not_grpc() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let fixture = https_upstream().await;
+    let mut tcp = tokio::net::TcpStream::connect(fixture.upstream.addr())
+        .await
+        .unwrap();
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    // The server ends the connection (after an alert, if any): read until it does.
+    let mut sink = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tcp.read_to_end(&mut sink),
+    )
+    .await
+    .expect("the upstream closes a connection whose handshake failed");
+    connection(&fixture, client(&fixture.ca_pem), "/", 1).await;
+    let stats = fixture.upstream.stats();
+    assert_eq!(
+        (
+            stats.connections,
+            stats.grpc_connections,
+            stats.grpc_streams
+        ),
+        (1, 0, 0),
+        "{stats:?}"
+    );
 }

@@ -20,6 +20,8 @@ pub struct Config {
     pub backlog: u32,
     /// Base URL of the upstream `/upstream` calls; `None` makes `/upstream` answer 503.
     pub upstream_url: Option<String>,
+    /// `http://HOST:PORT` of the gRPC upstream `/upstream-grpc` calls; `None` makes it 503.
+    pub upstream_grpc_url: Option<String>,
     /// `UPSTREAM_CA`: the CA file an `https://` upstream's certificate chains to (in place of
     /// the system's roots).
     pub upstream_ca: Option<PathBuf>,
@@ -114,6 +116,19 @@ impl Config {
                 });
             }
         }
+        let upstream_grpc_url = lookup("UPSTREAM_GRPC_URL").filter(|v| !v.is_empty());
+        if let Some(url) = &upstream_grpc_url {
+            let has_authority = url
+                .parse::<hyper::Uri>()
+                .is_ok_and(|u| u.authority().is_some());
+            if !url.starts_with("http://") || !has_authority {
+                return Err(ConfigError {
+                    var: "UPSTREAM_GRPC_URL",
+                    value: url.clone(),
+                    expected: "an http:// URL such as http://127.0.0.1:9100 (gRPC without TLS)",
+                });
+            }
+        }
         let upstream_ca = lookup("UPSTREAM_CA")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
@@ -150,6 +165,7 @@ impl Config {
             workers,
             backlog,
             upstream_url,
+            upstream_grpc_url,
             upstream_ca,
             tls,
             content_dir,
@@ -207,6 +223,13 @@ mod tests {
             .starts_with("PORT=\"http\" is not valid: set it to"));
         assert!(Config::from_lookup(env(&[("WORKERS", "0")])).is_err());
         assert!(Config::from_lookup(env(&[("UPSTREAM_URL", "ftp://x")])).is_err());
+        let err = Config::from_lookup(env(&[("UPSTREAM_GRPC_URL", "127.0.0.1:9100")])).unwrap_err();
+        assert_eq!(err.var, "UPSTREAM_GRPC_URL");
+        let ok = Config::from_lookup(env(&[("UPSTREAM_GRPC_URL", "http://127.0.0.1:9100")]));
+        assert_eq!(
+            ok.unwrap().upstream_grpc_url.as_deref(),
+            Some("http://127.0.0.1:9100")
+        );
         assert!(Config::from_lookup(env(&[("UPSTREAM_URL", "https://127.0.0.1:1/")])).is_ok());
     }
 

@@ -5,12 +5,14 @@
 //!
 //! Layout:
 //! - [`config`]: the environment a target reads (`PORT`, `HOST`, `WORKERS`, `BACKLOG`,
-//!   `UPSTREAM_URL`, `UPSTREAM_CA`, `TLS_CERT`, `TLS_KEY`, `CONTENT_DIR`).
+//!   `UPSTREAM_URL`, `UPSTREAM_GRPC_URL`, `UPSTREAM_CA`, `TLS_CERT`, `TLS_KEY`, `CONTENT_DIR`).
 //! - [`params`]: query-string parsing with the contract's maxima; bad input becomes a
 //!   [`params::BadParam`] that targets turn into a 400.
 //! - [`workload`]: the bodies of `/plaintext`, `/json`, `/compute`, `/bytes`.
 //! - [`site`]: the portfolio (templates and Markdown posts from `targets/content`).
 //! - [`upstream`]: the pooled and per-call clients behind `/upstream` (HTTP or HTTPS).
+//! - [`upstream_grpc`]: the pooled and per-call gRPC channels behind `/upstream-grpc`, and the
+//!   endpoint itself ([`upstream_grpc::respond`]).
 //! - [`tls`]: HTTPS: the rustls server configuration, the TLS accept loop (HTTP/1.1 and
 //!   HTTP/2 by ALPN), and the roots an `https://` upstream client trusts.
 //! - [`startup`]: the shared [`AppState`], the runtime with `WORKERS` threads, binding with
@@ -22,6 +24,7 @@ pub mod site;
 pub mod startup;
 pub mod tls;
 pub mod upstream;
+pub mod upstream_grpc;
 pub mod workload;
 
 pub use config::{Config, TlsFiles};
@@ -29,3 +32,4 @@ pub use params::{BadParam, Params};
 pub use site::Site;
 pub use startup::AppState;
 pub use upstream::{ClientMode, UpstreamClient, UpstreamError};
+pub use upstream_grpc::GrpcUpstreamClient;

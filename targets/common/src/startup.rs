@@ -8,7 +8,7 @@
 //! runs its own runtime and binds itself (actix-web) uses [`run`], [`AppState::load`],
 //! [`tls_config`] and [`announce`].
 
-use crate::{Config, Site, UpstreamClient};
+use crate::{Config, GrpcUpstreamClient, Site, UpstreamClient};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -24,6 +24,8 @@ pub struct AppState {
     pub site: Site,
     /// The pooled client behind `/upstream` (and the upstream's address).
     pub upstream: UpstreamClient,
+    /// The gRPC channel behind `/upstream-grpc` (made on its first call).
+    pub upstream_grpc: GrpcUpstreamClient,
 }
 
 impl AppState {
@@ -35,6 +37,7 @@ impl AppState {
                 config.upstream_url.as_deref(),
                 config.upstream_ca.as_deref(),
             )?,
+            upstream_grpc: GrpcUpstreamClient::new(config.upstream_grpc_url.as_deref()),
         })
     }
 }

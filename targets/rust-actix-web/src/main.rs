@@ -12,6 +12,8 @@ use lab_common::{params, startup, workload, AppState, BadParam, Config, Upstream
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod upstream_grpc;
+
 type Shared = web::Data<AppState>;
 
 fn main() -> ExitCode {
@@ -49,6 +51,10 @@ fn run() -> Result<(), startup::Error> {
                 .route("/bytes", web::get().to(bytes))
                 .route("/echo", web::post().to(echo))
                 .route("/upstream", web::get().to(upstream))
+                .route(
+                    "/upstream-grpc",
+                    web::get().to(upstream_grpc::upstream_grpc),
+                )
                 .route("/healthz", web::get().to(healthz))
                 .route("/", web::get().to(home))
                 .route("/blogs", web::get().to(blogs))

@@ -16,6 +16,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod upstream_grpc;
+
 type Shared = State<Arc<AppState>>;
 
 fn main() -> ExitCode {
@@ -42,6 +44,7 @@ fn app(state: Arc<AppState>) -> Router {
         .route("/bytes", get(bytes))
         .route("/echo", post(echo))
         .route("/upstream", get(upstream))
+        .route("/upstream-grpc", get(upstream_grpc::upstream_grpc))
         .route("/healthz", get(healthz))
         .route("/", get(home))
         .route("/blogs", get(blogs))

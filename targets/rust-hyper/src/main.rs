@@ -19,6 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
+mod upstream_grpc;
+
 fn main() -> ExitCode {
     startup::run_tokio("rust-hyper", serve)
 }
@@ -139,6 +141,7 @@ async fn handle(state: Arc<AppState>, req: Request<Incoming>) -> Result<Reply, I
             },
             Err(err) => bad_request(err),
         },
+        (&Method::GET, "/upstream-grpc") => upstream_grpc::upstream_grpc(&state, query).await,
         (&Method::GET, "/healthz") => ok(TEXT, workload::HEALTHZ),
         (&Method::GET, "/") => ok(HTML, state.site.home()),
         (&Method::GET, "/blogs") => ok(HTML, state.site.blogs()),

@@ -18,6 +18,8 @@ use warp::http::StatusCode;
 use warp::reply::{self, Reply, Response};
 use warp::{Filter, Rejection};
 
+mod upstream_grpc;
+
 type Shared = Arc<AppState>;
 
 fn main() -> ExitCode {
@@ -67,6 +69,10 @@ fn routes(state: Shared) -> impl Filter<Extract = (Response,), Error = Infallibl
         .and(with_state(state.clone()))
         .and(query())
         .then(upstream);
+    let upstream_grpc = get("upstream-grpc")
+        .and(with_state(state.clone()))
+        .and(query())
+        .then(upstream_grpc::upstream_grpc);
     let healthz = get("healthz").map(|| workload::HEALTHZ.into_response());
     let home = warp::path::end()
         .and(warp::get())
@@ -100,6 +106,8 @@ fn routes(state: Shared) -> impl Filter<Extract = (Response,), Error = Infallibl
         .or(echo)
         .unify()
         .or(upstream)
+        .unify()
+        .or(upstream_grpc)
         .unify()
         .or(healthz)
         .unify()

@@ -49,7 +49,9 @@ pub enum LabCommand {
         name: String,
         #[command(flatten)]
         target: TargetFlags,
-        /// UPSTREAM_URL for /upstream, e.g. the URL `loadlab upstream` printed.
+        /// UPSTREAM_URL for /upstream, e.g. the URL `loadlab upstream` printed; an http:// URL
+        /// also sets UPSTREAM_GRPC_URL to its host and port (the mock upstream serves gRPC on
+        /// the same port).
         #[arg(long, value_name = "URL")]
         upstream: Option<String>,
         /// UPSTREAM_CA: the CA file an https:// upstream's certificate chains to (the `ca
@@ -73,6 +75,10 @@ pub enum LabCommand {
         /// /__stats counts its calls.
         #[arg(long, value_name = "URL")]
         upstream: Option<String>,
+        /// With a URL: the server does not implement /upstream-grpc (by name, the target's
+        /// `capabilities` in target.toml say so), so its checks are skipped.
+        #[arg(long)]
+        no_upstream_grpc: bool,
         /// Print the report as JSON (every check, passed or not).
         #[arg(long)]
         json: bool,
@@ -127,6 +133,7 @@ impl TargetFlags {
             workers: self.workers,
             backlog: self.backlog,
             upstream_url,
+            upstream_grpc_url: None,
             ready_timeout: self.ready_timeout,
             upstream_ca: None,
             tls: None,
@@ -175,6 +182,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             target,
             flags,
             upstream,
+            no_upstream_grpc,
             json,
             tls,
             cacert,
@@ -182,6 +190,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             let is_url = target.starts_with("http://") || target.starts_with("https://");
             if !is_url && upstream.is_some() {
                 bail!("--upstream is for `verify URL`; `verify {target}` starts a mock upstream of its own");
+            }
+            if !is_url && *no_upstream_grpc {
+                bail!("--no-upstream-grpc is for `verify URL`; `verify {target}` reads the target's capabilities from its target.toml");
             }
             if is_url && *tls {
                 bail!("--tls is for `verify NAME` (loadlab makes the certificate); to verify a running https:// server, give its URL and --cacert FILE");
@@ -202,6 +213,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             let options = VerifyOptions {
                 content_dir: Some(lab.content_dir()),
                 upstream_url: upstream.clone(),
+                upstream_grpc: !no_upstream_grpc,
                 tls: *tls,
                 ca_pem,
                 ..VerifyOptions::default()
@@ -235,8 +247,8 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:<20} {:<10} {:<12} {:<10} {:<8} STATE",
-        "NAME", "LANGUAGE", "FRAMEWORK", "VERSION", "WARM-UP"
+        "{:<20} {:<10} {:<12} {:<10} {:<8} {:<14} STATE",
+        "NAME", "LANGUAGE", "FRAMEWORK", "VERSION", "WARM-UP", "CAPABILITIES"
     );
     for row in &rows {
         let state = match &row.state {
@@ -248,8 +260,13 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
             }
             state => state.label().to_string(),
         };
+        let capabilities = if row.capabilities.is_empty() {
+            "-".to_string()
+        } else {
+            row.capabilities.join(",")
+        };
         println!(
-            "{:<20} {:<10} {:<12} {:<10} {:<8} {state}",
+            "{:<20} {:<10} {:<12} {:<10} {:<8} {capabilities:<14} {state}",
             row.name,
             row.language,
             row.framework,
@@ -353,6 +370,16 @@ fn print_report(report: &Report, json: bool) -> anyhow::Result<()> {
         println!(
             "TLS: ALPN chose {} ({}); a new connection: TLS 1.3 {}, TLS 1.2 {}",
             tls.alpn, tls.version, tls.resumption_tls13, tls.resumption_tls12
+        );
+    }
+    if let Some(grpc) = &report.upstream_grpc {
+        println!(
+            "upstream gRPC: pooled {} calls over {} connections ({} streams); per-call {} calls over {} connections",
+            grpc.pooled.grpc_requests,
+            grpc.pooled.grpc_connections,
+            grpc.pooled.grpc_streams,
+            grpc.per_call.grpc_requests,
+            grpc.per_call.grpc_connections
         );
     }
     let (passed, failed, skipped) = report.counts();

@@ -82,7 +82,8 @@ pub struct ServerArgs {
           help_heading = "Server under test")]
     pub startup_timeout: Duration,
 
-    /// With --target: UPSTREAM_URL for its /upstream endpoint (e.g. `loadlab upstream`'s URL).
+    /// With --target: UPSTREAM_URL for its /upstream endpoint (e.g. `loadlab upstream`'s URL);
+    /// an http:// URL also sets UPSTREAM_GRPC_URL to the same port, for /upstream-grpc.
     #[arg(
         long,
         value_name = "URL",

@@ -1,9 +1,12 @@
 //! `loadlab upstream`: the mock upstream as a standalone server, for targets started by hand
 //! or by a benchmark (`UPSTREAM_URL=http://127.0.0.1:9100/`). Every path answers `ok` after
-//! `--delay`; `/__stats` serves `{"requests":R,"connections":C,"tls_full":F,"tls_resumed":S}`.
-//! With `--tls` it serves HTTPS: with a throwaway CA and certificate for the loopback names
-//! (written to `--tls-dir`, or a temporary directory removed at exit, so targets can be given
-//! `UPSTREAM_CA`), or with `--tls-cert`/`--tls-key`. Ctrl-C stops it and prints the final
+//! `--delay`; `/__stats` serves `{"requests":R,"connections":C,"tls_full":F,"tls_resumed":S,
+//! "grpc_requests":..,...}`. Without `--tls`, the same port serves the unary gRPC method
+//! `loadlab.upstream.v1.Upstream/Call` to HTTP/2 clients
+//! (`UPSTREAM_GRPC_URL=http://127.0.0.1:9100`). With `--tls` it serves HTTPS: with a throwaway
+//! CA and certificate for the loopback names (written to `--tls-dir`, or a temporary directory
+//! removed at exit, so targets can be given `UPSTREAM_CA`), or with `--tls-cert`/`--tls-key`
+//! (and no gRPC). Ctrl-C stops it and prints the final
 //! counters. Exit codes: 0 stopped by Ctrl-C; 2 could not start.
 
 use anyhow::{bail, Context as _};
@@ -17,8 +20,9 @@ use std::time::Duration;
 
 #[derive(Debug, Args)]
 #[command(
-    about = "Run the mock upstream: answers `ok` after a delay and counts requests, connections and TLS handshakes",
-    after_help = "Counters: GET /__stats. Exit codes: 0 stopped by Ctrl-C; 2 could not start.\n\n\
+    about = "Run the mock upstream: answers `ok` after a delay (HTTP/1.1, and gRPC on the same port) and counts requests, connections and TLS handshakes",
+    after_help = "Counters: GET /__stats. gRPC: loadlab.upstream.v1.Upstream/Call over HTTP/2 without TLS on the same port \
+                  (crates/loadlab-upstream/proto/upstream.proto; not with --tls). Exit codes: 0 stopped by Ctrl-C; 2 could not start.\n\n\
                   Examples:\n  \
                   loadlab upstream --port 9100\n  \
                   loadlab upstream --port 9443 --tls --tls-dir /tmp/upstream-tls   # UPSTREAM_CA=/tmp/upstream-tls/ca.pem"
@@ -139,7 +143,10 @@ pub fn run(args: UpstreamArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
-            .map_err(|source| UpstreamError::Bind { addr: config.addr, source })?;
+            .map_err(|source| UpstreamError::Bind {
+                addr: config.addr,
+                source,
+            })?;
         let addr = listener.local_addr()?;
         // The contract's first line, then (over HTTPS with a throwaway CA) where the CA is.
         println!("listening on {addr}");
@@ -150,6 +157,12 @@ pub fn run(args: UpstreamArgs) -> anyhow::Result<ExitCode> {
             "mock upstream: every path answers `ok` after {}; counters on {scheme}://{addr}/__stats; Ctrl-C stops it",
             humantime::format_duration(config.delay)
         );
+        if tls.is_none() {
+            eprintln!(
+                "gRPC {} on the same port (UPSTREAM_GRPC_URL=http://{addr})",
+                loadlab_upstream::grpc::CALL_PATH
+            );
+        }
         serve_upstream(listener, config.clone(), counters.clone(), async {
             let _ = stop_rx.await;
         })
@@ -163,8 +176,12 @@ pub fn run(args: UpstreamArgs) -> anyhow::Result<ExitCode> {
         );
     } else {
         eprintln!(
-            "stopped after {} requests over {} connections",
-            stats.requests, stats.connections
+            "stopped after {} requests over {} connections; gRPC: {} calls over {} connections ({} streams)",
+            stats.requests,
+            stats.connections,
+            stats.grpc_requests,
+            stats.grpc_connections,
+            stats.grpc_streams
         );
     }
     // The throwaway certificates (if any) are removed here, with `tls`.

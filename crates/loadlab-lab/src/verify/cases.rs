@@ -1,5 +1,5 @@
 //! The contract, as a sequence of requests. Order matters: the plain endpoints first, then
-//! `Date`, keep-alive, echo, the portfolio and `/upstream`, and the bad inputs last, each
+//! `Date`, keep-alive, echo, the portfolio, `/upstream` and `/upstream-grpc`, and the bad inputs last, each
 //! followed by a liveness check, so a target that crashes on bad input still gets every other
 //! finding reported.
 
@@ -28,6 +28,9 @@ pub(super) struct TargetTls {
 pub(super) struct UpstreamStats {
     pub addr: SocketAddr,
     pub tls: Option<TlsClient>,
+    /// A second, plain mock upstream that serves (and counts) the gRPC calls, when this one
+    /// serves HTTPS (gRPC is served without TLS only); `None`: this one's gRPC side.
+    pub grpc_addr: Option<SocketAddr>,
 }
 
 pub(super) struct Runner<'a> {
@@ -67,13 +70,23 @@ pub(super) async fn run(
     runner.keep_alive().await;
     runner.echo().await;
     runner.portfolio(reference).await;
+    // gRPC is served on the mock upstream's port over plain HTTP/2 only: an HTTPS mock
+    // upstream has no gRPC side (unless a plain one beside it serves it).
+    let grpc_upstream = upstream_stats.as_ref().map(|u| match u.grpc_addr {
+        Some(addr) => (addr, false),
+        None => (u.addr, u.tls.is_some()),
+    });
     let upstream = runner.upstream(upstream_stats).await;
+    let upstream_grpc = runner
+        .upstream_grpc(grpc_upstream, options.upstream_grpc)
+        .await;
     runner.bad_inputs().await;
     Report {
         target,
         addr,
         checks: runner.checks,
         upstream,
+        upstream_grpc,
         tls: tls_summary,
     }
 }
@@ -350,7 +363,7 @@ impl Runner<'_> {
 
     /// After a bad request: a fresh connection must still get `/healthz`. If not, the target
     /// crashed or hung on that input; later requests are skipped.
-    async fn still_serving(&mut self, after: &str) {
+    pub(super) async fn still_serving(&mut self, after: &str) {
         if self.down.is_some() {
             return;
         }

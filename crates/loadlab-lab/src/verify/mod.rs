@@ -12,6 +12,9 @@ pub mod expect;
 mod half_config;
 mod tls_checks;
 mod upstream_checks;
+mod upstream_grpc_checks;
+
+pub use upstream_grpc_checks::GrpcSummary;
 
 pub use tls_checks::TlsSummary;
 
@@ -34,6 +37,9 @@ pub struct VerifyOptions {
     /// The base URL of the mock upstream the server calls (`verify_url` only; `verify_target`
     /// starts its own). Without it the `/upstream` checks are skipped.
     pub upstream_url: Option<String>,
+    /// Whether the server implements `/upstream-grpc` (the manifest's `upstream-grpc`
+    /// capability; `verify_target` reads it from there). When false its checks are skipped.
+    pub upstream_grpc: bool,
     /// Longest wait for any one response.
     pub request_timeout: Duration,
     /// Longest wait for `Date` to change, counted after the first second.
@@ -52,6 +58,7 @@ impl Default for VerifyOptions {
         VerifyOptions {
             content_dir: None,
             upstream_url: None,
+            upstream_grpc: true,
             request_timeout: Duration::from_secs(10),
             date_change_timeout: Duration::from_secs(2),
             tls: false,
@@ -101,6 +108,8 @@ pub struct Report {
     pub addr: SocketAddr,
     pub checks: Vec<Check>,
     pub upstream: Option<UpstreamSummary>,
+    /// The same for `/upstream-grpc`, when it was checked.
+    pub upstream_grpc: Option<GrpcSummary>,
     /// What the TLS checks saw (HTTPS only).
     pub tls: Option<TlsSummary>,
 }
@@ -176,6 +185,7 @@ pub async fn verify_url(url: &str, options: &VerifyOptions) -> Result<Report, La
             Some(cases::UpstreamStats {
                 addr: stats_addr,
                 tls,
+                grpc_addr: None,
             })
         }
         None => None,
@@ -191,8 +201,10 @@ pub async fn verify_url(url: &str, options: &VerifyOptions) -> Result<Report, La
     .await)
 }
 
-/// Starts the built target `name` with a mock upstream of its own, verifies it, and stops
-/// both. `serve` sets workers, backlog and timeouts; its upstream URL is replaced.
+/// Starts the built target `name` with a mock upstream of its own (HTTP and gRPC on one port;
+/// over HTTPS, a second, plain one for gRPC), verifies it, and stops them. `serve` sets
+/// workers, backlog and timeouts; its upstream URLs are replaced; `options.upstream_grpc` is
+/// replaced by the manifest's capability.
 pub async fn verify_target(
     lab: &Lab,
     name: &str,
@@ -205,6 +217,9 @@ pub async fn verify_target(
             .clone()
             .unwrap_or_else(|| lab.content_dir()),
     )?;
+    let mut options = options.clone();
+    options.upstream_grpc = lab.target(name)?.has(crate::manifest::UPSTREAM_GRPC);
+    let options = &options;
     // The throwaway CA and certificate live as long as this call: the target, its mock
     // upstream and the checks all use them; the files are removed when it returns.
     let certs = if options.tls {
@@ -220,8 +235,18 @@ pub async fn verify_target(
         None => UpstreamConfig::default(),
     };
     let upstream = Upstream::start(upstream_config).await?;
+    // gRPC is served without TLS only: over HTTPS a second, plain mock upstream serves the
+    // target's gRPC calls (the target itself still serves HTTPS).
+    let grpc_upstream = if certs.is_some() && options.upstream_grpc {
+        Some(Upstream::start(UpstreamConfig::default()).await?)
+    } else {
+        None
+    };
     let mut serve = serve.clone();
     serve.upstream_url = Some(upstream.url());
+    serve.upstream_grpc_url = grpc_upstream
+        .as_ref()
+        .and_then(|u| crate::serve::grpc_url_of(&u.url()));
     serve.upstream_ca = certs.as_ref().map(|c| c.ca_path());
     serve.tls = certs.as_ref().map(ServeTls::from_dir);
     let half_config = match &certs {
@@ -265,6 +290,7 @@ pub async fn verify_target(
         tls: tls_client
             .as_ref()
             .map(|config| TlsClient::new(config.clone(), upstream.addr())),
+        grpc_addr: grpc_upstream.as_ref().map(|u| u.addr()),
     };
     let mut report = cases::run(
         name.to_string(),
@@ -288,6 +314,9 @@ pub async fn verify_target(
     }
     served.stop();
     let _ = upstream.shutdown().await;
+    if let Some(grpc_upstream) = grpc_upstream {
+        let _ = grpc_upstream.shutdown().await;
+    }
     drop(certs);
     Ok(report)
 }

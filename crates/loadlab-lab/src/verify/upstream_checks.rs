@@ -132,7 +132,13 @@ impl Runner<'_> {
         })
     }
 
-    fn count(&mut self, endpoint: &str, what: &str, expected: u64, got: Result<u64, String>) {
+    pub(super) fn count(
+        &mut self,
+        endpoint: &str,
+        what: &str,
+        expected: u64,
+        got: Result<u64, String>,
+    ) {
         match got {
             Ok(n) if n == expected => self.record(endpoint, what, Outcome::Pass),
             Ok(n) => self.fail(endpoint, what, expected.to_string(), n.to_string()),
@@ -142,18 +148,18 @@ impl Runner<'_> {
 }
 
 /// Reads `/__stats` from the mock upstream; its own requests are not counted there.
-struct StatsReader {
+pub(super) struct StatsReader {
     probe: Probe,
 }
 
 impl StatsReader {
-    fn new(addr: SocketAddr, timeout: Duration, tls: Option<TlsClient>) -> Self {
+    pub(super) fn new(addr: SocketAddr, timeout: Duration, tls: Option<TlsClient>) -> Self {
         StatsReader {
             probe: Probe::with_tls(addr, timeout, tls),
         }
     }
 
-    async fn read(&mut self) -> Result<Stats, String> {
+    pub(super) async fn read(&mut self) -> Result<Stats, String> {
         let reply = self
             .probe
             .send(Method::GET, loadlab_upstream::STATS_PATH, SendBody::Empty)
@@ -164,7 +170,10 @@ impl StatsReader {
     }
 }
 
-fn delta(before: &Result<Stats, String>, after: &Result<Stats, String>) -> Result<Stats, String> {
+pub(super) fn delta(
+    before: &Result<Stats, String>,
+    after: &Result<Stats, String>,
+) -> Result<Stats, String> {
     match (before, after) {
         (Ok(b), Ok(a)) => Ok(a.since(b)),
         (Err(e), _) | (_, Err(e)) => Err(e.clone()),

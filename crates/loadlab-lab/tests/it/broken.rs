@@ -1,8 +1,9 @@
 //! A deliberately broken target must fail verification, and the report must name each broken
 //! endpoint. The broken target is an in-process proxy in front of a good one (rust-hyper) that
-//! breaks exactly three things: a wrong `/plaintext` body, no `Date` on `/json`, and a crash
-//! (connection dropped, listener closed) on `/compute?n=foo`. Everything else passes through,
-//! so the report must name those three endpoints and no others.
+//! breaks exactly four things: a wrong `/plaintext` body, no `Date` on `/json`, a pooled
+//! `/upstream-grpc` that is really a channel per call (the right body, the wrong connection
+//! count), and a crash (connection dropped, listener closed) on `/compute?n=foo`. Everything
+//! else passes through, so the report must name those four endpoints and no others.
 
 use super::support::serve;
 use bytes::Bytes;
@@ -68,11 +69,18 @@ async fn forward(
         crash.notify_one();
         return Err("crashed".into());
     }
+    // Claims a pooled channel but opens one per call: only the upstream's counts can tell.
+    let fake_pool = path == "/upstream-grpc?calls=8";
+    let forwarded = if fake_pool {
+        format!("{path}&client=per-call")
+    } else {
+        path.clone()
+    };
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
     let mut upstream_req = Request::builder()
         .method(parts.method)
-        .uri(format!("http://{good}{path}"))
+        .uri(format!("http://{good}{forwarded}"))
         .body(Full::new(body))
         .map_err(|e| e.to_string())?;
     *upstream_req.headers_mut() = parts.headers;
@@ -91,6 +99,13 @@ async fn forward(
         }
         "/json" => {
             parts.headers.remove(DATE);
+        }
+        _ if fake_pool => {
+            let text = String::from_utf8_lossy(&body).replace("per-call", "pooled");
+            body = Bytes::from(text);
+            parts
+                .headers
+                .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         }
         _ => {}
     }
@@ -114,7 +129,12 @@ async fn a_broken_target_fails_with_each_broken_endpoint_named() {
     assert!(!report.passed());
     assert_eq!(
         report.failed_endpoints(),
-        ["GET /plaintext", "GET /json", "GET /compute?n=foo"],
+        [
+            "GET /plaintext",
+            "GET /json",
+            "GET /upstream-grpc?calls=8",
+            "GET /compute?n=foo"
+        ],
         "{:#?}",
         report.failures().collect::<Vec<_>>()
     );
@@ -139,6 +159,16 @@ async fn a_broken_target_fails_with_each_broken_endpoint_named() {
             got: "none".into()
         }
     );
+    assert_eq!(
+        failure(
+            "GET /upstream-grpc?calls=8",
+            "upstream gRPC connections opened per request (one channel per process)"
+        ),
+        Outcome::Fail {
+            expected: "at most 1 in each of 3 requests of 8 calls".into(),
+            got: "[8, 8, 8]".into()
+        }
+    );
     failure("GET /compute?n=foo", "response");
     failure("GET /compute?n=foo", "still serving afterwards");
     // After the crash the remaining bad inputs are skipped, with the reason.
@@ -153,8 +183,13 @@ async fn a_broken_target_fails_with_each_broken_endpoint_named() {
             reason: "the target stopped answering after GET /compute?n=foo".into()
         }
     );
-    // The upstream checks ran through the proxy and passed.
+    // The upstream checks ran through the proxy and passed; the gRPC ones ran and counted.
     assert!(report.upstream.is_some());
+    let grpc = report.upstream_grpc.expect("the gRPC summary");
+    assert_eq!(
+        (grpc.pooled.grpc_requests, grpc.pooled.grpc_connections),
+        (24, 24)
+    );
 }
 
 #[tokio::test]

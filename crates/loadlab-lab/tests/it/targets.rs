@@ -1,8 +1,9 @@
 //! The reference targets, built by `Lab::build` and served as real processes: each passes
 //! `verify` (the targets in other languages only where their toolchain is installed; otherwise
-//! the test says it skipped them); each Rust target makes exactly the upstream calls it is
-//! asked for with the connection behaviour its client mode promises, and all serve the same
-//! portfolio bytes.
+//! the test says it skipped them), `/upstream-grpc` included where the manifest declares it;
+//! each Rust target makes exactly the upstream calls it is asked for, over HTTP and over gRPC,
+//! with the connection behaviour its client mode promises, and all serve the same portfolio
+//! bytes.
 
 use super::support::{built_lab, serve, skip_reason, RUST_TARGETS};
 use bytes::Bytes;
@@ -10,8 +11,9 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use loadlab_lab::content::ReferenceSite;
+use loadlab_lab::manifest::UPSTREAM_GRPC;
 use loadlab_lab::verify::verify_target;
-use loadlab_lab::{ServeOptions, VerifyOptions};
+use loadlab_lab::{Check, Outcome, ServeOptions, VerifyOptions};
 use loadlab_upstream::{Stats, Upstream, UpstreamConfig};
 
 async fn verify_passes(name: &str) {
@@ -33,10 +35,33 @@ async fn verify_passes(name: &str) {
         failures.join("\n")
     );
     let (passed, _, skipped) = report.counts();
-    assert_eq!(
-        skipped, 0,
-        "{name}: nothing may be skipped when verifying by name"
+    let has_grpc = lab.target(name).unwrap().has(UPSTREAM_GRPC);
+    let skips: Vec<&Check> = report
+        .checks
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Skip { .. }))
+        .collect();
+    // By name, the only checks that may be skipped are /upstream-grpc's, and only when the
+    // manifest does not declare it.
+    assert!(
+        skips
+            .iter()
+            .all(|c| !has_grpc && c.endpoint.contains("/upstream-grpc")),
+        "{name}: unexpected skips: {skips:?}"
     );
+    assert_eq!(skipped == 0, has_grpc, "{name}: {skips:?}");
+    if has_grpc {
+        let grpc = report.upstream_grpc.expect("the gRPC summary");
+        assert_eq!(grpc.pooled.grpc_requests, 24, "{name}: {grpc:?}");
+        // One channel per process: the Rust targets have one process; Node's cluster and the
+        // Python servers' two worker processes have a channel each.
+        assert!(
+            (1..=2).contains(&grpc.pooled.grpc_connections),
+            "{name}: one channel per process: {grpc:?}"
+        );
+        assert_eq!(grpc.per_call.grpc_connections, 8, "{name}: {grpc:?}");
+        eprintln!("{name}: upstream gRPC {grpc:?}");
+    }
     assert!(passed > 200, "{name}: only {passed} checks ran");
     let upstream = report.upstream.expect("upstream summary");
     eprintln!(
@@ -216,6 +241,74 @@ async fn upstream_calls_8_counts_requests_and_connections_for_every_target() {
         upstream.shutdown().await.unwrap();
     }
     eprintln!("{}", table.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_grpc_counts_connections_and_streams_for_every_rust_target() {
+    built_lab();
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    for name in RUST_TARGETS {
+        let upstream = Upstream::start(UpstreamConfig::default()).await.unwrap();
+        // The lab derives UPSTREAM_GRPC_URL from UPSTREAM_URL: the same port serves both.
+        let target = serve(name, Some(upstream.url()));
+        let base = target.base_url();
+
+        // Pooled: one channel for the process, so one connection however many calls.
+        for calls in [1u64, 8, 64] {
+            let (status, body) = get(&client, &format!("{base}/upstream-grpc?calls={calls}")).await;
+            assert_eq!(status, 200, "{name}");
+            let expected = format!(
+                r#"{{"calls":{calls},"client":"pooled","upstream_bytes":{}}}"#,
+                2 * calls
+            );
+            assert_eq!(&body[..], expected.as_bytes(), "{name}");
+        }
+        let pooled = upstream.stats();
+        assert_eq!(
+            (
+                pooled.grpc_requests,
+                pooled.grpc_streams,
+                pooled.grpc_connections
+            ),
+            (73, 73, 1),
+            "{name}: a pooled channel is one connection: {pooled:?}"
+        );
+        assert_eq!(pooled.requests, 0, "{name}: no HTTP/1.1 calls: {pooled:?}");
+
+        // Per call: a channel, so a connection, per call.
+        let (status, body) = get(
+            &client,
+            &format!("{base}/upstream-grpc?calls=5&client=per-call"),
+        )
+        .await;
+        assert_eq!(status, 200, "{name}");
+        assert_eq!(
+            &body[..],
+            br#"{"calls":5,"client":"per-call","upstream_bytes":10}"#,
+            "{name}"
+        );
+        let per_call = upstream.stats().since(&pooled);
+        assert_eq!(
+            (per_call.grpc_requests, per_call.grpc_connections),
+            (5, 5),
+            "{name}: a channel per call means a connection per call: {per_call:?}"
+        );
+        drop(target);
+        upstream.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_grpc_without_a_url_is_503() {
+    built_lab();
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let target = serve("rust-hyper", None);
+    let (status, body) = get(
+        &client,
+        &format!("{}/upstream-grpc?calls=1", target.base_url()),
+    )
+    .await;
+    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

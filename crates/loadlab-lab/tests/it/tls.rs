@@ -11,7 +11,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use loadlab_certs::{server_config_for, CertDir};
-use loadlab_lab::verify::{verify_target, verify_url, Outcome};
+use loadlab_lab::manifest::UPSTREAM_GRPC;
+use loadlab_lab::verify::{verify_target, verify_url, Check, Outcome};
 use loadlab_lab::{ServeOptions, VerifyOptions};
 use loadlab_upstream::{Upstream, UpstreamConfig};
 use std::net::SocketAddr;
@@ -68,10 +69,26 @@ async fn verify_over_tls_but(name: &str, known: Option<KnownFault>) {
         failures.join("\n")
     );
     let (passed, _, skipped) = report.counts();
-    assert_eq!(
-        skipped, 0,
-        "{name}: nothing may be skipped over HTTPS by name"
+    // By name, over HTTPS too, the only checks that may be skipped are /upstream-grpc's, and
+    // only when the manifest does not declare it (gRPC then goes to a plain mock upstream).
+    let has_grpc = lab.target(name).unwrap().has(UPSTREAM_GRPC);
+    let skips: Vec<&Check> = report
+        .checks
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Skip { .. }))
+        .collect();
+    assert!(
+        skips
+            .iter()
+            .all(|c| !has_grpc && c.endpoint.contains("/upstream-grpc")),
+        "{name}: nothing but /upstream-grpc (not declared) may be skipped over HTTPS by name: {skips:?}"
     );
+    assert_eq!(skipped == 0, has_grpc, "{name}: {skips:?}");
+    if has_grpc {
+        let grpc = report.upstream_grpc.expect("the gRPC summary");
+        assert_eq!(grpc.pooled.grpc_requests, 24, "{name}: {grpc:?}");
+        assert_eq!(grpc.per_call.grpc_connections, 8, "{name}: {grpc:?}");
+    }
     assert!(passed > 200, "{name}: only {passed} checks ran");
     for what in [
         "certificate served",

@@ -2,6 +2,7 @@ package loadlab.vertx;
 
 import loadlab.common.Config;
 import loadlab.common.Portfolio;
+import loadlab.common.grpc.GrpcUpstream;
 
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -38,6 +39,8 @@ final class Server extends VerticleBase {
     private static final String OCTETS = "application/octet-stream";
     private static final Buffer BYTES = payload();
     private static final AtomicInteger BOUND_PORT = new AtomicInteger();
+    /** /upstream-grpc's one channel for the process (null without UPSTREAM_GRPC_URL). */
+    private static final GrpcUpstream GRPC_UPSTREAM = GrpcUpstream.fromEnv(System.getenv("UPSTREAM_GRPC_URL"));
     /** IMF-fixdate, two-digit day (RFC_1123_DATE_TIME would print "6 Nov"). */
     private static final DateTimeFormatter IMF_FIXDATE =
             DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.ENGLISH);
@@ -122,6 +125,7 @@ final class Server extends VerticleBase {
                     .end(body == null ? Buffer.buffer() : body);
         });
         router.get("/upstream").handler(this::upstream);
+        router.get("/upstream-grpc").handler(this::upstreamGrpc);
         router.get("/").handler(ctx -> send(ctx, 200, HTML, portfolio.home()));
         router.get("/blogs").handler(ctx -> send(ctx, 200, HTML, portfolio.blogs()));
         router.get("/blogs/:id").handler(ctx -> {
@@ -221,5 +225,29 @@ final class Server extends VerticleBase {
                 call(client, remaining - 1, bytes + (body == null ? 0 : body.length()), done);
             }
         });
+    }
+
+    /** GET /upstream-grpc: the calls run on grpc's threads; the reply is sent from this event loop. */
+    private void upstreamGrpc(RoutingContext ctx) {
+        int calls = param(ctx, "calls", MAX_CALLS);
+        List<String> clients = ctx.queryParam("client");
+        String client = clients.isEmpty() ? "pooled" : clients.get(0);
+        if (!client.equals("pooled") && !client.equals("per-call")) {
+            throw new BadRequest("query parameter client must be pooled or per-call, got \"" + client + "\"");
+        }
+        if (GRPC_UPSTREAM == null) {
+            send(ctx, 503, TEXT, "UPSTREAM_GRPC_URL is not set");
+            return;
+        }
+        Future.fromCompletionStage(GRPC_UPSTREAM.call(calls, client.equals("per-call")), vertx.getOrCreateContext())
+                .onComplete(result -> {
+                    if (result.succeeded()) {
+                        JsonObject reply = new JsonObject().put("calls", calls).put("client", client)
+                                .put("upstream_bytes", result.result());
+                        send(ctx, 200, JSON, reply.encode());
+                    } else {
+                        send(ctx, 502, TEXT, "gRPC upstream call failed: " + result.cause());
+                    }
+                });
     }
 }

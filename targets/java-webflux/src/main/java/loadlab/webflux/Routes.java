@@ -1,6 +1,7 @@
 package loadlab.webflux;
 
 import loadlab.common.Config;
+import loadlab.common.grpc.GrpcUpstream;
 import loadlab.common.Portfolio;
 
 import static org.springframework.web.reactive.function.server.RequestPredicates.all;
@@ -58,6 +59,9 @@ public class Routes {
             DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.ENGLISH);
 
     record UpstreamReply(int calls, String client, long upstream_bytes) {}
+
+    /** /upstream-grpc's one channel for the process (null without UPSTREAM_GRPC_URL). */
+    private static final GrpcUpstream GRPC_UPSTREAM = GrpcUpstream.fromEnv(System.getenv("UPSTREAM_GRPC_URL"));
 
     private static final class BadRequest extends RuntimeException {
         BadRequest(String message) {
@@ -194,6 +198,7 @@ public class Routes {
                         .onErrorResume(DataBufferLimitException.class, e -> text(HttpStatus.PAYLOAD_TOO_LARGE,
                                 "the request body must be at most " + MAX_ECHO_BYTES + " bytes")))
                 .GET("/upstream", checked(r -> upstream(r, config, pooled)))
+                .GET("/upstream-grpc", checked(Routes::upstreamGrpc))
                 .GET("/", r -> html(HttpStatus.OK, portfolio.home()))
                 .GET("/blogs", r -> html(HttpStatus.OK, portfolio.blogs()))
                 .GET("/blogs/{id}", r -> {
@@ -275,5 +280,20 @@ public class Routes {
                 .flatMap(total -> json(new UpstreamReply(calls, client, total)))
                 .onErrorResume(e -> !(e instanceof BadRequest),
                         e -> text(HttpStatus.BAD_GATEWAY, "upstream call failed: " + e));
+    }
+
+    /** GET /upstream-grpc: the calls complete on grpc's threads; backOnEventLoop writes the reply. */
+    private static Mono<ServerResponse> upstreamGrpc(ServerRequest r) {
+        int calls = param(r, "calls", MAX_CALLS);
+        String client = r.queryParam("client").orElse("pooled");
+        if (!client.equals("pooled") && !client.equals("per-call")) {
+            throw new BadRequest("query parameter client must be pooled or per-call, got \"" + client + "\"");
+        }
+        if (GRPC_UPSTREAM == null) {
+            return text(HttpStatus.SERVICE_UNAVAILABLE, "UPSTREAM_GRPC_URL is not set");
+        }
+        return Mono.fromFuture(() -> GRPC_UPSTREAM.call(calls, client.equals("per-call")))
+                .flatMap(total -> json(new UpstreamReply(calls, client, total)))
+                .onErrorResume(e -> text(HttpStatus.BAD_GATEWAY, "gRPC upstream call failed: " + e));
     }
 }
