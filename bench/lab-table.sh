@@ -13,6 +13,11 @@
 # share of them that resumed a session. A target that does not serve HTTPS (it did not
 # become healthy over TLS) gets "-" in both.
 #
+# Two gRPC columns (issue 19, post 002's third case): /upstream-grpc?calls=8 with one channel
+# for the process and with a channel per call, for targets with the `upstream-grpc`
+# capability ("-" for the rest): requests/s (p99), and the gRPC connections the mock upstream
+# accepted for the calls it answered.
+#
 # A second table, reliability: after those columns, the same target (still one worker on core 0,
 # its default listen backlog) gets a short closed-loop run on /plaintext at each of
 # RELIABILITY_CONNECTIONS (1,000 and 2,500, post 001's highest settings), RELIABILITY_SECS
@@ -180,11 +185,26 @@ print(f"| {sys.argv[2]} | {n(int(sys.argv[3]))} | {n(q['completed'])} of {n(q['i
 PY
 }
 stats() { curl -s "$UPSTREAM/__stats" | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['requests'], s['connections'])"; }
+grpc_stats() { curl -s "$UPSTREAM/__stats" | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['grpc_requests'], s['grpc_connections'])"; }
+has_grpc() { python3 -c "
+import json,sys; sys.exit(0 if any(t['name'] == sys.argv[2] and 'upstream-grpc' in t['capabilities'] for t in json.load(open(sys.argv[1]))) else 1)" "$OUT/targets.json" "$1"; }
+# The gRPC columns of target $1, served at $2 -> two table cells.
+grpc_columns() { # target url
+    if ! has_grpc "$1"; then echo "- | - |"; return; fi
+    local g0 gc0 g1 gc1 g2 gc2 p_rps p_p99 p_bad c_rps c_p99 c_bad extra=""
+    read -r g0 gc0 < <(grpc_stats)
+    read -r p_rps p_p99 p_bad < <(load "$2/upstream-grpc?calls=8" "$1-grpc" --no-busy-poll)
+    read -r g1 gc1 < <(grpc_stats)
+    read -r c_rps c_p99 c_bad < <(load "$2/upstream-grpc?calls=8&client=per-call" "$1-grpc-per-call" --no-busy-poll)
+    read -r g2 gc2 < <(grpc_stats)
+    [ $((p_bad + c_bad)) -gt 0 ] && extra=" ($((p_bad + c_bad)) non-2xx or failed)"
+    echo "$(fmt "$p_rps") ($p_p99 ms), $(fmt $((gc1 - gc0))) conns for $(fmt $((g1 - g0))) calls | $(fmt "$c_rps") ($c_p99 ms), $(fmt $((gc2 - gc1))) conns for $(fmt $((g2 - g1))) calls$extra |"
+}
 fmt() { python3 -c "import sys; print(f'{int(sys.argv[1]):,}')" "$1"; }
 
 {
-    echo '| target | idle RSS | /plaintext req/s (p99) | /json req/s (p99) | /upstream?calls=8 pooled: req/s (p99), upstream conns | per-call client: req/s (p99), upstream conns | HTTPS /plaintext, keep-alive: req/s (p99) | HTTPS, new connection per request: req/s (p99), handshakes/s, resumed |'
-    echo '|---|---|---|---|---|---|---|---|'
+    echo '| target | idle RSS | /plaintext req/s (p99) | /json req/s (p99) | /upstream?calls=8 pooled: req/s (p99), upstream conns | per-call client: req/s (p99), upstream conns | HTTPS /plaintext, keep-alive: req/s (p99) | HTTPS, new connection per request: req/s (p99), handshakes/s, resumed | /upstream-grpc?calls=8, one channel: req/s (p99), gRPC conns | gRPC, channel per call: req/s (p99), gRPC conns |'
+    echo '|---|---|---|---|---|---|---|---|---|---|'
 } > "$OUT/table.md"
 {
     echo "Reliability: /plaintext, closed loop, ${RELIABILITY_SECS} s per row, no warm-up, request timeout ${RELIABILITY_TIMEOUT}; one worker on one core, default backlog."
@@ -205,7 +225,9 @@ for t in $TARGETS; do
     # its upstream client's code cold in the pooled column, and that column came out slower
     # than the per-call one that followed it (java-webflux).
     if [ "$warm" -gt 1 ]; then
-        for path in /plaintext "/upstream?calls=8" "/upstream?calls=8&client=per-call"; do
+        paths=(/plaintext "/upstream?calls=8" "/upstream?calls=8&client=per-call")
+        has_grpc "$t" && paths+=("/upstream-grpc?calls=8" "/upstream-grpc?calls=8&client=per-call")
+        for path in "${paths[@]}"; do
             taskset -c "$LOAD_CPU" "$LOADLAB" run -q -t1 -c50 -d "${warm}s" --no-busy-poll "$URL$path" >/dev/null 2>&1 || true
         done
     fi
@@ -218,13 +240,14 @@ for t in $TARGETS; do
     read -r r1 c1 < <(stats)
     read -r c_rps c_p99 c_bad < <(load "$URL/upstream?calls=8&client=per-call" "$t-per-call" --no-busy-poll)
     read -r r2 c2 < <(stats)
+    grpc=$(grpc_columns "$t" "$URL")
     for c in $RELIABILITY_CONNECTIONS; do
         reliability "$URL/plaintext" "$t" "$c" >> "$OUT/reliability.md"
     done
     kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
     https=$(https_columns "$t")
     bad=$((p_bad + j_bad + u_bad + c_bad))
-    row="| $t | $rss MiB | $(fmt "$p_rps") ($p_p99 ms) | $(fmt "$j_rps") ($j_p99 ms) | $(fmt "$u_rps") ($u_p99 ms), $(fmt $((c1 - c0))) conns for $(fmt $((r1 - r0))) calls | $(fmt "$c_rps") ($c_p99 ms), $(fmt $((c2 - c1))) conns for $(fmt $((r2 - r1))) calls | $https"
+    row="| $t | $rss MiB | $(fmt "$p_rps") ($p_p99 ms) | $(fmt "$j_rps") ($j_p99 ms) | $(fmt "$u_rps") ($u_p99 ms), $(fmt $((c1 - c0))) conns for $(fmt $((r1 - r0))) calls | $(fmt "$c_rps") ($c_p99 ms), $(fmt $((c2 - c1))) conns for $(fmt $((r2 - r1))) calls | $https $grpc"
     [ "$bad" -gt 0 ] && row="$row ($bad non-2xx or failed)"
     echo "$row" | tee -a "$OUT/table.md"
 done

@@ -382,6 +382,11 @@ fn shop_server(shop: Arc<Mutex<Shop>>) -> RouteServer {
                 return reply(200, "text/html", "<!doctype html><title>Shop</title>", &[])
             }
             ("POST", "/api/login") => {
+                // The recorded password was taken out at import: the replay gives it.
+                if !String::from_utf8_lossy(&r.body).contains(r#""password": "correct horse""#) {
+                    s.rejected += 1;
+                    return json(401, r#"{"error":"wrong password"}"#.into());
+                }
                 s.logins += 1;
                 let n = s.logins;
                 let token = format!(
@@ -460,7 +465,22 @@ fn a_recorded_login_replays_against_a_server_that_rejects_a_wrong_token() {
 
     let json = dir.join("result.json");
     let base = format!("BASE_URL=http://{}", server.addr());
-    let (out, doc) = run_scenario(&file, &["--var", &base, "-c", "2", "-d", "1s"], &json);
+    let imported_text = std::fs::read_to_string(&file).unwrap();
+    assert!(!imported_text.contains("correct horse"), "{imported_text}");
+    let (out, doc) = run_scenario(
+        &file,
+        &[
+            "--var",
+            &base,
+            "--var",
+            "PASSWORD=correct horse",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+        ],
+        &json,
+    );
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let s = shop.lock().unwrap();

@@ -168,6 +168,7 @@ pub fn summarize(
             } else {
                 None
             },
+            request_histogram: step.page.then(|| encode_histogram(&s.requests)),
             status_codes: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             errors: ErrorClass::ALL
                 .iter()
@@ -200,7 +201,14 @@ pub fn summarize(
             loadlab_scenario::Mode::Mix => "mix",
         }
         .to_string(),
-        virtual_users: Some(config.connections),
+        virtual_users: (!config.is_open_loop()).then_some(config.connections),
+        offered_iterations_per_s: match &config.model {
+            crate::config::Model::Open { profile, .. } => {
+                Some(profile.total_arrivals() / profile.duration().as_secs_f64().max(1e-9))
+            }
+            crate::config::Model::Closed { .. } => None,
+        },
+        iteration_slots: config.is_open_loop().then_some(config.connections),
         pace_s: run.pace.map(|p| p.as_secs_f64()),
         offered_per_s: run
             .pace

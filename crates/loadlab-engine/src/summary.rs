@@ -293,8 +293,17 @@ fn load_model(config: &RunConfig) -> LoadModel {
                 Arrival::Uniform => ("uniform", None),
                 Arrival::Poisson { seed } => ("poisson", Some(*seed)),
             };
+            // A scenario's open loop schedules iterations, each a new user.
+            let (what, unit, cap) = match &config.scenario {
+                Some(run) if !run.implicit => (
+                    "open loop of scenario iterations",
+                    "iterations/s",
+                    "iterations at once",
+                ),
+                _ => ("open loop", "requests/s", "connections"),
+            };
             let plan = format!(
-                "open loop, {} arrivals{}: {}; up to {} connections",
+                "{what}, {} arrivals{}: {}; up to {} {cap}",
                 name,
                 if config.tick.is_zero() {
                     String::new()
@@ -304,7 +313,7 @@ fn load_model(config: &RunConfig) -> LoadModel {
                         humantime::format_duration(config.tick)
                     )
                 },
-                profile.describe("requests/s"),
+                profile.describe(unit),
                 config.connections
             );
             (

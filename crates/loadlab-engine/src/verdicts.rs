@@ -119,7 +119,13 @@ pub(crate) fn verdicts(
                 in_time as f64 / secs,
                 due as f64 / secs
             );
-            if unsent > 0 {
+            if unsent > 0 && config.scenario.is_some() {
+                line.push_str(&format!(
+                    "; {unsent} iterations were never started because every iteration slot was \
+                     busy (cap {}: raise --max-connections)",
+                    config.connections
+                ));
+            } else if unsent > 0 {
                 line.push_str(&format!(
                     "; {unsent} requests were never sent because every connection was busy (cap {})",
                     config.connections

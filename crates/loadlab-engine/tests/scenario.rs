@@ -1,5 +1,6 @@
 //! Scenario runs against loopback servers that count what they receive: captures carrying a
-//! token between steps, checks, feeders, think times, pacing, the connection mix and pages.
+//! token between steps, checks, feeders, think times, pacing, the connection mix, pages, and
+//! the open loop of iterations.
 //! Runs end by request count (`-n`) where the assertion is about counts, so that a busy
 //! machine changes how long a run takes, never what it asserts. Time-dependent logic is
 //! asserted by bounds the code guarantees (a think time never shorter than asked; never more
@@ -484,12 +485,23 @@ fn a_scenario_refuses_flags_that_it_replaces() {
         ),
         (
             RunSpec {
-                rate: Some(10.0),
+                stages: Some("1s:5".into()),
+                closed_stages: true,
                 requests: None,
                 connections: None,
                 ..spec(s.clone(), 1, 1)
             },
-            "rate",
+            "closed_stages",
+        ),
+        (
+            RunSpec {
+                rate: Some(10.0),
+                pace: Some(Duration::from_secs(1)),
+                requests: None,
+                connections: None,
+                ..spec(s.clone(), 1, 1)
+            },
+            "pace",
         ),
         (
             RunSpec {
@@ -509,6 +521,123 @@ fn a_scenario_refuses_flags_that_it_replaces() {
         let e = bad.validate().unwrap_err();
         assert_eq!(e.setting, setting, "{e}");
     }
+}
+
+/// An open loop of `rate` iterations/s for `secs`, at most `slots` running at once.
+fn open_loop(scenario: Arc<Scenario>, rate: f64, secs: u64, slots: usize) -> RunResult {
+    run(RunSpec {
+        rate: Some(rate),
+        duration: Some(Duration::from_secs(secs)),
+        max_connections: Some(slots),
+        requests: None,
+        connections: None,
+        warmup: Duration::ZERO,
+        ..spec(scenario, 1, 1)
+    })
+}
+
+#[test]
+fn an_open_loop_starts_every_iteration_of_its_schedule_and_times_steps_from_when_due() {
+    let server = RouteServer::start(|_: &Seen| response(200, "ok").into());
+    let text = format!(
+        r#"
+name = "open"
+base_url = "{}"
+[[feeders]]
+file = "users.csv"
+[[steps]]
+name = "a"
+url = "/a?user={{{{USER}}}}"
+think = {{ fixed = "300ms" }}
+[[steps]]
+name = "b"
+url = "/b"
+"#,
+        server.url("")
+    );
+    let dir = tempdir("open-feeder");
+    std::fs::write(dir.join("users.csv"), "USER\nann\nbob\ncid\n").unwrap();
+    let s = Arc::new(Scenario::from_toml_str(&text, &dir).unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+    let r = open_loop(s, 40.0, 1, 100);
+    // The schedule holds 40 iterations (uniform, one every 25 ms): each started (its first
+    // step reached the server) or is counted as never started.
+    let started = server.counters().requests_to("/a");
+    assert_eq!(started + r.measured.requests.not_sent, 40, "{r:?}");
+    assert!(started >= 20, "only {started} iterations started");
+    // Each iteration is a new user with its own feeder row: iterations 0, 1, 2, ... of the
+    // schedule take rows 0, 1, 2, 0, ... (in whatever order their requests arrive).
+    let seen = server.counters().seen();
+    let with = |user: &str| {
+        let path = format!("/a?user={user}");
+        seen.iter().filter(|s| s.path == path).count() as u64
+    };
+    let n = started;
+    assert_eq!(
+        [with("ann"), with("bob"), with("cid")],
+        [n.div_ceil(3), (n + 1) / 3, n / 3]
+    );
+    // New users, but connections kept alive between them: far fewer than iterations.
+    assert!(
+        server.counters().accepted() < started / 2,
+        "{} connections for {started} iterations",
+        server.counters().accepted()
+    );
+    // Step b fell due 300 ms after a ended, and is timed from then: the think time is not
+    // in its latency (a closed loop's user would not be timed through it either way).
+    let b = step(&r, "b");
+    assert!(b.completed > 0, "{b:?}");
+    let b_p50 = b.latency_us.as_ref().unwrap().p50;
+    assert!(
+        b_p50 < 300_000.0,
+        "b's median {b_p50} us includes the think time"
+    );
+    let sc = steps(&r);
+    assert_eq!(sc.offered_iterations_per_s, Some(40.0));
+    assert_eq!(sc.iteration_slots, Some(100));
+    assert_eq!(sc.virtual_users, None);
+    assert!(
+        r.load.plan.contains("open loop of scenario iterations"),
+        "{}",
+        r.load.plan
+    );
+}
+
+#[test]
+fn in_an_open_loop_a_stall_is_not_hidden_and_waiting_iterations_carry_their_wait() {
+    // Every request takes 100 ms; one iteration runs at a time; 20 iterations/s fall due.
+    let server = RouteServer::start(|_: &Seen| Answer {
+        bytes: response(200, "ok"),
+        delay: Duration::from_millis(100),
+    });
+    let s = scenario(&format!(
+        "name = \"stall\"\n[[steps]]\nname = \"a\"\nurl = \"{}\"",
+        server.url("/a")
+    ));
+    let r = open_loop(s, 20.0, 1, 1);
+    let a = step(&r, "a");
+    // Iteration j is due at j x 50 ms but cannot start before j x 100 ms (each before it held
+    // the one slot for 100 ms or more): timed from when it was due, it took j x 50 + 100 ms
+    // or more. A loop that timed from the send would see about 100 ms every time.
+    let n = a.completed;
+    assert!(n >= 3, "only {n} iterations completed");
+    let max_ms = a.latency_us.as_ref().unwrap().max / 1000.0;
+    let floor_ms = (n - 1) as f64 * 50.0 + 100.0;
+    assert!(
+        max_ms >= floor_ms * 0.99,
+        "{n} iterations, the last timed {max_ms} ms from when due (at least {floor_ms} ms)"
+    );
+    // At most 10 of the 20 could start; the rest are counted, and the verdict says why.
+    let started = server.counters().requests_to("/a");
+    assert!(started <= 10, "{started}");
+    assert_eq!(started + r.measured.requests.not_sent, 20);
+    assert!(
+        r.verdicts
+            .iter()
+            .any(|v| v.contains("could not keep up") && v.contains("iterations were never started")),
+        "{:?}",
+        r.verdicts
+    );
 }
 
 fn tempdir(name: &str) -> std::path::PathBuf {

@@ -17,6 +17,14 @@ pub struct ScenarioSummary {
     /// Closed loop: virtual users, each with its own connection and cookie jar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub virtual_users: Option<usize>,
+    /// An open loop of iterations (`--rate`, `--stages`): the iterations per second its
+    /// schedule offered, on average over the measured time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_iterations_per_s: Option<f64>,
+    /// An open loop: the most iterations each running at once (`--max-connections`), each a
+    /// new user on a connection kept alive from one iteration to the next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration_slots: Option<usize>,
     /// `--pace`: each virtual user's connection sends one request per this many seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace_s: Option<f64>,
@@ -30,7 +38,8 @@ pub struct ScenarioSummary {
     /// Of those, iterations in which some step failed.
     pub iterations_failed: u64,
     pub iterations_per_s: f64,
-    /// From an iteration's first send (or due time) to its last step's end; think times
+    /// From an iteration's first send (or due time; in an open loop, its slot in the
+    /// schedule) to its last step's end; think times
     /// between steps included, the one after the last step not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration_us: Option<LatencySummary>,
@@ -62,6 +71,10 @@ pub struct StepSummary {
     /// A page: each of its requests' own response time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_latency_us: Option<LatencySummary>,
+    /// A page: its requests' own response times (nanoseconds, compressed V2, base64), so
+    /// that merged runs can add them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_histogram: Option<String>,
     /// Responses by status code (checks failed or not).
     pub status_codes: BTreeMap<String, u64>,
     /// Failed requests by class.

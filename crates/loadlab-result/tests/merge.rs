@@ -125,3 +125,134 @@ fn repetitions_merge_as_runs_one_after_another() {
     assert_eq!(m.verdicts.len(), 1, "{:?}", m.verdicts);
     assert!(m.verdicts[0].contains("in 2 of 2 runs"), "{:?}", m.verdicts);
 }
+
+/// A scenario section of two steps: `login` took `values_us`, `page` is a page whose
+/// requests took the same; `failed` checks failed on `page`.
+fn scenario_part(
+    values_us: std::ops::RangeInclusive<u64>,
+    started_at: &str,
+    failed: u64,
+) -> RunResult {
+    use loadlab_result::scenario::{CheckSummary, ScenarioSummary, StepBytes, StepSummary};
+    let mut r = part(values_us.clone(), started_at);
+    let mut h = new_histogram();
+    for v in values_us {
+        h.record(v * 1_000).unwrap();
+    }
+    let n = h.len();
+    let step = |name: &str, page: bool| StepSummary {
+        name: name.into(),
+        request: format!("GET /{name}"),
+        issued: n + failed,
+        completed: n,
+        failed,
+        per_second: n as f64 / 2.0,
+        latency_us: loadlab_result::LatencySummary::from_histogram(&h),
+        histogram: encode_histogram(&h),
+        request_latency_us: page
+            .then(|| loadlab_result::LatencySummary::from_histogram(&h))
+            .flatten(),
+        request_histogram: page.then(|| encode_histogram(&h)),
+        status_codes: [("200".to_string(), n + failed)].into(),
+        errors: if failed > 0 {
+            [("check_failed".to_string(), failed)].into()
+        } else {
+            Default::default()
+        },
+        checks: vec![CheckSummary {
+            check: "status 200".into(),
+            failed,
+            first_failure: (failed > 0).then(|| format!("failed in {started_at}")),
+        }],
+        bytes: StepBytes {
+            sent: 10 * n,
+            received: 100 * n,
+            decoded: 300 * n,
+        },
+        content_encodings: [("gzip".to_string(), n)].into(),
+    };
+    r.scenario = Some(ScenarioSummary {
+        name: "journey".into(),
+        description: None,
+        mode: "sequence".into(),
+        virtual_users: Some(4),
+        offered_iterations_per_s: None,
+        iteration_slots: None,
+        pace_s: None,
+        offered_per_s: None,
+        new_connection_share: 0.0,
+        iterations: n,
+        iterations_failed: failed,
+        iterations_per_s: n as f64 / 2.0,
+        iteration_us: loadlab_result::LatencySummary::from_histogram(&h),
+        iteration_histogram: Some(encode_histogram(&h)),
+        steps: vec![step("login", false), step("page", true)],
+    });
+    r
+}
+
+#[test]
+fn scenario_steps_merge_as_all_their_values_together() {
+    let a = scenario_part(1..=1_000, "2026-01-01T00:00:00Z", 0);
+    let b = scenario_part(1_001..=3_000, "2026-01-01T00:00:10Z", 5);
+    let mut all = new_histogram();
+    for v in 1..=3_000u64 {
+        all.record(v * 1_000).unwrap();
+    }
+    let us = |q: f64| all.value_at_quantile(q) as f64 / 1_000.0;
+    let m = loadlab_result::merge_repetitions(&[a.clone(), b.clone()]).unwrap();
+    let sc = m.scenario.as_ref().expect("merged scenario");
+    assert_eq!(sc.iterations, 3_000);
+    assert_eq!(sc.iterations_failed, 5);
+    // One after another: 3,000 iterations over 2 s + 2 s.
+    assert!(
+        (sc.iterations_per_s - 750.0).abs() < 1e-9,
+        "{}",
+        sc.iterations_per_s
+    );
+    assert_eq!(sc.virtual_users, Some(4));
+    assert_eq!(sc.iteration_us.as_ref().unwrap().p99, us(0.99));
+    for step in &sc.steps {
+        let lat = step.latency_us.as_ref().unwrap();
+        assert_eq!(
+            (lat.count, lat.p50, lat.p99),
+            (3_000, us(0.5), us(0.99)),
+            "{}",
+            step.name
+        );
+        assert_eq!(step.completed, 3_000);
+        assert_eq!(step.failed, 5);
+        assert_eq!(step.status_codes["200"], 3_005);
+        assert_eq!(step.errors["check_failed"], 5);
+        assert_eq!(step.content_encodings["gzip"], 3_000);
+        assert_eq!(
+            (step.bytes.received, step.bytes.decoded),
+            (300_000, 900_000)
+        );
+        assert_eq!(step.checks[0].failed, 5);
+        assert_eq!(
+            step.checks[0].first_failure.as_deref(),
+            Some("failed in 2026-01-01T00:00:10Z")
+        );
+    }
+    let page = &m.scenario.as_ref().unwrap().steps[1];
+    assert_eq!(page.request_latency_us.as_ref().unwrap().p50, us(0.5));
+    assert_eq!(
+        m.scenario.as_ref().unwrap().steps[0].request_latency_us,
+        None
+    );
+    // Side by side (shards), the users add up.
+    let shards = merge(&[a.clone(), b.clone()]).unwrap();
+    assert_eq!(shards.scenario.as_ref().unwrap().virtual_users, Some(8));
+    // Another scenario, or none, is refused by name.
+    let mut other = b.clone();
+    other.scenario.as_mut().unwrap().name = "checkout".into();
+    let e = merge(&[a.clone(), other]).unwrap_err();
+    assert!(matches!(e, MergeError::Scenario { part: 1, .. }), "{e}");
+    assert!(e.to_string().contains("checkout"), "{e}");
+    let plain = part(1..=10, "2026-01-01T00:00:20Z");
+    assert!(matches!(
+        merge(&[a, plain]).unwrap_err(),
+        MergeError::Scenario { part: 1, .. }
+    ));
+}

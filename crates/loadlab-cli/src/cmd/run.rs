@@ -60,7 +60,9 @@ pub struct RunArgs {
     pub url: Option<String>,
 
     /// Run a scenario file (docs/scenario-format.md): -c virtual users, each with its own
-    /// connection and cookie jar, run its steps over and over; the result has a row per step.
+    /// connection and cookie jar, run its steps over and over; or with --rate, that many
+    /// iterations per second, each a new user, every step timed from when it was due. The
+    /// result has a row per step.
     #[arg(long, value_name = "FILE", help_heading = "Scenarios")]
     pub scenario: Option<PathBuf>,
 

@@ -196,7 +196,8 @@ pub struct RunConfig {
 #[derive(Debug, Clone)]
 pub struct ScenarioRun {
     pub scenario: loadlab_scenario::Scenario,
-    /// Closed loop: the virtual users (the run's connections).
+    /// Closed loop: the virtual users (the run's connections); open loop: the most
+    /// iterations running at once (`--max-connections`).
     pub users: usize,
     /// Each virtual user sends one request per this long (its connection's pace).
     pub pace: Option<Duration>,
@@ -217,8 +218,10 @@ impl RunConfig {
     /// reading the responses that arrived meanwhile and timing them by the kernel's receive
     /// stamps. Over TLS or HTTP/2 the bytes the kernel stamps are not the response's, so
     /// there responses still wake the thread (and a tick only batches sends).
+    /// A scenario's open loop waits in the event loop: its steps fall due at the ends of
+    /// other steps, not only on the schedule.
     pub fn sleeps_between_sends(&self) -> bool {
-        self.is_open_loop() && self.tls.is_none() && !self.http2
+        self.is_open_loop() && self.tls.is_none() && !self.http2 && self.scenario.is_none()
     }
 
     /// Busy-polls, for the reason given: a decision made once the server's placement is

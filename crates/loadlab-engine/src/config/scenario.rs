@@ -1,6 +1,6 @@
 //! A scenario run's settings, checked: the scenario replaces the request flags, `--pace`
-//! paces a closed loop's connections, `--new-connection-share` mixes new connections into
-//! keep-alive ones. A single-URL run with `--pace` or `--new-connection-share` becomes a
+//! paces a closed loop's connections, `--rate`/`--stages` make an open loop of iterations,
+//! `--new-connection-share` mixes new connections into keep-alive ones. A single-URL run with `--pace` or `--new-connection-share` becomes a
 //! one-step scenario, so that one runner does both.
 
 use super::{reject, ConfigError, Model, RunSpec, ScenarioRun};
@@ -65,21 +65,12 @@ impl RunSpec {
                  --new-connection-share; list the paths as steps of a scenario",
             ));
         }
-        match model {
-            Model::Closed { stages: None } => {}
-            Model::Closed { stages: Some(_) } => {
-                return Err(reject(
-                    "closed_stages",
-                    "cannot stage a scenario's virtual users yet; give -c N",
-                ))
-            }
-            Model::Open { .. } => {
-                return Err(reject(
-                    "rate",
-                    "scenarios run as a closed loop of virtual users for now (-c N, with \
-                     --pace for a request rate per user); drop --rate/--stages",
-                ))
-            }
+        if let Model::Closed { stages: Some(_) } = model {
+            return Err(reject(
+                "closed_stages",
+                "cannot stage a scenario's virtual users yet; give -c N, or --stages without \
+                 --closed for an open loop of iterations",
+            ));
         }
         let (scenario, implicit) = match &self.scenario {
             Some(s) => {

@@ -308,10 +308,16 @@ fn worker(ctx: Rc<ThreadCtx>, numbering: (usize, usize), connections: usize) -> 
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
         if ctx.open.is_some() {
+            let schedule = async {
+                match &ctx.scenario {
+                    Some(run) => scenario::open::run(ctx.clone(), run.clone(), numbering).await,
+                    None => open::run(ctx.clone()).await,
+                }
+            };
             tokio::select! {
                 biased;
                 _ = ctx.stop.stopped() => {}
-                _ = open::run(ctx.clone()) => {}
+                _ = schedule => {}
             }
             return;
         }

@@ -160,6 +160,22 @@ impl OpenState {
         intended + now.saturating_duration_since(free.max(intended))
     }
 
+    /// A scenario's open loop ([`super::scenario::open`]) walks the same schedule, of
+    /// iterations: the next one's due time.
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        self.pending.borrow().peek()
+    }
+
+    /// Takes the next iteration of the schedule if it is due by `now`.
+    pub(super) fn take_due_at(&self, now: Instant) -> Option<Instant> {
+        self.pending.borrow_mut().take_due(now)
+    }
+
+    /// How many iterations may run at once (`--max-connections`).
+    pub(super) fn cap(&self) -> usize {
+        self.cap
+    }
+
     /// Requests due by `until` (when the thread stopped) but never sent: still in the
     /// schedule, or taken by a connection that was still connecting. Requests not yet due
     /// when a run is stopped early are not failures of anyone, and are not counted (nor

@@ -1,11 +1,13 @@
-//! Secrets a recording carries: cookies the browser had before the recording started, and
-//! `Authorization` and other secret-looking headers (tokens, API keys, sessions). Unless the
+//! Secrets a recording carries: cookies the browser had before the recording started,
+//! `Authorization` and other secret-looking headers (tokens, API keys, sessions), and fields
+//! of a JSON or form body and query parameters named like secrets (a login's password, an
+//! `access_token` in the URL). Unless the
 //! user keeps them (`--keep-secrets`), each recorded value becomes a variable whose default
 //! is empty, with a note saying `--var NAME=...`: a scenario file is shared and committed,
 //! and a recorded session must not travel with it. Values already turned into captures (a
 //! login's token) are left alone: the replay gets its own.
 
-use crate::scenario::Request;
+use crate::scenario::{Body, Request};
 use crate::template;
 use crate::Note;
 
@@ -21,6 +23,38 @@ const SECRET_WORDS: [&str; 9] = [
     "session",
     "auth",
 ];
+
+/// Body fields and query parameters whose values are secrets: names that, lowercased and
+/// without `-`, `_` and `.`, contain one of these (so `password`, `client_secret`,
+/// `refresh_token`, `X-Api-Key`), or are one of [`SECRET_FIELDS_EXACT`]. Narrower than the
+/// header words: a body's `author` or `session_count` is data, not a credential.
+const SECRET_FIELD_WORDS: [&str; 9] = [
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "credential",
+];
+const SECRET_FIELDS_EXACT: [&str; 4] = ["pwd", "pass", "sessionid", "sid"];
+
+fn secret_field(name: &str) -> bool {
+    let plain: String = name
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_' | '.'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    SECRET_FIELD_WORDS.iter().any(|w| plain.contains(w))
+        || SECRET_FIELDS_EXACT.contains(&plain.as_str())
+}
+
+/// A recorded value worth taking out: not empty, and not already a template (a capture).
+fn recorded(value: &str) -> bool {
+    !value.is_empty() && !value.contains("{{")
+}
 
 /// A secret value's variable, shared by every request that sent the same value.
 struct Secret {
@@ -95,6 +129,93 @@ impl Secrets {
         }
         headers.retain(|(_, v)| !v.is_empty());
         r.headers = headers;
+        if !keep {
+            self.scrub_query(r, taken);
+            self.scrub_body(r, taken);
+        }
+    }
+
+    /// Query parameters named like secrets (`?access_token=...`).
+    fn scrub_query(&mut self, r: &mut Request, taken: &mut Vec<String>) {
+        let Some((path, query)) = r.url.split_once('?') else {
+            return;
+        };
+        let (query, fragment) = match query.split_once('#') {
+            Some((q, f)) => (q, Some(f)),
+            None => (query, None),
+        };
+        let mut changed = false;
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, value)) if secret_field(name) && recorded(value) => {
+                    let var = self.var_for(
+                        value,
+                        &template::name_from(name),
+                        &format!("query parameter {name}"),
+                        taken,
+                    );
+                    changed = true;
+                    format!("{name}={{{{{var}}}}}")
+                }
+                _ => pair.to_string(),
+            })
+            .collect();
+        if changed {
+            let fragment = fragment.map(|f| format!("#{f}")).unwrap_or_default();
+            r.url = format!("{path}?{}{fragment}", pairs.join("&"));
+        }
+    }
+
+    /// Form fields and JSON members named like secrets (a login's `password`).
+    fn scrub_body(&mut self, r: &mut Request, taken: &mut Vec<String>) {
+        match &mut r.body {
+            Some(Body::Form(fields)) => {
+                for (name, value) in fields.iter_mut() {
+                    if secret_field(name) && recorded(value) {
+                        let base = template::name_from(name);
+                        let var = self.var_for(value, &base, &format!("body field {name}"), taken);
+                        *value = format!("{{{{{var}}}}}");
+                    }
+                }
+            }
+            Some(Body::Raw(text)) => {
+                let Ok(mut json) = serde_json::from_str::<serde_json::Value>(text) else {
+                    return;
+                };
+                let mut found = Vec::new();
+                secret_members(&mut json, &mut found);
+                if found.is_empty() {
+                    return;
+                }
+                // Each value's JSON string replaced where it stands, so the body keeps its
+                // layout and member order; if the recording wrote a value another way (an
+                // escape serde would not use), the body is written anew instead.
+                let vars: Vec<(String, String)> = found
+                    .into_iter()
+                    .map(|(name, value)| {
+                        let base = template::name_from(&name);
+                        let var = self.var_for(&value, &base, &format!("body field {name}"), taken);
+                        (value, var)
+                    })
+                    .collect();
+                let quoted = |v: &str| serde_json::Value::String(v.to_string()).to_string();
+                let mut out = text.clone();
+                for (value, var) in &vars {
+                    out = out.replace(&quoted(value), &format!("\"{{{{{var}}}}}\""));
+                }
+                let gone = vars.iter().all(|(v, _)| !out.contains(&quoted(v)));
+                if gone && serde_json::from_str::<serde_json::Value>(&out).is_ok() {
+                    *text = out;
+                } else {
+                    for (value, var) in &vars {
+                        replace_string(&mut json, value, &format!("{{{{{var}}}}}"));
+                    }
+                    *text = json.to_string();
+                }
+            }
+            _ => {}
+        }
     }
 
     fn cookies(
@@ -126,5 +247,78 @@ impl Secrets {
             }
         }
         out.join("; ")
+    }
+}
+
+/// String members named like secrets, anywhere in a JSON document: (name, value).
+fn secret_members(json: &mut serde_json::Value, found: &mut Vec<(String, String)>) {
+    match json {
+        serde_json::Value::Object(members) => {
+            for (name, value) in members.iter_mut() {
+                match value {
+                    serde_json::Value::String(v) if secret_field(name) && recorded(v) => {
+                        if !found.iter().any(|(_, f)| f == v) {
+                            found.push((name.clone(), v.clone()));
+                        }
+                    }
+                    other => secret_members(other, found),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                secret_members(item, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Replaces every string equal to `value` in a JSON document.
+fn replace_string(json: &mut serde_json::Value, value: &str, with: &str) {
+    match json {
+        serde_json::Value::String(s) if s == value => *s = with.to_string(),
+        serde_json::Value::Object(members) => {
+            for v in members.values_mut() {
+                replace_string(v, value, with);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                replace_string(v, value, with);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::secret_field;
+
+    #[test]
+    fn fields_named_like_secrets_and_fields_that_are_data() {
+        for name in [
+            "password",
+            "newPassword",
+            "client_secret",
+            "refresh_token",
+            "access-token",
+            "X-Api-Key",
+            "api.key",
+            "pwd",
+            "sessionId",
+        ] {
+            assert!(secret_field(name), "{name}");
+        }
+        for name in [
+            "author",
+            "username",
+            "session_count",
+            "display_name",
+            "passenger",
+        ] {
+            assert!(!secret_field(name), "{name}");
+        }
     }
 }

@@ -321,6 +321,13 @@ fn scenario_section(s: &mut String, r: &RunResult) {
             rate(offered)
         );
     }
+    if let Some(offered) = sc.offered_iterations_per_s {
+        let _ = write!(
+            head,
+            "; open loop: {} iterations/s offered, each a new user, steps timed from when due",
+            rate(offered)
+        );
+    }
     if sc.new_connection_share > 0.0 {
         let _ = write!(
             head,

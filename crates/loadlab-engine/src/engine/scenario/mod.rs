@@ -13,8 +13,10 @@
 //! think times come from the scenario crate, pacing from [`pacer`].
 //!
 //! - `wire`: a step's response kept and judged; `page`: a page's requests over up to six
-//!   connections at once; `pacer`: `--pace`'s slots.
+//!   connections at once; `pacer`: `--pace`'s slots; `open`: an open loop of iterations
+//!   (`--rate`), each a new user whose steps are measured from when they were due.
 
+pub(in crate::engine) mod open;
 pub(crate) mod pacer;
 mod page;
 mod wire;
@@ -58,6 +60,39 @@ struct User {
     values: Vec<String>,
     rng: Rng,
     pacer: Option<Pacer>,
+    /// Open loop: when the next step is due (the iteration's slot, then each step's end
+    /// plus its think time), and whether it was already waiting for a free iteration slot
+    /// when the dispatcher got to it. `None` in a closed loop.
+    due: Option<Slot>,
+    /// Open loop: the user lives for one iteration, and think time moves `due` on instead
+    /// of being slept through.
+    open: bool,
+}
+
+/// When an open loop's step is due.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    at: Instant,
+    /// Every iteration slot was busy when it fell due: the wait is the target's doing, not
+    /// the generator's lateness.
+    waited: bool,
+}
+
+impl User {
+    fn new(ctx: &ThreadCtx, run: &ScenarioRun, index: usize, lanes: Vec<Lane>) -> User {
+        User {
+            index,
+            lanes,
+            jar: CookieJar::default(),
+            values: run.scenario.new_values(),
+            rng: Rng::for_user(run.seed, index),
+            pacer: run
+                .pace
+                .map(|every| Pacer::new(ctx.start, every, index, run.users)),
+            due: None,
+            open: false,
+        }
+    }
 }
 
 /// How a step ended.
@@ -74,62 +109,14 @@ enum StepEnd {
 
 /// Runs virtual user number `index` (across threads) until the run ends.
 pub(super) async fn drive(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, index: usize) {
-    let scenario = &run.scenario;
-    let mut user = User {
-        index,
-        lanes: vec![Lane::new(&ctx)],
-        jar: CookieJar::default(),
-        values: scenario.new_values(),
-        rng: Rng::for_user(run.seed, index),
-        pacer: run
-            .pace
-            .map(|every| Pacer::new(ctx.start, every, index, run.users)),
-    };
+    let mut user = User::new(&ctx, &run, index, vec![Lane::new(&ctx)]);
     let mut iteration: u64 = 0;
-    'run: loop {
-        let began = Instant::now();
-        if ended(&ctx, began) {
+    while !ended(&ctx, Instant::now()) {
+        run.scenario
+            .feed(user.index, iteration, &mut user.rng, &mut user.values);
+        if !run_iteration(&ctx, &run, &mut user).await {
             break;
         }
-        scenario.feed(user.index, iteration, &mut user.rng, &mut user.values);
-        let steps = match scenario.mode {
-            Mode::Sequence => 0..scenario.steps.len(),
-            Mode::Mix => {
-                let i = scenario.pick(&mut user.rng);
-                i..i + 1
-            }
-        };
-        let last = steps.end - 1;
-        let (mut passed, mut first_start, mut last_end) = (true, None, began);
-        for i in steps {
-            match run_step(&ctx, &run, &mut user, i).await {
-                StepEnd::Stop => break 'run,
-                StepEnd::Done {
-                    passed: p,
-                    start,
-                    end,
-                } => {
-                    passed &= p;
-                    first_start.get_or_insert(start);
-                    last_end = end;
-                }
-            }
-            if i != last {
-                think(&ctx, &mut user, &scenario.steps[i]).await;
-            }
-        }
-        if began >= ctx.warmup_end {
-            let mut rec = ctx.recorder.borrow_mut();
-            if let Some(stats) = rec.scenario.as_mut() {
-                let start = first_start.unwrap_or(began);
-                stats
-                    .iteration
-                    .saturating_record(last_end.saturating_duration_since(start).as_nanos() as u64);
-                stats.iterations += 1;
-                stats.iterations_failed += u64::from(!passed);
-            }
-        }
-        think(&ctx, &mut user, &scenario.steps[last]).await;
         iteration += 1;
     }
     let live = ctx.live_connections.get() - 1;
@@ -137,6 +124,56 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, index: usiz
     if live == 0 {
         ctx.all_done.notify_one();
     }
+}
+
+/// One pass through the scenario (every step in order, or one step of a mix), with its
+/// iteration time recorded; false when the run ended during it.
+async fn run_iteration(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User) -> bool {
+    let scenario = &run.scenario;
+    let began = user.due.map_or_else(Instant::now, |d| d.at);
+    let steps = match scenario.mode {
+        Mode::Sequence => 0..scenario.steps.len(),
+        Mode::Mix => {
+            let i = scenario.pick(&mut user.rng);
+            i..i + 1
+        }
+    };
+    let last = steps.end - 1;
+    let (mut passed, mut first_start, mut last_end) = (true, None, began);
+    for i in steps {
+        match run_step(ctx, run, user, i).await {
+            StepEnd::Stop => return false,
+            StepEnd::Done {
+                passed: p,
+                start,
+                end,
+            } => {
+                passed &= p;
+                first_start.get_or_insert(start);
+                last_end = end;
+            }
+        }
+        if i != last {
+            think(ctx, user, &scenario.steps[i], last_end).await;
+        }
+    }
+    if began >= ctx.warmup_end {
+        let mut rec = ctx.recorder.borrow_mut();
+        if let Some(stats) = rec.scenario.as_mut() {
+            let start = first_start.unwrap_or(began);
+            stats
+                .iteration
+                .saturating_record(last_end.saturating_duration_since(start).as_nanos() as u64);
+            stats.iterations += 1;
+            stats.iterations_failed += u64::from(!passed);
+        }
+    }
+    // A closed loop's user thinks before its next iteration; an open loop's iteration ends
+    // with its last response (the next one is another user, due on the schedule).
+    if !user.open {
+        think(ctx, user, &scenario.steps[last], last_end).await;
+    }
+    true
 }
 
 fn ended(ctx: &ThreadCtx, now: Instant) -> bool {
@@ -151,15 +188,56 @@ fn phase_at(ctx: &ThreadCtx, now: Instant) -> Phase {
     }
 }
 
-/// The think time after a step (none when paced: the pace says when requests go).
-async fn think(ctx: &ThreadCtx, user: &mut User, step: &Step) {
-    if user.pacer.is_some() || step.think.is_zero() {
+/// The think time after a step that ended at `end` (none when paced: the pace says when
+/// requests go). In an open loop the next step is then due, and measured from that moment;
+/// in a closed loop the user sleeps through it.
+async fn think(ctx: &ThreadCtx, user: &mut User, step: &Step, end: Instant) {
+    if user.pacer.is_some() {
         return;
     }
-    let until = Instant::now() + step.think.sample(&mut user.rng);
+    let pause = if step.think.is_zero() {
+        std::time::Duration::ZERO
+    } else {
+        step.think.sample(&mut user.rng)
+    };
+    if user.open {
+        user.due = Some(Slot {
+            at: end + pause,
+            waited: false,
+        });
+        return;
+    }
+    if pause.is_zero() {
+        return;
+    }
     // Never past the end of the run: the loop then sees the deadline and stops.
+    let until = Instant::now() + pause;
     let until = ctx.deadline.map_or(until, |d| until.min(d));
     tokio::time::sleep_until(until.into()).await;
+}
+
+/// When the step about to go was due, after waiting for that moment: its pace slot, or in
+/// an open loop its slot in the iteration. Returns the due time and when the generator got
+/// to it (for its scheduler lag), or `None` with no schedule (a closed loop's step is
+/// measured from its send).
+async fn wait_until_due(ctx: &ThreadCtx, user: &mut User) -> Option<(Instant, Instant)> {
+    let slot = match &mut user.pacer {
+        Some(p) => Slot {
+            at: p.next_due(),
+            waited: false,
+        },
+        None => user.due.take()?,
+    };
+    if slot.at > Instant::now() {
+        let until = ctx.deadline.map_or(slot.at, |d| slot.at.min(d));
+        tokio::time::sleep_until(until.into()).await;
+    }
+    let noticed = if slot.waited {
+        slot.at
+    } else {
+        Instant::now().max(slot.at)
+    };
+    Some((slot.at, noticed))
 }
 
 /// Whether this request goes on a connection of its own (`Connection: close`).
@@ -191,16 +269,8 @@ async fn run_step(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize)
     if step.page {
         return page::run(ctx, run, user, i).await;
     }
-    let intended = match &mut user.pacer {
-        Some(p) => {
-            let due = p.next_due();
-            if due > Instant::now() {
-                tokio::time::sleep_until(due.into()).await;
-            }
-            Some(due)
-        }
-        None => None,
-    };
+    let scheduled = wait_until_due(ctx, user).await;
+    let intended = scheduled.map(|(at, _)| at);
     let now = Instant::now();
     if ended(ctx, now) {
         return StepEnd::Stop;
@@ -220,7 +290,7 @@ async fn run_step(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize)
     let due = Due {
         phase,
         intended,
-        noticed: now,
+        noticed: scheduled.map_or(now, |(_, noticed)| noticed),
     };
     let sent = conn
         .send(ctx, phase, bytes, request.is_head(), close, wire)

@@ -7,7 +7,8 @@
 use super::super::exchange::Due;
 use super::super::ThreadCtx;
 use super::{
-    ended, finish, new_connection, phase_at, request_bytes, with_step, Lane, StepEnd, User,
+    ended, finish, new_connection, phase_at, request_bytes, wait_until_due, with_step, Lane,
+    StepEnd, User,
 };
 use crate::config::ScenarioRun;
 use crate::stats::Phase;
@@ -29,11 +30,14 @@ struct Shared<'a> {
 
 pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize) -> StepEnd {
     let step = &run.scenario.steps[i];
-    let start = Instant::now();
-    if ended(ctx, start) {
+    // A paced or open-loop page is measured from when it was due.
+    let scheduled = wait_until_due(ctx, user).await;
+    let now = Instant::now();
+    if ended(ctx, now) {
         return StepEnd::Stop;
     }
-    let phase = phase_at(ctx, start);
+    let start = scheduled.map_or(now, |(at, _)| at);
+    let phase = phase_at(ctx, now);
     let width = step.requests.len().min(PAGE_CONNECTIONS_PER_HOST);
     while user.lanes.len() < width {
         user.lanes.push(Lane::new(ctx));

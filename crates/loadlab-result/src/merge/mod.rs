@@ -8,7 +8,8 @@
 //! 1-second window across parts (their sliding windows are not kept).
 //!
 //! This module must not decide anything about the parts (they are taken as given); a part
-//! whose shape differs (another interval width, another schema) is refused with the reason.
+//! whose shape differs (another interval width, another schema, another scenario) is refused
+//! with the reason. `scenario` merges the parts' per-step figures.
 
 use crate::histogram::{decode_histogram, encode_histogram, new_histogram};
 use crate::latency::LatencySummary;
@@ -19,12 +20,15 @@ use crate::run::{
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
+mod scenario;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MergeError {
     Empty,
     Schema { part: usize, version: u32 },
     Interval { part: usize, interval_s: String },
     Histogram { part: usize, what: String },
+    Scenario { part: usize, why: String },
 }
 
 impl std::fmt::Display for MergeError {
@@ -41,6 +45,11 @@ impl std::fmt::Display for MergeError {
                 f,
                 "result {} has a {interval_s} s timeline interval, unlike the first: run every \
                  part with the same --interval",
+                part + 1
+            ),
+            MergeError::Scenario { part, why } => write!(
+                f,
+                "result {} {why}: merge runs of the same scenario",
                 part + 1
             ),
             MergeError::Histogram { part, what } => {
@@ -113,6 +122,7 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
     merged.measured.bytes.max_sent_per_s =
         merged.measured.bytes.max_sent_per_s.max(busiest_interval);
     merged.timeline = timeline;
+    merged.scenario = scenario::merge_scenarios(parts, mode, merged.measured.duration_s)?;
     merged.generator = merge_generators(parts, merged.measured.requests.completed);
     match mode {
         Mode::Concurrent => {

@@ -1,0 +1,141 @@
+//! An open loop of scenario iterations: `--rate` (or `--stages`) counts iterations, and each
+//! starts on the schedule whatever the server does. Each iteration is a new virtual user (its
+//! own cookie jar, variables, feeder row and random stream) on a connection kept alive from
+//! the thread's pool (`--new-connection-share` sets the policy, as in a closed loop). At most
+//! `--max-connections` iterations run at once per thread; one that falls due while all are
+//! running waits for the first to finish, which takes it at once (no hand-off), and the wait
+//! counts in its first step's time.
+//!
+//! Every step is measured from when it was due: the first from the iteration's slot, each
+//! later one from the end of the step before plus its think time. So a stall shows in every
+//! step it delays, and neither think time nor an earlier step hides it, as it would in a
+//! closed loop whose users simply wait.
+//!
+//! Iterations due by the end of the schedule but never started are counted as not sent.
+
+use super::{run_iteration, Lane, Slot, User};
+use crate::config::ScenarioRun;
+use crate::engine::timer::PreciseTimer;
+use crate::engine::ThreadCtx;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// What a thread's dispatcher and its running iterations share.
+struct Pool {
+    /// Connections of finished iterations, kept alive for the next ones.
+    idle: RefCell<Vec<Vec<Lane>>>,
+    running: Cell<usize>,
+    /// Iterations this thread started: the next one is the run's iteration
+    /// `first + started * step` (its user index, feeder row and random stream).
+    started: Cell<usize>,
+    numbering: (usize, usize),
+    /// The dispatcher waits here while every iteration slot is taken.
+    freed: Notify,
+}
+
+impl Pool {
+    fn next_index(&self) -> usize {
+        let n = self.started.get();
+        self.started.set(n + 1);
+        self.numbering.0 + n * self.numbering.1
+    }
+}
+
+/// Starts this thread's share of the schedule's iterations until it ends, then waits for the
+/// running ones. `numbering`: this thread's place among the run's (its schedule holds
+/// iterations `first`, `first + step`, ...).
+pub(in crate::engine) async fn run(
+    ctx: Rc<ThreadCtx>,
+    run: Arc<ScenarioRun>,
+    numbering: (usize, usize),
+) {
+    let open = ctx.open.as_ref().expect("open-loop thread");
+    let deadline = ctx.deadline.expect("open loops end by time");
+    let pool = Rc::new(Pool {
+        idle: RefCell::new(Vec::new()),
+        running: Cell::new(0),
+        started: Cell::new(0),
+        numbering,
+        freed: Notify::new(),
+    });
+    // A timerfd wakes within microseconds of a due time; tokio's timer within a millisecond.
+    let mut timer = PreciseTimer::new().ok();
+    loop {
+        let now = Instant::now();
+        if ctx.stop.is_stopped() || now >= deadline {
+            break;
+        }
+        let Some(next) = open.next_due() else {
+            break;
+        };
+        if next > now {
+            let wake_at = next.min(deadline);
+            let precise = match timer.as_mut() {
+                Some(t) => t.sleep_until(wake_at).await.is_ok(),
+                None => false,
+            };
+            if !precise {
+                tokio::time::sleep_until(wake_at.into()).await;
+            }
+            continue;
+        }
+        if pool.running.get() < open.cap() {
+            let Some(at) = open.take_due_at(now) else {
+                continue;
+            };
+            pool.running.set(pool.running.get() + 1);
+            let slot = Slot { at, waited: false };
+            super::super::spawn_guarded(
+                &ctx,
+                iterate(ctx.clone(), run.clone(), pool.clone(), slot),
+            );
+        } else {
+            // Every slot is taken: a finishing iteration takes what is due itself; look again
+            // when one ends with nothing due (or at the deadline).
+            tokio::select! {
+                _ = pool.freed.notified() => {}
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+            }
+        }
+    }
+    // The schedule is over: iterations still running end at the deadline (their next step
+    // sees it) or with their request, bounded by --timeout.
+    while pool.running.get() > 0 && !ctx.stop.is_stopped() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Runs iterations, the first due at `slot`, then each one that fell due meanwhile
+/// (work-conserving: when the target falls behind, due iterations wait for a running one to
+/// end, and that wait is in their first step's time).
+async fn iterate(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, pool: Rc<Pool>, mut slot: Slot) {
+    let open = ctx.open.as_ref().expect("open-loop thread");
+    let mut lanes = pool
+        .idle
+        .borrow_mut()
+        .pop()
+        .unwrap_or_else(|| vec![Lane::new(&ctx)]);
+    loop {
+        let index = pool.next_index();
+        let mut user = User::new(&ctx, &run, index, lanes);
+        user.open = true;
+        user.due = Some(slot);
+        run.scenario.feed(index, 0, &mut user.rng, &mut user.values);
+        let on = run_iteration(&ctx, &run, &mut user).await;
+        lanes = user.lanes;
+        let now = Instant::now();
+        if !on || ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        match open.take_due_at(now) {
+            Some(at) => slot = Slot { at, waited: true },
+            None => break,
+        }
+    }
+    pool.idle.borrow_mut().push(lanes);
+    pool.running.set(pool.running.get() - 1);
+    pool.freed.notify_one();
+}
