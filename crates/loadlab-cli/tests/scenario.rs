@@ -78,6 +78,43 @@ fn the_portfolio_journey_runs_with_a_row_per_step_and_hides_var_values() {
 }
 
 #[test]
+fn the_portfolio_journey_runs_as_an_open_loop_of_iterations() {
+    let server = RouteServer::start(|req: &Seen| match req.route() {
+        "/" | "/blogs" | "/blogs/001" | "/version" => response(200, "<html>ok</html>").into(),
+        _ => response(404, "<html>not found</html>").into(),
+    });
+    let url = server.url("");
+    let out = run(&[
+        "run",
+        "--scenario",
+        PORTFOLIO,
+        "--var",
+        &format!("URL={url}"),
+        "--rate",
+        "20",
+        "-d",
+        "1s",
+        "--no-pm-qos",
+        "--json",
+        "-",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_valid(&json);
+    let sc = &json["scenario"];
+    assert_eq!(sc["offered_iterations_per_s"], 20.0);
+    assert!(sc["virtual_users"].is_null(), "{sc}");
+    // 20 iterations fell due; each started (its first step reached the server) or was
+    // counted as not sent.
+    let started = server.counters().requests_to("/");
+    let not_sent = json["measured"]["requests"]["not_sent"].as_u64().unwrap();
+    assert_eq!(started + not_sent, 20, "{stderr}");
+    assert!(stderr.contains("open loop of scenario iterations"), "{stderr}");
+    assert!(stderr.contains("20.0 iterations/s offered"), "{stderr}");
+}
+
+#[test]
 fn a_malformed_scenario_exits_2_naming_the_step_and_the_field() {
     let dir = tempdir("malformed");
     let file = dir.join("bad.toml");
