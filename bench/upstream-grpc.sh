@@ -14,8 +14,11 @@ SECS=${SECS:-10}
 TARGET_CPU=${TARGET_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 
-cargo build --release -q -p loadlab-cli
-LOADLAB=$PWD/target/release/loadlab
+# LOADLAB=path/to/loadlab runs that binary instead of building this checkout's.
+if [ -z "${LOADLAB:-}" ]; then
+    cargo build --release -q -p loadlab-cli
+    LOADLAB=$PWD/target/release/loadlab
+fi
 OUT=$PWD/bench/out/upstream-grpc-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 "$LOADLAB" lab list --json > "$OUT/targets.json"
