@@ -110,7 +110,10 @@ fn the_portfolio_journey_runs_as_an_open_loop_of_iterations() {
     let started = server.counters().requests_to("/");
     let not_sent = json["measured"]["requests"]["not_sent"].as_u64().unwrap();
     assert_eq!(started + not_sent, 20, "{stderr}");
-    assert!(stderr.contains("open loop of scenario iterations"), "{stderr}");
+    assert!(
+        stderr.contains("open loop of scenario iterations"),
+        "{stderr}"
+    );
     assert!(stderr.contains("20.0 iterations/s offered"), "{stderr}");
 }
 
