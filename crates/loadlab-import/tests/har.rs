@@ -212,19 +212,12 @@ fn a_password_in_a_body_and_a_token_in_a_query_become_variables_unless_kept() {
         "[{}, {}]",
         entry(
             "http://127.0.0.1:1/feed?page=2&access_token=abc123",
-            Some(r#"{"user": "ann", "auth": {"client_secret": "sécret"}, "author": "bob"}"#)
+            Some(r#"{"user": "ann", "auth": {"client_secret": "s\u00e9cret"}, "author": "bob"}"#)
         ),
         entry("http://127.0.0.1:1/login", Some("user=ann&pwd=hunter2"))
             .replace("text/plain", "application/x-www-form-urlencoded"),
     ));
-    let imported = import(
-        &input,
-        &Options {
-            label: "t.har".into(),
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let imported = import_small(&input);
     for secret in ["abc123", "hunter2", "u00e9cret", "sécret"] {
         assert!(
             !imported.toml.contains(secret),
@@ -422,6 +415,18 @@ fn pages_keep_their_requests_together() {
     );
 }
 
+/// Imports a recording made by [`har`] with the default options.
+fn import_small(input: &str) -> Imported {
+    import(
+        input,
+        &Options {
+            label: "t.har".into(),
+            ..Options::default()
+        },
+    )
+    .unwrap()
+}
+
 fn har(entries: &str) -> String {
     format!(
         r#"{{"log": {{"version": "1.2", "creator": {{"name": "test"}}, "entries": {entries}}}}}"#
@@ -449,14 +454,7 @@ fn literal_braces_in_a_recording_are_escaped() {
         "[{}]",
         entry("http://127.0.0.1:1/t", Some("{{not a variable}}"))
     ));
-    let imported = import(
-        &input,
-        &Options {
-            label: "t.har".into(),
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let imported = import_small(&input);
     let doc = read_back(&imported.toml);
     assert_eq!(
         steps(&doc)[0]["body"]["raw"].as_str(),

@@ -204,8 +204,11 @@ impl Secrets {
                 for (value, var) in &vars {
                     out = out.replace(&quoted(value), &format!("\"{{{{{var}}}}}\""));
                 }
-                let gone = vars.iter().all(|(v, _)| !out.contains(&quoted(v)));
-                if gone && serde_json::from_str::<serde_json::Value>(&out).is_ok() {
+                // Judged on the document, not the text: a value written with an escape is
+                // not found by its quoted form, and would still be there.
+                let gone = serde_json::from_str::<serde_json::Value>(&out)
+                    .is_ok_and(|doc| vars.iter().all(|(v, _)| !holds_string(&doc, v)));
+                if gone {
                     *text = out;
                 } else {
                     for (value, var) in &vars {
@@ -271,6 +274,16 @@ fn secret_members(json: &mut serde_json::Value, found: &mut Vec<(String, String)
             }
         }
         _ => {}
+    }
+}
+
+/// Whether a JSON document holds a string equal to `value` anywhere.
+fn holds_string(json: &serde_json::Value, value: &str) -> bool {
+    match json {
+        serde_json::Value::String(s) => s == value,
+        serde_json::Value::Object(members) => members.values().any(|v| holds_string(v, value)),
+        serde_json::Value::Array(items) => items.iter().any(|v| holds_string(v, value)),
+        _ => false,
     }
 }
 
