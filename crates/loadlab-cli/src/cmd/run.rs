@@ -93,7 +93,8 @@ pub struct RunArgs {
     pub connections: Option<usize>,
 
     /// Open loop: send this many requests per second on a schedule, whatever the server does;
-    /// latency is measured from when each request was due.
+    /// latency is measured from when each request was due. With --scenario: iterations per
+    /// second, each a new user.
     #[arg(short = 'r', long, help_heading = "Open loop")]
     pub rate: Option<f64>,
 
@@ -203,8 +204,9 @@ pub struct RequestArgs {
     #[arg(long, value_parser = parse_duration, help_heading = "Open loop")]
     pub tick: Option<Duration>,
 
-    /// The most connections an open loop may open; at the cap, due requests wait (and the
-    /// wait counts in their response time) [default: 10000].
+    /// The most connections an open loop may open (with --scenario: iterations running at
+    /// once); at the cap, due requests wait (and the wait counts in their response time)
+    /// [default: 10000].
     #[arg(long, help_heading = "Open loop", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub max_connections: Option<usize>,
 
