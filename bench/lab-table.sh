@@ -62,24 +62,14 @@ OUT=$PWD/bench/out/lab-table-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 "$LOADLAB" lab build all > "$OUT/build.log" 2>&1 || echo "some targets did not build: see $OUT/build.log"
 "$LOADLAB" lab list --json > "$OUT/targets.json"
+# shellcheck source=bench/lab-lib.sh
+. "$(dirname "$0")/lab-lib.sh"
 TARGETS=${TARGETS:-$(python3 -c "
 import json,sys; print(' '.join(t['name'] for t in json.load(open(sys.argv[1])) if t['state'] == 'built'))" "$OUT/targets.json")}
-warmup_of() { python3 -c "
-import json,sys; print(next((t['warmup_secs'] for t in json.load(open(sys.argv[1])) if t['name'] == sys.argv[2]), 0))" "$OUT/targets.json" "$1"; }
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-
-# Waits for the first line of a background process's output that matches a pattern.
-first_match() { # file pattern
-    for _ in $(seq 600); do
-        line=$(grep -m1 -E "$2" "$1" 2>/dev/null || true)
-        [ -n "$line" ] && { echo "$line"; return; }
-        sleep 0.1
-    done
-    echo "timed out waiting for $2 in $1" >&2; exit 2
-}
 
 # RSS in MiB of a process and all its descendants.
 tree_rss() {
@@ -186,8 +176,6 @@ PY
 }
 stats() { curl -s "$UPSTREAM/__stats" | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['requests'], s['connections'])"; }
 grpc_stats() { curl -s "$UPSTREAM/__stats" | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['grpc_requests'], s['grpc_connections'])"; }
-has_grpc() { python3 -c "
-import json,sys; sys.exit(0 if any(t['name'] == sys.argv[2] and 'upstream-grpc' in t['capabilities'] for t in json.load(open(sys.argv[1]))) else 1)" "$OUT/targets.json" "$1"; }
 # The gRPC columns of target $1, served at $2 -> two table cells.
 grpc_columns() { # target url
     if ! has_grpc "$1"; then echo "- | - |"; return; fi

@@ -22,25 +22,16 @@ fi
 OUT=$PWD/bench/out/upstream-grpc-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 "$LOADLAB" lab list --json > "$OUT/targets.json"
+# shellcheck source=bench/lab-lib.sh
+. "$(dirname "$0")/lab-lib.sh"
 TARGETS=${TARGETS:-$(python3 -c "
 import json,sys
 print(' '.join(t['name'] for t in json.load(open(sys.argv[1]))
                if t['state'] == 'built' and 'upstream-grpc' in t['capabilities']))" "$OUT/targets.json")}
-warmup_of() { python3 -c "
-import json,sys; print(next((t['warmup_secs'] for t in json.load(open(sys.argv[1])) if t['name'] == sys.argv[2]), 0))" "$OUT/targets.json" "$1"; }
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-
-first_match() { # file pattern
-    for _ in $(seq 600); do
-        line=$(grep -m1 -E "$2" "$1" 2>/dev/null || true)
-        [ -n "$line" ] && { echo "$line"; return; }
-        sleep 0.1
-    done
-    echo "timed out waiting for $2 in $1" >&2; exit 2
-}
 
 taskset -c "$LOAD_CPU" "$LOADLAB" upstream --port 0 --threads 1 > "$OUT/upstream.log" 2>&1 &
 pids+=($!)

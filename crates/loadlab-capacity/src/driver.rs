@@ -204,10 +204,15 @@ pub fn run_search(
         }
     };
     let about = about.unwrap_or_default();
-    let verdict = match &stopped_by {
+    let mut verdict = match &stopped_by {
         Some(why) => format!("{finding} (stopped: {why})"),
         None => finding.to_string(),
     };
+    if matches!(finding, Finding::Capacity { .. }) {
+        if let Some(why) = crate::report::limit_elsewhere(&records, &spec.criteria) {
+            verdict = format!("{verdict}; {why}");
+        }
+    }
     Ok(CapacityReport {
         schema_version: CAPACITY_SCHEMA_VERSION,
         kind: "capacity".into(),

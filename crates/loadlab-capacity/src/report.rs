@@ -1,6 +1,7 @@
 //! The document a search or a sweep leaves (JSON, and the store's runs beside it), and its
 //! table for the terminal and the reports.
 
+use crate::objective::Metric;
 use crate::probe::{Criteria, Judgment, Measure};
 use crate::search::{rate, Finding, Policy};
 use crate::sweep::Knee;
@@ -189,4 +190,50 @@ impl CapacityReport {
         out.push('\n');
         out
     }
+}
+
+/// With a server-CPU objective (`--until server-cpu=0.85`), whether something else set the
+/// capacity found: in every round, the failing probe at the lowest load (the boundary) kept
+/// the server's CPU within its objective and missed on something else. Then the capacity is
+/// the machine's or the setup's, not the server's CPU (post 003's axum cells: a growing queue
+/// with the server's core 61% busy, the mock upstream sharing loadlab's core). Says so, with
+/// the figures, or `None`.
+pub fn limit_elsewhere(probes: &[ProbeRecord], criteria: &Criteria) -> Option<String> {
+    let cpu = criteria
+        .objectives
+        .iter()
+        .find(|o| o.metric == Metric::ServerCpu)?;
+    let failing = probes.iter().filter(|p| {
+        !p.judgment.pass && p.judgment.generator_limited.is_none() && !p.measure.interrupted
+    });
+    // The lowest failing load of each round.
+    let mut boundary: Vec<&ProbeRecord> = Vec::new();
+    for p in failing {
+        match boundary.iter_mut().find(|b| b.round == p.round) {
+            Some(b) if p.load() < b.load() => *b = p,
+            Some(_) => {}
+            None => boundary.push(p),
+        }
+    }
+    let shares: Vec<f64> = boundary
+        .iter()
+        .map(|p| p.measure.server_cpu_share)
+        .collect::<Option<_>>()?;
+    if boundary.is_empty() || !shares.iter().all(|&s| cpu.holds(s)) {
+        return None;
+    }
+    let busiest = shares.iter().copied().fold(0.0, f64::max);
+    let missed = boundary[0]
+        .judgment
+        .missed
+        .first()
+        .cloned()
+        .unwrap_or_default();
+    Some(format!(
+        "the server's CPU did not set this limit: at the boundary it was at most {} busy, under \
+         its {} objective, and the probes missed on something else ({missed}); look for what \
+         ran out first (a mock upstream or loadlab sharing the other CPUs, a pool, the network)",
+        cpu.show(busiest),
+        cpu.show(cpu.limit),
+    ))
 }

@@ -151,3 +151,52 @@ fn pinned_cpu_lists_are_counted() {
     assert_eq!(cpu_count("CPUs 0-1,3"), Some(3));
     assert_eq!(cpu_count("0.5 cores"), None);
 }
+
+#[test]
+fn a_search_whose_boundary_kept_the_server_cpu_low_says_the_limit_was_elsewhere() {
+    use crate::report::{limit_elsewhere, ProbeRecord};
+    let mut objectives = parse_slo("errors<1%").unwrap();
+    objectives.push(crate::objective::parse_until("server-cpu=0.85").unwrap());
+    let c = Criteria::new(objectives);
+    let record = |round: usize, offered: f64, cpu: f64, queue: bool| {
+        let mut m = probe(offered, offered, 5.0, 0.0);
+        m.server_cpu_share = Some(cpu);
+        if queue {
+            m.early_p50_us = Some(1_000.0);
+            m.late_p50_us = Some(10_000.0);
+        }
+        let judgment = judge(&m, &c);
+        ProbeRecord {
+            index: 0,
+            round: Some(round),
+            measure: m,
+            judgment,
+            run_id: None,
+        }
+    };
+    // post 003's axum cell: each round's lowest failing probe grew a queue with the core
+    // 61% and 66% busy; a higher probe of round 0 did reach 94%.
+    let elsewhere = [
+        record(0, 3_000.0, 0.50, false),
+        record(0, 4_040.0, 0.61, true),
+        record(0, 4_400.0, 0.94, true),
+        record(1, 3_900.0, 0.66, true),
+    ];
+    assert!(elsewhere.iter().all(|r| r.round.is_some()));
+    assert!(!elsewhere[1].judgment.pass, "{:?}", elsewhere[1].judgment);
+    let why = limit_elsewhere(&elsewhere, &c).expect("the limit was elsewhere");
+    assert!(
+        why.contains("at most 66% busy, under its 85% objective"),
+        "{why}"
+    );
+    assert!(why.contains("a queue grew"), "{why}");
+    // WebFlux's: the boundary probes missed on the CPU itself.
+    let cpu_bound = [
+        record(0, 1_500.0, 0.80, false),
+        record(0, 1_600.0, 0.99, false),
+        record(1, 1_860.0, 0.87, false),
+    ];
+    assert_eq!(limit_elsewhere(&cpu_bound, &c), None);
+    // Without a server-CPU objective there is nothing to say.
+    assert_eq!(limit_elsewhere(&elsewhere, &criteria("p99<50ms")), None);
+}
