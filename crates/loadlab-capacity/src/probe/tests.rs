@@ -174,8 +174,8 @@ fn a_search_whose_boundary_kept_the_server_cpu_low_says_the_limit_was_elsewhere(
             run_id: None,
         }
     };
-    // post 003's axum cell: each round's lowest failing probe grew a queue with the core
-    // 61% and 66% busy; a higher probe of round 0 did reach 94%.
+    // Each round's lowest failing probe grew a queue with the core 61% and 66% busy (a
+    // server waiting on something else); a higher probe of round 0 did reach 94%.
     let elsewhere = [
         record(0, 3_000.0, 0.50, false),
         record(0, 4_040.0, 0.61, true),
@@ -190,7 +190,7 @@ fn a_search_whose_boundary_kept_the_server_cpu_low_says_the_limit_was_elsewhere(
         "{why}"
     );
     assert!(why.contains("a queue grew"), "{why}");
-    // WebFlux's: the boundary probes missed on the CPU itself.
+    // The boundary probes missed on the CPU itself (post 003's cells, all of them).
     let cpu_bound = [
         record(0, 1_500.0, 0.80, false),
         record(0, 1_600.0, 0.99, false),
