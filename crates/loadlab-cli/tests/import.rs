@@ -37,17 +37,26 @@ fn text(out: &Output) -> (String, String) {
     )
 }
 
+/// `loadlab import KIND FIXTURE [ARGS...] -o OUT`, where each of `args` naming a fixture file
+/// (`--environment shop.postman_environment.json`) is given by its path.
+fn import_to(kind: &str, source: &str, args: &[&str], out: &Path) -> Output {
+    let mut cmd = loadlab();
+    cmd.args(["import", kind]).arg(fixture(source));
+    for a in args {
+        if a.ends_with(".json") {
+            cmd.arg(fixture(a));
+        } else {
+            cmd.arg(a);
+        }
+    }
+    cmd.arg("-o").arg(out).output().unwrap()
+}
+
 #[test]
 fn import_writes_the_scenario_and_prints_the_report() {
     let dir = scratch("write");
     let file = dir.join("portfolio.toml");
-    let out = loadlab()
-        .args(["import", "postman"])
-        .arg(fixture("post-000.postman_collection.json"))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = import_to("postman", "post-000.postman_collection.json", &[], &file);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.is_empty(), "the scenario goes to the file: {stdout}");
@@ -76,15 +85,12 @@ fn a_file_the_loader_cannot_load_yet_is_written_with_a_warning() {
     // The shop's form-data sends receipt.pdf, which is looked for next to the scenario.
     let dir = scratch("not-loadable");
     let file = dir.join("shop.toml");
-    let out = loadlab()
-        .args(["import", "postman"])
-        .arg(fixture("shop.postman_collection.json"))
-        .arg("--environment")
-        .arg(fixture("shop.postman_environment.json"))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = import_to(
+        "postman",
+        "shop.postman_collection.json",
+        &["--environment", "shop.postman_environment.json"],
+        &file,
+    );
     let (_, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -93,15 +99,12 @@ fn a_file_the_loader_cannot_load_yet_is_written_with_a_warning() {
         "{stderr}"
     );
     std::fs::copy(fixture("receipt.pdf"), dir.join("receipt.pdf")).unwrap();
-    let again = loadlab()
-        .args(["import", "postman"])
-        .arg(fixture("shop.postman_collection.json"))
-        .arg("--environment")
-        .arg(fixture("shop.postman_environment.json"))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let again = import_to(
+        "postman",
+        "shop.postman_collection.json",
+        &["--environment", "shop.postman_environment.json"],
+        &file,
+    );
     let (_, stderr) = text(&again);
     assert!(again.status.success(), "{:?} {stderr}", again.status);
     assert!(!stderr.contains("warning:"), "{stderr}");
@@ -285,13 +288,7 @@ fn run_scenario(file: &Path, args: &[&str], json: &Path) -> (Output, Value) {
 fn post_000s_collection_replays_against_the_portfolio_with_every_step_as_expected() {
     let dir = scratch("post-000");
     let file = dir.join("portfolio.toml");
-    let imported = loadlab()
-        .args(["import", "postman"])
-        .arg(fixture("post-000.postman_collection.json"))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let imported = import_to("postman", "post-000.postman_collection.json", &[], &file);
     assert!(imported.status.success(), "{}", text(&imported).1);
 
     let ca = TestCa::new();
@@ -442,13 +439,7 @@ fn shop_server(shop: Arc<Mutex<Shop>>) -> RouteServer {
 fn a_recorded_login_replays_against_a_server_that_rejects_a_wrong_token() {
     let dir = scratch("login");
     let file = dir.join("login.toml");
-    let imported = loadlab()
-        .args(["import", "har"])
-        .arg(fixture("login.har"))
-        .args(["--think", "none", "-o"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let imported = import_to("har", "login.har", &["--think", "none"], &file);
     assert!(imported.status.success(), "{}", text(&imported).1);
 
     let shop: Arc<Mutex<Shop>> = Arc::default();

@@ -1,6 +1,7 @@
 //! Shared fixtures: the repository's lab, built once; serving a target with a test upstream.
 
-use loadlab_lab::{toolchain, Lab, LabError, ServeOptions, ServedTarget};
+use loadlab_lab::manifest::UPSTREAM_GRPC;
+use loadlab_lab::{toolchain, Check, Lab, LabError, Outcome, Report, ServeOptions, ServedTarget};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -85,4 +86,38 @@ pub fn serve(name: &str, upstream_url: Option<String>) -> ServedTarget {
     built_lab()
         .serve(name, &options)
         .unwrap_or_else(|e| panic!("serve {name}: {e}"))
+}
+
+/// A verification's skips and gRPC counts, over HTTP or HTTPS (`over`): by name, the only
+/// checks that may be skipped are `/upstream-grpc`'s, and only when the manifest does not
+/// declare it; one that declares it made its 24 pooled calls, and 8 connections for the 8
+/// calls of a per-call request. Returns the gRPC summary, when there is one, for the caller's
+/// own checks.
+pub fn assert_skips_and_grpc(
+    lab: &Lab,
+    name: &str,
+    report: &Report,
+    over: &str,
+) -> Option<loadlab_lab::verify::GrpcSummary> {
+    let (_, _, skipped) = report.counts();
+    let has_grpc = lab.target(name).unwrap().has(UPSTREAM_GRPC);
+    let skips: Vec<&Check> = report
+        .checks
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Skip { .. }))
+        .collect();
+    assert!(
+        skips
+            .iter()
+            .all(|c| !has_grpc && c.endpoint.contains("/upstream-grpc")),
+        "{name}: nothing but /upstream-grpc (not declared) may be skipped {over}: {skips:?}"
+    );
+    assert_eq!(skipped == 0, has_grpc, "{name}: {skips:?}");
+    if !has_grpc {
+        return None;
+    }
+    let grpc = report.upstream_grpc.expect("the gRPC summary");
+    assert_eq!(grpc.pooled.grpc_requests, 24, "{name}: {grpc:?}");
+    assert_eq!(grpc.per_call.grpc_connections, 8, "{name}: {grpc:?}");
+    Some(grpc)
 }

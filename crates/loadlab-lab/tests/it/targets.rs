@@ -5,15 +5,14 @@
 //! with the connection behaviour its client mode promises, and all serve the same portfolio
 //! bytes.
 
-use super::support::{built_lab, serve, skip_reason, RUST_TARGETS};
+use super::support::{assert_skips_and_grpc, built_lab, serve, skip_reason, RUST_TARGETS};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use loadlab_lab::content::ReferenceSite;
-use loadlab_lab::manifest::UPSTREAM_GRPC;
 use loadlab_lab::verify::verify_target;
-use loadlab_lab::{Check, Outcome, ServeOptions, VerifyOptions};
+use loadlab_lab::{ServeOptions, VerifyOptions};
 use loadlab_upstream::{Stats, Upstream, UpstreamConfig};
 
 async fn verify_passes(name: &str) {
@@ -34,32 +33,14 @@ async fn verify_passes(name: &str) {
         "{name} failed verification:\n{}",
         failures.join("\n")
     );
-    let (passed, _, skipped) = report.counts();
-    let has_grpc = lab.target(name).unwrap().has(UPSTREAM_GRPC);
-    let skips: Vec<&Check> = report
-        .checks
-        .iter()
-        .filter(|c| matches!(c.outcome, Outcome::Skip { .. }))
-        .collect();
-    // By name, the only checks that may be skipped are /upstream-grpc's, and only when the
-    // manifest does not declare it.
-    assert!(
-        skips
-            .iter()
-            .all(|c| !has_grpc && c.endpoint.contains("/upstream-grpc")),
-        "{name}: unexpected skips: {skips:?}"
-    );
-    assert_eq!(skipped == 0, has_grpc, "{name}: {skips:?}");
-    if has_grpc {
-        let grpc = report.upstream_grpc.expect("the gRPC summary");
-        assert_eq!(grpc.pooled.grpc_requests, 24, "{name}: {grpc:?}");
+    let (passed, _, _) = report.counts();
+    if let Some(grpc) = assert_skips_and_grpc(lab, name, &report, "over HTTP") {
         // One channel per process: the Rust targets have one process; Node's cluster and the
         // Python servers' two worker processes have a channel each.
         assert!(
             (1..=2).contains(&grpc.pooled.grpc_connections),
             "{name}: one channel per process: {grpc:?}"
         );
-        assert_eq!(grpc.per_call.grpc_connections, 8, "{name}: {grpc:?}");
         eprintln!("{name}: upstream gRPC {grpc:?}");
     }
     assert!(passed > 200, "{name}: only {passed} checks ran");

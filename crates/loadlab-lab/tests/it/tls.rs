@@ -5,14 +5,13 @@
 //! whose toolchain is missing here is skipped with a SKIPPED line. Last, the verifier's
 //! resumption check is held to account on an in-process TLS front that can or cannot resume.
 
-use super::support::{built_lab, skip_reason, OTHER_TARGETS, RUST_TARGETS};
+use super::support::{assert_skips_and_grpc, built_lab, skip_reason, OTHER_TARGETS, RUST_TARGETS};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use loadlab_certs::{server_config_for, CertDir};
-use loadlab_lab::manifest::UPSTREAM_GRPC;
-use loadlab_lab::verify::{verify_target, verify_url, Check, Outcome};
+use loadlab_lab::verify::{verify_target, verify_url, Outcome};
 use loadlab_lab::{ServeOptions, VerifyOptions};
 use loadlab_upstream::{Upstream, UpstreamConfig};
 use std::net::SocketAddr;
@@ -68,27 +67,9 @@ async fn verify_over_tls_but(name: &str, known: Option<KnownFault>) {
         "{name} failed verification over HTTPS:\n{}",
         failures.join("\n")
     );
-    let (passed, _, skipped) = report.counts();
-    // By name, over HTTPS too, the only checks that may be skipped are /upstream-grpc's, and
-    // only when the manifest does not declare it (gRPC then goes to a plain mock upstream).
-    let has_grpc = lab.target(name).unwrap().has(UPSTREAM_GRPC);
-    let skips: Vec<&Check> = report
-        .checks
-        .iter()
-        .filter(|c| matches!(c.outcome, Outcome::Skip { .. }))
-        .collect();
-    assert!(
-        skips
-            .iter()
-            .all(|c| !has_grpc && c.endpoint.contains("/upstream-grpc")),
-        "{name}: nothing but /upstream-grpc (not declared) may be skipped over HTTPS by name: {skips:?}"
-    );
-    assert_eq!(skipped == 0, has_grpc, "{name}: {skips:?}");
-    if has_grpc {
-        let grpc = report.upstream_grpc.expect("the gRPC summary");
-        assert_eq!(grpc.pooled.grpc_requests, 24, "{name}: {grpc:?}");
-        assert_eq!(grpc.per_call.grpc_connections, 8, "{name}: {grpc:?}");
-    }
+    let (passed, _, _) = report.counts();
+    // Over HTTPS, gRPC goes to a plain mock upstream.
+    assert_skips_and_grpc(lab, name, &report, "over HTTPS");
     assert!(passed > 200, "{name}: only {passed} checks ran");
     for what in [
         "certificate served",
