@@ -41,5 +41,5 @@ pub use latency::LatencySummary;
 pub use machine::{Check, CheckStatus, KernelCounters, LinkReport};
 pub use merge::{merge, merge_repetitions, merge_with, MergeError, Mode};
 pub use run::*;
-pub use server::ServerReport;
+pub use server::{AgentReport, ServerReport};
 pub use shards::{merge_shards, ShardMergeError, START_SPREAD_BOUND_S};

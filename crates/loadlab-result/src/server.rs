@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Everything the result says about the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerReport {
-    /// "launched", "pid" or "cgroup".
+    /// "launched", "pid", "cgroup", "port" or "container".
     pub source: String,
     /// What ran: a lab target's name, a command, a PID or a cgroup path.
     pub description: String,
@@ -25,6 +25,51 @@ pub struct ServerReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit: Option<ExitReport>,
     pub samples: Vec<WindowSample>,
+    /// The server's host, when it is another machine sampled through `loadlab agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentReport>,
+}
+
+/// The server's host seen through its agent (`--agent`): who answered, how its clock was
+/// placed on loadlab's timeline, its kernel's TCP counters, and whether the agent was lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentReport {
+    /// The agent's URL, as given.
+    pub url: String,
+    /// The server's host, as the agent names it.
+    pub hostname: String,
+    pub protocol: u32,
+    pub agent_version: String,
+    /// The agent's clock minus loadlab's, seconds, as first estimated (NTP's four
+    /// timestamps, the lowest-delay exchange of a burst).
+    pub clock_offset_s: f64,
+    /// The largest error any estimate may have: half its round trip.
+    pub clock_uncertainty_s: f64,
+    /// Every estimate of the run, in order (long runs estimate again: clocks drift).
+    pub clock_estimates: Vec<ClockEstimate>,
+    /// The server host's TCP counters over the sampled span, read by the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<crate::machine::KernelCounters>,
+    /// Set when the agent stopped answering during the run: the server's series ends there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<AgentLost>,
+}
+
+/// One clock estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockEstimate {
+    /// When it was made, seconds from the run's start (negative: before it).
+    pub t_s: f64,
+    pub offset_s: f64,
+    pub uncertainty_s: f64,
+}
+
+/// When and why the agent was lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentLost {
+    /// Seconds from the run's start.
+    pub at_s: f64,
+    pub reason: String,
 }
 
 /// From spawn to the first good health check.

@@ -354,6 +354,7 @@ impl Server {
             summary: report::summarize(&samples, origin, measured.0, end, quota, memory_limit),
             exit: exit.as_ref().map(|e| report::exit_report(e, origin)),
             samples: report::windows(&samples, origin),
+            agent: None,
         }
     }
 }
