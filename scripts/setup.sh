@@ -62,3 +62,68 @@ else
     echo "setup: python3 with venv is missing; the Ansible playbook's test will be skipped." \
         "Install python3 and python3-venv, then re-run" >&2
 fi
+
+# The lab's erlang-cowboy target (targets/erlang-cowboy, crates/loadlab-lab/tests/it) needs
+# Erlang/OTP from Debian: erlc and erl (erlang-base), ssl for HTTPS and inets for its httpc
+# upstream client (crypto, public_key and asn1 come with them). Its build fetches Cowboy from
+# Debian's rabbitmq-server package with `apt-get download`, which needs an updated package
+# index; RabbitMQ itself is never installed. Without root or apt-get we say so and go on (its
+# tests then print SKIPPED and pass).
+if need erlc && erl -noshell -eval 'application:load(ssl) =:= ok andalso application:load(inets) =:= ok orelse halt(1), halt().' >/dev/null 2>&1; then
+    echo "setup: Erlang/OTP (erl, erlc, ssl, inets) present"
+elif [[ $(id -u) -eq 0 ]] && need apt-get; then
+    echo "setup: installing Erlang/OTP (for the lab's erlang-cowboy target)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        erlang-base erlang-ssl erlang-inets
+else
+    echo "setup: Erlang/OTP is missing; the lab's erlang-cowboy tests will be skipped. Install" \
+        "it with: sudo apt-get update && sudo apt-get install erlang-base erlang-ssl erlang-inets" >&2
+fi
+if need apt-get && ! apt-cache show rabbitmq-server >/dev/null 2>&1; then
+    if [[ $(id -u) -eq 0 ]]; then
+        echo "setup: updating apt's package index (erlang-cowboy's build downloads rabbitmq-server)"
+        apt-get update -qq
+    else
+        echo "setup: apt knows no rabbitmq-server package, so erlang-cowboy cannot build: run" \
+            "sudo apt-get update" >&2
+    fi
+fi
+
+# Shipping (crates/loadlab-cli/tests/ship.rs): the man pages are rendered with groff and man;
+# the FROM scratch image (deploy/Containerfile.static) is built and run with Debian's rootful
+# podman and runc; the Kubernetes manifests are checked by kubernetes-validate (PyPI, pinned,
+# into a virtualenv under target/). Each test prints SKIPPED without its tool.
+if need groff && need man; then
+    echo "setup: groff and man present"
+elif [[ $(id -u) -eq 0 ]] && need apt-get; then
+    echo "setup: installing groff-base and man-db (for the man pages' test)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends groff-base man-db
+else
+    echo "setup: groff or man is missing; the man pages' rendering test will be skipped." \
+        "Install them with: sudo apt-get install groff-base man-db" >&2
+fi
+if need podman && need runc; then
+    echo "setup: podman and runc present"
+elif [[ $(id -u) -eq 0 ]] && need apt-get; then
+    echo "setup: installing podman and runc (for the container image's test)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman runc
+else
+    echo "setup: podman or runc is missing; the container image's test will be skipped." \
+        "Install them with: sudo apt-get install podman runc" >&2
+fi
+KUBERNETES_VALIDATE_VERSION=1.37.0
+k8s_venv=target/k8s-venv
+if [[ -x $k8s_venv/bin/kubernetes-validate ]] \
+    && [[ $("$k8s_venv/bin/kubernetes-validate" --version 2>/dev/null) == *"$KUBERNETES_VALIDATE_VERSION"* ]]; then
+    echo "setup: kubernetes-validate $KUBERNETES_VALIDATE_VERSION present in $k8s_venv"
+elif need python3 && python3 -m venv "$k8s_venv" >/dev/null 2>&1; then
+    echo "setup: installing kubernetes-validate $KUBERNETES_VALIDATE_VERSION into $k8s_venv"
+    "$k8s_venv/bin/pip" install -q --disable-pip-version-check \
+        "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+else
+    echo "setup: python3 with venv is missing; the Kubernetes manifests' test will be skipped." \
+        "Install python3 and python3-venv, then re-run" >&2
+fi

@@ -10,7 +10,8 @@ pub const RUST_TARGETS: [&str; 4] = ["rust-actix-web", "rust-axum", "rust-hyper"
 
 /// The targets in other languages (issue 6). Each is verified when its toolchain is on `PATH`
 /// and skipped, with a message saying so, when it is not.
-pub const OTHER_TARGETS: [&str; 13] = [
+pub const OTHER_TARGETS: [&str; 14] = [
+    "erlang-cowboy",
     "go-nethttp",
     "java-vertx",
     "java-webflux",

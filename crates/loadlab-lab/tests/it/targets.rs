@@ -79,6 +79,11 @@ async fn verify_passes_if_installed(name: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_for_erlang_cowboy() {
+    verify_passes_if_installed("erlang-cowboy").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_passes_for_go_nethttp() {
     verify_passes_if_installed("go-nethttp").await;
 }

@@ -106,6 +106,11 @@ async fn verify_over_tls_passes_for_rust_targets() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_over_tls_passes_for_erlang_cowboy() {
+    verify_over_tls("erlang-cowboy").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_over_tls_passes_for_go_nethttp() {
     verify_over_tls("go-nethttp").await;
 }
