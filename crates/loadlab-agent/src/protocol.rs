@@ -1,0 +1,451 @@
+//! The agent protocol, version [`PROTOCOL`]: the JSON bodies the agent and its client
+//! exchange over HTTPS, and the certificate fingerprint helpers both sides use.
+//!
+//! Endpoints (every request and response carries [`HEADER_PROTOCOL`]; every POST and
+//! DELETE carries a fresh [`HEADER_NONCE`]; every request carries `Authorization: Bearer`):
+//!
+//! ```text
+//! GET    /v1/hello                                   -> Hello
+//! POST   /v1/clock                                   -> ClockStamps (t2 stamped first, t3 last)
+//! GET    /v1/host?port=N                             -> HostInfo
+//! POST   /v1/sessions               OpenSession      -> 201 Opened | 409 ErrorBody{busy}
+//! POST   /v1/sessions/{id}/lease                     -> Lease (renews)
+//! POST   /v1/sessions/{id}/sampling StartSampling    -> Lease (starts, clears old samples,
+//!                                                       snapshots the kernel counters)
+//! GET    /v1/sessions/{id}/samples?after=SEQ&wait_ms=N -> SampleBatch (long poll, wait_ms <= 2000;
+//!                                                       renews the lease)
+//! POST   /v1/sessions/{id}/sampling/stop             -> Stopped (kernel counter delta)
+//! DELETE /v1/sessions/{id}                           -> Closed (stops what it launched)
+//! ```
+//!
+//! Data only: no I/O here. A change of meaning of any field is a new [`PROTOCOL`]; a new
+//! optional field is not. The page `docs/agent-protocol.md` describes it for people.
+
+use serde::{Deserialize, Serialize};
+
+/// The protocol version this build speaks. Each side refuses another, naming both.
+pub const PROTOCOL: u32 = 1;
+/// On every request and every response: the protocol version, in decimal.
+pub const HEADER_PROTOCOL: &str = "x-loadlab-agent-protocol";
+/// On every POST and DELETE: 32 hexadecimal characters, never reused (replay protection).
+pub const HEADER_NONCE: &str = "x-loadlab-nonce";
+/// The largest request body the agent reads; beyond it, 413.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// The longest a `/samples` long poll waits for a new sample.
+pub const MAX_WAIT_MS: u64 = 2_000;
+
+/// `GET /v1/hello`: who the agent is and whether it is free.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Hello {
+    pub protocol: u32,
+    pub agent_version: String,
+    pub hostname: String,
+    pub cpus: usize,
+    /// `uname -r`.
+    pub kernel: String,
+    /// `"v2"` or `"v1"`, or none when no cgroup hierarchy is usable.
+    pub cgroup: Option<String>,
+    /// Whether the agent runs commands a client sends (`--allow-exec`).
+    pub allow_exec: bool,
+    /// The lease a session gets unless it asks for another.
+    pub lease_ms: u64,
+    /// The open session, when there is one (sessions are one at a time).
+    pub busy: Option<Busy>,
+    /// The server the agent was told to watch at start (`--pid/--cgroup/--port/--container`),
+    /// in words.
+    pub default_server: Option<String>,
+}
+
+/// Who holds the agent.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Busy {
+    pub session: String,
+    /// The generator's host name, as it said.
+    pub client: String,
+    /// The run id or label, as it said.
+    pub run: Option<String>,
+    pub since_unix_s: f64,
+}
+
+/// `POST /v1/clock`: the agent's clock (unix ns) when the request arrived and when the
+/// answer left.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+pub struct ClockStamps {
+    pub t2_ns: i64,
+    pub t3_ns: i64,
+}
+
+/// `GET /v1/host?port=N`: the server host's limits, for `doctor`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub cpus: usize,
+    pub memory_bytes: Option<u64>,
+    pub somaxconn: Option<u64>,
+    pub tcp_max_syn_backlog: Option<u64>,
+    pub syncookies: Option<u64>,
+    /// `RLIMIT_NOFILE` of the session's server when a session holds one, else the agent's.
+    pub nofile_soft: Option<u64>,
+    pub nofile_hard: Option<u64>,
+    pub port_range: Option<(u16, u16)>,
+    /// The backlog of the listener on `?port=`, when one listens there.
+    pub listen_backlog: Option<u32>,
+}
+
+/// `POST /v1/sessions`: what to watch or launch.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct OpenSession {
+    pub server: ServerRequest,
+    /// The generator's host name, shown to others while the session is open.
+    pub client: String,
+    /// The run id or label, shown to others while the session is open.
+    pub run: Option<String>,
+    /// The lease wanted; the agent's own when none.
+    pub lease_ms: Option<u64>,
+}
+
+/// The server of a session: attached to (`Default`, `Pid`, `Cgroup`, `Port`, `Container`)
+/// or launched by the agent (`Target`, `Exec`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ServerRequest {
+    /// What the agent was started with (`--pid/--cgroup/--port/--container`).
+    Default,
+    /// The process and its descendants.
+    Pid { pid: u32 },
+    /// A cgroup path under the mount, or a systemd unit (`x.service`).
+    Cgroup { path: String },
+    /// The processes listening on the port (the lowest PID's tree).
+    Port { port: u16 },
+    /// A Podman or Docker container by name or id (its cgroup).
+    Container { name: String },
+    /// A lab target by name, from the agent's lab.
+    Target {
+        name: String,
+        #[serde(flatten)]
+        launch: LaunchOptions,
+    },
+    /// A command line; only when the agent runs with `--allow-exec`.
+    Exec {
+        command: String,
+        #[serde(flatten)]
+        launch: LaunchOptions,
+    },
+}
+
+/// How to launch a server, as the user typed it on the generator.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LaunchOptions {
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
+    /// `--cpus`, e.g. `"0.5"`; parsed with `loadlab_probe::limits` on the agent.
+    #[serde(default)]
+    pub cpus: Option<String>,
+    /// `--memory`, e.g. `"128MiB"`.
+    #[serde(default)]
+    pub memory: Option<String>,
+    /// `--pin`, e.g. `"0-1"`.
+    #[serde(default)]
+    pub pin: Option<String>,
+    /// `"strict"` or `"best-effort"`.
+    #[serde(default = "default_limits_mode")]
+    pub limits_mode: String,
+    /// Serve HTTPS with a throwaway CA returned in [`Opened::ca_pem`].
+    #[serde(default)]
+    pub tls: bool,
+    /// The upstream URL handed to a lab target (`UPSTREAM_URL`).
+    #[serde(default)]
+    pub upstream: Option<String>,
+    /// The readiness path.
+    #[serde(default = "default_healthz")]
+    pub healthz: String,
+    #[serde(default = "default_startup_timeout_ms")]
+    pub startup_timeout_ms: u64,
+}
+
+fn default_limits_mode() -> String {
+    "strict".to_string()
+}
+
+fn default_healthz() -> String {
+    "/healthz".to_string()
+}
+
+fn default_startup_timeout_ms() -> u64 {
+    30_000
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        LaunchOptions {
+            env: Vec::new(),
+            cpus: None,
+            memory: None,
+            pin: None,
+            limits_mode: default_limits_mode(),
+            tls: false,
+            upstream: None,
+            healthz: default_healthz(),
+            startup_timeout_ms: default_startup_timeout_ms(),
+        }
+    }
+}
+
+/// `201` to `POST /v1/sessions`: what the agent attached to or launched.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Opened {
+    pub session: String,
+    /// `"launched"`, `"pid"`, `"cgroup"`, `"port"` or `"container"`.
+    pub kind: String,
+    pub description: String,
+    pub pid: Option<u32>,
+    /// Where a launched server listens: the agent's address as the generator reached it.
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    /// `"http"` or `"https"`.
+    pub scheme: Option<String>,
+    /// The throwaway CA of a `tls: true` launch.
+    pub ca_pem: Option<String>,
+    pub startup: Option<loadlab_result::server::Startup>,
+    pub limits: Option<loadlab_result::server::LimitsReport>,
+    pub quota_cores: Option<f64>,
+    pub memory_limit_bytes: Option<u64>,
+    pub lease_ms: u64,
+    pub notes: Vec<String>,
+}
+
+/// The lease granted (renewed by every request on the session).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+pub struct Lease {
+    pub lease_ms: u64,
+}
+
+/// `POST /v1/sessions/{id}/sampling`.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+pub struct StartSampling {
+    pub every_ms: u64,
+    /// The server's port, for the kernel counters (TIME_WAIT on the port) and the backlog.
+    pub port: Option<u16>,
+}
+
+/// CFS throttling of the server's cgroup (mirrors `loadlab_probe::Throttling`).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+pub struct WireThrottling {
+    pub periods: u64,
+    pub throttled: u64,
+    pub throttled_ns: u64,
+}
+
+/// One sample of the server, cumulative counters as the probe reads them.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+pub struct WireSample {
+    /// 1, 2, 3... within a sampling; `/samples?after=SEQ` returns those after SEQ.
+    pub seq: u64,
+    /// The agent's clock, unix ns.
+    pub at_ns: i64,
+    pub cpu_ns: u64,
+    pub throttling: Option<WireThrottling>,
+    pub rss_bytes: u64,
+    pub memory_bytes: Option<u64>,
+    pub threads: u64,
+    pub fds: u64,
+    pub processes: u64,
+    pub sent_bytes: Option<u64>,
+    pub oom_kills: Option<u64>,
+}
+
+/// The server ended (a launched child's exit, or an attached process gone).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WireExit {
+    /// The agent's clock, unix ns.
+    pub at_ns: i64,
+    /// In words: "exited with status 1", "killed by signal 9", "process 42 is gone".
+    pub status: String,
+    pub oom_killed: bool,
+}
+
+/// `GET /v1/sessions/{id}/samples`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct SampleBatch {
+    pub samples: Vec<WireSample>,
+    pub exit: Option<WireExit>,
+    /// Whether sampling is still on.
+    pub sampling: bool,
+}
+
+/// `POST /v1/sessions/{id}/sampling/stop`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Stopped {
+    pub kernel: Option<loadlab_result::machine::KernelCounters>,
+    pub exit: Option<WireExit>,
+}
+
+/// `DELETE /v1/sessions/{id}`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Closed {
+    /// What was stopped or removed, in words.
+    pub stopped: Vec<String>,
+}
+
+/// Every error answer (4xx, 5xx).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ErrorBody {
+    /// What went wrong and how to fix it.
+    pub error: String,
+    /// The JSON path of the field at fault (`"server.cpus"`), for a 400.
+    pub field: Option<String>,
+    /// Who holds the agent, for a 409.
+    pub busy: Option<Busy>,
+}
+
+/// The SHA-256 fingerprint of a DER certificate as `openssl x509 -fingerprint -sha256`
+/// prints it after its `=`, prefixed with `sha256:`: `sha256:AB:CD:...`.
+pub fn fingerprint(cert_der: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, cert_der);
+    let pairs: Vec<String> = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
+    format!("sha256:{}", pairs.join(":"))
+}
+
+/// Reads a SHA-256 fingerprint: with or without the `sha256:` prefix, colons optional,
+/// any case.
+pub fn parse_fingerprint(s: &str) -> Result<[u8; 32], String> {
+    let trimmed = s.trim();
+    let body = match trimmed.split_once(':') {
+        Some((prefix, rest)) if prefix.eq_ignore_ascii_case("sha256") => rest,
+        _ => trimmed,
+    };
+    let hex: String = body.chars().filter(|c| *c != ':').collect();
+    let bad = || {
+        format!(
+            "{s:?} is not a SHA-256 fingerprint: give the 64 hexadecimal digits the agent \
+             printed at start (e.g. sha256:AB:CD:..., colons optional)"
+        )
+    };
+    if hex.len() != 64 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// A certificate made by openssl, its DER bytes, and openssl's own fingerprint of it.
+    fn openssl_cert() -> (Vec<u8>, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key.pem");
+        let pem = dir.path().join("cert.pem");
+        let der = dir.path().join("cert.der");
+        let ok = Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+            ])
+            .args([
+                "-nodes",
+                "-subj",
+                "/CN=loadlab-agent-test",
+                "-days",
+                "1",
+                "-keyout",
+            ])
+            .arg(&key)
+            .arg("-out")
+            .arg(&pem)
+            .output()
+            .expect("openssl is installed (scripts/setup.sh installs it)");
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+        let ok = Command::new("openssl")
+            .args(["x509", "-outform", "DER", "-in"])
+            .arg(&pem)
+            .arg("-out")
+            .arg(&der)
+            .output()
+            .unwrap();
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+        let out = Command::new("openssl")
+            .args(["x509", "-fingerprint", "-sha256", "-noout", "-in"])
+            .arg(&pem)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let line = String::from_utf8(out.stdout).unwrap();
+        let printed = line.trim().split_once('=').unwrap().1.to_string();
+        (std::fs::read(der).unwrap(), printed)
+    }
+
+    #[test]
+    fn fingerprint_matches_openssl_and_parses_back() {
+        let (der, printed) = openssl_cert();
+        let ours = fingerprint(&der);
+        assert_eq!(ours, format!("sha256:{printed}"));
+        let digest = ring::digest::digest(&ring::digest::SHA256, &der);
+        let want: [u8; 32] = digest.as_ref().try_into().unwrap();
+        let bare = printed.replace(':', "");
+        for form in [
+            ours.clone(),
+            printed.clone(),
+            printed.to_lowercase(),
+            bare.clone(),
+            format!("SHA256:{}", bare.to_lowercase()),
+            format!("  {ours}\n"),
+        ] {
+            assert_eq!(parse_fingerprint(&form), Ok(want), "{form}");
+        }
+    }
+
+    #[test]
+    fn bad_fingerprints_are_refused_with_the_fix() {
+        for bad in [
+            "",
+            "sha256:",
+            "AB:CD",
+            &"G".repeat(64),
+            &"é".repeat(32),
+            &"A".repeat(66),
+        ] {
+            let err = parse_fingerprint(bad).unwrap_err();
+            assert!(err.contains("64 hexadecimal digits"), "{err}");
+        }
+    }
+
+    #[test]
+    fn server_requests_read_their_documented_json() {
+        let req: OpenSession = serde_json::from_str(
+            r#"{"server":{"kind":"target","name":"axum","cpus":"0.5","tls":true},
+                "client":"gen1","run":null,"lease_ms":null}"#,
+        )
+        .unwrap();
+        let ServerRequest::Target { name, launch } = &req.server else {
+            panic!("{req:?}")
+        };
+        assert_eq!(name, "axum");
+        assert_eq!(launch.cpus.as_deref(), Some("0.5"));
+        assert!(launch.tls);
+        assert_eq!(launch.limits_mode, "strict");
+        let back: OpenSession = serde_json::from_slice(&serde_json::to_vec(&req).unwrap()).unwrap();
+        assert_eq!(back, req);
+        let pid: ServerRequest = serde_json::from_str(r#"{"kind":"pid","pid":42}"#).unwrap();
+        assert_eq!(pid, ServerRequest::Pid { pid: 42 });
+        let default: ServerRequest = serde_json::from_str(r#"{"kind":"default"}"#).unwrap();
+        assert_eq!(default, ServerRequest::Default);
+    }
+}
