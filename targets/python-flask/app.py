@@ -122,7 +122,22 @@ def bytes_endpoint():
 
 @app.post("/echo")
 def echo():
-    return Response(request.get_data(), 200, mimetype="application/octet-stream")
+    if request.content_length is not None:
+        # A declared length: Werkzeug refuses one over MAX_CONTENT_LENGTH (too_large answers).
+        return Response(request.get_data(), 200, mimetype="application/octet-stream")
+    # Chunked: read the body in pieces and count. request.get_data() gave a 2 MB chunked body
+    # back as 200 with its first 64 KiB (one read of gunicorn's chunked reader), and Werkzeug's
+    # limited stream refuses a body of exactly MAX_CONTENT_LENGTH (it cannot tell the end from
+    # the limit). A server that ends the stream itself (wsgi.input_terminated: gunicorn does)
+    # is read directly; otherwise through Werkzeug's stream.
+    environ = request.environ
+    stream = environ["wsgi.input"] if environ.get("wsgi.input_terminated") else request.stream
+    body = bytearray()
+    while chunk := stream.read(64 * 1024):
+        body += chunk
+        if len(body) > contract.MAX_ECHO_BYTES:
+            return too_large(None)
+    return Response(bytes(body), 200, mimetype="application/octet-stream")
 
 
 @app.get("/upstream")
