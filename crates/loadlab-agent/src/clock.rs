@@ -115,7 +115,7 @@ impl Estimate {
         let best = burst.iter().min_by_key(|e| e.delay_ns())?;
         Some(Estimate {
             offset_ns: best.offset_ns(),
-            uncertainty_ns: best.delay_ns().div_ceil(2),
+            uncertainty_ns: (best.delay_ns() + 1) / 2,
             at_ns: best.t1_ns + (best.t4_ns - best.t1_ns) / 2,
             exchanges: burst.len(),
         })

@@ -10,7 +10,8 @@
 //! # Layout
 //!
 //! - [`server`]: the server to launch (a lab target, any command) or watch (a PID, a
-//!   cgroup), its sampling and its report.
+//!   cgroup, a port), its sampling and its report.
+//! - [`remote`]: the same on another host, through `loadlab agent` there (`--agent`).
 //! - [`placement`]: where loadlab runs against the server, and busy-polling.
 //! - [`machine`]: the machine checked against the run before it starts (`loadlab doctor`'s
 //!   checks), the kernel's TCP counters over the measured time, and the shaped link
@@ -22,11 +23,13 @@
 
 pub mod machine;
 pub mod placement;
+pub mod remote;
 pub mod server;
 
+pub use loadlab_agent::client::AgentEndpoint;
 pub use machine::MachineOptions;
 pub use placement::BusyPoll;
-pub use server::{Server, ServerKind, ServerSpec};
+pub use server::{AgentSpec, Server, ServerKind, ServerSpec};
 
 use loadlab_engine::{RunConfig, RunControl, RunSpec};
 use loadlab_machine::Link;
@@ -49,6 +52,12 @@ pub enum SessionError {
     Lab(#[from] loadlab_lab::LabError),
 }
 
+/// The server of a session: on this machine, or on another through its agent.
+enum ServerSide {
+    Local(Server),
+    Remote(Box<remote::Remote>),
+}
+
 /// What a session measures: the load, the server (if any), and the busy-poll policy.
 #[derive(Debug, Clone)]
 pub struct SessionSpec {
@@ -65,7 +74,7 @@ pub struct Session {
     run: RunSpec,
     busy_poll: BusyPoll,
     config: RunConfig,
-    server: Option<Server>,
+    server: Option<ServerSide>,
     notes: Vec<String>,
     /// The machine checked against this run, kept with the result's environment.
     checks: Vec<Check>,
@@ -109,6 +118,9 @@ impl Session {
         let mut notes = Vec::new();
         if let Some(server) = &server {
             server.check()?;
+        }
+        if let Some(spec) = server.as_ref().filter(|s| s.agent.is_some()) {
+            return Session::prepare_remote(run, spec, busy_poll, options, notes);
         }
         let launches = server.as_ref().is_some_and(ServerSpec::launches);
         // A launched server gets a port chosen here, so the URL is whole before anything
@@ -204,7 +216,7 @@ impl Session {
             Some(spec) => {
                 let (started, note) = Server::start(spec, port, link.as_ref(), certs.as_ref())?;
                 notes.push(note);
-                Some((started, machine::backlog_env(spec)))
+                Some((ServerSide::Local(started), machine::backlog_env(spec)))
             }
             None => None,
         };
@@ -270,9 +282,85 @@ impl Session {
         &self.notes
     }
 
-    /// The server, when the session launched or watches one.
+    /// The server, when the session launched or watches one on this machine.
     pub fn server(&self) -> Option<&Server> {
-        self.server.as_ref()
+        match &self.server {
+            Some(ServerSide::Local(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A server on another host, through its agent: asks the agent to launch or attach,
+    /// then completes the URL with where the agent's server listens.
+    fn prepare_remote(
+        mut run: RunSpec,
+        spec: &ServerSpec,
+        busy_poll: BusyPoll,
+        options: MachineOptions,
+        mut notes: Vec<String>,
+    ) -> Result<Session, SessionError> {
+        spec.check()?;
+        let agent = spec.agent.as_ref().expect("a remote spec has an agent");
+        let request = remote::request(spec)?;
+        let remote = remote::Remote::open(
+            &agent.endpoint,
+            request,
+            remote::url_port(&run.url),
+            spec.sample_every,
+            &mut notes,
+        )?;
+        let opened = remote.opened();
+        if run.url.starts_with('/') {
+            let (Some(authority), Some(scheme)) = (remote.authority(), opened.scheme.as_deref())
+            else {
+                return Err(SessionError::Invalid(format!(
+                    "{} is a path: give the server's full URL (the agent watches a server it did \
+                     not start, and cannot say where it listens)",
+                    run.url
+                )));
+            };
+            run.url = format!("{scheme}://{authority}{}", run.url);
+        } else if spec.launches() {
+            return Err(SessionError::Invalid(format!(
+                "{}: the agent starts the server on a port it chooses on its host; give the URL \
+                 as a path, such as /plaintext",
+                run.url
+            )));
+        }
+        if let Some(ca) = &opened.ca_pem {
+            if run.tls.ca_pem.is_some() || run.tls.insecure {
+                return Err(SessionError::Invalid(
+                    "--tls makes a CA for the run on the agent's host and trusts it: drop \
+                     --cacert and --insecure"
+                        .into(),
+                ));
+            }
+            run.tls.ca_pem = Some(ca.as_bytes().to_vec());
+        }
+        run.busy_poll = busy_poll == BusyPoll::On;
+        let mut config = run.validate()?;
+        // The machine checked is this one, the generator's; the server's host is the agent's.
+        let (_plan, checks) = machine::preflight(&config, None, false, options, &mut notes)?;
+        if busy_poll == BusyPoll::Auto {
+            if let Some(why) = placement::busy_poll_auto(&config) {
+                notes.push(format!(
+                    "busy-polling: {why} (--no-busy-poll to sleep instead)"
+                ));
+                config = config.with_busy_poll(why);
+            }
+        }
+        Ok(Session {
+            run,
+            busy_poll,
+            config,
+            server: Some(ServerSide::Remote(Box::new(remote))),
+            notes,
+            checks,
+            backlog_env: machine::backlog_env(spec),
+            target_local: false,
+            link: None,
+            _certs: None,
+        })
     }
 
     /// Runs the load until it ends, `control` stops it, or the server dies; returns the
@@ -282,10 +370,14 @@ impl Session {
         let died = Arc::new(AtomicBool::new(false));
         if let Some(server) = self.server.as_mut() {
             let (control, died) = (control.clone(), died.clone());
-            server.start_sampling(Box::new(move || {
+            let on_exit: Box<dyn FnOnce() + Send> = Box::new(move || {
                 died.store(true, Ordering::Release);
                 control.stop();
-            }));
+            });
+            match server {
+                ServerSide::Local(s) => s.start_sampling(on_exit),
+                ServerSide::Remote(r) => r.start_sampling(Some(self.config.url.port), on_exit),
+            }
         }
         let window = machine::Window::open(&self.config, self.link.as_ref(), control);
         let outcome = loadlab_engine::run(&self.config, control);
@@ -295,7 +387,14 @@ impl Session {
             Err(e) => {
                 // Stop sampling before reporting the failure.
                 if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
-                    let _ = server.finish(origin, (0.0, 0.0));
+                    match server {
+                        ServerSide::Local(s) => {
+                            let _ = s.finish(origin, (0.0, 0.0));
+                        }
+                        ServerSide::Remote(r) => {
+                            let _ = r.finish(origin, (0.0, 0.0), 0, None);
+                        }
+                    }
                 }
                 return Err(e.into());
             }
@@ -313,7 +412,18 @@ impl Session {
         let mut server_died = false;
         if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
             let from = outcome.warmup.min(outcome.elapsed).as_secs_f64();
-            let report = server.finish(origin, (from, outcome.elapsed.as_secs_f64()));
+            let span = (from, outcome.elapsed.as_secs_f64());
+            let report = match server {
+                ServerSide::Local(s) => s.finish(origin, span),
+                ServerSide::Remote(r) => {
+                    let issued = result.measured.requests.issued;
+                    let (report, verdicts, warnings) =
+                        r.finish(origin, span, issued, self.backlog_env.clone());
+                    result.verdicts.extend(verdicts);
+                    result.warnings.extend(warnings);
+                    report
+                }
+            };
             server_died = report.exit.is_some();
             // The run stopped because the server died, not because someone stopped it.
             if server_died && died.load(Ordering::Acquire) {

@@ -31,6 +31,23 @@ pub enum ServerKind {
     Pid(u32),
     /// Every process in a cgroup, watched.
     Cgroup(String),
+    /// The processes listening on this port, watched (with `--agent`: on the agent's host).
+    Port(u16),
+    /// A Podman or Docker container by name or id, watched through its agent.
+    Container(String),
+    /// With `--agent` and no server flag: what the agent was started to watch, or else the
+    /// process listening on the URL's port on the agent's host.
+    AgentDefault,
+}
+
+/// The server's host is another machine, reached through `loadlab agent` there: the kind
+/// applies on that host, and the limits are parsed there, as typed (its CPUs are not ours).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSpec {
+    pub endpoint: loadlab_agent::client::AgentEndpoint,
+    pub cpus: Option<String>,
+    pub memory: Option<String>,
+    pub pin: Option<String>,
 }
 
 /// The server to launch or watch, and how.
@@ -54,6 +71,8 @@ pub struct ServerSpec {
     pub tls: bool,
     /// `UPSTREAM_CA` for a lab target whose upstream is `https://`.
     pub upstream_ca: Option<PathBuf>,
+    /// The server runs on another host, through its agent.
+    pub agent: Option<AgentSpec>,
 }
 
 impl ServerSpec {
@@ -69,6 +88,7 @@ impl ServerSpec {
             link: None,
             tls: false,
             upstream_ca: None,
+            agent: None,
         }
     }
 
@@ -79,6 +99,38 @@ impl ServerSpec {
     /// Checks what can be checked without starting anything, so a typo fails before a JVM
     /// boots.
     pub fn check(&self) -> Result<(), SessionError> {
+        if let Some(agent) = &self.agent {
+            let limited = agent.cpus.is_some() || agent.memory.is_some() || agent.pin.is_some();
+            if limited && !self.launches() {
+                return Err(SessionError::Invalid(
+                    "--cpus, --memory and --pin limit a server the agent starts: add --target \
+                     NAME or --exec CMD"
+                        .into(),
+                ));
+            }
+            if self.link.is_some() {
+                return Err(SessionError::Invalid(
+                    "--bandwidth, --delay and --loss shape a link on this machine; with --agent \
+                     the server is on another host: shape that host's link there, or drop --agent"
+                        .into(),
+                ));
+            }
+            if self.upstream_ca.is_some() {
+                return Err(SessionError::Invalid(
+                    "--upstream-ca names a file on this machine; with --agent the target runs on \
+                     the agent's host: give the agent's target an http:// upstream, or drop --agent"
+                        .into(),
+                ));
+            }
+            return self.check_common();
+        }
+        if matches!(self.kind, ServerKind::Container(_) | ServerKind::AgentDefault) {
+            return Err(SessionError::Invalid(
+                "--container watches a container through the agent on its host: add --agent URL \
+                 (on this machine, give the container's --pid or its --cgroup)"
+                    .into(),
+            ));
+        }
         if !self.limits.is_empty() && !self.launches() {
             return Err(SessionError::Invalid(
                 "--cpus, --memory and --pin limit a server loadlab starts: add --target NAME or \
@@ -106,19 +158,31 @@ impl ServerSpec {
                 )));
             }
         }
-        if self.tls && !self.launches() {
-            return Err(SessionError::Invalid(
-                "--tls serves a server loadlab starts over HTTPS with a throwaway certificate: add \
-                 --target NAME or --exec CMD (for a server already running over HTTPS, give its \
-                 https:// URL and --cacert)"
-                    .into(),
-            ));
-        }
         if self.upstream_ca.is_some()
             && !matches!(self.kind, ServerKind::Target { upstream: Some(ref u), .. } if u.starts_with("https://"))
         {
             return Err(SessionError::Invalid(
                 "--upstream-ca is the CA of an https:// --upstream: add --target NAME --upstream https://..."
+                    .into(),
+            ));
+        }
+        if let ServerKind::Pid(pid) = self.kind {
+            if !loadlab_probe::procfs::alive(pid) {
+                return Err(SessionError::Invalid(format!(
+                    "--pid {pid}: no such running process"
+                )));
+            }
+        }
+        self.check_common()
+    }
+
+    /// What holds wherever the server runs.
+    fn check_common(&self) -> Result<(), SessionError> {
+        if self.tls && !self.launches() {
+            return Err(SessionError::Invalid(
+                "--tls serves a server loadlab starts over HTTPS with a throwaway certificate: add \
+                 --target NAME or --exec CMD (for a server already running over HTTPS, give its \
+                 https:// URL and --cacert)"
                     .into(),
             ));
         }
@@ -133,18 +197,15 @@ impl ServerSpec {
                 self.healthz
             )));
         }
-        if let ServerKind::Pid(pid) = self.kind {
-            if !loadlab_probe::procfs::alive(pid) {
-                return Err(SessionError::Invalid(format!(
-                    "--pid {pid}: no such running process"
-                )));
-            }
-        }
         Ok(())
     }
 
     /// The CPUs left for loadlab when the server is pinned (none left: no restriction).
     pub fn generator_cpus(&self) -> Option<Vec<usize>> {
+        if self.agent.is_some() {
+            // Pinned on another host: every CPU here is loadlab's.
+            return None;
+        }
         let pinned = self.limits.pin.as_ref()?;
         let free: Vec<usize> = (0..limits::online_cpus())
             .filter(|c| !pinned.contains(c))
@@ -235,7 +296,11 @@ impl Server {
                 command.envs(spec.env.iter().map(|(k, v)| (k, v)));
                 Some(launch(command, cmd.clone(), Readiness::Address(addr)))
             }
-            ServerKind::Pid(_) | ServerKind::Cgroup(_) => None,
+            ServerKind::Pid(_)
+            | ServerKind::Cgroup(_)
+            | ServerKind::Port(_)
+            | ServerKind::Container(_)
+            | ServerKind::AgentDefault => None,
         };
         let Some(launch) = launch else {
             return Self::attach(spec);
@@ -294,7 +359,23 @@ impl Server {
                 "cgroup",
                 format!("cgroup {path}"),
             ),
-            _ => unreachable!("launched kinds are handled by start"),
+            ServerKind::Port(port) => {
+                let pid = loadlab_probe::affinity::listeners(*port)
+                    .into_iter()
+                    .min()
+                    .ok_or_else(|| {
+                        SessionError::Invalid(format!(
+                            "--port {port}: no process listens on it here (as root loadlab sees \
+                             every process's sockets)"
+                        ))
+                    })?;
+                (
+                    Source::Tree { pid },
+                    "port",
+                    format!("pid {pid}, listening on port {port}"),
+                )
+            }
+            _ => unreachable!("launched kinds are handled by start, containers by the agent"),
         };
         let note = format!("watching {description}");
         let server = Server {

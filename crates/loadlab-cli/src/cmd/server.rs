@@ -7,7 +7,7 @@ use clap::Args;
 use loadlab_machine::{LinkSpec, Rate};
 use loadlab_probe::limits;
 use loadlab_probe::{Limits, LimitsMode};
-use loadlab_session::{ServerKind, ServerSpec};
+use loadlab_session::{AgentEndpoint, AgentSpec, ServerKind, ServerSpec};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -22,13 +22,13 @@ pub struct ServerArgs {
     /// Start this lab target (see `loadlab lab list`) for the run; the URL may then be a
     /// path such as /plaintext.
     #[arg(long, value_name = "NAME", help_heading = "Server under test",
-          conflicts_with_all = ["exec", "pid", "cgroup"])]
+          conflicts_with_all = ["exec", "pid", "cgroup", "port", "container"])]
     pub target: Option<String>,
 
     /// Start any server with `sh -c CMD` for the run. It must listen on 127.0.0.1:$PORT
     /// (loadlab picks the port; `{port}` in CMD is replaced by it). The URL may be a path.
     #[arg(long, value_name = "CMD", help_heading = "Server under test",
-          conflicts_with_all = ["pid", "cgroup"])]
+          conflicts_with_all = ["pid", "cgroup", "port", "container"])]
     pub exec: Option<String>,
 
     /// Sample a server that is already running: this process and its children.
@@ -36,14 +36,66 @@ pub struct ServerArgs {
         long,
         value_name = "PID",
         help_heading = "Server under test",
-        conflicts_with = "cgroup"
+        conflicts_with_all = ["cgroup", "port", "container"]
     )]
     pub pid: Option<u32>,
 
     /// Sample every process in this cgroup: a directory under /sys/fs/cgroup, or a path as
     /// /proc/PID/cgroup shows it (e.g. /system.slice/nginx.service).
-    #[arg(long, value_name = "PATH", help_heading = "Server under test")]
+    #[arg(long, value_name = "PATH", help_heading = "Server under test",
+          conflicts_with_all = ["port", "container"])]
     pub cgroup: Option<String>,
+
+    /// Sample the server listening on this port (the lowest PID among its listeners, and
+    /// its children); with --agent, on the agent's host.
+    #[arg(long = "port", value_name = "PORT", help_heading = "Server under test",
+          conflicts_with = "container")]
+    pub listen_port: Option<u16>,
+
+    /// With --agent: sample this Podman or Docker container (by name or id) on the agent's
+    /// host, through its cgroup.
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "agent",
+        help_heading = "Server under test"
+    )]
+    pub container: Option<String>,
+
+    /// The server is on another host, where `loadlab agent` runs: --target, --exec, --pid,
+    /// --cgroup, --port, --container and the limits then apply there, and the server's CPU,
+    /// memory, throttling and TCP counters come from its agent, on this run's timeline. With
+    /// no server flag: what the agent was started to watch, else the URL's port there.
+    #[arg(long, value_name = "URL", help_heading = "Server on another host")]
+    pub agent: Option<String>,
+
+    /// The agent's token, in a file (never on the command line); the agent printed its path.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "agent",
+        help_heading = "Server on another host"
+    )]
+    pub agent_token_file: Option<PathBuf>,
+
+    /// Trust the agent's certificate by its SHA-256 fingerprint (the agent printed it).
+    #[arg(
+        long,
+        value_name = "SHA256",
+        requires = "agent",
+        help_heading = "Server on another host"
+    )]
+    pub agent_fingerprint: Option<String>,
+
+    /// Or trust the agent's certificate through this CA (or the certificate itself).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "agent",
+        conflicts_with = "agent_fingerprint",
+        help_heading = "Server on another host"
+    )]
+    pub agent_cacert: Option<PathBuf>,
 
     /// CPU quota for the launched server, in cores (0.08 = 8% of one core), enforced per
     /// 100 ms period like `docker run --cpus`.
@@ -169,7 +221,44 @@ pub struct ServerArgs {
 }
 
 impl ServerArgs {
+    /// The agent the flags name, with the limits as typed (the agent parses them against
+    /// its own host's CPUs).
+    fn agent(&self) -> anyhow::Result<Option<AgentSpec>> {
+        let Some(url) = &self.agent else {
+            return Ok(None);
+        };
+        let Some(token_file) = self.agent_token_file.clone() else {
+            bail!(
+                "--agent {url}: give the agent's token file with --agent-token-file FILE (the \
+                 agent printed its path at start; copy it here, mode 0600)"
+            );
+        };
+        if !self.launches() && (self.cpus.is_some() || self.memory.is_some() || self.pin.is_some())
+        {
+            bail!("--cpus, --memory and --pin limit a server the agent starts: add --target NAME or --exec CMD");
+        }
+        Ok(Some(AgentSpec {
+            endpoint: AgentEndpoint {
+                url: url.clone(),
+                token_file,
+                fingerprint: self.agent_fingerprint.clone(),
+                cacert: self.agent_cacert.clone(),
+            },
+            cpus: self.cpus.clone(),
+            memory: self.memory.clone(),
+            pin: self.pin.clone(),
+        }))
+    }
+
+    fn launches(&self) -> bool {
+        self.target.is_some() || self.exec.is_some()
+    }
+
     fn limits(&self) -> anyhow::Result<Limits> {
+        if self.agent.is_some() {
+            // Parsed on the agent's host, against its CPUs.
+            return Ok(Limits::default());
+        }
         let online = limits::online_cpus();
         let limits = Limits {
             cpus: self
@@ -232,6 +321,12 @@ impl ServerArgs {
         if link.is_empty() {
             return Ok(None);
         }
+        if self.agent.is_some() {
+            bail!(
+                "--bandwidth, --delay and --loss shape a link on this machine; with --agent the \
+                 server is on another host: shape that host's link there, or drop --agent"
+            );
+        }
         if self.target.is_none() && self.exec.is_none() {
             bail!(
                 "--bandwidth, --delay and --loss shape the link to a server loadlab starts: add \
@@ -246,6 +341,7 @@ impl ServerArgs {
     /// The limits are parsed here (and refused without a server to limit); the rest is
     /// checked by the session (`ServerSpec::check`) before anything starts.
     pub fn spec(&self) -> anyhow::Result<Option<ServerSpec>> {
+        let agent = self.agent()?;
         let limits = self.limits()?;
         let link = self.link()?;
         let mut env = Vec::new();
@@ -270,6 +366,12 @@ impl ServerArgs {
             ServerKind::Pid(pid)
         } else if let Some(path) = &self.cgroup {
             ServerKind::Cgroup(path.clone())
+        } else if let Some(port) = self.listen_port {
+            ServerKind::Port(port)
+        } else if let Some(name) = &self.container {
+            ServerKind::Container(name.clone())
+        } else if self.agent.is_some() {
+            ServerKind::AgentDefault
         } else {
             if self.tls {
                 bail!(
@@ -293,6 +395,7 @@ impl ServerArgs {
             link,
             tls: self.tls,
             upstream_ca: self.upstream_ca.clone(),
+            agent,
             ..ServerSpec::new(kind)
         }))
     }

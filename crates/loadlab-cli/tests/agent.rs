@@ -1,0 +1,484 @@
+//! The server on a host of its own, through `loadlab agent`, as a user runs it: test hosts
+//! are network namespaces made here (the server's, loadlab's), joined by a bridge, with
+//! addresses that exist only inside this test. The agent and the server run in one, loadlab
+//! in another; what the agent reports is checked against what the test reads itself from
+//! the server's `/proc` and cgroup (the namespaces share this machine's processes, so the
+//! test can see the truth the agent reports on).
+//!
+//! Needs root and iproute2: without them each test prints SKIPPED and passes.
+
+mod common;
+mod netns;
+
+use common::assert_valid;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const LOADLAB: &str = env!("CARGO_BIN_EXE_loadlab");
+const FIXTURE: &str = env!("CARGO_BIN_EXE_loadlab-fixture");
+
+/// One lab of namespaces at a time: they are cheap, but the tests measure CPU.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadlab-agent-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A command inside namespace `ns`.
+fn in_ns(ns: &str, program: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, program]);
+    c
+}
+
+/// The lab, or why not.
+fn lab() -> Option<netns::Lab> {
+    match netns::Lab::new(1) {
+        Ok(lab) => Some(lab),
+        Err(e) => {
+            eprintln!("SKIPPED: no test hosts here ({e})");
+            None
+        }
+    }
+}
+
+/// `loadlab agent` in the server's namespace, killed (by PID) when dropped.
+struct Agent {
+    child: Child,
+    url: String,
+    fingerprint: String,
+    token_file: PathBuf,
+}
+
+impl Agent {
+    fn start(lab: &netns::Lab, dir: &Path, extra: &[&str]) -> Agent {
+        let (ns, addr) = &lab.server;
+        let url = format!("https://{addr}:7070");
+        let mut child = in_ns(ns, LOADLAB)
+            .args(["agent", "--listen", &format!("{addr}:7070"), "--state-dir"])
+            .arg(dir.join("state"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the agent");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut fingerprint = None;
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while fingerprint.is_none() && Instant::now() < deadline {
+            let Some(Ok(line)) = lines.next() else { break };
+            fingerprint = line
+                .split_whitespace()
+                .find(|w| w.starts_with("sha256:"))
+                .map(|w| w.trim_matches(|c: char| c == '\'' || c == '"').to_string());
+            seen.push(line);
+        }
+        // Keep draining its output so that it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines.by_ref() {});
+        let fingerprint = fingerprint
+            .unwrap_or_else(|| panic!("the agent printed no fingerprint: {seen:#?}"));
+        Agent {
+            child,
+            url,
+            fingerprint,
+            token_file: dir.join("state").join("token"),
+        }
+    }
+
+    /// The flags a generator gives.
+    fn flags(&self) -> Vec<String> {
+        vec![
+            "--agent".into(),
+            self.url.clone(),
+            "--agent-token-file".into(),
+            self.token_file.display().to_string(),
+            "--agent-fingerprint".into(),
+            self.fingerprint.clone(),
+        ]
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        // SIGTERM first: the agent stops what it launched and removes its cgroups.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.kill();
+    }
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_valid(&value);
+    value
+}
+
+/// The CPU time of a process and its threads, from `/proc/PID/stat` (clock ticks).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// A fixture server started by the test in the server's namespace (so the agent attaches).
+fn fixture_in(ns: &str, addr: &str, port: u16, args: &[&str]) -> Child {
+    let child = in_ns(ns, FIXTURE)
+        .args(args)
+        .env("HOST", addr)
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Listening: the namespace's own /proc/net/tcp shows it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let out = in_ns(ns, "ss")
+            .args(["-Hltn", &format!("sport = :{port}")])
+            .output()
+            .unwrap();
+        if !out.stdout.is_empty() {
+            return child;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the fixture did not listen on {addr}:{port}");
+}
+
+#[test]
+fn through_the_agent_the_servers_cpu_and_memory_are_the_ones_it_really_used() {
+    let _serial = serial();
+    let Some(lab) = lab() else { return };
+    let dir = scratch("agree");
+    let (sns, saddr) = (&lab.server.0, lab.server.1.to_string());
+    let mut server = fixture_in(sns, &saddr, 8080, &["--spin-threads", "0"]);
+    let pid = server.id();
+    let agent = Agent::start(&lab, &dir, &["--test-clock-offset-ms", "2500"]);
+    let json = dir.join("run.json");
+    let (hns, _) = &lab.hosts[0];
+    let before = cpu_ticks(pid);
+    let out = in_ns(hns, LOADLAB)
+        .arg("run")
+        .args(agent.flags())
+        .args(["--pid", &pid.to_string(), "-c", "4", "-d", "3s", "-q", "--json"])
+        .arg(&json)
+        .arg(format!("http://{saddr}:8080/"))
+        .output()
+        .unwrap();
+    let after = cpu_ticks(pid);
+    let rss = rss_bytes(pid);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = read_json(&json);
+    let s = &doc["server"];
+    assert_eq!(s["pid"], pid, "{s:#}");
+    let agent_doc = &s["agent"];
+    // The injected offset is recovered within 1 ms.
+    let offset = agent_doc["clock_offset_s"].as_f64().unwrap();
+    assert!(
+        (offset - 2.5).abs() < 0.001,
+        "clock offset {offset} s, 2.5 s injected: {agent_doc:#}"
+    );
+    // CPU per request: the agent's series against /proc, over the same run.
+    let completed = doc["measured"]["requests"]["completed"].as_f64().unwrap();
+    let windows = s["samples"].as_array().unwrap();
+    let agent_cpu_s: f64 = windows
+        .iter()
+        .map(|w| w["cpu_cores"].as_f64().unwrap() * w["dt_s"].as_f64().unwrap())
+        .sum();
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let true_cpu_s = (after - before) as f64 / ticks;
+    // The test's own reading spans loadlab's start-up and exit too: the server idles then.
+    assert!(true_cpu_s > 0.2, "the server barely worked: {true_cpu_s} s");
+    let per_request = (agent_cpu_s / completed, true_cpu_s / completed);
+    let ratio = per_request.0 / per_request.1;
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "CPU per request through the agent {:.2} µs, from /proc {:.2} µs ({ratio:.3})",
+        per_request.0 * 1e6,
+        per_request.1 * 1e6
+    );
+    let agent_rss = windows.last().unwrap()["rss_bytes"].as_f64().unwrap();
+    let ratio = agent_rss / rss as f64;
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "RSS through the agent {agent_rss}, from /proc {rss}"
+    );
+    drop(agent);
+}
+
+#[test]
+fn a_launched_server_under_a_quota_is_throttled_the_same_seen_from_either_side() {
+    let _serial = serial();
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: cgroup limits need root");
+        return;
+    }
+    let Some(lab) = lab() else { return };
+    let dir = scratch("quota");
+    let agent = Agent::start(&lab, &dir, &["--allow-exec"]);
+    let json = dir.join("run.json");
+    let (hns, _) = &lab.hosts[0];
+    let out = in_ns(hns, LOADLAB)
+        .arg("run")
+        .args(agent.flags())
+        .args(["--exec", FIXTURE, "--cpus", "0.2", "-c", "8", "-d", "3s", "-q", "--json"])
+        .arg(&json)
+        .arg("/")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = read_json(&json);
+    let s = &doc["server"];
+    assert_eq!(s["source"], "launched", "{s:#}");
+    let summary = &s["summary"];
+    // Throttled in most periods, at the quota.
+    let throttled = summary["throttled_periods"].as_u64().unwrap();
+    let periods = summary["periods"].as_u64().unwrap();
+    assert!(
+        throttled * 2 > periods,
+        "{throttled} of {periods} periods throttled"
+    );
+    let cpu = summary["cpu_cores"]["mean"].as_f64().unwrap();
+    assert!((0.15..=0.22).contains(&cpu), "mean CPU {cpu} under a 0.2 quota");
+    // The per-window series adds up to the summary's count.
+    let series: u64 = s["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["throttled_periods"].as_u64())
+        .sum();
+    assert!(series >= throttled, "series {series}, summary {throttled}");
+    // Closing the session stopped it: nothing of it is left on the agent's host.
+    let pid = s["pid"].as_u64().unwrap() as u32;
+    assert!(!Path::new(&format!("/proc/{pid}")).exists() || zombie(pid));
+    drop(agent);
+}
+
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+        .unwrap_or(true)
+}
+
+#[test]
+fn losing_the_agent_mid_run_keeps_the_run_and_says_when() {
+    let _serial = serial();
+    let Some(lab) = lab() else { return };
+    let dir = scratch("lost");
+    let (sns, saddr) = (&lab.server.0, lab.server.1.to_string());
+    let mut server = fixture_in(sns, &saddr, 8081, &[]);
+    let mut agent = Agent::start(&lab, &dir, &[]);
+    let json = dir.join("run.json");
+    let (hns, _) = &lab.hosts[0];
+    let mut run = in_ns(hns, LOADLAB)
+        .arg("run")
+        .args(agent.flags())
+        .args(["--port", "8081", "-c", "2", "-d", "4s", "-q", "--json"])
+        .arg(&json)
+        .arg(format!("http://{saddr}:8081/"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    agent.kill();
+    let out = run.wait_with_output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = read_json(&json);
+    assert!(doc["measured"]["requests"]["completed"].as_u64().unwrap() > 100);
+    let lost = &doc["server"]["agent"]["lost"];
+    let at = lost["at_s"].as_f64().unwrap_or(-1.0);
+    assert!((1.0..4.5).contains(&at), "{lost:#}");
+    assert!(
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("lost the agent")),
+        "{:#}",
+        doc["warnings"]
+    );
+}
+
+#[test]
+fn killing_loadlab_lets_the_lease_stop_what_the_agent_launched() {
+    let _serial = serial();
+    let Some(lab) = lab() else { return };
+    let dir = scratch("lease");
+    let agent = Agent::start(&lab, &dir, &["--allow-exec", "--lease", "1s"]);
+    let (hns, _) = &lab.hosts[0];
+    let marker = format!("loadlab-lease-{}", std::process::id());
+    let exec = format!("{FIXTURE} --print-address # {marker}");
+    let mut run = in_ns(hns, LOADLAB)
+        .arg("run")
+        .args(agent.flags())
+        .args(["--exec", &exec, "-c", "1", "-d", "30s", "-q", "/"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The server is up when a process with the marker in its command line exists.
+    let find = || -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .map(|c| String::from_utf8_lossy(&c).contains(&marker))
+                    .unwrap_or(false)
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut pids = Vec::new();
+    while pids.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        pids = find();
+    }
+    assert!(!pids.is_empty(), "the agent never launched the server");
+    std::thread::sleep(Duration::from_millis(500));
+    // SIGKILL: loadlab gets no chance to close its session.
+    let _ = run.kill();
+    let _ = run.wait();
+    let killed_at = Instant::now();
+    // The lease (1 s) runs out; the agent stops the server within lease + 0.25 s + 2 s.
+    while !find().iter().all(|p| zombie(*p)) {
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(6),
+            "still running {:?} after the lease",
+            find()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // And no cgroup of the agent's is left.
+    let leftovers: Vec<String> = cgroup_dirs()
+        .into_iter()
+        .filter(|d| d.contains("loadlab") && !d.contains("init"))
+        .filter(|d| std::fs::read_to_string(format!("{d}/cgroup.procs")).is_ok_and(|p| !p.trim().is_empty()))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    drop(agent);
+}
+
+fn cgroup_dirs() -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::from("/sys/fs/cgroup")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.push(e.path().display().to_string());
+                if out.len() < 10_000 {
+                    stack.push(e.path());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_agent_refuses_a_wrong_token_and_an_exec_it_was_not_allowed() {
+    let _serial = serial();
+    let Some(lab) = lab() else { return };
+    let dir = scratch("refuse");
+    let agent = Agent::start(&lab, &dir, &[]);
+    let (hns, _) = &lab.hosts[0];
+    let wrong = dir.join("wrong-token");
+    std::fs::write(&wrong, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let mut flags = agent.flags();
+    flags[3] = wrong.display().to_string();
+    let out = in_ns(hns, LOADLAB)
+        .arg("run")
+        .args(&flags)
+        .args(["-d", "1s", "-q", "http://198.18.0.1:9/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("401"), "{}", text(&out));
+    let out = in_ns(hns, LOADLAB)
+        .arg("run")
+        .args(agent.flags())
+        .args(["--exec", "sleep 100", "-d", "1s", "-q", "/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--allow-exec"), "{}", text(&out));
+}
+
+/// Seed 002: a backlog of 0 overflows the server's listen queue under a burst of new
+/// connections; counted on the server's host, through its agent.
+#[test]
+fn a_backlog_of_zero_overflows_on_the_servers_host_and_the_agent_counts_it() {
+    let _serial = serial();
+    let Some(lab) = lab() else { return };
+    let dir = scratch("backlog");
+    let agent = Agent::start(&lab, &dir, &["--allow-exec"]);
+    let (hns, _) = &lab.hosts[0];
+    let mut overflows = Vec::new();
+    for backlog in ["0", "1024"] {
+        let json = dir.join(format!("backlog-{backlog}.json"));
+        let exec = format!("{FIXTURE} --accept-delay-ms 2");
+        let out = in_ns(hns, LOADLAB)
+            .arg("run")
+            .args(agent.flags())
+            .args(["--exec", &exec, "--env", &format!("BACKLOG={backlog}")])
+            .args(["-c", "64", "--no-keepalive", "-d", "2s", "--timeout", "2s", "-q", "--json"])
+            .arg(&json)
+            .arg("/")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() || out.status.code() == Some(1),
+            "{}",
+            text(&out)
+        );
+        let doc = read_json(&json);
+        let kernel = &doc["server"]["agent"]["kernel"];
+        overflows.push(kernel["listen_overflows"].as_u64().unwrap_or_else(|| panic!("{kernel:#}")));
+    }
+    assert!(overflows[0] > 0, "BACKLOG=0: {overflows:?}");
+    assert_eq!(overflows[1], 0, "BACKLOG=1024: {overflows:?}");
+}

@@ -1,0 +1,577 @@
+//! The server on another host, through its agent (`--agent`): the session asks the agent to
+//! launch or attach, keeps the agent's lease alive, collects the agent's samples while the
+//! load runs, places them on this run's timeline with the estimated clock offset, and
+//! builds the same [`ServerReport`] a local server gets, plus what only the agent knows
+//! (the server host's TCP counters, the clock, a lost agent).
+//!
+//! One thread per remote server (the keeper) talks to the agent on its own connection:
+//! while sampling it long-polls the agent's samples (each poll renews the lease), otherwise
+//! it renews the lease every third of it. The session's own calls (open, start, stop,
+//! close) go on another connection. Losing the agent never fails the run: the keeper notes
+//! when and why, and the server's series ends there.
+//!
+//! It must not print: what a person should know comes back as notes and warnings.
+
+use crate::SessionError;
+use loadlab_agent::client::{AgentClient, AgentEndpoint, ClientError};
+use loadlab_agent::clock::{ClockMap, Estimate, LocalClock};
+use crate::server::{ServerKind, ServerSpec};
+use loadlab_agent::protocol::{
+    Hello, LaunchOptions, OpenSession, Opened, ServerRequest, StartSampling, WireExit,
+    WireSample,
+};
+use loadlab_probe::report::{self, ServerReport};
+use loadlab_probe::sampler::{Exit, Sample};
+use loadlab_result::server::{AgentLost, AgentReport, ClockEstimate};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Exchanges per clock estimate (NTP's clock filter keeps the best of 8).
+const CLOCK_BURST: usize = 8;
+/// How often a long run estimates the clock again.
+const CLOCK_EVERY: Duration = Duration::from_secs(60);
+/// How long the agent may fail to answer before it counts as lost.
+const LOST_AFTER: Duration = Duration::from_secs(3);
+/// The longest one poll waits for a new sample: short, so that the end of a run is
+/// collected promptly.
+const POLL_WAIT: Duration = Duration::from_millis(250);
+
+/// What the keeper collects, shared with the session.
+#[derive(Default)]
+struct Shared {
+    /// Sampling is on: poll; otherwise renew.
+    sampling: bool,
+    /// The last seq received.
+    after: u64,
+    samples: Vec<WireSample>,
+    exit: Option<WireExit>,
+    /// loadlab's own CPU (ns) at local times (ns), to fill each sample's generator CPU.
+    own_cpu: Vec<(i64, u64)>,
+    estimates: Vec<Estimate>,
+    lost: Option<(i64, String)>,
+    on_exit: Option<Box<dyn FnOnce() + Send>>,
+}
+
+/// A server on the agent's host, for as long as the session holds it.
+pub struct Remote {
+    client: AgentClient,
+    hello: Hello,
+    opened: Opened,
+    clock: LocalClock,
+    every: Duration,
+    shared: Arc<Mutex<Shared>>,
+    done: Arc<AtomicBool>,
+    keeper: Option<JoinHandle<()>>,
+}
+
+impl Remote {
+    /// Connects, estimates the clock, and opens a session for `server`.
+    pub(crate) fn open(
+        endpoint: &AgentEndpoint,
+        server: ServerRequest,
+        fallback_port: Option<u16>,
+        every: Duration,
+        notes: &mut Vec<String>,
+    ) -> Result<Remote, SessionError> {
+        let (mut client, hello) = AgentClient::connect(endpoint).map_err(agent_error)?;
+        let clock = LocalClock::new();
+        let first = client
+            .estimate_clock(&clock, CLOCK_BURST)
+            .map_err(agent_error)?;
+        let server = match (server, fallback_port) {
+            // No server named and none given to the agent at start: the URL's port.
+            (ServerRequest::Default, Some(port)) if hello.default_server.is_none() => {
+                ServerRequest::Port { port }
+            }
+            (ServerRequest::Default, None) if hello.default_server.is_none() => {
+                return Err(SessionError::Invalid(format!(
+                    "--agent {}: say which server to watch on {} (--pid, --cgroup, --port, \
+                     --container) or launch (--target, --exec); the agent was started without one",
+                    endpoint.url, hello.hostname
+                )))
+            }
+            (other, _) => other,
+        };
+        let request = OpenSession {
+            server,
+            client: hostname(),
+            run: None,
+            lease_ms: None,
+        };
+        let opened = client.open(&request).map_err(agent_error)?;
+        notes.push(format!(
+            "agent {} on {} (protocol {}, loadlab {}): {} {}; clock offset {:+.3} ms ± {:.3} ms",
+            endpoint.url,
+            hello.hostname,
+            hello.protocol,
+            hello.agent_version,
+            if opened.kind == "launched" {
+                "started"
+            } else {
+                "watching"
+            },
+            opened.description,
+            first.offset_ns as f64 / 1e6,
+            first.uncertainty_ns as f64 / 1e6,
+        ));
+        notes.extend(opened.notes.iter().map(|n| format!("agent: {n}")));
+        let shared = Arc::new(Mutex::new(Shared {
+            estimates: vec![first],
+            ..Shared::default()
+        }));
+        let done = Arc::new(AtomicBool::new(false));
+        let keeper = Keeper {
+            client: client.try_clone().map_err(agent_error)?,
+            session: opened.session.clone(),
+            lease: Duration::from_millis(opened.lease_ms.max(300)),
+            clock,
+            shared: shared.clone(),
+            done: done.clone(),
+        };
+        let keeper = std::thread::Builder::new()
+            .name("loadlab-agent".into())
+            .spawn(move || keeper.run())
+            .map_err(|e| SessionError::Invalid(format!("cannot start the agent's keeper: {e}")))?;
+        Ok(Remote {
+            client,
+            hello,
+            opened,
+            clock,
+            every,
+            shared,
+            done,
+            keeper: Some(keeper),
+        })
+    }
+
+    pub(crate) fn opened(&self) -> &Opened {
+        &self.opened
+    }
+
+    /// Where a server the agent launched listens (`HOST:PORT`, IPv6 in brackets).
+    pub(crate) fn authority(&self) -> Option<String> {
+        let port = self.opened.port?;
+        let host = self
+            .opened
+            .host
+            .clone()
+            .unwrap_or_else(|| self.client.host().to_string());
+        Some(if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        })
+    }
+
+    /// Starts the agent's sampling (old samples are dropped); `on_exit` runs if the server
+    /// dies. A failure to start is a lost agent, not a failed run.
+    pub(crate) fn start_sampling(&mut self, port: Option<u16>, on_exit: Box<dyn FnOnce() + Send>) {
+        let request = StartSampling {
+            every_ms: self.every.as_millis() as u64,
+            port,
+        };
+        let started = self.client.start_sampling(&self.opened.session, &request);
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.samples.clear();
+        shared.own_cpu.clear();
+        shared.exit = None;
+        shared.after = 0;
+        shared.on_exit = Some(on_exit);
+        match started {
+            Ok(_) => shared.sampling = true,
+            Err(e) => {
+                if shared.lost.is_none() {
+                    shared.lost = Some((self.clock.now_ns(), e.to_string()));
+                }
+            }
+        }
+        drop(shared);
+        if let Some(k) = &self.keeper {
+            k.thread().unpark();
+        }
+    }
+
+    /// Stops sampling and builds the report; `origin` is the run's start, `measured` the
+    /// measured span in seconds from it. Returns the report with the agent's part, and the
+    /// verdicts and warnings the server host's counters and the clock call for.
+    pub(crate) fn finish(
+        &mut self,
+        origin: Instant,
+        measured: (f64, f64),
+        issued: u64,
+        backlog_env: Option<String>,
+    ) -> (ServerReport, Vec<String>, Vec<String>) {
+        // The keeper stops polling first, so the calls below have the agent to themselves.
+        let lost_before = {
+            let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+            shared.sampling = false;
+            shared.lost.is_some()
+        };
+        let mut kernel = None;
+        if !lost_before {
+            match self.client.stop_sampling(&self.opened.session) {
+                Ok(stopped) => {
+                    kernel = stopped.kernel;
+                    let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                    if shared.exit.is_none() {
+                        shared.exit = stopped.exit;
+                    }
+                }
+                Err(e) => self.lose(e),
+            }
+            self.drain();
+        }
+        let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = ClockMap::default();
+        for e in &shared.estimates {
+            map.push(*e);
+        }
+        let samples: Vec<Sample> = shared
+            .samples
+            .iter()
+            .filter_map(|w| self.sample(w, &map, &shared.own_cpu))
+            .collect();
+        let exit = shared.exit.as_ref().and_then(|e| {
+            Some(Exit {
+                at: self.clock.instant_of(map.to_local(e.at_ns)?),
+                status: e.status.clone(),
+                oom_killed: e.oom_killed,
+            })
+        });
+        let (mut verdicts, mut warnings) = (Vec::new(), Vec::new());
+        let secs = |ns: i64| (self.clock.instant_of(ns), origin);
+        let from_origin = |ns: i64| {
+            let (at, origin) = secs(ns);
+            if at >= origin {
+                (at - origin).as_secs_f64()
+            } else {
+                -(origin - at).as_secs_f64()
+            }
+        };
+        let lost = shared.lost.as_ref().map(|(at, reason)| AgentLost {
+            at_s: from_origin(*at),
+            reason: reason.clone(),
+        });
+        if let Some(lost) = &lost {
+            warnings.push(format!(
+                "lost the agent on {} at {:.1} s ({}): the load's figures are whole, the server's \
+                 series ends there",
+                self.hello.hostname, lost.at_s, lost.reason
+            ));
+        }
+        let worst = map.worst_uncertainty_ns().unwrap_or(0);
+        if worst as u128 > self.every.as_nanos() {
+            warnings.push(format!(
+                "the clock offset to {} is known only within {:.1} ms, more than the sampling \
+                 interval ({} ms): the server's samples may sit a window off on the timeline \
+                 (a slow or busy path to the agent)",
+                self.hello.hostname,
+                worst as f64 / 1e6,
+                self.every.as_millis()
+            ));
+        }
+        if let Some(k) = &kernel {
+            let found = loadlab_machine::counters::findings(
+                k,
+                &loadlab_machine::counters::Context {
+                    server_local: true,
+                    backlog_env,
+                    issued,
+                },
+            );
+            verdicts.extend(found.verdicts);
+            warnings.extend(found.warnings);
+        }
+        let kernel = kernel.map(|mut k| {
+            k.scope = format!(
+                "the server's host {} (read by its agent: its whole network namespace, over the \
+                 sampled span)",
+                self.hello.hostname
+            );
+            k
+        });
+        let first = shared.estimates.first().copied();
+        let agent = AgentReport {
+            url: self.client.endpoint().url.clone(),
+            hostname: self.hello.hostname.clone(),
+            protocol: self.hello.protocol,
+            agent_version: self.hello.agent_version.clone(),
+            clock_offset_s: first.map_or(0.0, |e| e.offset_ns as f64 / 1e9),
+            clock_uncertainty_s: worst as f64 / 1e9,
+            clock_estimates: map
+                .estimates()
+                .iter()
+                .map(|e| ClockEstimate {
+                    t_s: from_origin(e.at_ns),
+                    offset_s: e.offset_ns as f64 / 1e9,
+                    uncertainty_s: e.uncertainty_ns as f64 / 1e9,
+                })
+                .collect(),
+            kernel,
+            lost,
+        };
+        drop(shared);
+        let end = exit
+            .as_ref()
+            .map_or(measured.1, |e| report::exit_report(e, origin).at_s);
+        let end = agent.lost.as_ref().map_or(end, |l| end.min(l.at_s));
+        let report = ServerReport {
+            source: self.opened.kind.clone(),
+            description: format!("{} on {}", self.opened.description, self.hello.hostname),
+            pid: self.opened.pid,
+            limits: self.opened.limits.clone(),
+            startup: self.opened.startup.clone(),
+            sample_interval_s: self.every.as_secs_f64(),
+            summary: report::summarize(
+                &samples,
+                origin,
+                measured.0,
+                end,
+                self.opened.quota_cores,
+                self.opened.memory_limit_bytes,
+            ),
+            exit: exit.as_ref().map(|e| report::exit_report(e, origin)),
+            samples: report::windows(&samples, origin),
+            agent: Some(agent),
+        };
+        (report, verdicts, warnings)
+    }
+
+    /// The samples the keeper has not fetched yet.
+    fn drain(&mut self) {
+        let after = self.shared.lock().unwrap_or_else(|e| e.into_inner()).after;
+        match self
+            .client
+            .samples(&self.opened.session, after, Duration::ZERO)
+        {
+            Ok(batch) => {
+                let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                shared.take(batch.samples, batch.exit, &self.clock);
+            }
+            Err(e) => self.lose(e),
+        }
+    }
+
+    fn lose(&self, e: ClientError) {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if shared.lost.is_none() {
+            shared.lost = Some((self.clock.now_ns(), e.to_string()));
+        }
+    }
+
+    /// One agent sample as the probe's, on this run's clock.
+    fn sample(&self, w: &WireSample, map: &ClockMap, own: &[(i64, u64)]) -> Option<Sample> {
+        let local = map.to_local(w.at_ns)?;
+        Some(Sample {
+            at: self.clock.instant_of(local),
+            cpu_ns: w.cpu_ns,
+            throttling: w.throttling.map(|t| loadlab_probe::cgroup::Throttling {
+                periods: t.periods,
+                throttled: t.throttled,
+                throttled_ns: t.throttled_ns,
+            }),
+            rss_bytes: w.rss_bytes,
+            memory_bytes: w.memory_bytes,
+            threads: w.threads,
+            fds: w.fds,
+            generator_cpu_ns: interpolate(own, local),
+            processes: w.processes,
+            sent_bytes: w.sent_bytes,
+            oom_kills: w.oom_kills,
+        })
+    }
+}
+
+impl Drop for Remote {
+    /// Closes the session: the agent stops what it launched. If the agent cannot be
+    /// reached, its lease does the same within the lease's time.
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Release);
+        if let Some(k) = self.keeper.take() {
+            k.thread().unpark();
+            let _ = k.join();
+        }
+        let _ = self.client.close(&self.opened.session);
+    }
+}
+
+impl Shared {
+    fn take(&mut self, samples: Vec<WireSample>, exit: Option<WireExit>, clock: &LocalClock) {
+        if let Some(last) = samples.last() {
+            self.after = self.after.max(last.seq);
+        }
+        self.samples.extend(samples);
+        self.own_cpu
+            .push((clock.now_ns(), loadlab_probe::procfs::own_cpu_ns()));
+        if exit.is_some() && self.exit.is_none() {
+            self.exit = exit;
+            if let Some(f) = self.on_exit.take() {
+                f();
+            }
+        }
+    }
+}
+
+/// loadlab's own CPU at local time `at`, linear between the readings around it.
+fn interpolate(readings: &[(i64, u64)], at: i64) -> u64 {
+    let Some(first) = readings.first() else {
+        return 0;
+    };
+    if at <= first.0 {
+        return first.1;
+    }
+    let i = readings.partition_point(|r| r.0 <= at);
+    if i >= readings.len() {
+        return readings[readings.len() - 1].1;
+    }
+    let (a, b) = (readings[i - 1], readings[i]);
+    let w = (at - a.0) as f64 / (b.0 - a.0).max(1) as f64;
+    a.1 + ((b.1.saturating_sub(a.1)) as f64 * w) as u64
+}
+
+/// The keeper thread: polls while sampling, renews otherwise, estimates the clock again
+/// every [`CLOCK_EVERY`], and notes a lost agent.
+struct Keeper {
+    client: AgentClient,
+    session: String,
+    lease: Duration,
+    clock: LocalClock,
+    shared: Arc<Mutex<Shared>>,
+    done: Arc<AtomicBool>,
+}
+
+impl Keeper {
+    fn run(mut self) {
+        let mut last_ok = Instant::now();
+        let mut last_renew = Instant::now();
+        let mut last_clock = Instant::now();
+        while !self.done.load(Ordering::Acquire) {
+            let (sampling, after, lost) = {
+                let s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                (s.sampling, s.after, s.lost.is_some())
+            };
+            if lost {
+                std::thread::park_timeout(Duration::from_millis(200));
+                continue;
+            }
+            let outcome = if sampling {
+                self.client
+                    .samples(&self.session, after, POLL_WAIT)
+                    .map(|batch| {
+                        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                        // Sampling may have stopped while the poll waited: keep what came.
+                        s.take(batch.samples, batch.exit, &self.clock);
+                    })
+            } else if last_renew.elapsed() >= self.lease / 3 {
+                self.client.renew(&self.session).map(|_| {
+                    last_renew = Instant::now();
+                })
+            } else {
+                std::thread::park_timeout(Duration::from_millis(100));
+                Ok(())
+            };
+            match outcome {
+                Ok(()) => last_ok = Instant::now(),
+                Err(e) => {
+                    if last_ok.elapsed() >= LOST_AFTER || matches!(e.status(), Some(404 | 410)) {
+                        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                        s.lost = Some((self.clock.now_ns(), e.to_string()));
+                        s.sampling = false;
+                        continue;
+                    }
+                    std::thread::park_timeout(Duration::from_millis(100));
+                }
+            }
+            if sampling && last_clock.elapsed() >= CLOCK_EVERY {
+                last_clock = Instant::now();
+                if let Ok(e) = self.client.estimate_clock(&self.clock, CLOCK_BURST) {
+                    self.shared
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .estimates
+                        .push(e);
+                }
+            }
+        }
+    }
+}
+
+/// What to ask the agent for, from the server flags.
+pub(crate) fn request(spec: &ServerSpec) -> Result<ServerRequest, SessionError> {
+    let agent = spec.agent.as_ref().expect("a remote spec has an agent");
+    let launch = || LaunchOptions {
+        env: spec.env.clone(),
+        cpus: agent.cpus.clone(),
+        memory: agent.memory.clone(),
+        pin: agent.pin.clone(),
+        limits_mode: match spec.mode {
+            loadlab_probe::LimitsMode::Strict => "strict",
+            loadlab_probe::LimitsMode::BestEffort => "best-effort",
+        }
+        .to_string(),
+        tls: spec.tls,
+        upstream: match &spec.kind {
+            ServerKind::Target { upstream, .. } => upstream.clone(),
+            _ => None,
+        },
+        healthz: spec.healthz.clone(),
+        startup_timeout_ms: spec.startup_timeout.as_millis() as u64,
+    };
+    Ok(match &spec.kind {
+        ServerKind::Target { name, dir, .. } => {
+            if dir.is_some() {
+                return Err(SessionError::Invalid(
+                    "--targets names a directory on this machine; with --agent the agent's own \
+                     lab is used (start the agent with --targets DIR on its host)"
+                        .into(),
+                ));
+            }
+            ServerRequest::Target {
+                name: name.clone(),
+                launch: launch(),
+            }
+        }
+        ServerKind::Exec(command) => ServerRequest::Exec {
+            command: command.clone(),
+            launch: launch(),
+        },
+        ServerKind::Pid(pid) => ServerRequest::Pid { pid: *pid },
+        ServerKind::Cgroup(path) => ServerRequest::Cgroup { path: path.clone() },
+        ServerKind::Port(port) => ServerRequest::Port { port: *port },
+        ServerKind::Container(name) => ServerRequest::Container { name: name.clone() },
+        ServerKind::AgentDefault => ServerRequest::Default,
+    })
+}
+
+/// The URL's port, for a `Default` request to an agent started without a server.
+pub(crate) fn url_port(url: &str) -> Option<u16> {
+    url::Url::parse(url).ok()?.port_or_known_default()
+}
+
+/// This machine's name, as the agent shows it to other generators while busy.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// A client error as the session reports it.
+fn agent_error(e: ClientError) -> SessionError {
+    SessionError::Invalid(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interpolate;
+
+    #[test]
+    fn own_cpu_is_interpolated_between_readings() {
+        let r = [(1_000, 10), (2_000, 30)];
+        assert_eq!(interpolate(&r, 500), 10);
+        assert_eq!(interpolate(&r, 1_500), 20);
+        assert_eq!(interpolate(&r, 2_500), 30);
+        assert_eq!(interpolate(&[], 5), 0);
+    }
+}
