@@ -16,7 +16,10 @@
 # Two gRPC columns (issue 19, post 002's third case): /upstream-grpc?calls=8 with one channel
 # for the process and with a channel per call, for targets with the `upstream-grpc`
 # capability ("-" for the rest): requests/s (p99), and the gRPC connections the mock upstream
-# accepted for the calls it answered.
+# accepted for the calls it answered. The one-channel cell also gives the connections the
+# target opened since it started: its one channel is made at start-up or on the first call,
+# which the manifest's warm-up (on every path) or the column's own 1 s warm-up makes, so the
+# column itself normally opens none ("0 new ... 1 since start": the channel, reused).
 #
 # A second table, reliability: after those columns, the same target (still one worker on core 0,
 # its default listen backlog) gets a short closed-loop run on /plaintext at each of
@@ -179,19 +182,22 @@ grpc_stats() { curl -s "$UPSTREAM/__stats" | python3 -c "import json,sys; s=json
 # The gRPC columns of target $1, served at $2 -> two table cells.
 grpc_columns() { # target url
     if ! has_grpc "$1"; then echo "- | - |"; return; fi
-    local g0 gc0 g1 gc1 g2 gc2 p_rps p_p99 p_bad c_rps c_p99 c_bad extra=""
+    local g0 gc0 g1 gc1 g2 gc2 p_rps p_p99 p_bad c_rps c_p99 c_bad extra="" since
     read -r g0 gc0 < <(grpc_stats)
     read -r p_rps p_p99 p_bad < <(load "$2/upstream-grpc?calls=8" "$1-grpc" --no-busy-poll)
     read -r g1 gc1 < <(grpc_stats)
     read -r c_rps c_p99 c_bad < <(load "$2/upstream-grpc?calls=8&client=per-call" "$1-grpc-per-call" --no-busy-poll)
     read -r g2 gc2 < <(grpc_stats)
     [ $((p_bad + c_bad)) -gt 0 ] && extra=" ($((p_bad + c_bad)) non-2xx or failed)"
-    echo "$(fmt "$p_rps") ($p_p99 ms), $(fmt $((gc1 - gc0))) conns for $(fmt $((g1 - g0))) calls | $(fmt "$c_rps") ($c_p99 ms), $(fmt $((gc2 - gc1))) conns for $(fmt $((g2 - g1))) calls$extra |"
+    # The channel's connection, opened before this column (see the header), counted from the
+    # target's start ($grpc_conns_at_start).
+    since="$(fmt $((gc1 - grpc_conns_at_start))) since start"
+    echo "$(fmt "$p_rps") ($p_p99 ms), $(fmt $((gc1 - gc0))) new conns for $(fmt $((g1 - g0))) calls, $since | $(fmt "$c_rps") ($c_p99 ms), $(fmt $((gc2 - gc1))) conns for $(fmt $((g2 - g1))) calls$extra |"
 }
 fmt() { python3 -c "import sys; print(f'{int(sys.argv[1]):,}')" "$1"; }
 
 {
-    echo '| target | idle RSS | /plaintext req/s (p99) | /json req/s (p99) | /upstream?calls=8 pooled: req/s (p99), upstream conns | per-call client: req/s (p99), upstream conns | HTTPS /plaintext, keep-alive: req/s (p99) | HTTPS, new connection per request: req/s (p99), handshakes/s, resumed | /upstream-grpc?calls=8, one channel: req/s (p99), gRPC conns | gRPC, channel per call: req/s (p99), gRPC conns |'
+    echo '| target | idle RSS | /plaintext req/s (p99) | /json req/s (p99) | /upstream?calls=8 pooled: req/s (p99), upstream conns | per-call client: req/s (p99), upstream conns | HTTPS /plaintext, keep-alive: req/s (p99) | HTTPS, new connection per request: req/s (p99), handshakes/s, resumed | /upstream-grpc?calls=8, one channel: req/s (p99), new gRPC conns in the column, conns since the target started | gRPC, channel per call: req/s (p99), gRPC conns |'
     echo '|---|---|---|---|---|---|---|---|---|---|'
 } > "$OUT/table.md"
 {
@@ -201,6 +207,7 @@ fmt() { python3 -c "import sys; print(f'{int(sys.argv[1]):,}')" "$1"; }
     echo '|---|---|---|---|---|'
 } > "$OUT/reliability.md"
 for t in $TARGETS; do
+    read -r _ grpc_conns_at_start < <(grpc_stats)
     "$LOADLAB" lab serve "$t" --pin "$TARGET_CPU" --workers 1 --upstream "$UPSTREAM" > "$OUT/$t.log" 2>&1 &
     serve_pid=$!
     pids+=($serve_pid)
