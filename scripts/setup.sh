@@ -127,3 +127,34 @@ else
     echo "setup: python3 with venv is missing; the Kubernetes manifests' test will be skipped." \
         "Install python3 and python3-venv, then re-run" >&2
 fi
+
+# The interop test (crates/loadlab-cli/tests/interop.rs) and `bench/interop.sh` run loadlab
+# against Debian's nginx and Apache httpd, and go-httpbin built from the Go module proxy at a
+# pinned version into target/interop-tools (nothing installed system-wide). The full matrix
+# installs its other servers (HAProxy, lighttpd, h2o) itself. Without them the test prints
+# SKIPPED and passes.
+GO_HTTPBIN_VERSION=v2.26.0   # keep in step with bench/interop.sh
+if need nginx && need apache2 && need openssl && need curl; then
+    echo "setup: nginx, apache2, openssl and curl present"
+elif [[ $(id -u) -eq 0 ]] && need apt-get; then
+    echo "setup: installing nginx, apache2, openssl and curl (for the interop test)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        nginx libnginx-mod-http-brotli-filter apache2 openssl curl
+else
+    echo "setup: nginx or apache2 is missing; the interop test will be skipped. Install them" \
+        "with: sudo apt-get install nginx libnginx-mod-http-brotli-filter apache2" >&2
+fi
+httpbin=target/interop-tools/go-httpbin
+# (go-httpbin's -version says "dev" when built by go install: a stamp file keeps the version.)
+if [[ -x $httpbin && $(cat "$httpbin.version" 2>/dev/null) == "$GO_HTTPBIN_VERSION" ]]; then
+    echo "setup: go-httpbin $GO_HTTPBIN_VERSION present in target/interop-tools"
+elif need go; then
+    echo "setup: building go-httpbin $GO_HTTPBIN_VERSION into target/interop-tools"
+    GOBIN=$PWD/target/interop-tools GOFLAGS=-buildvcs=false \
+        go install "github.com/mccutchen/go-httpbin/v2/cmd/go-httpbin@$GO_HTTPBIN_VERSION"
+    echo "$GO_HTTPBIN_VERSION" > "$httpbin.version"
+else
+    echo "setup: go is missing, so go-httpbin cannot be built; the interop test will be" \
+        "skipped. Install Go (Debian: sudo apt-get install golang-go) and re-run" >&2
+fi

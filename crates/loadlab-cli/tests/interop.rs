@@ -1,0 +1,109 @@
+//! The interop matrix's fast subset (issue 29): loadlab against servers no one here wrote
+//! (Debian's nginx and Apache httpd, and go-httpbin), each cell's completed count checked
+//! exactly against the server's own count. HTTP/1.1 with keep-alive and a connection per
+//! request, HTTPS with a certificate made by the `openssl` command line and with a chain
+//! through an intermediate CA, h2 over TLS, and every scenario feature against go-httpbin.
+//!
+//! The cells are `bench/interop.sh --fast`, the same code as the full matrix, run with this
+//! build's loadlab; this test reads the cells it wrote. Without nginx, apache2 or go-httpbin
+//! (`bash scripts/setup.sh` installs them) it prints SKIPPED and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// Every cell of the fast subset, all of which must be exact.
+const CELLS: [(&str, &[&str]); 3] = [
+    ("nginx", &COMMON),
+    ("apache", &COMMON),
+    (
+        "httpbin",
+        &[
+            "h1 keep-alive",
+            "h1 new connection",
+            "https rsa2048",
+            "https chain",
+            "h2 tls 8 streams",
+            "scenario: every feature",
+        ],
+    ),
+];
+const COMMON: [&str; 5] = [
+    "h1 keep-alive",
+    "h1 new connection",
+    "https rsa2048",
+    "https chain",
+    "h2 tls 8 streams",
+];
+
+fn on_path(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn missing_tools() -> Vec<String> {
+    let mut missing: Vec<String> = ["nginx", "apache2", "openssl", "curl", "python3"]
+        .into_iter()
+        .filter(|t| !on_path(t))
+        .map(String::from)
+        .collect();
+    let httpbin = Path::new(ROOT).join("target/interop-tools/go-httpbin");
+    if !httpbin.exists() {
+        missing.push(httpbin.display().to_string());
+    }
+    missing
+}
+
+fn out_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadlab-interop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn nginx_apache_and_go_httpbin_count_exactly_what_loadlab_completed() {
+    let missing = missing_tools();
+    if !missing.is_empty() {
+        eprintln!(
+            "SKIPPED: the interop test needs {} (bash scripts/setup.sh installs them)",
+            missing.join(", ")
+        );
+        return;
+    }
+    let out = out_dir();
+    let run = Command::new("bash")
+        .arg(Path::new(ROOT).join("bench/interop.sh"))
+        .arg("--fast")
+        .env("LOADLAB", env!("CARGO_BIN_EXE_loadlab"))
+        .env("INTEROP_OUT", &out)
+        .output()
+        .expect("bash runs bench/interop.sh");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let cells = std::fs::read_to_string(out.join("cells.tsv")).unwrap_or_default();
+    let context = format!("{stdout}\n{stderr}\n(runs kept in {})", out.display());
+    assert!(run.status.success(), "interop cells failed:\n{context}");
+    for (server, features) in CELLS {
+        for feature in features {
+            let row = cells
+                .lines()
+                .map(|l| l.split('\t').collect::<Vec<_>>())
+                .find(|c| c[0] == server && c[1] == *feature);
+            let Some(row) = row else {
+                panic!("no cell {server} / {feature}:\n{context}");
+            };
+            assert_eq!(
+                row[2], "exact",
+                "{server} / {feature}: {}\n{context}",
+                row[3]
+            );
+        }
+    }
+    // The table names every server and says how long it took.
+    assert!(stdout.contains("wall time"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&out);
+}
