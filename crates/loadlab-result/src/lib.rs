@@ -11,6 +11,8 @@
 //! - [`scenario`]: a scenario run's per-step figures ([`scenario::ScenarioSummary`]).
 //! - [`server`]: the server's side ([`ServerReport`]): limits, start-up, CPU and memory.
 //! - [`latency`]: a latency distribution summarised in microseconds.
+//! - [`cliff`]: percentiles on a cliff: a gap between a fast and a slow mode, and the share
+//!   of requests beyond it.
 //! - [`histogram`]: the histogram bounds and codec (HdrHistogram's compressed V2, base64).
 //! - [`failure`]: the failure classes' names and explanations.
 //! - [`machine`]: the machine and the wire around a run: preflight checks, the kernel's TCP
@@ -25,6 +27,7 @@
 //! hdrhistogram only.
 
 pub mod attach;
+pub mod cliff;
 pub mod failure;
 pub mod histogram;
 pub mod latency;
@@ -36,6 +39,7 @@ pub mod server;
 pub mod shards;
 
 pub use attach::attach_server;
+pub use cliff::Cliff;
 pub use histogram::{decode_histogram, encode_histogram, new_histogram};
 pub use latency::LatencySummary;
 pub use machine::{Check, CheckStatus, KernelCounters, LinkReport};

@@ -311,6 +311,11 @@ pub struct PhaseSummary {
     pub close_wait_s: f64,
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub close_wait_timeouts: u64,
+    /// Reported percentiles that sit on the edge of a gap between a fast and a slow mode
+    /// ([`crate::cliff`]): their value depends on which side of it they fell, so compare the
+    /// share of requests beyond the gap instead. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cliffs: Vec<crate::cliff::Cliff>,
 }
 
 fn is_zero(v: &f64) -> bool {

@@ -24,6 +24,7 @@
 pub mod machine;
 pub mod placement;
 pub mod remote;
+pub mod remote_host;
 pub mod server;
 
 pub use loadlab_agent::client::AgentEndpoint;
@@ -302,7 +303,7 @@ impl Session {
         spec.check()?;
         let agent = spec.agent.as_ref().expect("a remote spec has an agent");
         let request = remote::request(spec)?;
-        let remote = remote::Remote::open(
+        let mut remote = remote::Remote::open(
             &agent.endpoint,
             request,
             remote::url_port(&run.url),
@@ -340,7 +341,23 @@ impl Session {
         run.busy_poll = busy_poll == BusyPoll::On;
         let mut config = run.validate()?;
         // The machine checked is this one, the generator's; the server's host is the agent's.
-        let (_plan, checks) = machine::preflight(&config, None, false, options, &mut notes)?;
+        let (_plan, mut checks) = machine::preflight(&config, None, false, options, &mut notes)?;
+        let host = remote.host_checks(&config, &mut notes);
+        for c in host.iter().filter(|c| c.status != loadlab_result::CheckStatus::Pass) {
+            notes.push(format!(
+                "{} {}: {}; needs {}",
+                c.status.label(),
+                c.name,
+                c.found,
+                c.needs
+            ));
+        }
+        if options.strict && host.iter().any(|c| c.status == loadlab_result::CheckStatus::Fail) {
+            return Err(SessionError::Invalid(
+                "the server's host failed a check (see above); --strict stops here".into(),
+            ));
+        }
+        checks.extend(host);
         if busy_poll == BusyPoll::Auto {
             if let Some(why) = placement::busy_poll_auto(&config) {
                 notes.push(format!(

@@ -200,8 +200,15 @@ pub fn doctor(spec: crate::SessionSpec, sample: Duration) -> Result<Vec<Check>, 
         run.generator_cpus = Some(free);
     }
     let config = run.validate()?;
-    let plan = planned_run(&config, server.as_ref(), target_known, link);
-    Ok(check(&plan, server.as_ref(), sample))
+    let agent = server.as_ref().and_then(|s| s.agent.as_ref());
+    // With an agent the server is on its host: this machine is checked as the generator's.
+    let local_server = server.as_ref().filter(|s| s.agent.is_none());
+    let plan = planned_run(&config, local_server, target_known, link);
+    let mut checks = check(&plan, local_server, sample);
+    if let Some(agent) = agent {
+        checks.extend(crate::remote::doctor_checks(&agent.endpoint, &config)?);
+    }
+    Ok(checks)
 }
 
 /// The kernel's counters (and the link's) at one moment.

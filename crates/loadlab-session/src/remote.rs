@@ -150,6 +150,22 @@ impl Remote {
         &self.opened
     }
 
+    /// The server host's limits checked against the run (a failure to read them is a note,
+    /// not a stop: the agent may be older or the host may hide them).
+    pub(crate) fn host_checks(
+        &mut self,
+        config: &loadlab_engine::RunConfig,
+        notes: &mut Vec<String>,
+    ) -> Vec<loadlab_result::Check> {
+        match self.client.host_info(Some(config.url.port)) {
+            Ok(info) => crate::remote_host::checks(&info, demand(config)),
+            Err(e) => {
+                notes.push(format!("the server host's limits could not be read: {e}"));
+                Vec::new()
+            }
+        }
+    }
+
     /// Where a server the agent launched listens (`HOST:PORT`, IPv6 in brackets).
     pub(crate) fn authority(&self) -> Option<String> {
         let port = self.opened.port?;
@@ -496,6 +512,26 @@ impl Keeper {
             }
         }
     }
+}
+
+/// What the run asks of the server's host.
+pub(crate) fn demand(config: &loadlab_engine::RunConfig) -> crate::remote_host::Demand {
+    crate::remote_host::Demand {
+        connections: config.connections as u64,
+        new_per_request: !config.keepalive,
+    }
+}
+
+/// `loadlab doctor --agent URL`: the server host's checks, without opening a session.
+pub fn doctor_checks(
+    endpoint: &AgentEndpoint,
+    config: &loadlab_engine::RunConfig,
+) -> Result<Vec<loadlab_result::Check>, SessionError> {
+    let (mut client, _) = AgentClient::connect(endpoint).map_err(agent_error)?;
+    let info = client
+        .host_info(Some(config.url.port))
+        .map_err(agent_error)?;
+    Ok(crate::remote_host::checks(&info, demand(config)))
 }
 
 /// What to ask the agent for, from the server flags.

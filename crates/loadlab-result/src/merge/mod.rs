@@ -374,6 +374,7 @@ fn merge_phases(
         },
         close_wait_s,
         close_wait_timeouts,
+        cliffs: crate::cliff::cliffs(&hists["latency"]),
     }))
 }
 
