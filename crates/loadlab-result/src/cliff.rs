@@ -46,8 +46,12 @@ pub const MIN_SIDE_REQUESTS: u64 = 10;
 /// the percentile to be on the cliff.
 pub const NEAR_FACTOR: f64 = 2.0;
 /// The percentiles a result reports and compares, with their quantiles.
-pub const REPORTED_PERCENTILES: [(&str, f64); 4] =
-    [("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999)];
+pub const REPORTED_PERCENTILES: [(&str, f64); 4] = [
+    ("p50", 0.50),
+    ("p90", 0.90),
+    ("p99", 0.99),
+    ("p99.9", 0.999),
+];
 
 /// A gap between a fast mode and a slow mode, in nanoseconds (the histogram's unit).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,8 +110,8 @@ fn buckets(h: &Histogram<u64>) -> Vec<Bucket> {
         .collect()
 }
 
-/// The value below which `rank` requests (from 0) of `buckets[range]` lie: its median when
-/// rank is half its count.
+/// The value of the request of rank `rank` (from 0) in `buckets`: their median when rank is
+/// half their count.
 fn value_at_rank(buckets: &[Bucket], rank: u64) -> u64 {
     let mut seen = 0;
     for b in buckets {
@@ -171,9 +175,7 @@ pub fn find_gaps(h: &Histogram<u64>) -> Vec<Gap> {
         .filter_map(|g| {
             g.into_iter().min_by(|x, y| {
                 let width = |w: &Window| b[w.b].lo as f64 / b[w.a].hi as f64;
-                x.inside
-                    .cmp(&y.inside)
-                    .then(width(y).total_cmp(&width(x)))
+                x.inside.cmp(&y.inside).then(width(y).total_cmp(&width(x)))
             })
         })
         .map(|w| {

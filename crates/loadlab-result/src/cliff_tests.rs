@@ -83,7 +83,9 @@ fn the_share_beyond_moves_smoothly_where_p99_jumps() {
 fn five_percent_slow_puts_p99_firmly_in_the_slow_mode() {
     let h = throttled(0.05, 0);
     let names = flagged(&h);
-    assert!(!names.iter().any(|n| n == "p99" || n == "p99.9" || n == "p50"));
+    assert!(!names
+        .iter()
+        .any(|n| n == "p99" || n == "p99.9" || n == "p50"));
     assert_eq!(find_gaps(&h).len(), 1);
 }
 
