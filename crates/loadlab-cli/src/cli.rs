@@ -45,6 +45,10 @@ pub enum Command {
     Dist(Box<crate::cmd::dist::DistArgs>),
     /// Turn a Postman collection, a HAR recording or a curl command into a scenario file.
     Import(crate::cmd::import::ImportArgs),
+    /// Print a completion script for bash, zsh, fish, elvish or PowerShell.
+    Completions(crate::cmd::completions::CompletionsArgs),
+    /// Write man pages (or the docs' Markdown command reference) for every subcommand.
+    Man(crate::cmd::man::ManArgs),
 }
 
 pub fn parse() -> Cli {

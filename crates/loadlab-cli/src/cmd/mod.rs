@@ -2,6 +2,7 @@
 
 pub mod capacity;
 pub mod compare;
+pub mod completions;
 pub mod demo;
 pub mod dist;
 pub mod doctor;
@@ -9,6 +10,7 @@ pub mod experiment;
 pub mod gates;
 pub mod import;
 pub mod lab;
+pub mod man;
 pub mod merge;
 pub mod report;
 pub mod run;
@@ -36,5 +38,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(args) => merge::run(args),
         Command::Dist(args) => dist::run(*args),
         Command::Import(args) => import::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }
