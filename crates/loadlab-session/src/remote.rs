@@ -415,10 +415,13 @@ impl Drop for Remote {
 
 impl Shared {
     fn take(&mut self, samples: Vec<WireSample>, exit: Option<WireExit>, clock: &LocalClock) {
-        if let Some(last) = samples.last() {
-            self.after = self.after.max(last.seq);
+        // The keeper's poll and the session's last drain may overlap: keep each seq once.
+        let after = self.after;
+        for sample in samples.into_iter().filter(|s| s.seq > after) {
+            self.after = self.after.max(sample.seq);
+            self.samples.push(sample);
         }
-        self.samples.extend(samples);
+        self.samples.sort_by_key(|s| s.seq);
         self.own_cpu
             .push((clock.now_ns(), loadlab_probe::procfs::own_cpu_ns()));
         if exit.is_some() && self.exit.is_none() {
