@@ -93,8 +93,8 @@ impl Agent {
         }
         // Keep draining its output so that it never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines.by_ref() {});
-        let fingerprint = fingerprint
-            .unwrap_or_else(|| panic!("the agent printed no fingerprint: {seen:#?}"));
+        let fingerprint =
+            fingerprint.unwrap_or_else(|| panic!("the agent printed no fingerprint: {seen:#?}"));
         Agent {
             child,
             url,
@@ -137,8 +137,7 @@ impl Drop for Agent {
 }
 
 fn read_json(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_valid(&value);
     value
@@ -155,7 +154,12 @@ fn cpu_ticks(pid: u32) -> u64 {
 fn rss_bytes(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 1024
 }
 
 /// A fixture server started by the test in the server's namespace (so the agent attaches).
@@ -198,7 +202,16 @@ fn through_the_agent_the_servers_cpu_and_memory_are_the_ones_it_really_used() {
     let out = in_ns(hns, LOADLAB)
         .arg("run")
         .args(agent.flags())
-        .args(["--pid", &pid.to_string(), "-c", "4", "-d", "3s", "-q", "--json"])
+        .args([
+            "--pid",
+            &pid.to_string(),
+            "-c",
+            "4",
+            "-d",
+            "3s",
+            "-q",
+            "--json",
+        ])
         .arg(&json)
         .arg(format!("http://{saddr}:8080/"))
         .output()
@@ -261,7 +274,9 @@ fn a_launched_server_under_a_quota_is_throttled_the_same_seen_from_either_side()
     let out = in_ns(hns, LOADLAB)
         .arg("run")
         .args(agent.flags())
-        .args(["--exec", FIXTURE, "--cpus", "0.2", "-c", "8", "-d", "3s", "-q", "--json"])
+        .args([
+            "--exec", FIXTURE, "--cpus", "0.2", "-c", "8", "-d", "3s", "-q", "--json",
+        ])
         .arg(&json)
         .arg("/")
         .output()
@@ -279,7 +294,10 @@ fn a_launched_server_under_a_quota_is_throttled_the_same_seen_from_either_side()
         "{throttled} of {periods} periods throttled"
     );
     let cpu = summary["cpu_cores"]["mean"].as_f64().unwrap();
-    assert!((0.15..=0.22).contains(&cpu), "mean CPU {cpu} under a 0.2 quota");
+    assert!(
+        (0.15..=0.22).contains(&cpu),
+        "mean CPU {cpu} under a 0.2 quota"
+    );
     // The per-window series adds up to the summary's count.
     let series: u64 = s["samples"]
         .as_array()
@@ -396,7 +414,9 @@ fn killing_loadlab_lets_the_lease_stop_what_the_agent_launched() {
     let leftovers: Vec<String> = cgroup_dirs()
         .into_iter()
         .filter(|d| d.contains("loadlab") && !d.contains("init"))
-        .filter(|d| std::fs::read_to_string(format!("{d}/cgroup.procs")).is_ok_and(|p| !p.trim().is_empty()))
+        .filter(|d| {
+            std::fs::read_to_string(format!("{d}/cgroup.procs")).is_ok_and(|p| !p.trim().is_empty())
+        })
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     drop(agent);
@@ -406,7 +426,9 @@ fn cgroup_dirs() -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![PathBuf::from("/sys/fs/cgroup")];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in entries.flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
                 out.push(e.path().display().to_string());
@@ -465,7 +487,17 @@ fn a_backlog_of_zero_overflows_on_the_servers_host_and_the_agent_counts_it() {
             .arg("run")
             .args(agent.flags())
             .args(["--exec", &exec, "--env", &format!("BACKLOG={backlog}")])
-            .args(["-c", "64", "--no-keepalive", "-d", "2s", "--timeout", "2s", "-q", "--json"])
+            .args([
+                "-c",
+                "64",
+                "--no-keepalive",
+                "-d",
+                "2s",
+                "--timeout",
+                "2s",
+                "-q",
+                "--json",
+            ])
             .arg(&json)
             .arg("/")
             .output()
@@ -477,7 +509,11 @@ fn a_backlog_of_zero_overflows_on_the_servers_host_and_the_agent_counts_it() {
         );
         let doc = read_json(&json);
         let kernel = &doc["server"]["agent"]["kernel"];
-        overflows.push(kernel["listen_overflows"].as_u64().unwrap_or_else(|| panic!("{kernel:#}")));
+        overflows.push(
+            kernel["listen_overflows"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{kernel:#}")),
+        );
     }
     assert!(overflows[0] > 0, "BACKLOG=0: {overflows:?}");
     assert_eq!(overflows[1], 0, "BACKLOG=1024: {overflows:?}");

@@ -343,7 +343,10 @@ impl Session {
         // The machine checked is this one, the generator's; the server's host is the agent's.
         let (_plan, mut checks) = machine::preflight(&config, None, false, options, &mut notes)?;
         let host = remote.host_checks(&config, &mut notes);
-        for c in host.iter().filter(|c| c.status != loadlab_result::CheckStatus::Pass) {
+        for c in host
+            .iter()
+            .filter(|c| c.status != loadlab_result::CheckStatus::Pass)
+        {
             notes.push(format!(
                 "{} {}: {}; needs {}",
                 c.status.label(),
@@ -352,7 +355,11 @@ impl Session {
                 c.needs
             ));
         }
-        if options.strict && host.iter().any(|c| c.status == loadlab_result::CheckStatus::Fail) {
+        if options.strict
+            && host
+                .iter()
+                .any(|c| c.status == loadlab_result::CheckStatus::Fail)
+        {
             return Err(SessionError::Invalid(
                 "the server's host failed a check (see above); --strict stops here".into(),
             ));

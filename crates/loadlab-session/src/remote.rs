@@ -12,13 +12,12 @@
 //!
 //! It must not print: what a person should know comes back as notes and warnings.
 
+use crate::server::{ServerKind, ServerSpec};
 use crate::SessionError;
 use loadlab_agent::client::{AgentClient, AgentEndpoint, ClientError};
 use loadlab_agent::clock::{ClockMap, Estimate, LocalClock};
-use crate::server::{ServerKind, ServerSpec};
 use loadlab_agent::protocol::{
-    Hello, LaunchOptions, OpenSession, Opened, ServerRequest, StartSampling, WireExit,
-    WireSample,
+    Hello, LaunchOptions, OpenSession, Opened, ServerRequest, StartSampling, WireExit, WireSample,
 };
 use loadlab_probe::report::{self, ServerReport};
 use loadlab_probe::sampler::{Exit, Sample};

@@ -59,7 +59,10 @@ pub fn checks(host: &HostInfo, demand: Demand) -> Vec<Check> {
                 CheckStatus::Pass
             },
             found: format!("net.core.somaxconn = {somaxconn} on {h}"),
-            needs: format!("at least {} (every listener's backlog is capped there)", burst.min(4096)),
+            needs: format!(
+                "at least {} (every listener's backlog is capped there)",
+                burst.min(4096)
+            ),
             fix: low.then(|| format!("sysctl -w net.core.somaxconn=4096 (on {h})")),
         });
     }
@@ -94,7 +97,12 @@ pub fn checks(host: &HostInfo, demand: Demand) -> Vec<Check> {
             },
             found: format!("tcp_max_syn_backlog = {syn}, tcp_syncookies = {cookies} on {h}"),
             needs: format!("room for {burst} half-open connections, or SYN cookies"),
-            fix: low.then(|| format!("sysctl -w net.ipv4.tcp_max_syn_backlog={} (on {h})", burst.max(1024))),
+            fix: low.then(|| {
+                format!(
+                    "sysctl -w net.ipv4.tcp_max_syn_backlog={} (on {h})",
+                    burst.max(1024)
+                )
+            }),
         });
     }
     out

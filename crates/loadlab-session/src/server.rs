@@ -124,7 +124,10 @@ impl ServerSpec {
             }
             return self.check_common();
         }
-        if matches!(self.kind, ServerKind::Container(_) | ServerKind::AgentDefault) {
+        if matches!(
+            self.kind,
+            ServerKind::Container(_) | ServerKind::AgentDefault
+        ) {
             return Err(SessionError::Invalid(
                 "--container watches a container through the agent on its host: add --agent URL \
                  (on this machine, give the container's --pid or its --cgroup)"

@@ -184,11 +184,16 @@ fn check_run_flags(raw: &[String], shards: u32, engine_sets: &[&str]) -> anyhow:
             );
         }
     }
-    if args.server.spec()?.is_some() {
-        anyhow::bail!(
-            "--target, --exec, --pid and --cgroup would have every shard launch or watch a \
-             server of its own; start the service once and give its URL"
-        );
+    if let Some(server) = args.server.spec()? {
+        // Through an agent, shard 1 alone watches the server (`run --shard` skips it on the
+        // others); launching would still start one per run, so only watching is allowed.
+        if server.agent.is_none() || server.launches() {
+            anyhow::bail!(
+                "--target, --exec, --pid and --cgroup would have every shard launch or watch a \
+                 server of its own; start the service once and give its URL (with --agent and \
+                 --pid, --cgroup, --port or --container, shard 1 watches it through its agent)"
+            );
+        }
     }
     let spec = RunSpec {
         connections: args.connections,

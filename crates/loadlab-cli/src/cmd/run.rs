@@ -382,7 +382,14 @@ pub fn load_scenario(
 
 /// The session the flags describe (nothing started yet).
 pub fn session_spec(args: &RunArgs) -> anyhow::Result<SessionSpec> {
-    let server = args.server.spec()?;
+    let mut server = args.server.spec()?;
+    // Shards of one load share one server: its agent serves one session, shard 1's (the
+    // same flags go to every shard; the merge keeps the one server report).
+    if args.shard.shard.is_some_and(|s| s.index > 0)
+        && server.as_ref().is_some_and(|s| s.agent.is_some())
+    {
+        server = None;
+    }
     let scenario = args
         .scenario
         .as_deref()

@@ -48,8 +48,12 @@ pub struct ServerArgs {
 
     /// Sample the server listening on this port (the lowest PID among its listeners, and
     /// its children); with --agent, on the agent's host.
-    #[arg(long = "port", value_name = "PORT", help_heading = "Server under test",
-          conflicts_with = "container")]
+    #[arg(
+        long = "port",
+        value_name = "PORT",
+        help_heading = "Server under test",
+        conflicts_with = "container"
+    )]
     pub listen_port: Option<u16>,
 
     /// With --agent: sample this Podman or Docker container (by name or id) on the agent's

@@ -138,7 +138,18 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
     }
     // Each part's first requests and server were its own; a merge has no single one.
     merged.first_requests = None;
-    merged.server = (parts.len() == 1).then(|| first.server.clone()).flatten();
+    // Shards through an agent: one shard (the first) watched the server for them all.
+    let watched: Vec<&RunResult> = parts
+        .iter()
+        .filter(|p| p.server.as_ref().is_some_and(|s| s.agent.is_some()))
+        .collect();
+    merged.server = if parts.len() == 1 {
+        first.server.clone()
+    } else if mode == Mode::Concurrent && watched.len() == 1 {
+        watched[0].server.clone()
+    } else {
+        None
+    };
     // So were the kernel's counters (one namespace's, over one run's time) and the link.
     merged.kernel = (parts.len() == 1).then(|| first.kernel.clone()).flatten();
     merged.link = (parts.len() == 1).then(|| first.link.clone()).flatten();
