@@ -12,8 +12,8 @@
 
 use crate::clock::{Estimate, Exchange, LocalClock};
 use crate::protocol::{
-    self, ClockStamps, Closed, ErrorBody, Hello, HostInfo, Lease, OpenSession, Opened,
-    SampleBatch, StartSampling, Stopped, HEADER_NONCE, HEADER_PROTOCOL, PROTOCOL,
+    self, ClockStamps, Closed, ErrorBody, Hello, HostInfo, Lease, OpenSession, Opened, SampleBatch,
+    StartSampling, Stopped, HEADER_NONCE, HEADER_PROTOCOL, PROTOCOL,
 };
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -159,9 +159,8 @@ impl AgentClient {
             }
         };
         let port = url.port().unwrap_or(DEFAULT_PORT);
-        let server_name = ServerName::try_from(host.clone()).map_err(|e| {
-            ClientError::Invalid(format!("--agent {}: {e}", endpoint.url))
-        })?;
+        let server_name = ServerName::try_from(host.clone())
+            .map_err(|e| ClientError::Invalid(format!("--agent {}: {e}", endpoint.url)))?;
         let token = read_token(&endpoint.token_file)?;
         let tls = tls_config(endpoint)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -221,8 +220,14 @@ impl AgentClient {
         for _ in 0..n.max(1) {
             let mut t1 = 0;
             let mut t4 = 0;
-            let stamps: ClockStamps =
-                self.call_timed("POST", "/v1/clock", Some(b"{}".to_vec()), &mut t1, &mut t4, clock)?;
+            let stamps: ClockStamps = self.call_timed(
+                "POST",
+                "/v1/clock",
+                Some(b"{}".to_vec()),
+                &mut t1,
+                &mut t4,
+                clock,
+            )?;
             burst.push(Exchange {
                 t1_ns: t1,
                 t2_ns: stamps.t2_ns,
@@ -371,7 +376,10 @@ impl AgentClient {
                 }
                 Ok(Err(e)) => {
                     self.conn = None;
-                    if !fresh && attempts == 1 && (e.is_canceled() || e.is_closed() || e.is_incomplete_message()) {
+                    if !fresh
+                        && attempts == 1
+                        && (e.is_canceled() || e.is_closed() || e.is_incomplete_message())
+                    {
                         continue;
                     }
                     return Err(ClientError::Unreachable {
@@ -410,9 +418,8 @@ impl AgentClient {
                     body,
                 });
             }
-            return serde_json::from_slice(&bytes).map_err(|e| {
-                ClientError::Protocol(format!("{method} {path}: {e}"), url.clone())
-            });
+            return serde_json::from_slice(&bytes)
+                .map_err(|e| ClientError::Protocol(format!("{method} {path}: {e}"), url.clone()));
         }
     }
 
@@ -427,7 +434,10 @@ impl AgentClient {
             .method(method)
             .uri(path)
             .header(hyper::header::HOST, &self.authority)
-            .header(hyper::header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .header(
+                hyper::header::AUTHORIZATION,
+                format!("Bearer {}", self.token),
+            )
             .header(HEADER_PROTOCOL, PROTOCOL.to_string());
         if mutating {
             builder = builder.header(HEADER_NONCE, nonce()?);
@@ -520,47 +530,46 @@ fn tls_config(endpoint: &AgentEndpoint) -> Result<Arc<rustls::ClientConfig>> {
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| ClientError::Invalid(format!("TLS: {e}")))?;
-    let config = match (&endpoint.fingerprint, &endpoint.cacert) {
-        (Some(fp), None) => {
-            let pinned = protocol::parse_fingerprint(fp).map_err(|e| {
-                ClientError::Invalid(format!(
-                    "--agent-fingerprint {fp}: {e}; give the sha256:... line the agent printed"
-                ))
-            })?;
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Pinned {
-                    sha256: pinned,
-                    algorithms: provider.signature_verification_algorithms,
-                }))
-                .with_no_client_auth()
-        }
-        (None, Some(path)) => {
-            let pem = std::fs::read(path).map_err(|e| {
-                ClientError::Invalid(format!("--agent-cacert {}: {e}", path.display()))
-            })?;
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in rustls_pemfile_certs(&pem, path)? {
-                roots.add(cert).map_err(|e| {
+    let config =
+        match (&endpoint.fingerprint, &endpoint.cacert) {
+            (Some(fp), None) => {
+                let pinned = protocol::parse_fingerprint(fp).map_err(|e| {
+                    ClientError::Invalid(format!(
+                        "--agent-fingerprint {fp}: {e}; give the sha256:... line the agent printed"
+                    ))
+                })?;
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(Pinned {
+                        sha256: pinned,
+                        algorithms: provider.signature_verification_algorithms,
+                    }))
+                    .with_no_client_auth()
+            }
+            (None, Some(path)) => {
+                let pem = std::fs::read(path).map_err(|e| {
                     ClientError::Invalid(format!("--agent-cacert {}: {e}", path.display()))
                 })?;
+                let mut roots = rustls::RootCertStore::empty();
+                for cert in rustls_pemfile_certs(&pem, path)? {
+                    roots.add(cert).map_err(|e| {
+                        ClientError::Invalid(format!("--agent-cacert {}: {e}", path.display()))
+                    })?;
+                }
+                builder.with_root_certificates(roots).with_no_client_auth()
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
-        }
-        (Some(_), Some(_)) => {
-            return Err(ClientError::Invalid(
+            (Some(_), Some(_)) => return Err(ClientError::Invalid(
                 "--agent-fingerprint and --agent-cacert both say how to trust the agent: give one"
                     .into(),
-            ))
-        }
-        (None, None) => {
-            return Err(ClientError::Invalid(format!(
-                "--agent {}: say how to trust the agent's certificate: --agent-fingerprint \
+            )),
+            (None, None) => {
+                return Err(ClientError::Invalid(format!(
+                    "--agent {}: say how to trust the agent's certificate: --agent-fingerprint \
                  sha256:... (the agent printed it at start) or --agent-cacert FILE",
-                endpoint.url
-            )))
-        }
-    };
+                    endpoint.url
+                )))
+            }
+        };
     Ok(Arc::new(config))
 }
 
