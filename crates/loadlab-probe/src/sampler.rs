@@ -22,14 +22,14 @@ pub enum Source {
 
 impl Source {
     /// The process whose death ends the run, if there is one.
-    fn main_pid(&self) -> Option<u32> {
+    pub fn main_pid(&self) -> Option<u32> {
         match self {
             Source::Cgroup { pid, .. } | Source::Tree { pid } => Some(*pid),
             Source::Attached(_) => None,
         }
     }
 
-    fn group(&self) -> Option<&Cgroup> {
+    pub fn group(&self) -> Option<&Cgroup> {
         match self {
             Source::Cgroup { group, .. } | Source::Attached(group) => Some(group),
             Source::Tree { .. } => None,
@@ -159,6 +159,9 @@ pub struct Exit {
 /// Tells whether the launched process has exited, and how (for a child of loadlab's).
 pub type ExitProbe = Box<dyn FnMut() -> Option<String> + Send>;
 
+/// Receives each sample as it is taken, and the exit with the sample that saw it.
+pub type SampleSink = Box<dyn FnMut(&Sample, Option<&Exit>) + Send>;
+
 /// What a finished sampler hands back.
 #[derive(Debug, Clone, Default)]
 pub struct Samples {
@@ -189,8 +192,29 @@ impl Sampler {
         netns: Option<std::fs::File>,
         source: Source,
         every: Duration,
+        exit_probe: Option<ExitProbe>,
+        on_exit: Box<dyn FnOnce() + Send>,
+    ) -> Sampler {
+        Sampler::start_streaming(
+            netns,
+            source,
+            every,
+            exit_probe,
+            on_exit,
+            Box::new(|_, _| {}),
+        )
+    }
+
+    /// [`Sampler::start_in`] that also hands each sample to `sink` as it is taken (with the
+    /// exit, on the sample that saw the server gone), for a consumer that reads the series
+    /// while it grows (the agent).
+    pub fn start_streaming(
+        netns: Option<std::fs::File>,
+        source: Source,
+        every: Duration,
         mut exit_probe: Option<ExitProbe>,
         on_exit: Box<dyn FnOnce() + Send>,
+        mut sink: SampleSink,
     ) -> Sampler {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
@@ -225,16 +249,19 @@ impl Sampler {
                     if let Some(status) = status {
                         // The kernel counts the kill before the parent can see the exit.
                         let oom = source.group().and_then(Cgroup::oom_kills).unwrap_or(0);
-                        out.exit = Some(Exit {
+                        let exit = Exit {
                             at: sample.at,
                             status,
                             oom_killed: oom > oom_before,
-                        });
+                        };
+                        sink(&sample, Some(&exit));
+                        out.exit = Some(exit);
                         if let Some(f) = on_exit.take() {
                             f();
                         }
                         return out;
                     }
+                    sink(&sample, None);
                     if flag.load(Ordering::Acquire) {
                         return out;
                     }

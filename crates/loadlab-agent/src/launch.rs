@@ -1,0 +1,251 @@
+//! Launches a server for a session: a lab target by name, or (with `--allow-exec`) a command
+//! line, under the limits asked for, through the probe's launcher (readiness, start-up
+//! timing, its own process group and cgroup, cleanup when dropped), as a local launch does.
+//!
+//! It must not decide whether exec is allowed (the handler does) nor keep the server: the
+//! session owns what this returns.
+
+use crate::protocol::LaunchOptions;
+use crate::reply::Refusal;
+use loadlab_certs::CertDir;
+use loadlab_lab::{Lab, ServeOptions, ServeTls};
+use loadlab_probe::{Launch, Launched, Limits, LimitsMode, Readiness};
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// What to launch, checked.
+pub(crate) enum What<'a> {
+    Target {
+        name: &'a str,
+        targets_dir: Option<&'a Path>,
+    },
+    Exec(&'a str),
+}
+
+/// A launched server and the throwaway certificates it serves with.
+pub(crate) struct Started {
+    pub launched: Launched,
+    /// Kept for as long as the server runs: the server reads its files.
+    pub certs: Option<CertDir>,
+}
+
+/// The limits as the user typed them, parsed; a bad one names its field.
+pub(crate) fn limits(options: &LaunchOptions) -> Result<(Limits, LimitsMode), Refusal> {
+    let online = loadlab_probe::limits::online_cpus();
+    let field = |name: &str, e: loadlab_probe::ProbeError| {
+        Refusal::field(format!("server.{name}"), e.to_string())
+    };
+    let limits = Limits {
+        cpus: options
+            .cpus
+            .as_deref()
+            .map(|c| loadlab_probe::limits::parse_cpus(c, online))
+            .transpose()
+            .map_err(|e| field("cpus", e))?,
+        memory: options
+            .memory
+            .as_deref()
+            .map(loadlab_probe::limits::parse_memory)
+            .transpose()
+            .map_err(|e| field("memory", e))?,
+        pin: options
+            .pin
+            .as_deref()
+            .map(|p| loadlab_probe::limits::parse_cpu_list(p, online))
+            .transpose()
+            .map_err(|e| field("pin", e))?,
+    };
+    let mode = match options.limits_mode.as_str() {
+        "strict" => LimitsMode::Strict,
+        "best-effort" => LimitsMode::BestEffort,
+        other => {
+            return Err(Refusal::field(
+                "server.limits_mode",
+                format!("limits_mode {other:?} is neither \"strict\" nor \"best-effort\""),
+            ))
+        }
+    };
+    if !options.healthz.starts_with('/') {
+        return Err(Refusal::field(
+            "server.healthz",
+            format!(
+                "healthz {:?} must be a path starting with /",
+                options.healthz
+            ),
+        ));
+    }
+    if options.startup_timeout_ms == 0 || options.startup_timeout_ms > 600_000 {
+        return Err(Refusal::field(
+            "server.startup_timeout_ms",
+            "startup_timeout_ms must be between 1 and 600000",
+        ));
+    }
+    Ok((limits, mode))
+}
+
+/// A free port on `host` (the launched server binds it a moment later).
+fn free_port(host: IpAddr) -> Result<u16, Refusal> {
+    std::net::TcpListener::bind((host, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| Refusal::internal(format!("cannot find a free port on {host}: {e}")))
+}
+
+/// Launches `what` listening on `host` (the address the generator reached the agent on).
+/// Blocking: it waits for the server to be ready.
+pub(crate) fn start(
+    what: What<'_>,
+    options: &LaunchOptions,
+    host: IpAddr,
+) -> Result<Started, Refusal> {
+    let (limits, mode) = limits(options)?;
+    let port = free_port(host)?;
+    let certs = if options.tls {
+        let extra: Vec<IpAddr> = if host.is_loopback() {
+            vec![]
+        } else {
+            vec![host]
+        };
+        Some(CertDir::create(&extra).map_err(Refusal::internal)?)
+    } else {
+        None
+    };
+    let tls = certs.as_ref().map(ServeTls::from_dir);
+    let health_tls = tls
+        .as_ref()
+        .map(ServeTls::client_config)
+        .transpose()
+        .map_err(Refusal::internal)?;
+    let addr = SocketAddr::new(host, port);
+    let (command, description, readiness) = match what {
+        What::Target { name, targets_dir } => {
+            let no_lab = |e: loadlab_lab::LabError| {
+                Refusal::new(
+                    hyper::StatusCode::CONFLICT,
+                    format!("{e} (on the agent's host)"),
+                )
+            };
+            let lab = match targets_dir {
+                Some(dir) => Lab::open(dir).map_err(no_lab)?,
+                None => {
+                    let cwd = std::env::current_dir().map_err(|e| {
+                        Refusal::internal(format!("cannot read the current directory: {e}"))
+                    })?;
+                    Lab::discover(&cwd).map_err(no_lab)?
+                }
+            };
+            let serve = ServeOptions {
+                port,
+                host,
+                upstream_url: options.upstream.clone(),
+                tls: tls.clone(),
+                ready_timeout: Duration::from_millis(options.startup_timeout_ms),
+                ..ServeOptions::default()
+            };
+            let command = lab
+                .command(name, &serve)
+                .map_err(|e| Refusal::field("server.name", e.to_string()))?;
+            (command, name.to_string(), Readiness::AddressLine)
+        }
+        What::Exec(cmd) => {
+            if cmd.trim().is_empty() {
+                return Err(Refusal::field("server.command", "the command is empty"));
+            }
+            let mut command = Command::new("sh");
+            command
+                .arg("-c")
+                .arg(exec_if_simple(&cmd.replace("{port}", &port.to_string())))
+                .env("PORT", port.to_string())
+                .env("HOST", host.to_string());
+            if let Some(tls) = &tls {
+                command.env("TLS_CERT", &tls.cert).env("TLS_KEY", &tls.key);
+            }
+            (command, cmd.to_string(), Readiness::Address(addr))
+        }
+    };
+    let mut command = command;
+    command.envs(options.env.iter().map(|(k, v)| (k, v)));
+    let launch = Launch {
+        command,
+        description,
+        limits,
+        mode,
+        readiness,
+        health_path: options.healthz.clone(),
+        health_tls,
+        timeout: Duration::from_millis(options.startup_timeout_ms),
+        netns: None,
+    };
+    let launched = launch.start().map_err(|e| match e {
+        loadlab_probe::ProbeError::LimitUnavailable { .. } => {
+            Refusal::new(hyper::StatusCode::CONFLICT, e.to_string())
+        }
+        loadlab_probe::ProbeError::Invalid(_) => Refusal::field("server", e.to_string()),
+        _ => Refusal::new(hyper::StatusCode::BAD_GATEWAY, e.to_string()),
+    })?;
+    if launched.addr() != addr {
+        return Err(Refusal::new(
+            hyper::StatusCode::BAD_GATEWAY,
+            format!(
+                "{} listens on {} though it was given PORT={port}: the server must bind the \
+                 port in $PORT (see targets/CONTRACT.md)",
+                launched.description(),
+                launched.addr()
+            ),
+        ));
+    }
+    Ok(Started { launched, certs })
+}
+
+/// The script `sh -c` runs for a command: a lone command is `exec`ed so the server itself
+/// is the launched child (it then gets the death signal and its exit status is the
+/// server's); a pipeline or a compound command runs as written. (The same rule as a local
+/// `--exec`, in `loadlab-session`.)
+fn exec_if_simple(cmd: &str) -> String {
+    const KEYWORDS: &[&str] = &[
+        "if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done", "case", "esac",
+        "{", "}", "!", "[[", "exec", "function", "select", "exit", "return", "break", "continue",
+        ".", "source", "eval", "set", "shift", "trap", "unset", "export", "readonly", "local",
+        "cd", "wait", "ulimit", "umask", "read", "alias", "command", "times",
+    ];
+    let first = cmd.split_whitespace().next().unwrap_or("");
+    let simple = !first.is_empty()
+        && !first.contains('=')
+        && !KEYWORDS.contains(&first)
+        && !cmd
+            .chars()
+            .any(|c| matches!(c, ';' | '&' | '|' | '\n' | '(' | ')' | '`' | '<' | '>'));
+    if simple {
+        format!("exec {cmd}")
+    } else {
+        cmd.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_limits_name_their_field() {
+        let bad = |options: LaunchOptions| limits(&options).unwrap_err().field.unwrap();
+        let cpus = LaunchOptions {
+            cpus: Some("lots".into()),
+            ..LaunchOptions::default()
+        };
+        assert_eq!(bad(cpus), "server.cpus");
+        let memory = LaunchOptions {
+            memory: Some("12 parsecs".into()),
+            ..LaunchOptions::default()
+        };
+        assert_eq!(bad(memory), "server.memory");
+        let mode = LaunchOptions {
+            limits_mode: "lenient".into(),
+            ..LaunchOptions::default()
+        };
+        assert_eq!(bad(mode), "server.limits_mode");
+        assert!(limits(&LaunchOptions::default()).is_ok());
+    }
+}
