@@ -180,3 +180,37 @@ fn a_late_start_is_reported_and_aligned_by_interval() {
     assert_eq!(m.timeline.len(), 2);
     assert_eq!(m.timeline[1].completed, 1);
 }
+
+/// Shards through an agent: shard 1 alone watched the server, and the merge keeps its report;
+/// servers watched by several shards each (no agent) are not one server, and none is kept.
+#[test]
+fn the_one_server_watched_through_an_agent_survives_the_merge() {
+    let server: loadlab_result::ServerReport = serde_json::from_value(serde_json::json!({
+        "source": "port",
+        "description": "pid 42, listening on port 8080 on srv",
+        "sample_interval_s": 0.1,
+        "samples": [],
+        "agent": {
+            "url": "https://169.254.0.1:7070",
+            "hostname": "srv",
+            "protocol": 1,
+            "agent_version": "0.1.0",
+            "clock_offset_s": 0.002,
+            "clock_uncertainty_s": 0.00005,
+            "clock_estimates": []
+        }
+    }))
+    .unwrap();
+    let mut first = shard(&[1_000, 2_000], 0, 2, 0.0);
+    first.server = Some(server.clone());
+    let second = shard(&[3_000], 1, 2, 0.0);
+    let merged = merge_shards(&[first.clone(), second.clone()]).unwrap();
+    assert_eq!(merged.server.as_ref(), Some(&server));
+    let mut local = server.clone();
+    local.agent = None;
+    let (mut a, mut b) = (first, second);
+    a.server = Some(local.clone());
+    b.server = Some(local);
+    let merged = merge_shards(&[a, b]).unwrap();
+    assert!(merged.server.is_none());
+}
