@@ -259,6 +259,10 @@ pub struct Variant {
     /// The variant's own caps.
     #[serde(default, skip_serializing_if = "Bandwidth::is_empty")]
     pub bandwidth: Bandwidth,
+    /// A lab target's recommended warm-up (`warmup_secs` in its manifest), in place of the
+    /// file's default, when the file sets no `warmup` of its own (see [`crate::warmup`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_warmup_s: Option<f64>,
 }
 
 /// One axis of the matrix: a setting and the values it takes, in the file's order.
@@ -285,6 +289,10 @@ pub struct Experiment {
     /// Index of the control variant (the first unless `[compare] control` names another).
     pub control: usize,
     pub margin: f64,
+    /// The file (or `--warmup`) set the warm-up: a target's recommended one does not apply.
+    /// Not stored: what it decided is in each variant's `target_warmup_s`.
+    #[serde(skip)]
+    pub warmup_given: bool,
 }
 
 /// Runs per arm when the file does not say: enough for 95% confidence with room to spare
@@ -491,6 +499,7 @@ impl RawExperiment {
                 pin: limits.pin,
                 healthz: v.healthz.clone(),
                 bandwidth,
+                target_warmup_s: None,
             });
         }
         let control = match &self.compare.control {
@@ -520,6 +529,7 @@ impl RawExperiment {
             variants,
             control,
             margin,
+            warmup_given: self.warmup.is_some(),
         })
     }
 }

@@ -4,6 +4,7 @@
 //! # Layout
 //!
 //! - [`file`]: experiment files (TOML), checked into an [`Experiment`].
+//! - [`warmup`]: each lab target's recommended warm-up, for a file that sets none.
 //! - [`plan`]: arms (variants under the matrix's axis values) and runs in randomized blocks,
 //!   with a hash that says whether an interrupted experiment can be resumed.
 //! - [`runner`]: runs the plan through sessions (verifying every target and URL first) and
@@ -25,6 +26,7 @@ pub mod metrics;
 pub mod plan;
 pub mod runner;
 pub mod table;
+pub mod warmup;
 
 pub use file::Experiment;
 pub use plan::Plan;

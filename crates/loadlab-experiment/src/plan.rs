@@ -122,6 +122,9 @@ fn arms(experiment: &Experiment) -> Result<Vec<Arm>, String> {
             if let Some(scenario) = &variant.scenario {
                 settings.scenario = Some(scenario.clone());
             }
+            if let Some(warmup_s) = variant.target_warmup_s {
+                settings.warmup_s = warmup_s;
+            }
             for (key, value) in combo {
                 settings.apply(key, value)?;
             }

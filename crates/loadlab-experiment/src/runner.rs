@@ -236,6 +236,20 @@ pub fn run(
     Ok(ending)
 }
 
+/// The lab at `targets`, or the nearest `targets/` above the working directory.
+pub fn open_lab(targets: Option<&Path>) -> Result<Lab, loadlab_lab::LabError> {
+    match targets {
+        Some(dir) => Lab::open(dir),
+        None => std::env::current_dir()
+            .map_err(|e| loadlab_lab::LabError::Startup {
+                name: "lab".into(),
+                message: e.to_string(),
+                stderr_tail: Vec::new(),
+            })
+            .and_then(|d| Lab::discover(&d)),
+    }
+}
+
 /// Builds what is not built, verifies every lab target against the contract and
 /// health-checks every URL, before anything is measured.
 fn preflight(
@@ -266,17 +280,7 @@ fn preflight(
     let lab = if targets.is_empty() {
         None
     } else {
-        let lab = match &options.targets {
-            Some(dir) => Lab::open(dir),
-            None => std::env::current_dir()
-                .map_err(|e| loadlab_lab::LabError::Startup {
-                    name: "lab".into(),
-                    message: e.to_string(),
-                    stderr_tail: Vec::new(),
-                })
-                .and_then(|d| Lab::discover(&d)),
-        }
-        .map_err(|e| err(e.to_string()))?;
+        let lab = open_lab(options.targets.as_deref()).map_err(|e| err(e.to_string()))?;
         Some(lab)
     };
     if let Some(lab) = &lab {

@@ -1,5 +1,6 @@
 //! An experiment end to end, with two in-process servers as its variants: runs interleaved
-//! in randomized blocks, interrupted, resumed from the first missing run, and compared.
+//! in randomized blocks, interrupted, resumed from the first missing run, and compared; and a
+//! lab target's recommended warm-up applied when the file sets none.
 
 use loadlab_experiment::analysis::{self, ArmRuns};
 use loadlab_experiment::plan::{Arm, PlannedRun};
@@ -173,4 +174,159 @@ url = "{}"
     // The slow arm's p50 is about 2 ms above the fast one's in every run.
     let ratio = p50.comparison.as_ref().and_then(|c| c.ratio).unwrap();
     assert!(ratio > 3.0, "ratio {ratio}");
+}
+
+/// A lab of one stand-in target whose manifest recommends a warm-up of `warmup_secs`. The
+/// session gives a launched target its port (`PORT`), so the stand-in, a shell script, hands
+/// its port to this test through a FIFO, waits on a second FIFO until the test serves that
+/// port ([`serve_stand_in`]), then prints its address line and waits to be stopped: the lab
+/// launches, watches and stops a real process while this test answers the requests.
+fn stand_in_lab(warmup_secs: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("CONTRACT.md"), "stand-in lab\n").unwrap();
+    let target = dir.path().join("stand-in");
+    std::fs::create_dir(&target).unwrap();
+    for fifo in ["port.fifo", "ready.fifo"] {
+        let status = std::process::Command::new("mkfifo")
+            .arg(target.join(fifo))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    std::fs::write(
+        target.join("target.toml"),
+        format!(
+            r#"name = "stand-in"
+language = "sh"
+framework = "none"
+framework_version = "0"
+sources = ["target.toml"]
+warmup_secs = {warmup_secs}
+[build]
+command = ["true"]
+artifacts = ["target.toml"]
+[run]
+command = ["sh", "-c", "echo $PORT > port.fifo; read ok < ready.fifo; echo listening on 127.0.0.1:$PORT; exec sleep 60"]
+"#
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// Answers the stand-in's next start: reads its port from `port.fifo`, serves `200 ok` to
+/// every request on it (HTTP/1.1, kept alive), then says so on `ready.fifo`.
+fn serve_stand_in(lab: &std::path::Path) -> std::thread::JoinHandle<()> {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = lab.join("stand-in");
+    std::thread::spawn(move || {
+        let port = std::fs::read_to_string(dir.join("port.fifo")).unwrap();
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port.trim().parse().unwrap()))
+            .expect("the stand-in's port is free");
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { break };
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut line = String::new();
+                    loop {
+                        // A request: lines up to the empty one (GETs, no body).
+                        loop {
+                            line.clear();
+                            match reader.read_line(&mut line) {
+                                Ok(0) | Err(_) => return,
+                                Ok(_) if line == "\r\n" => break,
+                                Ok(_) => {}
+                            }
+                        }
+                        if stream.write_all(&response(200, "ok")).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        std::fs::write(dir.join("ready.fifo"), "ok\n").unwrap();
+    })
+}
+
+/// The one run of a one-variant experiment on the stand-in lab, from `file`: the arm's
+/// planned warm-up and the run's result.
+fn run_on_stand_in(file: &str, lab: &std::path::Path) -> (f64, Vec<String>, RunResult) {
+    let mut experiment = Experiment::parse(file).unwrap();
+    let notes = experiment.apply_target_warmups_from(Some(lab)).unwrap();
+    let plan = Plan::new(&experiment).unwrap();
+    let planned = plan.arms[0].settings.warmup_s;
+    let stand_in = serve_stand_in(lab);
+    let mut sink = Memory::default();
+    let options = runner::Options {
+        targets: Some(lab.to_path_buf()),
+        skip_verify: true,
+        ..runner::Options::default()
+    };
+    let ending = runner::run(
+        &experiment,
+        &plan,
+        &mut sink,
+        &options,
+        &Control::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(ending, Ending::Complete);
+    stand_in.join().unwrap();
+    (planned, notes, sink.runs.pop().unwrap().2)
+}
+
+#[test]
+fn a_targets_recommended_warmup_applies_unless_the_file_sets_one() {
+    let lab = stand_in_lab(1);
+    let file = r#"
+name = "warmups"
+repetitions = 1
+duration = "300ms"
+cooldown = "0s"
+[load]
+connections = 1
+threads = 1
+[[variant]]
+name = "stand-in"
+target = "stand-in"
+"#;
+
+    // No warmup in the file: the manifest's 1 s, in the plan and in the run's warm-up phase
+    // (the file's default would be 2 s).
+    let (planned, notes, result) = run_on_stand_in(file, lab.path());
+    assert_eq!(planned, 1.0);
+    assert!(
+        notes.len() == 1 && notes[0].contains("warm-up 1s"),
+        "{notes:?}"
+    );
+    assert_eq!(result.load.warmup_s, 1.0);
+    let warmup = result.warmup.expect("a warm-up phase");
+    assert!(
+        (0.9..1.5).contains(&warmup.duration_s) && warmup.requests.completed > 0,
+        "{warmup:?}"
+    );
+
+    // The file's own warmup overrides the manifest's.
+    let own = file.replace("cooldown", "warmup = \"200ms\"\ncooldown");
+    let (planned, notes, result) = run_on_stand_in(&own, lab.path());
+    assert_eq!(planned, 0.2);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(result.load.warmup_s, 0.2);
+    let warmup = result.warmup.expect("a warm-up phase");
+    assert!(warmup.duration_s < 0.6, "{warmup:?}");
+
+    // So does --warmup, given after the file is read.
+    let mut experiment = Experiment::parse(file).unwrap();
+    experiment.set_warmup(0.5);
+    assert!(experiment
+        .apply_target_warmups_from(Some(lab.path()))
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        Plan::new(&experiment).unwrap().arms[0].settings.warmup_s,
+        0.5
+    );
 }

@@ -97,8 +97,16 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         experiment.base.duration_s = secs;
     }
     if let Some(w) = &args.warmup {
-        experiment.base.warmup_s =
-            loadlab_experiment::file::duration_s(w, "--warmup").map_err(anyhow::Error::msg)?;
+        experiment.set_warmup(
+            loadlab_experiment::file::duration_s(w, "--warmup").map_err(anyhow::Error::msg)?,
+        );
+    }
+    // A file without its own warmup gives each lab target the warm-up its manifest asks for.
+    for note in experiment
+        .apply_target_warmups_from(args.targets.as_deref())
+        .map_err(anyhow::Error::msg)?
+    {
+        eprintln!("{note}");
     }
     let plan = Plan::new(&experiment).map_err(anyhow::Error::msg)?;
     let format = Format::parse(&args.format).map_err(anyhow::Error::msg)?;

@@ -1,0 +1,66 @@
+//! A lab target's recommended warm-up (`warmup_secs` in its `target.toml`: a JIT runtime
+//! needs tens of seconds) applied to an experiment whose file sets no `warmup` of its own;
+//! the file's `warmup`, or `--warmup`, always wins. Applied to the [`Experiment`] before it is
+//! planned, so the plan, its expected time and its hash show the warm-up each arm gets. Reads
+//! manifests only: builds and runs nothing, and prints nothing (it returns notes).
+
+use crate::file::{Experiment, Source};
+use loadlab_lab::Lab;
+use std::path::Path;
+
+impl Experiment {
+    /// Sets every arm's warm-up (`--warmup`), over the file's and any target's.
+    pub fn set_warmup(&mut self, warmup_s: f64) {
+        self.base.warmup_s = warmup_s;
+        self.warmup_given = true;
+        for variant in &mut self.variants {
+            variant.target_warmup_s = None;
+        }
+    }
+
+    /// Gives each lab-target variant its manifest's warm-up when the file set none, and
+    /// returns a note per variant changed (`rust-axum: warm-up 2s, its target's warmup_secs`).
+    /// A manifest without `warmup_secs` (0) leaves the file's default.
+    pub fn apply_target_warmups(&mut self, lab: &Lab) -> Result<Vec<String>, String> {
+        if self.warmup_given {
+            return Ok(Vec::new());
+        }
+        let mut notes = Vec::new();
+        for variant in &mut self.variants {
+            let Source::Target(name) = &variant.source else {
+                continue;
+            };
+            let secs = lab
+                .target(name)
+                .map_err(|e| format!("[[variant]] {}: {e}", variant.name))?
+                .manifest
+                .warmup_secs;
+            if secs == 0 {
+                continue;
+            }
+            variant.target_warmup_s = Some(secs as f64);
+            notes.push(format!(
+                "{}: warm-up {secs}s, the warmup_secs of target {name} (the file sets no warmup)",
+                variant.name
+            ));
+        }
+        Ok(notes)
+    }
+
+    /// [`Experiment::apply_target_warmups`] with the lab at `targets` (or the nearest
+    /// `targets/` above the working directory), opened only when a lab-target variant needs it.
+    pub fn apply_target_warmups_from(
+        &mut self,
+        targets: Option<&Path>,
+    ) -> Result<Vec<String>, String> {
+        let any_target = self
+            .variants
+            .iter()
+            .any(|v| matches!(v.source, Source::Target(_)));
+        if self.warmup_given || !any_target {
+            return Ok(Vec::new());
+        }
+        let lab = crate::runner::open_lab(targets).map_err(|e| e.to_string())?;
+        self.apply_target_warmups(&lab)
+    }
+}
