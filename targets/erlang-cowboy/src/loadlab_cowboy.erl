@@ -19,6 +19,10 @@ main() ->
     loadlab_upstream:init(maps:get(upstream, Config)),
     Dispatch = cowboy_router:compile([{'_', routes()}]),
     ProtoOpts = #{env => #{dispatch => Dispatch}},
+    %% A listener that cannot start is reported below in one line: Ranch's supervisor reports
+    %% of it would only repeat that as several screens of stderr.
+    #{level := Level} = logger:get_primary_config(),
+    ok = logger:set_primary_config(level, emergency),
     Started =
         case maps:get(tls, Config) of
             none ->
@@ -32,7 +36,7 @@ main() ->
         end,
     case Started of
         {ok, _} ->
-            ok;
+            ok = logger:set_primary_config(level, Level);
         {error, Reason} ->
             config_error(
                 "cannot listen on ~s:~s: ~tp (pick another PORT or HOST; with TLS_CERT and TLS_KEY, "
@@ -121,7 +125,7 @@ half_tls(Cert, Key) ->
     end,
     config_error(
         "TLS_CERT and TLS_KEY go together: set both (a PEM certificate chain and its PEM private "
-        "key) to serve HTTPS, or neither for plain HTTP; got TLS_CERT=~tp TLS_KEY=~tp",
+        "key) to serve HTTPS, or neither for plain HTTP; got TLS_CERT=\"~ts\" TLS_KEY=\"~ts\"",
         [Show(Cert), Show(Key)]
     ).
 
