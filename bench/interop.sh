@@ -56,8 +56,9 @@ CERTS=$OUT/certs
 DOCROOT=$OUT/docroot
 # Set by each server's start function: its ports, its paths where they differ from the common
 # layout, what it does not offer (and why), what it answers a TLS client without the client
-# certificate it requires when that is not a refused handshake, and what its gzip body holds.
-declare -A PORT PATHS NOPE NO_CERT_ANSWER GZIP_TEXT
+# certificate it requires when that is not a refused handshake, what its gzip body holds, and
+# how long to wait for its count (in 50 ms steps) when it logs late.
+declare -A PORT PATHS NOPE NO_CERT_ANSWER GZIP_TEXT POLL_STEPS
 PIDS=()
 
 stop_all() {
@@ -123,6 +124,7 @@ source bench/interop/httpbin.sh
 source bench/interop/cells.sh
 source bench/interop/matrix.sh
 
+declare -A BINARY=([apache]=apache2 [haproxy-proxy]=haproxy [httpbin]=$HTTPBIN)
 make_docroot
 make_certs
 : > "$OUT/cells.tsv"
@@ -133,8 +135,12 @@ else
 fi
 for server in $SERVERS; do
     fn=start_${server//-/_}
+    if ! command -v "${BINARY[$server]:-$server}" >/dev/null; then
+        record "$server" "(server)" "not installed" "install it (the full matrix does, as root)"
+        continue
+    fi
     if ! "$fn"; then
-        record "$server" "(server)" "not installed" "see $OUT/$server/ or install it"
+        record "$server" "(server)" FAIL "did not start: see $OUT/$server/"
         continue
     fi
     if [[ $FAST == 1 ]]; then fast_cells "$server"; else all_cells "$server"; fi

@@ -12,10 +12,10 @@ record() { # server feature verdict detail
 not_offered() { record "$1" "$2" "not offered" "$3"; }
 
 # The server's count, polled until it reaches `want` more than `before` (a server logs a
-# response after sending it) or 3 s pass; prints the difference.
+# response after sending it) or 3 s pass (POLL_STEPS[server] x 50 ms); prints the difference.
 server_delta() { # server before want
     local now
-    for _ in $(seq 60); do
+    for _ in $(seq "${POLL_STEPS[$1]:-60}"); do
         now=$("count_${1//-/_}")
         (( now - $2 >= $3 )) && break
         sleep 0.05

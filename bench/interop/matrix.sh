@@ -8,7 +8,9 @@ all_cells() {
     cell "$s" "h1 keep-alive" ok 400 "$http$(path "$s" small)" -c 4
     cell "$s" "h1 1500 on 1 connection" ok 1500 "$http$(path "$s" small)" -c 1
     cell "$s" "h1 new connection" ok 200 "$http$(path "$s" small)" -c 2 --no-keepalive
-    offered "$s" "server closes" && cell "$s" "server closes" close 100 "$http$(path "$s" close)" -c 2
+    local close_url=$http
+    [[ -n ${PORT[$s:close]-} ]] && close_url=http://127.0.0.1:${PORT[$s:close]}
+    offered "$s" "server closes" && cell "$s" "server closes" close 100 "$close_url$(path "$s" close)" -c 2
     offered "$s" "http1.0 answer" && cell "$s" "http1.0 answer" ok 200 "$http$(path "$s" http10)" -c 2
     for f in cl-0 cl-1k cl-1m chunked-0 chunked-1k chunked-1m; do
         offered "$s" "$f" && cell "$s" "$f" ok "${n[$f]}" "$http$(path "$s" "$f")" -c 2
