@@ -3,7 +3,12 @@
 //! every arm compared at once. Around the verdicts, what a careful reader must know: arms
 //! whose runs disagree (noisy, with the likely cause when the results say one), and each
 //! launch's start-up and cold start, reported apart so that a cold container cannot pose as
-//! a slow framework. Pure: results in, a [`Comparison`] out; rendering is elsewhere.
+//! a slow framework. A percentile that sits on a cliff (a gap between a fast and a slow
+//! mode, see `cliff_rows`) gets no verdict; the share of requests beyond the cliff is compared
+//! in its place. Pure: results in, a [`Comparison`] out; rendering is elsewhere.
+
+#[path = "cliff_rows.rs"]
+pub mod cliff_rows;
 
 use crate::metrics::{self, Family, Metric, Sense, METRICS};
 use loadlab_compare::{Better, MetricComparison, Options, Verdict};
@@ -28,6 +33,9 @@ pub struct Row {
     pub comparison: Option<MetricComparison>,
     /// Why it was not tested, or a remark.
     pub note: Option<String>,
+    /// The share-beyond-the-cliff row: the cliff it measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cliff: Option<cliff_rows::CliffFinding>,
 }
 
 /// A test arm against its control.
@@ -82,9 +90,11 @@ pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> 
         test: Vec<f64>,
         note: Option<String>,
         tested: bool,
+        cliff: Option<cliff_rows::CliffFinding>,
     }
     let mut pending = Vec::new();
     for (i, (control, test)) in pairs.iter().enumerate() {
+        let cliffs = cliff_rows::find(control.runs, test.runs);
         for metric in METRICS {
             let c = values(control.runs, metric.key);
             let t = values(test.runs, metric.key);
@@ -108,6 +118,13 @@ pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> 
                     "zero in some runs: a ratio is not defined, compare the medians".to_string()
                 });
             }
+            // A percentile on a cliff: no verdict, and the share beyond it after the last
+            // percentile on it.
+            let on = cliffs.iter().find(|f| f.percentiles.contains(&metric.key));
+            if let Some(f) = on {
+                tested = false;
+                note = Some(cliff_rows::percentile_note(f));
+            }
             pending.push(Pending {
                 pair: i,
                 metric,
@@ -115,7 +132,31 @@ pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> 
                 test: tv,
                 note,
                 tested,
+                cliff: None,
             });
+            for f in cliffs
+                .iter()
+                .filter(|f| f.percentiles.last() == Some(&metric.key))
+            {
+                let share = metrics::metric(metrics::CLIFF_SHARE).expect("in METRICS");
+                let zero = f
+                    .control_shares
+                    .iter()
+                    .chain(&f.test_shares)
+                    .any(|v| *v <= 0.0);
+                pending.push(Pending {
+                    pair: i,
+                    metric: share,
+                    control: f.control_shares.clone(),
+                    test: f.test_shares.clone(),
+                    note: zero.then(|| {
+                        "none beyond it in some runs: a ratio is not defined, compare the medians"
+                            .to_string()
+                    }),
+                    tested: !zero,
+                    cliff: Some(f.clone()),
+                });
+            }
         }
     }
     // One Holm family per metric family, across every pair (see `metrics::Family`).
@@ -163,6 +204,7 @@ pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> 
             test_values: p.test,
             comparison,
             note: p.note,
+            cliff: p.cliff,
         });
     }
     // Noise as the statistics measured it (each arm's coefficient of variation against the

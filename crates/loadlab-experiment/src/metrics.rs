@@ -79,6 +79,10 @@ use Unit::*;
 const FASTER: (&str, &str) = ("faster", "slower");
 const LESS: (&str, &str) = ("less", "more");
 
+/// The key of the share of requests beyond a cliff: no run has a value for it; comparisons
+/// add it when a percentile sits on a cliff.
+pub const CLIFF_SHARE: &str = "beyond_cliff";
+
 /// Every metric a comparison reports, in table order.
 pub const METRICS: &[Metric] = &[
     m(
@@ -92,6 +96,18 @@ pub const METRICS: &[Metric] = &[
     m("p50", "p50", LowerIsBetter, Micros, FASTER, Service),
     m("p90", "p90", LowerIsBetter, Micros, FASTER, Service),
     m("p99", "p99", LowerIsBetter, Micros, FASTER, Service),
+    // Only when a percentile sits on a cliff (see `cliff_rows`): each run's share of requests
+    // beyond it, in place of that percentile's test. In the service family: it is what the
+    // users saw, and it takes the family place of the percentile it replaces (p99 on a cliff
+    // leaves the family as this joins it: still four).
+    m(
+        CLIFF_SHARE,
+        "beyond the cliff",
+        LowerIsBetter,
+        Fraction,
+        ("fewer", "more"),
+        Service,
+    ),
     m(
         "server.cpu_per_request",
         "server CPU per request",

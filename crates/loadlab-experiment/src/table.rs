@@ -75,13 +75,24 @@ fn signed(fraction: f64) -> String {
     format!("{:+.1}%", fraction * 100.0)
 }
 
+/// A row's label; the share beyond a cliff names its threshold.
+fn label(row: &Row) -> String {
+    match &row.cliff {
+        Some(f) => format!(
+            "beyond {} (the cliff)",
+            metrics::duration_us(f.threshold_us)
+        ),
+        None => row.label.to_string(),
+    }
+}
+
 fn rows(c: &Comparison) -> Vec<[String; 6]> {
     c.rows
         .iter()
         .map(|row| {
             let (change, interval) = change(row);
             [
-                row.label.to_string(),
+                label(row),
                 arm_cell(row, &row.control_values),
                 arm_cell(row, &row.test_values),
                 change,
@@ -159,7 +170,11 @@ pub fn method_note() -> &'static str {
      Holm-adjusted across every comparison in a metric family (service: requests/s, p50, \
      p90, p99; server: CPU, memory, bytes; health: p99.9, errors, loadlab's CPU). \"~\" is \
      no significant difference; \"equivalent\" means the whole interval lies within the \
-     margin. Do not re-run until a difference turns significant: decide the runs first."
+     margin. A percentile on a cliff (a gap between a fast and a slow mode, its tail share \
+     within 2x of the share beyond the gap, or its runs on both sides) gets no verdict: which \
+     side it fell on is not a speed; the share of requests beyond the cliff (one threshold for \
+     both arms, from their pooled histograms) is tested in its place, in the service family. \
+     Do not re-run until a difference turns significant: decide the runs first."
 }
 
 /// One comparison as plain cells, for other renderers (the HTML report): a title, the

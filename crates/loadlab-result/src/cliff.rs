@@ -33,7 +33,7 @@
 //! The threshold between the modes is the gap's geometric middle: [`share_beyond`] of it is
 //! the share compared between arms. Pure functions of the histogram: no I/O, no printing.
 
-use hdrhistogram::Histogram;
+pub use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// The least ratio between a gap's top and its bottom.

@@ -113,6 +113,9 @@ fn summary(r: &RunResult) -> String {
             );
             s.push('\n');
             percentile_table(&mut s, l);
+            for line in cliff::lines(&m.cliffs) {
+                let _ = writeln!(s, "  ! {line}");
+            }
             s.push('\n');
             distribution(&mut s, m);
             if open {
@@ -297,6 +300,7 @@ fn summary(r: &RunResult) -> String {
     s
 }
 
+mod cliff;
 mod machine;
 mod server;
 mod shards;

@@ -1,0 +1,96 @@
+//! Percentiles on a cliff, across the runs of two arms: which reported percentiles of a
+//! comparison sit on the edge of a gap between a fast and a slow mode, and each run's share of
+//! requests beyond that gap, the figure to compare in their place.
+//!
+//! The gap is found in the pooled histogram of both arms' runs (exact: histograms add), so
+//! both arms are measured against one threshold, the pooled gap's geometric middle. A
+//! percentile is on the cliff when, against that gap, any run's share beyond it is within a
+//! factor 2 of the percentile's tail share (the rule of [`loadlab_result::cliff`]), or when the
+//! runs' values of the percentile fall on both sides of it. Its ratio between arms then
+//! measures which side each arm fell on, so it gets no verdict; the share beyond the cliff is
+//! tested instead. Pure: results in, findings out.
+
+use loadlab_result::cliff::{find_gaps, near, share_beyond, Gap, Histogram, REPORTED_PERCENTILES};
+use loadlab_result::{decode_histogram, new_histogram, RunResult};
+use serde::Serialize;
+
+/// One cliff that some reported percentile of a comparison sits on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CliffFinding {
+    /// The percentiles on it (`p99`, ...), lowest first.
+    pub percentiles: Vec<&'static str>,
+    /// The pooled gap: the top of the fast mode and the bottom of the slow one.
+    pub gap_from_us: f64,
+    pub gap_to_us: f64,
+    /// The common threshold: each run's share beyond it is compared.
+    pub threshold_us: f64,
+    /// Each run's share of requests beyond the threshold, per arm, in run order.
+    #[serde(skip)]
+    pub control_shares: Vec<f64>,
+    #[serde(skip)]
+    pub test_shares: Vec<f64>,
+}
+
+/// The cliffs under a comparison's percentiles, lowest gap first; empty when a run's latency
+/// histogram is missing or does not decode (the percentiles are then compared as they are).
+pub fn find(control: &[RunResult], test: &[RunResult]) -> Vec<CliffFinding> {
+    let decode = |runs: &[RunResult]| -> Option<Vec<_>> {
+        runs.iter()
+            .map(|r| decode_histogram(&r.measured.histograms.latency).ok())
+            .collect()
+    };
+    let (Some(c), Some(t)) = (decode(control), decode(test)) else {
+        return Vec::new();
+    };
+    let mut pooled = new_histogram();
+    for h in c.iter().chain(&t) {
+        if pooled.add(h).is_err() {
+            return Vec::new();
+        }
+    }
+    find_gaps(&pooled)
+        .into_iter()
+        .filter_map(|gap| {
+            let percentiles: Vec<&'static str> = REPORTED_PERCENTILES
+                .iter()
+                .filter(|(_, q)| on_cliff(&gap, *q, c.iter().chain(&t)))
+                .map(|(name, _)| *name)
+                .collect();
+            let shares = |hs: &[Histogram<u64>]| {
+                hs.iter()
+                    .map(|h| share_beyond(h, gap.threshold_ns))
+                    .collect()
+            };
+            (!percentiles.is_empty()).then(|| CliffFinding {
+                percentiles,
+                gap_from_us: gap.from_ns as f64 / 1e3,
+                gap_to_us: gap.to_ns as f64 / 1e3,
+                threshold_us: gap.threshold_ns as f64 / 1e3,
+                control_shares: shares(&c),
+                test_shares: shares(&t),
+            })
+        })
+        .collect()
+}
+
+/// Whether quantile `q` sits on `gap`'s cliff in these runs.
+fn on_cliff<'a>(gap: &Gap, q: f64, runs: impl Iterator<Item = &'a Histogram<u64>>) -> bool {
+    let (mut below, mut above, mut near_any) = (false, false, false);
+    for h in runs.filter(|h| !h.is_empty()) {
+        near_any |= near(share_beyond(h, gap.threshold_ns), 1.0 - q);
+        let v = h.value_at_quantile(q);
+        below |= v <= gap.threshold_ns;
+        above |= v > gap.threshold_ns;
+    }
+    near_any || (below && above)
+}
+
+/// The note on a percentile's row when it sits on a cliff.
+pub fn percentile_note(f: &CliffFinding) -> String {
+    format!(
+        "on a cliff (a gap from {} to {}): no verdict; compare the share beyond {} below",
+        loadlab_report::duration_us(f.gap_from_us),
+        loadlab_report::duration_us(f.gap_to_us),
+        loadlab_report::duration_us(f.threshold_us),
+    )
+}
