@@ -15,10 +15,13 @@
 //!
 //! Layout: [`Authority`] (the CA and what it issues), [`Issued`] (a certificate and its key),
 //! [`CertDir`] (the files), and the rustls configurations: [`server_config`],
-//! [`client_config`].
+//! [`client_config`], whose trust is [`CacertVerifier`] (also what `run --cacert` uses).
 
 /// The rustls this crate's configurations are made for, so callers name the same types.
 pub use rustls;
+
+mod trust;
+pub use trust::{is_ca_used_as_end_entity, CacertVerifier};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -268,7 +271,8 @@ pub fn server_config_for(
     server_config(issued.cert_pem.as_bytes(), issued.key_pem.as_bytes(), alpn)
 }
 
-/// A rustls client configuration that trusts only the CA certificates in `ca_pem`, offers
+/// A rustls client configuration that trusts only the CA certificates in `ca_pem` (and a
+/// server presenting one of them as its own, see [`CacertVerifier`]), offers
 /// `alpn`, and allows `versions` (`None`: TLS 1.2 and 1.3). Session resumption is rustls's
 /// default: an in-memory cache of this configuration, so connections made with one
 /// configuration resume each other's sessions.
@@ -277,19 +281,20 @@ pub fn client_config(
     alpn: &[&[u8]],
     versions: Option<&[&'static rustls::SupportedProtocolVersion]>,
 ) -> Result<Arc<rustls::ClientConfig>, CertError> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem) {
-        roots.add(cert.map_err(|e| pem_error("the CA file", e))?)?;
-    }
-    if roots.is_empty() {
+    let certs = CertificateDer::pem_slice_iter(ca_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| pem_error("the CA file", e))?;
+    if certs.is_empty() {
         return Err(CertError::Pem {
             path: "the CA file".into(),
             message: "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
         });
     }
+    let verifier = CacertVerifier::new(certs, provider())?;
     let mut config = rustls::ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(versions.unwrap_or(rustls::DEFAULT_VERSIONS))?
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(config))

@@ -5,6 +5,7 @@
 
 use crate::config::ConfigError;
 use crate::error::ErrorClass;
+use loadlab_certs::CacertVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::Resumption;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
@@ -94,33 +95,41 @@ impl TlsSpec {
                 "none: --insecure accepts any certificate".to_string(),
             )
         } else {
-            let mut roots = RootCertStore::empty();
-            let trust = match &self.ca_pem {
+            match &self.ca_pem {
                 Some(pem) => {
-                    let mut n = 0;
-                    for cert in CertificateDer::pem_slice_iter(pem) {
-                        let cert = cert.map_err(|e| {
+                    let certs = CertificateDer::pem_slice_iter(pem)
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| {
                             reject("tls.ca", format!("is not a PEM certificate file ({e})"))
                         })?;
-                        roots.add(cert).map_err(|e| {
-                            reject("tls.ca", format!("holds a certificate rustls rejects: {e}"))
-                        })?;
-                        n += 1;
-                    }
-                    if n == 0 {
+                    if certs.is_empty() {
                         return Err(reject(
                             "tls.ca",
                             "holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
                         ));
                     }
-                    format!("{n} CA certificate(s) from --cacert")
+                    let n = certs.len();
+                    // webpki's checks, plus a server presenting one of these very
+                    // certificates as its own (`openssl req -x509` makes them CA:TRUE).
+                    let verifier = CacertVerifier::new(certs, provider.clone()).map_err(|e| {
+                        reject("tls.ca", format!("holds a certificate rustls rejects: {e}"))
+                    })?;
+                    (
+                        builder
+                            .dangerous()
+                            .with_custom_certificate_verifier(Arc::new(verifier)),
+                        format!("{n} CA certificate(s) from --cacert"),
+                    )
                 }
                 None => {
+                    let mut roots = RootCertStore::empty();
                     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-                    "the built-in web roots (Mozilla's, via webpki-roots)".to_string()
+                    (
+                        builder.with_root_certificates(roots),
+                        "the built-in web roots (Mozilla's, via webpki-roots)".to_string(),
+                    )
                 }
-            };
-            (builder.with_root_certificates(roots), trust)
+            }
         };
         let mut config = match (&self.cert_pem, &self.key_pem) {
             (Some(cert), Some(key)) => {
@@ -224,6 +233,14 @@ pub fn classify_handshake_error(err: &std::io::Error) -> (ErrorClass, String) {
         .and_then(|e| e.downcast_ref::<rustls::Error>())
     {
         return match tls {
+            e if loadlab_certs::is_ca_used_as_end_entity(e) => (
+                ErrorClass::TlsCertificate,
+                "certificate not trusted (CaUsedAsEndEntity): the server presented a CA \
+                 certificate (CA:TRUE, as `openssl req -x509` makes) that is not one of the \
+                 --cacert certificates: pass that very certificate with --cacert FILE, or skip \
+                 checks with --insecure"
+                    .to_string(),
+            ),
             rustls::Error::InvalidCertificate(why) => (
                 ErrorClass::TlsCertificate,
                 format!(

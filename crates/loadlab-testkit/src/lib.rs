@@ -13,12 +13,14 @@
 mod background;
 pub mod h2frames;
 mod h2server;
+mod openssl;
 mod routes;
 mod scripted;
 mod timed;
 mod tls;
 pub use h2frames::{H2FrameServer, H2Script, H2Step};
 pub use h2server::{H2Behavior, H2Counters, H2Server};
+pub use openssl::OpensslCert;
 pub use routes::{Answer, RouteCounters, RouteServer, Seen};
 pub use scripted::{closed_port, random_bytes, Script, ScriptCounters, ScriptedServer, Step};
 pub use timed::{TimedServer, Timing};
@@ -125,6 +127,12 @@ impl TestServer {
     /// A TLS server that demands a client certificate signed by `ca`.
     pub fn start_mutual_tls(behavior: Behavior, ca: &TestCa) -> TestServer {
         Self::start_with(behavior, Some(ca.server_config_with_client_auth()))
+    }
+
+    /// The same server over TLS with a configuration the test made (for example
+    /// [`OpensslCert::server_config`]).
+    pub fn start_tls_with(behavior: Behavior, config: Arc<rustls::ServerConfig>) -> TestServer {
+        Self::start_with(behavior, Some(config))
     }
 
     fn start_with(
