@@ -12,7 +12,8 @@
 //!   after the run; [`steps`]: a scenario's per-step figures, kept beside them.
 //! - [`error`]: failure classes; a failed request is data, never an early return.
 //! - [`summary`]: the raw outcome summarised into the result document (which is
-//!   `loadlab-result`'s, re-exported here as [`result`]); [`verdicts`]: its conclusions.
+//!   `loadlab-result`'s, re-exported here as [`result`]); [`verdicts`]: its conclusions;
+//!   [`cold_start`]: the first requests against the rest.
 //! - [`sys`]: the operating system's limits and clocks.
 //! - [`tls`]: the TLS client configuration (rustls) and its errors.
 //! - [`shard`]: one shard of a run spread over several loadlab processes: its share, the
@@ -21,6 +22,7 @@
 //! The engine knows nothing of terminals, flags or output formats: that is the CLI's and the
 //! report crate's business.
 
+pub mod cold_start;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -11,9 +11,8 @@ use crate::stats::{PhaseStats, BUCKET};
 use crate::verdicts::{verdicts, warnings};
 use hdrhistogram::Histogram;
 use loadlab_result::{
-    encode_histogram, Bytes, EncodedHistograms, FirstRequests, GeneratorHealth, IntervalSummary,
-    LatencySummary, LoadModel, PhaseSummary, Requests, RunResult, StageSpec, TargetInfo, TlsInfo,
-    SCHEMA_VERSION,
+    encode_histogram, Bytes, EncodedHistograms, GeneratorHealth, IntervalSummary, LatencySummary,
+    LoadModel, PhaseSummary, Requests, RunResult, StageSpec, TargetInfo, TlsInfo, SCHEMA_VERSION,
 };
 use std::time::Duration;
 
@@ -152,20 +151,14 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
     };
     let warnings = warnings(config, outcome, &measured_summary, &generator);
     let mut verdicts = verdicts(config, &measured_summary, &generator, outcome);
-    let first_requests = first_requests(outcome);
-    if let Some(first) = first_requests.as_ref().filter(|f| f.cold_start) {
-        verdicts.push(format!(
-            "cold start: the first {} requests (in {:.1} s) took p50 {:.2} ms, p99 {:.2} ms, against \
-             p50 {:.2} ms, p99 {:.2} ms afterwards; keep it out of the figures with --warmup, or \
-             study it on its own",
-            first.requests,
-            first.window_s,
-            first.latency_us.p50 / 1e3,
-            first.latency_us.p99 / 1e3,
-            first.rest_us.p50 / 1e3,
-            first.rest_us.p99 / 1e3
-        ));
+    let first = crate::cold_start::first_requests(outcome);
+    if let Some(verdict) = first
+        .as_ref()
+        .and_then(|(f, in_warmup)| crate::cold_start::cold_start_verdict(f, *in_warmup))
+    {
+        verdicts.push(verdict);
     }
+    let first_requests = first.map(|(f, _)| f);
     RunResult {
         schema_version: SCHEMA_VERSION,
         loadlab_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -214,36 +207,6 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         shards: None,
         scenario: crate::steps::summarize(config, outcome.recorder.scenario.as_ref(), measured_len),
     }
-}
-
-/// How much slower the first requests must be to count as a cold start.
-const COLD_P50_FACTOR: f64 = 2.0;
-/// p90, not p99: of 100 first requests, p99 is one or two requests, a hiccup rather than a
-/// cold start.
-const COLD_P90_FACTOR: f64 = 3.0;
-const COLD_MIN_EXTRA_US: f64 = 1_000.0;
-
-/// The run's first requests against the measured requests after them.
-fn first_requests(outcome: &RunOutcome) -> Option<FirstRequests> {
-    let first = &outcome.recorder.first;
-    let measured = &outcome.recorder.phases[crate::stats::Phase::Measured as usize].latency;
-    let mut rest = measured.clone();
-    // The first requests that were measured are in the measured histogram too.
-    rest.subtract(&first.measured).ok()?;
-    if first.all.len() < crate::stats::FIRST_REQUESTS || rest.is_empty() {
-        return None;
-    }
-    let latency = LatencySummary::from_histogram(&first.all)?;
-    let rest = LatencySummary::from_histogram(&rest)?;
-    let slower = |a: f64, b: f64, factor: f64| a >= b * factor && a - b >= COLD_MIN_EXTRA_US;
-    Some(FirstRequests {
-        requests: first.all.len(),
-        window_s: first.last_end.as_secs_f64(),
-        cold_start: slower(latency.p50, rest.p50, COLD_P50_FACTOR)
-            || slower(latency.p90, rest.p90, COLD_P90_FACTOR),
-        latency_us: latency,
-        rest_us: rest,
-    })
 }
 
 /// What is about to run, in words: printed before the run starts.
