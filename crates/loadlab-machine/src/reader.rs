@@ -166,8 +166,12 @@ fn idle_states() -> Vec<IdleState> {
     states.into_iter().map(|(_, s)| s).collect()
 }
 
-/// CPU ticks (user + system) per process, and its name.
-fn cpu_times() -> HashMap<u32, (u64, String)> {
+/// What one sample keeps of a process: CPU ticks (user + system), its name, and whether it
+/// is a kernel thread.
+type ProcessTicks = (u64, String, bool);
+
+/// [`ProcessTicks`] per process.
+fn cpu_times() -> HashMap<u32, ProcessTicks> {
     let mut out = HashMap::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry
@@ -186,22 +190,26 @@ fn cpu_times() -> HashMap<u32, (u64, String)> {
     out
 }
 
-/// `(utime + stime, comm)` from a `/proc/PID/stat` line; the name may hold spaces and
-/// parentheses, so the fields are counted from the last `)`.
-fn parse_stat(stat: &str) -> Option<(u64, String)> {
+/// `PF_KTHREAD` in `include/linux/sched.h`: the task is a kernel thread.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// `(utime + stime, comm, kernel thread)` from a `/proc/PID/stat` line; the name may hold
+/// spaces and parentheses, so the fields are counted from the last `)`.
+fn parse_stat(stat: &str) -> Option<ProcessTicks> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let name = stat.get(open + 1..close)?.to_string();
     let rest: Vec<&str> = stat.get(close + 2..)?.split_whitespace().collect();
-    // After the name: state(3) ... utime(14) stime(15), 1-based in proc(5).
+    // After the name: state(3) ... flags(9) ... utime(14) stime(15), 1-based in proc(5).
+    let flags: u64 = rest.get(6)?.parse().ok()?;
     let utime: u64 = rest.get(11)?.parse().ok()?;
     let stime: u64 = rest.get(12)?.parse().ok()?;
-    Some((utime + stime, name))
+    Some((utime + stime, name, flags & PF_KTHREAD != 0))
 }
 
 fn busy(
-    before: &HashMap<u32, (u64, String)>,
-    after: &HashMap<u32, (u64, String)>,
+    before: &HashMap<u32, ProcessTicks>,
+    after: &HashMap<u32, ProcessTicks>,
     elapsed: Duration,
     exclude: &[u32],
 ) -> Vec<BusyProcess> {
@@ -212,13 +220,14 @@ fn busy(
     after
         .iter()
         .filter(|(pid, _)| **pid != me && !exclude.contains(pid))
-        .filter_map(|(pid, (ticks, name))| {
-            let (was, _) = before.get(pid)?;
+        .filter_map(|(pid, (ticks, name, kernel_thread))| {
+            let (was, _, _) = before.get(pid)?;
             let used = ticks.saturating_sub(*was);
             (used > 0).then(|| BusyProcess {
                 pid: *pid,
                 name: name.clone(),
                 cores: used as f64 / hz / secs,
+                kernel_thread: *kernel_thread,
             })
         })
         .collect()
@@ -256,10 +265,16 @@ mod tests {
     #[test]
     fn stat_lines_with_odd_names() {
         let line = "42 (tmux: server) S 1 42 42 0 -1 4194560 1 0 0 0 7 3 0 0 20 0 1 0 9 0 0";
-        assert_eq!(parse_stat(line), Some((10, "tmux: server".into())));
+        assert_eq!(parse_stat(line), Some((10, "tmux: server".into(), false)));
         let line = "7 (a) b) R 1 7 7 0 -1 0 0 0 0 0 100 50 0 0 20 0 1 0 9 0 0";
-        assert_eq!(parse_stat(line), Some((150, "a) b".into())));
+        assert_eq!(parse_stat(line), Some((150, "a) b".into(), false)));
         assert_eq!(parse_stat("garbage"), None);
+        // A kworker as /proc shows it: flags 0x04208060 carry PF_KTHREAD.
+        let line = "9 (kworker/0:0-events) I 2 0 0 0 -1 69238880 0 0 0 0 0 12 0 0 20 0 1 0 3 0 0";
+        assert_eq!(
+            parse_stat(line),
+            Some((12, "kworker/0:0-events".into(), true))
+        );
     }
 
     #[test]
@@ -275,5 +290,19 @@ mod tests {
         assert!(r.somaxconn.is_some());
         assert!(r.sampled_s >= 0.019);
         assert!(r.busy.iter().all(|b| b.pid != std::process::id()));
+    }
+
+    #[test]
+    fn kernel_threads_are_told_apart_on_this_machine() {
+        // kthreadd (pid 2) is the kernel threads' parent on every Linux; this process is not
+        // one. (Inside a PID namespace pid 2 may be anything, so only a kthreadd is asserted.)
+        let times = cpu_times();
+        let (_, _, me) = &times[&std::process::id()];
+        assert!(!me, "this test is not a kernel thread");
+        if let Some((_, name, kernel)) = times.get(&2) {
+            if name == "kthreadd" {
+                assert!(kernel, "kthreadd is a kernel thread");
+            }
+        }
     }
 }

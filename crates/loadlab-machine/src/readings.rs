@@ -35,7 +35,8 @@ pub struct Readings {
     pub steal: Option<f64>,
     /// How long processes and steal were sampled, seconds.
     pub sampled_s: f64,
-    /// Processes that used CPU while sampling, busiest first (loadlab's own excluded).
+    /// Processes that used CPU while sampling, busiest first (loadlab's own, and a watched
+    /// server's, excluded; the target's listener is told apart by the check).
     pub busy: Vec<BusyProcess>,
     /// A server already listening on the target's port on this machine: its queue and CPUs.
     pub listener: Option<Listener>,
@@ -77,6 +78,9 @@ pub struct BusyProcess {
     pub name: String,
     /// CPU used while sampling, in cores (1.0: one CPU all the time).
     pub cores: f64,
+    /// A kernel thread (`PF_KTHREAD` in `/proc/PID/stat`'s flags, e.g. `kworker/0:0`): it
+    /// works for the kernel, and killing it is neither possible nor advice to give.
+    pub kernel_thread: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Checks of the host around the run: cgroups for limits, CPU clock and idle states, steal,
-//! CPUs shared with the server, busy neighbours, leftovers of killed runs.
+//! CPUs shared with the server, leftovers of killed runs (busy neighbours: [`super::busy`]).
 
-use super::{check, BUSY_CORES, DEEP_IDLE_US, STEAL_WARN};
+use super::{check, DEEP_IDLE_US, STEAL_WARN};
 use crate::plan::PlannedRun;
 use crate::readings::Readings;
 use loadlab_result::{Check, CheckStatus};
@@ -281,56 +281,6 @@ pub fn cpu_sharing(r: &Readings, p: &PlannedRun) -> Check {
              both under taskset -c with lists apart"
                 .into(),
         ),
-    )
-}
-
-pub fn busy_processes(r: &Readings) -> Check {
-    let busy: Vec<&crate::readings::BusyProcess> =
-        r.busy.iter().filter(|b| b.cores >= BUSY_CORES).collect();
-    let needs = format!(
-        "a quiet machine: no other process above {:.0}% of a CPU",
-        BUSY_CORES * 100.0
-    );
-    if busy.is_empty() {
-        return check(
-            "busy_processes",
-            CheckStatus::Pass,
-            format!(
-                "no other process above {:.0}% of a CPU over {:.1} s",
-                BUSY_CORES * 100.0,
-                r.sampled_s
-            ),
-            needs,
-            None,
-        );
-    }
-    let shown: Vec<String> = busy
-        .iter()
-        .take(5)
-        .map(|b| format!("{} (pid {}) {:.0}%", b.name, b.pid, b.cores * 100.0))
-        .collect();
-    let total: f64 = busy.iter().map(|b| b.cores).sum();
-    check(
-        "busy_processes",
-        CheckStatus::Warn,
-        format!(
-            "{} other process{} used {:.1} CPUs over {:.1} s: {}{}",
-            busy.len(),
-            if busy.len() == 1 { "" } else { "es" },
-            total,
-            r.sampled_s,
-            shown.join(", "),
-            if busy.len() > 5 { ", ..." } else { "" }
-        ),
-        needs,
-        Some(format!(
-            "wait until they finish, or stop them (kill {})",
-            busy.iter()
-                .take(5)
-                .map(|b| b.pid.to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
-        )),
     )
 }
 

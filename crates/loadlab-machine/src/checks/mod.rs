@@ -10,12 +10,12 @@ use crate::plan::PlannedRun;
 use crate::readings::Readings;
 use loadlab_result::{Check, CheckStatus};
 
+mod busy;
 mod host;
 mod network;
 
-pub use host::{
-    busy_processes, cgroup, cpu_governor, cpu_idle, cpu_sharing, link, stale_links, steal,
-};
+pub use busy::busy_processes;
+pub use host::{cgroup, cpu_governor, cpu_idle, cpu_sharing, link, stale_links, steal};
 pub use network::{conntrack, ephemeral_ports, listen_backlog, open_files};
 
 /// Descriptors loadlab needs beyond one per connection (the runtime, stdio, files).

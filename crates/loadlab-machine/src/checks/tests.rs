@@ -476,6 +476,7 @@ fn cpu_sharing_and_neighbours() {
                 pid: 100 + i as u32,
                 name: format!("job{i}"),
                 cores: *c,
+                kernel_thread: false,
             })
             .collect();
         with(move |r| r.busy = list)
