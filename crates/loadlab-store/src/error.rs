@@ -52,8 +52,8 @@ pub enum StoreError {
         known: String,
     },
     #[error(
-        "`{0}` names no run: give a run id (42), a tag (baseline, or baseline@all for every \
-         run with it) or EXPERIMENT:variant; see `loadlab runs list`"
+        "`{0}` names no run: give a run id (42), a tag (baseline: every run with it; \
+         baseline@last: the latest alone) or EXPERIMENT:variant; see `loadlab runs list`"
     )]
     Unresolvable(String),
     #[error("the tag `{tag}` is not allowed: {why}")]

@@ -5,8 +5,9 @@
 //! | spec | runs |
 //! |---|---|
 //! | `42` | run 42 |
-//! | `baseline` | the latest run tagged `baseline` (tags may repeat: the latest wins) |
-//! | `baseline@all` | every run tagged `baseline`, newest first |
+//! | `baseline` | every run tagged `baseline`, newest first (a tag means its runs: five runs saved under one tag are one arm of five) |
+//! | `baseline@all` | the same (kept from when a plain tag meant the latest run) |
+//! | `baseline@last` | the latest run tagged `baseline` alone |
 //! | `EXPERIMENT:variant` | the completed runs of that variant (the arm's label, e.g. `fast` or `fast[connections=50]`) in the latest experiment of that name, in block order |
 //!
 //! Tags are checked when saved so that these never collide: a tag is not digits alone and
@@ -33,10 +34,13 @@ impl Store {
         if let Some(tag) = spec.strip_suffix("@all") {
             return self.tagged(tag, None, spec);
         }
+        if let Some(tag) = spec.strip_suffix("@last") {
+            return self.tagged(tag, Some(1), spec);
+        }
         if let Some((name, variant)) = spec.split_once(':') {
             return self.variant_runs(name, variant);
         }
-        self.tagged(spec, Some(1), spec)
+        self.tagged(spec, None, spec)
     }
 
     fn run_exists(&self, id: RunId) -> Result<bool> {

@@ -309,7 +309,7 @@ fn check_tag(tag: &str) -> Result<()> {
     } else if tag.contains(':') {
         Some("`:` reads as EXPERIMENT:variant; use `-` or `_`")
     } else if tag.contains('@') {
-        Some("`@` is kept for `TAG@all`; use `-` or `_`")
+        Some("`@` is kept for `TAG@last` and `TAG@all`; use `-` or `_`")
     } else if tag.chars().any(|c| c.is_whitespace() || c.is_control()) {
         Some("white space would need quoting wherever the tag is typed; use `-` or `_`")
     } else {

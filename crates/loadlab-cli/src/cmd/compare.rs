@@ -14,9 +14,10 @@ use std::process::ExitCode;
 #[derive(Debug, Args)]
 #[command(
     about = "Compare two arms of runs: medians, the ratio B/A with its 95% interval, and a verdict per metric",
-    after_help = "An arm is a run id, a tag, EXPERIMENT:variant (all its runs), or JSON result \
-                  files (run --json), comma-separated. Each run counts once: the unit is the \
-                  run, not the request.\n\n\
+    after_help = "An arm is a run id, a tag (every run saved with it; TAG@last for the latest \
+                  alone), EXPERIMENT:variant (all its runs), or JSON result files (run --json), \
+                  comma-separated. Each run counts once: the unit is the run, not the request; \
+                  the table's n= says how many runs each arm holds.\n\n\
                   Exit codes: 0 compared (and every gate passed); 1 a gate failed; 2 bad usage; \
                   4 a relative gate is inconclusive (too few runs to decide).\n\n\
                   Examples:\n  \

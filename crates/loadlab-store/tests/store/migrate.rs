@@ -114,7 +114,7 @@ fn a_schema_1_file_migrates_and_keeps_its_runs() {
     assert_eq!(server_run.ready_s, Some(0.25));
 
     // Old runs answer the new API, next to new runs.
-    assert_eq!(store.resolve("baseline").unwrap(), [rows[1].id]);
+    assert_eq!(store.resolve("baseline@last").unwrap(), [rows[1].id]);
     let new = store.save_run(&fixture("ok"), &RunMeta::default()).unwrap();
     assert!(new > rows[0].id);
     let id = store

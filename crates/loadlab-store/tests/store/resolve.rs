@@ -1,4 +1,4 @@
-//! What a person types, as runs: ids, tags (latest, or `@all`), `EXPERIMENT:variant`, and
+//! What a person types, as runs: ids, tags (every run, or `@last`), `EXPERIMENT:variant`, and
 //! errors that say what would have worked.
 
 use crate::support::{fixture, temp_store};
@@ -24,10 +24,15 @@ fn ids_tags_and_experiment_variants_resolve() {
     assert_eq!(store.resolve(&format!(" {plain} ")).unwrap(), [plain]);
     assert_eq!(
         store.resolve("baseline").unwrap(),
-        [second],
-        "the latest wins"
+        [second, first],
+        "a tag means every run with it, newest first"
     );
     assert_eq!(store.resolve("baseline@all").unwrap(), [second, first]);
+    assert_eq!(
+        store.resolve("baseline@last").unwrap(),
+        [second],
+        "@last: the latest alone"
+    );
 
     let file = Path::new("speed.toml");
     let plan = serde_json::json!({});
@@ -97,10 +102,12 @@ fn what_names_nothing_is_a_clear_error() {
         message("nightly"),
         "no run is tagged `nightly`: see `loadlab runs list`"
     );
-    assert_eq!(
-        message("nightly@all"),
-        "no run is tagged `nightly`: see `loadlab runs list`"
-    );
+    for spec in ["nightly@all", "nightly@last"] {
+        assert_eq!(
+            message(spec),
+            "no run is tagged `nightly`: see `loadlab runs list`"
+        );
+    }
     assert_eq!(
         message("bench:fast"),
         "no experiment is named `bench`: see `loadlab runs list`"
@@ -112,7 +119,7 @@ fn what_names_nothing_is_a_clear_error() {
              variants: fast, slow"
         )
     );
-    for spec in ["", "@all", "speed:", ":fast", "a@b"] {
+    for spec in ["", "@all", "@last", "speed:", ":fast", "a@b"] {
         assert!(
             matches!(store.resolve(spec), Err(StoreError::Unresolvable(_))),
             "{spec:?}: {}",
@@ -125,7 +132,8 @@ fn what_names_nothing_is_a_clear_error() {
             .resolve("99999999999999999999999")
             .unwrap_err()
             .to_string(),
-        "`99999999999999999999999` names no run: give a run id (42), a tag (baseline, or \
-         baseline@all for every run with it) or EXPERIMENT:variant; see `loadlab runs list`"
+        "`99999999999999999999999` names no run: give a run id (42), a tag (baseline: every \
+         run with it; baseline@last: the latest alone) or EXPERIMENT:variant; see `loadlab \
+         runs list`"
     );
 }
