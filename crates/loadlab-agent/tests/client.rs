@@ -1,0 +1,119 @@
+//! The generator's client against a real agent in-process: it pins the agent's
+//! certificate, recovers an injected clock offset, opens a session, collects samples of a
+//! process that burns CPU, and names the fix when the token or the fingerprint is wrong.
+
+mod support;
+
+use loadlab_agent::client::{AgentClient, AgentEndpoint, ClientError};
+use loadlab_agent::clock::LocalClock;
+use loadlab_agent::protocol::{OpenSession, ServerRequest, StartSampling};
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn token_file(name: &str, token: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "loadlab-agent-client-{}-{name}",
+        std::process::id()
+    ));
+    std::fs::write(&path, format!("{token}\n")).unwrap();
+    path
+}
+
+fn endpoint(agent: &support::Agent, token: &str, name: &str) -> AgentEndpoint {
+    AgentEndpoint {
+        url: format!("https://{}", agent.addr),
+        token_file: token_file(name, token),
+        fingerprint: Some(agent.fingerprint.clone()),
+        cacert: None,
+    }
+}
+
+#[test]
+fn an_injected_clock_offset_is_recovered_within_a_millisecond() {
+    let agent = support::start(|c| c.clock = c.clock.clone().with_offset_ms(-1_750));
+    let (mut client, hello) =
+        AgentClient::connect(&endpoint(&agent, support::TOKEN, "clock")).unwrap();
+    assert_eq!(hello.protocol, 1);
+    let estimate = client.estimate_clock(&LocalClock::new(), 8).unwrap();
+    let error_ns = (estimate.offset_ns + 1_750_000_000).abs();
+    assert!(
+        error_ns < 1_000_000,
+        "offset {} ns, -1.75 s injected (uncertainty {} ns)",
+        estimate.offset_ns,
+        estimate.uncertainty_ns
+    );
+    // Half the round trip bounds the error, and loopback is fast.
+    assert!(error_ns <= estimate.uncertainty_ns + 1, "{estimate:?}");
+}
+
+#[test]
+fn a_session_samples_a_process_that_burns_cpu() {
+    let agent = support::start(|_| {});
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let (mut client, _) =
+        AgentClient::connect(&endpoint(&agent, support::TOKEN, "session")).unwrap();
+    let opened = client
+        .open(&OpenSession {
+            server: ServerRequest::Pid { pid: child.id() },
+            client: "test".into(),
+            run: None,
+            lease_ms: None,
+        })
+        .unwrap();
+    assert_eq!(opened.pid, Some(child.id()));
+    client
+        .start_sampling(
+            &opened.session,
+            &StartSampling {
+                every_ms: 50,
+                port: None,
+            },
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    let batch = client.samples(&opened.session, 0, Duration::ZERO).unwrap();
+    client.stop_sampling(&opened.session).unwrap();
+    client.close(&opened.session).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(batch.samples.len() >= 5, "{} samples", batch.samples.len());
+    let (first, last) = (
+        batch.samples.first().unwrap(),
+        batch.samples.last().unwrap(),
+    );
+    let cores = (last.cpu_ns - first.cpu_ns) as f64 / (last.at_ns - first.at_ns) as f64;
+    // A busy loop on a machine that may be busy too: most of a core, never more than one.
+    assert!((0.3..=1.05).contains(&cores), "{cores} cores");
+    // A second session is refused while one is open... and free again once closed.
+    let again = client.open(&OpenSession {
+        server: ServerRequest::Pid {
+            pid: std::process::id(),
+        },
+        client: "test".into(),
+        run: None,
+        lease_ms: None,
+    });
+    let opened = again.expect("the closed session freed the agent");
+    client.close(&opened.session).unwrap();
+}
+
+#[test]
+fn a_wrong_token_or_fingerprint_names_the_fix() {
+    let agent = support::start(|_| {});
+    let wrong = endpoint(&agent, "ffffffffffffffffffffffffffffffff", "wrong");
+    let err = AgentClient::connect(&wrong).unwrap_err();
+    assert_eq!(err.status(), Some(401), "{err}");
+    assert!(err.to_string().contains("--agent-token-file"), "{err}");
+    let mut pinned = endpoint(&agent, support::TOKEN, "pin");
+    pinned.fingerprint = Some(format!("sha256:{}", ["AB"; 32].join(":")));
+    let err = AgentClient::connect(&pinned).unwrap_err();
+    assert!(matches!(err, ClientError::Unreachable { .. }), "{err}");
+    assert!(err.to_string().contains("--agent-fingerprint"), "{err}");
+    let mut none = endpoint(&agent, support::TOKEN, "none");
+    none.fingerprint = None;
+    let err = AgentClient::connect(&none).unwrap_err();
+    assert!(err.to_string().contains("--agent-cacert"), "{err}");
+}
