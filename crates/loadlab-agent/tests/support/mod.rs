@@ -137,6 +137,26 @@ impl Agent {
         })
     }
 
+    /// Writes `head` (an HTTP/1.1 request head, no body) over TLS as is and returns what
+    /// came back until the agent closed: for requests hyper's client would not send.
+    pub fn raw(&self, head: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (addr, client) = (self.addr, self.client.clone());
+        let head = head.to_string();
+        self.runtime.block_on(async move {
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let mut tls = tokio_rustls::TlsConnector::from(client)
+                .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
+                .await
+                .unwrap();
+            tls.write_all(head.as_bytes()).await.unwrap();
+            let mut out = Vec::new();
+            let read = tls.read_to_end(&mut out);
+            let _ = tokio::time::timeout(Duration::from_secs(10), read).await;
+            String::from_utf8_lossy(&out).into_owned()
+        })
+    }
+
     pub fn get(&self, path: &str) -> Answer {
         self.call(Req::new("GET", path))
     }
