@@ -284,6 +284,42 @@ async fn upstream_grpc_counts_connections_and_streams_for_every_rust_target() {
     }
 }
 
+/// Each Ratpack 1.9 `HttpClient` builds a DNS resolver with a UDP socket that `close()` leaves
+/// open: a client per call leaked one descriptor per call (100 for 100 calls) until the target
+/// ran out. The target gives its per-call clients Netty's JDK resolver (no socket).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kotlin_ratpack_per_call_clients_leak_no_descriptors() {
+    if skip_reason("kotlin-ratpack").is_some() {
+        return;
+    }
+    let upstream = Upstream::start(UpstreamConfig::default()).await.unwrap();
+    let target = serve("kotlin-ratpack", Some(upstream.url()));
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let url = format!("{}/upstream?calls=1&client=per-call", target.base_url());
+    let descriptors = || {
+        std::fs::read_dir(format!("/proc/{}/fd", target.pid()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    // The first calls load the client's classes and start what a process starts once.
+    for _ in 0..10 {
+        assert_eq!(get(&client, &url).await.0, 200);
+    }
+    let before = descriptors();
+    for _ in 0..100 {
+        assert_eq!(get(&client, &url).await.0, 200);
+    }
+    let after = descriptors();
+    assert!(
+        after < before + 10,
+        "100 per-call clients left {} more descriptors ({before} then {after})",
+        after.saturating_sub(before)
+    );
+    assert_eq!(upstream.stats().connections, 110, "a connection per call");
+    drop(target);
+    upstream.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_grpc_without_a_url_is_503() {
     built_lab();
