@@ -39,7 +39,6 @@ start_httpbin() {
     NOPE[httpbin:http1.0 answer]="always answers HTTP/1.1"
     NOPE[httpbin:br]="/brotli answers 501 Not Implemented"
     NOPE[httpbin:h2c prior knowledge]="Go's server speaks h2c only behind an h2c handler"
-    NOPE[httpbin:h2c 100 streams]="Go's server speaks h2c only behind an h2c handler"
     NOPE[httpbin:mtls]="no client-certificate option"
     NOPE[httpbin:mtls without a cert]="no client-certificate option"
     return 0

@@ -43,6 +43,8 @@ all_cells() {
         local h2c=http://127.0.0.1:${PORT[$s:h2c]:-${PORT[$s:http]}}$(path "$s" small)
         cell "$s" "h2c prior knowledge" ok 200 "$h2c" -c 2 --http2
         cell "$s" "h2c 100 streams" ok 2000 "$h2c" -c 1 --http2 --streams 100
+    else
+        not_offered "$s" "h2c 100 streams" "${NOPE[$s:h2c prior knowledge]}"
     fi
     tls_cell "$s" "tls 1.2" rsa2048 ok 200 -c 2 --tls-version 1.2
     tls_cell "$s" "tls 1.3" rsa2048 ok 200 -c 2 --tls-version 1.3
