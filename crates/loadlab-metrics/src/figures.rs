@@ -1,0 +1,127 @@
+//! One interval of a run as labelled series, the shape both encodings start from. The names
+//! and labels here are the contract `docs/prometheus.md` documents; change both together.
+//! It must not know about the engine: the caller copies an interval's figures in.
+
+/// Labels every series carries, so shards add up and experiment arms can be told apart.
+/// Empty values are left out (Prometheus treats an empty label as an absent one).
+#[derive(Debug, Clone, Default)]
+pub struct RunLabels {
+    pub run_id: String,
+    pub tag: String,
+    pub experiment: String,
+    pub variant: String,
+    pub shard: String,
+}
+
+/// One interval's figures; counters (`*_total`) are cumulative since the run's start.
+#[derive(Debug, Clone, Default)]
+pub struct IntervalFigures {
+    /// End of the interval, Unix milliseconds: the samples' timestamp.
+    pub at_unix_ms: i64,
+    pub offered_per_s: Option<f64>,
+    pub achieved_per_s: f64,
+    pub completed_total: u64,
+    /// Failures so far, by class (connect, timeout, reset, status, ...).
+    pub failed_total_by_class: Vec<(String, u64)>,
+    pub in_flight: u64,
+    /// (quantile, latency in seconds) for this interval, e.g. (0.99, 0.012).
+    pub latency_quantiles_s: Vec<(f64, f64)>,
+    pub connections_open: u64,
+    pub generator_cpu_cores: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeriesKind {
+    Counter,
+    Gauge,
+}
+
+/// One series at one instant; `labels` sorted by name, `__name__` not among them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub kind: SeriesKind,
+    pub value: f64,
+    pub at_unix_ms: i64,
+}
+
+impl IntervalFigures {
+    /// The interval as series named `loadlab_*`, each labelled with `labels`.
+    pub fn to_series(&self, labels: &RunLabels) -> Vec<Series> {
+        let base: Vec<(String, String)> = [
+            ("experiment", &labels.experiment),
+            ("run_id", &labels.run_id),
+            ("shard", &labels.shard),
+            ("tag", &labels.tag),
+            ("variant", &labels.variant),
+        ]
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+        let mut out = Vec::new();
+        let mut push = |name: &str, kind: SeriesKind, value: f64, extra: Option<(&str, String)>| {
+            let mut l = base.clone();
+            if let Some((k, v)) = extra {
+                l.push((k.to_string(), v));
+            }
+            l.sort();
+            out.push(Series {
+                name: name.to_string(),
+                labels: l,
+                kind,
+                value,
+                at_unix_ms: self.at_unix_ms,
+            });
+        };
+        use SeriesKind::{Counter, Gauge};
+        if let Some(offered) = self.offered_per_s {
+            push("loadlab_offered_rate_per_second", Gauge, offered, None);
+        }
+        push(
+            "loadlab_achieved_rate_per_second",
+            Gauge,
+            self.achieved_per_s,
+            None,
+        );
+        push(
+            "loadlab_requests_completed_total",
+            Counter,
+            self.completed_total as f64,
+            None,
+        );
+        for (class, n) in &self.failed_total_by_class {
+            push(
+                "loadlab_requests_failed_total",
+                Counter,
+                *n as f64,
+                Some(("class", class.clone())),
+            );
+        }
+        push(
+            "loadlab_requests_in_flight",
+            Gauge,
+            self.in_flight as f64,
+            None,
+        );
+        for (q, s) in &self.latency_quantiles_s {
+            push(
+                "loadlab_latency_seconds",
+                Gauge,
+                *s,
+                Some(("quantile", q.to_string())),
+            );
+        }
+        push(
+            "loadlab_connections_open",
+            Gauge,
+            self.connections_open as f64,
+            None,
+        );
+        if let Some(cpu) = self.generator_cpu_cores {
+            push("loadlab_generator_cpu_cores", Gauge, cpu, None);
+        }
+        out
+    }
+}

@@ -1,0 +1,217 @@
+//! `--metrics-out`: each interval's figures go to a Prometheus remote write or an OTLP/HTTP
+//! receiver from a bounded queue on a thread of its own. `offer` never blocks: when the queue
+//! is full the interval is dropped and counted, so a slow or absent receiver never slows the
+//! load. A send that fails is counted and not retried (the next interval's cumulative counters
+//! carry the totals forward).
+
+use crate::figures::{IntervalFigures, RunLabels};
+use crate::{http, otlp, remote_write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutFormat {
+    RemoteWrite,
+    OtlpHttp,
+}
+
+impl OutFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            OutFormat::RemoteWrite => "prometheus-remote-write",
+            OutFormat::OtlpHttp => "otlp-http",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OutError {
+    #[error("--metrics-out {0:?}: write prometheus+remote-write://HOST:PORT/api/v1/write or otlp+http://HOST:PORT/v1/metrics (or an http:// URL with --metrics-out-format remote-write|otlp)")]
+    Unrecognised(String),
+    #[error("--metrics-out-format {0:?} is unknown; use remote-write or otlp")]
+    UnknownFormat(String),
+}
+
+/// Where and how to send: `prometheus+remote-write://...` or `otlp+http://...`, or a plain
+/// `http://` URL with an explicit format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutTarget {
+    pub format: OutFormat,
+    pub url: String,
+}
+
+impl OutTarget {
+    pub fn parse(spec: &str, format: Option<&str>) -> Result<OutTarget, OutError> {
+        let explicit = match format {
+            None => None,
+            Some("remote-write" | "prometheus-remote-write") => Some(OutFormat::RemoteWrite),
+            Some("otlp" | "otlp-http") => Some(OutFormat::OtlpHttp),
+            Some(other) => return Err(OutError::UnknownFormat(other.to_string())),
+        };
+        let (format, rest) = if let Some(rest) = spec.strip_prefix("prometheus+remote-write://") {
+            (OutFormat::RemoteWrite, rest)
+        } else if let Some(rest) = spec.strip_prefix("otlp+http://") {
+            (OutFormat::OtlpHttp, rest)
+        } else if let (Some(rest), Some(f)) = (spec.strip_prefix("http://"), explicit) {
+            (f, rest)
+        } else {
+            return Err(OutError::Unrecognised(spec.to_string()));
+        };
+        let url = format!("http://{rest}");
+        http::HttpUrl::parse(&url).map_err(|_| OutError::Unrecognised(spec.to_string()))?;
+        Ok(OutTarget { format, url })
+    }
+}
+
+/// What the sender did, for the run's result.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SenderReport {
+    pub url: String,
+    pub format: &'static str,
+    pub offered: u64,
+    pub sent: u64,
+    /// Intervals dropped because the queue was full (the receiver was slow or absent).
+    pub dropped: u64,
+    /// Sends that failed (refused, timed out, or a non-2xx answer).
+    pub failed: u64,
+    pub last_error: Option<String>,
+    /// True when `finish` gave up waiting for a send still under way.
+    pub abandoned: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    sent: AtomicU64,
+    failed: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+/// A running sender; `offer` each interval, `finish` at the end.
+pub struct MetricsOut {
+    target: OutTarget,
+    tx: Option<SyncSender<IntervalFigures>>,
+    done: Receiver<()>,
+    shared: Arc<Shared>,
+    offered: u64,
+    dropped: u64,
+}
+
+impl MetricsOut {
+    /// Starts the sending thread. `timeout` bounds each send; `queue_len` intervals wait at most.
+    pub fn start(
+        target: OutTarget,
+        labels: RunLabels,
+        run_start_unix_ms: i64,
+        queue_len: usize,
+        timeout: Duration,
+    ) -> MetricsOut {
+        let (tx, rx) = mpsc::sync_channel::<IntervalFigures>(queue_len.max(1));
+        let (done_tx, done) = mpsc::channel();
+        let shared = Arc::new(Shared::default());
+        let thread_shared = Arc::clone(&shared);
+        let thread_target = target.clone();
+        std::thread::Builder::new()
+            .name("metrics-out".into())
+            .spawn(move || {
+                for figures in rx {
+                    let series = figures.to_series(&labels);
+                    let result = match thread_target.format {
+                        OutFormat::RemoteWrite => http::request(
+                            "POST",
+                            &thread_target.url,
+                            &remote_write::HEADERS,
+                            &remote_write::encode(&series),
+                            timeout,
+                        ),
+                        OutFormat::OtlpHttp => http::request(
+                            "POST",
+                            &thread_target.url,
+                            &[("Content-Type", otlp::CONTENT_TYPE)],
+                            &otlp::encode(&series, run_start_unix_ms),
+                            timeout,
+                        ),
+                    };
+                    let error = match result {
+                        Ok(r) if (200..300).contains(&r.status) => None,
+                        Ok(r) => Some(format!(
+                            "{} answered {}: {}",
+                            thread_target.url,
+                            r.status,
+                            String::from_utf8_lossy(&r.body).trim()
+                        )),
+                        Err(e) => Some(e.to_string()),
+                    };
+                    match error {
+                        None => thread_shared.sent.fetch_add(1, Ordering::Relaxed),
+                        Some(e) => {
+                            if let Ok(mut last) = thread_shared.last_error.lock() {
+                                *last = Some(e);
+                            }
+                            thread_shared.failed.fetch_add(1, Ordering::Relaxed)
+                        }
+                    };
+                }
+                let _ = done_tx.send(());
+            })
+            .ok();
+        MetricsOut {
+            target,
+            tx: Some(tx),
+            done,
+            shared,
+            offered: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Queues one interval without ever blocking; a full queue drops it (counted).
+    pub fn offer(&mut self, figures: IntervalFigures) {
+        self.offered += 1;
+        let Some(tx) = &self.tx else { return };
+        match tx.try_send(figures) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => self.dropped += 1,
+        }
+    }
+
+    /// Closes the queue and waits up to `wait` for what is queued to be sent.
+    pub fn finish(mut self, wait: Duration) -> SenderReport {
+        drop(self.tx.take());
+        let abandoned = self.done.recv_timeout(wait).is_err();
+        SenderReport {
+            url: self.target.url.clone(),
+            format: self.target.format.name(),
+            offered: self.offered,
+            sent: self.shared.sent.load(Ordering::Relaxed),
+            dropped: self.dropped,
+            failed: self.shared.failed.load(Ordering::Relaxed),
+            last_error: self.shared.last_error.lock().ok().and_then(|e| e.clone()),
+            abandoned,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_by_scheme_or_format() {
+        let rw = OutTarget::parse(
+            "prometheus+remote-write://127.0.0.1:9090/api/v1/write",
+            None,
+        )
+        .unwrap();
+        assert_eq!(rw.format, OutFormat::RemoteWrite);
+        assert_eq!(rw.url, "http://127.0.0.1:9090/api/v1/write");
+        let o = OutTarget::parse("otlp+http://h:4318/v1/metrics", None).unwrap();
+        assert_eq!(o.format, OutFormat::OtlpHttp);
+        let f = OutTarget::parse("http://h:4318/v1/metrics", Some("otlp")).unwrap();
+        assert_eq!(f.format, OutFormat::OtlpHttp);
+        assert!(OutTarget::parse("http://h/", None).is_err());
+        assert!(OutTarget::parse("http://h/", Some("graphite")).is_err());
+        assert!(OutTarget::parse("otlp+grpc://h/", None).is_err());
+    }
+}
