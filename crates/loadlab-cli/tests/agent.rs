@@ -41,10 +41,14 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// A command inside namespace `ns`.
+/// A command inside network namespace `ns`. `nsenter --net` rather than `ip netns exec`,
+/// which also makes a mount namespace with a fresh /sys, without the cgroup mount the
+/// agent's limits need: a real host keeps its mounts.
 fn in_ns(ns: &str, program: &str) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns, program]);
+    let mut c = Command::new("nsenter");
+    c.arg(format!("--net=/run/netns/{ns}"))
+        .arg("--")
+        .arg(program);
     c
 }
 
@@ -367,25 +371,29 @@ fn killing_loadlab_lets_the_lease_stop_what_the_agent_launched() {
     let dir = scratch("lease");
     let agent = Agent::start(&lab, &dir, &["--allow-exec", "--lease", "1s"]);
     let (hns, _) = &lab.hosts[0];
-    let marker = format!("loadlab-lease-{}", std::process::id());
-    let exec = format!("{FIXTURE} --print-address # {marker}");
+    // The launched server carries this in its environment (the agent passes --env on).
+    let marker = format!("LOADLAB_LEASE_TEST={}", std::process::id());
     let mut run = in_ns(hns, LOADLAB)
         .arg("run")
         .args(agent.flags())
-        .args(["--exec", &exec, "-c", "1", "-d", "30s", "-q", "/"])
+        .args([
+            "--exec", FIXTURE, "--env", &marker, "-c", "1", "-d", "30s", "-q", "/",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The server is up when a process with the marker in its command line exists.
     let find = || -> Vec<u32> {
         std::fs::read_dir("/proc")
             .unwrap()
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
             .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .map(|c| String::from_utf8_lossy(&c).contains(&marker))
-                    .unwrap_or(false)
+                let fixture = std::fs::read_link(format!("/proc/{pid}/exe"))
+                    .is_ok_and(|e| e.to_string_lossy().contains("loadlab-fixture"));
+                fixture
+                    && std::fs::read(format!("/proc/{pid}/environ"))
+                        .map(|c| String::from_utf8_lossy(&c).contains(&marker))
+                        .unwrap_or(false)
             })
             .collect()
     };

@@ -22,13 +22,13 @@ pub struct ServerArgs {
     /// Start this lab target (see `loadlab lab list`) for the run; the URL may then be a
     /// path such as /plaintext.
     #[arg(long, value_name = "NAME", help_heading = "Server under test",
-          conflicts_with_all = ["exec", "pid", "cgroup", "port", "container"])]
+          conflicts_with_all = ["exec", "pid", "cgroup", "listen_port", "container"])]
     pub target: Option<String>,
 
     /// Start any server with `sh -c CMD` for the run. It must listen on 127.0.0.1:$PORT
     /// (loadlab picks the port; `{port}` in CMD is replaced by it). The URL may be a path.
     #[arg(long, value_name = "CMD", help_heading = "Server under test",
-          conflicts_with_all = ["pid", "cgroup", "port", "container"])]
+          conflicts_with_all = ["pid", "cgroup", "listen_port", "container"])]
     pub exec: Option<String>,
 
     /// Sample a server that is already running: this process and its children.
@@ -36,14 +36,14 @@ pub struct ServerArgs {
         long,
         value_name = "PID",
         help_heading = "Server under test",
-        conflicts_with_all = ["cgroup", "port", "container"]
+        conflicts_with_all = ["cgroup", "listen_port", "container"]
     )]
     pub pid: Option<u32>,
 
     /// Sample every process in this cgroup: a directory under /sys/fs/cgroup, or a path as
     /// /proc/PID/cgroup shows it (e.g. /system.slice/nginx.service).
     #[arg(long, value_name = "PATH", help_heading = "Server under test",
-          conflicts_with_all = ["port", "container"])]
+          conflicts_with_all = ["listen_port", "container"])]
     pub cgroup: Option<String>,
 
     /// Sample the server listening on this port (the lowest PID among its listeners, and
