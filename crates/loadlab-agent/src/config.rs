@@ -21,6 +21,16 @@ impl Token {
         }
     }
 
+    /// A new secret: 32 random bytes as 64 hexadecimal characters.
+    pub fn generate_hex() -> Result<String, String> {
+        use ring::rand::SecureRandom;
+        let mut bytes = [0u8; 32];
+        ring::rand::SystemRandom::new()
+            .fill(&mut bytes)
+            .map_err(|_| "cannot read random bytes for a token from the system".to_string())?;
+        Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
     /// Constant-time comparison of the digests.
     pub fn matches(&self, presented: &[u8]) -> bool {
         use subtle::ConstantTimeEq;

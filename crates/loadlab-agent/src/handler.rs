@@ -179,7 +179,7 @@ fn hello(state: &State) -> Hello {
             .config
             .default_server
             .as_ref()
-            .map(crate::open::describe_request),
+            .map(crate::protocol::ServerRequest::describe),
     }
 }
 

@@ -202,19 +202,6 @@ fn opened(id: &str, held: &Held, host: std::net::IpAddr, lease: Duration) -> Ope
     opened
 }
 
-/// A server request in words (for `Hello.default_server`).
-pub(crate) fn describe_request(server: &ServerRequest) -> String {
-    match server {
-        ServerRequest::Default => "the agent's default".into(),
-        ServerRequest::Pid { pid } => format!("pid {pid}"),
-        ServerRequest::Cgroup { path } => format!("cgroup {path}"),
-        ServerRequest::Port { port } => format!("the process listening on port {port}"),
-        ServerRequest::Container { name } => format!("container {name}"),
-        ServerRequest::Target { name, .. } => format!("lab target {name}"),
-        ServerRequest::Exec { command, .. } => format!("command {command:?}"),
-    }
-}
-
 /// A session id: 16 random hex characters.
 fn new_id() -> String {
     use ring::rand::SecureRandom;

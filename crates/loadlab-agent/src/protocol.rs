@@ -133,6 +133,21 @@ pub enum ServerRequest {
     },
 }
 
+impl ServerRequest {
+    /// The request in words (`Hello.default_server`, the agent's start-up lines).
+    pub fn describe(&self) -> String {
+        match self {
+            ServerRequest::Default => "the agent's default".into(),
+            ServerRequest::Pid { pid } => format!("pid {pid} and its descendants"),
+            ServerRequest::Cgroup { path } => format!("cgroup {path}"),
+            ServerRequest::Port { port } => format!("the process listening on port {port}"),
+            ServerRequest::Container { name } => format!("container {name}"),
+            ServerRequest::Target { name, .. } => format!("lab target {name}"),
+            ServerRequest::Exec { command, .. } => format!("command {command:?}"),
+        }
+    }
+}
+
 /// How to launch a server, as the user typed it on the generator.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct LaunchOptions {
@@ -304,6 +319,16 @@ pub fn fingerprint(cert_der: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, cert_der);
     let pairs: Vec<String> = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
     format!("sha256:{}", pairs.join(":"))
+}
+
+/// [`fingerprint`] of the first certificate of a PEM chain (the server's own).
+pub fn fingerprint_pem(cert_pem: &[u8]) -> Result<String, String> {
+    use rustls::pki_types::pem::PemObject;
+    let first = rustls::pki_types::CertificateDer::pem_slice_iter(cert_pem)
+        .next()
+        .ok_or("the certificate file holds no PEM certificate (-----BEGIN CERTIFICATE-----)")?
+        .map_err(|e| format!("the certificate file is not valid PEM: {e}"))?;
+    Ok(fingerprint(first.as_ref()))
 }
 
 /// Reads a SHA-256 fingerprint: with or without the `sha256:` prefix, colons optional,

@@ -45,6 +45,8 @@ pub enum Command {
     Dist(Box<crate::cmd::dist::DistArgs>),
     /// Turn a Postman collection, a HAR recording or a curl command into a scenario file.
     Import(crate::cmd::import::ImportArgs),
+    /// Run the agent on the server's host, for `--agent URL` on the generator's.
+    Agent(Box<crate::cmd::agent::AgentArgs>),
     /// Print a completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(crate::cmd::completions::CompletionsArgs),
     /// Write man pages (or the docs' Markdown command reference) for every subcommand.

@@ -1,5 +1,6 @@
 //! One module per subcommand; each exposes `Args` (clap) and `run(args) -> Result<ExitCode>`.
 
+pub mod agent;
 pub mod capacity;
 pub mod compare;
 pub mod completions;
@@ -38,6 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(args) => merge::run(args),
         Command::Dist(args) => dist::run(*args),
         Command::Import(args) => import::run(args),
+        Command::Agent(args) => agent::run(*args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }
