@@ -443,7 +443,13 @@ fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSum
     (0..n)
         .map(|i| {
             let start = len * i as u32;
-            let end = start + len;
+            // The run's last interval may be cut short by its end (or hold only requests
+            // drained after it): its rates are per second of what it really lasted, known to
+            // the timeline's resolution (a bucket), which is what the counts are kept in.
+            let real = outcome.elapsed.saturating_sub(start).min(len);
+            let partial = real < len;
+            let real = real.max(BUCKET.min(len));
+            let end = start + real;
             let span = &buckets[(i * buckets_per_interval).min(buckets.len())
                 ..((i + 1) * buckets_per_interval).min(buckets.len())];
             let sum = |f: fn(&crate::stats::Bucket) -> u64| span.iter().map(f).sum::<u64>();
@@ -453,7 +459,7 @@ fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSum
             };
             let q = |q: f64| hist.map(|h| h.value_at_quantile(q) as f64 / 1_000.0);
             let completed = sum(|b| b.completed);
-            let secs = len.as_secs_f64();
+            let secs = real.as_secs_f64().max(1e-6);
             let (offered_per_s, connections) = match &config.model {
                 Model::Open { profile, .. } => {
                     // The schedule runs from the start, warm-up (at the first rate) included.
@@ -481,6 +487,7 @@ fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSum
             IntervalSummary {
                 start_s: start.as_secs_f64(),
                 duration_s: secs,
+                partial,
                 warmup: start < warmup,
                 offered_per_s,
                 connections,

@@ -245,7 +245,13 @@ pub struct StageSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntervalSummary {
     pub start_s: f64,
+    /// The interval's real length: the run's interval width, except for a last interval the
+    /// run ended inside (then [`IntervalSummary::partial`]).
     pub duration_s: f64,
+    /// The run ended inside this interval: its rates are per second of its real length
+    /// (`duration_s`), and a chart shows it as partial or leaves it out, never as a drop.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
     pub warmup: bool,
     /// Open loop: requests/s the schedule asked for.
     pub offered_per_s: Option<f64>,

@@ -166,6 +166,11 @@ fn timeline(r: &RunResult) -> Timeline {
     let open = r.timeline.iter().any(|i| i.offered_per_s.is_some());
     let mut offered = Vec::new();
     for i in &r.timeline {
+        // A last interval the run ended inside, under half an interval long: its rate would
+        // be noise (or, per a whole interval, a drop that never happened); left out.
+        if i.partial && i.duration_s < r.load.interval_s / 2.0 {
+            continue;
+        }
         let secs = i.duration_s.max(1e-9);
         t.t_s.push(millis(i.start_s + i.duration_s / 2.0));
         offered.push(i.offered_per_s.map(tenths));

@@ -108,12 +108,26 @@ pub(super) fn timeline(s: &mut String, r: &RunResult) {
         } else {
             String::new()
         };
+        // A row the run ended inside: its rate is per second of its real length; under half
+        // an interval that rate is noise, so only the count is shown (never a drop to ~0).
+        let partial = rows.iter().any(|i| i.partial);
+        let nominal_s = r.load.interval_s * rows.len() as f64;
+        let achieved = if partial && secs < nominal_s / 2.0 {
+            "-".to_string()
+        } else {
+            format!("{:.0}", completed as f64 / secs)
+        };
+        let mark = if partial {
+            format!("  partial: {} in {}", count(completed), seconds(secs))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "  {:>7.1}s {:>10} {:>11.0} {:>9} {:>9} {:>9} {:>7}{}{}",
+            "  {:>7.1}s {:>10} {:>11} {:>9} {:>9} {:>9} {:>7}{}{}{}",
             first.start_s,
             level,
-            completed as f64 / secs,
+            achieved,
             q(0.5),
             q(0.99),
             merged
@@ -121,8 +135,18 @@ pub(super) fn timeline(s: &mut String, r: &RunResult) {
                 .map_or("-".to_string(), |h| duration_us(h.max() as f64 / 1e3)),
             count(failed),
             server,
-            if first.warmup { "  warm-up" } else { "" }
+            if first.warmup { "  warm-up" } else { "" },
+            mark
         );
+    }
+}
+
+/// `0.45 s`, `30 ms`: a partial interval's real length.
+fn seconds(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
     }
 }
 
