@@ -241,6 +241,11 @@ fn stop_ends_a_run_early_and_marks_it() {
     assert!(r.interrupted);
     assert_eq!(r.in_flight_at_end, 4);
     assert!(r.warnings.iter().any(|w| w.contains("interrupted")));
+    // The 4 requests went out although no answer came: their bytes count as sent when
+    // written (it said "Sent 0 B"), on the timeline too.
+    let sent = r.measured.bytes.sent;
+    assert!(sent >= 4 * 16, "4 requests written, {sent} bytes counted");
+    assert_eq!(r.timeline.iter().map(|i| i.bytes_sent).sum::<u64>(), sent);
 }
 
 #[test]

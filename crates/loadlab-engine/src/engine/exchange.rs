@@ -34,6 +34,9 @@ struct Exchange {
 #[derive(Default)]
 pub(super) struct Traffic {
     pub sent: u64,
+    /// Of `sent`, what is already on the timeline and in the phase's count: a request's bytes
+    /// are booked once written, so one still in flight when the run ends counts as sent.
+    pub booked_sent: u64,
     pub received: u64,
     /// Received bytes not yet put on the timeline.
     pub unbooked: u64,
@@ -450,7 +453,10 @@ async fn exchange<S: Sink>(
         if !flushed {
             // A no-op for plain TCP; TLS may hold the last record until flushed.
             match Pin::new(&mut *stream).poll_flush(cx) {
-                Poll::Ready(Ok(())) => flushed = true,
+                Poll::Ready(Ok(())) => {
+                    flushed = true;
+                    book_sent(ctx, traffic);
+                }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
                 Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
             }
@@ -502,6 +508,25 @@ async fn exchange<S: Sink>(
         }
     })
     .await
+}
+
+/// Books the request's written bytes (not yet booked) on the timeline and in the phase they
+/// were written in.
+fn book_sent(ctx: &ThreadCtx, traffic: &mut Traffic) {
+    let unbooked = traffic.sent - traffic.booked_sent;
+    if unbooked == 0 {
+        return;
+    }
+    let now = Instant::now();
+    let phase = if now < ctx.warmup_end {
+        Phase::Warmup
+    } else {
+        Phase::Measured
+    };
+    let mut rec = ctx.recorder.borrow_mut();
+    rec.timeline.at(now - ctx.start).bytes_sent += unbooked;
+    rec.phase(phase).bytes_sent += unbooked;
+    traffic.booked_sent = traffic.sent;
 }
 
 /// Called when the socket is not ready: books a long response's bytes on the timeline where
@@ -592,7 +617,7 @@ pub(super) fn record_success(
     }
     let bucket = rec.timeline.at(since_start);
     bucket.completed += 1;
-    bucket.bytes_sent += t.sent;
+    bucket.bytes_sent += t.sent - t.booked_sent;
     bucket.bytes_received += t.unbooked;
     let open_loop = due.intended.is_some();
     let stats = rec.phase(due.phase);
@@ -615,7 +640,7 @@ pub(super) fn record_success(
             .scheduler_lag
             .saturating_record(due.noticed.saturating_duration_since(intended).as_nanos() as u64);
     }
-    stats.bytes_sent += t.sent;
+    stats.bytes_sent += t.sent - t.booked_sent;
     // What was not booked as it arrived (see `timed_out`).
     stats.bytes_received += t.unbooked;
     // Single writer: a plain store, no locked read-modify-write.
@@ -656,12 +681,12 @@ pub(super) fn record_failure(
     }
     let bucket = rec.timeline.at(ctx.start.elapsed());
     bucket.failed += 1;
-    bucket.bytes_sent += t.sent;
+    bucket.bytes_sent += t.sent - t.booked_sent;
     bucket.bytes_received += t.unbooked;
     let stats = rec.phase(phase);
     stats.failed += 1;
     stats.errors[class as usize] += 1;
-    stats.bytes_sent += t.sent;
+    stats.bytes_sent += t.sent - t.booked_sent;
     // What was not booked as it arrived (see `timed_out`).
     stats.bytes_received += t.unbooked;
     let p = &ctx.progress.failed;
