@@ -19,34 +19,7 @@ pub(super) fn machine_section(s: &mut String, r: &RunResult) {
     }
     s.push_str("\nMachine\n");
     if let Some(k) = &r.kernel {
-        row(
-            s,
-            "  TCP",
-            &format!(
-                "{} listen queue overflows, {} listen drops, {} SYN cookies; {} of {} segments \
-                 retransmitted, {} timeouts; {} resets sent, {} connections reset",
-                count(k.listen_overflows),
-                count(k.listen_drops),
-                count(k.syncookies_sent),
-                count(k.retransmitted_segments),
-                count(k.segments_sent),
-                count(k.timeouts),
-                count(k.resets_sent),
-                count(k.resets_received)
-            ),
-        );
-        if let Some(tw) = &k.time_wait {
-            row(
-                s,
-                "  TIME_WAIT",
-                &format!(
-                    "on port {}: {} at the start, {} at the end",
-                    tw.port,
-                    count(tw.before),
-                    count(tw.after)
-                ),
-            );
-        }
+        tcp_rows(s, k, "  ");
         row(s, "  Counted in", &k.scope);
     }
     if let Some(link) = &r.link {
@@ -69,6 +42,39 @@ pub(super) fn machine_section(s: &mut String, r: &RunResult) {
             s,
             "  Checks",
             &format!("{} (loadlab doctor explains)", checks.join(", ")),
+        );
+    }
+}
+
+/// The TCP counters' rows (and TIME_WAIT on the port), labels starting with `indent`: this
+/// machine's in the Machine section, the server host's (through its agent) in the Server's.
+pub(super) fn tcp_rows(s: &mut String, k: &loadlab_result::machine::KernelCounters, indent: &str) {
+    row(
+        s,
+        &format!("{indent}TCP"),
+        &format!(
+            "{} listen queue overflows, {} listen drops, {} SYN cookies; {} of {} segments \
+             retransmitted, {} timeouts; {} resets sent, {} connections reset",
+            count(k.listen_overflows),
+            count(k.listen_drops),
+            count(k.syncookies_sent),
+            count(k.retransmitted_segments),
+            count(k.segments_sent),
+            count(k.timeouts),
+            count(k.resets_sent),
+            count(k.resets_received)
+        ),
+    );
+    if let Some(tw) = &k.time_wait {
+        row(
+            s,
+            &format!("{indent}TIME_WAIT"),
+            &format!(
+                "on port {}: {} at the start, {} at the end",
+                tw.port,
+                count(tw.before),
+                count(tw.after)
+            ),
         );
     }
 }

@@ -11,6 +11,9 @@ pub(super) fn server_section(s: &mut String, server: &loadlab_result::ServerRepo
         let _ = write!(what, ", pid {pid}");
     }
     row(s, "  Process", &what);
+    if let Some(a) = &server.agent {
+        agent_rows(s, a);
+    }
     if let Some(l) = &server.limits {
         let held = l.describe();
         if !held.is_empty() {
@@ -120,6 +123,36 @@ pub(super) fn server_section(s: &mut String, server: &loadlab_result::ServerRepo
                 exit.at_s,
                 if exit.oom_killed { " (OOM-killed)" } else { "" }
             ),
+        );
+    }
+}
+
+/// The server's host, seen through its agent: who, the clock, its TCP counters, a loss.
+fn agent_rows(s: &mut String, a: &loadlab_result::AgentReport) {
+    row(
+        s,
+        "  Host",
+        &format!(
+            "{} through its agent {} (protocol {}, loadlab {}); clock offset {:+.3} ms ± {:.3} ms \
+             ({} estimate{})",
+            a.hostname,
+            a.url,
+            a.protocol,
+            a.agent_version,
+            a.clock_offset_s * 1e3,
+            a.clock_uncertainty_s * 1e3,
+            a.clock_estimates.len().max(1),
+            if a.clock_estimates.len() > 1 { "s" } else { "" }
+        ),
+    );
+    if let Some(k) = &a.kernel {
+        super::machine::tcp_rows(s, k, "  Host ");
+    }
+    if let Some(lost) = &a.lost {
+        row(
+            s,
+            "  Agent lost",
+            &format!("at {:.1} s: {}", lost.at_s, lost.reason),
         );
     }
 }
