@@ -158,3 +158,31 @@ else
     echo "setup: go is missing, so go-httpbin cannot be built; the interop test will be" \
         "skipped. Install Go (Debian: sudo apt-get install golang-go) and re-run" >&2
 fi
+
+# Prometheus both ways (crates/loadlab-metrics/tests/prometheus.rs): Debian's prometheus
+# (remote-write receiver) and prometheus-node-exporter, and the Python prometheus_client, pinned,
+# from PyPI into a virtualenv under target/ for the scraped app. Without them the tests print
+# SKIPPED and pass.
+PROMETHEUS_CLIENT_VERSION=0.26.0
+if need prometheus && need prometheus-node-exporter; then
+    echo "setup: prometheus and prometheus-node-exporter present"
+elif [[ $(id -u) -eq 0 ]] && need apt-get; then
+    echo "setup: installing prometheus and prometheus-node-exporter (for the Prometheus tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        prometheus prometheus-node-exporter
+else
+    echo "setup: prometheus or prometheus-node-exporter is missing; the Prometheus tests will be" \
+        "skipped. Install them with: sudo apt-get install prometheus prometheus-node-exporter" >&2
+fi
+venv=target/metrics-venv
+if [[ -x $venv/bin/python ]] \
+    && "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('prometheus-client') != '$PROMETHEUS_CLIENT_VERSION')" 2>/dev/null; then
+    echo "setup: prometheus-client $PROMETHEUS_CLIENT_VERSION present in $venv"
+elif need python3 && python3 -m venv "$venv" >/dev/null 2>&1; then
+    echo "setup: installing prometheus-client $PROMETHEUS_CLIENT_VERSION into $venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "prometheus-client==$PROMETHEUS_CLIENT_VERSION"
+else
+    echo "setup: python3 with venv is missing; the scraped-app test will be skipped." \
+        "Install python3 and python3-venv, then re-run" >&2
+fi

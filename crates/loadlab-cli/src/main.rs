@@ -6,6 +6,7 @@ mod cli;
 mod cmd;
 mod output;
 mod progress;
+mod signals;
 
 use std::process::ExitCode;
 

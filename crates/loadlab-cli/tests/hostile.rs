@@ -359,7 +359,7 @@ fn a_stopped_open_loop_blames_no_one() {
     // SAFETY: signalling the child this test started, by its PID.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let (code, stderr) = finish(child, "stopped open loop");
-    assert_eq!(code, Some(130), "{stderr}");
+    assert_eq!(code, Some(143), "SIGTERM: 128 + 15; {stderr}");
     let json = read_result(&path);
     assert_eq!(json["interrupted"], true);
     // Due between the signal and the thread seeing it: one per 5 ms, so 200 would be a
@@ -772,6 +772,34 @@ fn hostile_command_lines_are_refused_up_front() {
         (vec!["--timeout", huge, url], "--timeout"),
         (vec!["--interval", huge, url], "--interval"),
         (vec!["-c", "-1", url], "`-1` is not a count"),
+        // Every numeric or duration flag names itself and its range for a negative value,
+        // instead of clap's "use '-- -1'" tip (issue 27, item 7).
+        (
+            vec!["-d", "-1s", url],
+            "'--duration <DURATION>': `-1s` is negative",
+        ),
+        (
+            vec!["--warmup", "-2s", url],
+            "'--warmup <WARMUP>': `-2s` is negative",
+        ),
+        (
+            vec!["--timeout", "-1", url],
+            "`-1` is negative: give a duration of 0",
+        ),
+        (vec!["--interval", "-1s", url], "--interval"),
+        (vec!["--pace", "-1s", url], "--pace"),
+        (vec!["--tick", "-1ms", url], "--tick"),
+        (vec!["--connect-timeout", "-5s", url], "--connect-timeout"),
+        (
+            vec!["--rate", "-5", url],
+            "'--rate <RATE>': `-5` is not a rate: give requests per second above 0",
+        ),
+        (vec!["--new-connection-share", "-0.5", url], "from 0 to 1"),
+        (
+            vec!["--streams", "-1", url],
+            "'--streams <STREAMS>': `-1` is not a count",
+        ),
+        (vec!["--seed", "-1", url], "--seed"),
     ];
     for (args, needle) in cases {
         let started = Instant::now();

@@ -452,7 +452,7 @@ fn sigterm_and_errors_remove_the_link() {
         return;
     }
     let _one = serial();
-    // SIGTERM: the run stops, keeps its result (exit 130), and removes its link.
+    // SIGTERM: the run stops, keeps its result (exit 143: 128 + 15), and removes its link.
     let child = loadlab()
         .args([
             "run",
@@ -480,7 +480,7 @@ fn sigterm_and_errors_remove_the_link() {
     // SAFETY: kill(2) on the child this test started.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
     assert_eq!(links_of(pid), Vec::<String>::new());
     // A server that cannot start behind the link: an error (exit 2), and nothing left.
     let child = loadlab()

@@ -367,7 +367,11 @@ fn cgroups_are_removed_after_the_run_and_after_ctrl_c() {
             );
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert_eq!(status.code(), Some(130), "signal {signal}");
+        assert_eq!(
+            status.code(),
+            Some(128 + signal),
+            "signal {signal}: 128 + its number"
+        );
         assert_eq!(
             groups_of(pid),
             Vec::<PathBuf>::new(),

@@ -90,15 +90,17 @@ pub struct WellKnown {
     pub throttled_series: Option<&'static str>,
 }
 
-/// CPU counters in order of preference: the process itself, then its container, then the node.
+/// CPU counters in order of preference. cAdvisor and node_exporter also export `process_*`
+/// series about themselves, so an endpoint's container or node series win over its process
+/// ones; an application's own endpoint has only the latter.
 const CPU_COUNTERS: [&str; 3] = [
-    "process_cpu_seconds_total",
     "container_cpu_usage_seconds_total",
     "node_cpu_seconds_total{mode!~\"idle|iowait\"}",
+    "process_cpu_seconds_total",
 ];
 const MEMORY_GAUGES: [&str; 2] = [
-    "process_resident_memory_bytes",
     "container_memory_working_set_bytes",
+    "process_resident_memory_bytes",
 ];
 const THROTTLE_COUNTERS: [&str; 1] = ["container_cpu_cfs_throttled_periods_total"];
 
@@ -114,15 +116,11 @@ impl WellKnown {
                 break;
             }
         }
-        for text in MEMORY_GAUGES {
-            let picked = selected(exp, text);
-            if !picked.is_empty() {
-                out.memory_bytes = Some(picked.iter().map(|s| s.value).sum());
-                out.memory_series = Some(text);
-                break;
-            }
-        }
-        if out.memory_bytes.is_none() {
+        let container = selected(exp, MEMORY_GAUGES[0]);
+        if !container.is_empty() {
+            out.memory_bytes = Some(container.iter().map(|s| s.value).sum());
+            out.memory_series = Some(MEMORY_GAUGES[0]);
+        } else {
             let find = |name: &str| exp.samples.iter().find(|s| s.name == name).map(|s| s.value);
             if let (Some(total), Some(avail)) = (
                 find("node_memory_MemTotal_bytes"),
@@ -131,6 +129,9 @@ impl WellKnown {
                 out.memory_bytes = Some(total - avail);
                 out.memory_series =
                     Some("node_memory_MemTotal_bytes - node_memory_MemAvailable_bytes");
+            } else if let Some(rss) = find(MEMORY_GAUGES[1]) {
+                out.memory_bytes = Some(rss);
+                out.memory_series = Some(MEMORY_GAUGES[1]);
             }
         }
         for text in THROTTLE_COUNTERS {
@@ -213,7 +214,7 @@ mod tests {
         assert_eq!(first.memory_bytes, Some(600.0));
         let second = WellKnown::read(&parse(&node(101.0, 11.5)), 2.0, &mut t);
         assert_eq!(second.cpu_cores, Some(0.75));
-        assert_eq!(second.cpu_series, Some(CPU_COUNTERS[2]));
+        assert_eq!(second.cpu_series, Some(CPU_COUNTERS[1]));
 
         let cadvisor = |cpu: f64, thr: f64| {
             format!(

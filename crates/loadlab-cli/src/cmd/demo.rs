@@ -19,7 +19,7 @@ use std::time::Duration;
 )]
 pub struct DemoArgs {
     /// How long to measure.
-    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(short = 'd', long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "5s")]
     pub duration: Duration,
 
     /// Concurrent connections.

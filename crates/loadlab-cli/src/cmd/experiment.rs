@@ -19,7 +19,8 @@ use std::process::ExitCode;
     about = "Run an experiment file: variants x axes, repeated in randomized blocks, stored, compared",
     after_help = "Exit codes: 0 complete (and every gate passed); 1 a gate failed; 2 bad usage, \
                   a target failed verification, or a run could not start; 4 a relative gate is \
-                  inconclusive; 130 interrupted (runs so far are kept: --resume continues).\n\n\
+                  inconclusive; 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP \
+                  (runs so far are kept: --resume continues).\n\n\
                   Examples:\n  \
                   loadlab experiment scenarios/portfolio-migration.toml\n  \
                   loadlab experiment my.toml --dry-run\n  \
@@ -122,7 +123,8 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
     let control = Control::default();
     {
         let control = control.clone();
-        ctrlc::set_handler(move || control.stop()).context("cannot install the Ctrl-C handler")?;
+        crate::signals::set_handler(move || control.stop())
+            .context("cannot install the Ctrl-C handler")?;
     }
     let mut sink = crate::cmd::runs::ExperimentSink::new(&store, &args.file);
     let options = runner::Options {
@@ -185,7 +187,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
             args.file.display()
         );
         let _ = gates::finish(&args.gates, cases)?;
-        return Ok(ExitCode::from(130));
+        return Ok(crate::signals::interrupted());
     }
     if cases.is_empty() {
         return Ok(ExitCode::SUCCESS);

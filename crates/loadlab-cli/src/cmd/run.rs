@@ -45,8 +45,9 @@ pub enum ArrivalArg {
     after_help = "Exit codes: 0 the run completed; 1 a --fail-if gate failed; 2 bad usage, the \
                   run could not start, or no request succeeded (results printed and written); \
                   3 the server under test died during the run (crash or OOM kill), results up \
-                  to then printed and written; 130 interrupted (Ctrl-C, SIGTERM, SIGHUP), \
-                  partial results printed and written.\n\n\
+                  to then printed and written; 130 interrupted by Ctrl-C (SIGINT), 143 by \
+                  SIGTERM, 129 by SIGHUP (128 + the signal), partial results printed and \
+                  written.\n\n\
                   Examples:\n  \
                   loadlab run -c 50 -d 10s http://127.0.0.1:8080/plaintext\n  \
                   loadlab run --rate 5000 --warmup 2s http://127.0.0.1:8080/json\n  \
@@ -79,12 +80,12 @@ pub struct RunArgs {
     /// Closed loop: each connection (virtual user) sends one request per this long, measured
     /// from when it was due (post 003's "a request per connection per second"); reported with
     /// the rate it offers.
-    #[arg(long, value_parser = parse_duration, help_heading = "Scenarios")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, help_heading = "Scenarios")]
     pub pace: Option<Duration>,
 
     /// Send this share of requests (0 to 1) on a new connection of their own (Connection:
     /// close), the rest over keep-alive; each new connection's setup is counted apart.
-    #[arg(long, value_name = "SHARE", help_heading = "Scenarios")]
+    #[arg(long, value_name = "SHARE", help_heading = "Scenarios", allow_hyphen_values = true, value_parser = share)]
     pub new_connection_share: Option<f64>,
 
     /// Closed loop: concurrent connections, each sending its next request when the last one
@@ -95,7 +96,7 @@ pub struct RunArgs {
     /// Open loop: send this many requests per second on a schedule, whatever the server does;
     /// latency is measured from when each request was due. With --scenario: iterations per
     /// second, each a new user.
-    #[arg(short = 'r', long, help_heading = "Open loop")]
+    #[arg(short = 'r', long, help_heading = "Open loop", allow_hyphen_values = true, value_parser = rate)]
     pub rate: Option<f64>,
 
     /// A staged profile, e.g. "10s:1000, 30s:1000->5000, 10s:5000": requests/s per stage,
@@ -108,11 +109,11 @@ pub struct RunArgs {
     pub closed: bool,
 
     /// Width of the timeline's intervals (a multiple of 100ms).
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "1s")]
     pub interval: Duration,
 
     /// How long to measure, e.g. 10s, 2m, 500ms [default: 10s]
-    #[arg(short = 'd', long, value_parser = parse_duration, conflicts_with = "requests")]
+    #[arg(short = 'd', long, allow_hyphen_values = true, value_parser = parse_duration, conflicts_with = "requests")]
     pub duration: Option<Duration>,
 
     /// Measure exactly this many requests instead of a duration.
@@ -120,7 +121,7 @@ pub struct RunArgs {
     pub requests: Option<u64>,
 
     /// Load for this long first, measured but reported apart from the result.
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
 
     /// Closed loop: poll for responses instead of sleeping between them, so the server never
@@ -194,14 +195,14 @@ pub struct RequestArgs {
 
     /// Seed for --arrival poisson, to reproduce a schedule, and for a scenario's think
     /// times, random feeder rows and mix.
-    #[arg(long, default_value_t = 1, help_heading = "Open loop")]
+    #[arg(long, default_value_t = 1, help_heading = "Open loop", allow_hyphen_values = true, value_parser = count::<u64>)]
     pub seed: u64,
 
     /// Send on a tick: wake at most once per DUR (e.g. 1ms) and send every request due by
     /// then, trading timing precision for generator CPU at high rates (oha ticks at 1ms). The
     /// wait counts in each request's send lag and response time. [default: each request
     /// exactly when due]
-    #[arg(long, value_parser = parse_duration, help_heading = "Open loop")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, help_heading = "Open loop")]
     pub tick: Option<Duration>,
 
     /// The most connections an open loop may open (with --scenario: iterations running at
@@ -231,11 +232,11 @@ pub struct RequestArgs {
     pub body_file: Option<PathBuf>,
 
     /// Longest wait for a full response before the request counts as timed out.
-    #[arg(long, value_parser = parse_duration, default_value = "20s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "20s")]
     pub timeout: Duration,
 
     /// Longest wait for a TCP connection to open.
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "5s")]
     pub connect_timeout: Duration,
 
     /// Do not hold the kernel's PM QoS CPU latency at 0 during the run (loadlab holds it
@@ -248,7 +249,7 @@ pub struct RequestArgs {
     pub http2: bool,
 
     /// HTTP/2: concurrent streams per connection; the concurrency is -c x --streams.
-    #[arg(long, default_value_t = 1, help_heading = "HTTP/2")]
+    #[arg(long, default_value_t = 1, help_heading = "HTTP/2", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub streams: usize,
 
     /// https: accept any server certificate (for self-signed test servers).
@@ -338,6 +339,8 @@ pub fn count<T: std::str::FromStr>(raw: &str) -> Result<T, String> {
 }
 
 /// Durations as people write them: `10s`, `1m30s`, `250ms`; a bare number means seconds.
+/// Flags that take one allow a leading `-`, so that `-d -1s` is told it is negative (clap's
+/// own tip, "use -- -1s", would make it the URL).
 pub fn parse_duration(raw: &str) -> Result<Duration, String> {
     let raw = raw.trim();
     if let Ok(secs) = raw.parse::<f64>() {
@@ -345,8 +348,34 @@ pub fn parse_duration(raw: &str) -> Result<Duration, String> {
             return Ok(Duration::from_secs_f64(secs));
         }
     }
+    if raw.starts_with('-') {
+        return Err(format!(
+            "`{raw}` is negative: give a duration of 0 or more, e.g. 10s, 500ms, 2m"
+        ));
+    }
     humantime::parse_duration(raw)
         .map_err(|_| format!("`{raw}` is not a duration; write e.g. 10s, 500ms, 2m"))
+}
+
+/// `--rate`: requests (or iterations) per second, a number of 0 or more (0 is refused later
+/// with the reason); a negative one is named as such, not taken for a flag.
+pub fn rate(raw: &str) -> Result<f64, String> {
+    match raw.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+        _ => Err(format!(
+            "`{raw}` is not a rate: give requests per second above 0, e.g. 1000"
+        )),
+    }
+}
+
+/// A share from 0 to 1 (`--new-connection-share`).
+pub fn share(raw: &str) -> Result<f64, String> {
+    match raw.trim().parse::<f64>() {
+        Ok(s) if (0.0..=1.0).contains(&s) => Ok(s),
+        _ => Err(format!(
+            "`{raw}` is not a share: give a number from 0 to 1, e.g. 0.1"
+        )),
+    }
 }
 
 fn read_pem(path: &Option<PathBuf>, flag: &str) -> anyhow::Result<Option<Vec<u8>>> {
@@ -597,7 +626,7 @@ pub fn execute(
     let nothing_succeeded =
         result.measured.requests.issued > 0 && result.measured.requests.completed == 0;
     let code = if result.interrupted {
-        ExitCode::from(130)
+        crate::signals::interrupted()
     } else if server_died {
         ExitCode::from(3)
     } else if nothing_succeeded {
@@ -614,11 +643,11 @@ static CTRL_C: AtomicBool = AtomicBool::new(false);
 /// any cgroup and shaped link loadlab made; a launched server dies with loadlab).
 fn install_ctrlc(control: &RunControl) -> anyhow::Result<()> {
     let control = control.clone();
-    ctrlc::set_handler(move || {
+    crate::signals::set_handler(move || {
         if CTRL_C.swap(true, Ordering::AcqRel) {
             loadlab_probe::cgroup::cleanup_all();
             loadlab_machine::link::cleanup_all();
-            std::process::exit(130);
+            std::process::exit(crate::signals::interrupted_code().into());
         }
         control.stop();
     })

@@ -40,16 +40,16 @@ pub struct ProbeArgs {
     pub until: Option<String>,
 
     /// How long each probe measures.
-    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(short = 'd', long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "5s")]
     pub duration: Duration,
 
     /// Load before each probe measures (reported apart): lets the server warm and drain
     /// the queue the last probe left.
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "1s")]
     pub warmup: Duration,
 
     /// Pause after a probe that failed, so its queue drains before the next.
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "1s")]
     pub cooldown: Duration,
 
     /// Write the document (every probe, its judgment, the finding) as JSON.
@@ -95,8 +95,8 @@ pub struct ProbeArgs {
                   that verdict.\n\n\
                   Exit codes: 0 a capacity was found; 2 bad usage or the search could not \
                   start; 3 the server died; 4 no capacity found (loadlab was the limit, or the \
-                  search hit --min-rate or --max-rate); 130 interrupted (the probes so far are \
-                  printed and written).\n\n\
+                  search hit --min-rate or --max-rate); 130 interrupted by Ctrl-C, 143 by SIGTERM, \
+                  129 by SIGHUP (the probes so far are printed and written).\n\n\
                   Examples:\n  \
                   loadlab capacity --target rust-actix-web --cpus 0.5 --slo 'p99<50ms' /plaintext\n  \
                   loadlab capacity --until server-cpu=0.85 --budget 5m http://127.0.0.1:8080/json"
@@ -106,15 +106,15 @@ pub struct CapacityArgs {
     pub probe: ProbeArgs,
 
     /// The first rate probed (requests/s).
-    #[arg(long, default_value_t = 100.0)]
+    #[arg(long, default_value_t = 100.0, allow_hyphen_values = true, value_parser = crate::cmd::run::rate)]
     pub start: f64,
 
     /// The highest rate probed (requests/s).
-    #[arg(long, default_value_t = 1_000_000.0)]
+    #[arg(long, default_value_t = 1_000_000.0, allow_hyphen_values = true, value_parser = crate::cmd::run::rate)]
     pub max_rate: f64,
 
     /// The lowest rate probed (requests/s).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = crate::cmd::run::rate)]
     pub min_rate: f64,
 
     /// Bisect until the failing rate is within this share above the passing one.
@@ -122,11 +122,11 @@ pub struct CapacityArgs {
     pub tolerance: f64,
 
     /// Rounds of the search: the first, and repeats near the boundary for the range.
-    #[arg(long, default_value_t = 3, value_parser = count::<usize>)]
+    #[arg(long, default_value_t = 3, allow_hyphen_values = true, value_parser = count::<usize>)]
     pub repeats: usize,
 
     /// Start no probe that would end after this much time, e.g. 5m.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub budget: Option<Duration>,
 }
 
@@ -368,7 +368,7 @@ fn finish(
 fn exit_code(report: &CapacityReport) -> ExitCode {
     use loadlab_capacity::Finding;
     match report.stopped_by.as_deref() {
-        Some("interrupted") => return ExitCode::from(130),
+        Some("interrupted") => return crate::signals::interrupted(),
         Some("server died") => return ExitCode::from(3),
         _ => {}
     }
@@ -439,10 +439,10 @@ impl Events for Printer<'_> {
 fn install_ctrlc(stop: Arc<Stop>) -> anyhow::Result<()> {
     use std::sync::atomic::{AtomicBool, Ordering};
     static SEEN: AtomicBool = AtomicBool::new(false);
-    ctrlc::set_handler(move || {
+    crate::signals::set_handler(move || {
         if SEEN.swap(true, Ordering::AcqRel) {
             loadlab_probe::cgroup::cleanup_all();
-            std::process::exit(130);
+            std::process::exit(crate::signals::interrupted_code().into());
         }
         stop.stop();
     })
