@@ -6,9 +6,9 @@
 //! both arms are measured against one threshold, the pooled gap's geometric middle. A
 //! percentile is on the cliff when, against that gap, any run's share beyond it is within a
 //! factor 2 of the percentile's tail share (the rule of [`loadlab_result::cliff`]), or when the
-//! runs' values of the percentile fall on both sides of it. Its ratio between arms then
-//! measures which side each arm fell on, so it gets no verdict; the share beyond the cliff is
-//! tested instead. Pure: results in, findings out.
+//! runs' values of the percentile fall on both sides of it (on several gaps, the widest). Its
+//! ratio between arms then measures which side each arm fell on, so it gets no verdict; the
+//! share beyond the cliff is tested instead. Pure: results in, findings out.
 
 use loadlab_result::cliff::{find_gaps, near, share_beyond, Gap, Histogram, REPORTED_PERCENTILES};
 use loadlab_result::{decode_histogram, new_histogram, RunResult};
@@ -48,12 +48,23 @@ pub fn find(control: &[RunResult], test: &[RunResult]) -> Vec<CliffFinding> {
             return Vec::new();
         }
     }
-    find_gaps(&pooled)
-        .into_iter()
-        .filter_map(|gap| {
-            let percentiles: Vec<&'static str> = REPORTED_PERCENTILES
+    let gaps = find_gaps(&pooled);
+    // Each percentile on at most one gap: of those it is on, the widest (the largest jump).
+    let home = |q: f64| -> Option<usize> {
+        (0..gaps.len())
+            .filter(|&i| on_cliff(&gaps[i], q, c.iter().chain(&t)))
+            .max_by(|&x, &y| gaps[x].width().total_cmp(&gaps[y].width()))
+    };
+    let homes: Vec<(&'static str, usize)> = REPORTED_PERCENTILES
+        .iter()
+        .filter_map(|&(name, q)| home(q).map(|i| (name, i)))
+        .collect();
+    gaps.iter()
+        .enumerate()
+        .filter_map(|(i, gap)| {
+            let percentiles: Vec<&'static str> = homes
                 .iter()
-                .filter(|(_, q)| on_cliff(&gap, *q, c.iter().chain(&t)))
+                .filter(|(_, home)| *home == i)
                 .map(|(name, _)| *name)
                 .collect();
             let shares = |hs: &[Histogram<u64>]| {

@@ -28,7 +28,8 @@
 //!   between two arms, or between two machines' speeds (the slow share moves with the quota's
 //!   headroom: 0.9% to 1.1% between arms, more across machines), can move the percentile from
 //!   one mode to the other; outside it, every run's percentile sits firmly in one mode and its
-//!   value is a fair figure of that mode.
+//!   value is a fair figure of that mode. Near several gaps (a busy machine's stalls can make a
+//!   second, narrower one), the percentile is on the widest: the largest jump it can make.
 //!
 //! The threshold between the modes is the gap's geometric middle: [`share_beyond`] of it is
 //! the share compared between arms. Pure functions of the histogram: no I/O, no printing.
@@ -69,6 +70,13 @@ pub struct Gap {
     /// Each side's median.
     pub fast_median_ns: u64,
     pub slow_median_ns: u64,
+}
+
+impl Gap {
+    /// Its top over its bottom.
+    pub fn width(&self) -> f64 {
+        self.to_ns as f64 / self.from_ns.max(1) as f64
+    }
 }
 
 /// A reported percentile on a cliff, as the result carries it (microseconds).
@@ -222,21 +230,23 @@ pub fn cliffs(h: &Histogram<u64>) -> Vec<Cliff> {
     let us = |ns: u64| ns as f64 / 1_000.0;
     let mut out = Vec::new();
     for (name, q) in REPORTED_PERCENTILES {
-        for g in &gaps {
-            let share = share_beyond(h, g.threshold_ns);
-            if near(share, 1.0 - q) {
-                out.push(Cliff {
-                    percentile: name.to_string(),
-                    fast_mode_us: us(g.fast_median_ns),
-                    slow_mode_us: us(g.slow_median_ns),
-                    gap_from_us: us(g.from_ns),
-                    gap_to_us: us(g.to_ns),
-                    threshold_us: us(g.threshold_ns),
-                    slow_share: share,
-                    gap_share: g.inside_count as f64 / total,
-                });
-                break;
-            }
+        // Of several gaps near this percentile, the widest: the jump it can make.
+        let widest = gaps
+            .iter()
+            .map(|g| (g, share_beyond(h, g.threshold_ns)))
+            .filter(|(_, share)| near(*share, 1.0 - q))
+            .max_by(|x, y| x.0.width().total_cmp(&y.0.width()));
+        if let Some((g, share)) = widest {
+            out.push(Cliff {
+                percentile: name.to_string(),
+                fast_mode_us: us(g.fast_median_ns),
+                slow_mode_us: us(g.slow_median_ns),
+                gap_from_us: us(g.from_ns),
+                gap_to_us: us(g.to_ns),
+                threshold_us: us(g.threshold_ns),
+                slow_share: share,
+                gap_share: g.inside_count as f64 / total,
+            });
         }
     }
     out

@@ -90,6 +90,27 @@ fn five_percent_slow_puts_p99_firmly_in_the_slow_mode() {
 }
 
 #[test]
+fn of_two_gaps_near_p99_it_sits_on_the_widest() {
+    // 98% at 200 µs, 0.9% of stalls at 2-3 ms (a busy machine), 1.1% held 400 ms: beyond the
+    // first gap (about 10x) lie 2.0%, beyond the second (over 100x) 1.1%; both are near 1%.
+    let mut rng = Rng(3);
+    let mut h = new_histogram();
+    for i in 0..N {
+        let ns = match i % 1000 {
+            0..=8 => 2_000_000 + (rng.uniform() * 1_000_000.0) as u64,
+            9..=19 => 400_000_000,
+            _ => rng.lognormal_ns(200.0, 0.2),
+        };
+        h.record(ns).unwrap();
+    }
+    assert_eq!(find_gaps(&h).len(), 2);
+    let c = &cliffs(&h)[0];
+    assert_eq!(c.percentile, "p99");
+    assert!((c.slow_share - 0.011).abs() < 1e-9, "{c:?}");
+    assert!(c.gap_to_us >= 399_000.0, "{c:?}");
+}
+
+#[test]
 fn a_tenth_of_a_percent_slow_puts_p99_9_on_the_cliff() {
     assert_eq!(flagged(&throttled(0.001, 0)), ["p99.9"]);
 }
