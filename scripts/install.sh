@@ -32,7 +32,7 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 2
 fi
 
-cargo install --locked --path crates/loadlab-cli --root "$root" "${target_dir[@]}"
+cargo install --locked --path crates/loadlab-cli --bin loadlab --root "$root" "${target_dir[@]}"
 bin=$root/bin/loadlab
 share=$root/share
 mkdir -p "$share/man/man1" "$share/bash-completion/completions" \

@@ -32,3 +32,20 @@ echo "portfolio-migration ran: 4 runs stored, compared, reported"
 echo "== README: loadlab demo"
 cargo run --release --locked -q -p loadlab-cli -- demo -d 1s -c 20 >/dev/null
 echo "demo ran"
+
+echo "== install: scripts/install.sh into a temporary root, then loadlab from there"
+install_root=$(mktemp -d)
+bash scripts/install.sh --root "$install_root" --target-dir target >/dev/null
+(
+    export PATH="$install_root/bin:$PATH"
+    [ "$(command -v loadlab)" = "$install_root/bin/loadlab" ]
+    loadlab --version
+    loadlab demo -d 1s -c 20 >/dev/null
+    bash -c 'set -e; source "$1"; complete -p loadlab >/dev/null' bash \
+        "$install_root/share/bash-completion/completions/loadlab"
+    if command -v man >/dev/null; then
+        [ "$(man -w loadlab-run)" = "$install_root/share/man/man1/loadlab-run.1" ]
+    fi
+)
+rm -rf "$install_root"
+echo "installed: loadlab --version, demo, bash completion and man loadlab-run from the install root"
