@@ -333,3 +333,57 @@ fn the_test_clock_offset_shows_in_the_clock_stamps() {
         "offset {offset_ns} ns"
     );
 }
+
+/// The generator's own client (`loadlab_agent::client`) against the agent: the injected clock
+/// offset is recovered within 1 ms, and a session runs through open, sampling and close.
+#[test]
+fn the_generators_client_recovers_the_offset_and_runs_a_session() {
+    let agent = start(|c| c.clock = loadlab_agent::Clock::new().with_offset_ms(-7_250));
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, support::TOKEN).unwrap();
+    let endpoint = loadlab_agent::client::AgentEndpoint {
+        url: format!("https://{}", agent.addr),
+        token_file,
+        fingerprint: Some(agent.fingerprint.clone()),
+        cacert: None,
+    };
+    let (mut client, hello) = loadlab_agent::client::AgentClient::connect(&endpoint).unwrap();
+    assert_eq!(hello.protocol, 1);
+    let local = loadlab_agent::clock::LocalClock::new();
+    let estimate = client.estimate_clock(&local, 16).unwrap();
+    let error_ns = (estimate.offset_ns + 7_250_000_000).abs();
+    assert!(error_ns < 1_000_000, "{estimate:?}: off by {error_ns} ns");
+    assert!(estimate.uncertainty_ns < 1_000_000, "{estimate:?}");
+
+    let sleeper = support::Child(
+        std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap(),
+    );
+    let opened = client
+        .open(&open(
+            ServerRequest::Pid {
+                pid: sleeper.0.id(),
+            },
+            None,
+        ))
+        .unwrap();
+    client.renew(&opened.session).unwrap();
+    let sampling = StartSampling {
+        every_ms: 10,
+        port: None,
+    };
+    client.start_sampling(&opened.session, &sampling).unwrap();
+    let batch = client
+        .samples(&opened.session, 0, Duration::from_millis(1_000))
+        .unwrap();
+    assert!(!batch.samples.is_empty() && batch.sampling);
+    let stopped = client.stop_sampling(&opened.session).unwrap();
+    assert!(
+        stopped.kernel.is_some(),
+        "the kernel counters were not read"
+    );
+    client.close(&opened.session).unwrap();
+}
