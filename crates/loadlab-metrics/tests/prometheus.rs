@@ -139,9 +139,14 @@ fn a_receiver_that_stalls_or_refuses_never_slows_the_sender() {
         );
         assert_eq!(report.offered, 200);
         assert_eq!(report.sent, 0, "{what}: {report:?}");
-        assert!(report.dropped >= 190, "{what}: {report:?}");
-        assert!(report.failed + report.dropped <= 200);
-        if what == "refuses" {
+        if what == "stalls" {
+            // One send in progress (300 ms) and two queued: everything else is dropped.
+            assert!(report.dropped >= 190, "{what}: {report:?}");
+            assert!(report.failed + report.dropped <= 200);
+        } else {
+            // Refused sends fail at once, so how many are dropped depends on scheduling;
+            // every interval is either failed or dropped.
+            assert_eq!(report.failed + report.dropped, 200, "{report:?}");
             assert!(report.failed >= 1 && !report.abandoned, "{report:?}");
             assert!(report.last_error.unwrap().contains("connecting"));
         }
@@ -189,7 +194,8 @@ fn a_python_apps_own_cpu_counter_agrees_with_proc_sampling_and_node_exporter_fil
         "app CPU: scraped {scraped_cpu_s:.3} s, /proc {sampled_cpu_s:.3} s, {:.2}% apart",
         off * 100.0
     );
-    assert!(sampled_cpu_s > 1.0, "the app burned only {sampled_cpu_s} s");
+    // Both read the kernel's 10 ms ticks: half a second keeps their rounding well under 5%.
+    assert!(sampled_cpu_s > 0.5, "the app burned only {sampled_cpu_s} s");
     assert!(
         off < 0.05,
         "scraped {scraped_cpu_s} s against /proc {sampled_cpu_s} s"
