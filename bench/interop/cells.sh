@@ -140,6 +140,7 @@ fast_cells() {
     cell "$s" "h1 new connection" ok 200 "$http$(path "$s" small)" -c 2 --no-keepalive
     tls_cell "$s" "https rsa2048" rsa2048 ok 200 -c 2
     tls_cell "$s" "https chain" chain ok 200 -c 2
+    tls_cell "$s" "https req -x509 (CA:TRUE)" selfsigned ok 200 -c 2
     # Under every server's MAX_CONCURRENT_STREAMS: the full matrix goes over it.
     tls_cell "$s" "h2 tls 8 streams" rsa2048 ok 800 -c 1 --http2 --streams 8
     [[ $s == httpbin ]] && scenario_cell "$s"

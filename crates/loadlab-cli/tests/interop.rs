@@ -1,8 +1,9 @@
 //! The interop matrix's fast subset (issue 29): loadlab against servers no one here wrote
 //! (Debian's nginx and Apache httpd, and go-httpbin), each cell's completed count checked
 //! exactly against the server's own count. HTTP/1.1 with keep-alive and a connection per
-//! request, HTTPS with a certificate made by the `openssl` command line and with a chain
-//! through an intermediate CA, h2 over TLS, and every scenario feature against go-httpbin.
+//! request; HTTPS with certificates made by the `openssl` command line: a leaf under a test CA,
+//! a chain through an intermediate CA, and `openssl req -x509`'s self-signed one (CA:TRUE,
+//! trusted with --cacert); h2 over TLS; and every scenario feature against go-httpbin.
 //!
 //! The cells are `bench/interop.sh --fast`, the same code as the full matrix, run with this
 //! build's loadlab; this test reads the cells it wrote. Without nginx, apache2 or go-httpbin
@@ -24,16 +25,18 @@ const CELLS: [(&str, &[&str]); 3] = [
             "h1 new connection",
             "https rsa2048",
             "https chain",
+            "https req -x509 (CA:TRUE)",
             "h2 tls 8 streams",
             "scenario: every feature",
         ],
     ),
 ];
-const COMMON: [&str; 5] = [
+const COMMON: [&str; 6] = [
     "h1 keep-alive",
     "h1 new connection",
     "https rsa2048",
     "https chain",
+    "https req -x509 (CA:TRUE)",
     "h2 tls 8 streams",
 ];
 
