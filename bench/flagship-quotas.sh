@@ -61,7 +61,7 @@ for q in quotas:
         name = "share beyond the cliff" if row["metric"] == "beyond_cliff" else row["label"]
         table.setdefault(name, {})[q] = verdict(row)
 
-held, not_held, flipped = [], [], []
+held, not_held, flipped = [], [], []  # held: the same verdict at every quota
 for name, by_quota in table.items():
     seen = [by_quota.get(q, "absent") for q in quotas]
     line = f"  {name:<28} " + "  ".join(f"{q}: {v}" for q, v in zip(quotas, seen))
@@ -74,7 +74,7 @@ for name, by_quota in table.items():
         not_held.append(line)
 
 print(f"\n== verdicts across quotas {', '.join(quotas)} (test axum against control actix-web)")
-for title, lines in [("held at every quota", held),
+for title, lines in [("the same at every quota", held),
                      ("not held (significant or tested at some quotas only)", not_held),
                      ("FLIPPED (one way at one quota, the other way at another)", flipped)]:
     print(f"{title}: {len(lines)}")
