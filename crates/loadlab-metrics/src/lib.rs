@@ -10,6 +10,9 @@
 //! request, and [`sender`] ships them from a bounded queue on a thread of its own, so a slow or
 //! absent receiver never slows the load (drops are counted).
 //!
+//! [`live`] is the glue a command uses during a run: it feeds the sender every interval
+//! from a closure and turns both reports into the result's notes.
+//!
 //! [`http`] is the small blocking HTTP/1.1 client both directions share (plain `http://` only).
 //!
 //! This crate does not print, does not depend on the engine or the session, and never panics
@@ -17,6 +20,7 @@
 
 pub mod figures;
 pub mod http;
+pub mod live;
 pub mod otlp;
 pub mod rates;
 pub mod remote_write;
