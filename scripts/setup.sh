@@ -134,7 +134,8 @@ fi
 # installs its other servers (HAProxy, lighttpd, h2o) itself. Without them the test prints
 # SKIPPED and passes.
 GO_HTTPBIN_VERSION=v2.26.0   # keep in step with bench/interop.sh
-if need nginx && need apache2 && need openssl && need curl; then
+if need nginx && need apache2 && need openssl && need curl \
+    && [[ -f /usr/lib/nginx/modules/ngx_http_brotli_filter_module.so ]]; then
     echo "setup: nginx, apache2, openssl and curl present"
 elif [[ $(id -u) -eq 0 ]] && need apt-get; then
     echo "setup: installing nginx, apache2, openssl and curl (for the interop test)"

@@ -16,9 +16,11 @@ nginx_locations() {
         location = /redirect { return 302 /redirect2; }
         location = /redirect2 { return 301 /1k; }
         location /gz/ { alias $DOCROOT/; gzip on; gzip_types *; gzip_min_length 0; }
-        location /br/ { alias $DOCROOT/; brotli on; brotli_types *; brotli_min_length 0; }
+$([[ -f $NGINX_BROTLI ]] && echo "        location /br/ { alias $DOCROOT/; brotli on; brotli_types *; brotli_min_length 0; }")
 CONF
 }
+
+NGINX_BROTLI=/usr/lib/nginx/modules/ngx_http_brotli_filter_module.so
 
 start_nginx() {
     command -v nginx >/dev/null || return 1
@@ -31,7 +33,7 @@ daemon off;
 worker_processes 1;
 pid $dir/nginx.pid;
 error_log $dir/error.log;
-load_module /usr/lib/nginx/modules/ngx_http_brotli_filter_module.so;
+$([[ -f $NGINX_BROTLI ]] && echo "load_module $NGINX_BROTLI;")
 events { worker_connections 1024; }
 http {
     access_log $dir/access.log;
@@ -77,6 +79,7 @@ CONF
     started nginx $!
     # nginx completes the handshake without the required client certificate, then answers 400.
     NO_CERT_ANSWER[nginx]=status:400
+    [[ -f $NGINX_BROTLI ]] || NOPE[nginx:br]="libnginx-mod-http-brotli-filter is not installed"
     wait_http nginx "http://127.0.0.1:${PORT[nginx:http]}/1k"
 }
 
