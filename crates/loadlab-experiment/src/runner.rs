@@ -13,7 +13,10 @@ use loadlab_lab::verify::{verify_target, VerifyOptions};
 use loadlab_lab::{Lab, ServeOptions};
 use loadlab_probe::{Limits, LimitsMode};
 use loadlab_result::RunResult;
-use loadlab_session::{BusyPoll, MachineOptions, ServerKind, ServerSpec, Session, SessionSpec};
+use loadlab_session::{
+    AgentEndpoint, AgentSpec, BusyPoll, MachineOptions, ServerKind, ServerSpec, Session,
+    SessionSpec,
+};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -262,6 +265,9 @@ fn preflight(
     let targets: Vec<&str> = experiment
         .variants
         .iter()
+        // A target on an agent's host is built and verified there (`loadlab lab verify` on
+        // that host); this machine's lab may not even have it.
+        .filter(|v| v.agent.is_none())
         .filter_map(|v| match &v.source {
             Source::Target(t) => Some(t.as_str()),
             _ => None,
@@ -418,15 +424,38 @@ fn session_spec(
             upstream: upstream.map(|u| u.url.clone()),
         }),
         Source::Exec(cmd) => Some(ServerKind::Exec(cmd.clone())),
+        // Through an agent, a running server is watched on its host (the URL's port there).
+        Source::Url(_) if variant.agent.is_some() => Some(ServerKind::AgentDefault),
         Source::Url(_) => None,
     };
     let server = kind.map(|kind| {
         let mut spec = ServerSpec::new(kind);
-        spec.limits = limits(s);
         spec.mode = mode;
         spec.env = s.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         spec.healthz = s.healthz.clone();
-        spec.link = link(s);
+        match &variant.agent {
+            Some(a) => {
+                // Limits are parsed on the agent's host, against its CPUs.
+                spec.agent = Some(AgentSpec {
+                    endpoint: AgentEndpoint {
+                        url: a.url.clone(),
+                        token_file: a.token_file.clone().into(),
+                        fingerprint: a.fingerprint.clone(),
+                        cacert: a.cacert.clone().map(Into::into),
+                    },
+                    cpus: s.cpus.map(|c| c.to_string()),
+                    memory: s.memory.clone(),
+                    pin: s.pin.clone(),
+                });
+                if let ServerKind::Target { dir, .. } = &mut spec.kind {
+                    *dir = None;
+                }
+            }
+            None => {
+                spec.limits = limits(s);
+                spec.link = link(s);
+            }
+        }
         spec
     });
     Ok(SessionSpec {

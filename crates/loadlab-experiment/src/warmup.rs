@@ -30,11 +30,13 @@ impl Experiment {
             let Source::Target(name) = &variant.source else {
                 continue;
             };
-            let secs = lab
-                .target(name)
-                .map_err(|e| format!("[[variant]] {}: {e}", variant.name))?
-                .manifest
-                .warmup_secs;
+            let secs = match lab.target(name) {
+                Ok(t) => t.manifest.warmup_secs,
+                // On an agent's host: this machine's lab may not have it (the file's warm-up
+                // stands).
+                Err(_) if variant.agent.is_some() => continue,
+                Err(e) => return Err(format!("[[variant]] {}: {e}", variant.name)),
+            };
             if secs == 0 {
                 continue;
             }
@@ -56,7 +58,7 @@ impl Experiment {
         let any_target = self
             .variants
             .iter()
-            .any(|v| matches!(v.source, Source::Target(_)));
+            .any(|v| matches!(v.source, Source::Target(_)) && v.agent.is_none());
         if self.warmup_given || !any_target {
             return Ok(Vec::new());
         }

@@ -193,3 +193,60 @@ scenario = "/abs/other.toml"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `[server] agent`: every variant's server on the agent's host, a variant's own agent over
+/// the file's, the token file named relative to the file; what cannot cross to another host
+/// refused with the fix.
+#[test]
+fn an_agent_in_server_puts_the_variants_on_its_host() {
+    let text = r#"
+name = "remote"
+[server]
+agent = "https://169.254.1.1:7070"
+agent_token_file = "agent.token"
+agent_fingerprint = "sha256:AB"
+[[variant]]
+name = "a"
+target = "rust-axum"
+[[variant]]
+name = "b"
+url = "http://169.254.1.1:8080"
+[variant.server]
+agent = "https://169.254.1.2:7070"
+"#;
+    let e = Experiment::parse(text).unwrap();
+    let a = e.variants[0].agent.as_ref().unwrap();
+    assert_eq!(a.url, "https://169.254.1.1:7070");
+    assert_eq!(a.token_file, "agent.token");
+    assert_eq!(
+        e.variants[1].agent.as_ref().unwrap().url,
+        "https://169.254.1.2:7070"
+    );
+    // Without an agent the plan (and its hash) is what it was.
+    let plain = text.replace("[server]\nagent = \"https://169.254.1.1:7070\"\nagent_token_file = \"agent.token\"\nagent_fingerprint = \"sha256:AB\"\n", "").replace("[variant.server]\nagent = \"https://169.254.1.2:7070\"\n", "");
+    let plain = Experiment::parse(&plain).unwrap();
+    assert!(plain.variants.iter().all(|v| v.agent.is_none()));
+    assert_ne!(Plan::new(&plain).unwrap().hash, Plan::new(&e).unwrap().hash);
+    for (bad, says) in [
+        (
+            text.replace("https://169.254.1.1", "http://169.254.1.1"),
+            "HTTPS only",
+        ),
+        (
+            text.replace("agent_token_file = \"agent.token\"\n", ""),
+            "agent_token_file",
+        ),
+        (
+            text.replace("agent_fingerprint = \"sha256:AB\"\n", ""),
+            "agent_fingerprint",
+        ),
+        (format!("upstream = true\n{text}"), "mock upstream"),
+        (
+            text.replace("[server]", "[limits]\nbandwidth = \"2MBps\"\n[server]"),
+            "bandwidth",
+        ),
+    ] {
+        let err = Experiment::parse(&bad).unwrap_err();
+        assert!(err.contains(says), "{says}: {err}");
+    }
+}

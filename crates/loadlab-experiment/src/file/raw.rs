@@ -1,0 +1,117 @@
+//! The experiment file as people write it: every table and key, checked by name (an unknown
+//! key is an error naming it). Data only; [`super::validate`] turns it into an experiment.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExperiment {
+    pub(super) name: String,
+    #[serde(default)]
+    pub(super) description: String,
+    pub(super) repetitions: Option<usize>,
+    pub(super) seed: Option<u64>,
+    pub(super) cooldown: Option<String>,
+    pub(super) warmup: Option<String>,
+    pub(super) duration: Option<String>,
+    /// Start a mock upstream for the targets' `/upstream` endpoint.
+    #[serde(default)]
+    pub(super) upstream: bool,
+    #[serde(default)]
+    pub(super) load: RawLoad,
+    #[serde(default)]
+    pub(super) limits: RawLimits,
+    #[serde(default)]
+    pub(super) env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) matrix: RawMatrix,
+    #[serde(default, rename = "variant")]
+    pub(super) variants: Vec<RawVariant>,
+    #[serde(default)]
+    pub(super) compare: RawCompare,
+    /// Where the servers run: `[server] agent = "https://..."`.
+    #[serde(default)]
+    pub(super) server: super::server::RawServer,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLoad {
+    pub(super) connections: Option<usize>,
+    pub(super) rate: Option<f64>,
+    pub(super) stages: Option<String>,
+    pub(super) threads: Option<usize>,
+    pub(super) keepalive: Option<bool>,
+    pub(super) protocol: Option<String>,
+    pub(super) path: Option<String>,
+    pub(super) paths: Option<Vec<String>>,
+    pub(super) method: Option<String>,
+    #[serde(default)]
+    pub(super) headers: Vec<String>,
+    pub(super) body: Option<String>,
+    pub(super) timeout: Option<String>,
+    /// A scenario file (docs/scenario-format.md) run in place of path, method, headers, body.
+    pub(super) scenario: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    pub(super) cpus: Option<f64>,
+    pub(super) memory: Option<String>,
+    pub(super) pin: Option<String>,
+    pub(super) bandwidth: Option<String>,
+    pub(super) bandwidth_up: Option<String>,
+    pub(super) bandwidth_down: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMatrix {
+    #[serde(default)]
+    pub(super) connections: Vec<usize>,
+    #[serde(default)]
+    pub(super) rate: Vec<f64>,
+    #[serde(default)]
+    pub(super) keepalive: Vec<bool>,
+    #[serde(default)]
+    pub(super) protocol: Vec<String>,
+    #[serde(default)]
+    pub(super) path: Vec<String>,
+    #[serde(default)]
+    pub(super) cpus: Vec<f64>,
+    #[serde(default)]
+    pub(super) memory: Vec<String>,
+    #[serde(default)]
+    pub(super) bandwidth: Vec<String>,
+    #[serde(default)]
+    pub(super) env: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawVariant {
+    pub(super) name: String,
+    pub(super) target: Option<String>,
+    pub(super) url: Option<String>,
+    pub(super) exec: Option<String>,
+    pub(super) healthz: Option<String>,
+    /// The variant's own paths (in rotation), instead of `[load]`'s.
+    pub(super) paths: Option<Vec<String>>,
+    /// The variant's own scenario file, instead of `[load]`'s requests.
+    pub(super) scenario: Option<String>,
+    #[serde(default)]
+    pub(super) env: BTreeMap<String, String>,
+    pub(super) limits: Option<RawLimits>,
+    /// The variant's own agent, over the file's `[server]`.
+    pub(super) server: Option<super::server::RawServer>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCompare {
+    pub(super) control: Option<String>,
+    /// The equivalence margin, as a fraction (0.03: ±3%).
+    pub(super) margin: Option<f64>,
+}

@@ -1,0 +1,260 @@
+//! From the file as written ([`super::raw`]) to a validated [`Experiment`]: every value
+//! checked, every rejection naming the key, what was wrong and the fix.
+
+use super::duration_s;
+use super::raw::{RawExperiment, RawMatrix};
+use super::{
+    Axis, Bandwidth, Experiment, Protocol, Settings, Source, Variant, DEFAULT_REPETITIONS,
+};
+
+impl RawExperiment {
+    pub(super) fn validate(self) -> Result<Experiment, String> {
+        if self.name.trim().is_empty() || self.name.contains(':') {
+            return Err(format!(
+                "name {:?}: give the experiment a non-empty name without ':' (runs are named \
+                 NAME:variant)",
+                self.name
+            ));
+        }
+        let repetitions = self.repetitions.unwrap_or(DEFAULT_REPETITIONS);
+        if repetitions == 0 || repetitions > 1_000 {
+            return Err(format!(
+                "repetitions = {repetitions}: must be between 1 and 1000 (5 is a good start)"
+            ));
+        }
+        let l = &self.load;
+        if l.path.is_some() && l.paths.is_some() {
+            return Err("[load]: give path or paths, not both".into());
+        }
+        let paths = match (&l.path, &l.paths) {
+            (Some(p), _) => vec![p.clone()],
+            (None, Some(ps)) if !ps.is_empty() => ps.clone(),
+            (None, Some(_)) => return Err("[load] paths: give at least one path".into()),
+            (None, None) => vec!["/".to_string()],
+        };
+        for p in &paths {
+            if !p.starts_with('/') {
+                return Err(format!("[load] path {p:?}: must start with /"));
+            }
+        }
+        if l.rate.is_some() && l.connections.is_some() {
+            return Err(
+                "[load]: rate (an open loop) and connections (a closed loop) exclude each other; \
+                 keep one"
+                    .into(),
+            );
+        }
+        let base = Settings {
+            connections: l.connections,
+            rate: l.rate,
+            stages: l.stages.clone(),
+            threads: l.threads,
+            keepalive: l.keepalive.unwrap_or(true),
+            protocol: match &l.protocol {
+                Some(p) => Protocol::parse(p, "[load] protocol")?,
+                None => Protocol::Http1,
+            },
+            paths,
+            method: l.method.clone().unwrap_or_else(|| "GET".into()),
+            headers: l.headers.clone(),
+            body: l.body.clone().unwrap_or_default(),
+            timeout_s: duration_s(l.timeout.as_deref().unwrap_or("20s"), "[load] timeout")?,
+            warmup_s: duration_s(self.warmup.as_deref().unwrap_or("2s"), "warmup")?,
+            duration_s: duration_s(self.duration.as_deref().unwrap_or("10s"), "duration")?,
+            cpus: self.limits.cpus,
+            memory: self.limits.memory.clone(),
+            pin: self.limits.pin.clone(),
+            env: self.env.clone(),
+            healthz: "/healthz".into(),
+            bandwidth: Bandwidth::from_limits(&self.limits, "[limits]")?,
+            scenario: l.scenario.clone(),
+        };
+        if l.scenario.is_some()
+            && (l.path.is_some()
+                || l.paths.is_some()
+                || l.method.is_some()
+                || !l.headers.is_empty()
+                || l.body.is_some())
+        {
+            return Err(
+                "[load] scenario: the scenario sets every request; drop path, paths, method, \
+                 headers and body (headers for every step go in the scenario's [defaults])"
+                    .into(),
+            );
+        }
+        if base.duration_s <= 0.0 {
+            return Err("duration: must be longer than 0; try duration = \"10s\"".into());
+        }
+        let axes = self.matrix.axes()?;
+        if self.variants.is_empty() {
+            return Err(
+                "no [[variant]]: name at least one (two to compare), each with target, url or exec"
+                    .into(),
+            );
+        }
+        let mut variants = Vec::new();
+        for v in &self.variants {
+            if v.name.trim().is_empty()
+                || v.name.contains(':')
+                || v.name.contains(char::is_whitespace)
+            {
+                return Err(format!(
+                    "[[variant]] name {:?}: use a short name without spaces or ':'",
+                    v.name
+                ));
+            }
+            if variants.iter().any(|x: &Variant| x.name == v.name) {
+                return Err(format!("[[variant]] name {:?} appears twice", v.name));
+            }
+            let source = match (&v.target, &v.url, &v.exec) {
+                (Some(t), None, None) => Source::Target(t.clone()),
+                (None, Some(u), None) => {
+                    if !(u.starts_with("http://") || u.starts_with("https://")) {
+                        return Err(format!(
+                            "[[variant]] {}: url {u:?} must start with http:// or https://",
+                            v.name
+                        ));
+                    }
+                    Source::Url(u.trim_end_matches('/').to_string())
+                }
+                (None, None, Some(e)) => Source::Exec(e.clone()),
+                _ => {
+                    return Err(format!(
+                        "[[variant]] {}: give exactly one of target (a lab target), url (a \
+                         running server) or exec (a command loadlab starts)",
+                        v.name
+                    ))
+                }
+            };
+            let limits = v.limits.clone().unwrap_or_default();
+            let bandwidth =
+                Bandwidth::from_limits(&limits, &format!("[[variant]] {} limits", v.name))?;
+            let capped = !bandwidth.is_empty()
+                || !base.bandwidth.is_empty()
+                || !self.matrix.bandwidth.is_empty();
+            if capped && matches!(source, Source::Url(_)) {
+                return Err(format!(
+                    "[[variant]] {}: a bandwidth cap needs a server loadlab starts (target or \
+                     exec), which it runs in a network namespace behind the capped link; a url \
+                     cannot be moved there",
+                    v.name
+                ));
+            }
+            if let Some(paths) = &v.paths {
+                if paths.is_empty() || paths.iter().any(|p| !p.starts_with('/')) {
+                    return Err(format!(
+                        "[[variant]] {}: paths must be a non-empty list of paths starting with /",
+                        v.name
+                    ));
+                }
+            }
+            if v.scenario.is_some() && v.paths.is_some() {
+                return Err(format!(
+                    "[[variant]] {}: give paths or scenario, not both",
+                    v.name
+                ));
+            }
+            let agent = self
+                .server
+                .with(v.server.as_ref())
+                .resolve(&format!("[[variant]] {} server", v.name))?;
+            if agent.is_some() && capped {
+                return Err(format!(
+                    "[[variant]] {}: a bandwidth cap shapes a link on this machine; with an agent \
+                     the server is on another host: drop the cap",
+                    v.name
+                ));
+            }
+            if agent.is_some() && self.upstream {
+                return Err(format!(
+                    "[[variant]] {}: upstream = true starts the mock upstream on this machine's \
+                     loopback, which the agent's host cannot reach; run `loadlab upstream` where \
+                     it can, and give the target's env UPSTREAM_URL",
+                    v.name
+                ));
+            }
+            variants.push(Variant {
+                name: v.name.clone(),
+                source,
+                paths: v.paths.clone(),
+                scenario: v.scenario.clone(),
+                env: v.env.clone(),
+                cpus: limits.cpus,
+                memory: limits.memory,
+                pin: limits.pin,
+                healthz: v.healthz.clone(),
+                bandwidth,
+                target_warmup_s: None,
+                agent,
+            });
+        }
+        let control = match &self.compare.control {
+            Some(name) => variants
+                .iter()
+                .position(|v| &v.name == name)
+                .ok_or_else(|| {
+                    format!("[compare] control = {name:?}: no [[variant]] has that name")
+                })?,
+            None => 0,
+        };
+        let margin = self.compare.margin.unwrap_or(0.03);
+        if !(0.0..0.5).contains(&margin) {
+            return Err(format!(
+                "[compare] margin = {margin}: a fraction below 0.5, e.g. 0.03 for ±3%"
+            ));
+        }
+        Ok(Experiment {
+            name: self.name,
+            description: self.description,
+            repetitions,
+            seed: self.seed.unwrap_or(1),
+            cooldown_s: duration_s(self.cooldown.as_deref().unwrap_or("1s"), "cooldown")?,
+            upstream: self.upstream,
+            base,
+            axes,
+            variants,
+            control,
+            margin,
+            warmup_given: self.warmup.is_some(),
+        })
+    }
+}
+
+fn strings<T: ToString>(values: &[T]) -> Vec<String> {
+    values.iter().map(ToString::to_string).collect()
+}
+
+impl RawMatrix {
+    pub(super) fn axes(&self) -> Result<Vec<Axis>, String> {
+        let mut axes = Vec::new();
+        let mut push = |key: &str, values: Vec<String>| {
+            if !values.is_empty() {
+                axes.push(Axis {
+                    key: key.to_string(),
+                    values,
+                });
+            }
+        };
+        push("connections", strings(&self.connections));
+        push("rate", strings(&self.rate));
+        push("keepalive", strings(&self.keepalive));
+        for p in &self.protocol {
+            Protocol::parse(p, "[matrix] protocol")?;
+        }
+        push("protocol", self.protocol.clone());
+        push("path", self.path.clone());
+        push("cpus", strings(&self.cpus));
+        push("memory", self.memory.clone());
+        for b in &self.bandwidth {
+            loadlab_machine::Rate::parse(b).map_err(|e| format!("[matrix] bandwidth: {e}"))?;
+        }
+        push("bandwidth", self.bandwidth.clone());
+        for (name, values) in &self.env {
+            push(&format!("env.{name}"), values.clone());
+        }
+        if !self.connections.is_empty() && !self.rate.is_empty() {
+            return Err("[matrix]: connections and rate exclude each other; keep one".into());
+        }
+        Ok(axes)
+    }
+}
