@@ -99,9 +99,13 @@ impl Session {
         lease_expired(*lock(&self.renewed), self.lease, now)
     }
 
-    /// The main PID of the server, for `/host`'s nofile.
+    /// The main PID of the server (an attached group's lowest), for `/host`'s nofile.
     pub fn server_pid(&self) -> Option<u32> {
-        lock(&self.held).as_ref().and_then(|h| h.source.main_pid())
+        let held = lock(&self.held);
+        let source = &held.as_ref()?.source;
+        source
+            .main_pid()
+            .or_else(|| source.group().and_then(|g| g.pids().into_iter().min()))
     }
 
     /// Starts sampling every `every` (stopping a sampling already on), clearing old samples
