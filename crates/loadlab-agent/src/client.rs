@@ -52,7 +52,8 @@ pub enum ClientError {
         url: String,
         status: u16,
         message: String,
-        body: Option<ErrorBody>,
+        /// Boxed: the error travels up every call, the body rarely matters.
+        body: Option<Box<ErrorBody>>,
     },
     #[error("the agent at {url} did not answer within {after:?} ({what})")]
     Timeout {
@@ -415,7 +416,7 @@ impl AgentClient {
                     url,
                     status,
                     message,
-                    body,
+                    body: body.map(Box::new),
                 });
             }
             return serde_json::from_slice(&bytes)

@@ -526,3 +526,84 @@ fn a_backlog_of_zero_overflows_on_the_servers_host_and_the_agent_counts_it() {
     assert!(overflows[0] > 0, "BACKLOG=0: {overflows:?}");
     assert_eq!(overflows[1], 0, "BACKLOG=1024: {overflows:?}");
 }
+
+/// An experiment whose variants run on the agent's host: each run a fresh launch there,
+/// every run's server seen through the agent, the comparison made as for local variants.
+#[test]
+fn an_experiment_runs_its_variants_on_the_agents_host() {
+    let _serial = serial();
+    let Some(lab) = lab() else { return };
+    let dir = scratch("experiment");
+    let agent = Agent::start(&lab, &dir, &["--allow-exec"]);
+    let file = dir.join("remote.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "remote"
+repetitions = 2
+warmup = "0s"
+duration = "1s"
+cooldown = "0s"
+[load]
+connections = 2
+[server]
+agent = "{}"
+agent_token_file = "{}"
+agent_fingerprint = "{}"
+[[variant]]
+name = "fast"
+exec = "{FIXTURE}"
+[[variant]]
+name = "slow"
+exec = "{FIXTURE} --service-us 200"
+"#,
+            agent.url,
+            agent.token_file.display(),
+            agent.fingerprint
+        ),
+    )
+    .unwrap();
+    let (hns, _) = &lab.hosts[0];
+    let db = dir.join("runs.db");
+    let out = in_ns(hns, LOADLAB)
+        .args(["experiment"])
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let listed = in_ns(hns, LOADLAB)
+        .args(["runs", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .filter(|l| l.contains(" experiment "))
+            .count(),
+        4,
+        "{}",
+        text(&listed)
+    );
+    // Every run's server was launched anew on the agent's host and seen through it.
+    let export = dir.join("one.json");
+    let first = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .find(|l| l.contains(" experiment "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let out = in_ns(hns, LOADLAB)
+        .args(["runs", "export", &first, "--db"])
+        .arg(&db)
+        .arg("-o")
+        .arg(&export)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = read_json(&export);
+    assert_eq!(doc["server"]["source"], "launched", "{:#}", doc["server"]);
+    assert!(doc["server"]["agent"]["hostname"].is_string());
+}

@@ -53,7 +53,9 @@ pub enum SessionError {
     Lab(#[from] loadlab_lab::LabError),
 }
 
-/// The server of a session: on this machine, or on another through its agent.
+/// The server of a session: on this machine, or on another through its agent. One per
+/// session: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum ServerSide {
     Local(Server),
     Remote(Box<remote::Remote>),
