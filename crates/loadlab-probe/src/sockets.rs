@@ -281,10 +281,15 @@ fn parse(data: &[u8], out: &mut Vec<Parsed>) -> std::io::Result<bool> {
 
 /// The socket inodes a process holds (`/proc/PID/fd/*` -> `socket:[N]`).
 pub fn socket_inodes(pid: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
-    };
-    entries
+    socket_inodes_iter(pid).collect()
+}
+
+/// [`socket_inodes`] one at a time, so that a caller looking for one socket stops at it and
+/// holds nothing per descriptor (a process with tens of thousands of sockets is common).
+pub fn socket_inodes_iter(pid: u32) -> impl Iterator<Item = u32> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
         .flatten()
         .filter_map(|e| std::fs::read_link(e.path()).ok())
         .filter_map(|link| {
@@ -294,7 +299,6 @@ pub fn socket_inodes(pid: u32) -> Vec<u32> {
                 .parse()
                 .ok()
         })
-        .collect()
 }
 
 /// Counts the bytes a server sent to its clients: over every socket of its listening
