@@ -607,3 +607,58 @@ exec = "{FIXTURE} --service-us 200"
     assert_eq!(doc["server"]["source"], "launched", "{:#}", doc["server"]);
     assert!(doc["server"]["agent"]["hostname"].is_string());
 }
+
+/// `capacity --until server-cpu` against a server on the agent's host: a single server that
+/// spins 2 ms per request reaches half a core at 250 requests/s, read through the agent.
+#[test]
+fn capacity_until_server_cpu_reads_the_remote_cpu() {
+    let _serial = serial();
+    let Some(lab) = lab() else { return };
+    let dir = scratch("capacity");
+    let agent = Agent::start(&lab, &dir, &["--allow-exec"]);
+    let (hns, _) = &lab.hosts[0];
+    let json = dir.join("capacity.json");
+    let exec = format!("{FIXTURE} --service-us 2000");
+    let out = in_ns(hns, LOADLAB)
+        .arg("capacity")
+        .args(agent.flags())
+        .args([
+            "--exec",
+            &exec,
+            "--until",
+            "server-cpu=0.5",
+            "--start",
+            "50",
+        ])
+        .args(["-d", "1s", "--warmup", "300ms", "--cooldown", "300ms"])
+        .args([
+            "--tolerance",
+            "0.1",
+            "--repeats",
+            "1",
+            "--no-save",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("/")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["finding"]["kind"], "capacity", "{}", doc["verdict"]);
+    let estimate = doc["finding"]["estimate"].as_f64().unwrap();
+    assert!(
+        (150.0..=350.0).contains(&estimate),
+        "capacity {estimate}/s, about 250/s expected: {}",
+        doc["verdict"]
+    );
+    let shares: Vec<f64> = doc["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["measure"]["server_cpu_share"].as_f64())
+        .collect();
+    assert!(shares.len() >= 3, "{:#}", doc["probes"]);
+}

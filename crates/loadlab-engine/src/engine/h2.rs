@@ -323,7 +323,13 @@ async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<By
         }
     }
     let io = super::h2_preface::CheckedPreface::new(io, ctx.tls.is_some());
-    match h2::client::Builder::new().handshake::<_, Bytes>(io).await {
+    // One stream until the server's first SETTINGS frame says how many it takes: the h2
+    // crate otherwise assumes no limit, and streams opened before SETTINGS arrive beyond
+    // the server's MAX_CONCURRENT_STREAMS are refused (REFUSED_STREAM; the interop matrix
+    // saw 68-84 of 2,000 against nginx, Apache, HAProxy). SETTINGS without a limit lift it.
+    let mut builder = h2::client::Builder::new();
+    builder.initial_max_send_streams(1);
+    match builder.handshake::<_, Bytes>(io).await {
         Ok((send, connection)) => {
             tokio::task::spawn_local(async move {
                 let _ = connection.await;
