@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Soak: a long open-loop run at a moderate rate; prints loadlab's RSS every 10 s and the
-# slope of a least-squares line through the samples. Memory must stay flat: HDR histograms
-# are fixed-size, per-interval histograms are kept compressed, and nothing grows per request.
+# Soak: a long open-loop run at a moderate rate; prints loadlab's RSS every $EVERY s (10),
+# the slope of a least-squares line through the steady state's samples, and the peak RSS
+# apart. The steady state leaves out the warm-up (the first $WARMUP_S s, default 60 or a
+# tenth of the run if shorter: allocator arenas and connection buffers still growing) and
+# the end (the last $TAIL_S s, default the same: the result being built), so that neither
+# start-up nor the final summary passes for a leak. Memory must stay flat.
 #
 #   bash bench/soak.sh                      # 10 minutes at 2,000 requests/s
 #   DURATION=120 RATE=5000 bash bench/soak.sh
+#   DURATION=3600 RATE=5000 bash bench/soak.sh   # issue 34's bar: slope < 0.05 MB/min, peak < 64 MB
 # Loopback only: the server is loadlab's own std-only fixture on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${DURATION:-600}"
 RATE="${RATE:-2000}"
+EVERY="${EVERY:-10}"
+edge=$((DURATION / 10 < 60 ? DURATION / 10 : 60))
+WARMUP_S="${WARMUP_S:-$edge}"
+TAIL_S="${TAIL_S:-$edge}"
 cargo build --release --locked -q -p loadlab-cli
 bin=target/release
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -21,17 +29,26 @@ for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break;
 gen=$!
 echo "soak: $RATE requests/s for $DURATION s; loadlab pid $gen"
 samples=()
+peak_hwm=0
 t=0
 while kill -0 "$gen" 2>/dev/null; do
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$gen/status" 2>/dev/null || echo "")
+    # VmHWM: the kernel's own peak, which catches a spike between two samples.
+    hwm=$(awk '/VmHWM/ {print $2}' "/proc/$gen/status" 2>/dev/null || echo "")
+    [ -n "$hwm" ] && peak_hwm=$hwm
     [ -n "$rss" ] && { printf "t=%4ds  rss=%7d KiB\n" "$t" "$rss"; samples+=("$t $rss"); }
-    sleep 10; t=$((t + 10))
+    sleep "$EVERY"; t=$((t + EVERY))
 done
 wait "$gen" || true
-printf '%s\n' "${samples[@]}" | awk '
-    { n++; sx+=$1; sy+=$2; sxx+=$1*$1; sxy+=$1*$2; if (n==1) first=$2; last=$2 }
-    END { if (n < 2) { print "too few samples"; exit }
+echo "peak RSS (VmHWM, last read before the end) $peak_hwm KiB ($((peak_hwm / 1024)) MB)"
+printf '%s\n' "${samples[@]}" | awk -v from="$WARMUP_S" -v to="$((DURATION - TAIL_S))" '
+    { if ($2 > peak) { peak=$2; peak_t=$1 } if (NR==1) first=$2; last=$2; all++ }
+    $1 >= from && $1 <= to { n++; sx+=$1; sy+=$2; sxx+=$1*$1; sxy+=$1*$2; if (n==1) s0=$2; s1=$2 }
+    END { printf "highest RSS sampled %d KiB (%.1f MB) at t=%d s; first %d KiB, last %d KiB (%d samples)\n",
+                 peak, peak/1024, peak_t, first, last, all;
+          if (n < 2) { printf "steady state %d-%d s: too few samples for a slope\n", from, to; exit }
           slope=(n*sxy-sx*sy)/(n*sxx-sx*sx);
-          printf "RSS %d KiB -> %d KiB over %d samples; slope %.2f KiB/min\n", first, last, n, slope*60 }'
+          printf "steady state %d-%d s: RSS %d KiB -> %d KiB over %d samples; slope %.2f KiB/min (%.3f MB/min)\n",
+                 from, to, s0, s1, n, slope*60, slope*60/1024 }'
 python3 -c "import json;r=json.load(open('/tmp/soak-$$.json'));m=r['measured'];print('completed',m['requests']['completed'],'failed',m['requests']['failed'],'p99 us',m['latency_us']['p99'])"
 rm -f /tmp/soak-$$.json

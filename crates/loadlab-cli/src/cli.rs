@@ -41,6 +41,8 @@ pub enum Command {
     Sweep(Box<crate::cmd::capacity::SweepArgs>),
     /// Merge the results of a run's shards (`run --shard I/N`) into one, exactly.
     Merge(crate::cmd::merge::MergeArgs),
+    /// Turn the spill file of a killed run into a valid, partial result.
+    Recover(crate::cmd::recover::RecoverArgs),
     /// Run one load as N shards on Kubernetes or Ansible, and collect their results.
     Dist(Box<crate::cmd::dist::DistArgs>),
     /// Turn a Postman collection, a HAR recording or a curl command into a scenario file.

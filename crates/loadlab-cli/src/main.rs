@@ -7,6 +7,7 @@ mod cmd;
 mod output;
 mod progress;
 mod signals;
+mod spill;
 
 use std::process::ExitCode;
 

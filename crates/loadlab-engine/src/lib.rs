@@ -14,6 +14,7 @@
 //! - [`summary`]: the raw outcome summarised into the result document (which is
 //!   `loadlab-result`'s, re-exported here as [`result`]); [`verdicts`]: its conclusions;
 //!   [`cold_start`]: the first requests against the rest.
+//! - [`totals`]: running totals over finished intervals (a spilled run's figures).
 //! - [`sys`]: the operating system's limits and clocks.
 //! - [`tls`]: the TLS client configuration (rustls) and its errors.
 //! - [`shard`]: one shard of a run spread over several loadlab processes: its share, the
@@ -38,6 +39,7 @@ pub mod stats;
 pub mod steps;
 pub mod sys;
 pub mod tls;
+pub mod totals;
 
 pub use config::{RunConfig, RunSpec, ScenarioRun, Stop};
 pub use engine::{run, EngineError, ProgressSnapshot, RunControl, RunOutcome};

@@ -13,6 +13,7 @@ pub mod import;
 pub mod lab;
 pub mod man;
 pub mod merge;
+pub mod recover;
 pub mod report;
 pub mod run;
 pub mod runs;
@@ -37,6 +38,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Capacity(args) => capacity::capacity(*args),
         Command::Sweep(args) => capacity::sweep(*args),
         Command::Merge(args) => merge::run(args),
+        Command::Recover(args) => recover::run(args),
         Command::Dist(args) => dist::run(*args),
         Command::Import(args) => import::run(args),
         Command::Agent(args) => agent::run(*args),

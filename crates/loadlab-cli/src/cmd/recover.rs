@@ -1,0 +1,34 @@
+//! `loadlab recover FILE`: the spill file a killed run left (SIGKILL, the OOM killer, a
+//! reboot, a lost SSH session) turned into a valid result, marked interrupted, whose totals
+//! are exactly the merge of the intervals written. Written, reported, stored and gated like a
+//! merged result. It only reads the spill file; it never changes or deletes it.
+
+use crate::cmd::merge::{present, MergedOutput};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+#[command(
+    about = "Turn the spill file of a killed run into a valid, partial result",
+    after_help = "The result is marked interrupted, with a warning naming the file and the \
+                  time of the last interval written; its counts, latency and bytes are the \
+                  exact merge of the intervals written. Exit codes: 0 recovered; 1 a \
+                  --fail-if gate failed; 2 the file is not a spill file or has no header.\n\n\
+                  Example:\n  loadlab recover run.json.spill -o run.json --report run.html"
+)]
+pub struct RecoverArgs {
+    /// The spill file the run left.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    #[command(flatten)]
+    pub out: MergedOutput,
+}
+
+pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
+    args.out.check()?;
+    let mut result = crate::spill::recover::recover(&args.file)?;
+    crate::cmd::runs::redact(&mut result);
+    present(result, &args.out, false)
+}

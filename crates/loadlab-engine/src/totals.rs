@@ -1,0 +1,166 @@
+//! Running totals over a run's finished intervals: their histograms merged exactly, their
+//! counts and bytes summed, a fixed size however long the run. What stays in memory while
+//! the timeline itself goes to a spill file (the CLI's), and what a recovered result's
+//! figures are built from. It must not keep intervals, and it does no I/O.
+//!
+//! It lives in the engine for speed as much as for place: merging a histogram scans each of
+//! its buckets (about 43,000 at loadlab's bounds), and the engine is built optimised even in
+//! tests.
+
+use loadlab_result::{
+    decode_histogram, encode_histogram, new_histogram, IntervalSummary, LatencySummary,
+    PhaseSummary,
+};
+
+/// Running totals of one phase's intervals.
+#[derive(Debug, Clone)]
+pub struct PhaseTotals {
+    pub latency: hdrhistogram::Histogram<u64>,
+    pub completed: u64,
+    pub failed: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub duration_s: f64,
+    pub intervals: u64,
+    /// The busiest interval's bytes per second (an interval is the finest grain written).
+    pub max_sent_per_s: u64,
+    pub max_received_per_s: u64,
+}
+
+impl Default for PhaseTotals {
+    fn default() -> Self {
+        PhaseTotals {
+            latency: new_histogram(),
+            completed: 0,
+            failed: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            duration_s: 0.0,
+            intervals: 0,
+            max_sent_per_s: 0,
+            max_received_per_s: 0,
+        }
+    }
+}
+
+/// Everything kept in memory while intervals stream past: a fixed size, however long the run.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    pub measured: PhaseTotals,
+    pub warmup: PhaseTotals,
+    /// Where the last interval written ended, from the start of the run.
+    pub last_end_s: f64,
+}
+
+impl Totals {
+    /// Adds one interval; an interval whose histogram does not decode is an error naming it.
+    pub fn add(&mut self, iv: &IntervalSummary) -> Result<(), String> {
+        let phase = if iv.warmup {
+            &mut self.warmup
+        } else {
+            &mut self.measured
+        };
+        if let Some(text) = &iv.histogram {
+            let h = decode_histogram(text).map_err(|e| {
+                format!(
+                    "the interval at {} s has a histogram that does not decode ({e}); the file \
+                     was altered after it was written",
+                    iv.start_s
+                )
+            })?;
+            phase
+                .latency
+                .add(&h)
+                .map_err(|e| format!("the interval at {} s does not merge: {e:?}", iv.start_s))?;
+        }
+        phase.completed += iv.completed;
+        phase.failed += iv.failed;
+        phase.bytes_sent += iv.bytes_sent;
+        phase.bytes_received += iv.bytes_received;
+        phase.duration_s += iv.duration_s;
+        phase.intervals += 1;
+        let per_s = |n: u64| (n as f64 / iv.duration_s.max(1e-9)) as u64;
+        phase.max_sent_per_s = phase.max_sent_per_s.max(per_s(iv.bytes_sent));
+        phase.max_received_per_s = phase.max_received_per_s.max(per_s(iv.bytes_received));
+        self.last_end_s = self.last_end_s.max(iv.start_s + iv.duration_s);
+        Ok(())
+    }
+}
+
+/// Lays the totals over a phase of the header: what the intervals carry replaces it.
+pub fn apply(phase: &mut PhaseSummary, totals: &PhaseTotals) {
+    let secs = totals.duration_s;
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    phase.duration_s = secs;
+    phase.requests.completed = totals.completed;
+    phase.requests.failed = totals.failed;
+    phase.requests.issued = phase.requests.issued.max(totals.completed + totals.failed);
+    phase.requests.per_second = rate(totals.completed);
+    phase.latency_us = LatencySummary::from_histogram(&totals.latency);
+    phase.histograms.latency = encode_histogram(&totals.latency);
+    phase.bytes.sent = totals.bytes_sent;
+    phase.bytes.received = totals.bytes_received;
+    phase.bytes.sent_per_s = rate(totals.bytes_sent);
+    phase.bytes.received_per_s = rate(totals.bytes_received);
+    phase.bytes.max_sent_per_s = totals.max_sent_per_s;
+    phase.bytes.max_received_per_s = totals.max_received_per_s;
+    phase.cliffs = loadlab_result::cliff::cliffs(&totals.latency);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(start_s: f64, warmup: bool, values_ns: &[u64], failed: u64) -> IntervalSummary {
+        let mut h = new_histogram();
+        for v in values_ns {
+            h.record(*v).unwrap();
+        }
+        IntervalSummary {
+            start_s,
+            duration_s: 1.0,
+            partial: false,
+            warmup,
+            offered_per_s: None,
+            connections: Some(4.0),
+            achieved_per_s: values_ns.len() as f64,
+            completed: values_ns.len() as u64,
+            failed,
+            p50_us: None,
+            p90_us: None,
+            p99_us: None,
+            max_us: None,
+            bytes_sent: 100,
+            bytes_received: 1_000 * values_ns.len() as u64,
+            steal: None,
+            histogram: Some(encode_histogram(&h)),
+            server: None,
+        }
+    }
+
+    #[test]
+    fn totals_are_the_exact_merge_by_phase() {
+        let mut t = Totals::default();
+        t.add(&interval(0.0, true, &[5_000_000], 0)).unwrap();
+        t.add(&interval(1.0, false, &[1_000, 2_000], 1)).unwrap();
+        t.add(&interval(2.0, false, &[3_000], 0)).unwrap();
+        assert_eq!((t.warmup.completed, t.warmup.intervals), (1, 1));
+        assert_eq!((t.measured.completed, t.measured.failed), (3, 1));
+        assert_eq!(t.measured.latency.len(), 3);
+        assert_eq!(t.measured.max_received_per_s, 2_000);
+        assert_eq!(t.last_end_s, 3.0);
+        let mut expected = new_histogram();
+        for v in [1_000, 2_000, 3_000] {
+            expected.record(v).unwrap();
+        }
+        assert_eq!(t.measured.latency, expected);
+    }
+
+    #[test]
+    fn a_histogram_that_does_not_decode_is_named() {
+        let mut iv = interval(7.0, false, &[1_000], 0);
+        iv.histogram = Some("not base64!".into());
+        let err = Totals::default().add(&iv).unwrap_err();
+        assert!(err.contains("at 7 s") && err.contains("altered"), "{err}");
+    }
+}
