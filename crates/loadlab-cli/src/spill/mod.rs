@@ -56,7 +56,7 @@ impl SpillWriter {
     pub fn create(path: &Path, header: &RunResult, now: Instant) -> anyhow::Result<SpillWriter> {
         let file = File::create(path).map_err(|e| {
             anyhow::anyhow!(
-                "cannot create the spill file {}: {e}; choose a writable directory with --spill",
+                "cannot create the spill file {}: {e}; choose a writable directory for it",
                 path.display()
             )
         })?;
@@ -104,7 +104,7 @@ impl SpillWriter {
         self.file.write_all(bytes).map_err(|e| {
             anyhow::anyhow!(
                 "cannot append to the spill file {}: {e}; free space on its disk or choose \
-                 another place with --spill",
+                 another place for it",
                 self.path.display()
             )
         })
@@ -154,7 +154,7 @@ impl<R: BufRead> SpillReader<R> {
         if first.strip_suffix(b"\n") != Some(MAGIC.as_bytes()) {
             anyhow::bail!(
                 "{} is not a loadlab spill file (it does not start with `{MAGIC}`); give the \
-                 file a run wrote with --spill, or next to its --json file",
+                 spill file a run wrote (a result file from --json needs no recovery)",
                 path.display()
             );
         }

@@ -269,7 +269,7 @@ fn a_file_that_is_not_a_spill_file_is_refused_with_the_fix() {
     let err = recover(&path).expect_err("refused").to_string();
     let _ = std::fs::remove_file(&path);
     assert!(
-        err.contains("not a loadlab spill file") && err.contains("--spill"),
+        err.contains("not a loadlab spill file") && err.contains("needs no recovery"),
         "{err}"
     );
 }
