@@ -8,6 +8,7 @@
 //! Needs root and iproute2: without them each test prints SKIPPED and passes.
 
 mod common;
+#[allow(dead_code)] // bind_in: for tests that bind inside a namespace themselves
 mod netns;
 
 use common::assert_valid;
@@ -168,7 +169,7 @@ fn rss_bytes(pid: u32) -> u64 {
 
 /// A fixture server started by the test in the server's namespace (so the agent attaches).
 fn fixture_in(ns: &str, addr: &str, port: u16, args: &[&str]) -> Child {
-    let child = in_ns(ns, FIXTURE)
+    let mut child = in_ns(ns, FIXTURE)
         .args(args)
         .env("HOST", addr)
         .env("PORT", port.to_string())
@@ -176,7 +177,7 @@ fn fixture_in(ns: &str, addr: &str, port: u16, args: &[&str]) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Listening: the namespace's own /proc/net/tcp shows it.
+    // Listening: the namespace's own socket table shows it.
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         let out = in_ns(ns, "ss")
@@ -188,6 +189,8 @@ fn fixture_in(ns: &str, addr: &str, port: u16, args: &[&str]) -> Child {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("the fixture did not listen on {addr}:{port}");
 }
 
@@ -332,7 +335,7 @@ fn losing_the_agent_mid_run_keeps_the_run_and_says_when() {
     let mut agent = Agent::start(&lab, &dir, &[]);
     let json = dir.join("run.json");
     let (hns, _) = &lab.hosts[0];
-    let mut run = in_ns(hns, LOADLAB)
+    let run = in_ns(hns, LOADLAB)
         .arg("run")
         .args(agent.flags())
         .args(["--port", "8081", "-c", "2", "-d", "4s", "-q", "--json"])
