@@ -62,15 +62,8 @@ UPSTREAM="$scheme://$(grep -m1 '^listening on ' "$OUT/upstream.log" | awk '{prin
 upstream_flags=(--upstream "$UPSTREAM")
 [ "$scheme" = https ] && upstream_flags+=(--upstream-ca "$OUT/upstream-tls/ca.pem")
 
-cell_flags() { # cell -> loadlab flags
-    case $1 in
-    http-persistent) ;;
-    http-new) echo --no-keepalive ;;
-    https-persistent) echo --tls ;;
-    https-new) echo --tls --no-keepalive --tls-resume "${TLS_RESUME:-on}" ;;
-    *) echo "unknown cell $1 (http-new, http-persistent, https-new, https-persistent)" >&2; exit 2 ;;
-    esac
-}
+# shellcheck source=bench/post-003-lib.sh
+. "$(dirname "$0")/post-003-lib.sh"
 
 for t in $TARGETS; do
     for cell in $CELLS; do
@@ -84,35 +77,5 @@ for t in $TARGETS; do
     done
 done
 
-python3 - "$OUT" "$TARGETS" "$CELLS" <<'PY' | tee "$OUT/table.md"
-import json, os, sys
-out, targets, cells = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-n = lambda v: f"{v:,.0f}"
-print("| target | cell | capacity at 85% of one core (range) | boundary probe: req/s | p99 | core busy |")
-print("|---|---|---|---|---|---|")
-for t in targets:
-    for cell in cells:
-        path = os.path.join(out, f"{t}-{cell}.json")
-        if not os.path.exists(path):
-            log = os.path.join(out, f"{t}-{cell}.log")
-            why = open(log).read().strip().splitlines()[-1:] if os.path.exists(log) else ["no log"]
-            print(f"| {t} | {cell} | - ({why[0][:90] if why else 'no output'}) | | | |")
-            continue
-        doc = json.load(open(path))
-        f = doc.get("finding") or {}
-        if f.get("kind") == "capacity":
-            found = f"{n(f['estimate'])}/s ({n(f['low'])}-{n(f['high'])})"
-        else:
-            found = doc.get("verdict", "-")
-        passing = [p["measure"] for p in doc["probes"] if p["judgment"]["pass"]]
-        best = max(passing, key=lambda m: m.get("server_cpu_share") or 0, default=None)
-        if best is None:
-            print(f"| {t} | {cell} | {found} | - | - | - |")
-            continue
-        p99 = best.get("p99_us")
-        cpu = best.get("server_cpu_share")
-        print(f"| {t} | {cell} | {found} | {n(best['achieved_per_s'])} | "
-              f"{p99 / 1000:.1f} ms | {100 * cpu:.0f}% |" if p99 is not None and cpu is not None else
-              f"| {t} | {cell} | {found} | {n(best['achieved_per_s'])} | - | - |")
-PY
+post003_table "$OUT" "$TARGETS" "$CELLS" | tee "$OUT/table.md"
 echo "documents in $OUT"

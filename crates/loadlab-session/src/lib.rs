@@ -53,6 +53,19 @@ pub enum SessionError {
     Lab(#[from] loadlab_lab::LabError),
 }
 
+/// With `--busy-poll auto`, polls when placement calls for it, and says why.
+fn auto_busy_poll(config: RunConfig, busy_poll: BusyPoll, notes: &mut Vec<String>) -> RunConfig {
+    if busy_poll == BusyPoll::Auto {
+        if let Some(why) = placement::busy_poll_auto(&config) {
+            notes.push(format!(
+                "busy-polling: {why} (--no-busy-poll to sleep instead)"
+            ));
+            return config.with_busy_poll(why);
+        }
+    }
+    config
+}
+
 /// The server of a session: on this machine, or on another through its agent. One per
 /// session: the variants' sizes do not matter.
 #[allow(clippy::large_enum_variant)]
@@ -203,7 +216,7 @@ impl Session {
             run.generator_cpus = Some(free);
         }
         run.busy_poll = busy_poll == BusyPoll::On;
-        let mut config = run.validate()?;
+        let config = run.validate()?;
         let (plan, checks) = machine::preflight(
             &config,
             server.as_ref(),
@@ -227,14 +240,7 @@ impl Session {
             Some((s, b)) => (Some(s), b),
             None => (None, None),
         };
-        if busy_poll == BusyPoll::Auto {
-            if let Some(why) = placement::busy_poll_auto(&config) {
-                notes.push(format!(
-                    "busy-polling: {why} (--no-busy-poll to sleep instead)"
-                ));
-                config = config.with_busy_poll(why);
-            }
-        }
+        let config = auto_busy_poll(config, busy_poll, &mut notes);
         Ok(Session {
             run,
             busy_poll,
@@ -341,7 +347,7 @@ impl Session {
             run.tls.ca_pem = Some(ca.as_bytes().to_vec());
         }
         run.busy_poll = busy_poll == BusyPoll::On;
-        let mut config = run.validate()?;
+        let config = run.validate()?;
         // The machine checked is this one, the generator's; the server's host is the agent's.
         let (_plan, mut checks) = machine::preflight(&config, None, false, options, &mut notes)?;
         let host = remote.host_checks(&config, &mut notes);
@@ -367,14 +373,7 @@ impl Session {
             ));
         }
         checks.extend(host);
-        if busy_poll == BusyPoll::Auto {
-            if let Some(why) = placement::busy_poll_auto(&config) {
-                notes.push(format!(
-                    "busy-polling: {why} (--no-busy-poll to sleep instead)"
-                ));
-                config = config.with_busy_poll(why);
-            }
-        }
+        let config = auto_busy_poll(config, busy_poll, &mut notes);
         Ok(Session {
             run,
             busy_poll,
