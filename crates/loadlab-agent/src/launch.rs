@@ -156,7 +156,9 @@ pub(crate) fn start(
             let mut command = Command::new("sh");
             command
                 .arg("-c")
-                .arg(exec_if_simple(&cmd.replace("{port}", &port.to_string())))
+                .arg(loadlab_probe::shell::exec_if_simple(
+                    &cmd.replace("{port}", &port.to_string()),
+                ))
                 .env("PORT", port.to_string())
                 .env("HOST", host.to_string());
             if let Some(tls) = &tls {
@@ -197,31 +199,6 @@ pub(crate) fn start(
         ));
     }
     Ok(Started { launched, certs })
-}
-
-/// The script `sh -c` runs for a command: a lone command is `exec`ed so the server itself
-/// is the launched child (it then gets the death signal and its exit status is the
-/// server's); a pipeline or a compound command runs as written. (The same rule as a local
-/// `--exec`, in `loadlab-session`.)
-fn exec_if_simple(cmd: &str) -> String {
-    const KEYWORDS: &[&str] = &[
-        "if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done", "case", "esac",
-        "{", "}", "!", "[[", "exec", "function", "select", "exit", "return", "break", "continue",
-        ".", "source", "eval", "set", "shift", "trap", "unset", "export", "readonly", "local",
-        "cd", "wait", "ulimit", "umask", "read", "alias", "command", "times",
-    ];
-    let first = cmd.split_whitespace().next().unwrap_or("");
-    let simple = !first.is_empty()
-        && !first.contains('=')
-        && !KEYWORDS.contains(&first)
-        && !cmd
-            .chars()
-            .any(|c| matches!(c, ';' | '&' | '|' | '\n' | '(' | ')' | '`' | '<' | '>'));
-    if simple {
-        format!("exec {cmd}")
-    } else {
-        cmd.to_string()
-    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //!   health check, and kills it (by PID) when dropped.
 //! - [`sampler`]: a thread that samples the server and loadlab itself every 100 ms and notices
 //!   when the server dies.
+//! - [`shell`]: the `sh -c` line a launched command runs as (a lone command is `exec`ed).
 //! - [`report`]: the samples as the result carries them: a series aligned with the latency
 //!   timeline and p50/p99/max summaries (pure functions, tested with synthetic samples).
 //!
@@ -24,6 +25,7 @@ pub mod limits;
 pub mod procfs;
 pub mod report;
 pub mod sampler;
+pub mod shell;
 pub mod sockets;
 
 pub use cgroup::Cgroup;
