@@ -4,13 +4,17 @@
 //!
 //! The gap is found in the pooled histogram of both arms' runs (exact: histograms add), so
 //! both arms are measured against one threshold, the pooled gap's geometric middle. A
-//! percentile is on the cliff when, against that gap, any run's share beyond it is within a
-//! factor 2 of the percentile's tail share (the rule of [`loadlab_result::cliff`]), or when the
-//! runs' values of the percentile fall on both sides of it (on several gaps, the widest). Its
+//! percentile is on the cliff when, against that gap, any run with both modes (requests on
+//! both sides) has its share beyond within a factor 2 of the percentile's tail share (the rule
+//! of [`loadlab_result::cliff`]), or when such runs' values of the percentile fall on both
+//! sides of it (on several gaps, the widest). A run entirely on one side has no cliff: two
+//! arms a gap apart are a true shift and keep their verdict. Its
 //! ratio between arms then measures which side each arm fell on, so it gets no verdict; the
 //! share beyond the cliff is tested instead. Pure: results in, findings out.
 
-use loadlab_result::cliff::{find_gaps, near, share_beyond, Gap, Histogram, REPORTED_PERCENTILES};
+use loadlab_result::cliff::{
+    find_gaps, near, share_beyond, Gap, Histogram, MIN_SIDE_REQUESTS, REPORTED_PERCENTILES,
+};
 use loadlab_result::{decode_histogram, new_histogram, RunResult};
 use serde::Serialize;
 
@@ -84,10 +88,18 @@ pub fn find(control: &[RunResult], test: &[RunResult]) -> Vec<CliffFinding> {
         .collect()
 }
 
-/// Whether quantile `q` sits on `gap`'s cliff in these runs.
+/// Whether quantile `q` sits on `gap`'s cliff in these runs. Only a run with requests on both
+/// sides of the pooled gap (at least [`MIN_SIDE_REQUESTS`] each) has a cliff: an arm whose
+/// runs all sit on one side of it (a slow arm against a fast one, a true shift) is compared
+/// as it is.
 fn on_cliff<'a>(gap: &Gap, q: f64, runs: impl Iterator<Item = &'a Histogram<u64>>) -> bool {
     let (mut below, mut above, mut near_any) = (false, false, false);
-    for h in runs.filter(|h| !h.is_empty()) {
+    let bimodal = |h: &&Histogram<u64>| {
+        let n = h.len() as f64;
+        let beyond = (share_beyond(h, gap.threshold_ns) * n).round();
+        beyond >= MIN_SIDE_REQUESTS as f64 && n - beyond >= MIN_SIDE_REQUESTS as f64
+    };
+    for h in runs.filter(|h| !h.is_empty()).filter(bimodal) {
         near_any |= near(share_beyond(h, gap.threshold_ns), 1.0 - q);
         let v = h.value_at_quantile(q);
         below |= v <= gap.threshold_ns;
