@@ -71,7 +71,9 @@ for h in "${hosts[@]}"; do
 done
 SRV=169.254.103.1
 UPS=169.254.103.2
-inns() { local ns=$tag$1; shift; ip netns exec "$ns" "$@"; }
+# nsenter --net, not `ip netns exec`, which also remounts /sys without the cgroup mount the
+# agent's --pin needs (a real host keeps its mounts).
+inns() { local ns=$tag$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
 
 inns srv "$LOADLAB" agent --listen "$SRV:7070" --state-dir "$OUT/agent" \
     --targets "$PWD/targets" > "$OUT/agent.log" 2>&1 &
