@@ -85,6 +85,13 @@ impl ClientError {
 
 type Result<T> = std::result::Result<T, ClientError>;
 
+/// The longest a kept-alive connection may sit idle and still be reused. The agent closes a
+/// connection that sends no request for 10 s (its header timeout), and this client's
+/// connection task runs only inside a call, so it cannot notice the close in between: a
+/// request written into it would fail (a session's connection is idle for a whole run while
+/// its keeper polls on another). Well under the agent's bound, so the race cannot happen.
+const IDLE_REUSE: Duration = Duration::from_secs(4);
+
 /// The agent's port when the URL names none (`loadlab agent`'s default).
 pub const DEFAULT_PORT: u16 = 7070;
 
@@ -100,6 +107,8 @@ pub struct AgentClient {
     tls: Arc<rustls::ClientConfig>,
     runtime: tokio::runtime::Runtime,
     conn: Option<SendRequest<Full<Bytes>>>,
+    /// When the connection last answered: one idle longer than [`IDLE_REUSE`] is not reused.
+    last_used: Instant,
     /// How long an ordinary call may take.
     pub timeout: Duration,
 }
@@ -182,6 +191,7 @@ impl AgentClient {
             tls,
             runtime,
             conn: None,
+            last_used: Instant::now(),
             timeout: Duration::from_secs(10),
         })
     }
@@ -366,6 +376,7 @@ impl AgentClient {
                 .await
             });
             *t4 = clock.now_ns();
+            self.last_used = Instant::now();
             let (status, version, bytes) = match outcome {
                 Err(_) => {
                     self.conn = None;
@@ -452,6 +463,9 @@ impl AgentClient {
     }
 
     fn ensure_connected(&mut self) -> Result<()> {
+        if self.last_used.elapsed() > IDLE_REUSE {
+            self.conn = None;
+        }
         if self.conn.as_ref().is_some_and(|c| !c.is_closed()) {
             return Ok(());
         }

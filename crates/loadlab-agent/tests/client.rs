@@ -125,3 +125,36 @@ fn a_wrong_token_or_fingerprint_names_the_fix() {
     let err = AgentClient::connect(&none).unwrap_err();
     assert!(err.to_string().contains("--agent-cacert"), "{err}");
 }
+
+/// A session's own connection sits idle for a whole run while the keeper polls on another;
+/// the agent closes a connection idle for 10 s (its header timeout). The next call must go
+/// out on a new connection, not into the closed one (a capacity search's second probe lost
+/// its server figures that way after the first probe's 30 s warm-up). Real time: the agent's
+/// timeout is what is tested.
+#[test]
+fn a_call_after_the_agent_closed_an_idle_connection_goes_out_on_a_new_one() {
+    let agent = support::start(|_| {});
+    let (mut client, _) = AgentClient::connect(&endpoint(&agent, support::TOKEN, "idle")).unwrap();
+    let opened = client
+        .open(&OpenSession {
+            server: ServerRequest::Pid {
+                pid: std::process::id(),
+            },
+            client: "test".into(),
+            run: None,
+            lease_ms: Some(60_000),
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(11));
+    client
+        .start_sampling(
+            &opened.session,
+            &StartSampling {
+                every_ms: 50,
+                port: None,
+            },
+        )
+        .expect("a call after 11 s idle");
+    client.stop_sampling(&opened.session).unwrap();
+    client.close(&opened.session).unwrap();
+}
