@@ -74,16 +74,22 @@ UPS=169.254.103.2
 # nsenter --net, not `ip netns exec`, which also remounts /sys without the cgroup mount the
 # agent's --pin needs (a real host keeps its mounts).
 inns() { local ns=$tag$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
+# The same in the background, its PID kept: nsenter started directly (not through a function,
+# whose background subshell's PID is not the server's) execs the program in place, so the
+# PID in $pids is the server's own and the cleanup stops it.
+spawn() { # host log cmd...
+    local ns=$tag$1 log=$2; shift 2
+    nsenter --net="/run/netns/$ns" -- "$@" > "$log" 2>&1 &
+    pids+=($!)
+}
 
-inns srv "$LOADLAB" agent --listen "$SRV:7070" --state-dir "$OUT/agent" \
-    --targets "$PWD/targets" > "$OUT/agent.log" 2>&1 &
-pids+=($!)
+spawn srv "$OUT/agent.log" "$LOADLAB" agent --listen "$SRV:7070" --state-dir "$OUT/agent" \
+    --targets "$PWD/targets"
 for _ in $(seq 100); do grep -q 'sha256:' "$OUT/agent.log" && break; sleep 0.1; done
 FP=$(grep -o 'sha256:[0-9A-Fa-f:]*' "$OUT/agent.log" | head -1)
 AGENT=(--agent "https://$SRV:7070" --agent-token-file "$OUT/agent/token" --agent-fingerprint "$FP")
 
-inns ups taskset -c "$LOAD_CPU" "$LOADLAB" upstream --host "$UPS" --port 0 --threads 1 > "$OUT/upstream.log" 2>&1 &
-pids+=($!)
+spawn ups "$OUT/upstream.log" taskset -c "$LOAD_CPU" "$LOADLAB" upstream --host "$UPS" --port 0 --threads 1
 for _ in $(seq 100); do grep -q '^listening on ' "$OUT/upstream.log" && break; sleep 0.1; done
 UPSTREAM="http://$(grep -m1 '^listening on ' "$OUT/upstream.log" | awk '{print $3}')/"
 
