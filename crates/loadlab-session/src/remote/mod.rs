@@ -12,12 +12,11 @@
 //!
 //! It must not print: what a person should know comes back as notes and warnings.
 
-use crate::server::{ServerKind, ServerSpec};
 use crate::SessionError;
 use loadlab_agent::client::{AgentClient, AgentEndpoint, ClientError};
-use loadlab_agent::clock::{ClockMap, Estimate, LocalClock};
+use loadlab_agent::clock::{ClockMap, LocalClock};
 use loadlab_agent::protocol::{
-    Hello, LaunchOptions, OpenSession, Opened, ServerRequest, StartSampling, WireExit, WireSample,
+    Hello, OpenSession, Opened, ServerRequest, StartSampling, WireSample,
 };
 use loadlab_probe::report::{self, ServerReport};
 use loadlab_probe::sampler::{Exit, Sample};
@@ -27,31 +26,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Exchanges per clock estimate (NTP's clock filter keeps the best of 8).
-const CLOCK_BURST: usize = 8;
-/// How often a long run estimates the clock again.
-const CLOCK_EVERY: Duration = Duration::from_secs(60);
-/// How long the agent may fail to answer before it counts as lost.
-const LOST_AFTER: Duration = Duration::from_secs(3);
-/// The longest one poll waits for a new sample: short, so that the end of a run is
-/// collected promptly.
-const POLL_WAIT: Duration = Duration::from_millis(250);
+mod keeper;
+mod request;
 
-/// What the keeper collects, shared with the session.
-#[derive(Default)]
-struct Shared {
-    /// Sampling is on: poll; otherwise renew.
-    sampling: bool,
-    /// The last seq received.
-    after: u64,
-    samples: Vec<WireSample>,
-    exit: Option<WireExit>,
-    /// loadlab's own CPU (ns) at local times (ns), to fill each sample's generator CPU.
-    own_cpu: Vec<(i64, u64)>,
-    estimates: Vec<Estimate>,
-    lost: Option<(i64, String)>,
-    on_exit: Option<Box<dyn FnOnce() + Send>>,
-}
+use keeper::{interpolate, Keeper, Shared, CLOCK_BURST};
+pub use request::doctor_checks;
+use request::hostname;
+pub(crate) use request::{demand, request, url_port};
 
 /// A server on the agent's host, for as long as the session holds it.
 pub struct Remote {
@@ -412,204 +393,7 @@ impl Drop for Remote {
     }
 }
 
-impl Shared {
-    fn take(&mut self, samples: Vec<WireSample>, exit: Option<WireExit>, clock: &LocalClock) {
-        // The keeper's poll and the session's last drain may overlap: keep each seq once.
-        let after = self.after;
-        for sample in samples.into_iter().filter(|s| s.seq > after) {
-            self.after = self.after.max(sample.seq);
-            self.samples.push(sample);
-        }
-        self.samples.sort_by_key(|s| s.seq);
-        self.own_cpu
-            .push((clock.now_ns(), loadlab_probe::procfs::own_cpu_ns()));
-        if exit.is_some() && self.exit.is_none() {
-            self.exit = exit;
-            if let Some(f) = self.on_exit.take() {
-                f();
-            }
-        }
-    }
-}
-
-/// loadlab's own CPU at local time `at`, linear between the readings around it.
-fn interpolate(readings: &[(i64, u64)], at: i64) -> u64 {
-    let Some(first) = readings.first() else {
-        return 0;
-    };
-    if at <= first.0 {
-        return first.1;
-    }
-    let i = readings.partition_point(|r| r.0 <= at);
-    if i >= readings.len() {
-        return readings[readings.len() - 1].1;
-    }
-    let (a, b) = (readings[i - 1], readings[i]);
-    let w = (at - a.0) as f64 / (b.0 - a.0).max(1) as f64;
-    a.1 + ((b.1.saturating_sub(a.1)) as f64 * w) as u64
-}
-
-/// The keeper thread: polls while sampling, renews otherwise, estimates the clock again
-/// every [`CLOCK_EVERY`], and notes a lost agent.
-struct Keeper {
-    client: AgentClient,
-    session: String,
-    lease: Duration,
-    clock: LocalClock,
-    shared: Arc<Mutex<Shared>>,
-    done: Arc<AtomicBool>,
-}
-
-impl Keeper {
-    fn run(mut self) {
-        let mut last_ok = Instant::now();
-        let mut last_renew = Instant::now();
-        let mut last_clock = Instant::now();
-        while !self.done.load(Ordering::Acquire) {
-            let (sampling, after, lost) = {
-                let s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-                (s.sampling, s.after, s.lost.is_some())
-            };
-            if lost {
-                std::thread::park_timeout(Duration::from_millis(200));
-                continue;
-            }
-            let outcome = if sampling {
-                self.client
-                    .samples(&self.session, after, POLL_WAIT)
-                    .map(|batch| {
-                        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-                        // Sampling may have stopped while the poll waited: keep what came.
-                        s.take(batch.samples, batch.exit, &self.clock);
-                    })
-            } else if last_renew.elapsed() >= self.lease / 3 {
-                self.client.renew(&self.session).map(|_| {
-                    last_renew = Instant::now();
-                })
-            } else {
-                std::thread::park_timeout(Duration::from_millis(100));
-                Ok(())
-            };
-            match outcome {
-                Ok(()) => last_ok = Instant::now(),
-                Err(e) => {
-                    if last_ok.elapsed() >= LOST_AFTER || matches!(e.status(), Some(404 | 410)) {
-                        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-                        s.lost = Some((self.clock.now_ns(), e.to_string()));
-                        s.sampling = false;
-                        continue;
-                    }
-                    std::thread::park_timeout(Duration::from_millis(100));
-                }
-            }
-            if sampling && last_clock.elapsed() >= CLOCK_EVERY {
-                last_clock = Instant::now();
-                if let Ok(e) = self.client.estimate_clock(&self.clock, CLOCK_BURST) {
-                    self.shared
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .estimates
-                        .push(e);
-                }
-            }
-        }
-    }
-}
-
-/// What the run asks of the server's host.
-pub(crate) fn demand(config: &loadlab_engine::RunConfig) -> crate::remote_host::Demand {
-    crate::remote_host::Demand {
-        connections: config.connections as u64,
-        new_per_request: !config.keepalive,
-    }
-}
-
-/// `loadlab doctor --agent URL`: the server host's checks, without opening a session.
-pub fn doctor_checks(
-    endpoint: &AgentEndpoint,
-    config: &loadlab_engine::RunConfig,
-) -> Result<Vec<loadlab_result::Check>, SessionError> {
-    let (mut client, _) = AgentClient::connect(endpoint).map_err(agent_error)?;
-    let info = client
-        .host_info(Some(config.url.port))
-        .map_err(agent_error)?;
-    Ok(crate::remote_host::checks(&info, demand(config)))
-}
-
-/// What to ask the agent for, from the server flags.
-pub(crate) fn request(spec: &ServerSpec) -> Result<ServerRequest, SessionError> {
-    let agent = spec.agent.as_ref().expect("a remote spec has an agent");
-    let launch = || LaunchOptions {
-        env: spec.env.clone(),
-        cpus: agent.cpus.clone(),
-        memory: agent.memory.clone(),
-        pin: agent.pin.clone(),
-        limits_mode: match spec.mode {
-            loadlab_probe::LimitsMode::Strict => "strict",
-            loadlab_probe::LimitsMode::BestEffort => "best-effort",
-        }
-        .to_string(),
-        tls: spec.tls,
-        upstream: match &spec.kind {
-            ServerKind::Target { upstream, .. } => upstream.clone(),
-            _ => None,
-        },
-        healthz: spec.healthz.clone(),
-        startup_timeout_ms: spec.startup_timeout.as_millis() as u64,
-    };
-    Ok(match &spec.kind {
-        ServerKind::Target { name, dir, .. } => {
-            if dir.is_some() {
-                return Err(SessionError::Invalid(
-                    "--targets names a directory on this machine; with --agent the agent's own \
-                     lab is used (start the agent with --targets DIR on its host)"
-                        .into(),
-                ));
-            }
-            ServerRequest::Target {
-                name: name.clone(),
-                launch: launch(),
-            }
-        }
-        ServerKind::Exec(command) => ServerRequest::Exec {
-            command: command.clone(),
-            launch: launch(),
-        },
-        ServerKind::Pid(pid) => ServerRequest::Pid { pid: *pid },
-        ServerKind::Cgroup(path) => ServerRequest::Cgroup { path: path.clone() },
-        ServerKind::Port(port) => ServerRequest::Port { port: *port },
-        ServerKind::Container(name) => ServerRequest::Container { name: name.clone() },
-        ServerKind::AgentDefault => ServerRequest::Default,
-    })
-}
-
-/// The URL's port, for a `Default` request to an agent started without a server.
-pub(crate) fn url_port(url: &str) -> Option<u16> {
-    url::Url::parse(url).ok()?.port_or_known_default()
-}
-
-/// This machine's name, as the agent shows it to other generators while busy.
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
-}
-
 /// A client error as the session reports it.
-fn agent_error(e: ClientError) -> SessionError {
+pub(super) fn agent_error(e: ClientError) -> SessionError {
     SessionError::Invalid(e.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::interpolate;
-
-    #[test]
-    fn own_cpu_is_interpolated_between_readings() {
-        let r = [(1_000, 10), (2_000, 30)];
-        assert_eq!(interpolate(&r, 500), 10);
-        assert_eq!(interpolate(&r, 1_500), 20);
-        assert_eq!(interpolate(&r, 2_500), 30);
-        assert_eq!(interpolate(&[], 5), 0);
-    }
 }
