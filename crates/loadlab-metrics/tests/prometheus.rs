@@ -166,20 +166,29 @@ fn a_python_apps_own_cpu_counter_agrees_with_proc_sampling_and_node_exporter_fil
         urls.push(format!("http://{}/metrics", node.addr));
     }
     let cpu_before_ns = loadlab_probe::procfs::cpu_ns(pid).unwrap();
+    // The scraper scrapes once at start and once at finish, both while the app idles (it
+    // burns only after the first scrape): the scraped counter and /proc bracket the same
+    // CPU-second of work.
     let scraper = Scraper::start(ScraperConfig {
         urls: urls.clone(),
         selectors: vec![Selector::parse("process_cpu_seconds_total").unwrap()],
-        interval: Duration::from_millis(500),
+        interval: Duration::from_millis(200),
         timeout: Duration::from_secs(2),
     })
     .unwrap();
-    // The scraper works on its own clock; this only bounds the window the test observes.
-    std::thread::sleep(Duration::from_secs(3));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while loadlab_probe::procfs::cpu_ns(pid).unwrap() - cpu_before_ns < 1_000_000_000 {
+        assert!(
+            Instant::now() < deadline,
+            "the app never burned its CPU-second"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let report = scraper.finish();
     let cpu_after_ns = loadlab_probe::procfs::cpu_ns(pid).unwrap();
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     let app_points: Vec<_> = report.points.iter().filter(|p| p.url == urls[0]).collect();
-    assert!(app_points.len() >= 6, "{} scrapes", app_points.len());
+    assert!(app_points.len() >= 5, "{} scrapes", app_points.len());
     let mut scraped_cpu_s = 0.0;
     for pair in app_points.windows(2) {
         let wk = &pair[1].well_known;
@@ -189,20 +198,22 @@ fn a_python_apps_own_cpu_counter_agrees_with_proc_sampling_and_node_exporter_fil
         assert_eq!(pair[1].picked.len(), 1);
     }
     let sampled_cpu_s = (cpu_after_ns - cpu_before_ns) as f64 / 1e9;
-    let off = (scraped_cpu_s - sampled_cpu_s).abs() / sampled_cpu_s;
-    println!(
-        "app CPU: scraped {scraped_cpu_s:.3} s, /proc {sampled_cpu_s:.3} s, {:.2}% apart",
-        off * 100.0
-    );
-    // Both read the kernel's 10 ms ticks: half a second keeps their rounding well under 5%.
-    assert!(sampled_cpu_s > 0.5, "the app burned only {sampled_cpu_s} s");
+    let off = (scraped_cpu_s - sampled_cpu_s).abs();
+    println!("app CPU: scraped {scraped_cpu_s:.3} s, /proc {sampled_cpu_s:.3} s, {off:.3} s apart");
+    // The app's counter moves in 10 ms clock ticks, read at two idle moments; the rest is the
+    // few milliseconds its idle thread spends answering the scrapes.
     assert!(
         off < 0.05,
         "scraped {scraped_cpu_s} s against /proc {sampled_cpu_s} s"
     );
     if node.is_some() {
+        // The host burned at least the app's core while the app burned.
+        let node_cores: Vec<f64> = (report.points.iter())
+            .filter(|p| p.url == urls[1])
+            .filter_map(|p| p.well_known.cpu_cores)
+            .collect();
+        assert!(node_cores.iter().any(|&c| c > 0.5), "{node_cores:?}");
         let last = report.points.iter().rfind(|p| p.url == urls[1]).unwrap();
-        assert!(last.well_known.cpu_cores.unwrap() > 0.5, "{last:?}");
         assert!(last.well_known.memory_bytes.unwrap() > 1e6);
     }
 

@@ -127,6 +127,12 @@ pub fn node_exporter() -> Option<Running> {
 }
 
 /// The Python app: prometheus_client on port 0, and a thread burning CPU so its counter moves.
+/// A Python app exporting prometheus-client's process metrics. It idles until its first
+/// scrape has read the process collector (registered before ours, so collected first), then
+/// burns exactly one CPU-second by its own clock and idles again: a known amount of CPU
+/// between two idle scrapes. (One exposition is made before listening: the first one costs
+/// tens of CPU-milliseconds of lazy work that /proc would see and the counter would not;
+/// and `describe` keeps `register` from calling `collect`, which would start the burn.)
 pub fn python_app() -> Option<Running> {
     let python =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/metrics-venv/bin/python");
@@ -137,12 +143,18 @@ pub fn python_app() -> Option<Running> {
     let dir = temp_dir("pyapp");
     std::fs::write(
         dir.join("app.py"),
-        "import sys, threading\n\
-         from prometheus_client import start_http_server\n\
+        "import sys, threading, time\n\
+         from prometheus_client import REGISTRY, generate_latest, start_http_server\n\
+         generate_latest(REGISTRY)\n\
+         scraped = threading.Event()\n\
+         class FirstScrape:\n    def describe(self):\n        return []\n    def collect(self):\n        scraped.set()\n        return []\n\
+         REGISTRY.register(FirstScrape())\n\
          server, _ = start_http_server(0, addr='127.0.0.1')\n\
          print('listening on', '127.0.0.1:%d' % server.server_port, flush=True)\n\
-         def burn():\n    x = 0\n    while True:\n        x += 1\n\
-         threading.Thread(target=burn, daemon=True).start()\n\
+         scraped.wait()\n\
+         start = time.process_time()\n\
+         while time.process_time() - start < 1.0:\n    pass\n\
+         print('burned', flush=True)\n\
          sys.stdin.read()\n",
     )
     .unwrap();
