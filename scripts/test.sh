@@ -3,19 +3,21 @@
 # and the README's first command. CI runs exactly this (via .ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's elapsed time, so a slow CI run says where its minutes went.
+step() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
 bash scripts/setup.sh
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy"
+step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "== cargo test"
+step "cargo test"
 cargo test --workspace --locked
 
-echo "== README: the first command (portfolio-migration), shortened: 2 runs per arm of 2 s"
+step "README: the first command (portfolio-migration), shortened: 2 runs per arm of 2 s"
 ci_tmp=$(mktemp -d)
 limits=strict
 [ "$(id -u)" -eq 0 ] || limits=best-effort
@@ -29,11 +31,11 @@ test -s "$ci_tmp/portfolio.html"
 rm -rf "$ci_tmp"
 echo "portfolio-migration ran: 4 runs stored, compared, reported"
 
-echo "== README: loadlab demo"
+step "README: loadlab demo"
 cargo run --release --locked -q -p loadlab-cli -- demo -d 1s -c 20 >/dev/null
 echo "demo ran"
 
-echo "== install: scripts/install.sh into a temporary root, then loadlab from there"
+step "install: scripts/install.sh into a temporary root, then loadlab from there"
 install_root=$(mktemp -d)
 bash scripts/install.sh --root "$install_root" --target-dir target >/dev/null
 (
@@ -49,3 +51,4 @@ bash scripts/install.sh --root "$install_root" --target-dir target >/dev/null
 )
 rm -rf "$install_root"
 echo "installed: loadlab --version, demo, bash completion and man loadlab-run from the install root"
+step "done"
