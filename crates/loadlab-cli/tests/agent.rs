@@ -319,6 +319,123 @@ fn a_launched_server_under_a_quota_is_throttled_the_same_seen_from_either_side()
     drop(agent);
 }
 
+/// A v1 `cpu` cgroup made by the test, with a quota; removed (after its processes) on drop.
+struct QuotaCgroup {
+    dir: PathBuf,
+    name: String,
+}
+
+impl QuotaCgroup {
+    fn new(cores: f64) -> Option<QuotaCgroup> {
+        let name = format!("loadlab-agent-test-{}", std::process::id());
+        let dir = Path::new("/sys/fs/cgroup/cpu").join(&name);
+        if std::fs::create_dir(&dir).is_err() {
+            eprintln!("SKIPPED: no v1 cpu controller at /sys/fs/cgroup/cpu to make a cgroup in");
+            return None;
+        }
+        std::fs::write(dir.join("cpu.cfs_period_us"), "100000").unwrap();
+        std::fs::write(
+            dir.join("cpu.cfs_quota_us"),
+            format!("{}", (cores * 1e5) as u64),
+        )
+        .unwrap();
+        Some(QuotaCgroup { dir, name })
+    }
+
+    fn add(&self, pid: u32) {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).unwrap();
+    }
+
+    /// The kernel's own count: (periods, throttled periods).
+    fn stat(&self) -> (u64, u64) {
+        let text = std::fs::read_to_string(self.dir.join("cpu.stat")).unwrap();
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
+                .unwrap()
+        };
+        (field("nr_periods "), field("nr_throttled "))
+    }
+}
+
+impl Drop for QuotaCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn an_attached_cgroups_throttled_periods_are_the_kernels_both_locally_and_through_the_agent() {
+    let _serial = serial();
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: cgroup limits need root");
+        return;
+    }
+    let Some(lab) = lab() else { return };
+    let Some(cgroup) = QuotaCgroup::new(0.2) else {
+        return;
+    };
+    let dir = scratch("throttled");
+    let (sns, saddr) = (&lab.server.0, lab.server.1.to_string());
+    let mut server = fixture_in(sns, &saddr, 8080, &["--spin-threads", "0"]);
+    cgroup.add(server.id());
+    let agent = Agent::start(&lab, &dir, &[]);
+    let (hns, _) = &lab.hosts[0];
+    let mut seen = Vec::new();
+    for through_agent in [true, false] {
+        let json = dir.join(format!("run-{through_agent}.json"));
+        let (periods_before, throttled_before) = cgroup.stat();
+        let mut cmd = in_ns(hns, LOADLAB);
+        cmd.arg("run");
+        if through_agent {
+            cmd.args(agent.flags());
+        }
+        let out = cmd
+            .args(["--cgroup", &format!("/{}", cgroup.name)])
+            .args(["-c", "8", "-d", "2s", "-q", "--json"])
+            .arg(&json)
+            .arg(format!("http://{saddr}:8080/"))
+            .output()
+            .unwrap();
+        // The server idles before and after the load: nothing it does then is throttled.
+        let (periods_after, throttled_after) = cgroup.stat();
+        assert!(out.status.success(), "{}", text(&out));
+        let doc = read_json(&json);
+        let summary = &doc["server"]["summary"];
+        let reported = (
+            summary["periods"].as_u64().unwrap(),
+            summary["throttled_periods"].as_u64().unwrap(),
+        );
+        let kernel = (
+            periods_after - periods_before,
+            throttled_after - throttled_before,
+        );
+        seen.push((through_agent, reported, kernel));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    drop(agent);
+    println!("(through the agent, (periods, throttled) reported, the kernel's): {seen:?}");
+    for &(through_agent, reported, kernel) in &seen {
+        // Throttled most of the time under a 0.2-core quota with 8 connections.
+        assert!(kernel.1 * 2 > kernel.0, "{kernel:?}");
+        // The sampler's window (the run's 2 s: 20 periods) lies inside the test's readings,
+        // which also span loadlab's start and the connections' set-up and tear-down, when the
+        // server runs a little (a period counts) but never long enough to hit the quota.
+        let inside = |r: u64, k: u64, edges: u64| r <= k && k - r <= edges;
+        assert!(
+            inside(reported.0, kernel.0, 10) && inside(reported.1, kernel.1, 2),
+            "through the agent: {through_agent}: reported {reported:?}, the kernel's {kernel:?}"
+        );
+    }
+    // The same load, read on the server's host and read locally: the same count.
+    let (remote, local) = (seen[0].1, seen[1].1);
+    assert!(
+        remote.0.abs_diff(local.0) <= 2 && remote.1.abs_diff(local.1) <= 2,
+        "through the agent {remote:?}, locally {local:?}"
+    );
+}
+
 fn zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
