@@ -212,6 +212,8 @@ fn kubernetes_manifests_parse_back_with_the_shards_the_plan_and_the_resources() 
     let dir = tempdir("k8s");
     let body = dir.join("body.json");
     std::fs::write(&body, "{\"order\": 1}").unwrap();
+    // A start time among the run flags: `run` takes it only beside `--shard`, which dist adds.
+    let start_at = start_in(Duration::from_secs(3600));
     let out = loadlab()
         .args([
             "dist",
@@ -240,6 +242,8 @@ fn kubernetes_manifests_parse_back_with_the_shards_the_plan_and_the_resources() 
             "X-Test: a b",
             "-m",
             "POST",
+            "--start-at",
+            &start_at,
         ])
         .arg("--body-file")
         .arg(&body)
@@ -294,6 +298,8 @@ fn kubernetes_manifests_parse_back_with_the_shards_the_plan_and_the_resources() 
             "X-Test: a b",
             "-m",
             "POST",
+            "--start-at",
+            &start_at,
             "--body-file",
             "/etc/loadlab/body",
             "http://checkout.perf.svc:8080/orders"

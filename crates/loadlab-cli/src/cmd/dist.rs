@@ -148,7 +148,18 @@ pub fn run(args: DistArgs) -> anyhow::Result<ExitCode> {
 /// that make no sense on N machines, and validates the plan as shard N of `shards` would
 /// (the smallest share). The spec is not kept: the shards build their own from the flags.
 fn check_run_flags(raw: &[String], shards: u32, engine_sets: &[&str]) -> anyhow::Result<RunArgs> {
-    let argv = ["loadlab", "run"]
+    let given = |flag: &str| {
+        raw.iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    for flag in engine_sets {
+        if given(flag) {
+            anyhow::bail!("{flag} is set for each shard by `loadlab dist`; leave it out");
+        }
+    }
+    // Parsed as the last shard's command line: `--start-at` needs a `--shard` beside it.
+    let last = format!("{shards}/{shards}");
+    let argv = ["loadlab", "run", "--shard", &last]
         .into_iter()
         .map(String::from)
         .chain(raw.iter().cloned());
@@ -159,15 +170,6 @@ fn check_run_flags(raw: &[String], shards: u32, engine_sets: &[&str]) -> anyhow:
         },
         Err(e) => anyhow::bail!("the run flags: {}", e.to_string().trim()),
     };
-    let given = |flag: &str| {
-        raw.iter()
-            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
-    };
-    for flag in engine_sets {
-        if given(flag) {
-            anyhow::bail!("{flag} is set for each shard by `loadlab dist`; leave it out");
-        }
-    }
     for flag in [
         "--save",
         "--tag",
