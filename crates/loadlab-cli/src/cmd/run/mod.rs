@@ -1,0 +1,88 @@
+//! `loadlab run URL`: the flags become a session spec; the session (`loadlab-session`)
+//! prepares and runs; this prints its notes, shows progress, handles Ctrl-C, and prints and
+//! writes the result. The JSON file is opened before the run starts so a bad path fails in
+//! a second, not after a long run.
+//!
+//! `args.rs` declares the flags, `parse.rs` turns them into a session spec, `execute.rs`
+//! runs a prepared session; this glues them.
+
+mod args;
+mod execute;
+mod parse;
+
+pub use args::{RequestArgs, RunArgs};
+pub use execute::execute;
+pub use parse::{count, flag_for, flags_named, parse_duration, rate, session_spec};
+
+use crate::cmd::gates;
+use crate::output::{Destination, Outputs};
+use loadlab_session::{MachineOptions, Session};
+use std::process::ExitCode;
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let spec = session_spec(&args)?;
+    // Outputs, gates and the store are checked before anything starts, so a bad path or
+    // expression fails in a second.
+    let outputs = Outputs {
+        json: args
+            .json
+            .as_deref()
+            .map(|p| Destination::open(p, "--json"))
+            .transpose()?,
+        hdr_log: args
+            .hdr_log
+            .as_deref()
+            .map(|p| Destination::open(p, "--hdr-log"))
+            .transpose()?,
+        report: match args.report.as_deref() {
+            Some(p) => {
+                loadlab_report::exporter_for(p)?;
+                Some(Destination::open(p, "--report")?)
+            }
+            None => None,
+        },
+    };
+    let gates = args.gates.parse()?;
+    let store = if args.save {
+        Some(crate::cmd::runs::open_store(args.db.as_deref())?)
+    } else {
+        None
+    };
+    let machine = MachineOptions {
+        strict: args.strict,
+        ..MachineOptions::default()
+    };
+    let mut session = Session::prepare_with(spec, machine).map_err(flags_named)?;
+    if !args.quiet {
+        for note in session.notes() {
+            eprintln!("{note}");
+        }
+        crate::cmd::shard::announce(&args.shard);
+    }
+    let (result, code) = execute(&mut session, outputs, args.quiet)?;
+    if args.shard.framed {
+        crate::cmd::shard::print_framed(&result)?;
+    }
+    if let Some(store) = store {
+        let id = crate::cmd::runs::save(&store, &result, args.tag.as_deref())?;
+        if !args.quiet {
+            eprintln!(
+                "saved as run {id}{}",
+                args.tag
+                    .as_deref()
+                    .map_or(String::new(), |t| format!(" (tag {t})"))
+            );
+        }
+    }
+    let cases = gates::judge_run(&gates, "run", &result);
+    if cases.is_empty() {
+        return Ok(code);
+    }
+    let gated = gates::finish(&args.gates, cases)?;
+    // An interrupted run or a dead server says so first; then the gates.
+    Ok(if code == ExitCode::SUCCESS {
+        gated
+    } else {
+        code
+    })
+}

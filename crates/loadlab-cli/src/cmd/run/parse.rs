@@ -1,0 +1,242 @@
+//! Flag values into settings: the value parsers shared by every command (`count`,
+//! `parse_duration`, `rate`, `share`), the request's spec, the session spec of `loadlab run`,
+//! and engine settings named by their flags in errors. Nothing here starts a run.
+
+use super::args::{ArrivalArg, OnOff, RequestArgs, RunArgs, TlsVersionArg};
+use anyhow::Context as _;
+use loadlab_engine::schedule::Arrival;
+use loadlab_engine::tls::{TlsSpec, TlsVersion};
+use loadlab_engine::RunSpec;
+use loadlab_session::{BusyPoll, SessionSpec};
+use std::path::PathBuf;
+use std::time::Duration;
+
+impl RequestArgs {
+    /// A spec for `url` with these requests; the load's shape (connections, rate, duration)
+    /// is the caller's.
+    pub fn spec(&self, url: &str) -> anyhow::Result<RunSpec> {
+        let body = match (&self.body, &self.body_file) {
+            (Some(b), _) => b.clone().into_bytes(),
+            (None, Some(path)) => std::fs::read(path).with_context(|| {
+                format!(
+                    "--body-file: cannot read {}; check the path",
+                    path.display()
+                )
+            })?,
+            (None, None) => Vec::new(),
+        };
+        Ok(RunSpec {
+            url: url.to_string(),
+            method: self.method.clone(),
+            headers: self.headers.clone(),
+            body,
+            threads: self.threads,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            keepalive: !self.no_keepalive,
+            arrival: match self.arrival {
+                ArrivalArg::Uniform => Arrival::Uniform,
+                ArrivalArg::Poisson => Arrival::Poisson { seed: self.seed },
+            },
+            max_connections: self.max_connections,
+            tick: self.tick.unwrap_or_default(),
+            pm_qos: !self.no_pm_qos,
+            http2: self.http2,
+            streams: self.streams,
+            tls: TlsSpec {
+                insecure: self.insecure,
+                ca_pem: read_pem(&self.cacert, "--cacert")?,
+                cert_pem: read_pem(&self.cert, "--cert")?,
+                key_pem: read_pem(&self.key, "--key")?,
+                resume: self.tls_resume.map(|r| r == OnOff::On),
+                version: self.tls_version.map(|v| match v {
+                    TlsVersionArg::V1_2 => TlsVersion::V1_2,
+                    TlsVersionArg::V1_3 => TlsVersion::V1_3,
+                }),
+            },
+            ..RunSpec::default()
+        })
+    }
+}
+
+/// A count (connections, threads, requests): a whole number. A negative one is taken as the
+/// flag's value, not as another flag, so the message says what is wrong with it (clap's own
+/// tip, "use -- -1", would make it the URL).
+pub fn count<T: std::str::FromStr>(raw: &str) -> Result<T, String> {
+    raw.trim()
+        .parse::<T>()
+        .map_err(|_| format!("`{raw}` is not a count: give a whole number such as 50"))
+}
+
+/// Durations as people write them: `10s`, `1m30s`, `250ms`; a bare number means seconds.
+/// Flags that take one allow a leading `-`, so that `-d -1s` is told it is negative (clap's
+/// own tip, "use -- -1s", would make it the URL).
+pub fn parse_duration(raw: &str) -> Result<Duration, String> {
+    let raw = raw.trim();
+    if let Ok(secs) = raw.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    if raw.starts_with('-') {
+        return Err(format!(
+            "`{raw}` is negative: give a duration of 0 or more, e.g. 10s, 500ms, 2m"
+        ));
+    }
+    humantime::parse_duration(raw)
+        .map_err(|_| format!("`{raw}` is not a duration; write e.g. 10s, 500ms, 2m"))
+}
+
+/// `--rate`: requests (or iterations) per second, a number of 0 or more (0 is refused later
+/// with the reason); a negative one is named as such, not taken for a flag.
+pub fn rate(raw: &str) -> Result<f64, String> {
+    match raw.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+        _ => Err(format!(
+            "`{raw}` is not a rate: give requests per second above 0, e.g. 1000"
+        )),
+    }
+}
+
+/// A share from 0 to 1 (`--new-connection-share`).
+pub fn share(raw: &str) -> Result<f64, String> {
+    match raw.trim().parse::<f64>() {
+        Ok(s) if (0.0..=1.0).contains(&s) => Ok(s),
+        _ => Err(format!(
+            "`{raw}` is not a share: give a number from 0 to 1, e.g. 0.1"
+        )),
+    }
+}
+
+fn read_pem(path: &Option<PathBuf>, flag: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    path.as_ref()
+        .map(|p| {
+            std::fs::read(p)
+                .with_context(|| format!("{flag}: cannot read {}; check the path", p.display()))
+        })
+        .transpose()
+}
+
+/// `--var NAME=VALUE` pairs.
+pub fn parse_vars(vars: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    vars.iter()
+        .map(|v| match v.split_once('=') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_string(), value.to_string()))
+            }
+            _ => anyhow::bail!("--var {v:?}: write NAME=VALUE, e.g. --var BLOG_ID=001"),
+        })
+        .collect()
+}
+
+/// The scenario of `--scenario FILE` with its `--var`s, loaded and checked.
+pub fn load_scenario(
+    path: &std::path::Path,
+    vars: &[String],
+) -> anyhow::Result<std::sync::Arc<loadlab_engine::scenario::Scenario>> {
+    let vars = parse_vars(vars)?;
+    let scenario = loadlab_engine::scenario::Scenario::load(path, &vars)?;
+    Ok(std::sync::Arc::new(scenario))
+}
+
+/// The session the flags describe (nothing started yet).
+pub fn session_spec(args: &RunArgs) -> anyhow::Result<SessionSpec> {
+    let mut server = args.server.spec()?;
+    // Shards of one load share one server: its agent serves one session, shard 1's (the
+    // same flags go to every shard; the merge keeps the one server report).
+    if args.shard.shard.is_some_and(|s| s.index > 0)
+        && server.as_ref().is_some_and(|s| s.agent.is_some())
+    {
+        server = None;
+    }
+    let scenario = args
+        .scenario
+        .as_deref()
+        .map(|p| load_scenario(p, &args.vars))
+        .transpose()?;
+    let url = match (&args.url, &scenario) {
+        (Some(url), _) => url.clone(),
+        // A launched server: the scenario's requests go to it.
+        (None, Some(_)) if server.is_some() => "/".to_string(),
+        (None, Some(_)) => String::new(),
+        (None, None) => {
+            anyhow::bail!("give a URL to load, e.g. http://127.0.0.1:8080/, or --scenario FILE")
+        }
+    };
+    let run = RunSpec {
+        scenario,
+        pace: args.pace,
+        new_connection_share: args.new_connection_share,
+        seed: args.request.seed,
+        connections: args.connections,
+        duration: args.duration,
+        requests: args.requests,
+        warmup: args.warmup,
+        rate: args.rate,
+        stages: args.stages.clone(),
+        closed_stages: args.closed,
+        interval: args.interval,
+        shard: args.shard.shard,
+        start_at: args.shard.start_at,
+        ..args.request.spec(&url)?
+    };
+    Ok(SessionSpec {
+        run,
+        server,
+        busy_poll: if args.busy_poll {
+            BusyPoll::On
+        } else if args.no_busy_poll {
+            BusyPoll::Off
+        } else {
+            BusyPoll::Auto
+        },
+    })
+}
+
+/// The flag that sets each of the engine's settings: the engine names settings, the
+/// command line names flags.
+pub fn flag_for(setting: &str) -> &str {
+    match setting {
+        "url" => "URL",
+        "method" => "-m/--method",
+        "headers" => "-H/--header",
+        "connections" => "-c/--connections",
+        "threads" => "-t/--threads",
+        "duration" => "-d/--duration",
+        "requests" => "-n/--requests",
+        "timeout" => "--timeout",
+        "connect_timeout" => "--connect-timeout",
+        "warmup" => "--warmup",
+        "keepalive" => "--no-keepalive",
+        "rate" => "--rate",
+        "stages" => "--stages",
+        "closed_stages" => "--closed",
+        "max_connections" => "--max-connections",
+        "interval" => "--interval",
+        "tick" => "--tick",
+        "busy_poll" => "--busy-poll",
+        "http2" => "--http2",
+        "streams" => "--streams",
+        "tls.ca" => "--cacert",
+        "tls.cert" => "--cert",
+        "tls.key" => "--key",
+        "tls.version" => "--tls-version",
+        "tls.resume" => "--tls-resume",
+        "tls.insecure" => "--insecure",
+        "scenario" => "--scenario",
+        "pace" => "--pace",
+        "new_connection_share" => "--new-connection-share",
+        "paths" => "--path",
+        other => other,
+    }
+}
+
+/// A session's error, with an engine setting named by its flag.
+pub fn flags_named(e: loadlab_session::SessionError) -> anyhow::Error {
+    match e {
+        loadlab_session::SessionError::Config(c) => {
+            anyhow::anyhow!("{}: {}", flag_for(c.setting), c.message)
+        }
+        other => other.into(),
+    }
+}
