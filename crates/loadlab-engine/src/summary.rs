@@ -206,6 +206,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         }),
         shards: None,
         scenario: crate::steps::summarize(config, outcome.recorder.scenario.as_ref(), measured_len),
+        server_metrics: None,
     }
 }
 

@@ -11,6 +11,8 @@ pub struct RunLabels {
     pub experiment: String,
     pub variant: String,
     pub shard: String,
+    /// More labels (`--metrics-label NAME=VALUE`), on every series.
+    pub extra: Vec<(String, String)>,
 }
 
 /// One interval's figures; counters (`*_total`) are cumulative since the run's start.
@@ -23,10 +25,11 @@ pub struct IntervalFigures {
     pub completed_total: u64,
     /// Failures so far, by class (connect, timeout, reset, status, ...).
     pub failed_total_by_class: Vec<(String, u64)>,
-    pub in_flight: u64,
+    /// Absent when the run does not say live (the series is then not sent).
+    pub in_flight: Option<u64>,
     /// (quantile, latency in seconds) for this interval, e.g. (0.99, 0.012).
     pub latency_quantiles_s: Vec<(f64, f64)>,
-    pub connections_open: u64,
+    pub connections_open: Option<u64>,
     pub generator_cpu_cores: Option<f64>,
 }
 
@@ -59,6 +62,7 @@ impl IntervalFigures {
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
         .map(|(k, v)| (k.to_string(), v.clone()))
+        .chain(labels.extra.iter().cloned())
         .collect();
         let mut out = Vec::new();
         let mut push = |name: &str, kind: SeriesKind, value: f64, extra: Option<(&str, String)>| {
@@ -99,12 +103,9 @@ impl IntervalFigures {
                 Some(("class", class.clone())),
             );
         }
-        push(
-            "loadlab_requests_in_flight",
-            Gauge,
-            self.in_flight as f64,
-            None,
-        );
+        if let Some(n) = self.in_flight {
+            push("loadlab_requests_in_flight", Gauge, n as f64, None);
+        }
         for (q, s) in &self.latency_quantiles_s {
             push(
                 "loadlab_latency_seconds",
@@ -113,12 +114,9 @@ impl IntervalFigures {
                 Some(("quantile", q.to_string())),
             );
         }
-        push(
-            "loadlab_connections_open",
-            Gauge,
-            self.connections_open as f64,
-            None,
-        );
+        if let Some(n) = self.connections_open {
+            push("loadlab_connections_open", Gauge, n as f64, None);
+        }
         if let Some(cpu) = self.generator_cpu_cores {
             push("loadlab_generator_cpu_cores", Gauge, cpu, None);
         }

@@ -13,6 +13,8 @@
 //! [`live`] is the glue a command uses during a run: it feeds the sender every interval
 //! from a closure and turns both reports into the result's notes.
 //!
+//! [`promql`] asks a Prometheus server for a query over a run's window, after the run.
+//!
 //! [`http`] is the small blocking HTTP/1.1 client both directions share (plain `http://` only).
 //!
 //! This crate does not print, does not depend on the engine or the session, and never panics
@@ -22,6 +24,7 @@ pub mod figures;
 pub mod http;
 pub mod live;
 pub mod otlp;
+pub mod promql;
 pub mod rates;
 pub mod remote_write;
 pub mod scraper;

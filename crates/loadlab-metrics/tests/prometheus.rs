@@ -27,9 +27,9 @@ fn intervals(end_ms: i64) -> Vec<IntervalFigures> {
             achieved_per_s: 1234.0,
             completed_total: 1234 * i,
             failed_total_by_class: vec![("timeout".into(), i), ("status".into(), 2 * i)],
-            in_flight: 7,
+            in_flight: Some(7),
             latency_quantiles_s: vec![(0.5, 0.002), (0.99, 0.011)],
-            connections_open: 16,
+            connections_open: Some(16),
             generator_cpu_cores: Some(0.4),
         })
         .collect()
@@ -42,6 +42,7 @@ fn labels(run_id: &str, variant: &str, shard: &str) -> RunLabels {
         experiment: "wiring".into(),
         variant: variant.into(),
         shard: shard.into(),
+        extra: Vec::new(),
     }
 }
 

@@ -10,6 +10,7 @@
 //!   environment, first requests), with [`SCHEMA_VERSION`].
 //! - [`scenario`]: a scenario run's per-step figures ([`scenario::ScenarioSummary`]).
 //! - [`server`]: the server's side ([`ServerReport`]): limits, start-up, CPU and memory.
+//! - [`metrics`]: the server's own Prometheus metrics read during a run.
 //! - [`latency`]: a latency distribution summarised in microseconds.
 //! - [`cliff`]: percentiles on a cliff: a gap between a fast and a slow mode, and the share
 //!   of requests beyond it.
@@ -33,6 +34,7 @@ pub mod histogram;
 pub mod latency;
 pub mod machine;
 pub mod merge;
+pub mod metrics;
 pub mod run;
 pub mod scenario;
 pub mod server;
@@ -44,6 +46,7 @@ pub use histogram::{decode_histogram, encode_histogram, new_histogram};
 pub use latency::LatencySummary;
 pub use machine::{Check, CheckStatus, KernelCounters, LinkReport};
 pub use merge::{merge, merge_repetitions, merge_with, MergeError, Mode};
+pub use metrics::ServerMetrics;
 pub use run::*;
 pub use server::{AgentReport, ServerReport};
 pub use shards::{merge_shards, ShardMergeError, START_SPREAD_BOUND_S};

@@ -66,6 +66,10 @@ pub struct RunResult {
     /// A scenario run (`--scenario`): every step's figures and the iterations'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::ScenarioSummary>,
+    /// The server's own metrics (`--server-metrics`, `--prometheus --query`) on the
+    /// timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<crate::metrics::ServerMetrics>,
 }
 
 /// One shard's place in its run, and when it started.

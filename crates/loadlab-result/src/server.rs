@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 /// Everything the result says about the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerReport {
-    /// "launched", "pid", "cgroup", "port" or "container".
+    /// "launched", "pid", "cgroup", "port", "container", or "metrics" (read from the
+    /// server's own Prometheus endpoint, `--server-metrics`).
     pub source: String,
     /// What ran: a lab target's name, a command, a PID or a cgroup path.
     pub description: String,
