@@ -14,7 +14,9 @@
 //! - [`summary`]: the raw outcome summarised into the result document (which is
 //!   `loadlab-result`'s, re-exported here as [`result`]); [`verdicts`]: its conclusions;
 //!   [`cold_start`]: the first requests against the rest.
-//! - [`totals`]: running totals over finished intervals (a spilled run's figures).
+//! - [`totals`]: running totals over finished intervals (a spilled run's figures);
+//!   [`collector`]: each finished interval handed to a sink as the run goes, merged across
+//!   threads; [`timeline`]: one interval of the result's timeline.
 //! - [`sys`]: the operating system's limits and clocks.
 //! - [`tls`]: the TLS client configuration (rustls) and its errors.
 //! - [`shard`]: one shard of a run spread over several loadlab processes: its share, the
@@ -33,11 +35,13 @@ pub mod verdicts;
 
 /// The result document, from its own crate.
 pub use loadlab_result as result;
+pub mod collector;
 pub mod schedule;
 pub mod shard;
 pub mod stats;
 pub mod steps;
 pub mod sys;
+pub mod timeline;
 pub mod tls;
 pub mod totals;
 

@@ -139,6 +139,9 @@ pub struct Bucket {
 #[derive(Debug, Clone, Default)]
 pub struct Timeline {
     pub buckets: Vec<Bucket>,
+    /// The first bucket still open: those before it were handed to the interval collector,
+    /// so a late write (a moment taken before the hand-over) lands here instead.
+    pub floor: usize,
 }
 
 impl Timeline {
@@ -147,6 +150,7 @@ impl Timeline {
     pub fn at(&mut self, since_start: Duration) -> &mut Bucket {
         let i = since_start.as_secs() as usize * BUCKETS_PER_SECOND
             + (since_start.subsec_millis() / 100) as usize;
+        let i = i.max(self.floor);
         if i >= self.buckets.len() {
             self.buckets.resize(i + 1, Bucket::default());
         }
@@ -197,6 +201,9 @@ pub struct Intervals {
     current: usize,
     hist: Histogram<u64>,
     pub done: Vec<(usize, Vec<u8>)>,
+    /// The first interval still open: those before it were handed to the interval collector,
+    /// so a late record (a moment taken before the hand-over) lands in the open one.
+    floor: usize,
 }
 
 impl Intervals {
@@ -206,12 +213,13 @@ impl Intervals {
             current: 0,
             hist: new_histogram(),
             done: Vec::new(),
+            floor: 0,
         }
     }
 
     #[inline]
     pub fn record(&mut self, since_start: Duration, value_ns: u64) {
-        let index = (since_start.as_nanos() / self.length.as_nanos()) as usize;
+        let index = ((since_start.as_nanos() / self.length.as_nanos()) as usize).max(self.floor);
         if index != self.current {
             self.close_current();
             self.current = index;
@@ -235,6 +243,17 @@ impl Intervals {
     /// Closes the last interval; call once, when the worker ends.
     pub fn finish(&mut self) {
         self.close_current();
+    }
+
+    /// Closes every interval before `below` and takes the finished ones out (the collector's
+    /// hand-over): after this, nothing more is recorded before `below`.
+    pub fn take_below(&mut self, below: usize) -> Vec<(usize, Vec<u8>)> {
+        if self.current < below {
+            self.close_current();
+            self.current = below;
+        }
+        self.floor = self.floor.max(below);
+        std::mem::take(&mut self.done)
     }
 
     /// Merges every thread's intervals: one histogram per interval index, in order.

@@ -422,89 +422,28 @@ fn ordinal(n: u32) -> String {
 }
 
 fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSummary> {
-    // A shard sends its share of the schedule and runs its share of a staged loop's
-    // connections; the intervals say so, and the merged timeline adds them up.
-    let shard = config.shard.as_ref().map(|p| p.shard);
-    let offered_share = shard.map_or(1.0, |s| f64::from(s.count));
     let len = config.interval;
-    let buckets_per_interval = (len.as_millis() / BUCKET.as_millis()).max(1) as usize;
+    let buckets_per_interval = crate::timeline::buckets_per_interval(len);
     let buckets = &outcome.recorder.timeline.buckets;
-    // The planned length (not the elapsed time, which runs a hair over) decides the count,
-    // unless data arrived later (requests drained after the schedule ended).
-    let planned = match config.stop {
-        Stop::Duration(d) => (config.warmup + d).min(outcome.elapsed),
-        Stop::Requests(_) => outcome.elapsed,
-    };
-    let n = planned.as_nanos().div_ceil(len.as_nanos()) as usize;
-    let n = n
-        .max(buckets.len().div_ceil(buckets_per_interval))
+    let n = crate::timeline::interval_count(config, outcome.elapsed, buckets.len())
         .max(outcome.intervals.last().map_or(0, |(i, _)| i + 1));
-    let warmup = config.warmup;
     let mut hists = outcome.intervals.iter().peekable();
     (0..n)
         .map(|i| {
-            let start = len * i as u32;
-            // The run's last interval may be cut short by its end (or hold only requests
-            // drained after it): its rates are per second of what it really lasted, known to
-            // the timeline's resolution (a bucket), which is what the counts are kept in.
-            let real = outcome.elapsed.saturating_sub(start).min(len);
-            let partial = real < len;
-            let real = real.max(BUCKET.min(len));
-            let end = start + real;
             let span = &buckets[(i * buckets_per_interval).min(buckets.len())
                 ..((i + 1) * buckets_per_interval).min(buckets.len())];
-            let sum = |f: fn(&crate::stats::Bucket) -> u64| span.iter().map(f).sum::<u64>();
             let hist = match hists.peek() {
                 Some((index, _)) if *index == i => hists.next().map(|(_, h)| h),
                 _ => None,
             };
-            let q = |q: f64| hist.map(|h| h.value_at_quantile(q) as f64 / 1_000.0);
-            let completed = sum(|b| b.completed);
-            let secs = real.as_secs_f64().max(1e-6);
-            let (offered_per_s, connections) = match &config.model {
-                Model::Open { profile, .. } => {
-                    // The schedule runs from the start, warm-up (at the first rate) included.
-                    let first = profile.stages.first().map_or(0.0, |s| s.from);
-                    let arrivals = |t: Duration| {
-                        if t <= warmup {
-                            first * t.as_secs_f64()
-                        } else {
-                            first * warmup.as_secs_f64() + profile.cumulative(t - warmup)
-                        }
-                    };
-                    (
-                        Some((arrivals(end) - arrivals(start)) / secs / offered_share),
-                        None,
-                    )
-                }
-                Model::Closed { stages: Some(p) } => {
-                    let mid = (start + len / 2).saturating_sub(warmup);
-                    let level = p.level_at(mid).floor();
-                    let level = shard.map_or(level, |s| s.share(level as u64) as f64);
-                    (None, Some(level))
-                }
-                Model::Closed { stages: None } => (None, None),
-            };
-            IntervalSummary {
-                start_s: start.as_secs_f64(),
-                duration_s: secs,
-                partial,
-                warmup: start < warmup,
-                offered_per_s,
-                connections,
-                achieved_per_s: completed as f64 / secs,
-                completed,
-                failed: sum(|b| b.failed),
-                p50_us: q(0.5),
-                p90_us: q(0.9),
-                p99_us: q(0.99),
-                max_us: hist.map(|h| h.max() as f64 / 1_000.0),
-                bytes_sent: sum(|b| b.bytes_sent),
-                bytes_received: sum(|b| b.bytes_received),
-                steal: outcome.steal.get(i).copied(),
-                histogram: hist.map(encode_histogram),
-                server: None,
-            }
+            crate::timeline::interval_summary(
+                config,
+                i,
+                outcome.elapsed,
+                crate::timeline::IntervalCounts::of(span),
+                hist,
+                outcome.steal.get(i).copied(),
+            )
         })
         .collect()
 }

@@ -1,6 +1,7 @@
 //! Stopping a run from another thread (Ctrl-C, a dying server, an experiment's stop) and
 //! watching its progress. Shared by reference counting; written by the workers' counters.
 
+use crate::collector::{IntervalSink, StreamReport};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +26,17 @@ pub(super) struct ControlInner {
     /// Set when the run starts.
     pub(super) started: Mutex<Option<Instant>>,
     pub(super) progress: Mutex<Vec<Arc<ThreadProgress>>>,
+    /// Where the next run streams its finished intervals, if anywhere.
+    pub(super) sink: Mutex<Option<SinkSlot>>,
+    pub(super) stream_report: Mutex<Option<StreamReport>>,
+}
+
+pub(super) struct SinkSlot(pub(super) Box<dyn IntervalSink>);
+
+impl std::fmt::Debug for SinkSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IntervalSink")
+    }
 }
 
 /// A snapshot for progress bars.
@@ -49,6 +61,34 @@ impl RunControl {
     /// When the run started (the origin of its timeline), once it has.
     pub fn started_at(&self) -> Option<Instant> {
         self.inner.started.lock().ok().and_then(|s| *s)
+    }
+
+    /// The next run hands each finished interval to `sink` as it finishes, and keeps only
+    /// running totals of them (the result's timeline then comes from what the sink wrote).
+    pub fn stream_intervals_to(&self, sink: Box<dyn IntervalSink>) {
+        if let Ok(mut slot) = self.inner.sink.lock() {
+            *slot = Some(SinkSlot(sink));
+        }
+    }
+
+    /// What streaming the intervals came to, once the run has ended.
+    pub fn stream_report(&self) -> Option<StreamReport> {
+        self.inner.stream_report.lock().ok().and_then(|r| r.clone())
+    }
+
+    pub(super) fn take_sink(&self) -> Option<Box<dyn IntervalSink>> {
+        self.inner
+            .sink
+            .lock()
+            .ok()
+            .and_then(|mut s| s.take())
+            .map(|s| s.0)
+    }
+
+    pub(super) fn set_stream_report(&self, report: StreamReport) {
+        if let Ok(mut r) = self.inner.stream_report.lock() {
+            *r = Some(report);
+        }
     }
 
     pub fn is_stopped(&self) -> bool {

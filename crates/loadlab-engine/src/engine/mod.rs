@@ -12,6 +12,7 @@ mod budget;
 mod closed;
 mod control;
 mod exchange;
+mod feed;
 mod h2;
 mod h2_preface;
 mod open;
@@ -163,8 +164,12 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         control: control.clone(),
         scenario: config.scenario.clone(),
     };
+    // With a sink, finished intervals leave the workers as they finish (see `crate::collector`).
+    let sink = control.take_sink();
+    let (batches, collected) = std::sync::mpsc::channel();
     let mut handles = Vec::with_capacity(config.threads);
     for plan in thread::Plan::all(config) {
+        let feed = sink.is_some().then(|| (plan.index, batches.clone()));
         let progress = Arc::new(ThreadProgress::default());
         control
             .inner
@@ -186,10 +191,26 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
                     ThreadCtx::new(shared, plan, progress),
                     numbering,
                     connections,
+                    feed.map(|(thread, tx)| Rc::new(feed::Feed::new(thread, tx))),
                 )
             })
             .map_err(EngineError::Thread)?;
         handles.push(handle);
+    }
+    drop(batches);
+    let mut collector = sink.map(|sink| {
+        let header = header(config, address, started_at, &pm_qos, nofile);
+        let cfg = config.clone();
+        let build: crate::collector::Build = Box::new(move |i, elapsed, counts, hist| {
+            crate::timeline::interval_summary(&cfg, i, elapsed, counts, hist, None)
+        });
+        crate::collector::Collector::new(handles.len(), &header, build, sink)
+    });
+    if let Some(c) = collector.as_mut() {
+        // Ends when every worker has dropped its sender: at its end, or when it crashed.
+        while let Ok(batch) = collected.recv() {
+            c.receive(batch);
+        }
     }
 
     let mut threads = Vec::with_capacity(handles.len());
@@ -217,6 +238,11 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     }
     let intervals =
         crate::stats::Intervals::merge_all(threads.iter().map(|t| &t.recorder.intervals));
+    if let Some(c) = collector {
+        let n =
+            crate::timeline::interval_count(config, end - start, recorder.timeline.buckets.len());
+        control.set_stream_report(c.finish(n).1);
+    }
     Ok(RunOutcome {
         address,
         started_at,
@@ -297,7 +323,40 @@ async fn busy_poll(ctx: Rc<ThreadCtx>) {
     }
 }
 
-fn worker(ctx: Rc<ThreadCtx>, numbering: (usize, usize), connections: usize) -> ThreadReport {
+/// The result as known at the start (its timeline empty): what a spill file opens with.
+fn header(
+    config: &RunConfig,
+    address: SocketAddr,
+    started_at: SystemTime,
+    pm_qos: &Result<sys::PmQos, String>,
+    nofile: Option<sys::NofileLimit>,
+) -> loadlab_result::RunResult {
+    let outcome = RunOutcome {
+        address,
+        started_at,
+        warmup: config.warmup,
+        elapsed: Duration::ZERO,
+        interrupted: false,
+        recorder: Recorder::default(),
+        intervals: Vec::new(),
+        threads: Vec::new(),
+        nofile,
+        pm_qos: pm_qos.as_ref().map(drop).map_err(Clone::clone),
+        steal: Vec::new(),
+    };
+    let mut header = crate::summary::summarize(config, &outcome);
+    header.timeline.clear();
+    header.warnings.clear();
+    header.verdicts.clear();
+    header
+}
+
+fn worker(
+    ctx: Rc<ThreadCtx>,
+    numbering: (usize, usize),
+    connections: usize,
+    feed: Option<Rc<feed::Feed>>,
+) -> ThreadReport {
     let cpu_start = sys::thread_cpu_time();
     let wall_start = Instant::now();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -307,6 +366,9 @@ fn worker(ctx: Rc<ThreadCtx>, numbering: (usize, usize), connections: usize) -> 
         .expect("a current-thread runtime only fails without an OS event queue");
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
+        if let Some(feed) = &feed {
+            spawn_guarded(&ctx, feed::tick(ctx.clone(), feed.clone()));
+        }
         if ctx.open.is_some() {
             let schedule = async {
                 match &ctx.scenario {
@@ -368,6 +430,10 @@ fn worker(ctx: Rc<ThreadCtx>, numbering: (usize, usize), connections: usize) -> 
         recorder.phase(crate::stats::Phase::Measured).not_sent += measured;
     }
     recorder.intervals.finish();
+    if let Some(feed) = &feed {
+        let ended = Some(ctx.start.elapsed());
+        let _ = feed.tx.send(feed.take(&mut recorder, usize::MAX, ended));
+    }
     ThreadReport {
         recorder,
         crashed: ctx.crashed.get(),

@@ -1,0 +1,176 @@
+//! The interval collector: each worker thread hands over its finished intervals (serialised
+//! histograms and counts) at every interval boundary; the collector merges them across
+//! threads and passes each whole interval, in order, to an [`IntervalSink`] (the CLI's spill
+//! file), keeping only running [`Totals`] and the few intervals some thread has not yet
+//! closed. Its memory is flat in the run's length.
+//!
+//! It must not keep emitted intervals, do I/O of its own (that is the sink's) or read a
+//! clock: it moves when batches arrive, so tests drive it with as many intervals as they
+//! like in no time.
+
+use crate::timeline::IntervalCounts;
+use crate::totals::Totals;
+use hdrhistogram::Histogram;
+use loadlab_result::{new_histogram, IntervalSummary, RunResult};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Where finished intervals go as the run goes on. Defined here, supplied by the caller.
+pub trait IntervalSink: Send {
+    /// The run's header (its result as known at the start, timeline empty), before any
+    /// interval.
+    fn start(&mut self, header: &RunResult) -> Result<(), String>;
+    /// One finished interval, merged over every thread; called in order.
+    fn interval(&mut self, interval: &IntervalSummary) -> Result<(), String>;
+    /// The run ended (well or stopped): make everything durable.
+    fn finish(&mut self) -> Result<(), String>;
+}
+
+/// What one worker thread hands over at an interval boundary.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub thread: usize,
+    /// Every interval of this thread before `below` is in this batch or an earlier one
+    /// (`usize::MAX` in the thread's last batch).
+    pub below: usize,
+    /// Serialised (HdrHistogram V2) response times by interval index.
+    pub histograms: Vec<(usize, Vec<u8>)>,
+    pub counts: Vec<(usize, IntervalCounts)>,
+    /// The thread's last batch: how long the run had lasted when it ended.
+    pub ended: Option<Duration>,
+}
+
+/// How an interval of the timeline is built from its counts and merged histogram:
+/// `(index, elapsed or Duration::MAX while the run goes on, counts, histogram)`.
+pub type Build = Box<
+    dyn FnMut(usize, Duration, IntervalCounts, Option<&Histogram<u64>>) -> IntervalSummary + Send,
+>;
+
+/// What streaming the intervals came to, for the caller once the run has ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamReport {
+    pub intervals_written: u64,
+    /// The most intervals held at once (waiting for a slower thread to close them).
+    pub max_held_intervals: usize,
+    /// The sink's first failure; intervals after it were not written.
+    pub error: Option<String>,
+}
+
+#[derive(Default)]
+struct Pending {
+    hist: Option<Histogram<u64>>,
+    counts: IntervalCounts,
+}
+
+pub struct Collector {
+    watermarks: Vec<usize>,
+    pending: BTreeMap<usize, Pending>,
+    next: usize,
+    ended: Option<Duration>,
+    build: Build,
+    sink: Box<dyn IntervalSink>,
+    pub totals: Totals,
+    pub report: StreamReport,
+}
+
+impl Collector {
+    /// A collector for `threads` workers; `header` goes to the sink first.
+    pub fn new(
+        threads: usize,
+        header: &RunResult,
+        build: Build,
+        mut sink: Box<dyn IntervalSink>,
+    ) -> Collector {
+        let error = sink.start(header).err();
+        Collector {
+            watermarks: vec![0; threads],
+            pending: BTreeMap::new(),
+            next: 0,
+            ended: None,
+            build,
+            sink,
+            totals: Totals::default(),
+            report: StreamReport {
+                error,
+                ..StreamReport::default()
+            },
+        }
+    }
+
+    /// Takes one thread's batch and emits every interval all threads have closed.
+    pub fn receive(&mut self, batch: Batch) {
+        let mut de = hdrhistogram::serialization::Deserializer::new();
+        for (index, bytes) in batch.histograms {
+            // Bytes we serialised ourselves; one that does not decode is dropped, not fatal.
+            let Ok(h) = de.deserialize::<u64, _>(&mut &bytes[..]) else {
+                continue;
+            };
+            let slot = self.slot(index);
+            let merged = slot.hist.get_or_insert_with(new_histogram);
+            let _ = merged.add(&h);
+        }
+        for (index, counts) in batch.counts {
+            self.slot(index).counts.add(&counts);
+        }
+        if let Some(ended) = batch.ended {
+            self.ended = Some(self.ended.map_or(ended, |e| e.max(ended)));
+        }
+        if let Some(mark) = self.watermarks.get_mut(batch.thread) {
+            *mark = (*mark).max(batch.below);
+        }
+        self.report.max_held_intervals = self.report.max_held_intervals.max(self.pending.len());
+        let upto = self.watermarks.iter().copied().min().unwrap_or(0);
+        if upto != usize::MAX {
+            self.emit_below(upto);
+        }
+    }
+
+    /// Every thread has ended: emits what is left, the timeline running to at least
+    /// `intervals` (empty ones included), and finishes the sink.
+    pub fn finish(mut self, intervals: usize) -> (Totals, StreamReport) {
+        let last = self.pending.keys().next_back().map_or(0, |i| i + 1);
+        self.emit_below(last.max(intervals));
+        if let Err(e) = self.sink.finish() {
+            self.report.error.get_or_insert(e);
+        }
+        (self.totals, self.report)
+    }
+
+    /// Bytes held for intervals not yet emitted: what grows if anything does.
+    pub fn held_bytes(&self) -> usize {
+        self.pending
+            .values()
+            .map(|p| {
+                std::mem::size_of::<Pending>()
+                    + p.hist.as_ref().map_or(0, |h| h.distinct_values() * 8)
+            })
+            .sum()
+    }
+
+    fn slot(&mut self, index: usize) -> &mut Pending {
+        // An interval already emitted cannot change: a late arrival joins the next one.
+        self.pending.entry(index.max(self.next)).or_default()
+    }
+
+    fn emit_below(&mut self, upto: usize) {
+        let elapsed = self.ended.unwrap_or(Duration::MAX);
+        while self.next < upto {
+            let i = self.next;
+            let p = self.pending.remove(&i).unwrap_or_default();
+            let summary = (self.build)(i, elapsed, p.counts, p.hist.as_ref());
+            self.next += 1;
+            if let Err(e) = self.totals.add(&summary) {
+                self.report.error.get_or_insert(e);
+            }
+            if self.report.error.is_none() {
+                match self.sink.interval(&summary) {
+                    Ok(()) => self.report.intervals_written += 1,
+                    Err(e) => self.report.error = Some(e),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
