@@ -283,6 +283,9 @@ fn summary(r: &RunResult) -> String {
     if let Some(server) = &r.server {
         server_section(&mut s, server);
     }
+    if let Some(m) = &r.server_metrics {
+        metrics::metrics_section(&mut s, m);
+    }
     machine_section(&mut s, r);
     shards_section(&mut s, r);
     if !r.verdicts.is_empty() {
@@ -302,6 +305,7 @@ fn summary(r: &RunResult) -> String {
 
 mod cliff;
 mod machine;
+mod metrics;
 mod server;
 mod shards;
 mod timeline;

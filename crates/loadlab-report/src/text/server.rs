@@ -100,6 +100,10 @@ pub(super) fn server_section(s: &mut String, server: &loadlab_result::ServerRepo
                 ),
             );
         }
+        // Read from the server's metrics: no process, thread or file counts.
+        if server.source == "metrics" {
+            return;
+        }
         row(
             s,
             "  Processes",

@@ -172,6 +172,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub shard: crate::cmd::shard::ShardArgs,
+
+    #[command(flatten)]
+    pub metrics: super::metrics_args::MetricsArgs,
 }
 
 /// What each request is and how it travels: method, headers, body, timeouts, protocol, TLS,

@@ -2,6 +2,8 @@
 //! and written to the outputs opened beforehand. Shared by every command that drives load;
 //! it must not parse flags.
 
+use super::metrics::MetricsRun;
+use super::metrics_args::MetricsPlan;
 use crate::output::{self, Destination, Outputs};
 use crate::progress::Progress;
 use anyhow::Context as _;
@@ -18,12 +20,24 @@ pub fn execute(
     outputs: Outputs,
     quiet: bool,
 ) -> anyhow::Result<(RunResult, ExitCode)> {
+    execute_with(session, outputs, quiet, &MetricsPlan::default())
+}
+
+/// [`execute`], with the server's metrics scraped and loadlab's sent as the run goes.
+pub fn execute_with(
+    session: &mut Session,
+    outputs: Outputs,
+    quiet: bool,
+    metrics: &MetricsPlan,
+) -> anyhow::Result<(RunResult, ExitCode)> {
     if !quiet {
         eprintln!("{}", loadlab_engine::plan(session.config()));
     }
     let control = RunControl::new();
+    let spill = crate::spill::run::Spill::start(&control, &outputs, quiet);
     install_ctrlc(&control)?;
     let progress = Progress::start(session.config(), &control);
+    let metrics = MetricsRun::start(metrics, &control, session.config().interval)?;
     let outcome = session.run(&control);
     progress.finish();
     let SessionOutcome {
@@ -31,6 +45,8 @@ pub fn execute(
         server_died,
     } = outcome?;
     result.command = std::env::args().collect();
+    let spill = spill.read_back(&control, &mut result);
+    let metrics_lines = metrics.finish(&control, &mut result);
 
     let stdout_taken = matches!(outputs.json, Some(Destination::Stdout))
         || matches!(outputs.hdr_log, Some(Destination::Stdout));
@@ -52,8 +68,10 @@ pub fn execute(
             eprintln!("report written to {path}");
         }
     }
+    spill.done(quiet);
     if !quiet {
         output::print_summary(&result, stdout_taken)?;
+        metrics_lines.iter().for_each(|l| eprintln!("{l}"));
     }
     let nothing_succeeded =
         result.measured.requests.issued > 0 && result.measured.requests.completed == 0;

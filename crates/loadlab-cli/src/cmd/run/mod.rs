@@ -4,14 +4,18 @@
 //! a second, not after a long run.
 //!
 //! `args.rs` declares the flags, `parse.rs` turns them into a session spec, `execute.rs`
-//! runs a prepared session; this glues them.
+//! runs a prepared session; `metrics_args.rs` and `metrics.rs` wire it to Prometheus and
+//! OTLP (`--server-metrics`, `--metrics-out`, `--prometheus --query`); this glues them.
 
 mod args;
 mod execute;
+mod metrics;
+mod metrics_args;
 mod parse;
 
 pub use args::{RequestArgs, RunArgs};
-pub use execute::execute;
+pub use execute::{execute, execute_with};
+use metrics_args::plan as metrics_plan;
 pub use parse::{count, flag_for, flags_named, parse_duration, rate, session_spec};
 
 use crate::cmd::gates;
@@ -21,6 +25,11 @@ use std::process::ExitCode;
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let spec = session_spec(&args)?;
+    let metrics = metrics_plan(
+        &args.metrics,
+        args.tag.as_deref(),
+        args.shard.shard.map(|s| s.to_string()),
+    )?;
     // Outputs, gates and the store are checked before anything starts, so a bad path or
     // expression fails in a second.
     let outputs = Outputs {
@@ -59,7 +68,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         crate::cmd::shard::announce(&args.shard);
     }
-    let (result, code) = execute(&mut session, outputs, args.quiet)?;
+    let (result, code) = execute_with(&mut session, outputs, args.quiet, &metrics)?;
     if args.shard.framed {
         crate::cmd::shard::print_framed(&result)?;
     }
