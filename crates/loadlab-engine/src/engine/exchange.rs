@@ -606,7 +606,8 @@ pub(super) fn record_success(
     let mut rec = ctx.recorder.borrow_mut();
     rec.in_flight -= 1;
     let intended = due.intended.unwrap_or(sent_at);
-    let response_ns = (end - intended).as_nanos() as u64;
+    // A send a batch took early counts from when it left (see `pacing`).
+    let response_ns = (end - super::pacing::latency_origin(intended, sent_at)).as_nanos() as u64;
     rec.intervals.record(since_start, response_ns);
     if ctx.first_left.get() && ctx.take_first_slot() {
         rec.first.all.saturating_record(response_ns);

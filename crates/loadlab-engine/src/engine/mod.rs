@@ -16,6 +16,7 @@ mod feed;
 mod h2;
 mod h2_preface;
 mod open;
+mod pacing;
 mod scenario;
 mod stamped;
 mod steal;

@@ -12,9 +12,10 @@
 //! and timed by the kernel's receive stamps (see `stamped`).
 
 use super::exchange::{Conn, Due};
+pub(crate) use super::pacing::Pending;
+use super::pacing::{Pacing, Wait};
 use super::timer::PreciseTimer;
 use super::ThreadCtx;
-use crate::schedule::Schedule;
 use crate::stats::Phase;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -33,53 +34,6 @@ const CONNECT_POLLS: usize = 8;
 
 /// The longest the thread sleeps without reading responses or looking for a stop.
 const MAX_SLEEP_SLICE: Duration = Duration::from_millis(50);
-
-/// This thread's share of the schedule, as absolute instants.
-pub(crate) struct Pending {
-    schedule: Schedule,
-    start: Instant,
-    next: Option<Instant>,
-}
-
-impl Pending {
-    pub fn new(mut schedule: Schedule, start: Instant) -> Pending {
-        let next = schedule.next_offset().map(|o| start + o);
-        Pending {
-            schedule,
-            start,
-            next,
-        }
-    }
-
-    /// When to wake for a request due at `t`: at `t` itself, or with a tick, at the first
-    /// tick boundary (counted from the start) at or after it.
-    fn wake_for(&self, t: Instant, tick: Duration) -> Instant {
-        if tick.is_zero() {
-            return t;
-        }
-        let offset = t.saturating_duration_since(self.start).as_nanos();
-        let tick = tick.as_nanos();
-        let ticks = offset.div_ceil(tick);
-        self.start + Duration::from_nanos((ticks * tick).min(u64::MAX as u128) as u64)
-    }
-
-    fn peek(&self) -> Option<Instant> {
-        self.next
-    }
-
-    fn take(&mut self) -> Option<Instant> {
-        let t = self.next?;
-        self.next = self.schedule.next_offset().map(|o| self.start + o);
-        Some(t)
-    }
-
-    fn take_due(&mut self, now: Instant) -> Option<Instant> {
-        match self.next {
-            Some(t) if t <= now => self.take(),
-            _ => None,
-        }
-    }
-}
 
 /// Open-loop state shared by a thread's dispatcher and connections.
 pub(crate) struct OpenState {
@@ -101,6 +55,8 @@ pub(crate) struct OpenState {
     dispatcher_wake: Notify,
     /// `--tick`: wake at most once per tick (zero: at every due time).
     tick: Duration,
+    /// How wake-ups batch sends and wait (see `pacing`).
+    pacing: Pacing,
 }
 
 /// How an idle connection receives its next request.
@@ -122,6 +78,7 @@ impl OpenState {
             dispatcher_waiting: Cell::new(false),
             dispatcher_wake: Notify::new(),
             tick,
+            pacing: Pacing::for_tick(tick),
         }
     }
 
@@ -234,11 +191,14 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
         }
         // Past the deadline, requests that fell due before it still go out (with a tick, the
         // last ones wait for the deadline itself); only those due after it are not sent.
+        // Without a tick, this wake-up also takes sends due within the pacing's slack (each
+        // keeps its own intended time: see `pacing`).
+        let batch_end = open.pacing.batch_end(now, deadline);
         let next = loop {
             let Some(t) = open.pending.borrow().peek() else {
                 break 'run;
             };
-            if t > now {
+            if t > batch_end {
                 break t;
             }
             // Take the idle connection out first: a borrow held into the `else` branch
@@ -316,7 +276,8 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
 /// microseconds, more than a request, so a thread woken by each response spends most of its
 /// CPU waking up. Here it wakes when the next request is due (or at the next tick), reads
 /// every response that arrived (their times are the kernel's receive stamps, so the late
-/// reading does not show in latency), and sends what fell due.
+/// reading does not show in latency), and sends what fell due. A wait shorter than a
+/// wake-up costs is spun instead (see `pacing`).
 async fn sleep_thread_until(ctx: &ThreadCtx, wake_at: Instant) {
     // First let the connections just handed requests send them, and those just opened
     // connect and send: on one machine a connect completes within a poll or two, and a
@@ -332,14 +293,25 @@ async fn sleep_thread_until(ctx: &ThreadCtx, wake_at: Instant) {
     // At low rates the next due time may be seconds away: sleep in slices, reading what
     // arrived after each, so that responses, timeouts and Ctrl-C are dealt with within one.
     loop {
-        let slice_end = wake_at.min(Instant::now() + MAX_SLEEP_SLICE);
-        super::stamped::sleep_blocking_until(slice_end);
+        let now = Instant::now();
+        let slice_end = wake_at.min(now + MAX_SLEEP_SLICE);
+        match open.pacing.wait(now, slice_end) {
+            Wait::Spin(at) => spin_until(at),
+            Wait::Sleep(at) => super::stamped::sleep_blocking_until(at),
+        }
         // A yield makes the runtime poll the kernel for ready sockets (without blocking) and
         // run their tasks before this one resumes (to hand out what is due).
         tokio::task::yield_now().await;
         if slice_end >= wake_at || ctx.stop.is_stopped() {
             break;
         }
+    }
+}
+
+/// Spins on the clock until `at`: for waits shorter than a sleep's wake-up.
+fn spin_until(at: Instant) {
+    while Instant::now() < at {
+        std::hint::spin_loop();
     }
 }
 
@@ -435,25 +407,5 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
         if next.is_none() {
             open.busy.set(open.busy.get() - 1);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::schedule::{Arrival, Profile};
-
-    #[test]
-    fn ticks_round_due_times_up_to_a_boundary() {
-        let start = Instant::now();
-        let profile = Profile::parse("1s:1000").unwrap();
-        let pending = Pending::new(Schedule::new(&profile, Arrival::Uniform, 0, 1), start);
-        let at = |us: u64| start + Duration::from_micros(us);
-        let tick = Duration::from_millis(1);
-        assert_eq!(pending.wake_for(at(0), tick), at(0));
-        assert_eq!(pending.wake_for(at(1), tick), at(1_000));
-        assert_eq!(pending.wake_for(at(1_000), tick), at(1_000));
-        assert_eq!(pending.wake_for(at(2_400), tick), at(3_000));
-        assert_eq!(pending.wake_for(at(2_400), Duration::ZERO), at(2_400));
     }
 }
