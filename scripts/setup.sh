@@ -104,15 +104,17 @@ else
     echo "setup: groff or man is missing; the man pages' rendering test will be skipped." \
         "Install them with: sudo apt-get install groff-base man-db" >&2
 fi
-if need podman && need runc; then
-    echo "setup: podman and runc present"
+# (catatonit: the pause process of the pods `podman kube play` makes.)
+if need podman && need runc && need catatonit; then
+    echo "setup: podman, runc and catatonit present"
 elif [[ $(id -u) -eq 0 ]] && need apt-get; then
-    echo "setup: installing podman and runc (for the container image's test)"
+    echo "setup: installing podman, runc and catatonit (for the container image's tests)"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman runc
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        podman runc catatonit
 else
-    echo "setup: podman or runc is missing; the container image's test will be skipped." \
-        "Install them with: sudo apt-get install podman runc" >&2
+    echo "setup: podman, runc or catatonit is missing; the container image's tests will be" \
+        "skipped. Install them with: sudo apt-get install podman runc catatonit" >&2
 fi
 KUBERNETES_VALIDATE_VERSION=1.37.0
 k8s_venv=target/k8s-venv

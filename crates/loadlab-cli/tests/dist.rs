@@ -261,12 +261,18 @@ fn kubernetes_manifests_parse_back_with_the_shards_the_plan_and_the_resources() 
     let pod = job.template.spec.as_ref().unwrap();
     let c = &pod.containers[0];
     assert_eq!(c.image.as_deref(), Some("registry.example/loadlab:0.1"));
-    let script = c.command.as_ref().unwrap().join(" ");
-    assert!(script.contains("--shard \"$((JOB_COMPLETION_INDEX + 1))/$LOADLAB_SHARDS\" --framed"));
-    let env = c.env.as_ref().unwrap();
-    assert!(env
-        .iter()
-        .any(|e| e.name == "LOADLAB_SHARDS" && e.value.as_deref() == Some("4")));
+    assert_eq!(
+        c.command.as_ref().unwrap(),
+        &[
+            "loadlab",
+            "dist",
+            "pod",
+            "--shards",
+            "4",
+            "--plan",
+            "/etc/loadlab/args"
+        ]
+    );
     let res = c.resources.as_ref().unwrap();
     for side in [res.requests.as_ref().unwrap(), res.limits.as_ref().unwrap()] {
         assert_eq!(side["cpu"].0, "1500m");

@@ -5,8 +5,10 @@
 //! - a ConfigMap holding the plan: the run flags, one per line (`args`), and any file they
 //!   name (a request body, a CA), mounted at [`PLAN_DIR`];
 //! - an Indexed Job (`completionMode: Indexed`, `completions = parallelism = N`): pod k runs
-//!   `loadlab run --shard $((JOB_COMPLETION_INDEX + 1))/N --framed` with the plan's flags, and
-//!   prints its result in a frame that `loadlab dist collect --k8s` reads from its log;
+//!   `loadlab dist pod --shards N --plan PLAN_DIR/args`, which is `loadlab run --shard
+//!   JOB_COMPLETION_INDEX+1/N --framed` with the plan's flags (no shell: the FROM scratch image
+//!   has none), and prints its result in a frame that `loadlab dist collect --k8s` reads from
+//!   its log;
 //!   `backoffLimit: 0`, because a shard run again would start late and load the target
 //!   twice: a failed shard is reported missing instead;
 //! - CPU and memory requests equal to the limits (the Guaranteed class: a shard is neither
@@ -16,9 +18,8 @@
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Affinity, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, PodAffinityTerm,
-    PodAntiAffinity, PodSpec, PodTemplateSpec, ResourceRequirements, Volume, VolumeMount,
-    WeightedPodAffinityTerm,
+    Affinity, ConfigMap, ConfigMapVolumeSource, Container, PodAffinityTerm, PodAntiAffinity,
+    PodSpec, PodTemplateSpec, ResourceRequirements, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -66,13 +67,14 @@ pub struct Manifests {
     pub job: Job,
 }
 
-/// The shell line each pod runs: the flags are read back one per line (so values with spaces
-/// survive) and the shard number comes from the Job's completion index.
-fn pod_script() -> String {
-    format!(
-        "set -eu\nset --\nwhile IFS= read -r arg || [ -n \"$arg\" ]; do set -- \"$@\" \"$arg\"; done < {PLAN_DIR}/args\n\
-         exec loadlab run --shard \"$((JOB_COMPLETION_INDEX + 1))/$LOADLAB_SHARDS\" --framed \"$@\"\n"
-    )
+/// The plan's flags read back from the ConfigMap's `args`: one per line, as [`manifests`]
+/// writes them (so values with spaces survive; the last newline ends the last flag).
+pub fn plan_args(text: &str) -> Vec<String> {
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    if text.is_empty() {
+        return Vec::new();
+    }
+    text.split('\n').map(str::to_string).collect()
 }
 
 pub fn manifests(plan: &Plan) -> Manifests {
@@ -141,12 +143,21 @@ pub fn manifests(plan: &Plan) -> Manifests {
         name: "loadlab".to_string(),
         image: Some(plan.image.clone()),
         image_pull_policy: Some("IfNotPresent".to_string()),
-        command: Some(vec!["/bin/sh".into(), "-c".into(), pod_script()]),
-        env: Some(vec![EnvVar {
-            name: "LOADLAB_SHARDS".to_string(),
-            value: Some(plan.shards.to_string()),
-            ..EnvVar::default()
-        }]),
+        // No shell: `dist pod` reads the plan and the completion index itself, so the
+        // FROM scratch image runs it.
+        command: Some(
+            [
+                "loadlab",
+                "dist",
+                "pod",
+                "--shards",
+                &plan.shards.to_string(),
+                "--plan",
+                &format!("{PLAN_DIR}/args"),
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
         resources: Some(ResourceRequirements {
             requests: Some(resources.clone()),
             limits: Some(resources),
@@ -236,5 +247,20 @@ pub fn parse(yaml: &str) -> Result<Manifests, ParseError> {
     match (plan, job) {
         (Some(plan), Some(job)) => Ok(Manifests { plan, job }),
         _ => Err(ParseError::Shape(kinds.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::plan_args;
+
+    #[test]
+    fn the_plan_reads_back_one_flag_a_line_spaces_and_empty_values_kept() {
+        assert_eq!(
+            plan_args("-H\nX-Test: a b\n-d\n60s\n--body\n\nhttp://x/\n"),
+            ["-H", "X-Test: a b", "-d", "60s", "--body", "", "http://x/"]
+        );
+        assert_eq!(plan_args("http://x/"), ["http://x/"]);
+        assert!(plan_args("").is_empty());
     }
 }

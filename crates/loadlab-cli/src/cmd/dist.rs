@@ -31,6 +31,8 @@ pub enum DistCommand {
     Collect(CollectArgs),
     /// Run the shards on an Ansible inventory's hosts, started together, and merge them.
     Ansible(AnsibleArgs),
+    /// What each pod of a `dist k8s` Job runs: its shard of the plan, by its completion index.
+    Pod(crate::cmd::dist_pod::PodArgs),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -141,6 +143,7 @@ pub fn run(args: DistArgs) -> anyhow::Result<ExitCode> {
         DistCommand::K8s(a) => k8s_manifests(a),
         DistCommand::Collect(a) => collect(a),
         DistCommand::Ansible(a) => ansible(a),
+        DistCommand::Pod(a) => crate::cmd::dist_pod::pod(a),
     }
 }
 

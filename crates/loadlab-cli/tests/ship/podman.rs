@@ -3,8 +3,11 @@
 //! JSON result read back from the container's standard output and its count checked against
 //! the server's own. Rootful podman with a configuration of the test's own (`CONTAINERS_CONF`:
 //! runc, cgroupfs, no default ulimits, events to a file), since crun refuses this machine's
-//! hybrid cgroup layout. SKIPPED without root, podman or the static binary
-//! (`scripts/build-static.sh`). Every image and container made here is removed.
+//! hybrid cgroup layout. And a `dist k8s` Job's pod template played as N pods with `podman
+//! kube play`, each given its completion index as the Job controller would, their logs merged
+//! by `dist collect --from-logs` to the server's own count. SKIPPED without root, podman or
+//! the static binary (`scripts/build-static.sh`). Every image, pod and container made here is
+//! removed.
 
 use super::{have, repo_root, tempdir, text};
 use loadlab_testkit::{response, Behavior, TestServer};
@@ -69,13 +72,9 @@ fn build_context(dir: &Path, binary: &Path) {
     std::fs::copy(roots, dir.join("ca-certificates.crt")).unwrap();
 }
 
-#[test]
-fn the_scratch_image_runs_a_load_against_a_loopback_server_and_its_json_comes_back() {
-    if let Some(why) = skip_reason() {
-        println!("SKIPPED: {why}");
-        return;
-    }
-    let dir = tempdir("podman");
+/// The FROM scratch image built from the static binary, under a tag of this test's own
+/// (removed, with its containers, when the returned `Podman` is dropped).
+fn built_image(dir: &Path, name: &str) -> Podman {
     let context = dir.join("context");
     std::fs::create_dir_all(&context).unwrap();
     build_context(&context, &static_binary().unwrap());
@@ -83,9 +82,8 @@ fn the_scratch_image_runs_a_load_against_a_loopback_server_and_its_json_comes_ba
     std::fs::write(&conf, CONTAINERS_CONF).unwrap();
     let podman = Podman {
         conf,
-        tag: format!("localhost/loadlab-ship-test:{}", std::process::id()),
+        tag: format!("localhost/loadlab-{name}:{}", std::process::id()),
     };
-
     let out = podman
         .cmd()
         .args(["build", "--pull=never", "-f"])
@@ -95,6 +93,18 @@ fn the_scratch_image_runs_a_load_against_a_loopback_server_and_its_json_comes_ba
         .output()
         .unwrap();
     assert!(out.status.success(), "podman build: {}", text(&out));
+    podman
+}
+
+#[test]
+fn the_scratch_image_runs_a_load_against_a_loopback_server_and_its_json_comes_back() {
+    if let Some(why) = skip_reason() {
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let dir = tempdir("podman");
+    let podman = built_image(&dir, "ship-test");
+    let context = dir.join("context");
 
     // Nothing but the binary and the roots: the image's size is the binary's, give or take.
     let out = podman
@@ -142,6 +152,143 @@ fn the_scratch_image_runs_a_load_against_a_loopback_server_and_its_json_comes_ba
         "{}",
         text(&out)
     );
+    drop(podman);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The pods of a played Job, removed (with their containers) on drop.
+struct PlayedPods<'a> {
+    podman: &'a Podman,
+    names: Vec<String>,
+}
+
+impl Drop for PlayedPods<'_> {
+    fn drop(&mut self) {
+        for name in &self.names {
+            let _ = self
+                .podman
+                .cmd()
+                .args(["pod", "rm", "--force", name])
+                .output();
+        }
+    }
+}
+
+#[test]
+fn the_jobs_pods_played_with_podman_merge_to_the_servers_own_count() {
+    if let Some(why) = skip_reason() {
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let dir = tempdir("kube-play");
+    let podman = built_image(&dir, "kube-play-test");
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    const SHARDS: usize = 3;
+    // Together, a little ahead: the pods are played at once and each waits for the instant.
+    let start_at = std::time::SystemTime::now() + std::time::Duration::from_secs(12);
+    let start_at = format!(
+        "@{:.3}",
+        start_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    );
+    let out = super::loadlab()
+        .args([
+            "dist",
+            "k8s",
+            "--shards",
+            &SHARDS.to_string(),
+            "--name",
+            "play",
+        ])
+        .args(["--image", &podman.tag, "--cpu", "500m", "--memory", "256Mi"])
+        .args([
+            "--rate",
+            "300",
+            "-d",
+            "1s",
+            "-t",
+            "1",
+            "--start-at",
+            &start_at,
+        ])
+        .arg(server.url("/"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let manifests = loadlab_dist::k8s::parse(&String::from_utf8(out.stdout).unwrap()).unwrap();
+
+    // What the Job controller does, by hand: N pods from the template, pod k with
+    // JOB_COMPLETION_INDEX=k. JSON is YAML, so the typed structures serialize straight to it.
+    let plan = dir.join("plan.json");
+    std::fs::write(&plan, serde_json::to_vec(&manifests.plan).unwrap()).unwrap();
+    let template = manifests.job.spec.as_ref().unwrap().template.clone();
+    let mut pods = PlayedPods {
+        podman: &podman,
+        names: Vec::new(),
+    };
+    let mut players = Vec::new();
+    for k in 0..SHARDS {
+        let mut spec = serde_json::to_value(template.spec.as_ref().unwrap()).unwrap();
+        spec["hostNetwork"] = true.into();
+        // One machine here: the anti-affinity that keeps shards apart has nowhere to act.
+        spec.as_object_mut().unwrap().remove("affinity");
+        spec["containers"][0]["env"] =
+            serde_json::json!([{"name": "JOB_COMPLETION_INDEX", "value": k.to_string()}]);
+        let name = format!("play-{k}-{}", std::process::id());
+        let pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": template.metadata.as_ref().unwrap().labels},
+            "spec": spec,
+        });
+        let file = dir.join(format!("pod-{k}.json"));
+        std::fs::write(&file, serde_json::to_vec(&pod).unwrap()).unwrap();
+        pods.names.push(name);
+        let mut play = podman.cmd();
+        play.args(["kube", "play", "--network", "host", "--configmap"])
+            .arg(&plan)
+            .arg(&file);
+        players.push(play.output());
+    }
+    for (k, played) in players.into_iter().enumerate() {
+        let played = played.unwrap();
+        assert!(played.status.success(), "pod {k}: {}", text(&played));
+    }
+    let mut logs = Vec::new();
+    for name in &pods.names {
+        let container = format!("{name}-loadlab");
+        let waited = podman.cmd().args(["wait", &container]).output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&waited.stdout).trim(),
+            "0",
+            "{container}: {}",
+            text(&waited)
+        );
+        let log = podman.cmd().args(["logs", &container]).output().unwrap();
+        let file = dir.join(format!("{name}.log"));
+        std::fs::write(&file, &log.stdout).unwrap();
+        logs.push(file);
+    }
+    let merged = dir.join("merged.json");
+    let out = super::loadlab()
+        .args(["dist", "collect", "-o"])
+        .arg(&merged)
+        .arg("--from-logs")
+        .args(&logs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    let requests = &result["measured"]["requests"];
+    assert_eq!(requests["issued"], 300, "{result:#}");
+    assert_eq!(
+        requests["completed"].as_u64(),
+        Some(server.counters().requests()),
+        "{result:#}"
+    );
+    drop(pods);
     drop(podman);
     let _ = std::fs::remove_dir_all(&dir);
 }
