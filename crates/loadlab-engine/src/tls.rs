@@ -14,6 +14,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::sync::Arc;
 
+mod advice;
+
 /// Which TLS versions may be negotiated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlsVersion {
@@ -226,29 +228,13 @@ impl ServerCertVerifier for AcceptAnyCertificate {
     }
 }
 
-/// Classifies a failed handshake, with the reason in words.
+/// Classifies a failed handshake, with the reason in words and the fix (see [`advice`]).
 pub fn classify_handshake_error(err: &std::io::Error) -> (ErrorClass, String) {
     if let Some(tls) = err
         .get_ref()
         .and_then(|e| e.downcast_ref::<rustls::Error>())
     {
-        return match tls {
-            e if loadlab_certs::is_ca_used_as_end_entity(e) => (
-                ErrorClass::TlsCertificate,
-                "certificate not trusted (CaUsedAsEndEntity): the server presented a CA \
-                 certificate (CA:TRUE, as `openssl req -x509` makes) that is not one of the \
-                 --cacert certificates: pass that very certificate with --cacert FILE, or skip \
-                 checks with --insecure"
-                    .to_string(),
-            ),
-            rustls::Error::InvalidCertificate(why) => (
-                ErrorClass::TlsCertificate,
-                format!(
-                    "certificate not trusted ({why:?}): pass the CA that signed it with --cacert FILE, or skip checks with --insecure"
-                ),
-            ),
-            other => (ErrorClass::TlsHandshake, other.to_string()),
-        };
+        return advice::describe(tls);
     }
     (ErrorClass::from_io(err), err.to_string())
 }

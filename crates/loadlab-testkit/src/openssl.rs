@@ -85,6 +85,78 @@ impl OpensslCert {
 
     /// The same kind of certificate (CA:TRUE, self-signed) valid only in January 2020.
     pub fn expired(cn: &str, san: &str) -> OpensslCert {
+        OpensslCert::valid_between(cn, san, "20200101000000Z", "20200201000000Z")
+    }
+
+    /// The same kind of certificate valid only from 2099 on (not valid yet).
+    pub fn not_yet_valid(cn: &str, san: &str) -> OpensslCert {
+        OpensslCert::valid_between(cn, san, "20990101000000Z", "20991231000000Z")
+    }
+
+    /// A CA made by `openssl req -x509`, and a leaf (CA:FALSE) it signed with `openssl x509
+    /// -req -CA`: (the CA, the leaf).
+    pub fn leaf_under_new_ca(cn: &str, san: &str) -> (OpensslCert, OpensslCert) {
+        let dir = Scratch::new();
+        let (subj, san) = names(cn, san);
+        // Each CA its own name: two CAs of one name would make a chain check find the wrong
+        // one and fail on its signature instead of on an unknown issuer.
+        let ca_subj = format!(
+            "/CN=loadlab test CA {}",
+            dir.0.file_name().and_then(|n| n.to_str()).unwrap_or("")
+        );
+        openssl(
+            &dir.0,
+            &[
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", &ca_subj, "-keyout",
+                "ca.key", "-out", "ca.pem", "-days", "1",
+            ],
+        );
+        openssl(
+            &dir.0,
+            &[
+                "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", &subj, "-keyout",
+                "leaf.key", "-out", "leaf.csr",
+            ],
+        );
+        std::fs::write(
+            dir.0.join("leaf.ext"),
+            format!("basicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth\n{san}\n"),
+        )
+        .expect("write leaf.ext");
+        openssl(
+            &dir.0,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "leaf.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-extfile",
+                "leaf.ext",
+                "-out",
+                "leaf.pem",
+            ],
+        );
+        (
+            OpensslCert {
+                cert_pem: read(&dir.0, "ca.pem"),
+                key_pem: read(&dir.0, "ca.key"),
+            },
+            OpensslCert {
+                cert_pem: read(&dir.0, "leaf.pem"),
+                key_pem: read(&dir.0, "leaf.key"),
+            },
+        )
+    }
+
+    /// A self-signed certificate (CA:TRUE) valid from `start` to `end` (`YYYYMMDDHHMMSSZ`).
+    pub fn valid_between(cn: &str, san: &str, start: &str, end: &str) -> OpensslCert {
         let dir = Scratch::new();
         let (subj, san) = names(cn, san);
         std::fs::write(dir.0.join("ca.cnf"), CA_CONFIG).expect("write ca.cnf");
@@ -110,9 +182,9 @@ impl OpensslCert {
                 "-in",
                 "req.csr",
                 "-startdate",
-                "20200101000000Z",
+                start,
                 "-enddate",
-                "20200201000000Z",
+                end,
                 "-out",
                 "cert.pem",
             ],
