@@ -20,6 +20,9 @@
 //! This module must not keep intervals in memory: readers stream, one record at a time.
 
 pub mod recover;
+pub mod run;
+pub mod sink;
+pub mod timeline;
 
 use loadlab_result::{IntervalSummary, RunResult};
 use std::fs::File;
@@ -34,13 +37,9 @@ pub const MAGIC: &str = "loadlab-spill 1";
 const MAX_RECORD_BYTES: usize = 64 << 20;
 
 /// How often the writer makes what it wrote durable, at most.
-// The writer is not yet fed by `loadlab run` (issue 34's engine side is still to come): only
-// the tests use it, so it is allowed to look unused outside them.
-#[cfg_attr(not(test), allow(dead_code))]
 pub const SYNC_EVERY: Duration = Duration::from_secs(1);
 
 /// Appends records to a spill file and makes them durable at most once a [`SYNC_EVERY`].
-#[cfg_attr(not(test), allow(dead_code))]
 pub struct SpillWriter {
     path: PathBuf,
     file: File,
@@ -50,7 +49,6 @@ pub struct SpillWriter {
     pub intervals: u64,
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl SpillWriter {
     /// Creates (or truncates) `path` and writes the magic line and the header, durably.
     pub fn create(path: &Path, header: &RunResult, now: Instant) -> anyhow::Result<SpillWriter> {
