@@ -22,9 +22,18 @@ pub struct Rebuilt {
 /// Reads the `written` intervals of `path`. `summary` is the timeline the engine summarised
 /// (counts only): its steal and server samples, which are not written, are carried over.
 pub fn rebuild(path: &Path, written: u64, summary: &[IntervalSummary]) -> anyhow::Result<Rebuilt> {
+    rebuild_at_most(path, written, summary, MAX_TIMELINE_INTERVALS)
+}
+
+fn rebuild_at_most(
+    path: &Path,
+    written: u64,
+    summary: &[IntervalSummary],
+    at_most: u64,
+) -> anyhow::Result<Rebuilt> {
     let mut reader = SpillReader::open(path)?;
     reader.header()?;
-    let group = written.div_ceil(MAX_TIMELINE_INTERVALS).max(1);
+    let group = written.div_ceil(at_most.max(1)).max(1);
     let mut timeline = Vec::with_capacity(written.div_ceil(group) as usize);
     let mut pending = Vec::with_capacity(group as usize);
     let mut read = 0u64;
@@ -107,4 +116,72 @@ fn merge(group: &mut Vec<IntervalSummary>) -> anyhow::Result<IntervalSummary> {
     };
     group.clear();
     Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spill::SpillWriter;
+    use std::time::Instant;
+
+    fn interval(i: u64, values_ns: &[u64]) -> IntervalSummary {
+        let mut h = new_histogram();
+        for v in values_ns {
+            h.record(*v).unwrap();
+        }
+        serde_json::from_value(serde_json::json!({
+            "start_s": i as f64, "duration_s": 1.0, "warmup": false, "offered_per_s": 10.0,
+            "connections": null, "achieved_per_s": values_ns.len() as f64,
+            "completed": values_ns.len(), "failed": i % 2, "p50_us": null, "p90_us": null,
+            "p99_us": null, "max_us": null, "bytes_sent": 80, "bytes_received": 120 + i,
+            "steal": null, "histogram": encode_histogram(&h),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_long_timeline_is_merged_exactly_in_groups() {
+        let dir = std::env::temp_dir().join(format!("loadlab-spill-group-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("run.spill");
+        let header: loadlab_result::RunResult = serde_json::from_str(include_str!(
+            "../../../loadlab-report/tests/fixtures/open.json"
+        ))
+        .unwrap();
+        let mut w = SpillWriter::create(&path, &header, Instant::now()).unwrap();
+        let mut all = new_histogram();
+        for i in 0..25u64 {
+            let values: Vec<u64> = (0..i % 4 + 1).map(|k| 1_000 * (i + 1) + k).collect();
+            values.iter().for_each(|v| all.record(*v).unwrap());
+            w.append(&interval(i, &values), Instant::now()).unwrap();
+        }
+        w.finish(Instant::now()).unwrap();
+        let rebuilt = rebuild_at_most(&path, 25, &[], 10).unwrap();
+        // 25 intervals, at most 10 shown: groups of 3, the last of one.
+        assert_eq!(
+            (rebuilt.group, rebuilt.read, rebuilt.timeline.len()),
+            (3, 25, 9)
+        );
+        let t = &rebuilt.timeline;
+        assert_eq!((t[1].start_s, t[1].duration_s), (3.0, 3.0));
+        assert_eq!(t[8].start_s, 24.0);
+        assert_eq!(t[0].failed, 1);
+        assert_eq!(t[0].bytes_received, 3 * 120 + 3);
+        let completed: u64 = t.iter().map(|i| i.completed).sum();
+        assert_eq!(completed, all.len());
+        let mut merged = new_histogram();
+        for iv in t {
+            let h = decode_histogram(iv.histogram.as_ref().unwrap()).unwrap();
+            merged.add(h).unwrap();
+        }
+        assert_eq!(merged, all);
+        let first = decode_histogram(t[0].histogram.as_ref().unwrap()).unwrap();
+        assert_eq!(first.len(), 1 + 2 + 3);
+        assert_eq!(
+            t[0].p50_us,
+            Some(first.value_at_quantile(0.5) as f64 / 1_000.0)
+        );
+        assert_eq!(t[0].max_us, Some(first.max() as f64 / 1_000.0));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
