@@ -36,7 +36,9 @@ while kill -0 "$gen" 2>/dev/null; do
     # VmHWM: the kernel's own peak, which catches a spike between two samples.
     hwm=$(awk '/VmHWM/ {print $2}' "/proc/$gen/status" 2>/dev/null || echo "")
     [ -n "$hwm" ] && peak_hwm=$hwm
-    [ -n "$rss" ] && { printf "t=%4ds  rss=%7d KiB\n" "$t" "$rss"; samples+=("$t $rss"); }
+    # The timeline leaves memory as it is made: the spill file next to --json grows instead.
+    spill=$(stat -c %s "/tmp/soak-$$.json.spill" 2>/dev/null || echo 0)
+    [ -n "$rss" ] && { printf "t=%4ds  rss=%7d KiB  spill=%8d bytes\n" "$t" "$rss" "$spill"; samples+=("$t $rss"); }
     sleep "$EVERY"; t=$((t + EVERY))
 done
 wait "$gen" || true
@@ -51,4 +53,4 @@ printf '%s\n' "${samples[@]}" | awk -v from="$WARMUP_S" -v to="$((DURATION - TAI
           printf "steady state %d-%d s: RSS %d KiB -> %d KiB over %d samples; slope %.2f KiB/min (%.3f MB/min)\n",
                  from, to, s0, s1, n, slope*60, slope*60/1024 }'
 python3 -c "import json;r=json.load(open('/tmp/soak-$$.json'));m=r['measured'];print('completed',m['requests']['completed'],'failed',m['requests']['failed'],'p99 us',m['latency_us']['p99'])"
-rm -f /tmp/soak-$$.json
+rm -f /tmp/soak-$$.json /tmp/soak-$$.json.spill
