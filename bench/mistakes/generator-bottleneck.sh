@@ -17,7 +17,7 @@ fi
 trap 'cleanup; rmdir "$CG" 2>/dev/null || true' EXIT
 # the starved generator: its shell joins the cgroup, then becomes loadlab (-t 1, core 1)
 OUT=$OUT LOADLAB=$LOADLAB CG=$CG sh -c 'echo $$ > "$CG/cgroup.procs" 2>/dev/null || echo $$ > "$CG/tasks"; exec taskset -c 1 "$LOADLAB" run --json "$OUT/starved.json" -t 1 --rate '"$RATE"' -d '"$SECS"'s '"$UP"'/ > "$OUT/starved.txt" 2>&1' || true
-ll roomy -t 1 --rate "$RATE" -d "${SECS}s" "$UP/" --no-busy-poll
+RUN_ON=1 ll roomy -t 1 --rate "$RATE" -d "${SECS}s" "$UP/"
 echo "== mistake 3, the generator as the bottleneck: open loop $RATE/s for ${SECS}s, mock upstream on core 0 (out: $OUT)"
 header "generator"
 row "wrong: $((QUOTA_US / 1000)) ms CPU per 100 ms" starved

@@ -11,9 +11,10 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-# ll NAME ARGS...: one loadlab run, its text in $OUT/NAME.txt, its result in $OUT/NAME.json.
+# ll NAME ARGS...: one loadlab run, its text in $OUT/NAME.txt, its result in $OUT/NAME.json
+# (with RUN_ON=CPU set, loadlab is pinned there by taskset).
 ll() { local name=$1; shift
-    "$LOADLAB" run --json "$OUT/$name.json" "$@" > "$OUT/$name.txt" 2>&1 || true; }
+    ${RUN_ON:+taskset -c "$RUN_ON"} "$LOADLAB" run --json "$OUT/$name.json" "$@" > "$OUT/$name.txt" 2>&1 || true; }
 
 # said NAME REGEX: loadlab's own lines from run NAME, indented, as it printed them.
 said() { grep -E "$2" "$OUT/$1.txt" | sed 's/^/    | /' || echo "    | (loadlab printed no line matching $2)"; }
