@@ -124,7 +124,10 @@ fn a_single_server_with_a_fixed_service_time_is_found_at_one_over_that_time() {
     let range = &doc["finding"];
     assert!(range["low"].as_f64().unwrap() >= 180.0, "{range}");
     assert!(range["high"].as_f64().unwrap() <= 210.0, "{range}");
-    assert!(probes(&doc) <= 16, "{} probes", probes(&doc));
+    // A bisection to a 5% tolerance, each probe repeated twice: about 12 on a quiet machine.
+    // Noise near the boundary costs re-probes (18 were seen with the two cores saturated by
+    // builds); a search that walks the rates one by one takes far more than 24.
+    assert!(probes(&doc) <= 24, "{} probes", probes(&doc));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("capacity ") && text.contains("over 2 repeats"),
@@ -164,7 +167,10 @@ fn a_token_bucket_is_found_at_its_rate() {
         "capacity {c}: {}",
         doc["verdict"]
     );
-    assert!(probes(&doc) <= 16, "{} probes", probes(&doc));
+    // A bisection to a 5% tolerance, each probe repeated twice: about 12 on a quiet machine.
+    // Noise near the boundary costs re-probes (18 were seen with the two cores saturated by
+    // builds); a search that walks the rates one by one takes far more than 24.
+    assert!(probes(&doc) <= 24, "{} probes", probes(&doc));
     let failed: Vec<&Value> = doc["probes"]
         .as_array()
         .unwrap()
