@@ -226,7 +226,11 @@ fn batched_sends_keep_the_schedule_exact_and_the_lag_honest() {
     let m = &r.measured;
     // Exactly the schedule: every request due went out once, none was invented.
     assert_eq!(m.requests.issued, 20_000, "{:?}", m.requests);
-    assert_eq!(m.requests.completed, 20_000, "{:?} {:?}", m.requests, m.errors);
+    assert_eq!(
+        m.requests.completed, 20_000,
+        "{:?} {:?}",
+        m.requests, m.errors
+    );
     assert_eq!(m.requests.not_sent, 0);
     let lag = m.send_lag_us.as_ref().unwrap();
     assert_eq!(lag.count, 20_000);
@@ -236,5 +240,8 @@ fn batched_sends_keep_the_schedule_exact_and_the_lag_honest() {
     // same request's service time: the shortest of each agree.
     let response = m.latency_us.as_ref().unwrap();
     let service = m.service_time_us.as_ref().unwrap();
-    assert!(response.min + 1.0 >= service.min, "{response:?} {service:?}");
+    assert!(
+        response.min + 1.0 >= service.min,
+        "{response:?} {service:?}"
+    );
 }

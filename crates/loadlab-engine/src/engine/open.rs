@@ -168,7 +168,23 @@ fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
 }
 
 /// Hands out due requests until the schedule ends, then waits for requests in flight.
+///
+/// The dispatcher runs as a task of the thread's set, not as the set's own future, so that
+/// the connections it hands requests to run in the same pass of the set as it, right after it
+/// steps aside (see `run_woken_tasks`), with no poll of the kernel in between.
 pub(super) async fn run(ctx: Rc<ThreadCtx>) {
+    let done = Rc::new(Notify::new());
+    let signal = done.clone();
+    let task_ctx = ctx.clone();
+    super::spawn_guarded(&ctx, async move {
+        dispatch(task_ctx).await;
+        signal.notify_one();
+    });
+    // A panic in the dispatcher stops the run (spawn_guarded), which ends this wait's caller.
+    done.notified().await;
+}
+
+async fn dispatch(ctx: Rc<ThreadCtx>) {
     let open = ctx.open.as_ref().expect("open-loop thread");
     let deadline = ctx.deadline.expect("open loops end by time");
     // Over plain HTTP/1.1 the thread sleeps between due times (or ticks), not in the event
@@ -279,10 +295,11 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>) {
 /// reading does not show in latency), and sends what fell due. A wait shorter than a
 /// wake-up costs is spun instead (see `pacing`).
 async fn sleep_thread_until(ctx: &ThreadCtx, wake_at: Instant) {
-    // First let the connections just handed requests send them, and those just opened
-    // connect and send: on one machine a connect completes within a poll or two, and a
-    // request left waiting for the next wake-up would be a tick late.
-    tokio::task::yield_now().await;
+    // First let the connections just handed requests send them (no kernel poll needed: the
+    // thread just woke from one), and those just opened connect and send: on one machine a
+    // connect completes within a poll or two, and a request left waiting for the next
+    // wake-up would be a tick late.
+    run_woken_tasks().await;
     let open = ctx.open.as_ref().expect("open-loop thread");
     for _ in 0..CONNECT_POLLS {
         if open.connecting.get() == 0 {
@@ -306,6 +323,22 @@ async fn sleep_thread_until(ctx: &ThreadCtx, wake_at: Instant) {
             break;
         }
     }
+}
+
+/// Steps aside once so that the tasks already woken (connections just handed a request) run
+/// first, without polling the kernel: tokio's `yield_now` resumes only after the I/O driver's
+/// next poll, an `epoll_wait` per wake-up that would find nothing new.
+async fn run_woken_tasks() {
+    let mut stepped_aside = false;
+    std::future::poll_fn(|cx| {
+        if stepped_aside {
+            return std::task::Poll::Ready(());
+        }
+        stepped_aside = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// Spins on the clock until `at`: for waits shorter than a sleep's wake-up.
