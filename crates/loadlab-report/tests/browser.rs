@@ -144,9 +144,67 @@ const TIME_AND_SERVER: [&str; 5] = [
     "chart-memory",
     "chart-distribution",
 ];
+/// `--server-metrics` series and a `--query`: a chart per selector or query.
+const TIME_SERVER_AND_METRICS: [&str; 7] = [
+    "chart-rate",
+    "chart-latency",
+    "chart-cpu",
+    "chart-memory",
+    "chart-metrics-0",
+    "chart-metrics-1",
+    "chart-distribution",
+];
 const TIME_ONLY: [&str; 3] = ["chart-rate", "chart-latency", "chart-distribution"];
 /// A run shorter than two intervals has nothing to draw over time.
 const DISTRIBUTION_ONLY: [&str; 1] = ["chart-distribution"];
+
+/// `run` with two scraped series of one selector and a query, over its timeline.
+fn with_metrics(run: &RunResult) -> RunResult {
+    use loadlab_result::metrics::{MetricPoint, MetricSeries, MetricsEndpoint, MetricsQuery};
+    let points = |k: f64| -> Vec<MetricPoint> {
+        (run.timeline.iter())
+            .map(|i| MetricPoint {
+                t_s: i.start_s + i.duration_s,
+                value: k * (1.0 + i.start_s),
+            })
+            .collect()
+    };
+    let series = |selector: &str, name: &str, k: f64| MetricSeries {
+        selector: selector.into(),
+        series: name.into(),
+        per_s: true,
+        points: points(k),
+    };
+    let mut r = run.clone();
+    r.server_metrics = Some(loadlab_result::ServerMetrics {
+        scrape_interval_s: 1.0,
+        endpoints: vec![MetricsEndpoint {
+            url: "http://127.0.0.1:9/metrics".into(),
+            scrapes_ok: 10,
+            series: vec![
+                series(
+                    "http_requests_total",
+                    "http_requests_total{code=\"200\"}",
+                    100.0,
+                ),
+                series(
+                    "http_requests_total",
+                    "http_requests_total{code=\"500\"}",
+                    3.0,
+                ),
+            ],
+            ..Default::default()
+        }],
+        queries: vec![MetricsQuery {
+            url: "http://127.0.0.1:9".into(),
+            query: "up".into(),
+            step_s: 1.0,
+            error: None,
+            series: vec![series("up", "up{job=\"app\"}", 1.0)],
+        }],
+    });
+    r
+}
 
 #[test]
 fn reports_draw_in_a_real_browser() {
@@ -159,8 +217,9 @@ fn reports_draw_in_a_real_browser() {
         fixture("server.json"),
         fixture("open.json"),
     );
-    let single: [(&str, &RunResult, &[&str]); 4] = [
+    let single: [(&str, &RunResult, &[&str]); 5] = [
         ("server", &server, &TIME_AND_SERVER),
+        ("metrics", &with_metrics(&server), &TIME_SERVER_AND_METRICS),
         ("ok", &ok, &DISTRIBUTION_ONLY),
         ("open", &open, &TIME_ONLY),
         ("ten-minutes", &ten_minute_run(), &TIME_AND_SERVER),

@@ -59,6 +59,9 @@ pub struct RunSeries {
     pub timeline: Timeline,
     pub server: Option<ServerSeries>,
     pub distribution: Option<Distribution>,
+    /// The server's own metrics, a family per selector or query.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<super::series::MetricFamily>,
 }
 
 /// The first requests were much slower than the rest: the charts flag when they ended.
@@ -158,6 +161,7 @@ fn run_series(label: &str, r: &RunResult) -> RunSeries {
         distribution: decode_histogram(&r.measured.histograms.latency)
             .ok()
             .and_then(|h| distribution(&h)),
+        metrics: super::series::families(r),
     }
 }
 

@@ -13,6 +13,8 @@
 //! Layout:
 //! - [`data`]: what the charts plot, prepared in Rust (the percentile curve decoded from the
 //!   histogram, series per run, the server's samples thinned).
+//! - [`series`]: the server's own metrics (`--server-metrics`, `--query`), a chart per
+//!   selector or query.
 //! - `page`: the document, its header and tables, and all escaping.
 //! - `assets`: the embedded uPlot, `report.js`, `report.css`, and the policy's script hashes.
 //! - `report.js`: draws the charts from the embedded data, inserting text only as text.
@@ -23,6 +25,7 @@
 mod assets;
 pub mod data;
 mod page;
+pub mod series;
 
 pub use assets::UPLOT_VERSION;
 pub use data::Curve;

@@ -409,6 +409,30 @@
       [[c.load, positive(c.p50_us), positive(c.p99_us), positive(missed(c.p99_us))]]);
   }
 
+  // The server's own metrics: a chart per selector or query, every run's series as lines.
+  function metricsCharts() {
+    var families = [];
+    runs.forEach(function (r, i) {
+      (r.metrics || []).forEach(function (f) {
+        var fam = families.filter(function (x) { return x.title === f.title; })[0];
+        if (!fam) { fam = { title: f.title, per_s: f.per_s, lines: [] }; families.push(fam); }
+        f.series.forEach(function (s) { fam.lines.push({ run: r, i: i, s: s }); });
+      });
+    });
+    families.forEach(function (fam, n) {
+      var series = [], tables = [];
+      fam.lines.forEach(function (l, k) {
+        var c = RUN_COLORS[(multi ? l.i : k) % RUN_COLORS.length];
+        series.push(line(multi ? name(l.run, l.s.label) : l.s.label, c, fam.per_s ? "/s" : null,
+          { points: { show: false } }));
+        tables.push([l.s.t_s, l.s.values]);
+      });
+      chart("chart-metrics-" + n, fam.title, fam.per_s ?
+        "Scraped counter, as a rate per second." : "Scraped or queried values.",
+        timeOpts(series, [axis({ label: fam.per_s ? "per second" : "value" })], {}), tables);
+    });
+  }
+
   function draw() {
     if (data.curve && data.curve.load.length) curveCharts(data.curve);
     var withTimeline = runs.some(function (r) { return r.timeline.t_s.length > 1; });
@@ -428,6 +452,7 @@
       cpuChart(withServer);
       memoryChart(withServer);
     }
+    if (runs.some(function (r) { return r.metrics && r.metrics.length; })) metricsCharts();
     if (runs.some(function (r) { return r.distribution; })) {
       section("Distribution", null);
       distributionChart();
