@@ -81,9 +81,19 @@ start_haproxy_proxy() {
     command -v haproxy >/dev/null || return 1
     local dir=$OUT/haproxy-proxy
     mkdir -p "$dir"
-    take_ports haproxy-proxy http h2c upstream tls_all
-    "$LOADLAB" upstream --port "${PORT[haproxy-proxy:upstream]}" --threads 1 >"$dir/upstream.log" 2>&1 &
+    take_ports haproxy-proxy http h2c tls_all
+    # Port 0: the mock upstream binds a free port itself and prints it (a port picked here and
+    # bound later was once taken in between by another program on the machine).
+    "$LOADLAB" upstream --port 0 --threads 1 >"$dir/upstream.log" 2>&1 &
     started haproxy-upstream $!
+    local port=""
+    for _ in $(seq 100); do
+        port=$(grep -o 'listening on 127\.0\.0\.1:[0-9]*' "$dir/upstream.log" | grep -o '[0-9]*$' || true)
+        [[ -n $port ]] && break
+        sleep 0.1
+    done
+    [[ -n $port ]] || { echo "interop: the mock upstream did not start; see $dir/upstream.log" >&2; return 1; }
+    PORT[haproxy-proxy:upstream]=$port
     {
         haproxy_common
         cat <<CONF

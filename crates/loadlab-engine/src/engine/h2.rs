@@ -4,7 +4,10 @@
 //! crate does the framing; this module drives it and records each request like HTTP/1.1's.
 //!
 //! When a connection dies (GOAWAY, reset, I/O error), its streams stop, the failures are
-//! counted, and the connection is opened again while the run goes on. Bytes counted for
+//! counted, and the connection is opened again while the run goes on. A request the server
+//! says it did not process (a stream above a graceful GOAWAY's last stream id, RFC 9113
+//! 6.8, or refused with REFUSED_STREAM, 8.7) is not a failure: it is sent again on the next
+//! connection (closed loop), as its own request, not counted as issued twice. Bytes counted for
 //! HTTP/2 are payload (DATA frame) bytes, not header or framing bytes.
 
 use super::exchange::{connect, note_detail, record_failure, record_success, Due, Stream, Traffic};
@@ -13,9 +16,13 @@ use crate::error::ErrorClass;
 use crate::stats::Phase;
 use bytes::Bytes;
 use h2::client::SendRequest;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;
+
+mod pool;
+pub(crate) use pool::Pool;
+pub(super) use pool::Slot;
 
 /// The request, ready to be cloned per stream (h2 takes ownership of each one).
 #[derive(Debug, Clone)]
@@ -109,17 +116,24 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
     // does not speak HTTP/2): each waits longer before the next, as a closed loop's
     // connects do, instead of reopening thousands of times a second.
     let mut failures: u32 = 0;
+    // Requests the server did not process, to send again (their budget already taken).
+    let owed = Rc::new(Cell::new(0u64));
     loop {
         if let Some(wait) = super::exchange::backoff_after(failures) {
             super::exchange::back_off(&ctx, wait).await;
         }
         let now = Instant::now();
-        if over(&ctx, now) || ctx.budget_spent.get() {
+        if over(&ctx, now) || (ctx.budget_spent.get() && owed.get() == 0) {
             break;
         }
         let phase = phase_at(&ctx, now);
         let Some(send) = open_connection(&ctx, phase).await else {
             failures = failures.saturating_add(1);
+            // Requests owed to a connection that cannot be opened are failed with it, so a
+            // server that is gone does not keep this loop alive.
+            for _ in 0..owed.replace(0) {
+                record_failure(&ctx, phase, ErrorClass::GoAway, &Traffic::default(), false);
+            }
             continue;
         };
         let answered_before = ctx
@@ -128,7 +142,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
             .load(std::sync::atomic::Ordering::Relaxed);
         let mut streams = tokio::task::JoinSet::new();
         for _ in 0..ctx.streams {
-            streams.spawn_local(stream_loop(ctx.clone(), send.clone()));
+            streams.spawn_local(stream_loop(ctx.clone(), send.clone(), owed.clone()));
         }
         drop(send);
         let mut connection_died = false;
@@ -141,7 +155,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
                 }
             }
         }
-        if !connection_died {
+        if !connection_died && owed.get() == 0 {
             break;
         }
         let answered = ctx
@@ -161,15 +175,18 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
     }
 }
 
-/// One stream's closed loop. Returns true when the connection died under it.
-async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>) -> bool {
+/// One stream's closed loop. Returns true when the connection died under it. A request the
+/// server did not process is owed (`owed`) and sent first on the next connection.
+async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Cell<u64>>) -> bool {
     loop {
         let now = Instant::now();
         if over(&ctx, now) {
             return false;
         }
         let phase = phase_at(&ctx, now);
-        if phase == Phase::Measured && !ctx.budget.take() {
+        if owed.get() > 0 {
+            owed.set(owed.get() - 1);
+        } else if phase == Phase::Measured && !ctx.budget.take() {
             ctx.budget_spent.set(true);
             return false;
         }
@@ -178,20 +195,50 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>) -> bool {
             intended: None,
             noticed: now,
         };
-        if one_request(&ctx, &send, due).await {
-            return true;
+        match one_request(&ctx, &send, due).await {
+            Outcome::Done => {}
+            Outcome::Died => return true,
+            Outcome::Refused => owed.set(owed.get() + 1),
+            Outcome::NotProcessed => {
+                owed.set(owed.get() + 1);
+                return true;
+            }
         }
     }
 }
 
-/// Sends one request on a stream of `send`'s connection and records the outcome. Returns
-/// true when the connection died (the caller needs another).
-async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> bool {
+/// How one request ended, for its stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// Answered, or failed on a connection still usable.
+    Done,
+    /// Failed with the connection (counted as failed): the stream needs another connection.
+    Died,
+    /// The server refused the stream (REFUSED_STREAM; not counted): send it again here.
+    Refused,
+    /// The server is going away without processing it (not counted): send it on another.
+    NotProcessed,
+}
+
+/// True when the server said it did not process the stream, so it may be sent again (RFC
+/// 9113): a graceful GOAWAY (NO_ERROR) whose last stream id is below it (h2 fails only those
+/// streams with the GOAWAY; those at or below it go on), or RST_STREAM with REFUSED_STREAM.
+fn not_processed(e: &h2::Error) -> bool {
+    e.is_remote()
+        && ((e.is_go_away() && e.reason() == Some(h2::Reason::NO_ERROR))
+            || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)))
+}
+
+/// Sends one request on a stream of `send`'s connection and records the outcome (a request
+/// the server did not process is taken back: neither issued nor failed).
+async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Outcome {
     let request = ctx.h2.as_ref().expect("HTTP/2 run");
     let phase = due.phase;
     // Waits for a free stream under the server's SETTINGS_MAX_CONCURRENT_STREAMS.
     let mut ready = match send.clone().ready().await {
         Ok(s) => s,
+        // The request never left, and the server is going away: send it on another.
+        Err(e) if not_processed(&e) => return Outcome::NotProcessed,
         Err(e) => {
             // The request never left: a connection-level failure.
             record_failure(
@@ -201,7 +248,7 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> bo
                 &Traffic::default(),
                 false,
             );
-            return true;
+            return Outcome::Died;
         }
     };
     let sent_at = Instant::now();
@@ -211,6 +258,15 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> bo
         rec.phase(phase).issued += 1;
     }
     let mut traffic = Traffic::default();
+    // Set when the server did not process the request: Some(true) when it refused only
+    // the stream (the connection goes on), Some(false) when it is going away.
+    let unprocessed = Cell::new(None);
+    let classify = |ctx: &ThreadCtx, phase: Phase, e: &h2::Error| {
+        if not_processed(e) {
+            unprocessed.set(Some(e.is_reset()));
+        }
+        classify(ctx, phase, e)
+    };
     let exchange = async {
         let end_of_stream = request.body.is_empty();
         let (response, mut body_tx) = ready
@@ -241,18 +297,34 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> bo
     match outcome {
         Ok(status) => {
             record_success(ctx, &due, sent_at, status, &traffic);
-            false
+            Outcome::Done
+        }
+        Err(_) if unprocessed.get().is_some() && traffic.first_byte.is_none() => {
+            let mut rec = ctx.recorder.borrow_mut();
+            rec.in_flight -= 1;
+            let stats = rec.phase(phase);
+            stats.issued -= 1;
+            stats.bytes_sent += traffic.sent - traffic.booked_sent;
+            if unprocessed.get() == Some(true) {
+                Outcome::Refused
+            } else {
+                Outcome::NotProcessed
+            }
         }
         Err(class) => {
             record_failure(ctx, phase, class, &traffic, true);
-            matches!(
+            if matches!(
                 class,
                 ErrorClass::GoAway
                     | ErrorClass::ConnectionReset
                     | ErrorClass::ClosedBeforeResponse
                     | ErrorClass::ProtocolError
                     | ErrorClass::IoError
-            )
+            ) {
+                Outcome::Died
+            } else {
+                Outcome::Done
+            }
         }
     }
 }
@@ -341,102 +413,6 @@ async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<By
             note_detail(ctx, phase, class, Some(format!("HTTP/2 handshake: {e}")));
             record_failure(ctx, phase, class, &Traffic::default(), false);
             None
-        }
-    }
-}
-
-/// An open-loop thread's HTTP/2 connections, shared by its stream slots.
-#[derive(Default)]
-pub(crate) struct Pool {
-    connections: RefCell<Vec<Rc<PooledConnection>>>,
-    /// A connection is being opened: slots wait for it rather than open their own.
-    opening: Cell<bool>,
-    opened: tokio::sync::Notify,
-}
-
-struct PooledConnection {
-    send: SendRequest<Bytes>,
-    slots: Cell<usize>,
-    dead: Cell<bool>,
-}
-
-/// An open loop's stream slot: one request at a time, on a pooled HTTP/2 connection with a
-/// free slot (each connection carries up to `--streams` of them).
-pub(super) struct Slot {
-    on: Option<Rc<PooledConnection>>,
-}
-
-impl Slot {
-    pub fn new() -> Slot {
-        Slot { on: None }
-    }
-
-    fn detach(&mut self) {
-        if let Some(c) = self.on.take() {
-            c.slots.set(c.slots.get() - 1);
-        }
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.detach();
-    }
-}
-
-impl super::open::Carrier for Slot {
-    async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool {
-        let pool = &ctx.h2_pool;
-        loop {
-            if self.on.as_ref().is_some_and(|c| !c.dead.get()) {
-                return true;
-            }
-            self.detach();
-            let free = pool
-                .connections
-                .borrow()
-                .iter()
-                .find(|c| !c.dead.get() && c.slots.get() < ctx.streams)
-                .cloned();
-            if let Some(c) = free {
-                c.slots.set(c.slots.get() + 1);
-                self.on = Some(c);
-                return true;
-            }
-            if pool.opening.get() {
-                pool.opened.notified().await;
-                continue;
-            }
-            pool.opening.set(true);
-            let send = open_connection(ctx, phase).await;
-            pool.opening.set(false);
-            pool.opened.notify_waiters();
-            let Some(send) = send else {
-                return false;
-            };
-            let mut connections = pool.connections.borrow_mut();
-            connections.retain(|c| !c.dead.get() || c.slots.get() > 0);
-            let c = Rc::new(PooledConnection {
-                send,
-                slots: Cell::new(1),
-                dead: Cell::new(false),
-            });
-            connections.push(c.clone());
-            self.on = Some(c);
-            return true;
-        }
-    }
-
-    async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
-        if !self.connect(ctx, due.phase).await {
-            return;
-        }
-        let Some(c) = self.on.clone() else {
-            return;
-        };
-        if one_request(ctx, &c.send, due).await {
-            c.dead.set(true);
-            self.detach();
         }
     }
 }
