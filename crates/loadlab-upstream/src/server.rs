@@ -8,7 +8,7 @@
 use crate::stats::Handshake;
 use crate::{grpc, Counters, UpstreamConfig, UpstreamError, RESPONSE_BODY, STATS_PATH};
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE, SERVER};
 use hyper::server::conn::http1;
@@ -123,6 +123,15 @@ async fn answer(
     counters.add_request();
     if !counted.swap(true, Ordering::AcqRel) {
         counters.add_connection(handshake);
+    }
+    // Read the request's body to its end before answering (a frame at a time, nothing kept):
+    // answered early, a client still sending a large POST had its connection reset, and
+    // `Expect: 100-continue` is answered only when the body is read.
+    let mut body = req.into_body();
+    while let Some(frame) = body.frame().await {
+        if frame.is_err() {
+            break;
+        }
     }
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
