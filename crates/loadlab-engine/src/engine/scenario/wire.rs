@@ -1,7 +1,7 @@
 //! A scenario step's response as its captures and checks see it. While the response arrives,
 //! [`Wire`] keeps its header block, and its body only when the step needs it (a JSON path, a
 //! regex, a body check) or the body is compressed (to weigh it decoded). Afterwards
-//! [`Wire::read`] takes the cookies, de-chunks and decompresses what was kept, and asks the
+//! [`Wire::read`] takes the cookies, de-chunks and decompresses what was kept (gzip, deflate, br), and asks the
 //! scenario crate for the verdict. Buffers keep their capacity from one response to the next,
 //! so a steady virtual user does not allocate here.
 
@@ -102,17 +102,9 @@ impl Wire {
             body_bytes = body;
         }
         let mut decoded_bytes = received;
-        if matches!(encoding, "gzip" | "deflate") && !body_bytes.is_empty() {
+        if matches!(encoding, "gzip" | "deflate" | "br") && !body_bytes.is_empty() {
             decoded.clear();
-            let ok = if encoding == "gzip" {
-                flate2::read::MultiGzDecoder::new(body_bytes)
-                    .read_to_end(decoded)
-                    .is_ok()
-            } else {
-                flate2::read::ZlibDecoder::new(body_bytes)
-                    .read_to_end(decoded)
-                    .is_ok()
-            };
+            let ok = decode(encoding, body_bytes, decoded);
             if ok {
                 decoded_bytes = received - body_bytes.len() as u64 + decoded.len() as u64;
                 body_bytes = decoded;
@@ -134,6 +126,21 @@ impl Wire {
             encoding,
             decoded_bytes,
         }
+    }
+}
+
+/// Decodes a gzip, deflate or br body into `out`; false when it does not decode.
+fn decode(encoding: &str, body: &[u8], out: &mut Vec<u8>) -> bool {
+    match encoding {
+        "gzip" => flate2::read::MultiGzDecoder::new(body)
+            .read_to_end(out)
+            .is_ok(),
+        "br" => brotli_decompressor::Decompressor::new(body, 4096)
+            .read_to_end(out)
+            .is_ok(),
+        _ => flate2::read::ZlibDecoder::new(body)
+            .read_to_end(out)
+            .is_ok(),
     }
 }
 
@@ -192,6 +199,24 @@ fn dechunk(mut data: &[u8], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What nginx 1.22's brotli filter (libnginx-mod-http-brotli-filter) sent for four
+    /// lines of text, `Content-Encoding: br` (issue 29: br was not decoded, gzip was).
+    const NGINX_BR: &[u8] = &[
+        161, 184, 7, 0, 32, 234, 182, 110, 73, 11, 73, 186, 173, 253, 122, 225, 48, 29, 200, 131,
+        176, 1, 7, 14, 105, 192, 22, 14, 108, 55, 150, 109, 158, 141, 178, 69, 115, 248, 83, 49, 7,
+        12, 83, 71, 213, 233, 12, 48, 111, 64, 27, 21, 191, 182, 164, 72, 184, 78, 247, 70, 0,
+    ];
+
+    #[test]
+    fn br_bodies_decode_like_gzip() {
+        let line = "loadlab brotli: a compressible line of text for every server.\n";
+        let mut out = Vec::new();
+        assert!(decode("br", NGINX_BR, &mut out));
+        assert_eq!(String::from_utf8(out).unwrap(), line.repeat(4));
+        let mut out = Vec::new();
+        assert!(!decode("br", b"not brotli at all", &mut out));
+    }
 
     #[test]
     fn chunked_bodies_are_joined() {
