@@ -97,14 +97,14 @@ cell() {
     esac
 }
 
-# A one-step scenario: GET URL with Accept-Encoding ENC, checked on status and (gzip, which
-# loadlab decodes) on the decoded body containing TEXT.
+# A one-step scenario: GET URL with Accept-Encoding ENC, checked on status and (gzip and br,
+# which loadlab decodes) on the decoded body containing TEXT.
 encoding_scenario() { # file url enc text
     {
         printf 'name = "encoding"\n[[steps]]\nname = "get"\nurl = "%s"\n' "$2"
         printf 'headers = { "Accept-Encoding" = "%s" }\n' "$3"
         printf '[[steps.checks]]\nstatus = 200\n'
-        [[ $3 == gzip ]] && printf '[[steps.checks]]\nbody_contains = "%s"\n' "$4"
+        [[ $3 == gzip || $3 == br ]] && printf '[[steps.checks]]\nbody_contains = "%s"\n' "$4"
     } > "$1"
     echo "$1"
 }

@@ -44,3 +44,40 @@ fn streams_above_a_goaways_last_stream_id_are_sent_again_on_a_new_connection() {
         "a new connection after each GOAWAY"
     );
 }
+
+/// 100 streams against a server taking 4 at a time (lighttpd's stall in the interop matrix
+/// began with streams opened before its SETTINGS arrived): every request answered, never
+/// more than 4 streams open on the connection.
+#[test]
+fn a_servers_max_concurrent_streams_holds_from_the_first_request() {
+    let server = H2Server::start(H2Behavior {
+        max_concurrent_streams: Some(4),
+        ..H2Behavior::default()
+    });
+    let r = common::run_within(
+        RunSpec {
+            url: format!("http://{}/", server.addr()),
+            http2: true,
+            threads: Some(1),
+            connections: Some(1),
+            streams: 100,
+            requests: Some(2_000),
+            ..RunSpec::default()
+        },
+        Duration::from_secs(30),
+    );
+    let q = &r.measured.requests;
+    assert_eq!(
+        (q.completed, q.failed),
+        (2_000, 0),
+        "{:?} {:?}",
+        r.measured.errors,
+        r.measured.error_details
+    );
+    let counters = server.counters();
+    assert_eq!(counters.answered.load(Ordering::SeqCst), 2_000);
+    let most = counters
+        .max_streams_on_one_connection
+        .load(Ordering::SeqCst);
+    assert!(most <= 4, "{most} streams open at once");
+}
