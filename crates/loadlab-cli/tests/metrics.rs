@@ -209,4 +209,14 @@ fn metrics_out_reaches_prometheus_and_query_reads_the_run_back() {
     let arm =
         "sum by (variant) (max_over_time(loadlab_requests_completed_total{variant=\"cli\"}[1m]))";
     assert_eq!(programs::query(&prom.addr, arm, now), Some(measured));
+    // Percentiles were sent while the run went (each finished interval's), not only the
+    // final figures' at the end.
+    let p50s = format!(
+        "count_over_time(loadlab_latency_seconds{{run_id=\"{run_id}\",quantile=\"0.5\"}}[1m])"
+    );
+    let sent = programs::query(&prom.addr, &p50s, now).unwrap_or(0.0);
+    assert!(
+        sent >= 2.0,
+        "{sent} p50 samples for a 2 s run in 0.5 s intervals"
+    );
 }

@@ -26,6 +26,33 @@ pub trait IntervalSink: Send {
     fn finish(&mut self) -> Result<(), String>;
 }
 
+/// A sink with an observer beside it: the sink's answer is the one that counts (an
+/// observer's failure never stops the timeline being written).
+pub(crate) struct Observed {
+    pub(crate) sink: Box<dyn IntervalSink>,
+    pub(crate) observer: Box<dyn IntervalSink>,
+}
+
+impl IntervalSink for Observed {
+    fn start(&mut self, header: &RunResult) -> Result<(), String> {
+        let written = self.sink.start(header);
+        let _ = self.observer.start(header);
+        written
+    }
+
+    fn interval(&mut self, interval: &IntervalSummary) -> Result<(), String> {
+        let written = self.sink.interval(interval);
+        let _ = self.observer.interval(interval);
+        written
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        let written = self.sink.finish();
+        let _ = self.observer.finish();
+        written
+    }
+}
+
 /// What one worker thread hands over at an interval boundary.
 #[derive(Debug, Default)]
 pub struct Batch {

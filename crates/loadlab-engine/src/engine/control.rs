@@ -71,6 +71,26 @@ impl RunControl {
         }
     }
 
+    /// Also shows each finished interval to `observer`, after the sink set by
+    /// [`RunControl::stream_intervals_to`] has taken it. Only beside such a sink: the sink is
+    /// what keeps the timeline, an observer keeps nothing. Returns false (and drops
+    /// `observer`) when no sink is set.
+    pub fn observe_intervals(&self, observer: Box<dyn IntervalSink>) -> bool {
+        let Ok(mut slot) = self.inner.sink.lock() else {
+            return false;
+        };
+        match slot.take() {
+            Some(SinkSlot(sink)) => {
+                *slot = Some(SinkSlot(Box::new(crate::collector::Observed {
+                    sink,
+                    observer,
+                })));
+                true
+            }
+            None => false,
+        }
+    }
+
     /// What streaming the intervals came to, once the run has ended.
     pub fn stream_report(&self) -> Option<StreamReport> {
         self.inner.stream_report.lock().ok().and_then(|r| r.clone())

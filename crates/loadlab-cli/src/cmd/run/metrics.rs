@@ -5,6 +5,7 @@
 //! every failure is counted and named in the result.
 
 use super::metrics_args::MetricsPlan;
+use loadlab_engine::collector::IntervalSink;
 use loadlab_engine::{RunControl, RunResult};
 use loadlab_metrics::live::{sender_note, LiveFeed};
 use loadlab_metrics::scraper::{ScrapeReport, Scraper, ScraperConfig};
@@ -12,7 +13,7 @@ use loadlab_metrics::sender::MetricsOut;
 use loadlab_metrics::IntervalFigures;
 use loadlab_result::metrics::{MetricPoint, MetricSeries, MetricsEndpoint, MetricsQuery};
 use loadlab_result::server::{ResourceSummary, ServerReport, Spread, WindowSample};
-use loadlab_result::ServerMetrics;
+use loadlab_result::{IntervalSummary, ServerMetrics};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -62,6 +63,12 @@ impl MetricsRun {
             Some((scraper, started))
         };
         let last = Arc::new(Mutex::new(None));
+        let latest = Arc::new(Mutex::new(None));
+        if !plan.outs.is_empty() {
+            // Each finished interval's exact figures (percentiles included), as the run's
+            // spill sink takes it; without that sink the feeds send the progress counters.
+            control.observe_intervals(Box::new(LatestInterval(Arc::clone(&latest))));
+        }
         let mut feeds = Vec::new();
         for target in &plan.outs {
             let out = MetricsOut::start(
@@ -74,7 +81,7 @@ impl MetricsRun {
             feeds.push(LiveFeed::start(
                 out,
                 interval,
-                live_figures(control.clone(), Arc::clone(&last)),
+                live_figures(control.clone(), Arc::clone(&last), Arc::clone(&latest)),
             )?);
         }
         Ok(MetricsRun {
@@ -159,11 +166,36 @@ impl MetricsRun {
     }
 }
 
-/// What the feeds send while the run goes: its progress counters (the engine keeps no live
-/// percentiles), and loadlab's own CPU; after the run, its final figures.
+/// The last finished interval of the timeline, kept for the live feeds.
+struct LatestInterval(Arc<Mutex<Option<IntervalSummary>>>);
+
+impl IntervalSink for LatestInterval {
+    fn start(&mut self, _header: &RunResult) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn interval(&mut self, interval: &IntervalSummary) -> Result<(), String> {
+        if let Ok(mut latest) = self.0.lock() {
+            let mut kept = interval.clone();
+            kept.histogram = None;
+            kept.server = None;
+            *latest = Some(kept);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What the feeds send while the run goes: its progress counters and loadlab's own CPU,
+/// with the last finished interval's exact rate, offered rate and percentiles when the
+/// timeline is streamed; after the run, its final figures.
 fn live_figures(
     control: RunControl,
     last: Arc<Mutex<Option<IntervalFigures>>>,
+    latest: Arc<Mutex<Option<IntervalSummary>>>,
 ) -> impl FnMut() -> IntervalFigures + Send + 'static {
     let pid = std::process::id();
     let mut prev: Option<(u64, Instant, Option<u64>)> = None;
@@ -186,15 +218,29 @@ fn live_figures(
             None => (0.0, None),
         };
         prev = Some((snap.completed, now, cpu_ns));
-        IntervalFigures {
+        let mut figures = IntervalFigures {
             at_unix_ms: unix_ms(),
             achieved_per_s,
             completed_total: snap.completed,
             failed_total_by_class: vec![("all".into(), snap.failed)],
             generator_cpu_cores,
             ..IntervalFigures::default()
+        };
+        if let Some(i) = latest.lock().ok().and_then(|l| l.clone()) {
+            figures.achieved_per_s = i.achieved_per_s;
+            figures.offered_per_s = i.offered_per_s;
+            figures.latency_quantiles_s = quantiles(&i);
         }
+        figures
     }
+}
+
+/// An interval's percentiles, in seconds, as the senders name them.
+fn quantiles(i: &IntervalSummary) -> Vec<(f64, f64)> {
+    [(0.5, i.p50_us), (0.9, i.p90_us), (0.99, i.p99_us)]
+        .into_iter()
+        .filter_map(|(q, us)| us.map(|us| (q, us / 1e6)))
+        .collect()
 }
 
 /// The run's figures at its end, from its result: the totals (warm-up included, as the live
@@ -208,14 +254,7 @@ fn final_figures(result: &RunResult) -> IntervalFigures {
         .rev()
         .find(|i| !i.partial)
         .or(result.timeline.last());
-    let quantiles = last
-        .map(|i| {
-            [(0.5, i.p50_us), (0.9, i.p90_us), (0.99, i.p99_us)]
-                .into_iter()
-                .filter_map(|(q, us)| us.map(|us| (q, us / 1e6)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let quantiles = last.map(quantiles).unwrap_or_default();
     IntervalFigures {
         at_unix_ms: unix_ms(),
         offered_per_s: last.and_then(|i| i.offered_per_s),
