@@ -1,11 +1,14 @@
 # Sourced by bench/interop.sh: HAProxy (Debian's), twice. As a server (`haproxy`): every
 # answer made by `http-request return`. As a proxy (`haproxy-proxy`): in front of loadlab's
-# mock upstream (`loadlab upstream`), which answers every path. Counts: HAProxy's own log,
-# one line per request, written to its standard output.
+# mock upstream (`loadlab upstream`), which answers every path. Counts: HAProxy's own
+# counters, the frontends' `req_tot` (HTTP requests received) read over its stats socket. Its
+# log on standard output was one line short of them now and then (in a different cell each
+# run, loadlab and the counters agreeing): a log is a record, the counters are the count.
 
 haproxy_common() { # dir
     cat <<CONF
 global
+    stats socket $1/stats.sock mode 600 level user
     log stdout format raw local0
     tune.h2.max-concurrent-streams $MAX_STREAMS
     ssl-default-bind-options ssl-min-ver TLSv1.2
@@ -41,7 +44,7 @@ start_haproxy() {
     mkdir -p "$dir"
     take_ports haproxy http h2c close tls_all
     {
-        haproxy_common
+        haproxy_common "$dir"
         cat <<CONF
 frontend server
 $(haproxy_binds haproxy)
@@ -74,8 +77,28 @@ CONF
     wait_http haproxy "http://127.0.0.1:${PORT[haproxy:close]}/1k"
 }
 
+# HTTP requests received by every frontend of the HAProxy whose stats socket is in $1 (the
+# sum of the FRONTEND rows' req_tot in `show stat`).
+haproxy_requests() { # dir
+    python3 - "$1/stats.sock" <<'PY'
+import csv, socket, sys
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(2)
+    s.connect(sys.argv[1])
+    s.sendall(b"show stat\n")
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    rows = csv.DictReader(data.decode().lstrip("# ").splitlines())
+    print(sum(int(r["req_tot"] or 0) for r in rows if r["svname"] == "FRONTEND"))
+except OSError:
+    print(0)
+PY
+}
+
 # The close frontend has its own port: its cell's URL is built from it.
-count_haproxy() { grep -c '"' "$OUT/haproxy/log" 2>/dev/null || true; }
+count_haproxy() { haproxy_requests "$OUT/haproxy"; }
 
 start_haproxy_proxy() {
     command -v haproxy >/dev/null || return 1
@@ -95,7 +118,7 @@ start_haproxy_proxy() {
     [[ -n $port ]] || { echo "interop: the mock upstream did not start; see $dir/upstream.log" >&2; return 1; }
     PORT[haproxy-proxy:upstream]=$port
     {
-        haproxy_common
+        haproxy_common "$dir"
         cat <<CONF
 frontend proxy
 $(haproxy_binds haproxy-proxy)
@@ -119,4 +142,4 @@ CONF
     wait_http haproxy-proxy "http://127.0.0.1:${PORT[haproxy-proxy:http]}/ok"
 }
 
-count_haproxy_proxy() { grep -c '"' "$OUT/haproxy-proxy/log" 2>/dev/null || true; }
+count_haproxy_proxy() { haproxy_requests "$OUT/haproxy-proxy"; }
