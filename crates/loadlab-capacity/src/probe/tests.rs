@@ -200,3 +200,19 @@ fn a_search_whose_boundary_kept_the_server_cpu_low_says_the_limit_was_elsewhere(
     // Without a server-CPU objective there is nothing to say.
     assert_eq!(limit_elsewhere(&elsewhere, &criteria("p99<50ms")), None);
 }
+
+#[test]
+fn a_queue_is_judged_from_five_intervals_or_more_never_three() {
+    // Three rising medians happen by chance one time in six: no trend is judged from them.
+    assert_eq!(trend_of(&[1_600.0, 2_000.0, 2_700.0]), (None, None, None));
+    assert_eq!(trend_of(&[1.0, 2.0, 3.0, 4.0]), (None, None, None));
+    let (early, late, tau) = trend_of(&[1_600.0, 2_000.0, 2_700.0, 3_500.0, 4_800.0]);
+    assert_eq!(
+        (early, late, tau),
+        (Some(1_600.0), Some(4_800.0), Some(1.0))
+    );
+    // Six: thirds of two, and one pair out of order.
+    let (early, late, tau) = trend_of(&[1.0, 3.0, 2.0, 4.0, 5.0, 6.0]);
+    assert_eq!((early, late), (Some(2.0), Some(5.5)));
+    assert!((tau.unwrap() - 13.0 / 15.0).abs() < 1e-12);
+}
