@@ -10,8 +10,6 @@ use crate::cmd::run::RunArgs;
 use anyhow::Context as _;
 use clap::{Args, Parser as _, Subcommand};
 use loadlab_dist::k8s::{self, Spread};
-use loadlab_engine::shard::Shard;
-use loadlab_engine::RunSpec;
 use loadlab_result::RunResult;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -200,28 +198,14 @@ fn check_run_flags(raw: &[String], shards: u32, engine_sets: &[&str]) -> anyhow:
             );
         }
     }
-    let spec = RunSpec {
-        connections: args.connections,
-        duration: args.duration,
-        requests: args.requests,
-        warmup: args.warmup,
-        rate: args.rate,
-        stages: args.stages.clone(),
-        closed_stages: args.closed,
-        interval: args.interval,
-        shard: Some(Shard {
-            index: shards - 1,
-            count: shards,
-        }),
-        start_at: args.shard.start_at,
-        ..args.request.spec(args.url.as_deref().unwrap_or_default())?
-    };
     if args.scenario.is_some() {
         anyhow::bail!(
             "--scenario: `loadlab dist` does not carry scenario files to other machines yet; \
              run `loadlab run --scenario FILE --shard I/N --start-at T` on each"
         );
     }
+    // The spec `run` builds from these flags as the last shard (the smallest share).
+    let spec = crate::cmd::run::session_spec(&args)?.run;
     spec.validate()
         .map_err(|c| anyhow::anyhow!("{}: {}", crate::cmd::run::flag_for(c.setting), c.message))?;
     Ok(args)
