@@ -9,10 +9,14 @@
 #   bash bench/soak.sh                      # 10 minutes at 2,000 requests/s
 #   DURATION=120 RATE=5000 bash bench/soak.sh
 #   DURATION=3600 RATE=5000 bash bench/soak.sh   # issue 34's bar: slope < 0.05 MB/min, peak < 64 MB
+#   KILL_AFTER=600 DURATION=1200 RATE=5000 bash bench/soak.sh
+#       # SIGKILL after 600 s, then `loadlab recover` on the spill file the run left: prints the
+#       # intervals, requests and seconds recovered (issue 34's bar: 10 minutes of intervals)
 # Loopback only: the server is loadlab's own std-only fixture on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${DURATION:-600}"
+KILL_AFTER="${KILL_AFTER:-}"
 RATE="${RATE:-2000}"
 EVERY="${EVERY:-10}"
 edge=$((DURATION / 10 < 60 ? DURATION / 10 : 60))
@@ -39,9 +43,30 @@ while kill -0 "$gen" 2>/dev/null; do
     # The timeline leaves memory as it is made: the spill file next to --json grows instead.
     spill=$(stat -c %s "/tmp/soak-$$.json.spill" 2>/dev/null || echo 0)
     [ -n "$rss" ] && { printf "t=%4ds  rss=%7d KiB  spill=%8d bytes\n" "$t" "$rss" "$spill"; samples+=("$t $rss"); }
+    if [ -n "$KILL_AFTER" ] && [ "$t" -ge "$KILL_AFTER" ]; then
+        kill -KILL "$gen"
+        echo "t=${t}s: SIGKILL sent to loadlab (pid $gen)"
+        break
+    fi
     sleep "$EVERY"; t=$((t + EVERY))
 done
 wait "$gen" || true
+if [ -n "$KILL_AFTER" ]; then
+    spill_file=/tmp/soak-$$.json.spill
+    echo "spill file left: $(stat -c %s "$spill_file") bytes"
+    "$bin/loadlab" recover "$spill_file" -o /tmp/soak-$$.recovered.json >/dev/null
+    python3 - "/tmp/soak-$$.recovered.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+tl = r.get("timeline") or []
+m = r["measured"]["requests"]
+last = max((i["start_s"] + i["duration_s"] for i in tl), default=0)
+print(f"recovered: {len(tl)} timeline points up to t={last:.0f} s; completed {m['completed']}, "
+      f"failed {m['failed']}; interrupted: {r.get('interrupted')}; warnings: {r.get('warnings')}")
+PY
+    rm -f "$spill_file" /tmp/soak-$$.json /tmp/soak-$$.recovered.json
+    exit 0
+fi
 echo "peak RSS (VmHWM, last read before the end) $peak_hwm KiB ($((peak_hwm / 1024)) MB)"
 printf '%s\n' "${samples[@]}" | awk -v from="$WARMUP_S" -v to="$((DURATION - TAIL_S))" '
     { if ($2 > peak) { peak=$2; peak_t=$1 } if (NR==1) first=$2; last=$2; all++ }
