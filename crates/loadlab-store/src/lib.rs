@@ -1,7 +1,8 @@
 //! loadlab's results store: runs and experiments kept in one SQLite file.
 //!
 //! A run is written whole, in one transaction, or not at all: a process killed mid-write
-//! leaves the file valid and every run in it readable. Secrets never reach the file: each
+//! leaves the file valid and every run in it readable. A run written as it goes
+//! ([`stream`]) commits each finished interval on its own, so a killed one keeps them. Secrets never reach the file: each
 //! result, configuration and environment is redacted before it is written, by the same
 //! [`redact()`] the CLI applies to `run --json`, so a stored run exports to exactly the bytes
 //! `run --json` wrote.
@@ -13,6 +14,8 @@
 //! - [`summary`]: the figures kept as columns, so runs can be queried without their documents.
 //! - [`runs`]: saving, reading, exporting, listing and deleting runs.
 //! - [`document`]: a result document as kept: `run --json`'s exact bytes, compressed.
+//! - [`stream`]: runs written as they go (`--save`, experiments): the row made at the start,
+//!   each finished interval appended, the result laid over it at the end or after a kill.
 //! - [`experiments`]: experiments, their status, their runs by variant, and resuming one.
 //! - [`resolve`](mod@resolve): what a person types (`42`, `baseline`, `EXP:variant`) as runs.
 //! - [`error`]: [`StoreError`], whose messages name the problem and the fix.
@@ -27,13 +30,16 @@ pub mod redact;
 pub mod resolve;
 pub mod runs;
 pub mod schema;
+pub mod stream;
 pub mod summary;
+mod write;
 
 pub use document::export_text;
 pub use error::{Result, StoreError};
 pub use experiments::{CompletedRun, Experiment, ExperimentStatus, Resumable};
 pub use redact::{redact, redact_json, redact_text, REDACTED};
 pub use runs::{ExperimentSlot, Filter, RunMeta, RunRow, StoredRun};
+pub use stream::{OpenStream, Writer};
 pub use summary::{RunStatus, Summary};
 
 use rusqlite::Connection;

@@ -4,14 +4,13 @@
 //! encode documents ([`crate::document`]'s) nor decide what a person's run spec means
 //! ([`crate::resolve`]'s).
 
-use crate::document::{compress, decompress, export_text};
+use crate::document::decompress;
 use crate::error::{Result, StoreError};
-use crate::redact::{redact, redact_json, redact_text};
 use crate::summary::{RunStatus, Summary};
 use crate::{ExperimentId, RunId, Store};
 use loadlab_result::RunResult;
 use rusqlite::types::{Type, ValueRef};
-use rusqlite::{params, OptionalExtension, Row, Transaction, TransactionBehavior};
+use rusqlite::{params, OptionalExtension, Row, Transaction};
 use serde_json::Value;
 
 /// Where a run sits in an experiment.
@@ -88,87 +87,6 @@ pub(crate) const ROW_COLUMNS: &str = "id, created_at, started_at, tag, experimen
     ready_s";
 
 impl Store {
-    /// Stores a run, redacted, in one transaction; returns its id. A result marked
-    /// interrupted is stored with `interrupted = 1`. The result given is not changed.
-    pub fn save_run(&self, result: &RunResult, meta: &RunMeta) -> Result<RunId> {
-        if let Some(tag) = &meta.tag {
-            check_tag(tag)?;
-        }
-        let mut result = result.clone();
-        redact(&mut result);
-        let document = compress(export_text(&result).as_bytes());
-        let json_text = |v: &Option<Value>| {
-            v.clone().map(|mut v| {
-                redact_json(&mut v);
-                v.to_string()
-            })
-        };
-        let (config, environment) = (json_text(&meta.config), json_text(&meta.environment));
-        let command = serde_json::to_string(&result.command).expect("strings");
-        let slot = meta.experiment.as_ref().map(|s| ExperimentSlot {
-            variant: redact_text(&s.variant),
-            ..s.clone()
-        });
-        let s = Summary::of(&result);
-
-        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
-        if let Some(slot) = &slot {
-            check_slot(&tx, slot, result.interrupted)?;
-        }
-        tx.execute(
-            "INSERT INTO runs (started_at, tag, interrupted, status, command, target_url, \
-             load_model, duration_s, requests_issued, requests_completed, requests_failed, rps, \
-             latency_p50_us, latency_p90_us, latency_p99_us, latency_p99_9_us, latency_max_us, \
-             error_rate, bytes_sent, bytes_received, busiest_second_sent_bytes, \
-             server_cpu_p50_cores, server_cpu_p99_cores, server_rss_p99_bytes, \
-             server_memory_p99_bytes, generator_cpu_s_per_100k, cold_start, ready_s, \
-             experiment_id, variant, block, repetition, config_json, environment_json, \
-             result, result_encoding) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
-             ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, \
-             ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, 'zlib')",
-            params![
-                result.started_at,
-                meta.tag,
-                result.interrupted,
-                RunStatus::of(&result).as_str(),
-                command,
-                s.target_url,
-                s.load_model,
-                s.duration_s,
-                s.requests_issued,
-                s.requests_completed,
-                s.requests_failed,
-                s.rps,
-                s.latency_p50_us,
-                s.latency_p90_us,
-                s.latency_p99_us,
-                s.latency_p99_9_us,
-                s.latency_max_us,
-                s.error_rate,
-                s.bytes_sent,
-                s.bytes_received,
-                s.busiest_second_sent_bytes,
-                s.server_cpu_p50_cores,
-                s.server_cpu_p99_cores,
-                s.server_rss_p99_bytes,
-                s.server_memory_p99_bytes,
-                s.generator_cpu_s_per_100k,
-                s.cold_start,
-                s.ready_s,
-                slot.as_ref().map(|s| s.experiment.0),
-                slot.as_ref().map(|s| &s.variant),
-                slot.as_ref().map(|s| s.block),
-                slot.as_ref().map(|s| s.repetition),
-                config,
-                environment,
-                document,
-            ],
-        )?;
-        let id = RunId(tx.last_insert_rowid());
-        tx.commit()?;
-        Ok(id)
-    }
-
     /// A whole run: its columns, configuration, environment and result.
     pub fn run(&self, id: RunId) -> Result<StoredRun> {
         let (row, config, environment) = self
@@ -271,7 +189,7 @@ impl Store {
 
 /// A run of an experiment must name one that exists, and a completed run of its (variant,
 /// block) must not be there already.
-fn check_slot(tx: &Transaction, slot: &ExperimentSlot, interrupted: bool) -> Result<()> {
+pub(crate) fn check_slot(tx: &Transaction, slot: &ExperimentSlot, interrupted: bool) -> Result<()> {
     let exists = tx
         .query_row(
             "SELECT 1 FROM experiments WHERE id = ?1",
@@ -301,7 +219,7 @@ fn check_slot(tx: &Transaction, slot: &ExperimentSlot, interrupted: bool) -> Res
 }
 
 /// Tags are looked up by what a person types, so they must not read as anything else.
-fn check_tag(tag: &str) -> Result<()> {
+pub(crate) fn check_tag(tag: &str) -> Result<()> {
     let why = if tag.is_empty() {
         Some("it is empty")
     } else if tag.bytes().all(|b| b.is_ascii_digit()) {

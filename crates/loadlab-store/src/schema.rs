@@ -6,7 +6,7 @@
 //! schema by appending one. This module must not read or write runs itself; migrations may
 //! only reshape what is there (a data migration in SQL, as migration 2's back-fill).
 //!
-//! # Layout (after migration 2)
+//! # Layout (after migration 3)
 //!
 //! `experiments`: one row per `loadlab experiment` invocation (a resumed one continues its
 //! row). `runs`: one row per run; the measured phase's figures as columns SQL can query, the
@@ -14,6 +14,8 @@
 //! caller's configuration and environment as JSON text. Runs of an experiment carry its id,
 //! their variant (the arm's label), block and repetition; a completed run of one (variant,
 //! block) is unique per experiment, while interrupted attempts may sit beside it.
+//! `run_streams` and `run_intervals` (migration 3): a run written as it goes (`--save`, an
+//! experiment), its writer and its finished intervals; see [`crate::stream`].
 
 use crate::error::{Result, StoreError};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
@@ -128,6 +130,30 @@ CREATE INDEX runs_by_experiment ON runs (experiment_id, variant, block)
 -- A resumed experiment must never hold two completed runs of one (variant, block).
 CREATE UNIQUE INDEX runs_completed_once ON runs (experiment_id, variant, block)
     WHERE experiment_id IS NOT NULL AND interrupted = 0;
+"#,
+    },
+    Migration {
+        version: 3,
+        what: "runs streamed as they go: their finished intervals and their writer",
+        sql: r#"
+-- A run being written: its row in `runs` holds the header (marked interrupted) until the
+-- result replaces it; this row says which process writes it. A row left here by a writer
+-- that is gone is a killed run, to be rebuilt from its intervals.
+CREATE TABLE run_streams (
+    run_id      INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+    pid         INTEGER NOT NULL,
+    boot_id     TEXT,
+    started_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    intervals   INTEGER NOT NULL DEFAULT 0,
+    last_end_s  REAL
+);
+-- Each finished interval of a streamed run (an IntervalSummary as JSON), in order.
+CREATE TABLE run_intervals (
+    run_id    INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,
+    interval  TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
 "#,
     },
 ];

@@ -8,4 +8,5 @@ mod migrate;
 mod resolve;
 mod roundtrip;
 mod secrets;
+mod stream;
 mod support;
