@@ -116,6 +116,19 @@ else
     echo "setup: podman, runc or catatonit is missing; the container image's tests will be" \
         "skipped. Install them with: sudo apt-get install podman runc catatonit" >&2
 fi
+# The book (docs/, an mdBook) is built by ship.rs's book test, which follows every link of
+# the built pages. mdbook is not packaged for Debian 12: cargo builds it from crates.io, pinned,
+# without its serve/watch/search features (the test needs none) and unoptimised (half the
+# compile; the book is small), into target/book-tools.
+MDBOOK_VERSION=0.5.4
+if [[ -x target/book-tools/bin/mdbook ]] \
+    && [[ $(target/book-tools/bin/mdbook --version 2>/dev/null) == *"v$MDBOOK_VERSION"* ]]; then
+    echo "setup: mdbook $MDBOOK_VERSION present in target/book-tools"
+else
+    echo "setup: building mdbook $MDBOOK_VERSION into target/book-tools (for the book's test)"
+    cargo install -q --locked --debug mdbook --version "$MDBOOK_VERSION" --no-default-features \
+        --root target/book-tools
+fi
 KUBERNETES_VALIDATE_VERSION=1.37.0
 k8s_venv=target/k8s-venv
 if [[ -x $k8s_venv/bin/kubernetes-validate ]] \
