@@ -1,0 +1,193 @@
+//! One request's bytes on an open connection: write the request, read one full response,
+//! with the request's deadline. This is the hot path. Per request it does one write, usually
+//! one read, three clock reads and no allocation: the request bytes are shared, the read
+//! buffer is the thread's, and the timeout timer is armed lazily (see [`poll_deadline`]), so
+//! steady state touches no timer. It records only bytes; the outcome is the caller's.
+//!
+//! Reads go through `AsyncRead::poll_read` on purpose: on epoll, tokio treats a short read as
+//! proof the socket is drained and skips the `EAGAIN` read a `readable()`/`try_read` loop
+//! would make on every request.
+
+use super::super::ThreadCtx;
+use super::{Exchange, Sink, Stream, Traffic};
+use crate::error::ErrorClass;
+use crate::http1::{Progress, ResponseParser};
+use crate::stats::Phase;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
+
+/// Writes the request and reads one full response, or fails with a class.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn exchange<S: Sink>(
+    ctx: &ThreadCtx,
+    request: &[u8],
+    stream: &mut Stream,
+    parser: &mut ResponseParser,
+    timer: &mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    traffic: &mut Traffic,
+    sink: &mut S,
+) -> Result<Exchange, ErrorClass> {
+    let mut written = 0;
+    let mut flushed = false;
+    poll_fn(|cx| {
+        while written < request.len() {
+            match Pin::new(&mut *stream).poll_write(cx, &request[written..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(ErrorClass::ConnectionReset)),
+                Poll::Ready(Ok(n)) => {
+                    written += n;
+                    traffic.sent += n as u64;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
+                Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
+            }
+        }
+        if !flushed {
+            // A no-op for plain TCP; TLS may hold the last record until flushed.
+            match Pin::new(&mut *stream).poll_flush(cx) {
+                Poll::Ready(Ok(())) => {
+                    flushed = true;
+                    book_sent(ctx, traffic);
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
+                Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
+            }
+        }
+        loop {
+            let mut buf = ctx.read_buf.borrow_mut();
+            let mut read = ReadBuf::new(&mut buf[..]);
+            match Pin::new(&mut *stream).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let n = read.filled().len();
+                    if n == 0 {
+                        return Poll::Ready(match parser.eof() {
+                            Some(r) => Ok(Exchange {
+                                status: r.status,
+                                close: true,
+                                eof: true,
+                            }),
+                            None => Err(ErrorClass::ClosedBeforeResponse),
+                        });
+                    }
+                    let arrived = stream.last_rx();
+                    if traffic.first_byte.is_none() {
+                        traffic.first_byte = Some(arrived.unwrap_or_else(Instant::now));
+                    }
+                    traffic.last_rx = arrived;
+                    traffic.received += n as u64;
+                    traffic.unbooked += n as u64;
+                    sink.bytes(&buf[..n]);
+                    match parser.feed(&buf[..n]) {
+                        Ok(Progress::NeedMore) => continue,
+                        // Bytes beyond the response were never asked for (loadlab does not
+                        // pipeline): the server's framing is wrong.
+                        Ok(Progress::Complete(r)) if r.consumed < n => {
+                            return Poll::Ready(Err(ErrorClass::ExtraBytes));
+                        }
+                        Ok(Progress::Complete(r)) => {
+                            return Poll::Ready(Ok(Exchange {
+                                status: r.status,
+                                close: r.close,
+                                eof: false,
+                            }));
+                        }
+                        Err(_) => return Poll::Ready(Err(ErrorClass::MalformedResponse)),
+                    }
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
+                Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
+            }
+        }
+    })
+    .await
+}
+
+/// Books the request's written bytes (not yet booked) on the timeline and in the phase they
+/// were written in.
+fn book_sent(ctx: &ThreadCtx, traffic: &mut Traffic) {
+    let unbooked = traffic.sent - traffic.booked_sent;
+    if unbooked == 0 {
+        return;
+    }
+    let now = Instant::now();
+    let phase = if now < ctx.warmup_end {
+        Phase::Warmup
+    } else {
+        Phase::Measured
+    };
+    let mut rec = ctx.recorder.borrow_mut();
+    rec.timeline.at(now - ctx.start).bytes_sent += unbooked;
+    rec.phase(phase).bytes_sent += unbooked;
+    traffic.booked_sent = traffic.sent;
+}
+
+/// Called when the socket is not ready: books a long response's bytes on the timeline where
+/// they arrived, then reports a timeout if the deadline has passed.
+fn timed_out(
+    ctx: &ThreadCtx,
+    timer: &mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    traffic: &mut Traffic,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Exchange, ErrorClass>> {
+    if traffic.unbooked > 0 {
+        // Bytes are counted as they arrive, in the phase they arrive in: a response still
+        // arriving when the run ends (a huge or dripping body) is abandoned, but its bytes
+        // were received.
+        let now = Instant::now();
+        let phase = if now < ctx.warmup_end {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        };
+        let mut rec = ctx.recorder.borrow_mut();
+        rec.timeline.at(now - ctx.start).bytes_received += traffic.unbooked;
+        rec.phase(phase).bytes_received += traffic.unbooked;
+        traffic.unbooked = 0;
+    }
+    match poll_deadline(timer, deadline, cx) {
+        Poll::Ready(()) => Poll::Ready(Err(ErrorClass::RequestTimeout)),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+/// Ready once `deadline` has passed. The timer is moved only when it fires: it is never later
+/// than the current deadline (deadlines only grow), so when it fires early we re-arm it for
+/// the current request. A connection whose requests finish in time re-arms it once per
+/// timeout period instead of once per request.
+fn poll_deadline(timer: &mut Pin<Box<Sleep>>, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    if timer.deadline() > deadline {
+        timer.as_mut().reset(deadline);
+    }
+    loop {
+        match timer.as_mut().poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(()) if tokio::time::Instant::now() >= deadline => return Poll::Ready(()),
+            Poll::Ready(()) => timer.as_mut().reset(deadline),
+        }
+    }
+}
+
+/// Waits (bounded) for the server to close after a response that announced it would; true
+/// when it did.
+pub(super) async fn await_close(
+    stream: &mut Stream,
+    timer: &mut Pin<Box<Sleep>>,
+    deadline: Instant,
+) -> bool {
+    let mut scratch = [0u8; 512];
+    poll_fn(|cx| loop {
+        let mut read = ReadBuf::new(&mut scratch);
+        match Pin::new(&mut *stream).poll_read(cx, &mut read) {
+            Poll::Ready(Ok(())) if !read.filled().is_empty() => continue,
+            Poll::Ready(_) => return Poll::Ready(true),
+            Poll::Pending => return poll_deadline(timer, deadline, cx).map(|()| false),
+        }
+    })
+    .await
+}
