@@ -419,7 +419,17 @@ fn probe(
     stop: &Stop,
 ) -> Result<(ProbeRecord, RunResult, bool), SessionError> {
     let control = stop.begin();
-    let outcome = session.run(&control)?;
+    // Each probe's series sent under a run id of its own (the plan's, with the probe's number).
+    let base_run_id = session.metrics_mut().map(|m| {
+        let base = m.labels.run_id.clone();
+        m.labels.run_id = format!("{base}-probe{index}");
+        base
+    });
+    let outcome = session.run(&control);
+    if let (Some(m), Some(base)) = (session.metrics_mut(), base_run_id) {
+        m.labels.run_id = base;
+    }
+    let outcome = outcome?;
     let measure = Measure::of(
         &outcome.result,
         &criteria.percentiles(),

@@ -13,6 +13,7 @@ use loadlab_lab::verify::{verify_target, VerifyOptions};
 use loadlab_lab::{Lab, ServeOptions};
 use loadlab_probe::{Limits, LimitsMode};
 use loadlab_result::RunResult;
+use loadlab_session::metrics::MetricsPlan;
 use loadlab_session::{
     AgentEndpoint, AgentSpec, BusyPoll, MachineOptions, ServerKind, ServerSpec, Session,
     SessionSpec,
@@ -138,6 +139,10 @@ pub struct Options {
     pub limits: LimitsMode,
     /// A machine check that FAILs stops the run (`--strict`); otherwise checks only warn.
     pub strict: bool,
+    /// The server's metrics scraped and loadlab's sent around every run (`--server-metrics`,
+    /// `--metrics-out`): each run's series labelled with the experiment, its arm (`variant`)
+    /// and its own `run_id` (the plan's, with the run's number).
+    pub metrics: MetricsPlan,
 }
 
 pub fn run(
@@ -197,9 +202,13 @@ pub fn run(
         for note in session.notes() {
             on_event(Event::Note(note.clone()));
         }
+        session.set_metrics(run_metrics(&options.metrics, experiment, &arm.label, run));
         let rc = control.begin_run();
         let outcome = session.run(&rc).map_err(|e| fail(e.to_string()))?;
         drop(session);
+        for note in &outcome.metrics_notes {
+            on_event(Event::Note(format!("{}: {note}", arm.label)));
+        }
         let mut result = outcome.result;
         result.command = vec![
             "loadlab".into(),
@@ -366,6 +375,27 @@ fn url_answers(url: &str, path: &str) -> bool {
         .ok()
         .and_then(|mut a| a.next())
         .is_some_and(|addr| loadlab_probe::launch::healthz(addr, path))
+}
+
+/// One run's metrics plan: the experiment's (unless given), the arm as the variant, and a
+/// run id of its own so each run's counters stay apart.
+fn run_metrics(
+    plan: &MetricsPlan,
+    experiment: &Experiment,
+    arm: &str,
+    run: &PlannedRun,
+) -> MetricsPlan {
+    let mut plan = plan.clone();
+    if plan.labels.experiment.is_empty() {
+        plan.labels.experiment = experiment.name.clone();
+    }
+    plan.labels.variant = arm.to_string();
+    plan.labels.run_id = if plan.labels.run_id.is_empty() {
+        format!("{}-run{}", experiment.name, run.index + 1)
+    } else {
+        format!("{}-run{}", plan.labels.run_id, run.index + 1)
+    };
+    plan
 }
 
 /// The session for one run of an arm.

@@ -1,62 +1,97 @@
-//! A small blocking HTTP/1.1 client for scraping and sending: one request per connection
-//! (`Connection: close`), every step bounded by a timeout, Content-Length or chunked bodies.
-//! Plain `http://` only; it must not be used on the load's hot path.
+//! The blocking HTTP client that scraping, sending and querying share: `ureq` over rustls
+//! with ring (the workspace's one TLS stack), `http://` and `https://`, the system's roots or
+//! the CA file given, and a bearer token when the endpoint wants one. URLs are parsed by the
+//! `url` crate only. Every exchange is bounded by one timeout; it must not be used on the
+//! load's hot path, and the token never appears in an error or a `Debug` print.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+
+/// The longest body read from an endpoint (a node_exporter page is about 100 KB).
+const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
-    #[error("{url:?} is not a plain http:// URL with a host; use http://HOST:PORT/PATH (TLS endpoints are not supported yet)")]
-    BadUrl { url: String },
-    #[error("{url}: {what}: {source}; check that the endpoint is up and reachable")]
-    Io {
-        url: String,
-        what: &'static str,
-        source: std::io::Error,
-    },
+    #[error("{url:?} is not an http:// or https:// URL with a host ({problem}); write e.g. http://127.0.0.1:9100/metrics")]
+    BadUrl { url: String, problem: String },
+    #[error("{url}: {problem}; check that the endpoint is up and reachable")]
+    Failed { url: String, problem: String },
     #[error("{url}: timed out after {timeout_ms} ms; raise the timeout or check the endpoint")]
     Timeout { url: String, timeout_ms: u128 },
-    #[error(
-        "{url}: the response is not HTTP/1.x ({problem}); check the URL points at an HTTP endpoint"
-    )]
+    #[error("{url}: the TLS handshake failed ({problem}); give the CA that signed its certificate with --metrics-cacert FILE")]
+    Tls { url: String, problem: String },
+    #[error("{url}: {problem}; check the URL points at an HTTP endpoint")]
     BadResponse { url: String, problem: String },
+    #[error("{file}: {problem}; give --metrics-cacert a PEM file holding the CA certificate(s) that signed the endpoint's")]
+    BadCa { file: String, problem: String },
 }
 
-/// A parsed `http://host:port/path?query`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HttpUrl {
-    pub host_port: String,
-    pub path: String,
+/// How to reach endpoints beyond plain HTTP: which CAs to trust, which token to send.
+#[derive(Clone, Default, PartialEq)]
+pub struct HttpOptions {
+    /// PEM certificates trusted instead of the system's roots, and the file they came from.
+    pub ca: Option<(String, Arc<Vec<u8>>)>,
+    /// Sent as `Authorization: Bearer TOKEN`; never printed, never stored.
+    pub bearer_token: Option<String>,
 }
 
-impl HttpUrl {
-    pub fn parse(url: &str) -> Result<HttpUrl, HttpError> {
-        let bad = || HttpError::BadUrl {
-            url: url.to_string(),
-        };
-        let rest = url.strip_prefix("http://").ok_or_else(bad)?;
-        let (host, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if host.is_empty() {
-            return Err(bad());
-        }
-        let host_port = if host
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-        {
-            host.to_string()
-        } else {
-            format!("{host}:80")
-        };
-        Ok(HttpUrl {
-            host_port,
-            path: path.to_string(),
-        })
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("ca", &self.ca.as_ref().map(|(file, _)| file))
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
     }
+}
+
+impl HttpOptions {
+    /// Reads a CA file (`--metrics-cacert`) and checks it holds at least one certificate.
+    pub fn read_ca(path: &str) -> Result<(String, Arc<Vec<u8>>), HttpError> {
+        let bad = |problem: String| HttpError::BadCa {
+            file: path.to_string(),
+            problem,
+        };
+        let pem = std::fs::read(path).map_err(|e| bad(format!("cannot read it ({e})")))?;
+        let certs = certificates(&pem).map_err(bad)?;
+        if certs.is_empty() {
+            return Err(bad(
+                "it holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
+            ));
+        }
+        Ok((path.to_string(), Arc::new(pem)))
+    }
+}
+
+fn certificates(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(pem) {
+        match item.map_err(|e| format!("it is not a PEM file ({e})"))? {
+            PemItem::Certificate(c) => certs.push(c),
+            _ => continue,
+        }
+    }
+    Ok(certs)
+}
+
+/// Checks a URL a user typed for an endpoint: `http` or `https`, with a host.
+pub fn check_url(raw: &str) -> Result<url::Url, HttpError> {
+    let bad = |problem: String| HttpError::BadUrl {
+        url: raw.to_string(),
+        problem,
+    };
+    let parsed = url::Url::parse(raw).map_err(|e| bad(e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad(format!("{}:// is not http or https", parsed.scheme())));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("no host".into()));
+    }
+    Ok(parsed)
 }
 
 pub struct Response {
@@ -64,141 +99,145 @@ pub struct Response {
     pub body: Vec<u8>,
 }
 
-/// One request; the whole exchange (connect, send, read) must fit in `timeout`.
-pub fn request(
-    method: &str,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
+/// A client for one purpose (a scraper, a sender): its TLS roots, token and timeout fixed.
+#[derive(Clone)]
+pub struct Client {
+    agent: ureq::Agent,
+    authorization: Option<String>,
     timeout: Duration,
-) -> Result<Response, HttpError> {
-    let parsed = HttpUrl::parse(url)?;
-    let deadline = Instant::now() + timeout;
-    let io = |what: &'static str| {
-        move |source: std::io::Error| {
-            if matches!(
-                source.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) {
-                HttpError::Timeout {
-                    url: url.to_string(),
-                    timeout_ms: timeout.as_millis(),
-                }
-            } else {
-                HttpError::Io {
-                    url: url.to_string(),
-                    what,
-                    source,
-                }
+}
+
+impl Client {
+    /// `timeout` bounds each whole exchange (connect, TLS, send, read).
+    pub fn new(options: &HttpOptions, timeout: Duration) -> Result<Client, HttpError> {
+        let roots = match &options.ca {
+            Some((file, pem)) => {
+                let certs = certificates(pem).map_err(|problem| HttpError::BadCa {
+                    file: file.clone(),
+                    problem,
+                })?;
+                RootCerts::new_with_certs(&certs)
             }
-        }
-    };
-    let addr = parsed
-        .host_port
-        .to_socket_addrs()
-        .map_err(io("resolving the host"))?
-        .next()
-        .ok_or_else(|| HttpError::BadUrl {
-            url: url.to_string(),
-        })?;
-    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(io("connecting"))?;
-    stream
-        .set_write_timeout(Some(timeout))
-        .map_err(io("setting a timeout"))?;
-    let mut head = format!(
-        "{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nUser-Agent: loadlab\r\nContent-Length: {}\r\n",
-        parsed.path,
-        parsed.host_port,
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).map_err(io("sending"))?;
-    stream.write_all(body).map_err(io("sending"))?;
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io("reading")(std::io::ErrorKind::TimedOut.into()));
-        }
-        stream
-            .set_read_timeout(Some(left))
-            .map_err(io("setting a timeout"))?;
-        match stream.read(&mut buf).map_err(io("reading"))? {
-            0 => break,
-            n => raw.extend_from_slice(&buf[..n]),
-        }
-    }
-    parse_response(&raw).map_err(|problem| HttpError::BadResponse {
-        url: url.to_string(),
-        problem,
-    })
-}
-
-pub fn get(url: &str, timeout: Duration) -> Result<Response, HttpError> {
-    request("GET", url, &[], &[], timeout)
-}
-
-fn parse_response(raw: &[u8]) -> Result<Response, String> {
-    let head_end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no end of headers")?;
-    let head = String::from_utf8_lossy(&raw[..head_end]);
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status = status_line
-        .strip_prefix("HTTP/1.")
-        .and_then(|s| s.get(2..5))
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("status line {status_line:?}"))?;
-    let chunked = lines.any(|l| {
-        let l = l.to_ascii_lowercase();
-        l.starts_with("transfer-encoding:") && l.contains("chunked")
-    });
-    let rest = &raw[head_end + 4..];
-    let body = if chunked {
-        dechunk(rest)?
-    } else {
-        rest.to_vec()
-    };
-    Ok(Response { status, body })
-}
-
-fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    loop {
-        let line_end = rest
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("a chunk size line is cut")?;
-        let size_text = String::from_utf8_lossy(&rest[..line_end]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
-            .map_err(|_| format!("chunk size {size_text:?}"))?;
-        rest = &rest[line_end + 2..];
-        if size == 0 {
-            return Ok(body);
-        }
-        let chunk = rest.get(..size).ok_or("a chunk is cut")?;
-        body.extend_from_slice(chunk);
-        rest = rest.get(size + 2..).unwrap_or_default();
-    }
-}
-
-/// Percent-encodes a query parameter's value.
-pub fn encode_query_value(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
+            None => RootCerts::PlatformVerifier,
+        };
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            // Endpoints are named exactly: a proxy from the environment must not divert a
+            // loopback scrape.
+            .proxy(None)
+            .tls_config(TlsConfig::builder().root_certs(roots).build())
+            .build();
+        Ok(Client {
+            agent: config.into(),
+            authorization: options.bearer_token.as_ref().map(|t| format!("Bearer {t}")),
+            timeout,
         })
-        .collect()
+    }
+
+    pub fn get(&self, url: &str) -> Result<Response, HttpError> {
+        self.request("GET", url, &[], &[])
+    }
+
+    /// One request. `method` is GET or POST (a body is sent only with POST).
+    pub fn request(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Response, HttpError> {
+        check_url(url)?;
+        let result = if method == "POST" {
+            let mut req = self.agent.post(url);
+            for (k, v) in headers {
+                req = req.header(*k, *v);
+            }
+            if let Some(auth) = &self.authorization {
+                req = req.header("Authorization", auth);
+            }
+            req.send(body)
+        } else {
+            let mut req = self.agent.get(url);
+            for (k, v) in headers {
+                req = req.header(*k, *v);
+            }
+            if let Some(auth) = &self.authorization {
+                req = req.header("Authorization", auth);
+            }
+            req.call()
+        };
+        let mut response = result.map_err(|e| self.error(url, e))?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY_BYTES)
+            .read_to_vec()
+            .map_err(|e| self.error(url, e))?;
+        Ok(Response { status, body })
+    }
+
+    fn error(&self, url: &str, e: ureq::Error) -> HttpError {
+        let url = url.to_string();
+        match e {
+            ureq::Error::Timeout(_) => HttpError::Timeout {
+                url,
+                timeout_ms: self.timeout.as_millis(),
+            },
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
+                HttpError::Timeout {
+                    url,
+                    timeout_ms: self.timeout.as_millis(),
+                }
+            }
+            ureq::Error::Tls(problem) => HttpError::Tls {
+                url,
+                problem: problem.to_string(),
+            },
+            ureq::Error::Rustls(problem) => HttpError::Tls {
+                url,
+                problem: problem.to_string(),
+            },
+            ureq::Error::Io(io) => {
+                let problem = io.to_string();
+                // rustls reports a refused certificate as an I/O error.
+                if problem.contains("certificate") || problem.contains("Certificate") {
+                    HttpError::Tls { url, problem }
+                } else if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                    HttpError::Failed {
+                        url,
+                        problem: "connection refused".into(),
+                    }
+                } else {
+                    HttpError::Failed { url, problem }
+                }
+            }
+            ureq::Error::Protocol(p) => HttpError::BadResponse {
+                url,
+                problem: format!("the response is not HTTP/1.x ({p})"),
+            },
+            ureq::Error::BodyExceedsLimit(n) => HttpError::BadResponse {
+                url,
+                problem: format!("the body is larger than {n} bytes"),
+            },
+            other => HttpError::Failed {
+                url,
+                problem: other.to_string(),
+            },
+        }
+    }
+}
+
+/// One GET with no CA or token (the system's roots), bounded by `timeout`.
+pub fn get(url: &str, timeout: Duration) -> Result<Response, HttpError> {
+    Client::new(&HttpOptions::default(), timeout)?.get(url)
+}
+
+/// Percent-encodes a query parameter's value (the `url` crate's form encoding).
+pub fn encode_query_value(value: &str) -> String {
+    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
 
 #[cfg(test)]
@@ -206,14 +245,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_bodies_and_chunks() {
-        let u = HttpUrl::parse("http://127.0.0.1:9090/api/v1/write").unwrap();
-        assert_eq!(u.host_port, "127.0.0.1:9090");
-        assert_eq!(u.path, "/api/v1/write");
-        assert_eq!(HttpUrl::parse("http://h").unwrap().host_port, "h:80");
-        assert!(HttpUrl::parse("https://h/").is_err());
-        let r = parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap();
-        assert_eq!((r.status, r.body.as_slice()), (200, &b"abcde"[..]));
-        assert_eq!(encode_query_value("a b{c=\"d\"}"), "a%20b%7Bc%3D%22d%22%7D");
+    fn urls_are_checked_and_the_token_never_printed() {
+        assert!(check_url("http://127.0.0.1:9090/api/v1/write").is_ok());
+        assert!(check_url("https://h/metrics").is_ok());
+        let e = check_url("ftp://h/").unwrap_err().to_string();
+        assert!(e.contains("ftp") && e.contains("write e.g."), "{e}");
+        assert!(check_url("not a url").is_err());
+        let options = HttpOptions {
+            ca: None,
+            bearer_token: Some("s3cret".into()),
+        };
+        assert!(!format!("{options:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_refused_connection_is_named() {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let url = format!("http://{addr}/metrics");
+        let e = get(&url, Duration::from_secs(2)).err().unwrap().to_string();
+        assert!(e.contains(&url) && e.contains("refused"), "{e}");
+    }
+
+    #[test]
+    fn a_ca_file_without_certificates_is_refused_with_the_fix() {
+        let path = std::env::temp_dir().join(format!("loadlab-metrics-ca-{}", std::process::id()));
+        std::fs::write(&path, "not a certificate\n").unwrap();
+        let e = HttpOptions::read_ca(path.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            e.contains("no PEM certificate") && e.contains("--metrics-cacert"),
+            "{e}"
+        );
     }
 }

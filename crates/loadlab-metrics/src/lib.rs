@@ -15,7 +15,8 @@
 //!
 //! [`promql`] asks a Prometheus server for a query over a run's window, after the run.
 //!
-//! [`http`] is the small blocking HTTP/1.1 client both directions share (plain `http://` only).
+//! [`http`] is the blocking HTTP client all three share (`ureq`: `http://` and `https://`, a
+//! CA file, a bearer token).
 //!
 //! This crate does not print, does not depend on the engine or the session, and never panics
 //! on what an endpoint sends.

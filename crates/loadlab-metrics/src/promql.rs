@@ -14,13 +14,12 @@ pub struct RangeSeries {
 }
 
 /// Evaluates `query` from `start_unix_s` to `end_unix_s` every `step_s` on the Prometheus
-/// server at `base` (e.g. `http://127.0.0.1:9090`).
+/// server at `base` (e.g. `http://127.0.0.1:9090`), reached with `options` (CA, token).
 pub fn query_range(
     base: &str,
     query: &str,
-    start_unix_s: f64,
-    end_unix_s: f64,
-    step_s: f64,
+    (start_unix_s, end_unix_s, step_s): (f64, f64, f64),
+    options: &http::HttpOptions,
     timeout: Duration,
 ) -> Result<Vec<RangeSeries>, String> {
     let url = format!(
@@ -28,7 +27,9 @@ pub fn query_range(
         base.trim_end_matches('/'),
         http::encode_query_value(query)
     );
-    let response = http::get(&url, timeout).map_err(|e| e.to_string())?;
+    let response = http::Client::new(options, timeout)
+        .and_then(|c| c.get(&url))
+        .map_err(|e| e.to_string())?;
     let body: serde_json::Value = serde_json::from_slice(&response.body).map_err(|_| {
         format!(
             "{base} answered {} with no JSON: is it a Prometheus server? (--prometheus takes its base URL, e.g. http://127.0.0.1:9090)",
@@ -103,9 +104,8 @@ mod tests {
         let e = query_range(
             &format!("http://{dead}"),
             "up",
-            0.0,
-            1.0,
-            1.0,
+            (0.0, 1.0, 1.0),
+            &http::HttpOptions::default(),
             Duration::from_secs(1),
         )
         .unwrap_err();

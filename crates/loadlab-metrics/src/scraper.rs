@@ -3,7 +3,7 @@
 //! or times out is counted and named in the report, never fatal; the thread never touches the
 //! load.
 
-use crate::http;
+use crate::http::{self, HttpOptions};
 use crate::rates::{Picked, RateTracker, WellKnown};
 use crate::select::Selector;
 use crate::text;
@@ -18,6 +18,8 @@ pub struct ScraperConfig {
     pub interval: Duration,
     /// Bounds each scrape; a slower endpoint is a failed scrape.
     pub timeout: Duration,
+    /// The CA and token for `https://` endpoints or ones behind auth.
+    pub http: HttpOptions,
 }
 
 /// One endpoint's scrape: the picked series and the well-known server figures.
@@ -58,18 +60,20 @@ impl Scraper {
             .name("server-metrics".into())
             .spawn(move || {
                 let started = Instant::now();
+                // A CA that cannot be used fails every scrape, counted and named.
+                let client = http::Client::new(&config.http, config.timeout);
                 let mut trackers: Vec<RateTracker> =
                     config.urls.iter().map(|_| RateTracker::default()).collect();
                 let mut report = ScrapeReport::default();
                 let mut next = started;
                 loop {
-                    scrape_all(&config, started, &mut trackers, &mut report);
+                    scrape_all(&config, &client, started, &mut trackers, &mut report);
                     next += config.interval;
                     let wait = next.saturating_duration_since(Instant::now());
                     match stop_rx.recv_timeout(wait) {
                         Err(RecvTimeoutError::Timeout) => continue,
                         _ => {
-                            scrape_all(&config, started, &mut trackers, &mut report);
+                            scrape_all(&config, &client, started, &mut trackers, &mut report);
                             return report;
                         }
                     }
@@ -87,20 +91,25 @@ impl Scraper {
 
 fn scrape_all(
     config: &ScraperConfig,
+    client: &Result<http::Client, http::HttpError>,
     started: Instant,
     trackers: &mut [RateTracker],
     report: &mut ScrapeReport,
 ) {
     for (url, tracker) in config.urls.iter().zip(trackers.iter_mut()) {
-        let result = http::get(url, config.timeout).and_then(|r| {
-            if r.status == 200 {
-                Ok(r.body)
-            } else {
-                Err(http::HttpError::BadResponse {
-                    url: url.clone(),
-                    problem: format!("status {}", r.status),
-                })
-            }
+        let result = match client {
+            Ok(client) => client.get(url).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+        .and_then(|r| match r.status {
+            200 => Ok(r.body),
+            401 | 403 => Err(format!(
+                "{url}: answered {} (not allowed); give the endpoint's bearer token with --metrics-token-file FILE",
+                r.status
+            )),
+            status => Err(format!(
+                "{url}: answered {status}, not 200; check the URL names the metrics page"
+            )),
         });
         let at_s = started.elapsed().as_secs_f64();
         match result {
@@ -118,12 +127,12 @@ fn scrape_all(
             Err(e) => match report.failures.iter_mut().find(|f| &f.url == url) {
                 Some(f) => {
                     f.count += 1;
-                    f.last_error = e.to_string();
+                    f.last_error = e;
                 }
                 None => report.failures.push(ScrapeFailures {
                     url: url.clone(),
                     count: 1,
-                    last_error: e.to_string(),
+                    last_error: e,
                 }),
             },
         }

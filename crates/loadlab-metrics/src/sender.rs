@@ -5,7 +5,8 @@
 //! carry the totals forward).
 
 use crate::figures::{IntervalFigures, RunLabels};
-use crate::{http, otlp, remote_write};
+use crate::http::{self, HttpOptions};
+use crate::{otlp, remote_write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -28,18 +29,20 @@ impl OutFormat {
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutError {
-    #[error("--metrics-out {0:?}: write prometheus+remote-write://HOST:PORT/api/v1/write or otlp+http://HOST:PORT/v1/metrics (or an http:// URL with --metrics-out-format remote-write|otlp)")]
+    #[error("--metrics-out {0:?}: write prometheus+remote-write://HOST:PORT/api/v1/write or otlp+http://HOST:PORT/v1/metrics (+https for TLS: otlp+https://, prometheus+remote-write+https://), or an http(s):// URL with --metrics-out-format remote-write|otlp")]
     Unrecognised(String),
     #[error("--metrics-out-format {0:?} is unknown; use remote-write or otlp")]
     UnknownFormat(String),
 }
 
-/// Where and how to send: `prometheus+remote-write://...` or `otlp+http://...`, or a plain
-/// `http://` URL with an explicit format.
+/// Where and how to send: `prometheus+remote-write://...` or `otlp+http://...` (with
+/// `+https` for TLS), or a plain `http(s)://` URL with an explicit format.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutTarget {
     pub format: OutFormat,
     pub url: String,
+    /// The CA and token to reach it with (none by default).
+    pub http: HttpOptions,
 }
 
 impl OutTarget {
@@ -50,18 +53,23 @@ impl OutTarget {
             Some("otlp" | "otlp-http") => Some(OutFormat::OtlpHttp),
             Some(other) => return Err(OutError::UnknownFormat(other.to_string())),
         };
-        let (format, rest) = if let Some(rest) = spec.strip_prefix("prometheus+remote-write://") {
-            (OutFormat::RemoteWrite, rest)
-        } else if let Some(rest) = spec.strip_prefix("otlp+http://") {
-            (OutFormat::OtlpHttp, rest)
-        } else if let (Some(rest), Some(f)) = (spec.strip_prefix("http://"), explicit) {
-            (f, rest)
-        } else {
-            return Err(OutError::Unrecognised(spec.to_string()));
+        let unrecognised = || OutError::Unrecognised(spec.to_string());
+        let (scheme, rest) = spec.split_once("://").ok_or_else(unrecognised)?;
+        let (format, transport) = match (scheme, explicit) {
+            ("prometheus+remote-write", _) => (OutFormat::RemoteWrite, "http"),
+            ("prometheus+remote-write+https", _) => (OutFormat::RemoteWrite, "https"),
+            ("otlp+http", _) => (OutFormat::OtlpHttp, "http"),
+            ("otlp+https", _) => (OutFormat::OtlpHttp, "https"),
+            ("http" | "https", Some(f)) => (f, scheme),
+            _ => return Err(unrecognised()),
         };
-        let url = format!("http://{rest}");
-        http::HttpUrl::parse(&url).map_err(|_| OutError::Unrecognised(spec.to_string()))?;
-        Ok(OutTarget { format, url })
+        let url = format!("{transport}://{rest}");
+        http::check_url(&url).map_err(|_| unrecognised())?;
+        Ok(OutTarget {
+            format,
+            url,
+            http: HttpOptions::default(),
+        })
     }
 }
 
@@ -112,26 +120,31 @@ impl MetricsOut {
         let shared = Arc::new(Shared::default());
         let thread_shared = Arc::clone(&shared);
         let thread_target = target.clone();
+        // A CA that cannot be read fails every send, counted and named like any other.
+        let client = http::Client::new(&target.http, timeout).map_err(|e| e.to_string());
         std::thread::Builder::new()
             .name("metrics-out".into())
             .spawn(move || {
                 for figures in rx {
                     let series = figures.to_series(&labels);
-                    let result = match thread_target.format {
-                        OutFormat::RemoteWrite => http::request(
-                            "POST",
-                            &thread_target.url,
-                            &remote_write::HEADERS,
-                            &remote_write::encode(&series),
-                            timeout,
-                        ),
-                        OutFormat::OtlpHttp => http::request(
-                            "POST",
-                            &thread_target.url,
-                            &[("Content-Type", otlp::CONTENT_TYPE)],
-                            &otlp::encode(&series, run_start_unix_ms),
-                            timeout,
-                        ),
+                    let result = match (&client, thread_target.format) {
+                        (Err(e), _) => Err(e.clone()),
+                        (Ok(c), OutFormat::RemoteWrite) => c
+                            .request(
+                                "POST",
+                                &thread_target.url,
+                                &remote_write::HEADERS,
+                                &remote_write::encode(&series),
+                            )
+                            .map_err(|e| e.to_string()),
+                        (Ok(c), OutFormat::OtlpHttp) => c
+                            .request(
+                                "POST",
+                                &thread_target.url,
+                                &[("Content-Type", otlp::CONTENT_TYPE)],
+                                &otlp::encode(&series, run_start_unix_ms),
+                            )
+                            .map_err(|e| e.to_string()),
                     };
                     let error = match result {
                         Ok(r) if (200..300).contains(&r.status) => None,
@@ -141,7 +154,7 @@ impl MetricsOut {
                             r.status,
                             String::from_utf8_lossy(&r.body).trim()
                         )),
-                        Err(e) => Some(e.to_string()),
+                        Err(e) => Some(e),
                     };
                     match error {
                         None => thread_shared.sent.fetch_add(1, Ordering::Relaxed),
@@ -213,5 +226,9 @@ mod tests {
         assert!(OutTarget::parse("http://h/", None).is_err());
         assert!(OutTarget::parse("http://h/", Some("graphite")).is_err());
         assert!(OutTarget::parse("otlp+grpc://h/", None).is_err());
+        let tls = OutTarget::parse("otlp+https://h:4318/v1/metrics", None).unwrap();
+        assert_eq!(tls.url, "https://h:4318/v1/metrics");
+        let tls = OutTarget::parse("https://h/api/v1/write", Some("remote-write")).unwrap();
+        assert_eq!(tls.format, OutFormat::RemoteWrite);
     }
 }

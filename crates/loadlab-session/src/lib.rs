@@ -16,12 +16,16 @@
 //! - [`machine`]: the machine checked against the run before it starts (`loadlab doctor`'s
 //!   checks), the kernel's TCP counters over the measured time, and the shaped link
 //!   (`--bandwidth`) the server may sit behind.
+//! - [`metrics`]: the server's own Prometheus metrics scraped around each run, loadlab's
+//!   figures sent live, queries asked after it (`--server-metrics`, `--metrics-out`,
+//!   `--prometheus --query`), set once with [`Session::set_metrics`].
 //!
 //! The flow is one way: spec, session, engine, samples, result. This crate must not print,
 //! read flags or write files: what a person should know comes back as [`Session::notes`],
 //! and the result is returned, not written.
 
 pub mod machine;
+pub mod metrics;
 pub mod placement;
 pub mod remote;
 pub mod remote_host;
@@ -103,6 +107,8 @@ pub struct Session {
     /// The throwaway CA and certificate of a server launched with `--tls`: held only to be
     /// dropped, after the server (declared after it), which removes the files.
     _certs: Option<loadlab_certs::CertDir>,
+    /// Scraped, sent and asked around every run ([`Session::set_metrics`]).
+    metrics: Option<metrics::MetricsPlan>,
 }
 
 /// A finished run.
@@ -111,6 +117,8 @@ pub struct SessionOutcome {
     pub result: RunResult,
     /// The server died during the run (a crash or an OOM kill): the run stopped there.
     pub server_died: bool,
+    /// What the metrics senders did (one line each), for a person to read.
+    pub metrics_notes: Vec<String>,
 }
 
 impl Session {
@@ -252,6 +260,7 @@ impl Session {
             target_local: plan.target.as_ref().is_some_and(|t| t.loopback),
             link,
             _certs: certs,
+            metrics: None,
         })
     }
 
@@ -385,13 +394,33 @@ impl Session {
             target_local: false,
             link: None,
             _certs: None,
+            metrics: None,
         })
+    }
+
+    /// Scrapes, sends and asks `plan` around every later run (an empty plan: nothing). A
+    /// caller running many runs changes the labels between them with
+    /// [`Session::metrics_mut`].
+    pub fn set_metrics(&mut self, plan: metrics::MetricsPlan) {
+        self.metrics = (!plan.is_empty()).then_some(plan);
+    }
+
+    /// The metrics plan set, to relabel the next run's series.
+    pub fn metrics_mut(&mut self) -> Option<&mut metrics::MetricsPlan> {
+        self.metrics.as_mut()
     }
 
     /// Runs the load until it ends, `control` stops it, or the server dies; returns the
     /// result with the server's side attached. The session's server keeps running (until the
     /// session is dropped), so one session can run again.
     pub fn run(&mut self, control: &RunControl) -> Result<SessionOutcome, SessionError> {
+        let metrics_run = match self.metrics.as_ref() {
+            Some(plan) => Some(
+                metrics::MetricsRun::start(plan, control, self.config.interval)
+                    .map_err(SessionError::Invalid)?,
+            ),
+            None => None,
+        };
         let died = Arc::new(AtomicBool::new(false));
         if let Some(server) = self.server.as_mut() {
             let (control, died) = (control.clone(), died.clone());
@@ -456,9 +485,13 @@ impl Session {
             }
             loadlab_result::attach_server(&mut result, report);
         }
+        let metrics_notes = metrics_run
+            .map(|m| m.finish(control, &mut result))
+            .unwrap_or_default();
         Ok(SessionOutcome {
             result,
             server_died,
+            metrics_notes,
         })
     }
 }

@@ -79,6 +79,9 @@ pub struct ExperimentArgs {
 
     #[command(flatten)]
     pub gates: GateArgs,
+
+    #[command(flatten)]
+    pub metrics: crate::cmd::run::MetricsArgs,
 }
 
 pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
@@ -110,6 +113,8 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{note}");
     }
     let plan = Plan::new(&experiment).map_err(anyhow::Error::msg)?;
+    // Each run's series are labelled with the experiment, its arm and its number.
+    let metrics = crate::cmd::run::metrics_plan(&args.metrics, None, None)?;
     let format = Format::parse(&args.format).map_err(anyhow::Error::msg)?;
     let gates = args.gates.parse()?;
     if let Some(report) = &args.report {
@@ -136,6 +141,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
             crate::cmd::server::LimitsArg::BestEffort => loadlab_probe::LimitsMode::BestEffort,
         },
         strict: args.strict,
+        metrics,
     };
     let started = std::time::Instant::now();
     let ending = runner::run(

@@ -33,7 +33,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
 
 /// Starts `cmd` and waits (up to 30 s) for a stderr or stdout line naming the address it
 /// listens on, after `marker` (e.g. `msg="Listening on" address=`).
-fn start_and_read_addr(mut cmd: Command, dir: PathBuf, marker: &'static str) -> Running {
+pub fn start_and_read_addr(mut cmd: Command, dir: PathBuf, marker: &'static str) -> Running {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -82,6 +82,9 @@ pub struct ProbeArgs {
 
     #[command(flatten)]
     pub server: ServerArgs,
+
+    #[command(flatten)]
+    pub metrics: crate::cmd::run::MetricsArgs,
 }
 
 #[derive(Debug, Args)]
@@ -256,7 +259,11 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
         busy_poll: BusyPoll::Off,
     };
     let first_warmup = recommended_warmup(args);
-    let session = Session::prepare(spec).map_err(flags_named)?;
+    let tag = args.tag.clone().unwrap_or_else(|| kind.to_string());
+    // Every probe scrapes and sends (its series under a run id of its own).
+    let metrics = crate::cmd::run::metrics_plan(&args.metrics, Some(&tag), None)?;
+    let mut session = Session::prepare(spec).map_err(flags_named)?;
+    session.set_metrics(metrics);
     if !args.quiet {
         for note in session.notes() {
             eprintln!("{note}");
@@ -279,7 +286,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
             first_warmup,
         },
         store,
-        tag: args.tag.clone().unwrap_or_else(|| kind.to_string()),
+        tag,
     })
 }
 

@@ -2,13 +2,12 @@
 //! and written to the outputs opened beforehand. Shared by every command that drives load;
 //! it must not parse flags.
 
-use super::metrics::MetricsRun;
-use super::metrics_args::MetricsPlan;
 use crate::output::{self, Destination, Outputs};
 use crate::progress::Progress;
 use anyhow::Context as _;
 use loadlab_engine::{RunControl, RunResult};
 use loadlab_report::{HdrLogExporter, JsonExporter};
+use loadlab_session::metrics::MetricsPlan;
 use loadlab_session::{Session, SessionOutcome};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,16 +36,17 @@ pub fn execute_with(
     let spill = crate::spill::run::Spill::start(&control, &outputs, quiet);
     install_ctrlc(&control)?;
     let progress = Progress::start(session.config(), &control);
-    let metrics = MetricsRun::start(metrics, &control, session.config().interval)?;
+    // The session scrapes and sends around the run (and keeps it for later runs).
+    session.set_metrics(metrics.clone());
     let outcome = session.run(&control);
     progress.finish();
     let SessionOutcome {
         mut result,
         server_died,
+        metrics_notes: metrics_lines,
     } = outcome?;
     result.command = std::env::args().collect();
     let spill = spill.read_back(&control, &mut result);
-    let metrics_lines = metrics.finish(&control, &mut result);
 
     let stdout_taken = matches!(outputs.json, Some(Destination::Stdout))
         || matches!(outputs.hdr_log, Some(Destination::Stdout));

@@ -1,13 +1,16 @@
-//! The flags that wire a run to the monitoring world (`loadlab-metrics`): scrape the server's
-//! own Prometheus endpoints onto the timeline, send loadlab's figures live by remote write or
-//! OTLP, ask a Prometheus server for queries over the run's window. Declarations and their
-//! checks only (every URL parsed once, by the `url` crate, before anything starts); running
-//! them is `metrics.rs`.
+//! The flags that wire a run to the monitoring world, shared by `run`, `experiment`,
+//! `capacity` and `sweep` (`#[command(flatten)]`): scrape the server's own Prometheus
+//! endpoints onto the timeline, send loadlab's figures live by remote write or OTLP, ask a
+//! Prometheus server for queries over the run's window, over https with a CA file and a
+//! bearer token when the endpoints want them. Declarations and their checks only (every URL
+//! parsed once, by the `url` crate, files read, before anything starts); running them is
+//! the session's (`loadlab_session::metrics`).
 
 use super::parse::parse_duration;
 use clap::Args;
-use loadlab_metrics::sender::OutTarget;
-use loadlab_metrics::{RunLabels, Selector};
+use loadlab_metrics::http::{check_url, HttpOptions};
+use loadlab_session::metrics::{MetricsPlan, OutTarget, RunLabels, Selector};
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Default, Args)]
@@ -77,18 +80,16 @@ pub struct MetricsArgs {
         help_heading = "Metrics"
     )]
     pub queries: Vec<String>,
-}
 
-/// The checked flags.
-#[derive(Debug, Clone, Default)]
-pub struct MetricsPlan {
-    pub scrape_urls: Vec<String>,
-    pub selectors: Vec<Selector>,
-    pub scrape_interval: Option<Duration>,
-    pub outs: Vec<OutTarget>,
-    pub labels: RunLabels,
-    pub prometheus: Option<String>,
-    pub queries: Vec<String>,
+    /// Trust the CA certificate(s) in this PEM file (instead of the system's roots) for
+    /// https:// --server-metrics, --metrics-out and --prometheus endpoints.
+    #[arg(long, value_name = "FILE", help_heading = "Metrics")]
+    pub metrics_cacert: Option<PathBuf>,
+
+    /// Send the token in this file as "Authorization: Bearer TOKEN" to the --server-metrics,
+    /// --metrics-out and --prometheus endpoints (never stored in the result).
+    #[arg(long, value_name = "FILE", help_heading = "Metrics")]
+    pub metrics_token_file: Option<PathBuf>,
 }
 
 /// Checks the flags. `tag` and `shard` label the series sent.
@@ -100,7 +101,7 @@ pub fn plan(
     let scrape_urls = args
         .server_metrics
         .iter()
-        .map(|u| http_url(u, "--server-metrics", "http://127.0.0.1:9100/metrics"))
+        .map(|u| endpoint_url(u, "--server-metrics", "http://127.0.0.1:9100/metrics"))
         .collect::<anyhow::Result<_>>()?;
     let selectors = args
         .server_metrics_select
@@ -154,7 +155,7 @@ pub fn plan(
     let prometheus = args
         .prometheus
         .as_deref()
-        .map(|u| http_url(u, "--prometheus", "http://127.0.0.1:9090"))
+        .map(|u| endpoint_url(u, "--prometheus", "http://127.0.0.1:9090"))
         .transpose()?;
     if args.queries.iter().any(|q| q.trim().is_empty()) {
         anyhow::bail!("--query is empty: give a PromQL expression, e.g. --query 'rate(process_cpu_seconds_total[1m])'");
@@ -167,22 +168,50 @@ pub fn plan(
         labels,
         prometheus: prometheus.map(|u| u.trim_end_matches('/').to_string()),
         queries: args.queries.clone(),
+        http: http_options(args)?,
     })
 }
 
-/// A plain `http://` URL, parsed by the `url` crate (the scraper speaks plain HTTP only).
-fn http_url(raw: &str, flag: &str, example: &str) -> anyhow::Result<String> {
-    let parsed = url::Url::parse(raw)
-        .map_err(|e| anyhow::anyhow!("{flag} {raw:?} is not a URL ({e}); write e.g. {example}"))?;
-    if parsed.scheme() != "http" {
-        anyhow::bail!(
-            "{flag} {raw:?}: only http:// is supported (not {}://); put a plain-HTTP endpoint, e.g. {example}",
-            parsed.scheme()
-        );
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        anyhow::bail!("{flag} {raw:?} names no host; write e.g. {example}");
-    }
+/// The CA file and the token file, read now so a bad file fails before anything starts.
+fn http_options(args: &MetricsArgs) -> anyhow::Result<HttpOptions> {
+    let ca = match &args.metrics_cacert {
+        Some(path) => Some(HttpOptions::read_ca(&path.display().to_string())?),
+        None => None,
+    };
+    let bearer_token = match &args.metrics_token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                anyhow::anyhow!(
+                    "--metrics-token-file {}: cannot read it ({e}); give a file holding the token",
+                    path.display()
+                )
+            })?;
+            let token = text.trim();
+            if token.is_empty() || token.contains(char::is_whitespace) {
+                anyhow::bail!(
+                    "--metrics-token-file {}: give a file holding one token (no spaces), as a \
+                     Prometheus endpoint's bearer_token_file does",
+                    path.display()
+                );
+            }
+            Some(token.to_string())
+        }
+        None => None,
+    };
+    Ok(HttpOptions { ca, bearer_token })
+}
+
+/// An `http://` or `https://` URL with a host, parsed by the `url` crate.
+fn endpoint_url(raw: &str, flag: &str, example: &str) -> anyhow::Result<String> {
+    check_url(raw).map_err(|e| {
+        let problem = match e {
+            loadlab_metrics::http::HttpError::BadUrl { problem, .. } => problem,
+            other => other.to_string(),
+        };
+        anyhow::anyhow!(
+            "{flag} {raw:?} is not an http:// or https:// URL with a host ({problem}); write e.g. {example}"
+        )
+    })?;
     Ok(raw.to_string())
 }
 
@@ -212,13 +241,19 @@ mod tests {
     fn bad_values_name_their_flag_and_the_fix() {
         let bad = |args: MetricsArgs| plan(&args, None, None).unwrap_err().to_string();
         let e = bad(MetricsArgs {
-            server_metrics: vec!["https://h/metrics".into()],
+            server_metrics: vec!["ftp://h/metrics".into()],
             ..Default::default()
         });
         assert!(
             e.contains("--server-metrics") && e.contains("http://"),
             "{e}"
         );
+        let e = bad(MetricsArgs {
+            server_metrics: vec!["https://h/metrics".into()],
+            metrics_token_file: Some("/nonexistent/token".into()),
+            ..Default::default()
+        });
+        assert!(e.contains("--metrics-token-file"), "{e}");
         let e = bad(MetricsArgs {
             server_metrics: vec!["not a url".into()],
             ..Default::default()

@@ -4,18 +4,18 @@
 //! a second, not after a long run.
 //!
 //! `args.rs` declares the flags, `parse.rs` turns them into a session spec, `execute.rs`
-//! runs a prepared session; `metrics_args.rs` and `metrics.rs` wire it to Prometheus and
-//! OTLP (`--server-metrics`, `--metrics-out`, `--prometheus --query`); this glues them.
+//! runs a prepared session; `metrics_args.rs` declares the flags that wire it to Prometheus
+//! and OTLP (`--server-metrics`, `--metrics-out`, `--prometheus --query`), shared with
+//! experiment, capacity and sweep (the session runs them); this glues them.
 
 mod args;
 mod execute;
-mod metrics;
 mod metrics_args;
 mod parse;
 
 pub use args::{RequestArgs, RunArgs};
 pub use execute::{execute, execute_with};
-use metrics_args::plan as metrics_plan;
+pub use metrics_args::{plan as metrics_plan, MetricsArgs};
 pub use parse::{count, flag_for, flags_named, parse_duration, rate, session_spec};
 
 use crate::cmd::gates;
