@@ -27,6 +27,10 @@ struct Exchange {
     close: bool,
     /// The server already closed its side (the body ran until close).
     eof: bool,
+    /// The request's body was held back for `Expect: 100-continue` and never sent: the
+    /// server answered first. The connection is dropped at once (the server may be waiting
+    /// for the body), not waited on to close.
+    body_withheld: bool,
 }
 
 /// Bytes and moments of one request, whatever its outcome.
@@ -173,6 +177,7 @@ impl Conn {
         let outcome = exchange(
             ctx,
             &request.bytes,
+            request.body_at,
             stream,
             &mut self.parser,
             &mut self.timer,
@@ -206,7 +211,7 @@ impl Conn {
     /// request.
     async fn finish_close(&mut self, ctx: &ThreadCtx, phase: Phase, done: &Exchange) {
         if let Some(mut s) = self.stream.take() {
-            if done.close && !done.eof {
+            if done.close && !done.eof && !done.body_withheld {
                 let wait = ctx.timeout.min(MAX_CLOSE_WAIT);
                 let began = Instant::now();
                 let closed = await_close(&mut s, &mut self.timer, began + wait).await;
@@ -263,6 +268,7 @@ impl Conn {
         let outcome = exchange(
             ctx,
             request,
+            crate::http1::request::expect_continue_at(request),
             stream,
             &mut self.parser,
             &mut self.timer,

@@ -9,6 +9,9 @@ pub struct EncodedRequest {
     pub bytes: Vec<u8>,
     /// A response to HEAD has no body whatever its headers say.
     pub is_head: bool,
+    /// Where the body starts when the request asks `Expect: 100-continue` and has one: the
+    /// head goes first, the body only after the server's 100 (see [`expect_continue_at`]).
+    pub body_at: Option<usize>,
 }
 
 /// One encoded request per path of the rotation, in order.
@@ -65,9 +68,31 @@ fn encode_path(config: &RunConfig, path_and_query: &str) -> EncodedRequest {
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&config.body);
     EncodedRequest {
+        body_at: expect_continue_at(&out),
         bytes: out,
         is_head: config.method.eq_ignore_ascii_case("HEAD"),
     }
+}
+
+/// Where the body of an encoded request starts, when its head carries `Expect: 100-continue`
+/// (RFC 9110 10.1.1) and a body follows; `None` otherwise (the request goes in one write).
+pub fn expect_continue_at(request: &[u8]) -> Option<usize> {
+    let head_len = request.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    if head_len == request.len() {
+        return None;
+    }
+    let expects = request[..head_len]
+        .split(|&b| b == b'\n')
+        .skip(1)
+        .filter_map(|line| {
+            let colon = line.iter().position(|&b| b == b':')?;
+            Some((&line[..colon], &line[colon + 1..]))
+        })
+        .any(|(name, value)| {
+            name.trim_ascii().eq_ignore_ascii_case(b"expect")
+                && value.trim_ascii().eq_ignore_ascii_case(b"100-continue")
+        });
+    expects.then_some(head_len)
 }
 
 #[cfg(test)]
@@ -98,5 +123,35 @@ mod tests {
             )
         );
         assert!(!req.is_head);
+        assert_eq!(req.body_at, None);
+    }
+
+    #[test]
+    fn expect_100_continue_splits_head_from_body() {
+        let spec = |headers: Vec<String>, body: &[u8]| {
+            RunSpec {
+                url: "http://127.0.0.1:8080/up".into(),
+                method: "POST".into(),
+                headers,
+                body: body.to_vec(),
+                ..RunSpec::default()
+            }
+            .validate()
+            .unwrap()
+        };
+        let req = encode(&spec(vec!["expect:  100-Continue ".into()], b"hello"));
+        let at = req.body_at.expect("split");
+        assert!(req.bytes[..at].ends_with(b"Content-Length: 5\r\n\r\n"));
+        assert_eq!(&req.bytes[at..], b"hello");
+        // No body: nothing to hold back. No header: one write.
+        assert_eq!(
+            encode(&spec(vec!["Expect: 100-continue".into()], b"")).body_at,
+            None
+        );
+        assert_eq!(
+            encode(&spec(vec!["X-Expect: 100-continue".into()], b"x")).body_at,
+            None
+        );
+        assert_eq!(encode(&spec(vec![], b"hello")).body_at, None);
     }
 }

@@ -52,6 +52,9 @@ pub struct ResponseParser {
     close: bool,
     /// Any byte of the current response seen yet (tells an idle close from a cut-off one).
     started: bool,
+    /// A `100 Continue` came before the current response: a request sent with `Expect:
+    /// 100-continue` may now send its body.
+    continued: bool,
 }
 
 impl ResponseParser {
@@ -63,6 +66,7 @@ impl ResponseParser {
             status: 0,
             close: false,
             started: false,
+            continued: false,
         }
     }
 
@@ -73,12 +77,19 @@ impl ResponseParser {
         self.status = 0;
         self.close = false;
         self.started = false;
+        self.continued = false;
     }
 
     /// The next request on this connection is (or is not) a HEAD, whose response has no
     /// body whatever its headers say (scenario steps mix methods on one connection).
     pub fn set_request_is_head(&mut self, is_head: bool) {
         self.request_is_head = is_head;
+    }
+
+    /// True once a `100 Continue` has arrived ahead of the current response (other 1xx, such
+    /// as 103 Early Hints, are skipped without it).
+    pub fn continued(&self) -> bool {
+        self.continued
     }
 
     /// True once any byte of the current response has arrived.
@@ -197,6 +208,7 @@ impl ResponseParser {
         self.status = info.status;
         if (100..200).contains(&info.status) && info.status != 101 {
             // Interim response (100 Continue, 103 Early Hints): the real one follows.
+            self.continued |= info.status == 100;
             self.state = State::Head;
             return;
         }
@@ -441,6 +453,21 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].status, 201);
         assert_eq!(got[0].consumed, input.len());
+    }
+
+    #[test]
+    fn a_100_continue_is_told_apart_from_other_interim_responses() {
+        let mut p = ResponseParser::new(false);
+        let hints = p.feed(b"HTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n");
+        assert_eq!(hints, Ok(Progress::NeedMore));
+        assert!(!p.continued(), "103 is not a go-ahead for the body");
+        assert_eq!(p.feed(b"HTTP/1.1 100 Cont"), Ok(Progress::NeedMore));
+        assert!(!p.continued());
+        assert_eq!(p.feed(b"inue\r\n\r\n"), Ok(Progress::NeedMore));
+        assert!(p.continued());
+        let done = p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        assert!(matches!(done, Ok(Progress::Complete(r)) if r.status == 200));
+        assert!(!p.continued(), "reset for the next response");
     }
 
     #[test]

@@ -16,15 +16,26 @@ use crate::stats::Phase;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-/// Writes the request and reads one full response, or fails with a class.
+/// How long a request with `Expect: 100-continue` waits for the server's `100 Continue` (or
+/// its final answer) before it sends the body anyway: curl's default, 1 s (RFC 9110 10.1.1
+/// lets a client stop waiting; a server that ignores the header never sends a 100). The wait
+/// is part of the request's latency: the user's request took that long.
+pub(in crate::engine) const EXPECT_CONTINUE_WAIT: Duration = Duration::from_secs(1);
+
+/// Writes the request and reads one full response, or fails with a class. `body_at`: the
+/// request asks `Expect: 100-continue`, and its body starts there: the head goes first, the
+/// body after the server's `100 Continue` or [`EXPECT_CONTINUE_WAIT`], and never when the
+/// server gives its final answer first (the connection is then closed: the server may still
+/// be waiting for a body it will never get).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn exchange<S: Sink>(
     ctx: &ThreadCtx,
     request: &[u8],
+    body_at: Option<usize>,
     stream: &mut Stream,
     parser: &mut ResponseParser,
     timer: &mut Pin<Box<Sleep>>,
@@ -33,10 +44,14 @@ pub(super) async fn exchange<S: Sink>(
     sink: &mut S,
 ) -> Result<Exchange, ErrorClass> {
     let mut written = 0;
+    // What to write before reading: the whole request, or its head alone.
+    let mut upto = body_at.unwrap_or(request.len());
     let mut flushed = false;
-    poll_fn(|cx| {
-        while written < request.len() {
-            match Pin::new(&mut *stream).poll_write(cx, &request[written..]) {
+    // Until when the body waits for a 100, while it does.
+    let mut holding: Option<Instant> = None;
+    poll_fn(|cx| 'send: loop {
+        while written < upto {
+            match Pin::new(&mut *stream).poll_write(cx, &request[written..upto]) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(ErrorClass::ConnectionReset)),
                 Poll::Ready(Ok(n)) => {
                     written += n;
@@ -52,6 +67,9 @@ pub(super) async fn exchange<S: Sink>(
                 Poll::Ready(Ok(())) => {
                     flushed = true;
                     book_sent(ctx, traffic);
+                    if upto < request.len() {
+                        holding = Some(Instant::now() + EXPECT_CONTINUE_WAIT);
+                    }
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
                 Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
@@ -69,6 +87,7 @@ pub(super) async fn exchange<S: Sink>(
                                 status: r.status,
                                 close: true,
                                 eof: true,
+                                body_withheld: holding.is_some(),
                             }),
                             None => Err(ErrorClass::ClosedBeforeResponse),
                         });
@@ -82,6 +101,12 @@ pub(super) async fn exchange<S: Sink>(
                     traffic.unbooked += n as u64;
                     sink.bytes(&buf[..n]);
                     match parser.feed(&buf[..n]) {
+                        Ok(Progress::NeedMore) if holding.is_some() && parser.continued() => {
+                            // 100 Continue: the body goes now.
+                            holding = None;
+                            (upto, flushed) = (request.len(), false);
+                            continue 'send;
+                        }
                         Ok(Progress::NeedMore) => continue,
                         // Bytes beyond the response were never asked for (loadlab does not
                         // pipeline): the server's framing is wrong.
@@ -89,17 +114,37 @@ pub(super) async fn exchange<S: Sink>(
                             return Poll::Ready(Err(ErrorClass::ExtraBytes));
                         }
                         Ok(Progress::Complete(r)) => {
+                            // A final answer while the body waits: the body is never sent,
+                            // and the connection cannot carry another request.
+                            let withheld = holding.is_some();
                             return Poll::Ready(Ok(Exchange {
                                 status: r.status,
-                                close: r.close,
+                                close: r.close || withheld,
                                 eof: false,
+                                body_withheld: withheld,
                             }));
                         }
                         Err(_) => return Poll::Ready(Err(ErrorClass::MalformedResponse)),
                     }
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
-                Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
+                Poll::Pending => {
+                    let Some(until) = holding else {
+                        return timed_out(ctx, timer, deadline, traffic, cx);
+                    };
+                    if until >= deadline {
+                        return timed_out(ctx, timer, deadline, traffic, cx);
+                    }
+                    match timed_out(ctx, timer, until, traffic, cx) {
+                        Poll::Pending => return Poll::Pending,
+                        // No 100 in time: the body goes anyway.
+                        Poll::Ready(_) => {
+                            holding = None;
+                            (upto, flushed) = (request.len(), false);
+                            continue 'send;
+                        }
+                    }
+                }
             }
         }
     })

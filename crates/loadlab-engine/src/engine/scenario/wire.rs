@@ -32,18 +32,34 @@ impl Sink for Wire {
             return;
         }
         let room = MAX_KEPT_BYTES.saturating_sub(self.raw.len());
-        let from = self.raw.len().saturating_sub(3);
+        let mut from = self.raw.len().saturating_sub(3);
         self.raw.extend_from_slice(&data[..data.len().min(room)]);
-        if self.head_end.is_none() {
-            if let Some(i) = find(&self.raw[from..], b"\r\n\r\n") {
-                let end = from + i + 4;
-                self.head_end = Some(end);
-                if !self.keep_body && has_header(&self.raw[..end], b"content-encoding") {
-                    self.keep_body = true;
-                }
+        while self.head_end.is_none() {
+            let Some(i) = find(&self.raw[from..], b"\r\n\r\n") else {
+                break;
+            };
+            let end = from + i + 4;
+            if is_interim(&self.raw) {
+                // 100 Continue, 103 Early Hints: the response the step judges follows.
+                self.raw.drain(..end);
+                from = 0;
+                continue;
+            }
+            self.head_end = Some(end);
+            if !self.keep_body && has_header(&self.raw[..end], b"content-encoding") {
+                self.keep_body = true;
             }
         }
     }
+}
+
+/// True when `head` starts with an interim (1xx, not 101) status line.
+fn is_interim(head: &[u8]) -> bool {
+    head.len() > 12
+        && head.starts_with(b"HTTP/1.")
+        && head[9] == b'1'
+        && head[10..12].iter().all(u8::is_ascii_digit)
+        && &head[9..12] != b"101"
 }
 
 /// What a step's response came to.
@@ -246,5 +262,22 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nX-Content-Encoding: br\r\n\r\n",
             b"content-encoding"
         ));
+    }
+
+    #[test]
+    fn interim_responses_are_not_the_head_a_step_judges() {
+        let mut w = Wire::default();
+        w.reset(false);
+        w.bytes(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r");
+        assert_eq!(w.head_end, None);
+        w.bytes(b"\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+        assert!(
+            w.raw.starts_with(b"HTTP/1.1 201 Created\r\n"),
+            "{:?}",
+            w.raw
+        );
+        assert_eq!(w.head_end, Some(w.raw.len()));
+        assert!(!is_interim(b"HTTP/1.1 101 Switching Protocols\r\n\r\n"));
+        assert!(!is_interim(b"HTTP/1.1 200 OK\r\n\r\n"));
     }
 }
