@@ -8,6 +8,7 @@
 
 use crate::file::{Experiment, Protocol, Source};
 use crate::plan::{Arm, Plan, PlannedRun};
+use loadlab_engine::collector::IntervalSink;
 use loadlab_engine::{RunControl, RunSpec};
 use loadlab_lab::verify::{verify_target, VerifyOptions};
 use loadlab_lab::{Lab, ServeOptions};
@@ -33,6 +34,12 @@ pub trait RunSink {
         plan: &Plan,
         resume: bool,
     ) -> Result<Vec<(String, usize)>, String>;
+    /// Where the run about to start writes each finished interval as it goes, so that a
+    /// run killed mid-way keeps them (the store's row for it); `None`: the timeline stays in
+    /// the result alone. [`RunSink::save`] then gets that run's result.
+    fn stream(&mut self, _arm: &Arm, _run: &PlannedRun) -> Option<Box<dyn IntervalSink>> {
+        None
+    }
     fn save(&mut self, arm: &Arm, run: &PlannedRun, result: &RunResult) -> Result<(), String>;
     /// `complete` or `interrupted`.
     fn finish(&mut self, status: &str) -> Result<(), String>;
@@ -204,6 +211,9 @@ pub fn run(
         }
         session.set_metrics(run_metrics(&options.metrics, experiment, &arm.label, run));
         let rc = control.begin_run();
+        if let Some(stream) = sink.stream(arm, run) {
+            rc.stream_intervals_to(stream);
+        }
         let outcome = session.run(&rc).map_err(|e| fail(e.to_string()))?;
         drop(session);
         for note in &outcome.metrics_notes {

@@ -19,10 +19,13 @@
 //! - [`metrics`]: the server's own Prometheus metrics scraped around each run, loadlab's
 //!   figures sent live, queries asked after it (`--server-metrics`, `--metrics-out`,
 //!   `--prometheus --query`), set once with [`Session::set_metrics`].
+//! - [`spill`]: a run's timeline written as it goes (a spill file, or the results store) and
+//!   a killed run's result rebuilt from it (issue 34).
 //!
 //! The flow is one way: spec, session, engine, samples, result. This crate must not print,
-//! read flags or write files: what a person should know comes back as [`Session::notes`],
-//! and the result is returned, not written.
+//! read flags or write files (save the timeline a caller asks [`spill`] to write as the run
+//! goes): what a person should know comes back as [`Session::notes`], and the result is
+//! returned, not written.
 
 pub mod machine;
 pub mod metrics;
@@ -30,6 +33,7 @@ pub mod placement;
 pub mod remote;
 pub mod remote_host;
 pub mod server;
+pub mod spill;
 
 pub use loadlab_agent::client::AgentEndpoint;
 pub use machine::MachineOptions;

@@ -1,6 +1,7 @@
 //! `loadlab recover FILE`: the spill file a killed run left (SIGKILL, the OOM killer, a
 //! reboot, a lost SSH session) turned into a valid result, marked interrupted, whose totals
-//! are exactly the merge of the intervals written. Written, reported, stored and gated like a
+//! are exactly the merge of the intervals written; `--list` names the spill files killed
+//! runs left in the temporary directory. Written, reported, stored and gated like a
 //! merged result. It only reads the spill file; it never changes or deletes it.
 
 use crate::cmd::merge::{present, MergedOutput};
@@ -15,20 +16,30 @@ use std::process::ExitCode;
                   time of the last interval written; its counts, latency and bytes are the \
                   exact merge of the intervals written. Exit codes: 0 recovered; 1 a \
                   --fail-if gate failed; 2 the file is not a spill file or has no header.\n\n\
-                  Example:\n  loadlab recover run.json.spill -o run.json --report run.html"
+                  Examples:\n  loadlab recover run.json.spill -o run.json --report run.html\n  \
+                  loadlab recover --list"
 )]
 pub struct RecoverArgs {
     /// The spill file the run left.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    #[arg(value_name = "FILE", required_unless_present = "list")]
+    pub file: Option<PathBuf>,
+
+    /// List the spill files killed runs left in the temporary directory (path, size in
+    /// bytes, writer PID), one a line; nothing is recovered or deleted.
+    #[arg(long, conflicts_with = "file")]
+    pub list: bool,
 
     #[command(flatten)]
     pub out: MergedOutput,
 }
 
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
+    let Some(file) = args.file.as_ref().filter(|_| !args.list) else {
+        crate::spill::orphans::print_list();
+        return Ok(ExitCode::SUCCESS);
+    };
     args.out.check()?;
-    let mut result = crate::spill::recover::recover(&args.file)?;
+    let mut result = crate::spill::recover::recover(file)?;
     crate::cmd::runs::redact(&mut result);
     present(result, &args.out, false)
 }

@@ -4,10 +4,13 @@
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
+use loadlab_engine::collector::IntervalSink;
 use loadlab_experiment::plan::{Arm, PlannedRun};
 use loadlab_experiment::runner::RunSink;
 use loadlab_experiment::{Experiment, Plan};
 use loadlab_result::RunResult;
+use loadlab_session::spill::store_sink::{StoreSink, StreamedRun};
+use loadlab_session::spill::stored;
 use loadlab_store::{
     ExperimentId, ExperimentSlot, ExperimentStatus, Filter, RunId, RunMeta, Store,
 };
@@ -56,8 +59,24 @@ pub fn db_path(db: Option<&Path>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("loadlab.db"))
 }
 
+/// Opens the store, and seals the runs killed while they were written to it (their writer
+/// gone) with the partial result their intervals make, saying so on stderr.
 pub fn open_store(db: Option<&Path>) -> anyhow::Result<Store> {
-    Ok(Store::open(db_path(db))?)
+    let store = Store::open(db_path(db))?;
+    let (sealed, failed) = loadlab_session::spill::stored::seal_orphans(&store)?;
+    for id in sealed {
+        eprintln!(
+            "run {id} was killed while it was written: kept as an interrupted, partial result \
+             up to its last interval written (loadlab runs show {id})"
+        );
+    }
+    for (id, why) in failed {
+        eprintln!(
+            "run {id} was killed while it was written and could not be rebuilt ({why}); \
+             `loadlab runs delete {id}` removes it"
+        );
+    }
+    Ok(store)
 }
 
 /// Secrets out of a result before it reaches any file (the store applies the same rules).
@@ -95,14 +114,18 @@ fn environment() -> serde_json::Value {
     })
 }
 
-/// Saves one run of `loadlab run --save`.
-pub fn save(store: &Store, result: &RunResult, tag: Option<&str>) -> anyhow::Result<RunId> {
-    let meta = RunMeta {
+/// What the store keeps beside a run of `loadlab run --save` (or a capacity probe).
+pub fn run_meta(tag: Option<&str>) -> RunMeta {
+    RunMeta {
         tag: tag.map(str::to_string),
         environment: Some(environment()),
         ..RunMeta::default()
-    };
-    Ok(store.save_run(result, &meta)?)
+    }
+}
+
+/// Saves one run of `loadlab run --save`.
+pub fn save(store: &Store, result: &RunResult, tag: Option<&str>) -> anyhow::Result<RunId> {
+    Ok(store.save_run(result, &run_meta(tag))?)
 }
 
 /// An experiment's runs going into the store as they end.
@@ -110,6 +133,8 @@ pub struct ExperimentSink<'a> {
     store: &'a Store,
     file: PathBuf,
     id: Option<ExperimentId>,
+    /// The run going on, written to the store as it goes.
+    streamed: Option<StreamedRun>,
 }
 
 impl<'a> ExperimentSink<'a> {
@@ -118,11 +143,26 @@ impl<'a> ExperimentSink<'a> {
             store,
             file: file.to_path_buf(),
             id: None,
+            streamed: None,
         }
     }
 
     pub fn experiment_id(&self) -> ExperimentId {
         self.id.expect("begun")
+    }
+
+    fn meta(&self, arm: &Arm, run: &PlannedRun) -> RunMeta {
+        RunMeta {
+            experiment: Some(ExperimentSlot {
+                experiment: self.experiment_id(),
+                variant: arm.label.clone(),
+                block: run.block as u32,
+                repetition: run.block as u32,
+            }),
+            config: serde_json::to_value(&arm.settings).ok(),
+            environment: Some(environment()),
+            ..RunMeta::default()
+        }
     }
 }
 
@@ -169,22 +209,28 @@ impl RunSink for ExperimentSink<'_> {
         Ok(Vec::new())
     }
 
+    fn stream(&mut self, arm: &Arm, run: &PlannedRun) -> Option<Box<dyn IntervalSink>> {
+        let (sink, streamed) = StoreSink::new(self.store.path(), self.meta(arm, run));
+        self.streamed = Some(streamed);
+        Some(Box::new(sink))
+    }
+
     fn save(&mut self, arm: &Arm, run: &PlannedRun, result: &RunResult) -> Result<(), String> {
-        let meta = RunMeta {
-            experiment: Some(ExperimentSlot {
-                experiment: self.experiment_id(),
-                variant: arm.label.clone(),
-                block: run.block as u32,
-                repetition: run.block as u32,
-            }),
-            config: serde_json::to_value(&arm.settings).ok(),
-            environment: Some(environment()),
-            ..RunMeta::default()
-        };
-        self.store
-            .save_run(result, &meta)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        let meta = self.meta(arm, run);
+        match self.streamed.take() {
+            Some(streamed) => {
+                let mut result = result.clone();
+                stored::read_back(self.store, None, &streamed, &mut result);
+                stored::save(self.store, &streamed, &result, &meta)
+                    .map(|_| ())
+                    .map_err(|e| format!("{e:#}"))
+            }
+            None => self
+                .store
+                .save_run(result, &meta)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        }
     }
 
     fn finish(&mut self, status: &str) -> Result<(), String> {
@@ -257,6 +303,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     store.path().display()
                 );
             }
+            let running: Vec<RunId> = store.open_streams()?.iter().map(|o| o.run).collect();
             for r in rows {
                 let s = &r.summary;
                 let what = match (&r.tag, &r.experiment) {
@@ -277,7 +324,13 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     s.latency_p99_us
                         .map_or("-".into(), loadlab_experiment::metrics::duration_us),
                     s.target_url,
-                    if r.interrupted { " (interrupted)" } else { "" },
+                    if running.contains(&r.id) {
+                        " (running)"
+                    } else if r.interrupted {
+                        " (interrupted)"
+                    } else {
+                        ""
+                    },
                     what
                 );
             }
@@ -285,7 +338,14 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
         RunsCommand::Show { run } => {
             for id in store.resolve(&run)? {
                 let r = store.run(id)?;
-                println!("run {id}");
+                match store.open_stream(id)? {
+                    Some(open) => println!(
+                        "run {id} (running: {} intervals written so far by process {}; its \
+                         figures come when it ends)",
+                        open.intervals, open.writer.pid
+                    ),
+                    None => println!("run {id}"),
+                }
                 crate::output::print_summary(&r.result, false)?;
             }
         }

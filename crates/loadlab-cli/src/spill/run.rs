@@ -1,22 +1,35 @@
-//! A run's spill file from start to end: where it goes (next to `--json` as `FILE.spill`, or
-//! a temporary file), the engine's sink set on the run's control, the result's timeline read
-//! back from it when the run ends, and the file removed once the result is written (kept
-//! when the timeline had to be coarsened, since it alone has every interval, or when writing
-//! it failed). A run killed by any means leaves it for `loadlab recover`.
+//! Where a `loadlab run`'s timeline goes as the run goes: with `--save`, the results store
+//! (the run's row made at the start, each interval appended; the result replaces it at the
+//! end); otherwise a spill file next to `--json` as `FILE.spill`, or a temporary one. The
+//! result's timeline is read back from there when the run ends; the spill file is removed
+//! once the result is written (kept when the timeline had to be coarsened, since it alone has
+//! every interval, or when writing it failed). A run killed by any means leaves the file for
+//! `loadlab recover`, or its row for `loadlab runs show`.
 //!
-//! It must not print when quiet; it never fails a run that measured well: a spill file
-//! that cannot be written becomes a warning in the result.
+//! It must not print when quiet; it never fails a run that measured well: a timeline that
+//! cannot be written becomes a warning in the result.
 
 use super::sink::SpillSink;
+use super::store_sink::{StoreSink, StreamedRun};
+use super::stored;
 use super::timeline::rebuild;
 use crate::output::{Destination, Outputs};
 use loadlab_engine::{RunControl, RunResult};
+use loadlab_store::{RunId, RunMeta, Store};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A run saved in the results store (`--save`).
+pub struct Save<'a> {
+    pub store: &'a Store,
+    pub meta: RunMeta,
+}
 
 pub struct Spill {
     path: PathBuf,
     keep: bool,
+    /// With `--save`: the run's row in the store (no spill file then).
+    streamed: Option<StreamedRun>,
 }
 
 /// The spill file of a run whose JSON goes to `json` (a file: next to it).
@@ -32,18 +45,45 @@ pub fn path_for(json: Option<&Destination>) -> PathBuf {
             let unix_s = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
-            std::env::temp_dir().join(format!(
-                "loadlab-{}-{unix_s}-{}.spill",
+            std::env::temp_dir().join(loadlab_session::spill::orphans::temp_name(
                 std::process::id(),
-                RUNS.fetch_add(1, Ordering::Relaxed)
+                unix_s,
+                RUNS.fetch_add(1, Ordering::Relaxed),
             ))
         }
     }
 }
 
 impl Spill {
-    /// Sets the run's interval sink; says where the file is (unless `quiet`).
-    pub fn start(control: &RunControl, outputs: &Outputs, quiet: bool) -> Spill {
+    /// Sets the run's interval sink (the store with `save`, else a spill file); says where
+    /// the timeline goes, and names the spill files killed runs left (unless `quiet`).
+    pub fn start(
+        control: &RunControl,
+        outputs: &Outputs,
+        quiet: bool,
+        save: Option<&Save>,
+    ) -> Spill {
+        if !quiet {
+            if let Some(text) = super::orphans::notice(&super::orphans::list()) {
+                eprintln!("{text}");
+            }
+        }
+        if let Some(save) = save {
+            let (sink, streamed) = StoreSink::new(save.store.path(), save.meta.clone());
+            control.stream_intervals_to(Box::new(sink));
+            if !quiet {
+                eprintln!(
+                    "timeline written to {} as the run goes (if loadlab is killed: loadlab \
+                     runs list --db {0})",
+                    save.store.path().display()
+                );
+            }
+            return Spill {
+                path: PathBuf::new(),
+                keep: false,
+                streamed: Some(streamed),
+            };
+        }
         let path = path_for(outputs.json.as_ref());
         control.stream_intervals_to(Box::new(SpillSink::new(path.clone())));
         if !quiet {
@@ -53,12 +93,25 @@ impl Spill {
                 path.display()
             );
         }
-        Spill { path, keep: false }
+        Spill {
+            path,
+            keep: false,
+            streamed: None,
+        }
     }
 
     /// Replaces the result's timeline by the one written (coarsened past
     /// [`super::timeline::MAX_TIMELINE_INTERVALS`], with a warning saying so).
-    pub fn read_back(mut self, control: &RunControl, result: &mut RunResult) -> Spill {
+    pub fn read_back(
+        mut self,
+        control: &RunControl,
+        result: &mut RunResult,
+        save: Option<&Save>,
+    ) -> Spill {
+        if let (Some(streamed), Some(save)) = (&self.streamed, save) {
+            stored::read_back(save.store, Some(control), streamed, result);
+            return self;
+        }
         let Some(report) = control.stream_report() else {
             return self; // the engine never ran
         };
@@ -113,10 +166,22 @@ impl Spill {
 
     /// The result is written: the file goes, unless it holds more than the result.
     pub fn done(self, quiet: bool) {
+        if self.streamed.is_some() {
+            return;
+        }
         if !self.keep {
             let _ = std::fs::remove_file(&self.path);
         } else if !quiet {
             eprintln!("kept {} (every interval of the run)", self.path.display());
+        }
+    }
+
+    /// With `--save`: the result laid over the run's row (or saved anew when the run never
+    /// made one).
+    pub fn save(&self, save: &Save, result: &RunResult) -> anyhow::Result<RunId> {
+        match &self.streamed {
+            Some(streamed) => stored::save(save.store, streamed, result, &save.meta),
+            None => Ok(save.store.save_run(result, &save.meta)?),
         }
     }
 }

@@ -4,11 +4,13 @@
 
 use crate::output::{self, Destination, Outputs};
 use crate::progress::Progress;
+use crate::spill::run::{Save, Spill};
 use anyhow::Context as _;
 use loadlab_engine::{RunControl, RunResult};
 use loadlab_report::{HdrLogExporter, JsonExporter};
 use loadlab_session::metrics::MetricsPlan;
 use loadlab_session::{Session, SessionOutcome};
+use loadlab_store::RunId;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -29,11 +31,23 @@ pub fn execute_with(
     quiet: bool,
     metrics: &MetricsPlan,
 ) -> anyhow::Result<(RunResult, ExitCode)> {
+    execute_saving(session, outputs, quiet, metrics, None).map(|(r, c, _)| (r, c))
+}
+
+/// [`execute_with`], the run saved in the results store as it goes when `save` is given
+/// (its id returned).
+pub fn execute_saving(
+    session: &mut Session,
+    outputs: Outputs,
+    quiet: bool,
+    metrics: &MetricsPlan,
+    save: Option<&Save>,
+) -> anyhow::Result<(RunResult, ExitCode, Option<RunId>)> {
     if !quiet {
         eprintln!("{}", loadlab_engine::plan(session.config()));
     }
     let control = RunControl::new();
-    let spill = crate::spill::run::Spill::start(&control, &outputs, quiet);
+    let spill = Spill::start(&control, &outputs, quiet, save);
     install_ctrlc(&control)?;
     let progress = Progress::start(session.config(), &control);
     // The session scrapes and sends around the run (and keeps it for later runs).
@@ -46,7 +60,7 @@ pub fn execute_with(
         metrics_notes: metrics_lines,
     } = outcome?;
     result.command = std::env::args().collect();
-    let spill = spill.read_back(&control, &mut result);
+    let spill = spill.read_back(&control, &mut result, save);
 
     let stdout_taken = matches!(outputs.json, Some(Destination::Stdout))
         || matches!(outputs.hdr_log, Some(Destination::Stdout));
@@ -68,6 +82,7 @@ pub fn execute_with(
             eprintln!("report written to {path}");
         }
     }
+    let saved = save.map(|s| spill.save(s, &result)).transpose()?;
     spill.done(quiet);
     if !quiet {
         output::print_summary(&result, stdout_taken)?;
@@ -84,7 +99,7 @@ pub fn execute_with(
     } else {
         ExitCode::SUCCESS
     };
-    Ok((result, code))
+    Ok((result, code, saved))
 }
 
 static CTRL_C: AtomicBool = AtomicBool::new(false);

@@ -14,7 +14,7 @@ mod metrics_args;
 mod parse;
 
 pub use args::{RequestArgs, RunArgs};
-pub use execute::{execute, execute_with};
+pub use execute::{execute, execute_saving};
 pub use metrics_args::{plan as metrics_plan, MetricsArgs};
 pub use parse::{count, flag_for, flags_named, parse_duration, rate, session_spec};
 
@@ -68,12 +68,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         crate::cmd::shard::announce(&args.shard);
     }
-    let (result, code) = execute_with(&mut session, outputs, args.quiet, &metrics)?;
+    let save = store.as_ref().map(|store| crate::spill::run::Save {
+        store,
+        meta: crate::cmd::runs::run_meta(args.tag.as_deref()),
+    });
+    let (result, code, saved) =
+        execute_saving(&mut session, outputs, args.quiet, &metrics, save.as_ref())?;
     if args.shard.framed {
         crate::cmd::shard::print_framed(&result)?;
     }
-    if let Some(store) = store {
-        let id = crate::cmd::runs::save(&store, &result, args.tag.as_deref())?;
+    if let Some(id) = saved {
         if !args.quiet {
             eprintln!(
                 "saved as run {id}{}",

@@ -19,6 +19,51 @@ pub struct Rebuilt {
     pub read: u64,
 }
 
+/// A timeline built one written interval at a time, consecutive intervals merged `group`
+/// at a time so that `written` of them make at most `at_most`.
+pub struct TimelineBuilder {
+    group: u64,
+    timeline: Vec<IntervalSummary>,
+    pending: Vec<IntervalSummary>,
+    read: u64,
+}
+
+impl TimelineBuilder {
+    pub fn new(written: u64, at_most: u64) -> TimelineBuilder {
+        let group = written.div_ceil(at_most.max(1)).max(1);
+        TimelineBuilder {
+            group,
+            timeline: Vec::with_capacity(written.div_ceil(group).min(at_most) as usize),
+            pending: Vec::with_capacity(group.min(1 << 16) as usize),
+            read: 0,
+        }
+    }
+
+    pub fn group(&self) -> u64 {
+        self.group
+    }
+
+    pub fn push(&mut self, iv: IntervalSummary) -> anyhow::Result<()> {
+        self.read += 1;
+        self.pending.push(iv);
+        if self.pending.len() as u64 == self.group {
+            self.timeline.push(merge(&mut self.pending)?);
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<Rebuilt> {
+        if !self.pending.is_empty() {
+            self.timeline.push(merge(&mut self.pending)?);
+        }
+        Ok(Rebuilt {
+            timeline: self.timeline,
+            group: self.group,
+            read: self.read,
+        })
+    }
+}
+
 /// Reads the `written` intervals of `path`. `summary` is the timeline the engine summarised
 /// (counts only): its steal and server samples, which are not written, are carried over.
 pub fn rebuild(path: &Path, written: u64, summary: &[IntervalSummary]) -> anyhow::Result<Rebuilt> {
@@ -33,30 +78,29 @@ fn rebuild_at_most(
 ) -> anyhow::Result<Rebuilt> {
     let mut reader = SpillReader::open(path)?;
     reader.header()?;
-    let group = written.div_ceil(at_most.max(1)).max(1);
-    let mut timeline = Vec::with_capacity(written.div_ceil(group) as usize);
-    let mut pending = Vec::with_capacity(group as usize);
-    let mut read = 0u64;
-    while let Some(mut iv) = reader.next_interval()? {
-        let i = read as usize;
-        read += 1;
-        if let Some(known) = summary.get(i) {
-            iv.steal = known.steal;
-            iv.server = if group == 1 { known.server } else { None };
-        }
-        pending.push(iv);
-        if pending.len() as u64 == group {
-            timeline.push(merge(&mut pending)?);
+    let mut builder = TimelineBuilder::new(written, at_most);
+    let mut i = 0;
+    while let Some(iv) = reader.next_interval()? {
+        builder.push(with_summary(iv, summary.get(i), builder.group()))?;
+        i += 1;
+    }
+    builder.finish()
+}
+
+/// A written interval with what only the engine's summary knows (steal; the server's
+/// samples when it has them, the timeline is not coarsened, and the interval has none).
+pub fn with_summary(
+    mut iv: IntervalSummary,
+    known: Option<&IntervalSummary>,
+    group: u64,
+) -> IntervalSummary {
+    if let Some(known) = known {
+        iv.steal = known.steal;
+        if group == 1 && known.server.is_some() {
+            iv.server = known.server;
         }
     }
-    if !pending.is_empty() {
-        timeline.push(merge(&mut pending)?);
-    }
-    Ok(Rebuilt {
-        timeline,
-        group,
-        read,
-    })
+    iv
 }
 
 /// One interval of the merge of `group` (consecutive), which it empties.

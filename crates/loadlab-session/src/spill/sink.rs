@@ -24,7 +24,7 @@ impl IntervalSink for SpillSink {
         let mut header = header.clone();
         // What a recovered result should say it came from.
         header.command = std::env::args().collect();
-        crate::cmd::runs::redact(&mut header);
+        loadlab_store::redact(&mut header);
         let writer = SpillWriter::create(&self.path, &header, Instant::now())
             .map_err(|e| format!("{e:#}"))?;
         self.writer = Some(writer);
