@@ -3,9 +3,12 @@
 //! a warning), the book's command reference (regenerated and compared: a stale committed copy
 //! fails), every relative link of the README and the docs, the FROM scratch image run with
 //! podman (`ship/podman.rs`) and the Kubernetes manifests against the official schemas
-//! (`ship/k8s.rs`). Tools that are genuinely optional here (groff, podman,
-//! kubernetes-validate) print SKIPPED when missing.
+//! (`ship/k8s.rs`), and the mdBook built with every link of its pages followed
+//! (`ship/book.rs`). Tools that are genuinely optional here (groff, podman,
+//! kubernetes-validate, mdbook) print SKIPPED when missing.
 
+#[path = "ship/book.rs"]
+mod book;
 #[path = "ship/k8s.rs"]
 mod k8s;
 #[path = "ship/podman.rs"]
