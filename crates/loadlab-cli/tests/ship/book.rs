@@ -65,9 +65,16 @@ fn html_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn external(link: &str) -> bool {
-    ["http://", "https://", "mailto:", "javascript:", "data:", "//"]
-        .iter()
-        .any(|p| link.starts_with(p))
+    [
+        "http://",
+        "https://",
+        "mailto:",
+        "javascript:",
+        "data:",
+        "//",
+    ]
+    .iter()
+    .any(|p| link.starts_with(p))
 }
 
 /// Every broken link of the book built into `book`, whose sources are in `docs`.
@@ -77,7 +84,10 @@ fn broken_links(book: &Path, docs: &Path) -> (Vec<String>, usize) {
     pages.sort();
     let mut ids: HashMap<PathBuf, Vec<String>> = HashMap::new();
     for page in &pages {
-        ids.insert(page.clone(), anchors(&std::fs::read_to_string(page).unwrap()));
+        ids.insert(
+            page.clone(),
+            anchors(&std::fs::read_to_string(page).unwrap()),
+        );
     }
     let (mut broken, mut checked) = (Vec::new(), 0);
     for page in &pages {
@@ -160,9 +170,16 @@ fn the_book_builds_and_every_link_of_its_pages_resolves() {
     );
     let book = book.canonicalize().unwrap();
     let (broken, checked) = broken_links(&book, &docs);
-    assert!(broken.is_empty(), "broken links in the book:\n{}", broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "broken links in the book:\n{}",
+        broken.join("\n")
+    );
     // The sidebar alone links every chapter from every page.
-    assert!(checked > 500, "only {checked} links followed: is the scan broken?");
+    assert!(
+        checked > 500,
+        "only {checked} links followed: is the scan broken?"
+    );
     let _ = std::fs::remove_dir_all(&book);
 }
 
