@@ -22,6 +22,8 @@ pub enum HttpError {
     Timeout { url: String, timeout_ms: u128 },
     #[error("{url}: the TLS handshake failed ({problem}); give the CA that signed its certificate with --metrics-cacert FILE")]
     Tls { url: String, problem: String },
+    #[error("{url}: the endpoint presents a CA certificate as its own (CaUsedAsEndEntity: `openssl req -x509` makes CA:TRUE ones), which TLS refuses even when trusted; serve a certificate signed by a CA and give that CA with --metrics-cacert FILE")]
+    CaAsOwn { url: String },
     #[error("{url}: {problem}; check the URL points at an HTTP endpoint")]
     BadResponse { url: String, problem: String },
     #[error("{file}: {problem}; give --metrics-cacert a PEM file holding the CA certificate(s) that signed the endpoint's")]
@@ -200,6 +202,7 @@ impl Client {
                 url,
                 problem: problem.to_string(),
             },
+            e if e.to_string().contains("CaUsedAsEndEntity") => HttpError::CaAsOwn { url },
             ureq::Error::Io(io) => {
                 let problem = io.to_string();
                 // rustls reports a refused certificate as an I/O error.
