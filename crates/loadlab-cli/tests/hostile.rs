@@ -650,6 +650,33 @@ fn stream_resets_are_counted_and_the_connection_goes_on() {
     assert_eq!(ran.code, Some(0));
 }
 
+/// REFUSED_STREAM on every other stream: the server did not process those, so each is sent
+/// again (RFC 9113 8.7), not failed, and the result counts them as `retried` (a field the
+/// schema allows: the result is checked against it).
+#[test]
+fn refused_streams_are_sent_again_and_counted_as_retried() {
+    let server = H2FrameServer::start(
+        H2Script::handshake()
+            .step(H2Step::Loop)
+            .read_request()
+            .respond(200, b"ok")
+            .read_request()
+            .rst_stream(code::REFUSED_STREAM),
+    );
+    let ran = h2_run("refused-stream", &server, &["-d", "500ms"]);
+    let (_, completed, failed) = ran.requests();
+    assert!(completed > 0);
+    assert_eq!(failed, 0, "{:?}", ran.errors());
+    let retried = ran.json["measured"]["retried"].as_u64().unwrap_or(0);
+    // Every refused stream is answered next: one retry per answer, give or take the last.
+    assert!(
+        completed.abs_diff(retried) <= 1,
+        "{completed} answered, {retried} retried"
+    );
+    ran.accounts_for_every_request();
+    assert_eq!(ran.code, Some(0));
+}
+
 /// A server that reads the preface and never answers, not even SETTINGS; and one whose
 /// flow-control window never opens for a request body. Neither hangs loadlab: each request
 /// times out (`--timeout`), or is in flight when the run ends.

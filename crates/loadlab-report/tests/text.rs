@@ -14,6 +14,22 @@ fn summary_of_a_healthy_run() {
     insta::assert_snapshot!(render(&TextExporter, &fixture("ok.json")));
 }
 
+/// Requests sent again (HTTP/2 GOAWAY, REFUSED_STREAM) get a line of their own, and only
+/// when there were some.
+#[test]
+fn the_summary_names_requests_sent_again_when_there_were_some() {
+    let mut result = fixture("ok.json");
+    assert!(!render(&TextExporter, &result).contains("Retried"));
+    result.measured.retried = 112;
+    let text = render(&TextExporter, &result);
+    let line = text
+        .lines()
+        .find(|l| l.contains("Retried"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("112"), "{line}");
+    assert!(line.contains("not processed"), "{line}");
+}
+
 #[test]
 fn summary_of_a_run_where_everything_failed() {
     insta::assert_snapshot!(render(&TextExporter, &fixture("refused.json")));

@@ -321,6 +321,11 @@ pub struct PhaseSummary {
     pub close_wait_s: f64,
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub close_wait_timeouts: u64,
+    /// Requests sent again because the server said it had not processed them (HTTP/2: a
+    /// stream above a graceful GOAWAY's last stream id, or refused with REFUSED_STREAM).
+    /// Each is issued, and completed or failed, once; absent when none.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub retried: u64,
     /// Reported percentiles that sit on the edge of a gap between a fast and a slow mode
     /// ([`crate::cliff`]): their value depends on which side of it they fell, so compare the
     /// share of requests beyond the gap instead. Absent when none.

@@ -195,14 +195,16 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Cell
             intended: None,
             noticed: now,
         };
-        match one_request(&ctx, &send, due).await {
-            Outcome::Done => {}
-            Outcome::Died => return true,
-            Outcome::Refused => owed.set(owed.get() + 1),
-            Outcome::NotProcessed => {
-                owed.set(owed.get() + 1);
-                return true;
-            }
+        let outcome = one_request(&ctx, &send, due).await;
+        if matches!(outcome, Outcome::Refused | Outcome::NotProcessed) {
+            // Owed: sent first on the next stream (issued once, by that send); counted as
+            // retried each time it is put back.
+            owed.set(owed.get() + 1);
+            ctx.recorder.borrow_mut().phase(phase).retried += 1;
+        }
+        match outcome {
+            Outcome::Done | Outcome::Refused => {}
+            Outcome::Died | Outcome::NotProcessed => return true,
         }
     }
 }

@@ -169,6 +169,13 @@ fn summary(r: &RunResult) -> String {
             first = false;
         }
     }
+    if m.retried > 0 {
+        let line = format!(
+            "{}  (sent again: the server had not processed them; each counted once)",
+            count(m.retried)
+        );
+        row(&mut s, "Retried", &line);
+    }
     let b = &m.bytes;
     row(
         &mut s,

@@ -296,7 +296,7 @@ fn merge_phases(
         max_received_per_s: 0,
     };
     let (mut tls_resumed, mut tls_full, mut opened, mut failed_connects) = (0, 0, 0, 0);
-    let (mut close_wait_s, mut close_wait_timeouts) = (0.0, 0);
+    let (mut close_wait_s, mut close_wait_timeouts, mut retried) = (0.0, 0, 0);
     for (i, p) in &present {
         let h = &p.histograms;
         let encoded = [
@@ -334,6 +334,7 @@ fn merge_phases(
         failed_connects += p.connections_failed;
         close_wait_s += p.close_wait_s;
         close_wait_timeouts += p.close_wait_timeouts;
+        retried += p.retried;
     }
     let rate = |n: u64| {
         if duration_s > 0.0 {
@@ -385,6 +386,7 @@ fn merge_phases(
         },
         close_wait_s,
         close_wait_timeouts,
+        retried,
         cliffs: crate::cliff::cliffs(&hists["latency"]),
     }))
 }
