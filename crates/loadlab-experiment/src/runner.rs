@@ -212,7 +212,7 @@ pub fn run(
         session.set_metrics(run_metrics(&options.metrics, experiment, &arm.label, run));
         let rc = control.begin_run();
         if let Some(stream) = sink.stream(arm, run) {
-            rc.stream_intervals_to(stream);
+            rc.stream_intervals_to(session.with_server_samples(stream, &rc));
         }
         let outcome = session.run(&rc).map_err(|e| fail(e.to_string()))?;
         drop(session);

@@ -414,6 +414,24 @@ impl Session {
         self.metrics.as_mut()
     }
 
+    /// `sink` (where the run's intervals are written as it goes), with the server's samples
+    /// within each interval written beside it (CPU, memory, throttling), so that a killed
+    /// run's recovered result keeps them. Only a server on this machine is sampled live.
+    pub fn with_server_samples(
+        &self,
+        sink: Box<dyn loadlab_engine::collector::IntervalSink>,
+        control: &RunControl,
+    ) -> Box<dyn loadlab_engine::collector::IntervalSink> {
+        match &self.server {
+            Some(ServerSide::Local(s)) => Box::new(spill::server_samples::WithServer::new(
+                sink,
+                s.live_samples(),
+                control.clone(),
+            )),
+            _ => sink,
+        }
+    }
+
     /// Runs the load until it ends, `control` stops it, or the server dies; returns the
     /// result with the server's side attached. The session's server keeps running (until the
     /// session is dropped), so one session can run again.

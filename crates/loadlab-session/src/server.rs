@@ -226,6 +226,8 @@ pub struct Server {
     startup: Option<Startup>,
     every: Duration,
     sampler: Option<Sampler>,
+    /// The latest samples of the run going on, for its intervals as they are written.
+    live: crate::spill::server_samples::LiveSamples,
     /// The network namespace a launched server runs in, behind a shaped link.
     netns: Option<PathBuf>,
 }
@@ -351,6 +353,7 @@ impl Server {
             launched: Some(launched),
             every: spec.sample_every,
             sampler: None,
+            live: Default::default(),
             netns: link.map(|l| l.netns_path()),
         };
         Ok((server, note))
@@ -391,6 +394,7 @@ impl Server {
             launched: None,
             every: spec.sample_every,
             sampler: None,
+            live: Default::default(),
             netns: None,
         };
         Ok((server, note))
@@ -404,13 +408,21 @@ impl Server {
             .netns
             .as_ref()
             .and_then(|p| std::fs::File::open(p).ok());
-        self.sampler = Some(Sampler::start_in(
+        self.live.clear();
+        let live = self.live.clone();
+        self.sampler = Some(Sampler::start_streaming(
             netns,
             self.source.clone(),
             self.every,
             probe,
             on_exit,
+            Box::new(move |sample, _| live.push(*sample)),
         ));
+    }
+
+    /// The latest samples of the run going on.
+    pub(crate) fn live_samples(&self) -> crate::spill::server_samples::LiveSamples {
+        self.live.clone()
     }
 
     /// Stops sampling and builds the report; `origin` is the run's start, `measured` the

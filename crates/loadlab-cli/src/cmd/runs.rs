@@ -63,14 +63,14 @@ pub fn db_path(db: Option<&Path>) -> PathBuf {
 /// gone) with the partial result their intervals make, saying so on stderr.
 pub fn open_store(db: Option<&Path>) -> anyhow::Result<Store> {
     let store = Store::open(db_path(db))?;
-    let (sealed, failed) = loadlab_session::spill::stored::seal_orphans(&store)?;
-    for id in sealed {
+    let done = loadlab_session::spill::stored::seal_orphans(&store)?;
+    for id in done.sealed {
         eprintln!(
             "run {id} was killed while it was written: kept as an interrupted, partial result \
              up to its last interval written (loadlab runs show {id})"
         );
     }
-    for (id, why) in failed {
+    for (id, why) in done.failed {
         eprintln!(
             "run {id} was killed while it was written and could not be rebuilt ({why}); \
              `loadlab runs delete {id}` removes it"

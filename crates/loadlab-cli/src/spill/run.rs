@@ -15,6 +15,7 @@ use super::stored;
 use super::timeline::rebuild;
 use crate::output::{Destination, Outputs};
 use loadlab_engine::{RunControl, RunResult};
+use loadlab_session::Session;
 use loadlab_store::{RunId, RunMeta, Store};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,6 +63,7 @@ impl Spill {
         outputs: &Outputs,
         quiet: bool,
         save: Option<&Save>,
+        session: &Session,
     ) -> Spill {
         if !quiet {
             if let Some(text) = super::orphans::notice(&super::orphans::list()) {
@@ -70,7 +72,7 @@ impl Spill {
         }
         if let Some(save) = save {
             let (sink, streamed) = StoreSink::new(save.store.path(), save.meta.clone());
-            control.stream_intervals_to(Box::new(sink));
+            control.stream_intervals_to(session.with_server_samples(Box::new(sink), control));
             if !quiet {
                 eprintln!(
                     "timeline written to {} as the run goes (if loadlab is killed: loadlab \
@@ -85,7 +87,9 @@ impl Spill {
             };
         }
         let path = path_for(outputs.json.as_ref());
-        control.stream_intervals_to(Box::new(SpillSink::new(path.clone())));
+        control.stream_intervals_to(
+            session.with_server_samples(Box::new(SpillSink::new(path.clone())), control),
+        );
         if !quiet {
             eprintln!(
                 "timeline written to {} as the run goes (if loadlab is killed: loadlab \

@@ -24,6 +24,7 @@
 
 pub mod orphans;
 pub mod recover;
+pub mod server_samples;
 pub mod sink;
 pub mod store_sink;
 pub mod stored;

@@ -58,9 +58,15 @@ pub fn recover_run(store: &Store, run: RunId) -> anyhow::Result<RunResult> {
     recovery.finish(header, &source, "")
 }
 
-/// Seals every streamed run whose writer is gone with its recovered result; returns the
-/// runs sealed, and those that could not be (with why).
-pub fn seal_orphans(store: &Store) -> anyhow::Result<(Vec<RunId>, Vec<(RunId, String)>)> {
+/// What [`seal_orphans`] did: the runs sealed, and those that could not be (with why).
+#[derive(Debug, Default)]
+pub struct Sealed {
+    pub sealed: Vec<RunId>,
+    pub failed: Vec<(RunId, String)>,
+}
+
+/// Seals every streamed run whose writer is gone with its recovered result.
+pub fn seal_orphans(store: &Store) -> anyhow::Result<Sealed> {
     let (mut sealed, mut failed) = (Vec::new(), Vec::new());
     for open in store.open_streams()? {
         if writer_alive(&open.writer) {
@@ -71,7 +77,7 @@ pub fn seal_orphans(store: &Store) -> anyhow::Result<(Vec<RunId>, Vec<(RunId, St
             Err(e) => failed.push((open.run, format!("{e:#}"))),
         }
     }
-    Ok((sealed, failed))
+    Ok(Sealed { sealed, failed })
 }
 
 /// A streamed run that ended (well or stopped): its timeline read back from the store into

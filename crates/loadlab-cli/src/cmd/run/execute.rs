@@ -47,7 +47,7 @@ pub fn execute_saving(
         eprintln!("{}", loadlab_engine::plan(session.config()));
     }
     let control = RunControl::new();
-    let spill = Spill::start(&control, &outputs, quiet, save);
+    let spill = Spill::start(&control, &outputs, quiet, save, session);
     install_ctrlc(&control)?;
     let progress = Progress::start(session.config(), &control);
     // The session scrapes and sends around the run (and keeps it for later runs).
