@@ -237,6 +237,42 @@ fn every_probe_of_a_capacity_search_carries_its_own_scrapes() {
     assert_eq!(programs::query(&prom.addr, &total, now), Some(completed));
 }
 
+#[test]
+fn every_step_of_a_sweep_carries_its_own_scrapes() {
+    let Some(app) = programs::python_app() else {
+        return;
+    };
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let dir = scratch("sweep");
+    let (db, json) = (dir.join("runs.db"), dir.join("sweep.json"));
+    let out = Command::new(LOADLAB)
+        .args(["sweep", "--rates", "50,100", "-d", "1s", "--warmup", "0s"])
+        .args(["--cooldown", "0s", "--db"])
+        .arg(&db)
+        .arg("--json")
+        .arg(&json)
+        .args([
+            "--server-metrics",
+            &format!("http://{}/metrics", app.addr),
+            "--server-metrics-interval",
+            "250ms",
+            &server.url("/"),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = stored_runs(&db);
+    assert_eq!(runs.len(), 2, "{}", stderr(&out));
+    let mut completed: Vec<f64> = runs.iter().map(completed_total).collect();
+    completed.sort_by(f64::total_cmp);
+    assert_eq!(completed, vec![50.0, 100.0]);
+    for run in &runs {
+        let e = &run["server_metrics"]["endpoints"][0];
+        assert_eq!(e["scrapes_failed"], 0, "{e}");
+        assert!(e["scrapes_ok"].as_u64().unwrap() >= 4, "{e}");
+    }
+}
+
 /// A CA, and a certificate for 127.0.0.1 it signed, made by the openssl command line.
 fn make_certificates(dir: &Path) -> Option<(PathBuf, PathBuf, PathBuf)> {
     let openssl = |args: &[&str]| {
