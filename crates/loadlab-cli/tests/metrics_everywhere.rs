@@ -168,6 +168,76 @@ url = "{}"
 }
 
 #[test]
+fn an_experiment_files_metrics_table_scrapes_every_run_and_a_bad_one_is_named() {
+    let Some(app) = programs::python_app() else {
+        return;
+    };
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let dir = scratch("experiment-table");
+    let file = dir.join("e.toml");
+    let experiment = |metrics: &str| {
+        format!(
+            r#"name = "table"
+repetitions = 1
+warmup = "0s"
+duration = "1s"
+cooldown = "0s"
+[load]
+rate = 50
+[[variant]]
+name = "a"
+url = "{url}"
+[[variant]]
+name = "b"
+url = "{url}"
+[metrics]
+{metrics}
+"#,
+            url = server.url("").trim_end_matches('/')
+        )
+    };
+    std::fs::write(
+        &file,
+        experiment(&format!(
+            "server_metrics = [\"http://{}/metrics\"]\ninterval = \"250ms\"",
+            app.addr
+        )),
+    )
+    .unwrap();
+    let db = dir.join("runs.db");
+    let out = Command::new(LOADLAB)
+        .arg("experiment")
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = stored_runs(&db);
+    assert_eq!(runs.len(), 2);
+    for run in &runs {
+        let e = &run["server_metrics"]["endpoints"][0];
+        assert_eq!(e["scrapes_failed"], 0, "{e}");
+        assert!(e["scrapes_ok"].as_u64().unwrap() >= 4, "{e}");
+    }
+    // A table the flags would refuse is refused the same way, naming the file and the table.
+    std::fs::write(&file, experiment("server_metrics = [\"ftp://h/metrics\"]")).unwrap();
+    let out = Command::new(LOADLAB)
+        .arg("experiment")
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(
+        e.contains("[metrics]") && e.contains("ftp") && e.contains("write e.g."),
+        "{e}"
+    );
+}
+
+#[test]
 fn every_probe_of_a_capacity_search_carries_its_own_scrapes() {
     let Some(app) = programs::python_app() else {
         return;

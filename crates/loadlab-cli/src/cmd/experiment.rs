@@ -113,8 +113,16 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{note}");
     }
     let plan = Plan::new(&experiment).map_err(anyhow::Error::msg)?;
-    // Each run's series are labelled with the experiment, its arm and its number.
-    let metrics = crate::cmd::run::metrics_plan(&args.metrics, None, None)?;
+    // Each run's series are labelled with the experiment, its arm and its number. Flags
+    // replace the file's [metrics] table whole.
+    let metrics = if args.metrics.is_given() {
+        crate::cmd::run::metrics_plan(&args.metrics, None, None)?
+    } else {
+        let table = file_metrics(&experiment.metrics)
+            .map_err(|e| anyhow::anyhow!("{}: [metrics]: {e:#}", args.file.display()))?;
+        crate::cmd::run::metrics_plan(&table, None, None)
+            .map_err(|e| anyhow::anyhow!("{}: [metrics]: {e:#}", args.file.display()))?
+    };
     let format = Format::parse(&args.format).map_err(anyhow::Error::msg)?;
     let gates = args.gates.parse()?;
     if let Some(report) = &args.report {
@@ -300,6 +308,28 @@ pub fn compare(
         ..loadlab_compare::Options::default()
     };
     analysis::compare(&pairs, &opts)
+}
+
+/// The file's `[metrics]` table as the flags it stands for, checked by the same code.
+fn file_metrics(
+    table: &loadlab_experiment::file::MetricsFile,
+) -> anyhow::Result<crate::cmd::run::MetricsArgs> {
+    Ok(crate::cmd::run::MetricsArgs {
+        server_metrics: table.server_metrics.clone(),
+        server_metrics_select: table.select.clone(),
+        server_metrics_interval: table
+            .interval
+            .as_deref()
+            .map(crate::cmd::run::parse_duration)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("interval: {e}"))?,
+        metrics_out: table.out.clone(),
+        metrics_out_format: table.out_format.clone(),
+        metrics_labels: table.labels.clone(),
+        metrics_cacert: table.cacert.as_ref().map(PathBuf::from),
+        metrics_token_file: table.token_file.as_ref().map(PathBuf::from),
+        ..Default::default()
+    })
 }
 
 fn print_plan(experiment: &Experiment, plan: &Plan) {

@@ -8,11 +8,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+mod metrics;
 mod raw;
 mod server;
 mod settings;
 mod validate;
 
+pub use metrics::MetricsFile;
 pub use server::AgentRef;
 pub use settings::{Axis, Bandwidth, Protocol, Settings};
 
@@ -83,6 +85,9 @@ pub struct Experiment {
     /// Not stored: what it decided is in each variant's `target_warmup_s`.
     #[serde(skip)]
     pub warmup_given: bool,
+    /// `[metrics]`: what every run scrapes and sends (not stored, not in the plan's hash).
+    #[serde(skip)]
+    pub metrics: MetricsFile,
 }
 
 /// Runs per arm when the file does not say: enough for 95% confidence with room to spare
@@ -119,6 +124,8 @@ impl Experiment {
             }
         };
         resolve(&mut experiment.base.scenario);
+        resolve(&mut experiment.metrics.cacert);
+        resolve(&mut experiment.metrics.token_file);
         for v in &mut experiment.variants {
             resolve(&mut v.scenario);
             if let Some(a) = v.agent.as_mut() {

@@ -33,6 +33,9 @@ pub(super) struct RawExperiment {
     /// Where the servers run: `[server] agent = "https://..."`.
     #[serde(default)]
     pub(super) server: super::server::RawServer,
+    /// What every run scrapes and sends: `[metrics] server_metrics = [...]`.
+    #[serde(default)]
+    pub(super) metrics: super::metrics::MetricsFile,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

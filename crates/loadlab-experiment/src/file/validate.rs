@@ -203,6 +203,7 @@ impl RawExperiment {
                 "[compare] margin = {margin}: a fraction below 0.5, e.g. 0.03 for ±3%"
             ));
         }
+        self.metrics.check()?;
         Ok(Experiment {
             name: self.name,
             description: self.description,
@@ -216,6 +217,7 @@ impl RawExperiment {
             control,
             margin,
             warmup_given: self.warmup.is_some(),
+            metrics: self.metrics,
         })
     }
 }

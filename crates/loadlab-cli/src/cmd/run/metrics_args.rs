@@ -92,6 +92,18 @@ pub struct MetricsArgs {
     pub metrics_token_file: Option<PathBuf>,
 }
 
+impl MetricsArgs {
+    /// Any metrics flag was given.
+    pub fn is_given(&self) -> bool {
+        !self.server_metrics.is_empty()
+            || !self.metrics_out.is_empty()
+            || self.prometheus.is_some()
+            || self.metrics_cacert.is_some()
+            || self.metrics_token_file.is_some()
+            || !self.metrics_labels.is_empty()
+    }
+}
+
 /// Checks the flags. `tag` and `shard` label the series sent.
 pub fn plan(
     args: &MetricsArgs,
