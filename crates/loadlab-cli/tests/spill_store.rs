@@ -154,13 +154,19 @@ fn assert_partial(db: &Path, run: RunId, written: &[IntervalSummary]) -> RunResu
 #[test]
 fn a_saved_run_killed_with_sigkill_is_a_partial_run_in_the_store() {
     let dir = temp_dir("run");
-    let upstream = Upstream::start();
     let db = dir.join("runs.db");
+    // The server launched by loadlab (`loadlab upstream`), so that it is sampled: each
+    // interval written carries the server's samples within it.
+    let server = format!(
+        "{} upstream --port {{port}} --threads 1",
+        env!("CARGO_BIN_EXE_loadlab")
+    );
     let mut run = loadlab()
         .args(["run", "--rate", "400", "-d", "120s", "-t", "1", "-q"])
+        .args(["--exec", &server])
         .args(["--save", "--tag", "soak", "--db"])
         .arg(&db)
-        .arg(format!("http://{}/", upstream.addr))
+        .arg("/")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -202,6 +208,22 @@ fn a_saved_run_killed_with_sigkill_is_a_partial_run_in_the_store() {
     assert!(show.contains(&format!("run {id}")), "{show}");
     let result = assert_partial(&db, id, &written);
     assert!(result.command.iter().any(|a| a == "--save"));
+    // The server's samples were written with the intervals, and the recovered timeline
+    // keeps them (the first interval may end before the sampler's first window).
+    let sampled = result
+        .timeline
+        .iter()
+        .filter(|i| i.server.is_some())
+        .count();
+    assert!(
+        sampled + 1 >= result.timeline.len() && sampled >= 2,
+        "{sampled} of {} intervals have the server's samples",
+        result.timeline.len()
+    );
+    assert_eq!(
+        result.timeline.iter().map(|i| i.server).collect::<Vec<_>>(),
+        written.iter().map(|i| i.server).collect::<Vec<_>>()
+    );
     // The tag stayed with the run.
     let by_tag = ok(&loadlab()
         .args(["runs", "export", "soak", "--db"])

@@ -51,8 +51,7 @@ pub fn find(dir: &Path) -> Vec<Orphan> {
             let name = e.file_name();
             let (pid, unix_s) = parse_name(name.to_str()?)?;
             let alive = pid == std::process::id()
-                || (Path::new(&format!("/proc/{pid}")).exists()
-                    && booted.is_none_or(|b| unix_s >= b));
+                || (super::stored::pid_alive(pid) && booted.is_none_or(|b| unix_s >= b));
             if alive {
                 return None;
             }

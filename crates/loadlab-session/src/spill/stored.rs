@@ -18,7 +18,19 @@ pub fn writer_alive(w: &Writer) -> bool {
             return false;
         }
     }
-    w.pid == std::process::id() || std::path::Path::new(&format!("/proc/{}", w.pid)).exists()
+    w.pid == std::process::id() || pid_alive(w.pid)
+}
+
+/// Whether `pid` is a process that runs (a zombie, killed and not yet reaped, is not).
+pub fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `PID (COMM) STATE ...`: COMM may hold spaces and parentheses, STATE follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
 }
 
 /// The timeline of the streamed run `run` from its `written` intervals; `summary` is the
