@@ -228,6 +228,17 @@ impl ServerCertVerifier for AcceptAnyCertificate {
     }
 }
 
+/// A TLS error that came after the handshake, on a read or a write, in words with the fix:
+/// a TLS 1.3 server refuses a missing or untrusted client certificate only then, with an
+/// alert (`certificate_required`, `bad_certificate`, `unknown_ca`). `None` when the I/O error
+/// wraps no TLS error.
+pub fn describe_after_handshake(err: &std::io::Error) -> Option<(ErrorClass, String)> {
+    let tls = err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())?;
+    Some(advice::describe(tls))
+}
+
 /// Classifies a failed handshake, with the reason in words and the fix (see [`advice`]).
 pub fn classify_handshake_error(err: &std::io::Error) -> (ErrorClass, String) {
     if let Some(tls) = err

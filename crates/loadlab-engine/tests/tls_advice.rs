@@ -175,3 +175,37 @@ fn the_servers_refusals_name_the_client_certificate_and_the_version() {
         &["--cacert"],
     );
 }
+
+/// TLS 1.3 finishes the client's side of the handshake before the server checks the client
+/// certificate: a server that requires one says no only with an alert on the first read
+/// (`certificate_required` without one, `unknown_ca` or `bad_certificate` for one it does not
+/// trust). Both are `tls_handshake` with the fix in words, never a reset nor rustls's text.
+#[test]
+fn a_tls13_refusal_of_the_client_certificate_after_the_handshake_names_the_fix() {
+    let (ca, leaf) = OpensslCert::leaf_under_new_ca("localhost", LOCAL_SAN);
+    let server = serve(config(&leaf, &[&rustls::version::TLS13], Some(&ca)));
+    let detail = refused(
+        &run(&server, trusting(&ca)),
+        "tls_handshake",
+        &["requires a client certificate", "--cert FILE --key FILE"],
+        &["AlertReceived", "CertificateRequired"],
+    );
+    assert!(!detail.contains("reset"), "{detail}");
+
+    // A client certificate from a CA the server does not know.
+    let (_, stranger) = OpensslCert::leaf_under_new_ca("loadlab client", "DNS:client.example");
+    let tls = TlsSpec {
+        cert_pem: Some(stranger.cert_pem.clone()),
+        key_pem: Some(stranger.key_pem.clone()),
+        ..trusting(&ca)
+    };
+    refused(
+        &run(&server, tls),
+        "tls_handshake",
+        &[
+            "refused loadlab's client certificate",
+            "--cert FILE --key FILE",
+        ],
+        &["AlertReceived"],
+    );
+}

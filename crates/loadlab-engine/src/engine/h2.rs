@@ -341,7 +341,11 @@ fn classify(ctx: &ThreadCtx, phase: Phase, e: &h2::Error) -> ErrorClass {
         .get_io()
         .map(|io| io.to_string())
         .and_then(|m| m.strip_prefix(super::h2_preface::MARK).map(String::from));
+    let tls = e.get_io().and_then(crate::tls::describe_after_handshake);
     if let Some(why) = preface {
+        note_detail(ctx, phase, class, Some(why));
+    } else if let Some((_, why)) = tls {
+        // A TLS 1.3 server refusing the client certificate, after the handshake.
         note_detail(ctx, phase, class, Some(why));
     } else if class == ErrorClass::ProtocolError {
         // A server that does not speak HTTP/2 at all was caught by the preface check; this

@@ -57,7 +57,7 @@ pub(super) async fn exchange<S: Sink>(
                     written += n;
                     traffic.sent += n as u64;
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(io_failure(ctx, &e))),
                 Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
             }
         }
@@ -71,7 +71,7 @@ pub(super) async fn exchange<S: Sink>(
                         holding = Some(Instant::now() + EXPECT_CONTINUE_WAIT);
                     }
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(io_failure(ctx, &e))),
                 Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
             }
         }
@@ -127,7 +127,7 @@ pub(super) async fn exchange<S: Sink>(
                         Err(_) => return Poll::Ready(Err(ErrorClass::MalformedResponse)),
                     }
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(ErrorClass::from_io(&e))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(io_failure(ctx, &e))),
                 Poll::Pending => {
                     let Some(until) = holding else {
                         return timed_out(ctx, timer, deadline, traffic, cx);
@@ -149,6 +149,21 @@ pub(super) async fn exchange<S: Sink>(
         }
     })
     .await
+}
+
+/// The class of a failed read or write; a TLS alert after the handshake (a TLS 1.3 server
+/// refusing the client certificate) has its words and fix kept as the class's detail.
+fn io_failure(ctx: &ThreadCtx, e: &std::io::Error) -> ErrorClass {
+    let class = ErrorClass::from_io(e);
+    if let Some((_, detail)) = crate::tls::describe_after_handshake(e) {
+        let phase = if Instant::now() < ctx.warmup_end {
+            Phase::Warmup
+        } else {
+            Phase::Measured
+        };
+        super::note_detail(ctx, phase, class, Some(detail));
+    }
+    class
 }
 
 /// Books the request's written bytes (not yet booked) on the timeline and in the phase they
