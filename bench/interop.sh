@@ -9,6 +9,7 @@
 #
 #   bash bench/interop.sh                 # the full matrix (installs what is missing, as root)
 #   bash bench/interop.sh --fast          # the test suite's subset: nginx, Apache, go-httpbin
+#                                         # (and HAProxy's expect-100 cell, when installed)
 #   LOADLAB=path/to/loadlab INTEROP_OUT=dir bash bench/interop.sh --fast
 #
 # Output: the table on stdout and in $OUT/table.txt, every cell in $OUT/cells.tsv (server,
@@ -57,8 +58,9 @@ DOCROOT=$OUT/docroot
 # Set by each server's start function: its ports, its paths where they differ from the common
 # layout, what it does not offer (and why), what it answers a TLS client without the client
 # certificate it requires when that is not a refused handshake, what its gzip body holds, and
-# how long to wait for its count (in 50 ms steps) when it logs late.
-declare -A PORT PATHS NOPE NO_CERT_ANSWER GZIP_TEXT POLL_STEPS
+# how long to wait for its count (in 50 ms steps) when it logs late, and what its POST with
+# `Expect: 100-continue` must look like (see expect_cell).
+declare -A PORT PATHS NOPE NO_CERT_ANSWER GZIP_TEXT POLL_STEPS EXPECT_100
 PIDS=()
 
 stop_all() {
@@ -130,6 +132,8 @@ make_certs
 : > "$OUT/cells.tsv"
 if [[ $FAST == 1 ]]; then
     SERVERS="nginx apache httpbin"
+    # HAProxy answers before the body: the fast subset has its expect-100 cell when it is here.
+    command -v haproxy >/dev/null && SERVERS+=" haproxy"
 else
     SERVERS=${SERVERS:-"nginx apache haproxy haproxy-proxy lighttpd h2o httpbin"}
 fi

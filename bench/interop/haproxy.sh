@@ -73,6 +73,8 @@ CONF
     NOPE[haproxy:http1.0 answer]="always answers HTTP/1.1"
     NOPE[haproxy:gzip]="compresses only what a server behind it sends (see haproxy-proxy)"
     NOPE[haproxy:br]="has no brotli compression"
+    # `return` answers a POST at once, without a 100 and without reading the body.
+    EXPECT_100[haproxy]=close
     wait_http haproxy "http://127.0.0.1:${PORT[haproxy:http]}/1k" || return 1
     wait_http haproxy "http://127.0.0.1:${PORT[haproxy:close]}/1k"
 }

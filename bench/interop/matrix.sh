@@ -25,9 +25,7 @@ all_cells() {
             cell "$s" "304" ok 200 "$http/1k" -c 2 -H "If-None-Match: $etag"
         fi
     fi
-    offered "$s" "post 1m expect-100" && cell "$s" "post 1m expect-100" ok 20 \
-        "$http$(path "$s" post)" -c 2 -m POST --body-file "$DOCROOT/1m" \
-        -H "Expect: 100-continue" -H "Content-Type: application/octet-stream"
+    expect_cell "$s"
     for f in gzip br; do
         offered "$s" "$f" && cell "$s" "$f" "enc:$f" 200 \
             "$(encoding_scenario "$OUT/enc-$s-$f.toml" "$http$(path "$s" "$f")" "$f" \
