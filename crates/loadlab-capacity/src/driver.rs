@@ -8,6 +8,7 @@ use crate::probe::{judge, Criteria, Measure};
 use crate::report::{CapacityReport, ProbeRecord, CAPACITY_SCHEMA_VERSION};
 use crate::search::{self, Finding, Outcome, Policy, Step, Verdict};
 use crate::sweep::{knee, Knee};
+use loadlab_engine::collector::IntervalSink;
 use loadlab_engine::{RunControl, RunResult};
 use loadlab_session::{Session, SessionError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +21,14 @@ pub trait Events {
     fn starting(&mut self, index: usize, load: f64, round: Option<usize>);
     /// A probe ended; `result` is its whole run. Returns the run's id if the caller kept it.
     fn finished(&mut self, record: &ProbeRecord, result: &RunResult) -> Option<i64>;
+    /// Where the probe about to run writes each finished interval as it goes (the results
+    /// store's row for it), so that a search killed mid-probe keeps them; `None`: nowhere.
+    fn stream(&mut self, _index: usize) -> Option<Box<dyn IntervalSink>> {
+        None
+    }
+    /// The probe ended: its timeline read back from where [`Events::stream`] wrote it (the
+    /// engine keeps only running totals then), before the probe is judged.
+    fn read_back(&mut self, _result: &mut RunResult) {}
 }
 
 /// Stops a search or sweep from another thread (Ctrl-C): the probe running ends early (its
@@ -174,7 +183,8 @@ pub fn run_search(
             run.connections = None;
             shape.apply(run, index);
         })?;
-        let (record, result, died) = probe(session, index, Some(round), &spec.criteria, stop)?;
+        let (record, result, died) =
+            probe(session, index, Some(round), &spec.criteria, stop, events)?;
         about.get_or_insert_with(|| About::of(&result));
         let verdict = if record.judgment.generator_limited.is_some() {
             Verdict::GeneratorLimited
@@ -274,7 +284,7 @@ pub fn run_sweep(
             }
             shape.apply(run, i + 1);
         })?;
-        let (record, result, died) = probe(session, i + 1, None, &spec.criteria, stop)?;
+        let (record, result, died) = probe(session, i + 1, None, &spec.criteria, stop, events)?;
         about.get_or_insert_with(|| About::of(&result));
         let record = keep(events, record, &result);
         let failed = !record.judgment.pass;
@@ -417,8 +427,12 @@ fn probe(
     round: Option<usize>,
     criteria: &Criteria,
     stop: &Stop,
+    events: &mut dyn Events,
 ) -> Result<(ProbeRecord, RunResult, bool), SessionError> {
     let control = stop.begin();
+    if let Some(stream) = events.stream(index) {
+        control.stream_intervals_to(session.with_server_samples(stream, &control));
+    }
     // Each probe's series sent under a run id of its own (the plan's, with the probe's number).
     let base_run_id = session.metrics_mut().map(|m| {
         let base = m.labels.run_id.clone();
@@ -429,7 +443,8 @@ fn probe(
     if let (Some(m), Some(base)) = (session.metrics_mut(), base_run_id) {
         m.labels.run_id = base;
     }
-    let outcome = outcome?;
+    let mut outcome = outcome?;
+    events.read_back(&mut outcome.result);
     let measure = Measure::of(
         &outcome.result,
         &criteria.percentiles(),

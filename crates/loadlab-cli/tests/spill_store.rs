@@ -382,3 +382,37 @@ fn spill_files_of_killed_runs_are_named_on_start_and_listed_never_deleted() {
     assert_eq!(left.len(), 1, "{left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_sweeps_probes_are_written_as_they_go_and_stored_whole() {
+    let dir = temp_dir("sweep");
+    let upstream = Upstream::start();
+    let db = dir.join("runs.db");
+    let out = loadlab()
+        .args(["sweep", "--rates", "100,200", "-d", "2s", "--warmup", "0s"])
+        .args(["--cooldown", "0s", "-q", "--db"])
+        .arg(&db)
+        .arg(format!("http://{}/", upstream.addr))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open(&db).unwrap();
+    assert!(store.open_streams().unwrap().is_empty());
+    let rows = store.list_runs(&Default::default()).unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        assert_eq!(store.interval_count(row.id).unwrap(), 0, "intervals went");
+        let result = store.run(row.id).unwrap().result;
+        assert!(!result.interrupted);
+        // The timeline read back from the store before the probe was judged and kept.
+        assert!(result.timeline.len() >= 2, "run {}", row.id);
+        assert!(result.timeline.iter().all(|i| i.histogram.is_some()));
+        let completed: u64 = result.timeline.iter().map(|i| i.completed).sum();
+        assert_eq!(completed, result.measured.requests.completed);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,7 +11,10 @@ use clap::Args;
 use loadlab_capacity::driver::{self, Loads, ProbeShape, SearchSpec, Stop, SweepSpec};
 use loadlab_capacity::search::{rate, Policy};
 use loadlab_capacity::{parse_slo, parse_until, CapacityReport, Criteria, Events, ProbeRecord};
+use loadlab_engine::collector::IntervalSink;
 use loadlab_engine::RunResult;
+use loadlab_session::spill::store_sink::{StoreSink, StreamedRun};
+use loadlab_session::spill::stored;
 use loadlab_session::{BusyPoll, Session, SessionSpec};
 use loadlab_store::Store;
 use std::path::PathBuf;
@@ -346,6 +349,7 @@ fn finish(
         tag: &tag,
         results: Vec::new(),
         failed_to_save: None,
+        streamed: None,
     };
     let report = go(&mut session, &stop, &mut events).map_err(flags_named)?;
     drop(session);
@@ -394,9 +398,25 @@ struct Printer<'a> {
     /// Every probe's run, for the report.
     results: Vec<(ProbeRecord, RunResult)>,
     failed_to_save: Option<String>,
+    /// The probe going on, written to the store as it goes.
+    streamed: Option<StreamedRun>,
 }
 
 impl Events for Printer<'_> {
+    fn stream(&mut self, _index: usize) -> Option<Box<dyn IntervalSink>> {
+        let store = self.store?;
+        let meta = crate::cmd::runs::run_meta(Some(self.tag));
+        let (sink, streamed) = StoreSink::new(store.path(), meta);
+        self.streamed = Some(streamed);
+        Some(Box::new(sink))
+    }
+
+    fn read_back(&mut self, result: &mut RunResult) {
+        if let (Some(store), Some(streamed)) = (self.store, &self.streamed) {
+            stored::read_back(store, None, streamed, result);
+        }
+    }
+
     fn starting(&mut self, index: usize, load: f64, round: Option<usize>) {
         if !self.quiet {
             let what = if self.closed {
@@ -424,8 +444,15 @@ impl Events for Printer<'_> {
                 record.verdict()
             );
         }
+        let streamed = self.streamed.take();
         let id = match self.store {
-            Some(store) => match crate::cmd::runs::save(store, &result, Some(self.tag)) {
+            Some(store) => match match &streamed {
+                Some(streamed) => {
+                    let meta = crate::cmd::runs::run_meta(Some(self.tag));
+                    stored::save(store, streamed, &result, &meta)
+                }
+                None => crate::cmd::runs::save(store, &result, Some(self.tag)),
+            } {
                 Ok(id) => Some(id.0),
                 Err(e) => {
                     self.failed_to_save = Some(format!("a probe's run was not kept: {e:#}"));
