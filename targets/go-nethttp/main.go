@@ -3,7 +3,8 @@
 // /upstream. Over HTTPS (TLS_CERT, TLS_KEY) the same server runs ServeTLS with crypto/tls
 // (HTTP/1.1 and HTTP/2 by ALPN, session tickets on, as the standard library defaults); an
 // https:// UPSTREAM_URL is called trusting UPSTREAM_CA. Nothing outside the standard library,
-// but grpc-go for /upstream-grpc (upstream_grpc.go).
+// but grpc-go for /upstream-grpc (upstream_grpc.go) and Prometheus's client_golang for
+// /metrics (metrics.go).
 package main
 
 import (
@@ -319,6 +320,7 @@ func routes(s *site, c config) http.Handler {
 			html(w, 404, s.notFoundPage())
 		}
 	})
+	routeMetrics(mux)
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		html(w, 200, s.versionPage())
 	})

@@ -13,8 +13,11 @@ pub const MANIFEST_FILE: &str = "target.toml";
 /// `GET /upstream-grpc`: unary gRPC calls to `UPSTREAM_GRPC_URL` (targets/CONTRACT.md).
 pub const UPSTREAM_GRPC: &str = "upstream-grpc";
 
+/// `GET /metrics`: the process's own Prometheus text exposition (targets/CONTRACT.md).
+pub const METRICS: &str = "metrics";
+
 /// Every capability a manifest may declare: the contract's optional endpoints.
-pub const CAPABILITIES: &[&str] = &[UPSTREAM_GRPC];
+pub const CAPABILITIES: &[&str] = &[UPSTREAM_GRPC, METRICS];
 
 /// The parsed manifest, as written.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]

@@ -79,6 +79,10 @@ pub enum LabCommand {
         /// `capabilities` in target.toml say so), so its checks are skipped.
         #[arg(long)]
         no_upstream_grpc: bool,
+        /// With a URL: the server serves its own Prometheus /metrics (by name, the target's
+        /// `capabilities` in target.toml say so), so it is checked.
+        #[arg(long)]
+        metrics: bool,
         /// Print the report as JSON (every check, passed or not).
         #[arg(long)]
         json: bool,
@@ -183,6 +187,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             flags,
             upstream,
             no_upstream_grpc,
+            metrics,
             json,
             tls,
             cacert,
@@ -193,6 +198,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             }
             if !is_url && *no_upstream_grpc {
                 bail!("--no-upstream-grpc is for `verify URL`; `verify {target}` reads the target's capabilities from its target.toml");
+            }
+            if !is_url && *metrics {
+                bail!("--metrics is for `verify URL`; `verify {target}` reads the target's capabilities from its target.toml");
             }
             if is_url && *tls {
                 bail!("--tls is for `verify NAME` (loadlab makes the certificate); to verify a running https:// server, give its URL and --cacert FILE");
@@ -214,6 +222,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
                 content_dir: Some(lab.content_dir()),
                 upstream_url: upstream.clone(),
                 upstream_grpc: !no_upstream_grpc,
+                metrics: *metrics,
                 tls: *tls,
                 ca_pem,
                 ..VerifyOptions::default()

@@ -80,6 +80,7 @@ pub(super) async fn run(
     let upstream_grpc = runner
         .upstream_grpc(grpc_upstream, options.upstream_grpc)
         .await;
+    runner.metrics(options.metrics).await;
     runner.bad_inputs().await;
     Report {
         target,

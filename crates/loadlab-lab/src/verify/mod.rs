@@ -10,6 +10,7 @@ mod cases;
 pub mod client;
 pub mod expect;
 mod half_config;
+mod metrics_checks;
 mod tls_checks;
 mod upstream_checks;
 mod upstream_grpc_checks;
@@ -40,6 +41,9 @@ pub struct VerifyOptions {
     /// Whether the server implements `/upstream-grpc` (the manifest's `upstream-grpc`
     /// capability; `verify_target` reads it from there). When false its checks are skipped.
     pub upstream_grpc: bool,
+    /// Whether the server serves its own `/metrics` (the manifest's `metrics` capability;
+    /// `verify_target` reads it from there). When false its checks are skipped.
+    pub metrics: bool,
     /// Longest wait for any one response.
     pub request_timeout: Duration,
     /// Longest wait for `Date` to change, counted after the first second.
@@ -59,6 +63,7 @@ impl Default for VerifyOptions {
             content_dir: None,
             upstream_url: None,
             upstream_grpc: true,
+            metrics: false,
             request_timeout: Duration::from_secs(10),
             date_change_timeout: Duration::from_secs(2),
             tls: false,
@@ -219,6 +224,7 @@ pub async fn verify_target(
     )?;
     let mut options = options.clone();
     options.upstream_grpc = lab.target(name)?.has(crate::manifest::UPSTREAM_GRPC);
+    options.metrics = lab.target(name)?.has(crate::manifest::METRICS);
     let options = &options;
     // The throwaway CA and certificate live as long as this call: the target, its mock
     // upstream and the checks all use them; the files are removed when it returns.
