@@ -277,29 +277,7 @@ fn an_experiment_killed_mid_run_keeps_the_interrupted_run_marked_and_out_of_the_
     let dir = temp_dir("experiment");
     let upstream = Upstream::start();
     let db = dir.join("runs.db");
-    let file = dir.join("e.toml");
-    std::fs::write(
-        &file,
-        format!(
-            r#"name = "killed"
-repetitions = 1
-seed = 7
-warmup = "0s"
-duration = "120s"
-cooldown = "0s"
-[load]
-rate = 300
-[[variant]]
-name = "a"
-url = "http://{0}/"
-[[variant]]
-name = "b"
-url = "http://{0}/b"
-"#,
-            upstream.addr
-        ),
-    )
-    .unwrap();
+    let file = experiment_file(&dir, &upstream);
     let mut experiment = loadlab()
         .arg("experiment")
         .arg(&file)
@@ -338,6 +316,62 @@ url = "http://{0}/b"
         .unwrap();
     assert!(completed.iter().all(|r| r.id != id));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_experiment_stopped_mid_run_says_its_statistics_leave_the_run_out() {
+    let dir = temp_dir("experiment-stopped");
+    let upstream = Upstream::start();
+    let db = dir.join("runs.db");
+    let file = experiment_file(&dir, &upstream);
+    let mut experiment = loadlab()
+        .arg("experiment")
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_three_intervals(&db, &mut experiment);
+    // SAFETY: a signal to a PID this test spawned and has not yet waited for.
+    unsafe { libc::kill(experiment.id() as i32, libc::SIGINT) };
+    let out = experiment.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("1 interrupted run is left out of the statistics"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An experiment of two arms of 120 s each against `upstream` (stopped long before).
+fn experiment_file(dir: &Path, upstream: &Upstream) -> PathBuf {
+    let file = dir.join("e.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "killed"
+repetitions = 1
+seed = 7
+warmup = "0s"
+duration = "120s"
+cooldown = "0s"
+[load]
+rate = 300
+[[variant]]
+name = "a"
+url = "http://{0}/"
+[[variant]]
+name = "b"
+url = "http://{0}/b"
+"#,
+            upstream.addr
+        ),
+    )
+    .unwrap();
+    file
 }
 
 #[test]

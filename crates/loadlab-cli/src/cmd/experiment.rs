@@ -169,6 +169,19 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64(),
         crate::cmd::runs::db_path(args.db.as_deref()).display()
     );
+    let left_out = crate::cmd::runs::interrupted_runs(&store, id)?;
+    if left_out > 0 {
+        eprintln!(
+            "{left_out} interrupted run{} left out of the statistics: stopped or killed, \
+             {} less than the plan asks (--resume runs them again)\n",
+            if left_out == 1 { " is" } else { "s are" },
+            if left_out == 1 {
+                "it measured"
+            } else {
+                "they measured"
+            }
+        );
+    }
     print!("{}", table::render(&comparisons, format));
     if matches!(format, table::Format::Text) {
         for curve in curves(&experiment, &plan, &by_arm)? {

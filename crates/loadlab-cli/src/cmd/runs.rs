@@ -264,6 +264,17 @@ pub fn experiment_results(
         .collect()
 }
 
+/// How many of an experiment's runs were interrupted (stopped or killed): its statistics
+/// leave them out, since they measured less than the plan asked.
+pub fn interrupted_runs(store: &Store, id: ExperimentId) -> anyhow::Result<usize> {
+    Ok(store
+        .experiment_runs(id)?
+        .values()
+        .flatten()
+        .filter(|r| r.interrupted)
+        .count())
+}
+
 /// An experiment read back from the store.
 pub struct StoredExperiment {
     pub experiment: Experiment,
