@@ -493,12 +493,17 @@ fn killing_loadlab_lets_the_lease_stop_what_the_agent_launched() {
     let (hns, _) = &lab.hosts[0];
     // The launched server carries this in its environment (the agent passes --env on).
     let marker = format!("LOADLAB_LEASE_TEST={}", std::process::id());
+    // --json in the test's folder: the spill file the killed run leaves goes there, not to
+    // the temporary directory where every later `loadlab run` would name it.
+    let json = dir.join("killed.json");
     let mut run = in_ns(hns, LOADLAB)
         .arg("run")
         .args(agent.flags())
         .args([
             "--exec", FIXTURE, "--env", &marker, "-c", "1", "-d", "30s", "-q", "/",
         ])
+        .arg("--json")
+        .arg(&json)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -548,6 +553,7 @@ fn killing_loadlab_lets_the_lease_stop_what_the_agent_launched() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     drop(agent);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn cgroup_dirs() -> Vec<String> {

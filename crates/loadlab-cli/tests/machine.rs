@@ -348,6 +348,10 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
     // grandchild: the death signal reaches the shell only, and the server outlives the
     // SIGKILL inside the namespace (a lone command is exec'd and dies with loadlab).
     let compound = format!("{FIXTURE}; true");
+    // --json in a folder of the test's: the spill file the killed run leaves goes there, not
+    // to the temporary directory where every later `loadlab run` would name it.
+    let dir = std::env::temp_dir().join(format!("loadlab-killed-link-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let mut killed = loadlab()
         .args([
             "run",
@@ -361,6 +365,8 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
             "2",
             "/",
         ])
+        .arg("--json")
+        .arg(dir.join("killed.json"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -423,6 +429,7 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
         // SAFETY: kill(2) of the fixture this test launched (through loadlab).
         unsafe { libc::kill(**p, libc::SIGKILL) };
     }
+    let _ = std::fs::remove_dir_all(&dir);
     assert!(still.is_empty(), "left running: {still:?}");
 }
 
