@@ -1,9 +1,13 @@
 //! The spill file of a real `loadlab run` (issue 34): a run killed with SIGKILL mid-way
 //! leaves a file that `loadlab recover` turns into a valid, partial result whose totals are
 //! exactly the merge of the intervals written; a run that ends well reads its timeline back
-//! from the file and removes it. Against `loadlab upstream` on loopback, bounded.
+//! from the file and removes it. Against `loadlab upstream` on loopback, bounded. The
+//! results store as the run's durable home (`--save`, experiments, sweeps) is in
+//! `spill/store.rs`, with the helpers here.
 
 mod common;
+#[path = "spill/store.rs"]
+mod store;
 
 use loadlab_result::{decode_histogram, new_histogram, IntervalSummary};
 use std::io::{BufRead, BufReader};

@@ -6,60 +6,12 @@
 //! `loadlab recover --list`, never deleted. Real processes against `loadlab upstream` on
 //! loopback, real SQLite files, bounded.
 
-mod common;
-
+use super::{common, loadlab, temp_dir, Upstream};
 use loadlab_result::{decode_histogram, new_histogram, IntervalSummary, RunResult};
 use loadlab_store::{RunId, Store};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
-
-/// `loadlab upstream` on a free loopback port, stopped (by its PID) when dropped.
-struct Upstream {
-    child: Child,
-    addr: String,
-}
-
-impl Upstream {
-    fn start() -> Upstream {
-        let mut child = loadlab()
-            .args(["upstream", "--port", "0", "--threads", "1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("loadlab upstream starts");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let addr = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("upstream's first line: {first:?}"))
-            .to_string();
-        Upstream { child, addr }
-    }
-}
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("loadlab-spill-store-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn ok(out: &Output) -> String {
     assert!(
@@ -153,7 +105,7 @@ fn assert_partial(db: &Path, run: RunId, written: &[IntervalSummary]) -> RunResu
 
 #[test]
 fn a_saved_run_killed_with_sigkill_is_a_partial_run_in_the_store() {
-    let dir = temp_dir("run");
+    let dir = temp_dir("store-run");
     let db = dir.join("runs.db");
     // The server launched by loadlab (`loadlab upstream`), so that it is sampled: each
     // interval written carries the server's samples within it.
@@ -236,7 +188,7 @@ fn a_saved_run_killed_with_sigkill_is_a_partial_run_in_the_store() {
 
 #[test]
 fn a_saved_run_that_ends_well_replaces_its_row_and_keeps_its_timeline() {
-    let dir = temp_dir("ok");
+    let dir = temp_dir("store-ok");
     let upstream = Upstream::start();
     let db = dir.join("runs.db");
     let out = loadlab()
@@ -274,7 +226,7 @@ fn a_saved_run_that_ends_well_replaces_its_row_and_keeps_its_timeline() {
 
 #[test]
 fn an_experiment_killed_mid_run_keeps_the_interrupted_run_marked_and_out_of_the_statistics() {
-    let dir = temp_dir("experiment");
+    let dir = temp_dir("store-experiment");
     let upstream = Upstream::start();
     let db = dir.join("runs.db");
     let file = experiment_file(&dir, &upstream);
@@ -320,7 +272,7 @@ fn an_experiment_killed_mid_run_keeps_the_interrupted_run_marked_and_out_of_the_
 
 #[test]
 fn an_experiment_stopped_mid_run_says_its_statistics_leave_the_run_out() {
-    let dir = temp_dir("experiment-stopped");
+    let dir = temp_dir("store-experiment-stopped");
     let upstream = Upstream::start();
     let db = dir.join("runs.db");
     let file = experiment_file(&dir, &upstream);
@@ -376,7 +328,7 @@ url = "http://{0}/b"
 
 #[test]
 fn spill_files_of_killed_runs_are_named_on_start_and_listed_never_deleted() {
-    let dir = temp_dir("orphans");
+    let dir = temp_dir("store-orphans");
     let upstream = Upstream::start();
     // A writer that is gone: a child that has exited.
     let mut child = Command::new("true").spawn().unwrap();
@@ -419,7 +371,7 @@ fn spill_files_of_killed_runs_are_named_on_start_and_listed_never_deleted() {
 
 #[test]
 fn a_sweeps_probes_are_written_as_they_go_and_stored_whole() {
-    let dir = temp_dir("sweep");
+    let dir = temp_dir("store-sweep");
     let upstream = Upstream::start();
     let db = dir.join("runs.db");
     let out = loadlab()
