@@ -119,6 +119,23 @@ fn nginx_apache_and_go_httpbin_count_exactly_what_loadlab_completed() {
             );
         }
     }
+    // Apache refusing a missing client certificate after a TLS 1.3 handshake (an alert on
+    // the first read): refused as `tls_handshake`, and the message names the fix.
+    let refusal = cells
+        .lines()
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .find(|c| c[0] == "apache" && c[1] == "mtls without a cert, tls 1.3")
+        .unwrap_or_else(|| panic!("no cell apache / mtls without a cert, tls 1.3:\n{context}"));
+    assert_eq!(
+        refusal[2], "refused as expected",
+        "{}\n{context}",
+        refusal[3]
+    );
+    assert!(
+        refusal[3].contains("client certificate") && refusal[3].contains("--cert FILE --key FILE"),
+        "{}",
+        refusal[3]
+    );
     // The table names every server and says how long it took.
     assert!(stdout.contains("wall time"), "{stdout}");
     let _ = std::fs::remove_dir_all(&out);
