@@ -176,6 +176,28 @@ fn refused_connections_are_classified() {
     assert_eq!(r.measured.requests.issued, 10);
 }
 
+/// The live counters a progress display and `--metrics-out` read count failures by class as
+/// the result does.
+#[test]
+fn refused_connections_are_counted_live_by_class() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let config = RunSpec {
+        requests: Some(10),
+        ..spec(format!("http://127.0.0.1:{port}/"))
+    }
+    .validate()
+    .unwrap();
+    let (control, rx) = run_in_background(config);
+    let r = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
+    assert_eq!(r.measured.errors.get("connect_refused"), Some(&10));
+    let live = control.progress();
+    assert_eq!(live.failed, 10);
+    assert_eq!(live.failed_classes(), vec![("connect_refused", 10)]);
+}
+
 #[test]
 fn chunked_responses_trickled_byte_by_byte() {
     let body = "The quick brown fox jumps over the lazy dog. ".repeat(8);

@@ -2,6 +2,7 @@
 //! watching its progress. Shared by reference counting; written by the workers' counters.
 
 use crate::collector::{IntervalSink, StreamReport};
+use crate::ErrorClass;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,6 +12,8 @@ use std::time::{Duration, Instant};
 pub struct ThreadProgress {
     pub completed: AtomicU64,
     pub failed: AtomicU64,
+    /// `failed`, by class (indexed by `ErrorClass as usize`): touched only on a failure.
+    pub failed_by_class: [AtomicU64; ErrorClass::COUNT],
 }
 
 /// Lets another thread stop a run (Ctrl-C) and watch its progress.
@@ -45,6 +48,20 @@ pub struct ProgressSnapshot {
     pub elapsed: Duration,
     pub completed: u64,
     pub failed: u64,
+    /// `failed` by class, indexed by `ErrorClass as usize`.
+    pub failed_by_class: [u64; ErrorClass::COUNT],
+}
+
+impl ProgressSnapshot {
+    /// The classes that occurred so far, by their keys (`connect_refused`, ...), as the
+    /// result's `errors` names them.
+    pub fn failed_classes(&self) -> Vec<(&'static str, u64)> {
+        ErrorClass::ALL
+            .iter()
+            .map(|c| (c.key(), self.failed_by_class[*c as usize]))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
 }
 
 impl RunControl {
@@ -136,6 +153,9 @@ impl RunControl {
         for t in threads {
             snap.completed += t.completed.load(Ordering::Relaxed);
             snap.failed += t.failed.load(Ordering::Relaxed);
+            for (sum, n) in snap.failed_by_class.iter_mut().zip(&t.failed_by_class) {
+                *sum += n.load(Ordering::Relaxed);
+            }
         }
         snap
     }

@@ -89,7 +89,11 @@ pub fn live_figures(
             at_unix_ms: unix_ms(),
             achieved_per_s,
             completed_total: snap.completed,
-            failed_total_by_class: vec![("all".into(), snap.failed)],
+            failed_total_by_class: by_class(
+                snap.failed_classes()
+                    .into_iter()
+                    .map(|(class, n)| (class.to_string(), n)),
+            ),
             generator_cpu_cores,
             ..IntervalFigures::default()
         };
@@ -100,6 +104,21 @@ pub fn live_figures(
         }
         figures
     }
+}
+
+/// Failures by class, every class loadlab knows (the result's keys: `connect_refused`,
+/// `request_timeout`, ...) from 0, as Prometheus's practice asks of a labelled counter: a
+/// failures panel then shows zeros rather than no data, and a class that appears mid-run has a
+/// rate from its first failure.
+fn by_class(classes: impl Iterator<Item = (String, u64)>) -> Vec<(String, u64)> {
+    let mut out: std::collections::BTreeMap<String, u64> = loadlab_result::failure::FAILURE_CLASSES
+        .iter()
+        .map(|(key, ..)| (key.to_string(), 0))
+        .collect();
+    for (class, n) in classes {
+        *out.entry(class).or_default() += n;
+    }
+    out.into_iter().collect()
 }
 
 /// An interval's percentiles, in seconds, as the senders name them.
@@ -131,10 +150,37 @@ pub fn final_figures(result: &RunResult, latest: &Mutex<Latest>) -> IntervalFigu
         offered_per_s: last.as_ref().and_then(|i| i.offered_per_s),
         achieved_per_s: last.as_ref().map_or(0.0, |i| i.achieved_per_s),
         completed_total: m.completed + warm.map_or(0, |w| w.completed),
-        failed_total_by_class: vec![("all".into(), m.failed + warm.map_or(0, |w| w.failed))],
+        failed_total_by_class: by_class(
+            result
+                .measured
+                .errors
+                .iter()
+                .chain(result.warmup.iter().flat_map(|w| &w.errors))
+                .map(|(class, n)| (class.clone(), *n)),
+        ),
         in_flight: Some(result.in_flight_at_end),
         latency_quantiles_s: last.as_ref().map(quantiles).unwrap_or_default(),
         generator_cpu_cores: None,
         connections_open: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::by_class;
+
+    #[test]
+    fn every_class_is_sent_from_zero_and_repeated_classes_are_summed() {
+        let sent = by_class(
+            [("connect_refused", 3), ("status", 2), ("connect_refused", 4)]
+                .into_iter()
+                .map(|(c, n)| (c.to_string(), n)),
+        );
+        assert_eq!(sent.len(), loadlab_result::failure::FAILURE_CLASSES.len());
+        let get = |class: &str| sent.iter().find(|(c, _)| c == class).map(|(_, n)| *n);
+        assert_eq!(get("connect_refused"), Some(7));
+        assert_eq!(get("status"), Some(2));
+        assert_eq!(get("connect_timeout"), Some(0));
+        assert_eq!(sent.iter().map(|(_, n)| n).sum::<u64>(), 9);
     }
 }

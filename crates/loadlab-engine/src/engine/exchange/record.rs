@@ -108,6 +108,8 @@ pub(in crate::engine) fn record_failure(
     stats.bytes_sent += t.sent - t.booked_sent;
     // What was not booked as it arrived (see `timed_out`).
     stats.bytes_received += t.unbooked;
-    let p = &ctx.progress.failed;
-    p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    // One writer per counter (this thread): a load and a store, not a locked add.
+    for p in [&ctx.progress.failed, &ctx.progress.failed_by_class[class as usize]] {
+        p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
 }
