@@ -172,9 +172,13 @@ mod tests {
     #[test]
     fn every_class_is_sent_from_zero_and_repeated_classes_are_summed() {
         let sent = by_class(
-            [("connect_refused", 3), ("status", 2), ("connect_refused", 4)]
-                .into_iter()
-                .map(|(c, n)| (c.to_string(), n)),
+            [
+                ("connect_refused", 3),
+                ("status", 2),
+                ("connect_refused", 4),
+            ]
+            .into_iter()
+            .map(|(c, n)| (c.to_string(), n)),
         );
         assert_eq!(sent.len(), loadlab_result::failure::FAILURE_CLASSES.len());
         let get = |class: &str| sent.iter().find(|(c, _)| c == class).map(|(_, n)| *n);

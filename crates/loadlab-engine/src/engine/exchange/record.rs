@@ -109,7 +109,10 @@ pub(in crate::engine) fn record_failure(
     // What was not booked as it arrived (see `timed_out`).
     stats.bytes_received += t.unbooked;
     // One writer per counter (this thread): a load and a store, not a locked add.
-    for p in [&ctx.progress.failed, &ctx.progress.failed_by_class[class as usize]] {
+    for p in [
+        &ctx.progress.failed,
+        &ctx.progress.failed_by_class[class as usize],
+    ] {
         p.store(p.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 }
