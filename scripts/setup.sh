@@ -144,22 +144,22 @@ else
 fi
 
 # The interop test (crates/loadlab-cli/tests/interop.rs) and `bench/interop.sh` run loadlab
-# against Debian's nginx and Apache httpd, and go-httpbin built from the Go module proxy at a
-# pinned version into target/interop-tools (nothing installed system-wide). The full matrix
-# installs its other servers (HAProxy, lighttpd, h2o) itself. Without them the test prints
-# SKIPPED and passes.
+# against Debian's nginx, Apache httpd and HAProxy (its expect-100 cell), and go-httpbin built
+# from the Go module proxy at a pinned version into target/interop-tools (nothing installed
+# system-wide). The full matrix installs its other servers (lighttpd, h2o) itself. Without
+# them the test prints SKIPPED and passes.
 GO_HTTPBIN_VERSION=v2.26.0   # keep in step with bench/interop.sh
-if need nginx && need apache2 && need openssl && need curl \
+if need nginx && need apache2 && need haproxy && need openssl && need curl \
     && [[ -f /usr/lib/nginx/modules/ngx_http_brotli_filter_module.so ]]; then
-    echo "setup: nginx, apache2, openssl and curl present"
+    echo "setup: nginx, apache2, haproxy, openssl and curl present"
 elif [[ $(id -u) -eq 0 ]] && need apt-get; then
-    echo "setup: installing nginx, apache2, openssl and curl (for the interop test)"
+    echo "setup: installing nginx, apache2, haproxy, openssl and curl (for the interop test)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        nginx libnginx-mod-http-brotli-filter apache2 openssl curl
+        nginx libnginx-mod-http-brotli-filter apache2 haproxy openssl curl
 else
-    echo "setup: nginx or apache2 is missing; the interop test will be skipped. Install them" \
-        "with: sudo apt-get install nginx libnginx-mod-http-brotli-filter apache2" >&2
+    echo "setup: nginx, apache2 or haproxy is missing; the interop test will be skipped. Install" \
+        "them with: sudo apt-get install nginx libnginx-mod-http-brotli-filter apache2 haproxy" >&2
 fi
 httpbin=target/interop-tools/go-httpbin
 # (go-httpbin's -version says "dev" when built by go install: a stamp file keeps the version.)
