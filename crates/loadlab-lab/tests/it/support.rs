@@ -1,6 +1,6 @@
 //! Shared fixtures: the repository's lab, built once; serving a target with a test upstream.
 
-use loadlab_lab::manifest::UPSTREAM_GRPC;
+use loadlab_lab::manifest::{METRICS, UPSTREAM_GRPC};
 use loadlab_lab::{toolchain, Check, Lab, LabError, Outcome, Report, ServeOptions, ServedTarget};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -90,8 +90,8 @@ pub fn serve(name: &str, upstream_url: Option<String>) -> ServedTarget {
 }
 
 /// A verification's skips and gRPC counts, over HTTP or HTTPS (`over`): by name, the only
-/// checks that may be skipped are `/upstream-grpc`'s, and only when the manifest does not
-/// declare it; one that declares it made its 24 pooled calls, and 8 connections for the 8
+/// checks that may be skipped are `/upstream-grpc`'s and `/metrics`'s, each only when the
+/// manifest does not declare it; one that declares it made its 24 pooled calls, and 8 connections for the 8
 /// calls of a per-call request. Returns the gRPC summary, when there is one, for the caller's
 /// own checks.
 pub fn assert_skips_and_grpc(
@@ -102,6 +102,7 @@ pub fn assert_skips_and_grpc(
 ) -> Option<loadlab_lab::verify::GrpcSummary> {
     let (_, _, skipped) = report.counts();
     let has_grpc = lab.target(name).unwrap().has(UPSTREAM_GRPC);
+    let has_metrics = lab.target(name).unwrap().has(METRICS);
     let skips: Vec<&Check> = report
         .checks
         .iter()
@@ -110,10 +111,12 @@ pub fn assert_skips_and_grpc(
     assert!(
         skips
             .iter()
-            .all(|c| !has_grpc && c.endpoint.contains("/upstream-grpc")),
-        "{name}: nothing but /upstream-grpc (not declared) may be skipped {over}: {skips:?}"
+            .all(|c| (!has_grpc && c.endpoint.contains("/upstream-grpc"))
+                || (!has_metrics && c.endpoint == "GET /metrics")),
+        "{name}: nothing but /upstream-grpc and /metrics (not declared) may be skipped \
+         {over}: {skips:?}"
     );
-    assert_eq!(skipped == 0, has_grpc, "{name}: {skips:?}");
+    assert_eq!(skipped == 0, has_grpc && has_metrics, "{name}: {skips:?}");
     if !has_grpc {
         return None;
     }

@@ -1,7 +1,7 @@
 //! The reference targets, built by `Lab::build` and served as real processes: each passes
 //! `verify` (the targets in other languages only where their toolchain is installed; otherwise
-//! the test says it skipped them), `/upstream-grpc` included where the manifest declares it;
-//! each Rust target makes exactly the upstream calls it is asked for, over HTTP and over gRPC,
+//! the test says it skipped them), `/upstream-grpc` and `/metrics` included where the
+//! manifest declares them; each Rust target makes exactly the upstream calls it is asked for, over HTTP and over gRPC,
 //! with the connection behaviour its client mode promises, and all serve the same portfolio
 //! bytes.
 
