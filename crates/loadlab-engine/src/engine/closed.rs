@@ -28,11 +28,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
                 continue;
             }
         }
-        let phase = if now < ctx.warmup_end {
-            Phase::Warmup
-        } else {
-            Phase::Measured
-        };
+        let phase = ctx.phase_at(now);
         if phase == Phase::Measured && !ctx.budget.take() {
             break;
         }

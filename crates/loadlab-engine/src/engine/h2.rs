@@ -98,14 +98,6 @@ impl H2Request {
     }
 }
 
-fn phase_at(ctx: &ThreadCtx, now: Instant) -> Phase {
-    if now < ctx.warmup_end {
-        Phase::Warmup
-    } else {
-        Phase::Measured
-    }
-}
-
 fn over(ctx: &ThreadCtx, now: Instant) -> bool {
     ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
 }
@@ -126,7 +118,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
         if over(&ctx, now) || (ctx.budget_spent.get() && owed.get() == 0) {
             break;
         }
-        let phase = phase_at(&ctx, now);
+        let phase = ctx.phase_at(now);
         let Some(send) = open_connection(&ctx, phase).await else {
             failures = failures.saturating_add(1);
             // Requests owed to a connection that cannot be opened are failed with it, so a
@@ -183,7 +175,7 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Cell
         if over(&ctx, now) {
             return false;
         }
-        let phase = phase_at(&ctx, now);
+        let phase = ctx.phase_at(now);
         if owed.get() > 0 {
             owed.set(owed.get() - 1);
         } else if phase == Phase::Measured && !ctx.budget.take() {

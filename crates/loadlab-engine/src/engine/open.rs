@@ -157,11 +157,7 @@ impl OpenState {
 
 fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
     Due {
-        phase: if intended < ctx.warmup_end {
-            Phase::Warmup
-        } else {
-            Phase::Measured
-        },
+        phase: ctx.phase_at(intended),
         intended: Some(intended),
         noticed,
     }

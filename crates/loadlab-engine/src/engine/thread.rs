@@ -141,6 +141,16 @@ pub(crate) struct ThreadCtx {
 }
 
 impl ThreadCtx {
+    /// The phase a moment belongs to: warm-up before `warmup_end`, measured from it on.
+    #[inline]
+    pub(super) fn phase_at(&self, at: Instant) -> crate::stats::Phase {
+        if at < self.warmup_end {
+            crate::stats::Phase::Warmup
+        } else {
+            crate::stats::Phase::Measured
+        }
+    }
+
     pub(super) fn new(shared: Shared, plan: Plan, progress: Arc<ThreadProgress>) -> Rc<ThreadCtx> {
         let recorder = Recorder {
             intervals: crate::stats::Intervals::new(shared.interval),

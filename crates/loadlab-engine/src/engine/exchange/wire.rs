@@ -12,7 +12,6 @@ use super::super::ThreadCtx;
 use super::{Exchange, Sink, Stream, Traffic};
 use crate::error::ErrorClass;
 use crate::http1::{Progress, ResponseParser};
-use crate::stats::Phase;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -156,11 +155,7 @@ pub(super) async fn exchange<S: Sink>(
 fn io_failure(ctx: &ThreadCtx, e: &std::io::Error) -> ErrorClass {
     let class = ErrorClass::from_io(e);
     if let Some((_, detail)) = crate::tls::describe_after_handshake(e) {
-        let phase = if Instant::now() < ctx.warmup_end {
-            Phase::Warmup
-        } else {
-            Phase::Measured
-        };
+        let phase = ctx.phase_at(Instant::now());
         super::note_detail(ctx, phase, class, Some(detail));
     }
     class
@@ -174,11 +169,7 @@ fn book_sent(ctx: &ThreadCtx, traffic: &mut Traffic) {
         return;
     }
     let now = Instant::now();
-    let phase = if now < ctx.warmup_end {
-        Phase::Warmup
-    } else {
-        Phase::Measured
-    };
+    let phase = ctx.phase_at(now);
     let mut rec = ctx.recorder.borrow_mut();
     rec.timeline.at(now - ctx.start).bytes_sent += unbooked;
     rec.phase(phase).bytes_sent += unbooked;
@@ -199,11 +190,7 @@ fn timed_out(
         // arriving when the run ends (a huge or dripping body) is abandoned, but its bytes
         // were received.
         let now = Instant::now();
-        let phase = if now < ctx.warmup_end {
-            Phase::Warmup
-        } else {
-            Phase::Measured
-        };
+        let phase = ctx.phase_at(now);
         let mut rec = ctx.recorder.borrow_mut();
         rec.timeline.at(now - ctx.start).bytes_received += traffic.unbooked;
         rec.phase(phase).bytes_received += traffic.unbooked;

@@ -180,14 +180,6 @@ fn ended(ctx: &ThreadCtx, now: Instant) -> bool {
     ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
 }
 
-fn phase_at(ctx: &ThreadCtx, now: Instant) -> Phase {
-    if now < ctx.warmup_end {
-        Phase::Warmup
-    } else {
-        Phase::Measured
-    }
-}
-
 /// The think time after a step that ended at `end` (none when paced: the pace says when
 /// requests go). In an open loop the next step is then due, and measured from that moment;
 /// in a closed loop the user sleeps through it.
@@ -275,7 +267,7 @@ async fn run_step(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize)
     if ended(ctx, now) {
         return StepEnd::Stop;
     }
-    let phase = phase_at(ctx, now);
+    let phase = ctx.phase_at(now);
     if phase == Phase::Measured && !ctx.budget.take() {
         return StepEnd::Stop;
     }

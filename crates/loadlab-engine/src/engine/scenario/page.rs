@@ -7,8 +7,7 @@
 use super::super::exchange::Due;
 use super::super::ThreadCtx;
 use super::{
-    ended, finish, new_connection, phase_at, request_bytes, wait_until_due, with_step, Lane,
-    StepEnd, User,
+    ended, finish, new_connection, request_bytes, wait_until_due, with_step, Lane, StepEnd, User,
 };
 use crate::config::ScenarioRun;
 use crate::stats::Phase;
@@ -37,7 +36,7 @@ pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: 
         return StepEnd::Stop;
     }
     let start = scheduled.map_or(now, |(at, _)| at);
-    let phase = phase_at(ctx, now);
+    let phase = ctx.phase_at(now);
     let width = step.requests.len().min(PAGE_CONNECTIONS_PER_HOST);
     while user.lanes.len() < width {
         user.lanes.push(Lane::new(ctx));
