@@ -1,0 +1,177 @@
+//! Before anything is measured: every lab target built and verified against the contract,
+//! every URL health-checked, and the mock upstream the targets' `/upstream` calls, started on
+//! a thread of its own for the whole experiment.
+
+use super::{open_lab, Event, Options, RunError};
+use crate::file::{Experiment, Protocol, Source};
+use crate::plan::Plan;
+use loadlab_lab::verify::{verify_target, VerifyOptions};
+use loadlab_lab::{Lab, ServeOptions};
+
+/// Builds what is not built, verifies every lab target against the contract and
+/// health-checks every URL, before anything is measured.
+pub(super) fn preflight(
+    experiment: &Experiment,
+    plan: &Plan,
+    options: &Options,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Option<Lab>, RunError> {
+    let err = RunError::Preflight;
+    let targets: Vec<&str> = experiment
+        .variants
+        .iter()
+        // A target on an agent's host is built and verified there (`loadlab lab verify` on
+        // that host); this machine's lab may not even have it.
+        .filter(|v| v.agent.is_none())
+        .filter_map(|v| match &v.source {
+            Source::Target(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    for arm in &plan.arms {
+        let launched = !matches!(experiment.variants[arm.variant].source, Source::Url(_));
+        if launched && arm.settings.protocol == Protocol::Https {
+            return Err(err(format!(
+                "{}: protocol https needs a server that serves TLS; lab targets and exec \
+                 commands are loaded over plain HTTP here (use a url = \"https://...\" variant)",
+                arm.label
+            )));
+        }
+    }
+    let lab = if targets.is_empty() {
+        None
+    } else {
+        let lab = open_lab(options.targets.as_deref()).map_err(|e| err(e.to_string()))?;
+        Some(lab)
+    };
+    if let Some(lab) = &lab {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| err(format!("cannot start the async runtime: {e}")))?;
+        for name in &targets {
+            on_event(Event::Building(name.to_string()));
+            lab.build_named(name, false)
+                .map_err(|e| err(format!("{name}: {e}")))?;
+            if options.skip_verify {
+                continue;
+            }
+            on_event(Event::Verifying(name.to_string()));
+            let verify = VerifyOptions {
+                content_dir: Some(lab.content_dir()),
+                ..VerifyOptions::default()
+            };
+            let report = runtime
+                .block_on(verify_target(lab, name, &ServeOptions::default(), &verify))
+                .map_err(|e| err(format!("{name}: {e}")))?;
+            let (pass, fail, skip) = report.counts();
+            if !report.passed() {
+                return Err(err(format!(
+                    "{name} failed verification ({fail} of {} checks: {}); it answers wrongly, \
+                     so it is not benchmarked: see `loadlab lab verify {name}`",
+                    pass + fail + skip,
+                    report.failed_endpoints().join(", ")
+                )));
+            }
+            on_event(Event::Verified {
+                name: name.to_string(),
+                summary: format!("{pass} checks passed, {skip} skipped"),
+            });
+        }
+    }
+    for v in &experiment.variants {
+        if let Source::Url(url) = &v.source {
+            let path = v
+                .healthz
+                .clone()
+                .unwrap_or_else(|| experiment.base.paths[0].clone());
+            on_event(Event::Verifying(url.clone()));
+            if !url_answers(url, &path) {
+                return Err(err(format!(
+                    "{}: GET {url}{path} did not answer 2xx; start the server, or set the \
+                     variant's healthz to a path it answers",
+                    v.name
+                )));
+            }
+            on_event(Event::Verified {
+                name: url.clone(),
+                summary: format!("GET {path} answered 2xx"),
+            });
+        }
+    }
+    Ok(lab)
+}
+
+fn url_answers(url: &str, path: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let with_port = if authority.contains(':') {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    if url.starts_with("https://") {
+        // A TLS health check needs the engine's TLS stack; the first run will tell.
+        return with_port.to_socket_addrs().is_ok();
+    }
+    with_port
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .is_some_and(|addr| loadlab_probe::launch::healthz(addr, path))
+}
+
+/// A mock upstream on a thread of its own, for targets' `/upstream` endpoint.
+pub(super) struct MockUpstream {
+    pub(super) url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MockUpstream {
+    pub(super) fn start() -> Result<MockUpstream, String> {
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                match loadlab_upstream::Upstream::start(Default::default()).await {
+                    Ok(up) => {
+                        let _ = url_tx.send(Ok(up.url()));
+                        let _ = stopped.await;
+                        let _ = up.shutdown().await;
+                    }
+                    Err(e) => {
+                        let _ = url_tx.send(Err(e.to_string()));
+                    }
+                }
+            });
+        });
+        let url = url_rx
+            .recv()
+            .map_err(|_| "the mock upstream did not start".to_string())??;
+        Ok(MockUpstream {
+            url,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for MockUpstream {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
