@@ -1,5 +1,5 @@
 //! The interval collector: each worker thread hands over its finished intervals (serialised
-//! histograms and counts) at every interval boundary; the collector merges them across
+//! histograms and timeline buckets) at every interval boundary; the collector merges them across
 //! threads and passes each whole interval, in order, to an [`IntervalSink`] (the CLI's spill
 //! file), keeping only running [`Totals`] and the few intervals some thread has not yet
 //! closed. Its memory is flat in the run's length.
@@ -8,7 +8,8 @@
 //! clock: it moves when batches arrive, so tests drive it with as many intervals as they
 //! like in no time.
 
-use crate::timeline::IntervalCounts;
+use crate::stats::Bucket;
+use crate::timeline::{IntervalCounts, TrafficLog};
 use crate::totals::Totals;
 use hdrhistogram::Histogram;
 use loadlab_result::{new_histogram, IntervalSummary, RunResult};
@@ -62,7 +63,8 @@ pub struct Batch {
     pub below: usize,
     /// Serialised (HdrHistogram V2) response times by interval index.
     pub histograms: Vec<(usize, Vec<u8>)>,
-    pub counts: Vec<(usize, IntervalCounts)>,
+    /// Traffic by interval index: the interval's timeline buckets.
+    pub buckets: Vec<(usize, Vec<Bucket>)>,
     /// The thread's last batch: how long the run had lasted when it ended.
     pub ended: Option<Duration>,
 }
@@ -86,7 +88,8 @@ pub struct StreamReport {
 #[derive(Default)]
 struct Pending {
     hist: Option<Histogram<u64>>,
-    counts: IntervalCounts,
+    /// Summed over the threads.
+    buckets: Vec<Bucket>,
 }
 
 pub struct Collector {
@@ -96,14 +99,17 @@ pub struct Collector {
     ended: Option<Duration>,
     build: Build,
     sink: Box<dyn IntervalSink>,
+    traffic: TrafficLog,
     pub totals: Totals,
     pub report: StreamReport,
 }
 
 impl Collector {
-    /// A collector for `threads` workers; `header` goes to the sink first.
+    /// A collector for `threads` workers, whose traffic goes to `traffic`; `header` goes to
+    /// the sink first.
     pub fn new(
         threads: usize,
+        traffic: TrafficLog,
         header: &RunResult,
         build: Build,
         mut sink: Box<dyn IntervalSink>,
@@ -116,6 +122,7 @@ impl Collector {
             ended: None,
             build,
             sink,
+            traffic,
             totals: Totals::default(),
             report: StreamReport {
                 error,
@@ -136,8 +143,14 @@ impl Collector {
             let merged = slot.hist.get_or_insert_with(new_histogram);
             let _ = merged.add(&h);
         }
-        for (index, counts) in batch.counts {
-            self.slot(index).counts.add(&counts);
+        for (index, buckets) in batch.buckets {
+            let sum = &mut self.slot(index).buckets;
+            if sum.len() < buckets.len() {
+                sum.resize(buckets.len(), Bucket::default());
+            }
+            for (a, b) in sum.iter_mut().zip(&buckets) {
+                a.add(b);
+            }
         }
         if let Some(ended) = batch.ended {
             self.ended = Some(self.ended.map_or(ended, |e| e.max(ended)));
@@ -153,14 +166,14 @@ impl Collector {
     }
 
     /// Every thread has ended: emits what is left, the timeline running to at least
-    /// `intervals` (empty ones included), and finishes the sink.
-    pub fn finish(mut self, intervals: usize) -> (Totals, StreamReport) {
+    /// `intervals` (empty ones included), and finishes the sink; gives back the traffic log.
+    pub fn finish(mut self, intervals: usize) -> (Totals, StreamReport, TrafficLog) {
         let last = self.pending.keys().next_back().map_or(0, |i| i + 1);
         self.emit_below(last.max(intervals));
         if let Err(e) = self.sink.finish() {
             self.report.error.get_or_insert(e);
         }
-        (self.totals, self.report)
+        (self.totals, self.report, self.traffic)
     }
 
     /// Bytes held for intervals not yet emitted: what grows if anything does.
@@ -169,6 +182,7 @@ impl Collector {
             .values()
             .map(|p| {
                 std::mem::size_of::<Pending>()
+                    + p.buckets.len() * std::mem::size_of::<Bucket>()
                     + p.hist.as_ref().map_or(0, |h| h.distinct_values() * 8)
             })
             .sum()
@@ -184,7 +198,9 @@ impl Collector {
         while self.next < upto {
             let i = self.next;
             let p = self.pending.remove(&i).unwrap_or_default();
-            let summary = (self.build)(i, elapsed, p.counts, p.hist.as_ref());
+            self.traffic.push(i, &p.buckets);
+            let counts = self.traffic.intervals.last().copied().unwrap_or_default();
+            let summary = (self.build)(i, elapsed, counts, p.hist.as_ref());
             self.next += 1;
             if let Err(e) = self.totals.add(&summary) {
                 self.report.error.get_or_insert(e);

@@ -7,7 +7,7 @@ use crate::config::{Model, RunConfig, Stop};
 use crate::engine::RunOutcome;
 use crate::error::ErrorClass;
 use crate::schedule::Arrival;
-use crate::stats::{PhaseStats, BUCKET};
+use crate::stats::PhaseStats;
 use crate::verdicts::{verdicts, warnings};
 use hdrhistogram::Histogram;
 use loadlab_result::{
@@ -102,19 +102,11 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         Stop::Duration(d) if !outcome.interrupted => d,
         _ => outcome.elapsed.saturating_sub(outcome.warmup),
     };
-    let warmup_buckets = (warmup_len.as_nanos() / BUCKET.as_nanos()) as usize;
-    let timeline = &outcome.recorder.timeline;
     let [warm, measured] = &outcome.recorder.phases;
-    let measured_summary = summarize_phase(
-        measured,
-        measured_len,
-        timeline.max_window_per_s(warmup_buckets),
-    );
-    let warmup = (!outcome.warmup.is_zero()).then(|| {
-        let mut head = timeline.clone();
-        head.buckets.truncate(warmup_buckets);
-        summarize_phase(warm, warmup_len, head.max_window_per_s(0))
-    });
+    let [warm_busiest, busiest] = outcome.traffic.busiest();
+    let measured_summary = summarize_phase(measured, measured_len, busiest);
+    let warmup =
+        (!outcome.warmup.is_zero()).then(|| summarize_phase(warm, warmup_len, warm_busiest));
 
     let (user, system) = outcome
         .threads
@@ -423,16 +415,13 @@ fn ordinal(n: u32) -> String {
 }
 
 fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSummary> {
-    let len = config.interval;
-    let buckets_per_interval = crate::timeline::buckets_per_interval(len);
-    let buckets = &outcome.recorder.timeline.buckets;
-    let n = crate::timeline::interval_count(config, outcome.elapsed, buckets.len())
+    let counts = &outcome.traffic.intervals;
+    let n = counts
+        .len()
         .max(outcome.intervals.last().map_or(0, |(i, _)| i + 1));
     let mut hists = outcome.intervals.iter().peekable();
     (0..n)
         .map(|i| {
-            let span = &buckets[(i * buckets_per_interval).min(buckets.len())
-                ..((i + 1) * buckets_per_interval).min(buckets.len())];
             let hist = match hists.peek() {
                 Some((index, _)) if *index == i => hists.next().map(|(_, h)| h),
                 _ => None,
@@ -441,7 +430,7 @@ fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSum
                 config,
                 i,
                 outcome.elapsed,
-                crate::timeline::IntervalCounts::of(span),
+                counts.get(i).copied().unwrap_or_default(),
                 hist,
                 outcome.steal.get(i).copied(),
             )

@@ -4,7 +4,7 @@
 //! nothing.
 
 use crate::config::{Model, RunConfig};
-use crate::stats::{Bucket, BUCKET};
+use crate::stats::{Bucket, Busiest, Timeline, BUCKET};
 use hdrhistogram::Histogram;
 use loadlab_result::{encode_histogram, IntervalSummary};
 use std::time::Duration;
@@ -122,5 +122,160 @@ pub fn interval_summary(
         steal,
         histogram: hist.map(encode_histogram),
         server: None,
+    }
+}
+
+/// What the result needs of a run's timeline buckets, kept as they pass by in order (summed
+/// over the threads) so that the buckets themselves can go: each interval's counts (32 bytes
+/// an interval: 2.7 MB for a day of 1-second intervals), the busiest second of the warm-up
+/// and of the measured part, and the completions between the end of the warm-up and the
+/// planned end of the schedule (the "could not keep up" verdict's count).
+#[derive(Debug, Clone)]
+pub struct TrafficLog {
+    per: usize,
+    from: usize,
+    /// The planned end, rounded down and up to a bucket, with the completions before it.
+    ends: [(usize, u64); 2],
+    since_warmup: u64,
+    busiest: [Busiest; 2],
+    pub intervals: Vec<IntervalCounts>,
+}
+
+impl TrafficLog {
+    pub fn new(config: &RunConfig) -> TrafficLog {
+        let end = match &config.model {
+            Model::Open { profile, .. } => Some(config.warmup + profile.duration()),
+            Model::Closed { .. } => None,
+        };
+        TrafficLog::with(config.interval, config.warmup, end)
+    }
+
+    /// For intervals of `interval`, after a warm-up of `warmup`, with a schedule planned to
+    /// end at `schedule_end` from the start (none: the completions run to the last bucket).
+    pub fn with(
+        interval: Duration,
+        warmup: Duration,
+        schedule_end: Option<Duration>,
+    ) -> TrafficLog {
+        let bucket = BUCKET.as_nanos();
+        let from = (warmup.as_nanos() / bucket) as usize;
+        let ends = schedule_end.map_or([usize::MAX; 2], |end| {
+            let end = end.as_nanos();
+            [end / bucket, end.div_ceil(bucket)].map(|e| e.min(usize::MAX as u128) as usize)
+        });
+        TrafficLog {
+            per: buckets_per_interval(interval),
+            from,
+            ends: ends.map(|e| (e, 0)),
+            since_warmup: 0,
+            busiest: [Busiest::new(0, from), Busiest::new(from, usize::MAX)],
+            intervals: Vec::new(),
+        }
+    }
+
+    /// The log of a whole timeline at once (a run without an interval collector).
+    pub fn of(config: &RunConfig, timeline: &Timeline, intervals: usize) -> TrafficLog {
+        let mut log = TrafficLog::new(config);
+        for i in 0..intervals {
+            log.push(i, &timeline.span(i * log.per, (i + 1) * log.per));
+        }
+        log
+    }
+
+    /// Interval `i`'s buckets (fewer than an interval's at the end of the timeline), in order
+    /// of `i`; a skipped interval had no traffic.
+    pub fn push(&mut self, i: usize, buckets: &[Bucket]) {
+        while self.intervals.len() < i {
+            self.intervals.push(IntervalCounts::default());
+        }
+        for (k, b) in buckets.iter().enumerate() {
+            let index = i * self.per + k;
+            for busiest in &mut self.busiest {
+                busiest.push(index, b);
+            }
+            if index >= self.from {
+                self.since_warmup += b.completed;
+                for (end, count) in &mut self.ends {
+                    if index < *end {
+                        *count += b.completed;
+                    }
+                }
+            }
+        }
+        self.intervals.push(IntervalCounts::of(buckets));
+    }
+
+    /// The most bytes sent and received in one second: of the warm-up, of the measured part.
+    pub fn busiest(&self) -> [(u64, u64); 2] {
+        self.busiest.each_ref().map(Busiest::result)
+    }
+
+    /// Completions from the end of the warm-up to the planned end of an open loop's schedule
+    /// (`rounded_up`: to the bucket that holds it) or, with no such end, to the last one.
+    pub fn completed_in_schedule(&self, rounded_up: bool) -> u64 {
+        self.ends[usize::from(rounded_up)].1
+    }
+
+    /// Completions since the end of the warm-up.
+    pub fn completed_since_warmup(&self) -> u64 {
+        self.since_warmup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of 2 s warm-up and a schedule planned to end at 7.25 s, with traffic in 100 ms
+    /// buckets: the log kept interval by interval gives the figures counted by hand.
+    #[test]
+    fn the_log_kept_as_intervals_pass_gives_the_figures_of_the_whole_timeline() {
+        let mut t = Timeline::default();
+        // 10 completions and 100 bytes sent in each bucket for 8 s, and a burst of 5,000
+        // bytes straddling 4.9-5.1 s (no window aligned to whole seconds sees it whole).
+        for i in 0..80 {
+            let b = t.at(BUCKET * i);
+            b.completed += 10;
+            b.bytes_sent += 100;
+        }
+        t.at(Duration::from_millis(4_950)).bytes_sent += 5_000;
+        t.at(Duration::from_millis(5_050)).bytes_sent += 5_000;
+        // The warm-up's busiest second is smaller, and ends before the burst.
+        t.at(Duration::from_millis(500)).bytes_received += 700;
+        let log = |t: &Timeline| {
+            let mut log = TrafficLog::with(
+                Duration::from_secs(1),
+                Duration::from_secs(2),
+                Some(Duration::from_millis(7_250)),
+            );
+            // Interval 3 had nothing handed over (a skipped interval reads as empty).
+            for i in (0..8).filter(|i| *i != 3) {
+                log.push(i, &t.span(i * 10, (i + 1) * 10));
+            }
+            log
+        };
+        let log = log(&t);
+        assert_eq!(log.busiest(), [(1_000, 700), (1_000 + 10_000, 0)]);
+        assert_eq!(log.intervals.len(), 8);
+        assert_eq!(log.intervals[3], IntervalCounts::default());
+        assert_eq!(log.intervals[4].completed, 100);
+        assert_eq!(log.intervals[4].bytes_sent, 1_000 + 5_000);
+        // From 2.0 s: 3.0-4.0 s was never handed over, so 2.0-3.0 and 4.0-7.2 (or 7.3) s.
+        assert_eq!(log.completed_in_schedule(false), 10 * (10 + 32));
+        assert_eq!(log.completed_in_schedule(true), 10 * (10 + 33));
+        assert_eq!(log.completed_since_warmup(), 10 * (10 + 40));
+        // Drained as a collector drains it, the timeline keeps its length and nothing else.
+        let mut drained = t.clone();
+        drained.drain_below(60);
+        assert_eq!(
+            (drained.len(), drained.span(0, 60)),
+            (80, vec![Bucket::default(); 60])
+        );
+        drained.at(Duration::from_millis(100)).completed += 1;
+        assert_eq!(
+            drained.span(60, 61)[0].completed,
+            11,
+            "a late write lands in the open bucket"
+        );
     }
 }

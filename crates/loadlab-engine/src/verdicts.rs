@@ -5,7 +5,7 @@
 
 use crate::config::{Model, RunConfig};
 use crate::engine::RunOutcome;
-use crate::stats::{Phase, BUCKET};
+use crate::stats::Phase;
 use loadlab_result::{GeneratorHealth, PhaseSummary};
 use std::time::Duration;
 
@@ -96,19 +96,15 @@ pub(crate) fn verdicts(
             measured.requests.not_sent
         };
         let due = (measured.requests.issued + unsent_due).saturating_sub(abandoned);
-        let from = (config.warmup.as_nanos() / BUCKET.as_nanos()) as usize;
         // A run stopped part-way through a bucket keeps that bucket: its completions all came
         // before the stop.
-        let end = (config.warmup + ran).as_nanos();
-        let to = if outcome.interrupted {
-            end.div_ceil(BUCKET.as_nanos())
+        let in_time = if !outcome.interrupted {
+            outcome.traffic.completed_in_schedule(false)
+        } else if ran < profile.duration() {
+            outcome.traffic.completed_since_warmup()
         } else {
-            end / BUCKET.as_nanos()
-        } as usize;
-        let buckets = &outcome.recorder.timeline.buckets;
-        let in_time: u64 = buckets
-            .get(from.min(buckets.len())..to.min(buckets.len()))
-            .map_or(0, |b| b.iter().map(|b| b.completed).sum());
+            outcome.traffic.completed_in_schedule(true)
+        };
         let unsent = measured.requests.not_sent;
         // Stopped early, a request left waiting for its connection is the stop's doing.
         let unsent_blames = unsent > 0 && !outcome.interrupted;

@@ -75,7 +75,13 @@ fn collector(threads: usize, fail_after: Option<usize>) -> (Collector, Arc<Mutex
         fail_after,
     };
     (
-        Collector::new(threads, &header(), build(), Box::new(sink)),
+        Collector::new(
+            threads,
+            TrafficLog::with(Duration::from_secs(1), Duration::ZERO, None),
+            &header(),
+            build(),
+            Box::new(sink),
+        ),
         seen,
     )
 }
@@ -92,7 +98,7 @@ fn batch(thread: usize, index: usize, n: u64, all: &mut Histogram<u64>) -> Batch
     }
     let mut bytes = Vec::new();
     V2Serializer::new().serialize(&h, &mut bytes).unwrap();
-    let counts = IntervalCounts {
+    let bucket = Bucket {
         completed: n,
         failed: 0,
         bytes_sent: 100 * n,
@@ -102,7 +108,7 @@ fn batch(thread: usize, index: usize, n: u64, all: &mut Histogram<u64>) -> Batch
         thread,
         below: index + 1,
         histograms: vec![(index, bytes)],
-        counts: vec![(index, counts)],
+        buckets: vec![(index, vec![bucket])],
         ended: None,
     }
 }
@@ -136,7 +142,7 @@ fn five_thousand_intervals_in_flat_memory_with_exact_totals() {
             ..Batch::default()
         });
     }
-    let (totals, report) = c.finish(INTERVALS);
+    let (totals, report, _) = c.finish(INTERVALS);
     assert_eq!(report.intervals_written, INTERVALS as u64);
     assert_eq!(report.error, None);
     let seen = seen.lock().unwrap();
@@ -176,7 +182,7 @@ fn a_slow_thread_holds_back_only_its_own_lag_and_late_data_joins_the_next_interv
             ..Batch::default()
         });
     }
-    let (totals, report) = c.finish(10);
+    let (totals, report, _) = c.finish(10);
     // Thread 1's last three intervals were never handed over: 10 intervals, not 13.
     assert_eq!(report.intervals_written, 10);
     assert_eq!(totals.measured.completed, 10 * 2 + 7 * 2 + 1);
@@ -190,7 +196,7 @@ fn empty_intervals_are_written_and_a_failing_sink_stops_being_written() {
     c.receive(batch(0, 0, 1, &mut all));
     // Nothing finished in intervals 1 to 4.
     c.receive(batch(0, 5, 1, &mut all));
-    let (totals, report) = c.finish(8);
+    let (totals, report, _) = c.finish(8);
     assert_eq!(seen.lock().unwrap().starts_s, [0.0, 1.0, 2.0]);
     assert_eq!(report.intervals_written, 3);
     assert_eq!(report.error.as_deref(), Some("disk full"));

@@ -8,8 +8,8 @@
 
 use super::ThreadCtx;
 use crate::collector::Batch;
-use crate::stats::{Recorder, BUCKET};
-use crate::timeline::{buckets_per_interval, IntervalCounts};
+use crate::stats::{Bucket, Recorder, BUCKET};
+use crate::timeline::buckets_per_interval;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
@@ -36,30 +36,23 @@ impl Feed {
     pub(super) fn take(&self, rec: &mut Recorder, below: usize, ended: Option<Duration>) -> Batch {
         let per = buckets_per_interval(rec.intervals.length);
         let histograms = rec.intervals.take_below(below);
-        let buckets = &rec.timeline.buckets;
         let from = self.counted_below.get();
         let upto = if below == usize::MAX {
-            buckets.len().div_ceil(per)
+            rec.timeline.len().div_ceil(per)
         } else {
             below
         };
-        let counts = (from..upto)
-            .map(|i| {
-                let span =
-                    &buckets[(i * per).min(buckets.len())..((i + 1) * per).min(buckets.len())];
-                (i, IntervalCounts::of(span))
-            })
-            .filter(|(_, c)| *c != IntervalCounts::default())
+        let buckets = (from..upto)
+            .map(|i| (i, rec.timeline.span(i * per, (i + 1) * per)))
+            .filter(|(_, span)| span.iter().any(|b| *b != Bucket::default()))
             .collect();
         self.counted_below.set(upto.max(from));
-        if below != usize::MAX {
-            rec.timeline.floor = rec.timeline.floor.max(below * per);
-        }
+        rec.timeline.drain_below(upto.max(from) * per);
         Batch {
             thread: self.thread,
             below,
             histograms,
-            counts,
+            buckets,
             ended,
         }
     }

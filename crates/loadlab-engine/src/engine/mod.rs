@@ -79,6 +79,9 @@ pub struct RunOutcome {
     pub elapsed: Duration,
     pub interrupted: bool,
     pub recorder: Recorder,
+    /// The timeline's traffic, summed over the threads (the recorder's timeline buckets went
+    /// to the interval collector as the run went on, when there was one).
+    pub traffic: crate::timeline::TrafficLog,
     /// Response-time histograms per interval of `RunConfig::interval`, by interval index.
     pub intervals: Vec<(usize, hdrhistogram::Histogram<u64>)>,
     pub threads: Vec<ThreadReport>,
@@ -205,7 +208,13 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         let build: crate::collector::Build = Box::new(move |i, elapsed, counts, hist| {
             crate::timeline::interval_summary(&cfg, i, elapsed, counts, hist, None)
         });
-        crate::collector::Collector::new(handles.len(), &header, build, sink)
+        crate::collector::Collector::new(
+            handles.len(),
+            crate::timeline::TrafficLog::new(config),
+            &header,
+            build,
+            sink,
+        )
     });
     if let Some(c) = collector.as_mut() {
         // Ends when every worker has dropped its sender: at its end, or when it crashed.
@@ -239,11 +248,15 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     }
     let intervals =
         crate::stats::Intervals::merge_all(threads.iter().map(|t| &t.recorder.intervals));
-    if let Some(c) = collector {
-        let n =
-            crate::timeline::interval_count(config, end - start, recorder.timeline.buckets.len());
-        control.set_stream_report(c.finish(n).1);
-    }
+    let n = crate::timeline::interval_count(config, end - start, recorder.timeline.len());
+    let traffic = match collector {
+        Some(c) => {
+            let (_, report, traffic) = c.finish(n);
+            control.set_stream_report(report);
+            traffic
+        }
+        None => crate::timeline::TrafficLog::of(config, &recorder.timeline, n),
+    };
     Ok(RunOutcome {
         address,
         started_at,
@@ -251,6 +264,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         elapsed: end - start,
         interrupted: control.is_stopped(),
         recorder,
+        traffic,
         intervals,
         threads,
         nofile,
@@ -339,6 +353,7 @@ fn header(
         elapsed: Duration::ZERO,
         interrupted: false,
         recorder: Recorder::default(),
+        traffic: crate::timeline::TrafficLog::new(config),
         intervals: Vec::new(),
         threads: Vec::new(),
         nofile,
