@@ -1,0 +1,338 @@
+//! From a [`ScenarioFile`] to a [`Scenario`]: every value checked, every template compiled,
+//! each error naming the step (or feeder) and the field. This file holds the scenario-level
+//! pass (name, mode, variables and their slots, feeders, base URL, steps, think times); a
+//! step's requests are in `request` (their URLs in `url`), its captures and checks in
+//! `response`, the body forms in `body`. Nothing here does I/O beyond reading the feeder and
+//! body files named by the scenario, once, at load.
+
+mod body;
+mod request;
+mod response;
+mod url;
+
+use crate::error::{invalid, ScenarioError};
+use crate::feeder::{parse_csv, Feeder, Order};
+use crate::file::{ScenarioFile, ThinkFile};
+use crate::template::{Escape, Lookup, Template};
+use crate::think::{parse_duration, Think};
+use crate::{Mode, Origin, Scenario, Step, VarSource, Variable};
+use request::{compile_requests, RequestCtx};
+use response::{compile_capture, compile_check};
+use std::collections::HashMap;
+use std::path::Path;
+use url::parse_origin;
+
+/// The variables as templates see them.
+struct Vars {
+    /// Known at load: defaults and overrides.
+    fixed: HashMap<String, String>,
+    /// Set during the run: name to slot.
+    slots: HashMap<String, usize>,
+}
+
+impl Vars {
+    fn lookup(&self, name: &str) -> Lookup<'_> {
+        if let Some(slot) = self.slots.get(name) {
+            Lookup::Dynamic(*slot)
+        } else if let Some(v) = self.fixed.get(name) {
+            Lookup::Static(v)
+        } else {
+            Lookup::Unknown
+        }
+    }
+
+    fn template(
+        &self,
+        text: &str,
+        escape: Escape,
+        item: &str,
+        field: &str,
+    ) -> Result<Template, ScenarioError> {
+        Template::compile(text, escape, &|n| self.lookup(n)).map_err(|m| invalid(item, field, m))
+    }
+}
+
+pub(crate) fn compile(
+    file: &ScenarioFile,
+    base_dir: &Path,
+    overrides: &[(String, String)],
+) -> Result<Scenario, ScenarioError> {
+    if file.name.trim().is_empty() {
+        return Err(invalid(
+            "scenario",
+            "name",
+            "empty; give the scenario a name, e.g. name = \"checkout\"",
+        ));
+    }
+    let mode = match file.mode.as_deref() {
+        None | Some("sequence") => Mode::Sequence,
+        Some("mix") => Mode::Mix,
+        Some(other) => {
+            return Err(invalid(
+                "scenario",
+                "mode",
+                format!("`{other}` is not a mode; use \"sequence\" or \"mix\""),
+            ))
+        }
+    };
+    if file.steps.is_empty() {
+        return Err(invalid(
+            "scenario",
+            "steps",
+            "none; add at least one [[steps]] with a name and a url",
+        ));
+    }
+
+    // Variables: defaults, then overrides; feeder columns and capture targets become slots.
+    let mut variables = Vec::new();
+    let mut fixed = HashMap::new();
+    for (name, value) in &file.variables.0 {
+        check_var_name(name, "[variables]", name)?;
+        fixed.insert(name.clone(), value.clone());
+        variables.push(Variable {
+            name: name.clone(),
+            source: VarSource::Default,
+            slot: None,
+        });
+    }
+    for (name, value) in overrides {
+        check_var_name(name, "--var", name)?;
+        fixed.insert(name.clone(), value.clone());
+        match variables.iter_mut().find(|v| &v.name == name) {
+            Some(v) => v.source = VarSource::Override,
+            None => variables.push(Variable {
+                name: name.clone(),
+                source: VarSource::Override,
+                slot: None,
+            }),
+        }
+    }
+    let mut slots: HashMap<String, usize> = HashMap::new();
+    let mut initial_values = Vec::new();
+    let mut add_slot = |name: &str, source: VarSource, variables: &mut Vec<Variable>| -> usize {
+        if let Some(s) = slots.get(name) {
+            return *s;
+        }
+        let slot = initial_values.len();
+        initial_values.push(fixed.get(name).cloned().unwrap_or_default());
+        slots.insert(name.to_string(), slot);
+        match variables.iter_mut().find(|v| v.name == name) {
+            Some(v) => {
+                v.source = source;
+                v.slot = Some(slot);
+            }
+            None => variables.push(Variable {
+                name: name.to_string(),
+                source,
+                slot: Some(slot),
+            }),
+        }
+        slot
+    };
+
+    let mut feeders = Vec::new();
+    for (k, f) in file.feeders.iter().enumerate() {
+        let item = format!("feeder {} ({})", k + 1, f.file);
+        let order = match f.order.as_deref() {
+            None | Some("sequential") => Order::Sequential,
+            Some("random") => Order::Random,
+            Some(other) => {
+                return Err(invalid(
+                    &item,
+                    "order",
+                    format!("`{other}` is not an order; use \"sequential\" or \"random\""),
+                ))
+            }
+        };
+        let path = base_dir.join(&f.file);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            invalid(
+                &item,
+                "file",
+                format!(
+                    "cannot read {} ({e}); the path is relative to the scenario file",
+                    path.display()
+                ),
+            )
+        })?;
+        let (columns, rows) = parse_csv(&text).map_err(|m| invalid(&item, "file", m))?;
+        let mut feeder_slots = Vec::new();
+        for c in &columns {
+            check_var_name(c, &item, "file (header row)")?;
+            feeder_slots.push(add_slot(c, VarSource::Feeder, &mut variables));
+        }
+        feeders.push(Feeder {
+            file: f.file.clone(),
+            slots: feeder_slots,
+            columns,
+            rows,
+            order,
+        });
+    }
+    // Capture targets are slots before any template compiles: a later step may use them.
+    for step in &file.steps {
+        for c in &step.captures {
+            check_var_name(&c.var, &step_item(&step.name), "captures.var")?;
+            add_slot(&c.var, VarSource::Capture, &mut variables);
+        }
+    }
+    let vars = Vars { fixed, slots };
+
+    let base = match &file.base_url {
+        Some(text) => {
+            let t = vars.template(text, Escape::Line, "scenario", "base_url")?;
+            if !t.is_constant() {
+                return Err(invalid(
+                    "scenario",
+                    "base_url",
+                    "uses a variable that a feeder or a capture sets; the base URL must be known \
+                     when the run starts (use [variables] or --var)",
+                ));
+            }
+            let text = String::from_utf8_lossy(&t.constant_bytes()).into_owned();
+            let (origin, path) =
+                parse_origin(&text).map_err(|m| invalid("scenario", "base_url", m))?;
+            Some((origin, path.trim_end_matches('/').to_string()))
+        }
+        None => None,
+    };
+
+    let defaults = file.defaults.clone().unwrap_or_default();
+    let default_think = match &defaults.think {
+        Some(t) => compile_think(t, "[defaults]")?,
+        None => Think::NONE,
+    };
+
+    let mut steps: Vec<Step> = Vec::new();
+    let mut origin: Option<(Origin, String)> = None;
+    for step in &file.steps {
+        let item = step_item(&step.name);
+        if step.name.trim().is_empty() {
+            return Err(invalid(
+                format!("step {}", steps.len() + 1),
+                "name",
+                "empty; every step needs a name, unique in the scenario",
+            ));
+        }
+        if steps.iter().any(|s| s.name == step.name) {
+            return Err(invalid(
+                &item,
+                "name",
+                "used by an earlier step; step names must be unique",
+            ));
+        }
+        let ctx = RequestCtx {
+            vars: &vars,
+            base: base.as_ref(),
+            base_dir,
+            defaults: &defaults.headers,
+            item: &item,
+        };
+        let (requests, page) = compile_requests(step, &ctx, &mut origin)?;
+        let weight =
+            match (mode, step.weight) {
+                (_, None) => 1.0,
+                (Mode::Mix, Some(w)) if w.is_finite() && w > 0.0 => w,
+                (Mode::Mix, Some(w)) => {
+                    return Err(invalid(
+                        &item,
+                        "weight",
+                        format!("{w} is not a weight; give a number above 0"),
+                    ))
+                }
+                (Mode::Sequence, Some(_)) => return Err(invalid(
+                    &item,
+                    "weight",
+                    "only counts with mode = \"mix\"; remove it, or set mode = \"mix\" at the top",
+                )),
+            };
+        let think = match &step.think {
+            Some(t) => compile_think(t, &item)?,
+            None => default_think,
+        };
+        let captures = step
+            .captures
+            .iter()
+            .enumerate()
+            .map(|(k, c)| compile_capture(c, k, &item, &vars))
+            .collect::<Result<Vec<_>, _>>()?;
+        let checks = step
+            .checks
+            .iter()
+            .enumerate()
+            .map(|(k, c)| compile_check(c, k, &item))
+            .collect::<Result<Vec<_>, _>>()?;
+        steps.push(Step {
+            name: step.name.clone(),
+            requests,
+            page,
+            think,
+            weight,
+            captures,
+            checks,
+        });
+    }
+    let (origin, _) = origin.expect("at least one step, each with a request");
+    Ok(Scenario {
+        name: file.name.clone(),
+        description: file.description.clone(),
+        mode,
+        origin,
+        variables,
+        initial_values,
+        feeders,
+        steps,
+        path: None,
+    })
+}
+
+fn step_item(name: &str) -> String {
+    format!("step `{name}`")
+}
+
+fn check_var_name(name: &str, item: &str, field: &str) -> Result<(), ScenarioError> {
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '$'));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            item,
+            field,
+            format!("`{name}` is not a variable name; use letters, digits, _ . and -"),
+        ))
+    }
+}
+
+fn compile_think(t: &ThinkFile, item: &str) -> Result<Think, ScenarioError> {
+    let dur = |text: &str, field: &str| parse_duration(text).map_err(|m| invalid(item, field, m));
+    match (&t.fixed, &t.uniform, &t.exponential) {
+        (Some(d), None, None) => Ok(Think::Fixed(dur(d, "think.fixed")?)),
+        (None, Some(range), None) => {
+            let [lo, hi] = range.as_slice() else {
+                return Err(invalid(
+                    item,
+                    "think.uniform",
+                    "give two durations, e.g. uniform = [\"100ms\", \"300ms\"]",
+                ));
+            };
+            let (lo, hi) = (dur(lo, "think.uniform")?, dur(hi, "think.uniform")?);
+            if lo > hi {
+                return Err(invalid(
+                    item,
+                    "think.uniform",
+                    "the first bound is above the second; write [low, high]",
+                ));
+            }
+            Ok(Think::Uniform(lo, hi))
+        }
+        (None, None, Some(mean)) => Ok(Think::Exponential(dur(mean, "think.exponential")?)),
+        _ => Err(invalid(
+            item,
+            "think",
+            "give exactly one of fixed, uniform or exponential, e.g. think = { fixed = \"1s\" }",
+        )),
+    }
+}
