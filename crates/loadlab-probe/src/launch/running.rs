@@ -1,0 +1,137 @@
+//! A running server ([`Launched`]): where it listens, how long it took to be ready, how to
+//! sample it and see it exit, and its stop (dropping it kills its process group by PID).
+
+use super::{lock, Launched};
+use crate::cgroup::{Cgroup, LimitsReport};
+use crate::procfs;
+use crate::sampler::{ExitProbe, Source};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+impl Launched {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// From spawn to the first 2xx health check.
+    pub fn ready_after(&self) -> Duration {
+        self.ready_after
+    }
+
+    pub fn health_url(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.addr, self.health_path)
+    }
+
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    pub fn limits(&self) -> &LimitsReport {
+        &self.limits
+    }
+
+    pub fn cgroup(&self) -> Option<&Arc<Cgroup>> {
+        self.group.as_ref()
+    }
+
+    /// The last lines the server wrote (stderr, and stdout after the address line).
+    pub fn output_tail(&self) -> Vec<String> {
+        lock(&self.output_tail).iter().cloned().collect()
+    }
+
+    /// How to sample it.
+    pub fn source(&self) -> Source {
+        match &self.group {
+            Some(group) => Source::Cgroup {
+                group: group.clone(),
+                pid: self.pid,
+            },
+            None => Source::Tree { pid: self.pid },
+        }
+    }
+
+    /// `Some(status)` once the server has exited.
+    /// Waits up to `limit` for the server to exit; how it did, or `None` if it still runs.
+    pub fn wait_exit(&self, limit: Duration) -> Option<String> {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.exit_status() {
+                return Some(status);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn exit_status(&self) -> Option<String> {
+        let mut child = lock(&self.child);
+        match child.try_wait() {
+            Ok(Some(status)) => Some(describe(status)),
+            Ok(None) => None,
+            Err(e) => Some(format!("unknown ({e})")),
+        }
+    }
+
+    /// An [`ExitProbe`] for the sampler.
+    pub fn exit_probe(&self) -> ExitProbe {
+        let child = self.child.clone();
+        Box::new(move || match lock(&child).try_wait() {
+            Ok(Some(status)) => Some(describe(status)),
+            _ => None,
+        })
+    }
+
+    /// Resident and cgroup memory now (idle, right after start-up).
+    pub fn memory_now(&self) -> (u64, Option<u64>) {
+        let pids = match &self.group {
+            Some(g) => g.pids(),
+            None => procfs::tree(self.pid),
+        };
+        (
+            procfs::sum(&pids).rss_bytes,
+            self.group.as_ref().and_then(|g| g.memory_bytes()),
+        )
+    }
+
+    /// Stops the server now (what dropping does).
+    pub fn stop(self) {}
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        let mut child = lock(&self.child);
+        // The server's own process group (it made one between fork and exec, with its PID
+        // as the group's id): `sh -c CMD` and whatever it started, not only the shell. Then
+        // the child itself, reaped; the cgroup's drop kills anything that left the group.
+        if child.try_wait().ok().flatten().is_none() {
+            // SAFETY: kill(2) with a negative PID signals that process group only.
+            unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        // A shell (`--exec`) reports its child's death by signal N as 128+N.
+        (Some(code), _) if (129..160).contains(&code) => format!(
+            "exit status {code} (a shell's report of signal {}{})",
+            code - 128,
+            if code == 137 { ", SIGKILL" } else { "" }
+        ),
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(9)) => "killed by signal 9 (SIGKILL)".into(),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => status.to_string(),
+    }
+}
