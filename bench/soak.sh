@@ -42,7 +42,9 @@ while kill -0 "$gen" 2>/dev/null; do
     [ -n "$hwm" ] && peak_hwm=$hwm
     # The timeline leaves memory as it is made: the spill file next to --json grows instead.
     spill=$(stat -c %s "/tmp/soak-$$.json.spill" 2>/dev/null || echo 0)
-    [ -n "$rss" ] && { printf "t=%4ds  rss=%7d KiB  spill=%8d bytes\n" "$t" "$rss" "$spill"; samples+=("$t $rss"); }
+    # Open file descriptors: the connections (a stall opens more; those idle 30 s close).
+    fds=$(find "/proc/$gen/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+    [ -n "$rss" ] && { printf "t=%4ds  rss=%7d KiB  spill=%8d bytes  fds=%5d\n" "$t" "$rss" "$spill" "$fds"; samples+=("$t $rss"); }
     if [ -n "$KILL_AFTER" ] && [ "$t" -ge "$KILL_AFTER" ]; then
         kill -KILL "$gen"
         echo "t=${t}s: SIGKILL sent to loadlab (pid $gen)"

@@ -35,6 +35,7 @@ pub mod verdicts;
 
 /// The result document, from its own crate.
 pub use loadlab_result as result;
+pub mod buckets;
 pub mod collector;
 pub mod schedule;
 pub mod shard;

@@ -11,12 +11,18 @@
 //! waiting in the event loop, so responses do not wake it; they are read at the next wake-up
 //! and timed by the kernel's receive stamps (see `stamped`).
 
-use super::exchange::{Conn, Due};
+mod carry;
+mod idle;
+
+use carry::connection;
+pub(crate) use carry::Carrier;
+use idle::{IdlePool, Slot};
+
+use super::exchange::Due;
 pub(crate) use super::pacing::Pending;
 use super::pacing::{Pacing, Wait};
 use super::timer::PreciseTimer;
 use super::ThreadCtx;
-use crate::stats::Phase;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -38,11 +44,9 @@ const MAX_SLEEP_SLICE: Duration = Duration::from_millis(50);
 /// Open-loop state shared by a thread's dispatcher and connections.
 pub(crate) struct OpenState {
     pending: RefCell<Pending>,
-    /// Connections waiting for work.
-    idle: RefCell<Vec<Rc<Slot>>>,
-    /// Since when some connection has been idle (`None` while none is): a request due
-    /// before then waited for a connection, and only the time after it is the generator's.
-    idle_since: Cell<Option<Instant>>,
+    /// Connections waiting for work. Since when some has been idle: a request due before
+    /// then waited for a connection, and only the time after it is the generator's.
+    idle: IdlePool,
     open_connections: Cell<usize>,
     /// New connections still connecting. Bounded, so that a burst of due requests at the
     /// start (or after a stall) does not open hundreds of connections at once, each slowed
@@ -59,18 +63,11 @@ pub(crate) struct OpenState {
     pacing: Pacing,
 }
 
-/// How an idle connection receives its next request.
-struct Slot {
-    work: Cell<Option<Due>>,
-    wake: Notify,
-}
-
 impl OpenState {
     pub fn new(pending: Pending, cap: usize, tick: Duration) -> OpenState {
         OpenState {
             pending: RefCell::new(pending),
-            idle: RefCell::new(Vec::new()),
-            idle_since: Cell::new(None),
+            idle: IdlePool::default(),
             open_connections: Cell::new(0),
             connecting: Cell::new(0),
             busy: Cell::new(0),
@@ -82,23 +79,6 @@ impl OpenState {
         }
     }
 
-    fn put_idle(&self, slot: Rc<Slot>) {
-        let mut idle = self.idle.borrow_mut();
-        if idle.is_empty() {
-            self.idle_since.set(Some(Instant::now()));
-        }
-        idle.push(slot);
-    }
-
-    fn take_idle(&self) -> Option<Rc<Slot>> {
-        let mut idle = self.idle.borrow_mut();
-        let slot = idle.pop();
-        if idle.is_empty() {
-            self.idle_since.set(None);
-        }
-        slot
-    }
-
     /// When the generator, getting to a request due at `intended` at `now`, counts as having
     /// noticed it, for its own lateness (the scheduler lag): late by the time a connection
     /// was free while the request was due: one standing idle, or the one taking it, whose
@@ -107,7 +87,7 @@ impl OpenState {
     /// none of it the generator's: it counts as noticed on time, so the lag's percentiles
     /// stay over every request.
     fn noticed(&self, intended: Instant, now: Instant, free_at: Option<Instant>) -> Instant {
-        let free = match (self.idle_since.get(), free_at) {
+        let free = match (self.idle.since(), free_at) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => match a.or(b) {
                 Some(t) => t,
@@ -201,6 +181,9 @@ async fn dispatch(ctx: Rc<ThreadCtx>) {
         if ctx.stop.is_stopped() {
             break;
         }
+        let closed = open.idle.expire(now);
+        open.open_connections
+            .set(open.open_connections.get() - closed);
         // Past the deadline, requests that fell due before it still go out (with a tick, the
         // last ones wait for the deadline itself); only those due after it are not sent.
         // Without a tick, this wake-up also takes sends due within the pacing's slack (each
@@ -216,7 +199,7 @@ async fn dispatch(ctx: Rc<ThreadCtx>) {
             // Take the idle connection out first: a borrow held into the `else` branch
             // would still be alive across its await.
             let noticed = open.noticed(t, now, None);
-            let idle = open.take_idle();
+            let idle = open.idle.take();
             if let Some(slot) = idle {
                 open.pending.borrow_mut().take();
                 open.busy.set(open.busy.get() + 1);
@@ -341,100 +324,5 @@ async fn run_woken_tasks() {
 fn spin_until(at: Instant) {
     while Instant::now() < at {
         std::hint::spin_loop();
-    }
-}
-
-/// What carries an open loop's requests: an HTTP/1.1 connection, or an HTTP/2 stream slot on
-/// a shared connection.
-pub(super) trait Carrier {
-    /// Gets ready to send (opens the connection if needed); false when that failed, in
-    /// which case the failure was recorded as the request's.
-    async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool;
-    async fn request(&mut self, ctx: &ThreadCtx, due: Due);
-    /// When the last response finished arriving, where the kernel stamped it.
-    fn free_since(&self) -> Option<Instant> {
-        None
-    }
-}
-
-impl Carrier for Conn {
-    async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool {
-        Conn::connect(self, ctx, phase).await
-    }
-    async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
-        Conn::request(self, ctx, due).await
-    }
-    fn free_since(&self) -> Option<Instant> {
-        Conn::free_since(self)
-    }
-}
-
-async fn connection(ctx: Rc<ThreadCtx>, first: Due) {
-    if ctx.h2.is_some() {
-        let carrier = super::h2::Slot::new();
-        carry(ctx, first, carrier).await
-    } else {
-        let carrier = Conn::new(&ctx);
-        carry(ctx, first, carrier).await
-    }
-}
-
-async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
-    let open = ctx.open.as_ref().expect("open-loop thread");
-    let deadline = ctx.deadline.expect("open loops end by time");
-    let slot = Rc::new(Slot {
-        work: Cell::new(None),
-        wake: Notify::new(),
-    });
-    let connected = conn.connect(&ctx, first.phase).await;
-    open.connecting.set(open.connecting.get() - 1);
-    if open.dispatcher_waiting.replace(false) {
-        open.dispatcher_wake.notify_one();
-    }
-    // A failed connect was recorded as the first request's failure; the slot then takes
-    // the next due request and tries again.
-    let mut next = if connected { Some(first) } else { None };
-    if !connected {
-        let now = Instant::now();
-        next = open
-            .pending
-            .borrow_mut()
-            .take_due(now)
-            .map(|t| due(&ctx, t, open.noticed(t, now, None)));
-        if next.is_none() {
-            open.busy.set(open.busy.get() - 1);
-        }
-    }
-    loop {
-        let work = match next.take() {
-            Some(w) => w,
-            None => {
-                open.put_idle(slot.clone());
-                if open.dispatcher_waiting.replace(false) {
-                    open.dispatcher_wake.notify_one();
-                }
-                loop {
-                    slot.wake.notified().await;
-                    if let Some(w) = slot.work.take() {
-                        break w;
-                    }
-                }
-            }
-        };
-        conn.request(&ctx, work).await;
-        // Work-conserving: take the next due request at once, if the run is still on.
-        let now = Instant::now();
-        let free_at = conn.free_since();
-        next = if now < deadline && !ctx.stop.is_stopped() {
-            open.pending
-                .borrow_mut()
-                .take_due(now)
-                .map(|t| due(&ctx, t, open.noticed(t, now, free_at)))
-        } else {
-            None
-        };
-        if next.is_none() {
-            open.busy.set(open.busy.get() - 1);
-        }
     }
 }

@@ -1,0 +1,188 @@
+//! A thread's traffic on the run's clock, in buckets of [`BUCKET`]: bytes, completions and
+//! failures by when they happened, for the timeline's counts and the busiest second. Plain
+//! data and arithmetic: no clock is read here, the caller says when.
+
+use std::time::Duration;
+
+/// Width of a timeline bucket; the busiest 1-second window is found by sliding over them.
+pub const BUCKET: Duration = Duration::from_millis(100);
+pub const BUCKETS_PER_SECOND: usize = 10;
+
+/// Traffic per [`BUCKET`] since the start of the run (warm-up included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bucket {
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+/// One thread's traffic per [`BUCKET`]. With an interval collector, buckets leave with their
+/// interval (`drain_below`), so a day-long run holds only the open interval's; without one,
+/// the whole run stays here for the end-of-run timeline.
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    /// Buckets from index `first` on.
+    buckets: Vec<Bucket>,
+    first: usize,
+    /// The first bucket still open: those before it were handed to the interval collector,
+    /// so a late write (a moment taken before the hand-over) lands here instead.
+    pub floor: usize,
+}
+
+impl Timeline {
+    /// The bucket for a moment `since_start` into the run, created on first use.
+    #[inline]
+    pub fn at(&mut self, since_start: Duration) -> &mut Bucket {
+        let i = since_start.as_secs() as usize * BUCKETS_PER_SECOND
+            + (since_start.subsec_millis() / 100) as usize;
+        let i = i.max(self.floor) - self.first;
+        if i >= self.buckets.len() {
+            self.buckets.resize(i + 1, Bucket::default());
+        }
+        &mut self.buckets[i]
+    }
+
+    /// One past the last bucket written.
+    pub fn len(&self) -> usize {
+        self.first + self.buckets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Buckets `from..to` (clamped to those written; those drained read as empty).
+    pub fn span(&self, from: usize, to: usize) -> Vec<Bucket> {
+        (from..to.min(self.len()))
+            .map(|i| {
+                i.checked_sub(self.first)
+                    .and_then(|i| self.buckets.get(i))
+                    .copied()
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// Forgets the buckets before `index` (handed to the collector), and keeps later writes
+    /// out of them.
+    pub fn drain_below(&mut self, index: usize) {
+        self.floor = self.floor.max(index);
+        let n = index.saturating_sub(self.first).min(self.buckets.len());
+        self.buckets.drain(..n);
+        self.first += n;
+    }
+
+    pub fn merge(&mut self, other: &Timeline) {
+        // Drained timelines (a collector took their buckets) only keep their length.
+        let first = match (self.buckets.is_empty(), other.buckets.is_empty()) {
+            (true, _) => other.first,
+            (false, true) => self.first,
+            (false, false) => self.first.min(other.first),
+        };
+        let len = self.len().max(other.len());
+        let mut merged = self.span(first, len);
+        merged.resize(len - first, Bucket::default());
+        for (a, b) in merged.iter_mut().zip(other.span(first, len)) {
+            a.add(&b);
+        }
+        self.buckets = merged;
+        self.first = first;
+        self.floor = self.floor.max(other.floor);
+    }
+
+    /// The most bytes sent and received in any 1-second window starting at or after bucket
+    /// `from` (windows that run past the end count what there is).
+    pub fn max_window_per_s(&self, from: usize) -> (u64, u64) {
+        let mut busiest = Busiest::new(from, usize::MAX);
+        for (i, b) in self.span(from, self.len()).iter().enumerate() {
+            busiest.push(from + i, b);
+        }
+        busiest.result()
+    }
+}
+
+impl Bucket {
+    pub fn add(&mut self, other: &Bucket) {
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.completed += other.completed;
+        self.failed += other.failed;
+    }
+}
+
+/// The busiest 1-second window of traffic among buckets `from..to`, found as the buckets
+/// pass by in order (summed over threads), holding one second of them: so that a day-long
+/// run need not keep its timeline for one figure. A span shorter than a second counts as
+/// one window of what there is.
+#[derive(Debug, Clone)]
+pub struct Busiest {
+    to: usize,
+    next: usize,
+    window: std::collections::VecDeque<Bucket>,
+    sum: (u64, u64),
+    best: (u64, u64),
+}
+
+impl Busiest {
+    pub fn new(from: usize, to: usize) -> Busiest {
+        Busiest {
+            to,
+            next: from,
+            window: std::collections::VecDeque::with_capacity(BUCKETS_PER_SECOND),
+            sum: (0, 0),
+            best: (0, 0),
+        }
+    }
+
+    /// Bucket `index`, in increasing order of index (gaps are empty buckets). A window
+    /// shorter than a second is a prefix of a longer one, so counting it changes no maximum.
+    pub fn push(&mut self, index: usize, bucket: &Bucket) {
+        if index < self.next || index >= self.to {
+            return;
+        }
+        for gap in self.next..index.min(self.next + BUCKETS_PER_SECOND) {
+            self.slide(gap, &Bucket::default());
+        }
+        self.slide(index, bucket);
+    }
+
+    fn slide(&mut self, index: usize, bucket: &Bucket) {
+        self.next = index + 1;
+        if self.window.len() == BUCKETS_PER_SECOND {
+            let out = self.window.pop_front().unwrap_or_default();
+            self.sum.0 -= out.bytes_sent;
+            self.sum.1 -= out.bytes_received;
+        }
+        self.window.push_back(*bucket);
+        self.sum.0 += bucket.bytes_sent;
+        self.sum.1 += bucket.bytes_received;
+        self.best.0 = self.best.0.max(self.sum.0);
+        self.best.1 = self.best.1.max(self.sum.1);
+    }
+
+    pub fn result(&self) -> (u64, u64) {
+        self.best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busiest_second_slides_over_buckets() {
+        let mut t = Timeline::default();
+        // 100 bytes in each of 30 buckets, plus a burst straddling seconds 1 and 2.
+        for i in 0..30 {
+            t.at(BUCKET * i).bytes_sent += 100;
+        }
+        t.at(Duration::from_millis(1_850)).bytes_sent += 5_000;
+        t.at(Duration::from_millis(2_050)).bytes_sent += 5_000;
+        // A window aligned to whole seconds would see only one half of the burst.
+        assert_eq!(t.max_window_per_s(0).0, 10 * 100 + 10_000);
+        // Starting after the burst, only the steady traffic is left.
+        assert_eq!(t.max_window_per_s(21).0, 9 * 100);
+        assert_eq!(t.max_window_per_s(99), (0, 0));
+    }
+}

@@ -1,0 +1,177 @@
+//! The parser fed real responses cut at every boundary: framing, interim responses,
+//! bodiless responses, connection close, and malformed input.
+
+use super::*;
+
+/// Feeds `input` cut into the given pieces; returns the responses seen and where.
+fn run(parser: &mut ResponseParser, pieces: &[&[u8]]) -> Result<Vec<Response>, Malformed> {
+    let mut out = Vec::new();
+    for piece in pieces {
+        let mut rest = *piece;
+        loop {
+            match parser.feed(rest)? {
+                Progress::NeedMore => break,
+                Progress::Complete(r) => {
+                    out.push(r);
+                    rest = &rest[r.consumed..];
+                    if rest.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nX: y\r\n\r\n\
+    5;ext=1\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nTrailer: t\r\n\r\n";
+
+#[test]
+fn chunked_split_at_every_boundary() {
+    // One split point anywhere.
+    for cut in 0..=CHUNKED.len() {
+        let mut p = ResponseParser::new(false);
+        let got = run(&mut p, &[&CHUNKED[..cut], &CHUNKED[cut..]]).unwrap();
+        assert_eq!(got.len(), 1, "cut at {cut}");
+        assert_eq!(got[0].status, 200);
+        assert!(!got[0].close);
+    }
+    // Every byte on its own.
+    let mut p = ResponseParser::new(false);
+    let pieces: Vec<&[u8]> = CHUNKED.chunks(1).collect();
+    let got = run(&mut p, &pieces).unwrap();
+    assert_eq!(got.len(), 1);
+    // The last byte completes it, consuming exactly that byte.
+    assert_eq!(got[0].consumed, 1);
+}
+
+#[test]
+fn content_length_split_and_back_to_back() {
+    let one = b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nabc";
+    let two: Vec<u8> = [&one[..], b"HTTP/1.1 500 Oops\r\ncontent-length: 0\r\n\r\n"].concat();
+    for cut in 0..=two.len() {
+        let mut p = ResponseParser::new(false);
+        let got = run(&mut p, &[&two[..cut], &two[cut..]]).unwrap();
+        let codes: Vec<u16> = got.iter().map(|r| r.status).collect();
+        assert_eq!(codes, [404, 500], "cut at {cut}");
+    }
+}
+
+#[test]
+fn interim_responses_are_skipped() {
+    let input = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n\
+        HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+    let mut p = ResponseParser::new(false);
+    let got = run(&mut p, &[input]).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].status, 201);
+    assert_eq!(got[0].consumed, input.len());
+}
+
+#[test]
+fn a_100_continue_is_told_apart_from_other_interim_responses() {
+    let mut p = ResponseParser::new(false);
+    let hints = p.feed(b"HTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n");
+    assert_eq!(hints, Ok(Progress::NeedMore));
+    assert!(!p.continued(), "103 is not a go-ahead for the body");
+    assert_eq!(p.feed(b"HTTP/1.1 100 Cont"), Ok(Progress::NeedMore));
+    assert!(!p.continued());
+    assert_eq!(p.feed(b"inue\r\n\r\n"), Ok(Progress::NeedMore));
+    assert!(p.continued());
+    let done = p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    assert!(matches!(done, Ok(Progress::Complete(r)) if r.status == 200));
+    assert!(!p.continued(), "reset for the next response");
+}
+
+#[test]
+fn bodiless_responses() {
+    // HEAD: Content-Length describes the body GET would have had.
+    let mut p = ResponseParser::new(true);
+    let got = run(&mut p, &[b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"]).unwrap();
+    assert_eq!(got[0].status, 200);
+    for status in ["204 No Content", "304 Not Modified"] {
+        let mut p = ResponseParser::new(false);
+        let input = format!("HTTP/1.1 {status}\r\nContent-Length: 7\r\n\r\n");
+        let got = run(&mut p, &[input.as_bytes()]).unwrap();
+        assert_eq!(got.len(), 1, "{status}");
+    }
+}
+
+#[test]
+fn connection_close_and_http10() {
+    let cases: &[(&[u8], bool)] = &[
+        (
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            true,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Close\r\nContent-Length: 0\r\n\r\n",
+            true,
+        ),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", true),
+        (
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+            false,
+        ),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false),
+    ];
+    for (input, close) in cases {
+        let mut p = ResponseParser::new(false);
+        let got = run(&mut p, &[input]).unwrap();
+        assert_eq!(got[0].close, *close, "{}", String::from_utf8_lossy(input));
+    }
+}
+
+#[test]
+fn body_until_close() {
+    let mut p = ResponseParser::new(false);
+    let got = run(&mut p, &[b"HTTP/1.1 200 OK\r\n\r\nsome body", b" more"]).unwrap();
+    assert!(got.is_empty());
+    let r = p.eof().expect("complete at EOF");
+    assert_eq!((r.status, r.close), (200, true));
+}
+
+#[test]
+fn cut_off_responses_are_not_complete() {
+    let mut p = ResponseParser::new(false);
+    run(
+        &mut p,
+        &[b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"],
+    )
+    .unwrap();
+    assert!(p.started());
+    assert_eq!(p.eof(), None);
+    let mut p = ResponseParser::new(false);
+    assert!(!p.started());
+    assert_eq!(p.eof(), None);
+}
+
+#[test]
+fn garbage_is_malformed() {
+    let bad: &[&[u8]] = &[
+        b"garbage garbage\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n",
+    ];
+    for input in bad {
+        let mut p = ResponseParser::new(false);
+        assert!(
+            run(&mut p, &[input]).is_err(),
+            "{}",
+            String::from_utf8_lossy(input)
+        );
+    }
+    let mut p = ResponseParser::new(false);
+    let huge = vec![b'a'; MAX_HEAD_BYTES + 10];
+    let mut input = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+    input.extend_from_slice(&huge);
+    assert_eq!(
+        run(&mut p, &[&input[..100], &input[100..]]),
+        Err(Malformed("header block larger than 64 KiB"))
+    );
+}
