@@ -199,8 +199,8 @@ pub struct RequestArgs {
     pub tick: Option<Duration>,
 
     /// The most connections an open loop may open (with --scenario: iterations running at
-    /// once); at the cap, due requests wait (and the wait counts in their response time)
-    /// [default: 10000].
+    /// once); at the cap, due requests wait (and the wait counts in their response time).
+    /// Connections idle for 30 s are closed, all but one [default: 10000].
     #[arg(long, help_heading = "Open loop", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub max_connections: Option<usize>,
 
