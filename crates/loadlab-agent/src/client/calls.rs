@@ -1,0 +1,117 @@
+//! One method per agent endpoint (hello, host, clock, sessions, sampling, samples), each a
+//! call with its path, body and timeout. How a call goes over the wire is in `transport`.
+
+use super::{AgentClient, ClientError, Result};
+use crate::clock::{Estimate, Exchange, LocalClock};
+use crate::protocol::{
+    self, ClockStamps, Closed, Hello, HostInfo, Lease, OpenSession, Opened, SampleBatch,
+    StartSampling, Stopped,
+};
+use std::time::Duration;
+
+impl AgentClient {
+    pub fn hello(&mut self) -> Result<Hello> {
+        self.call("GET", "/v1/hello", None, self.timeout)
+    }
+
+    pub fn host_info(&mut self, port: Option<u16>) -> Result<HostInfo> {
+        let path = match port {
+            Some(p) => format!("/v1/host?port={p}"),
+            None => "/v1/host".to_string(),
+        };
+        self.call("GET", &path, None, self.timeout)
+    }
+
+    /// A burst of `n` clock exchanges; the estimate from the fastest.
+    pub fn estimate_clock(&mut self, clock: &LocalClock, n: usize) -> Result<Estimate> {
+        // The connection is made (and its handshake paid) before the first exchange.
+        self.ensure_connected()?;
+        let mut burst = Vec::with_capacity(n);
+        for _ in 0..n.max(1) {
+            let mut t1 = 0;
+            let mut t4 = 0;
+            let stamps: ClockStamps = self.call_timed(
+                "POST",
+                "/v1/clock",
+                Some(b"{}".to_vec()),
+                &mut t1,
+                &mut t4,
+                clock,
+            )?;
+            burst.push(Exchange {
+                t1_ns: t1,
+                t2_ns: stamps.t2_ns,
+                t3_ns: stamps.t3_ns,
+                t4_ns: t4,
+            });
+        }
+        Estimate::from_burst(&burst)
+            .ok_or_else(|| ClientError::Invalid("no clock exchange was made".into()))
+    }
+
+    pub fn open(&mut self, request: &OpenSession) -> Result<Opened> {
+        let timeout = self.timeout
+            + match &request.server {
+                protocol::ServerRequest::Target { launch, .. }
+                | protocol::ServerRequest::Exec { launch, .. } => {
+                    Duration::from_millis(launch.startup_timeout_ms)
+                }
+                _ => Duration::ZERO,
+            };
+        self.call("POST", "/v1/sessions", Some(json(request)?), timeout)
+    }
+
+    pub fn renew(&mut self, session: &str) -> Result<Lease> {
+        self.call(
+            "POST",
+            &format!("/v1/sessions/{session}/lease"),
+            Some(b"{}".to_vec()),
+            self.timeout,
+        )
+    }
+
+    pub fn start_sampling(&mut self, session: &str, request: &StartSampling) -> Result<Lease> {
+        self.call(
+            "POST",
+            &format!("/v1/sessions/{session}/sampling"),
+            Some(json(request)?),
+            self.timeout,
+        )
+    }
+
+    /// Samples after `after` (a seq), waiting up to `wait` for the first.
+    pub fn samples(&mut self, session: &str, after: u64, wait: Duration) -> Result<SampleBatch> {
+        self.call(
+            "GET",
+            &format!(
+                "/v1/sessions/{session}/samples?after={after}&wait_ms={}",
+                wait.as_millis()
+            ),
+            None,
+            self.timeout + wait,
+        )
+    }
+
+    pub fn stop_sampling(&mut self, session: &str) -> Result<Stopped> {
+        self.call(
+            "POST",
+            &format!("/v1/sessions/{session}/sampling/stop"),
+            Some(b"{}".to_vec()),
+            self.timeout,
+        )
+    }
+
+    pub fn close(&mut self, session: &str) -> Result<Closed> {
+        self.call(
+            "DELETE",
+            &format!("/v1/sessions/{session}"),
+            None,
+            self.timeout,
+        )
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value)
+        .map_err(|e| ClientError::Invalid(format!("cannot encode a request to the agent: {e}")))
+}
