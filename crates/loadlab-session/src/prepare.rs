@@ -1,0 +1,255 @@
+//! [`Session::prepare`]: the spec checked once, the machine checked against it, what killed
+//! runs left swept, the shaped link and the run's certificates made, the URL completed, and
+//! the server launched or attached, on this machine or through an agent. It runs no load.
+
+use crate::{machine, placement, remote, server};
+use crate::{
+    BusyPoll, MachineOptions, Server, ServerSide, ServerSpec, Session, SessionError, SessionSpec,
+};
+use loadlab_engine::{RunConfig, RunSpec};
+use loadlab_machine::Link;
+
+/// With `--busy-poll auto`, polls when placement calls for it, and says why.
+fn auto_busy_poll(config: RunConfig, busy_poll: BusyPoll, notes: &mut Vec<String>) -> RunConfig {
+    if busy_poll == BusyPoll::Auto {
+        if let Some(why) = placement::busy_poll_auto(&config) {
+            notes.push(format!(
+                "busy-polling: {why} (--no-busy-poll to sleep instead)"
+            ));
+            return config.with_busy_poll(why);
+        }
+    }
+    config
+}
+impl Session {
+    /// Checks the spec (once), checks the machine against it (warnings; a closed loop it
+    /// cannot open is refused), decides placement, and launches or attaches the server.
+    pub fn prepare(spec: SessionSpec) -> Result<Session, SessionError> {
+        Session::prepare_with(spec, MachineOptions::default())
+    }
+
+    /// [`Session::prepare`], with the machine's checks as `options` say (`--strict`: a FAIL
+    /// stops the run before anything starts).
+    pub fn prepare_with(
+        spec: SessionSpec,
+        options: MachineOptions,
+    ) -> Result<Session, SessionError> {
+        let SessionSpec {
+            mut run,
+            server,
+            busy_poll,
+        } = spec;
+        let mut notes = Vec::new();
+        if let Some(server) = &server {
+            server.check()?;
+        }
+        if let Some(spec) = server.as_ref().filter(|s| s.agent.is_some()) {
+            return Session::prepare_remote(run, spec, busy_poll, options, notes);
+        }
+        let launches = server.as_ref().is_some_and(ServerSpec::launches);
+        // A launched server gets a port chosen here, so the URL is whole before anything
+        // starts and a bad flag fails before a JVM boots.
+        let port = if launches {
+            loadlab_probe::launch::free_port().map_err(|e| {
+                SessionError::Invalid(format!("cannot find a free loopback port: {e}"))
+            })?
+        } else {
+            0
+        };
+        // What killed runs left goes first, so that nothing below counts or collides with it.
+        let swept = loadlab_machine::link::sweep_stale();
+        if !swept.is_empty() {
+            notes.push(format!(
+                "removed what killed loadlab runs left behind: {}",
+                swept.join(", ")
+            ));
+        }
+        let mut link = match server.as_ref().and_then(|s| s.link) {
+            Some(spec) => Some(Link::create(spec).map_err(|e| SessionError::Invalid(e.0))?),
+            None => None,
+        };
+        let host = link
+            .as_ref()
+            .map_or("127.0.0.1".to_string(), |l| l.server_address().to_string());
+        let tls = server.as_ref().is_some_and(|s| s.tls);
+        let certs = if tls {
+            if run.tls.ca_pem.is_some() || run.tls.insecure {
+                return Err(SessionError::Invalid(
+                    "--tls makes a CA for the run and trusts it: drop --cacert and --insecure"
+                        .into(),
+                ));
+            }
+            let server_ip: Option<std::net::IpAddr> =
+                link.as_ref().map(|l| l.server_address().into());
+            let certs = loadlab_certs::CertDir::create(server_ip.as_slice())
+                .map_err(|e| SessionError::Invalid(format!("--tls: {e}")))?;
+            run.tls.ca_pem = Some(certs.ca_pem().as_bytes().to_vec());
+            notes.push(format!(
+                "serving HTTPS with a throwaway CA and certificate in {} (removed after the run)",
+                certs.path().display()
+            ));
+            Some(certs)
+        } else {
+            None
+        };
+        let scheme = if tls { "https" } else { "http" };
+        if run.url.starts_with('/') {
+            if !launches {
+                return Err(SessionError::Invalid(format!(
+                    "{0} is a path: give a full URL such as http://127.0.0.1:8080{0}, or let \
+                     loadlab start the server with --target NAME or --exec CMD",
+                    run.url
+                )));
+            }
+            run.url = format!("{scheme}://{host}:{port}{}", run.url);
+        } else if tls {
+            return Err(SessionError::Invalid(format!(
+                "{}: with --tls loadlab starts the server on a port it chooses and serves it over \
+                 HTTPS; give the URL as a path, such as /plaintext",
+                run.url
+            )));
+        } else if link.is_some() {
+            return Err(SessionError::Invalid(format!(
+                "{}: behind --bandwidth the server's address is one loadlab chooses inside its \
+                 own network namespace; give the URL as a path, such as /plaintext",
+                run.url
+            )));
+        }
+        if let Some(free) = server.as_ref().and_then(ServerSpec::generator_cpus) {
+            run.threads = run.threads.or(Some(free.len()));
+            notes.push(format!(
+                "loadlab runs on CPUs {} (the server has the others)",
+                server::cpus(&free)
+            ));
+            run.generator_cpus = Some(free);
+        }
+        run.busy_poll = busy_poll == BusyPoll::On;
+        let config = run.validate()?;
+        let (plan, checks) = machine::preflight(
+            &config,
+            server.as_ref(),
+            link.is_some(),
+            options,
+            &mut notes,
+        )?;
+        if let Some(link) = link.as_mut() {
+            link.calibrate().map_err(|e| SessionError::Invalid(e.0))?;
+            notes.push(link.describe());
+        }
+        let server = match &server {
+            Some(spec) => {
+                let (started, note) = Server::start(spec, port, link.as_ref(), certs.as_ref())?;
+                notes.push(note);
+                Some((ServerSide::Local(started), machine::backlog_env(spec)))
+            }
+            None => None,
+        };
+        let (server, backlog_env) = match server {
+            Some((s, b)) => (Some(s), b),
+            None => (None, None),
+        };
+        let config = auto_busy_poll(config, busy_poll, &mut notes);
+        Ok(Session {
+            run,
+            busy_poll,
+            config,
+            server,
+            notes,
+            checks,
+            backlog_env,
+            target_local: plan.target.as_ref().is_some_and(|t| t.loopback),
+            link,
+            _certs: certs,
+            metrics: None,
+        })
+    }
+    /// A server on another host, through its agent: asks the agent to launch or attach,
+    /// then completes the URL with where the agent's server listens.
+    fn prepare_remote(
+        mut run: RunSpec,
+        spec: &ServerSpec,
+        busy_poll: BusyPoll,
+        options: MachineOptions,
+        mut notes: Vec<String>,
+    ) -> Result<Session, SessionError> {
+        spec.check()?;
+        let agent = spec.agent.as_ref().expect("a remote spec has an agent");
+        let request = remote::request(spec)?;
+        let mut remote = remote::Remote::open(
+            &agent.endpoint,
+            request,
+            remote::url_port(&run.url),
+            spec.sample_every,
+            &mut notes,
+        )?;
+        let opened = remote.opened();
+        if run.url.starts_with('/') {
+            let (Some(authority), Some(scheme)) = (remote.authority(), opened.scheme.as_deref())
+            else {
+                return Err(SessionError::Invalid(format!(
+                    "{} is a path: give the server's full URL (the agent watches a server it did \
+                     not start, and cannot say where it listens)",
+                    run.url
+                )));
+            };
+            run.url = format!("{scheme}://{authority}{}", run.url);
+        } else if spec.launches() {
+            return Err(SessionError::Invalid(format!(
+                "{}: the agent starts the server on a port it chooses on its host; give the URL \
+                 as a path, such as /plaintext",
+                run.url
+            )));
+        }
+        if let Some(ca) = &opened.ca_pem {
+            if run.tls.ca_pem.is_some() || run.tls.insecure {
+                return Err(SessionError::Invalid(
+                    "--tls makes a CA for the run on the agent's host and trusts it: drop \
+                     --cacert and --insecure"
+                        .into(),
+                ));
+            }
+            run.tls.ca_pem = Some(ca.as_bytes().to_vec());
+        }
+        run.busy_poll = busy_poll == BusyPoll::On;
+        let config = run.validate()?;
+        // The machine checked is this one, the generator's; the server's host is the agent's.
+        let (_plan, mut checks) = machine::preflight(&config, None, false, options, &mut notes)?;
+        let host = remote.host_checks(&config, &mut notes);
+        for c in host
+            .iter()
+            .filter(|c| c.status != loadlab_result::CheckStatus::Pass)
+        {
+            notes.push(format!(
+                "{} {}: {}; needs {}",
+                c.status.label(),
+                c.name,
+                c.found,
+                c.needs
+            ));
+        }
+        if options.strict
+            && host
+                .iter()
+                .any(|c| c.status == loadlab_result::CheckStatus::Fail)
+        {
+            return Err(SessionError::Invalid(
+                "the server's host failed a check (see above); --strict stops here".into(),
+            ));
+        }
+        checks.extend(host);
+        let config = auto_busy_poll(config, busy_poll, &mut notes);
+        Ok(Session {
+            run,
+            busy_poll,
+            config,
+            server: Some(ServerSide::Remote(Box::new(remote))),
+            notes,
+            checks,
+            backlog_env: machine::backlog_env(spec),
+            target_local: false,
+            link: None,
+            _certs: None,
+            metrics: None,
+        })
+    }
+}

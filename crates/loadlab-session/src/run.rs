@@ -1,0 +1,113 @@
+//! [`Session::run`]: one measured run with the server sampled beside it (here, or on the
+//! agent's host), the machine's counters read over the measured window, the metrics
+//! scraped and sent, and the result returned with the server's side attached.
+
+use crate::{machine, metrics, spill, ServerSide, Session, SessionError, SessionOutcome};
+use loadlab_engine::RunControl;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+impl Session {
+    /// `sink` (where the run's intervals are written as it goes), with the server's samples
+    /// within each interval written beside it (CPU, memory, throttling), so that a killed
+    /// run's recovered result keeps them. Only a server on this machine is sampled live.
+    pub fn with_server_samples(
+        &self,
+        sink: Box<dyn loadlab_engine::collector::IntervalSink>,
+        control: &RunControl,
+    ) -> Box<dyn loadlab_engine::collector::IntervalSink> {
+        match &self.server {
+            Some(ServerSide::Local(s)) => Box::new(spill::server_samples::WithServer::new(
+                sink,
+                s.live_samples(),
+                control.clone(),
+            )),
+            _ => sink,
+        }
+    }
+
+    /// Runs the load until it ends, `control` stops it, or the server dies; returns the
+    /// result with the server's side attached. The session's server keeps running (until the
+    /// session is dropped), so one session can run again.
+    pub fn run(&mut self, control: &RunControl) -> Result<SessionOutcome, SessionError> {
+        let metrics_run = match self.metrics.as_ref() {
+            Some(plan) => Some(
+                metrics::MetricsRun::start(plan, control, self.config.interval)
+                    .map_err(SessionError::Invalid)?,
+            ),
+            None => None,
+        };
+        let died = Arc::new(AtomicBool::new(false));
+        if let Some(server) = self.server.as_mut() {
+            let (control, died) = (control.clone(), died.clone());
+            let on_exit: Box<dyn FnOnce() + Send> = Box::new(move || {
+                died.store(true, Ordering::Release);
+                control.stop();
+            });
+            match server {
+                ServerSide::Local(s) => s.start_sampling(on_exit),
+                ServerSide::Remote(r) => r.start_sampling(Some(self.config.url.port), on_exit),
+            }
+        }
+        let window = machine::Window::open(&self.config, self.link.as_ref(), control);
+        let outcome = loadlab_engine::run(&self.config, control);
+        let measured = window.close(self.link.as_ref());
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                // Stop sampling before reporting the failure.
+                if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
+                    match server {
+                        ServerSide::Local(s) => {
+                            let _ = s.finish(origin, (0.0, 0.0));
+                        }
+                        ServerSide::Remote(r) => {
+                            let _ = r.finish(origin, (0.0, 0.0), 0, None);
+                        }
+                    }
+                }
+                return Err(e.into());
+            }
+        };
+        let mut result = loadlab_engine::summarize(&self.config, &outcome);
+        result.environment.checks = self.checks.clone();
+        if let Some(measured) = measured {
+            measured.attach(
+                &mut result,
+                self.link.as_ref(),
+                self.backlog_env.clone(),
+                self.target_local,
+            );
+        }
+        let mut server_died = false;
+        if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
+            let from = outcome.warmup.min(outcome.elapsed).as_secs_f64();
+            let span = (from, outcome.elapsed.as_secs_f64());
+            let report = match server {
+                ServerSide::Local(s) => s.finish(origin, span),
+                ServerSide::Remote(r) => {
+                    let issued = result.measured.requests.issued;
+                    let (report, verdicts, warnings) =
+                        r.finish(origin, span, issued, self.backlog_env.clone());
+                    result.verdicts.extend(verdicts);
+                    result.warnings.extend(warnings);
+                    report
+                }
+            };
+            server_died = report.exit.is_some();
+            // The run stopped because the server died, not because someone stopped it.
+            if server_died && died.load(Ordering::Acquire) {
+                result.interrupted = false;
+            }
+            loadlab_result::attach_server(&mut result, report);
+        }
+        let metrics_notes = metrics_run
+            .map(|m| m.finish(control, &mut result))
+            .unwrap_or_default();
+        Ok(SessionOutcome {
+            result,
+            server_died,
+            metrics_notes,
+        })
+    }
+}
