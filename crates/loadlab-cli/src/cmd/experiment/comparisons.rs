@@ -68,8 +68,20 @@ pub(super) fn curves(
         .collect())
 }
 
-/// Each arm against its control: the control variant's arm with the same axis values; with
-/// one variant, every arm against the first.
+/// The arm that arm `arm` is compared against: the control variant's arm with the same axis
+/// values; with one variant, the first arm. `None` for an arm that is its own control (it is
+/// compared with nothing). The one place this rule lives: the plan's note on what the
+/// repetitions can decide counts the same comparisons that `compare` makes.
+pub(super) fn control_arm(experiment: &Experiment, plan: &Plan, arm: usize) -> Option<usize> {
+    let control = if experiment.variants.len() == 1 {
+        Some(0)
+    } else {
+        plan.control_of(arm, experiment.control)
+    };
+    control.filter(|c| *c != arm)
+}
+
+/// Each arm against its control (`control_arm`).
 pub fn compare(
     experiment: &Experiment,
     plan: &Plan,
@@ -77,12 +89,7 @@ pub fn compare(
 ) -> Vec<analysis::Comparison> {
     let mut pairs = Vec::new();
     for (i, arm) in plan.arms.iter().enumerate() {
-        let control = if experiment.variants.len() == 1 {
-            Some(0)
-        } else {
-            plan.control_of(i, experiment.control)
-        };
-        let Some(c) = control.filter(|c| *c != i) else {
+        let Some(c) = control_arm(experiment, plan, i) else {
             continue;
         };
         if by_arm[c].is_empty() || by_arm[i].is_empty() {

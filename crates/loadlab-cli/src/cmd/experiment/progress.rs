@@ -2,6 +2,7 @@
 //! order, expected duration, whether the repetitions can decide anything) and a line per
 //! event of the runner. Decides nothing.
 
+use super::comparisons::control_arm;
 use loadlab_experiment::file::Source;
 use loadlab_experiment::runner::Event;
 use loadlab_experiment::{Experiment, Plan};
@@ -67,17 +68,8 @@ pub(super) fn print_plan(experiment: &Experiment, plan: &Plan) {
     }
     // Whether these repetitions can decide anything: each Holm family holds four metrics
     // for every arm compared with its control.
-    let compared = plan
-        .arms
-        .iter()
-        .enumerate()
-        .filter(|(i, a)| {
-            if experiment.variants.len() == 1 {
-                *i != 0
-            } else {
-                a.variant != experiment.control
-            }
-        })
+    let compared = (0..plan.arms.len())
+        .filter(|&i| control_arm(experiment, plan, i).is_some())
         .count();
     if compared > 0 {
         let family = 4 * compared;
@@ -151,7 +143,12 @@ pub(super) fn show(e: &Event) {
         }
         Event::Finished { result, .. } => {
             let m = &result.measured;
-            let lat = m.latency_us.as_ref();
+            // One percentile of the run's latency, or "-" when it measured none.
+            let percentile = |pick: fn(&loadlab_result::LatencySummary) -> f64| {
+                m.latency_us.as_ref().map_or("-".into(), |l| {
+                    loadlab_experiment::metrics::duration_us(pick(l))
+                })
+            };
             let ready = result
                 .server
                 .as_ref()
@@ -162,12 +159,8 @@ pub(super) fn show(e: &Event) {
             eprintln!(
                 "  {:>9.0} req/s  p50 {:>9}  p99 {:>9}{}{}{}",
                 m.requests.per_second,
-                lat.map_or("-".into(), |l| loadlab_experiment::metrics::duration_us(
-                    l.p50
-                )),
-                lat.map_or("-".into(), |l| loadlab_experiment::metrics::duration_us(
-                    l.p99
-                )),
+                percentile(|l| l.p50),
+                percentile(|l| l.p99),
                 ready,
                 if result.first_requests.as_ref().is_some_and(|f| f.cold_start) {
                     "  cold start"
