@@ -122,7 +122,7 @@ impl Session {
     pub fn reconfigure(&mut self, edit: impl FnOnce(&mut RunSpec)) -> Result<(), SessionError> {
         let mut run = self.run.clone();
         edit(&mut run);
-        let mut config = run.validate()?;
+        let config = run.validate()?;
         // A closed loop beyond the open files or local ports is refused, as at preparation
         // (the rest of the machine was checked then; no sampling per probe).
         if !config.is_open_loop() {
@@ -132,11 +132,8 @@ impl Session {
             };
             machine::preflight(&config, None, self.link.is_some(), quick, &mut Vec::new())?;
         }
-        if self.busy_poll == BusyPoll::Auto {
-            if let Some(why) = placement::busy_poll_auto(&config) {
-                config = config.with_busy_poll(why);
-            }
-        }
+        // As at preparation, but the reason is said once, then: no note per probe.
+        let config = prepare::auto_busy_poll(config, self.busy_poll, &mut Vec::new());
         self.run = run;
         self.config = config;
         Ok(())

@@ -10,7 +10,11 @@ use loadlab_engine::{RunConfig, RunSpec};
 use loadlab_machine::Link;
 
 /// With `--busy-poll auto`, polls when placement calls for it, and says why.
-fn auto_busy_poll(config: RunConfig, busy_poll: BusyPoll, notes: &mut Vec<String>) -> RunConfig {
+pub(crate) fn auto_busy_poll(
+    config: RunConfig,
+    busy_poll: BusyPoll,
+    notes: &mut Vec<String>,
+) -> RunConfig {
     if busy_poll == BusyPoll::Auto {
         if let Some(why) = placement::busy_poll_auto(&config) {
             notes.push(format!(
@@ -21,7 +25,54 @@ fn auto_busy_poll(config: RunConfig, busy_poll: BusyPoll, notes: &mut Vec<String
     }
     config
 }
+
+/// `--tls` makes a CA for the run (`made_where`: "" here, or on which host) and trusts it: a
+/// CA or `--insecure` of the user's own would be a second, contradicting answer.
+fn refuse_own_trust(run: &RunSpec, made_where: &str) -> Result<(), SessionError> {
+    if run.tls.ca_pem.is_some() || run.tls.insecure {
+        return Err(SessionError::Invalid(format!(
+            "--tls makes a CA for the run{made_where} and trusts it: drop --cacert and --insecure"
+        )));
+    }
+    Ok(())
+}
+
+/// The server's side of a session, made on this machine or through an agent.
+struct ServerParts {
+    server: Option<ServerSide>,
+    backlog_env: Option<String>,
+    target_local: bool,
+    link: Option<Link>,
+    certs: Option<loadlab_certs::CertDir>,
+}
+
 impl Session {
+    /// Where both ways of preparing end: busy-polling decided on the checked config, the
+    /// session assembled, no metrics plan yet.
+    fn assemble(
+        run: RunSpec,
+        busy_poll: BusyPoll,
+        config: RunConfig,
+        mut notes: Vec<String>,
+        checks: Vec<loadlab_result::Check>,
+        parts: ServerParts,
+    ) -> Session {
+        let config = auto_busy_poll(config, busy_poll, &mut notes);
+        Session {
+            run,
+            busy_poll,
+            config,
+            server: parts.server,
+            notes,
+            checks,
+            backlog_env: parts.backlog_env,
+            target_local: parts.target_local,
+            link: parts.link,
+            _certs: parts.certs,
+            metrics: None,
+        }
+    }
+
     /// Checks the spec (once), checks the machine against it (warnings; a closed loop it
     /// cannot open is refused), decides placement, and launches or attaches the server.
     pub fn prepare(spec: SessionSpec) -> Result<Session, SessionError> {
@@ -73,12 +124,7 @@ impl Session {
             .map_or("127.0.0.1".to_string(), |l| l.server_address().to_string());
         let tls = server.as_ref().is_some_and(|s| s.tls);
         let certs = if tls {
-            if run.tls.ca_pem.is_some() || run.tls.insecure {
-                return Err(SessionError::Invalid(
-                    "--tls makes a CA for the run and trusts it: drop --cacert and --insecure"
-                        .into(),
-                ));
-            }
+            refuse_own_trust(&run, "")?;
             let server_ip: Option<std::net::IpAddr> =
                 link.as_ref().map(|l| l.server_address().into());
             let certs = loadlab_certs::CertDir::create(server_ip.as_slice())
@@ -148,20 +194,16 @@ impl Session {
             Some((s, b)) => (Some(s), b),
             None => (None, None),
         };
-        let config = auto_busy_poll(config, busy_poll, &mut notes);
-        Ok(Session {
-            run,
-            busy_poll,
-            config,
+        let parts = ServerParts {
             server,
-            notes,
-            checks,
             backlog_env,
             target_local: plan.target.as_ref().is_some_and(|t| t.loopback),
             link,
-            _certs: certs,
-            metrics: None,
-        })
+            certs,
+        };
+        Ok(Session::assemble(
+            run, busy_poll, config, notes, checks, parts,
+        ))
     }
     /// A server on another host, through its agent: asks the agent to launch or attach,
     /// then completes the URL with where the agent's server listens.
@@ -201,13 +243,7 @@ impl Session {
             )));
         }
         if let Some(ca) = &opened.ca_pem {
-            if run.tls.ca_pem.is_some() || run.tls.insecure {
-                return Err(SessionError::Invalid(
-                    "--tls makes a CA for the run on the agent's host and trusts it: drop \
-                     --cacert and --insecure"
-                        .into(),
-                ));
-            }
+            refuse_own_trust(&run, " on the agent's host")?;
             run.tls.ca_pem = Some(ca.as_bytes().to_vec());
         }
         run.busy_poll = busy_poll == BusyPoll::On;
@@ -237,19 +273,15 @@ impl Session {
             ));
         }
         checks.extend(host);
-        let config = auto_busy_poll(config, busy_poll, &mut notes);
-        Ok(Session {
-            run,
-            busy_poll,
-            config,
+        let parts = ServerParts {
             server: Some(ServerSide::Remote(Box::new(remote))),
-            notes,
-            checks,
             backlog_env: machine::backlog_env(spec),
             target_local: false,
             link: None,
-            _certs: None,
-            metrics: None,
-        })
+            certs: None,
+        };
+        Ok(Session::assemble(
+            run, busy_poll, config, notes, checks, parts,
+        ))
     }
 }
