@@ -67,6 +67,15 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// The agent at `url` speaks protocol `theirs`, not this loadlab's: refused whether the
+    /// hello said so or a response's protocol header did.
+    pub(super) fn other_protocol(url: &str, theirs: impl std::fmt::Display) -> ClientError {
+        ClientError::Invalid(format!(
+            "the agent at {url} speaks protocol {theirs}; this loadlab speaks protocol \
+             {PROTOCOL}: run the same version of loadlab on both hosts"
+        ))
+    }
+
     /// The agent refused because another run holds it.
     pub fn busy(&self) -> Option<&protocol::Busy> {
         match self {
@@ -130,11 +139,7 @@ impl AgentClient {
         let mut client = AgentClient::new(endpoint)?;
         let hello = client.hello()?;
         if hello.protocol != PROTOCOL {
-            return Err(ClientError::Invalid(format!(
-                "the agent at {} speaks protocol {}; this loadlab speaks protocol {PROTOCOL}: run \
-                 the same version of loadlab on both hosts",
-                endpoint.url, hello.protocol
-            )));
+            return Err(ClientError::other_protocol(&endpoint.url, hello.protocol));
         }
         Ok((client, hello))
     }

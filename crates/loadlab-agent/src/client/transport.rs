@@ -105,10 +105,7 @@ impl AgentClient {
             };
             if let Some(v) = version.as_deref() {
                 if v != PROTOCOL.to_string() {
-                    return Err(ClientError::Invalid(format!(
-                        "the agent at {url} speaks protocol {v}; this loadlab speaks protocol \
-                         {PROTOCOL}: run the same version of loadlab on both hosts"
-                    )));
+                    return Err(ClientError::other_protocol(&url, v));
                 }
             }
             if !(200..300).contains(&status) {
