@@ -53,18 +53,29 @@ pub(super) fn parse_bound(line: &str) -> Result<SocketAddr, String> {
     Ok(addr)
 }
 
+/// `GET path` on `stream` (plain or TLS), then whether the status line says 2xx: its first
+/// 10 bytes, `HTTP/1.x 2`.
+fn get_is_2xx(
+    mut stream: impl Read + Write,
+    addr: SocketAddr,
+    path: &str,
+) -> std::io::Result<bool> {
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    stream.flush()?;
+    let mut head = [0u8; 10];
+    stream.read_exact(&mut head)?;
+    Ok(head.starts_with(b"HTTP/1.") && head[9] == b'2')
+}
+
 /// One blocking `GET path`; true on a 2xx.
 pub fn healthz(addr: SocketAddr, path: &str) -> bool {
     let attempt = || -> std::io::Result<bool> {
-        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
         stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-        )?;
-        let mut head = [0u8; 10];
-        stream.read_exact(&mut head)?;
-        Ok(head.starts_with(b"HTTP/1.") && head[9] == b'2')
+        get_is_2xx(stream, addr, path)
     };
     attempt().unwrap_or(false)
 }
@@ -79,15 +90,7 @@ pub fn healthz_tls(addr: SocketAddr, path: &str, config: Arc<rustls::ClientConfi
         let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
         let connection =
             rustls::ClientConnection::new(config, name).map_err(std::io::Error::other)?;
-        let mut tls = rustls::StreamOwned::new(connection, stream);
-        write!(
-            tls,
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-        )?;
-        tls.flush()?;
-        let mut head = [0u8; 10];
-        tls.read_exact(&mut head)?;
-        Ok(head.starts_with(b"HTTP/1.") && head[9] == b'2')
+        get_is_2xx(rustls::StreamOwned::new(connection, stream), addr, path)
     };
     attempt().unwrap_or(false)
 }

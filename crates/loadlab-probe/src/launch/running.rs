@@ -56,7 +56,6 @@ impl Launched {
         }
     }
 
-    /// `Some(status)` once the server has exited.
     /// Waits up to `limit` for the server to exit; how it did, or `None` if it still runs.
     pub fn wait_exit(&self, limit: Duration) -> Option<String> {
         let end = Instant::now() + limit;
@@ -67,26 +66,21 @@ impl Launched {
             if Instant::now() >= end {
                 return None;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(EXIT_POLL);
         }
     }
 
+    /// `Some(status)` once the server has exited; a child that cannot be asked counts as
+    /// exited ("unknown"), so that a launch or a stop waiting on it ends.
     pub fn exit_status(&self) -> Option<String> {
-        let mut child = lock(&self.child);
-        match child.try_wait() {
-            Ok(Some(status)) => Some(describe(status)),
-            Ok(None) => None,
-            Err(e) => Some(format!("unknown ({e})")),
-        }
+        exited(&mut lock(&self.child)).unwrap_or_else(|e| Some(format!("unknown ({e})")))
     }
 
-    /// An [`ExitProbe`] for the sampler.
+    /// An [`ExitProbe`] for the sampler. Unlike [`Launched::exit_status`], a child that cannot
+    /// be asked counts as running: the sampler goes on, and the stop says how it ended.
     pub fn exit_probe(&self) -> ExitProbe {
         let child = self.child.clone();
-        Box::new(move || match lock(&child).try_wait() {
-            Ok(Some(status)) => Some(describe(status)),
-            _ => None,
-        })
+        Box::new(move || exited(&mut lock(&child)).ok().flatten())
     }
 
     /// Resident and cgroup memory now (idle, right after start-up).
@@ -118,6 +112,16 @@ impl Drop for Launched {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// How often [`Launched::wait_exit`] looks: an exit is noticed within this, which a stop's
+/// grace period and a launch's failure message can spare. (The same value as the launcher's
+/// `READY_POLL`, not the same reason: that one is start-up time's precision.)
+const EXIT_POLL: Duration = Duration::from_millis(5);
+
+/// How the child exited, once it has (`Ok(None)` while it runs).
+fn exited(child: &mut std::process::Child) -> std::io::Result<Option<String>> {
+    Ok(child.try_wait()?.map(describe))
 }
 
 fn describe(status: std::process::ExitStatus) -> String {
