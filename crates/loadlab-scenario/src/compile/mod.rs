@@ -98,14 +98,7 @@ pub(crate) fn compile(
     for (name, value) in overrides {
         check_var_name(name, "--var", name)?;
         fixed.insert(name.clone(), value.clone());
-        match variables.iter_mut().find(|v| &v.name == name) {
-            Some(v) => v.source = VarSource::Override,
-            None => variables.push(Variable {
-                name: name.clone(),
-                source: VarSource::Override,
-                slot: None,
-            }),
-        }
+        variable(&mut variables, name, VarSource::Override);
     }
     let mut slots: HashMap<String, usize> = HashMap::new();
     let mut initial_values = Vec::new();
@@ -116,17 +109,7 @@ pub(crate) fn compile(
         let slot = initial_values.len();
         initial_values.push(fixed.get(name).cloned().unwrap_or_default());
         slots.insert(name.to_string(), slot);
-        match variables.iter_mut().find(|v| v.name == name) {
-            Some(v) => {
-                v.source = source;
-                v.slot = Some(slot);
-            }
-            None => variables.push(Variable {
-                name: name.to_string(),
-                source,
-                slot: Some(slot),
-            }),
-        }
+        variable(variables, name, source).slot = Some(slot);
         slot
     };
 
@@ -284,6 +267,29 @@ pub(crate) fn compile(
         steps,
         path: None,
     })
+}
+
+/// The variable `name`, found or pushed (without a slot), its value now from `source`: a
+/// later source (an override, a feeder column, a capture) takes over an earlier one's name.
+fn variable<'a>(
+    variables: &'a mut Vec<Variable>,
+    name: &str,
+    source: VarSource,
+) -> &'a mut Variable {
+    let i = match variables.iter().position(|v| v.name == name) {
+        Some(i) => i,
+        None => {
+            variables.push(Variable {
+                name: name.to_string(),
+                source,
+                slot: None,
+            });
+            variables.len() - 1
+        }
+    };
+    let v = &mut variables[i];
+    v.source = source;
+    v
 }
 
 fn step_item(name: &str) -> String {
