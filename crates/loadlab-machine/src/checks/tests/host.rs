@@ -69,9 +69,8 @@ fn cpu_governor_idle_steal() {
             .collect();
         with(move |r| r.governors = g)
     };
-    let run = |r: &Readings, _: &PlannedRun| crate::checks::cpu_governor(r);
     table(
-        run,
+        readings_only(crate::checks::cpu_governor),
         vec![
             (machine(), closed(1), Pass, &["no cpufreq driver"]),
             (
@@ -134,9 +133,8 @@ fn cpu_governor_idle_steal() {
             ),
         ],
     );
-    let run = |r: &Readings, _: &PlannedRun| crate::checks::steal(r);
     table(
-        run,
+        readings_only(crate::checks::steal),
         vec![
             (machine(), closed(1), Pass, &["0.0% of CPU time stolen"]),
             (
@@ -192,9 +190,8 @@ fn cpu_sharing_and_neighbours() {
             .collect();
         with(move |r| r.busy = list)
     };
-    let run = |r: &Readings, _: &PlannedRun| crate::checks::busy_processes(r);
     table(
-        run,
+        readings_only(crate::checks::busy_processes),
         vec![
             (machine(), closed(1), Pass, &["no other process"]),
             (busy(&[0.05]), closed(1), Pass, &[]),
@@ -210,9 +207,8 @@ fn cpu_sharing_and_neighbours() {
             ),
         ],
     );
-    let run = |r: &Readings, _: &PlannedRun| crate::checks::stale_links(r);
     table(
-        run,
+        readings_only(crate::checks::stale_links),
         vec![
             (machine(), closed(1), Pass, &[]),
             (
