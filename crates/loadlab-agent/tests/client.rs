@@ -7,24 +7,43 @@ mod support;
 use loadlab_agent::client::{AgentClient, AgentEndpoint, ClientError};
 use loadlab_agent::clock::LocalClock;
 use loadlab_agent::protocol::{OpenSession, ServerRequest, StartSampling};
-use std::path::PathBuf;
+use std::io::Write as _;
 use std::time::Duration;
 
-fn token_file(name: &str, token: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "loadlab-agent-client-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::write(&path, format!("{token}\n")).unwrap();
-    path
+/// An endpoint with its token file, which is removed when this drops.
+struct Endpoint {
+    endpoint: AgentEndpoint,
+    _token_file: tempfile::TempPath,
 }
 
-fn endpoint(agent: &support::Agent, token: &str, name: &str) -> AgentEndpoint {
-    AgentEndpoint {
-        url: format!("https://{}", agent.addr),
-        token_file: token_file(name, token),
-        fingerprint: Some(agent.fingerprint.clone()),
-        cacert: None,
+impl std::ops::Deref for Endpoint {
+    type Target = AgentEndpoint;
+    fn deref(&self) -> &AgentEndpoint {
+        &self.endpoint
+    }
+}
+
+impl std::ops::DerefMut for Endpoint {
+    fn deref_mut(&mut self) -> &mut AgentEndpoint {
+        &mut self.endpoint
+    }
+}
+
+fn endpoint(agent: &support::Agent, token: &str, name: &str) -> Endpoint {
+    let mut file = tempfile::Builder::new()
+        .prefix(&format!("loadlab-agent-client-{name}-"))
+        .tempfile()
+        .unwrap();
+    writeln!(file, "{token}").unwrap();
+    let token_file = file.into_temp_path();
+    Endpoint {
+        endpoint: AgentEndpoint {
+            url: format!("https://{}", agent.addr),
+            token_file: token_file.to_path_buf(),
+            fingerprint: Some(agent.fingerprint.clone()),
+            cacert: None,
+        },
+        _token_file: token_file,
     }
 }
 

@@ -4,6 +4,7 @@
 //!
 //! Capacities are measured on a 2-core machine: these tests run one at a time.
 
+use loadlab_testkit::ScratchDir;
 use serde_json::Value;
 use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
@@ -23,11 +24,8 @@ fn loadlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loadlab"))
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadlab-capacity-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> ScratchDir {
+    ScratchDir::new(&format!("capacity-{name}"))
 }
 
 /// Runs a command, killing it if it outlives `limit` (a hang is a failure, not a stuck CI).

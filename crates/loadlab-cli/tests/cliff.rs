@@ -6,6 +6,7 @@
 
 mod common;
 
+use loadlab_testkit::ScratchDir;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
@@ -96,10 +97,8 @@ fn serve(mut stream: TcpStream, delay: Delay, count: &AtomicU64) {
     }
 }
 
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadlab-cliff-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tempdir(name: &str) -> ScratchDir {
+    ScratchDir::new(&format!("cliff-{name}"))
 }
 
 /// `runs` runs against a fresh server each (so each run's held share is exact), as JSON

@@ -4,6 +4,7 @@
 use loadlab_engine::{RunControl, RunSpec};
 use loadlab_probe::{Limits, LimitsMode};
 use loadlab_session::{BusyPoll, ServerKind, ServerSpec, Session, SessionSpec};
+use loadlab_testkit::ScratchDir;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -233,12 +234,6 @@ command = ["sh", "-c", "exec {FIXTURE} --print-address"]
     );
 }
 
-fn tempdir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "loadlab-session-test-{}-{}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tempdir() -> ScratchDir {
+    ScratchDir::new("session-test")
 }

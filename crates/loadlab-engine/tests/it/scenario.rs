@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 fn run(spec: RunSpec) -> RunResult {
     common::run_within(spec, Duration::from_secs(60))

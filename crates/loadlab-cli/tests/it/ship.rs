@@ -14,6 +14,7 @@ mod k8s;
 #[path = "ship/podman.rs"]
 mod podman;
 
+use loadlab_testkit::ScratchDir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -25,11 +26,8 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-pub fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadlab-ship-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+pub fn tempdir(name: &str) -> ScratchDir {
+    ScratchDir::new(&format!("ship-{name}"))
 }
 
 pub fn text(out: &Output) -> String {

@@ -5,6 +5,7 @@
 //! the collection's `https://{{URL}}` asks), and a recorded login against a shop that issues
 //! its own tokens and rejects any other.
 
+use loadlab_testkit::ScratchDir;
 use loadlab_testkit::{Answer, RouteServer, Seen, TestCa};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -23,11 +24,8 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadlab-import-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> ScratchDir {
+    ScratchDir::new(&format!("import-{name}"))
 }
 
 fn text(out: &Output) -> (String, String) {

@@ -11,7 +11,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::sync::Arc;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 const LOCAL_SAN: &str = "DNS:localhost,IP:127.0.0.1";
 const REQUESTS: u64 = 6;

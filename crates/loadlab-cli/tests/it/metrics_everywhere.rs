@@ -6,10 +6,10 @@
 //! scraped with `--metrics-cacert` and `--metrics-token-file`, its refusals counted and named.
 //! Programs that are missing are SKIPPED (scripts/setup.sh installs them).
 
-mod common;
+use crate::common;
+use loadlab_testkit::ScratchDir;
 
-#[path = "../../loadlab-metrics/tests/common/mod.rs"]
-mod programs;
+use crate::programs;
 
 use loadlab_testkit::{response, Behavior, TestServer};
 use serde_json::Value;
@@ -18,8 +18,8 @@ use std::process::{Command, Output};
 
 const LOADLAB: &str = env!("CARGO_BIN_EXE_loadlab");
 
-fn scratch(name: &str) -> PathBuf {
-    programs::temp_dir(&format!("cli-{name}"))
+fn scratch(name: &str) -> ScratchDir {
+    ScratchDir::new(&format!("metrics-cli-{name}"))
 }
 
 fn loadlab(args: &[&str]) -> Output {

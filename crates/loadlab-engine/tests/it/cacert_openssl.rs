@@ -8,7 +8,7 @@ use loadlab_engine::{RunResult, RunSpec};
 use loadlab_testkit::{response, Behavior, OpensslCert, TestServer};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 const LOCAL_SAN: &str = "DNS:localhost,IP:127.0.0.1";
 

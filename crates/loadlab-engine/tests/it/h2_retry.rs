@@ -9,7 +9,7 @@ use loadlab_testkit::{H2Behavior, H2Server};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 #[test]
 fn streams_above_a_goaways_last_stream_id_are_sent_again_on_a_new_connection() {

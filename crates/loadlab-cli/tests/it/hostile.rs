@@ -9,7 +9,7 @@
 //! Counts are compared with what the code decides, never with how fast the machine was: a
 //! slow machine sends fewer requests, but every one is accounted for in the same classes.
 
-mod common;
+use crate::common;
 
 use common::assert_valid;
 use loadlab_probe::procfs::{alive, tree};
@@ -856,7 +856,7 @@ fn hostile_command_lines_are_refused_up_front() {
 #[test]
 fn the_schema_allows_every_failure_class() {
     let schema: Value =
-        serde_json::from_str(include_str!("../../../schema/run-result.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../../../../schema/run-result.schema.json")).unwrap();
     let allowed: Vec<&str> = schema["$defs"]["phase"]["properties"]["errors"]["propertyNames"]
         ["enum"]
         .as_array()

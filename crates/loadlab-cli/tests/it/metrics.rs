@@ -4,11 +4,10 @@
 //! PromQL, and `--prometheus --query` over the run's window. Prometheus and the app's venv are
 //! skipped (SKIPPED printed) when scripts/setup.sh has not installed them.
 
-mod common;
+use crate::common;
 
 // The real programs, started exactly as loadlab-metrics' own tests start them.
-#[path = "../../loadlab-metrics/tests/common/mod.rs"]
-mod programs;
+use crate::programs;
 
 use common::assert_valid;
 use loadlab_testkit::{response, Behavior, TestServer};

@@ -2,7 +2,8 @@
 //! counts what it receives; the JSON follows the schema, the summary has a row per step, and
 //! a `--var` value never reaches the output.
 
-mod common;
+use crate::common;
+use loadlab_testkit::ScratchDir;
 
 use common::assert_valid;
 use loadlab_testkit::{response, RouteServer, Seen};
@@ -15,10 +16,8 @@ fn run(args: &[&str]) -> Output {
         .expect("loadlab runs")
 }
 
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadlab-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tempdir(name: &str) -> ScratchDir {
+    ScratchDir::new(&format!("cli-{name}"))
 }
 
 const PORTFOLIO: &str = concat!(

@@ -4,8 +4,9 @@
 //! three test hosts (network namespaces made here) loading one server whose own count of
 //! requests must equal the merged result's.
 
-mod common;
-mod netns;
+use crate::common;
+use crate::netns;
+use loadlab_testkit::ScratchDir;
 
 use common::assert_valid;
 use loadlab_result::{RunResult, ShardInfo};
@@ -18,11 +19,8 @@ fn loadlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loadlab"))
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadlab-dist-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tempdir(name: &str) -> ScratchDir {
+    ScratchDir::new(&format!("dist-{name}"))
 }
 
 fn text(out: &Output) -> String {

@@ -5,7 +5,7 @@ use loadlab_engine::{RunResult, RunSpec};
 use loadlab_testkit::{H2Behavior, H2Server, TestCa};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 fn run_spec(spec: RunSpec) -> RunResult {
     common::run_within(spec, Duration::from_secs(30))

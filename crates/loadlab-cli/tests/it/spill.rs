@@ -5,13 +5,14 @@
 //! results store as the run's durable home (`--save`, experiments, sweeps) is in
 //! `spill/store.rs`, with the helpers here.
 
-mod common;
+use crate::common;
+use loadlab_testkit::ScratchDir;
 #[path = "spill/store.rs"]
 mod store;
 
 use loadlab_result::{decode_histogram, new_histogram, IntervalSummary};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -53,11 +54,8 @@ impl Drop for Upstream {
     }
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadlab-spill-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> ScratchDir {
+    ScratchDir::new(&format!("spill-{name}"))
 }
 
 /// The whole intervals in a spill file, read with the format's own rule (`LEN JSON\n`),

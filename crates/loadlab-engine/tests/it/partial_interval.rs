@@ -6,7 +6,7 @@ use loadlab_engine::RunSpec;
 use loadlab_testkit::{response, Behavior, TestServer};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 #[test]
 fn the_last_interval_is_partial_and_scaled_by_its_real_length() {

@@ -5,7 +5,7 @@ use loadlab_testkit::{chunked_response, response, Behavior, TestServer};
 use std::sync::mpsc;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 fn run_spec(spec: RunSpec) -> RunResult {
     common::run_within(spec, Duration::from_secs(30))

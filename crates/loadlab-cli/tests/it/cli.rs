@@ -1,6 +1,7 @@
 //! The `loadlab` binary as a user runs it: real processes against real loopback servers.
 
-mod common;
+use crate::common;
+use loadlab_testkit::ScratchDir;
 
 use common::assert_valid;
 use loadlab_testkit::{response, Behavior, H2Behavior, H2Server, TestCa, TestServer};
@@ -15,14 +16,8 @@ fn run(args: &[&str]) -> Output {
     loadlab().args(args).output().expect("loadlab runs")
 }
 
-fn tempdir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "loadlab-cli-test-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tempdir() -> ScratchDir {
+    ScratchDir::new("cli-test")
 }
 
 #[test]

@@ -1,0 +1,28 @@
+//! loadlab-cli's integration tests that may run beside each other, as one test binary: one
+//! link instead of eleven, and the tests of every file share the test threads (a file whose
+//! one slow test held its own binary, such as the interop matrix, now overlaps the others).
+//!
+//! What must not come here: a test that needs its process or the machine to itself. Those
+//! stay one binary per file beside this folder: `session.rs` (counts this process's fds,
+//! threads and children), `agent.rs`, `capacity.rs`, `cliff.rs`, `machine.rs` and
+//! `server.rs` (they measure CPU, rates or latency and serialise among themselves). A file
+//! added here must not use a fixed port, a fixed name in /tmp or a global setting.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../netns/mod.rs"]
+mod netns;
+#[path = "../../../loadlab-metrics/tests/common/mod.rs"]
+mod programs;
+
+mod cli;
+mod compare_tags;
+mod dist;
+mod hostile;
+mod import;
+mod interop;
+mod metrics;
+mod metrics_everywhere;
+mod scenario;
+mod ship;
+mod spill;

@@ -1,0 +1,22 @@
+//! The engine's integration tests as one test binary: one link instead of eleven, and the
+//! tests of every file share the test threads.
+//!
+//! What must not come here: a test that needs the machine to itself. `open_loop.rs` (it
+//! checks latencies to the millisecond and serialises its tests) stays a binary of its own
+//! beside this folder. A file added here must not use a fixed port, a fixed name in /tmp or a
+//! global setting.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cacert_openssl;
+mod engine;
+mod expect_continue;
+mod h2_retry;
+mod http2;
+mod parser_props;
+mod partial_interval;
+mod scenario;
+mod shard_props;
+mod tls;
+mod tls_advice;
