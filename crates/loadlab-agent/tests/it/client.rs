@@ -2,7 +2,7 @@
 //! certificate, recovers an injected clock offset, opens a session, collects samples of a
 //! process that burns CPU, and names the fix when the token or the fingerprint is wrong.
 
-mod support;
+use crate::support;
 
 use loadlab_agent::client::{AgentClient, AgentEndpoint, ClientError};
 use loadlab_agent::clock::LocalClock;

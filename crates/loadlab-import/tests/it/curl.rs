@@ -1,7 +1,7 @@
 //! `loadlab import curl`: commands as Chrome and Firefox copy them ("Copy as cURL"), and the
 //! flags people add by hand, imported to one-step scenarios and read back.
 
-mod common;
+use crate::common;
 
 use common::{fixture, read_back, steps, str_at};
 use loadlab_import::curl::{import, Options};

@@ -7,7 +7,7 @@ use loadlab_compare::mann_whitney::Method;
 use loadlab_compare::{compare, hodges_lehmann, mann_whitney, Better, Options, Verdict};
 use std::collections::HashMap;
 
-const FIXTURES: &str = include_str!("fixtures/known_values.txt");
+const FIXTURES: &str = include_str!("../fixtures/known_values.txt");
 
 /// One `case ... end` block: each line is a key followed by its values.
 struct Case {

@@ -1,7 +1,7 @@
 //! Seeded synthetic trials: the verdicts must behave as the method promises on data whose
 //! truth is known (no shift, a large shift, too few runs, a negligible shift).
 
-mod common;
+use crate::common;
 
 use common::SplitMix64;
 use loadlab_compare::{compare, compare_many, Better, Options, Verdict};

@@ -2,7 +2,7 @@
 //! font and analytics, a login whose token later requests send, an order id reused) imported,
 //! and the written TOML read back.
 
-mod common;
+use crate::common;
 
 use common::{fixture, read_back, steps, str_at};
 use loadlab_import::har::{import, Options, Think};

@@ -1,7 +1,7 @@
 //! `loadlab import postman`: real-looking collections (post 000's, a shop API in v2.1 with an
 //! environment, a legacy v2.0 one) imported, and the written TOML read back.
 
-mod common;
+use crate::common;
 
 use common::{fixture, read_back, steps, str_at};
 use loadlab_import::postman::{import, Options};

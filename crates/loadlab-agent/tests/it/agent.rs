@@ -1,6 +1,6 @@
 //! The agent end to end: started in-process on loopback, spoken to over pinned HTTPS.
 
-mod support;
+use crate::support;
 
 use loadlab_agent::protocol::{
     ClockStamps, Closed, ErrorBody, Hello, HostInfo, LaunchOptions, OpenSession, Opened,
