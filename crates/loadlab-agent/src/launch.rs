@@ -12,7 +12,6 @@ use loadlab_lab::{Lab, ServeOptions, ServeTls};
 use loadlab_probe::{Launch, Launched, Limits, LimitsMode, Readiness};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// What to launch, checked.
@@ -153,17 +152,8 @@ pub(crate) fn start(
             if cmd.trim().is_empty() {
                 return Err(Refusal::field("server.command", "the command is empty"));
             }
-            let mut command = Command::new("sh");
-            command
-                .arg("-c")
-                .arg(loadlab_probe::shell::exec_if_simple(
-                    &cmd.replace("{port}", &port.to_string()),
-                ))
-                .env("PORT", port.to_string())
-                .env("HOST", host.to_string());
-            if let Some(tls) = &tls {
-                command.env("TLS_CERT", &tls.cert).env("TLS_KEY", &tls.key);
-            }
+            let tls = tls.as_ref().map(|t| (t.cert.as_path(), t.key.as_path()));
+            let command = loadlab_probe::shell::exec_command(cmd, port, host, tls);
             (command, cmd.to_string(), Readiness::Address(addr))
         }
     };

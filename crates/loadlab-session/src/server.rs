@@ -289,17 +289,8 @@ impl Server {
                 Some(launch(command, name.clone(), Readiness::AddressLine))
             }
             ServerKind::Exec(cmd) => {
-                let mut command = Command::new("sh");
-                command
-                    .arg("-c")
-                    .arg(loadlab_probe::shell::exec_if_simple(
-                        &cmd.replace("{port}", &port.to_string()),
-                    ))
-                    .env("PORT", port.to_string())
-                    .env("HOST", host.to_string());
-                if let Some(tls) = &tls {
-                    command.env("TLS_CERT", &tls.cert).env("TLS_KEY", &tls.key);
-                }
+                let tls = tls.as_ref().map(|t| (t.cert.as_path(), t.key.as_path()));
+                let mut command = loadlab_probe::shell::exec_command(cmd, port, host, tls);
                 command.envs(spec.env.iter().map(|(k, v)| (k, v)));
                 Some(launch(command, cmd.clone(), Readiness::Address(addr)))
             }
