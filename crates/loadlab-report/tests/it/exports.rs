@@ -2,7 +2,7 @@
 //! HTML checked for size, self-containment and escaping (its rendering is checked in a real
 //! browser by `tests/browser.rs`).
 
-mod support;
+use crate::support;
 
 use loadlab_report::{html, render, CsvExporter, HtmlExporter, MarkdownExporter};
 use support::{fixture, hostile_run, ten_minute_run, PAYLOADS};

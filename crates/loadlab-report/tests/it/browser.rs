@@ -3,8 +3,8 @@
 //! network request, and show hostile strings as text without running them. Screenshots land
 //! in `<target>/report-artifacts/`. Without Chromium the tests print SKIPPED and pass.
 
-mod support;
-#[path = "browser/webdriver.rs"]
+use crate::support;
+#[path = "../browser/webdriver.rs"]
 mod webdriver;
 
 use loadlab_report::{html, render, HtmlExporter};
