@@ -206,14 +206,11 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
 /// What is about to run, in words: printed before the run starts.
 pub fn plan(config: &RunConfig) -> String {
     let target = if config.paths.len() > 1 {
-        let authority = match config.url.original.find("://") {
-            Some(i) => {
-                let rest = &config.url.original[i + 3..];
-                &config.url.original[..i + 3 + rest.find('/').unwrap_or(rest.len())]
-            }
-            None => config.url.original.as_str(),
-        };
-        format!("{authority} {} in rotation", config.paths.join(", "))
+        format!(
+            "{} {} in rotation",
+            config.url.origin(),
+            config.paths.join(", ")
+        )
     } else {
         config.url.original.clone()
     };

@@ -150,6 +150,14 @@ pub struct TargetUrl {
     pub https: bool,
 }
 
+impl TargetUrl {
+    /// `scheme://authority`, e.g. `http://127.0.0.1:8080`: the URL without its path.
+    pub fn origin(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.authority)
+    }
+}
+
 /// A run the engine can execute: every value checked.
 #[derive(Debug, Clone)]
 pub struct RunConfig {

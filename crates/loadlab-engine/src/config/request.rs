@@ -1,5 +1,6 @@
 //! The request's parts as a user writes them: the URL (http or https, host, port, path),
-//! the method (an HTTP token) and `Name: value` headers.
+//! the method (an HTTP token) and `Name: value` headers. The URL is parsed by the `url`
+//! crate; only the path is taken from the raw string, so that it is sent byte for byte.
 
 use super::{reject, ConfigError, TargetUrl};
 
@@ -11,13 +12,58 @@ pub(super) fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
             "missing; give one, e.g. http://127.0.0.1:8080/",
         ));
     }
-    let Some((scheme, _)) = raw.split_once("://") else {
+    // `url` would drop spaces, tabs and line breaks silently; the user's URL must be sent as
+    // typed, so they are refused here.
+    if raw.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err(reject(
             FLAG,
-            format!("`{raw}` has no scheme; write it as http://{raw}"),
+            format!(
+                "{raw:?} contains a space or control character; remove it, or percent-encode \
+                 it in the path (a space is %20)"
+            ),
         ));
+    }
+    let no_scheme = || {
+        reject(
+            FLAG,
+            format!("`{raw}` has no scheme; write it as http://{raw}"),
+        )
     };
-    let https = match scheme.to_ascii_lowercase().as_str() {
+    let invalid_port = || {
+        reject(
+            FLAG,
+            format!(
+                "`{raw}`: invalid port; a port is a number from 1 to 65535, e.g. \
+                 http://127.0.0.1:8080/"
+            ),
+        )
+    };
+    let no_host = || {
+        reject(
+            FLAG,
+            format!("`{raw}` has no host; e.g. http://127.0.0.1:8080/"),
+        )
+    };
+    let url = match url::Url::parse(raw) {
+        Ok(url) => url,
+        Err(url::ParseError::RelativeUrlWithoutBase) => return Err(no_scheme()),
+        Err(url::ParseError::InvalidPort) => return Err(invalid_port()),
+        Err(url::ParseError::EmptyHost) => return Err(no_host()),
+        Err(e) => {
+            return Err(reject(
+                FLAG,
+                format!("`{raw}` is not a valid URL ({e}); e.g. http://127.0.0.1:8080/"),
+            ))
+        }
+    };
+    // `localhost:8080/` parses as scheme `localhost`: a scheme counts only before `://`.
+    let Some(after_scheme) = raw
+        .get(url.scheme().len()..)
+        .and_then(|rest| rest.strip_prefix("://"))
+    else {
+        return Err(no_scheme());
+    };
+    let https = match url.scheme() {
         "http" => false,
         "https" => true,
         other => {
@@ -27,12 +73,7 @@ pub(super) fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
             ))
         }
     };
-    check_port(raw)?;
-    let credentials = raw
-        .split_once("://")
-        .and_then(|(_, rest)| rest.split(['/', '?', '#']).next())
-        .is_some_and(|authority| authority.contains('@'));
-    if credentials {
+    if !url.username().is_empty() || url.password().is_some() {
         return Err(reject(
             FLAG,
             format!(
@@ -41,35 +82,38 @@ pub(super) fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
             ),
         ));
     }
-    let uri: http::Uri = raw
-        .parse()
-        .map_err(|e| reject(FLAG, format!("`{raw}` is not a valid URL ({e})")))?;
-    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(|| {
-        reject(
-            FLAG,
-            format!("`{raw}` has no host; e.g. http://127.0.0.1:8080/"),
-        )
-    })?;
-    // `http::Uri` keeps IPv6 brackets in `host()`; sockets want them off.
-    let bare_host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let default_port = if https { 443 } else { 80 };
-    let port = uri.port_u16().unwrap_or(default_port);
-    let authority = match uri.port_u16() {
-        Some(p) if p != default_port => format!("{host}:{p}"),
-        _ => host.to_string(),
+    // The raw authority and what follows it: `url` normalises the path (`/a/../b` becomes
+    // `/b`, `~` is re-encoded...), and a load tester sends the path as typed.
+    let (raw_authority, raw_rest) = after_scheme.split_at(
+        after_scheme
+            .find(['/', '?', '#', '\\'])
+            .unwrap_or(after_scheme.len()),
+    );
+    // `url` reads `http:///x` as host `x`, `h:` as no port and port 0 as a port.
+    if raw_authority.is_empty() {
+        return Err(no_host());
+    }
+    if raw_authority.ends_with(':') || url.port() == Some(0) {
+        return Err(invalid_port());
+    }
+    let (host, host_header) = match url.host() {
+        // Sockets want IPv6 without brackets, the Host header with them.
+        Some(url::Host::Ipv6(ip)) => (ip.to_string(), format!("[{ip}]")),
+        Some(host) => (host.to_string(), host.to_string()),
+        None => return Err(no_host()),
     };
-    let path_and_query = uri
-        .path_and_query()
-        .map(|pq| pq.as_str())
-        .filter(|pq| !pq.is_empty())
-        .unwrap_or("/")
-        .to_string();
+    let port = url
+        .port_or_known_default()
+        .unwrap_or(if https { 443 } else { 80 });
+    // `url` reports no port when it is the scheme's default.
+    let authority = match url.port() {
+        Some(p) => format!("{host_header}:{p}"),
+        None => host_header,
+    };
+    let path_and_query = raw_path_and_query(raw, raw_rest, &url)?;
     Ok(TargetUrl {
         original: raw.to_string(),
-        host: bare_host,
+        host,
         port,
         authority,
         path_and_query,
@@ -77,36 +121,31 @@ pub(super) fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
     })
 }
 
-/// A port, when the URL gives one, is a number from 1 to 65535: `http::Uri` would read a
-/// bad one as no port at all and the run would go to port 80.
-fn check_port(raw: &str) -> Result<(), ConfigError> {
-    let Some((_, rest)) = raw.split_once("://") else {
-        return Ok(());
-    };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let port = if let Some(after) = host_port.strip_prefix('[') {
-        // [v6]:port
-        match after.split_once(']') {
-            Some((_, tail)) => tail.strip_prefix(':'),
-            None => None,
-        }
+/// The path and query as the user typed them (without the `#fragment`, which is never
+/// sent), `/` when there is none; refused, with the percent-encoded form `url` would send,
+/// when HTTP does not allow one of its characters.
+fn raw_path_and_query(raw: &str, rest: &str, url: &url::Url) -> Result<String, ConfigError> {
+    let typed = rest.split('#').next().unwrap_or("");
+    let typed = if typed.is_empty() || typed.starts_with('?') {
+        format!("/{typed}")
     } else {
-        host_port.rsplit_once(':').map(|(_, p)| p)
+        typed.to_string()
     };
-    let Some(port) = port else {
-        return Ok(());
-    };
-    match port.parse::<u32>() {
-        Ok(p) if (1..=65_535).contains(&p) && !port.starts_with('+') => Ok(()),
-        _ => Err(reject(
+    // `http` lets bytes above 127 through, but a request line is ASCII (RFC 9112).
+    if !typed.is_ascii()
+        || typed.contains('\\')
+        || typed.parse::<http::uri::PathAndQuery>().is_err()
+    {
+        let encoded = &url[url::Position::BeforePath..url::Position::AfterQuery];
+        return Err(reject(
             "url",
             format!(
-                "`{raw}`: invalid port {port:?}; a port is a number from 1 to 65535, e.g. \
-                 http://127.0.0.1:8080/"
+                "`{raw}`: the path holds characters HTTP does not allow; percent-encode them, \
+                 e.g. {encoded}"
             ),
-        )),
+        ));
     }
+    Ok(typed)
 }
 
 fn is_token(s: &str) -> bool {
@@ -148,4 +187,113 @@ pub(super) fn parse_header(raw: &str) -> Result<(String, String), ConfigError> {
         ));
     }
     Ok((name.to_string(), value.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_url;
+
+    fn refusal(raw: &str) -> String {
+        parse_url(raw).expect_err(raw).to_string()
+    }
+
+    /// `url` would send `/b?x=~`; the user typed `/a/../b?x=%7e`, and that is what is sent.
+    #[test]
+    fn the_path_is_sent_as_typed() {
+        for (raw, sent) in [
+            ("http://h/a/../b?x=%7e", "/a/../b?x=%7e"),
+            ("http://h/./a//b/", "/./a//b/"),
+            ("http://h/%7E/%zz?q=a'b", "/%7E/%zz?q=a'b"),
+            ("http://h?x=1", "/?x=1"),
+            ("http://h/p#frag", "/p"),
+            ("http://h#frag", "/"),
+        ] {
+            assert_eq!(parse_url(raw).unwrap().path_and_query, sent, "{raw}");
+        }
+    }
+
+    /// The request line and Host header the engine writes carry the path as typed.
+    #[test]
+    fn the_request_line_carries_the_typed_path() {
+        let config = crate::RunSpec {
+            url: "http://LOCALHOST:8080/a/../b?x=%7e".into(),
+            ..crate::RunSpec::default()
+        }
+        .validate()
+        .unwrap();
+        let bytes = crate::http1::request::encode(&config).bytes;
+        let head = String::from_utf8_lossy(&bytes);
+        assert!(head.starts_with("GET /a/../b?x=%7e HTTP/1.1\r\n"), "{head}");
+        assert!(head.contains("\r\nHost: localhost:8080\r\n"), "{head}");
+        let plan = crate::summary::plan(
+            &crate::RunSpec {
+                paths: vec!["/p".into(), "/q".into()],
+                ..crate::RunSpec {
+                    url: "http://[::1]:8080/x".into(),
+                    ..crate::RunSpec::default()
+                }
+            }
+            .validate()
+            .unwrap(),
+        );
+        assert!(
+            plan.starts_with("GET http://[::1]:8080 /p, /q in rotation"),
+            "{plan}"
+        );
+    }
+
+    #[test]
+    fn ipv6_literals_lose_their_brackets_for_sockets_only() {
+        let url = parse_url("http://[::1]:8080/x").unwrap();
+        assert_eq!(
+            (url.host.as_str(), url.port, url.authority.as_str()),
+            ("::1", 8080, "[::1]:8080")
+        );
+        assert_eq!(url.path_and_query, "/x");
+        assert_eq!(url.origin(), "http://[::1]:8080");
+        let url = parse_url("https://[::1]/").unwrap();
+        assert_eq!((url.port, url.authority.as_str()), (443, "[::1]"));
+        assert_eq!(url.origin(), "https://[::1]");
+    }
+
+    #[test]
+    fn default_ports_and_origins() {
+        let url = parse_url("http://Example.TEST:80/a").unwrap();
+        assert_eq!((url.host.as_str(), url.port), ("example.test", 80));
+        assert_eq!(url.authority, "example.test");
+        assert_eq!(url.origin(), "http://example.test");
+        let url = parse_url("HTTPS://h:8443").unwrap();
+        assert!(url.https);
+        assert_eq!((url.port, url.origin().as_str()), (8443, "https://h:8443"));
+    }
+
+    #[test]
+    fn refusals_keep_their_meaning() {
+        for (raw, needle) in [
+            (
+                "localhost:8080/",
+                "has no scheme; write it as http://localhost:8080/",
+            ),
+            ("127.0.0.1:8080", "has no scheme"),
+            ("/just/a/path", "has no scheme"),
+            ("ftp://h/", "unsupported scheme `ftp`"),
+            ("http:h/x", "has no scheme"),
+            ("http://u:p@h/", "-H 'Authorization"),
+            ("http://u@h/", "credentials"),
+            ("http://", "has no host"),
+            ("http:///x", "has no host"),
+            ("http://:8080/", "has no host"),
+            ("http://h:/", "invalid port"),
+            ("http://h:0/", "invalid port"),
+            ("http://h:65536/", "invalid port"),
+            ("http://[::1]:x/", "invalid port"),
+            ("http://h/a b", "space or control character"),
+            ("http://h/a\tb", "space or control character"),
+            ("http://h/caf\u{e9}", "percent-encode them, e.g. /caf%C3%A9"),
+            ("http://h\\x", "percent-encode"),
+        ] {
+            let err = refusal(raw);
+            assert!(err.contains(needle), "{raw}: {err}");
+        }
+    }
 }
