@@ -202,119 +202,157 @@ async fn get(client: &HttpClient, url: &str) -> (u16, Bytes) {
 /// the pooled client pays at most one full handshake per concurrent request (and opens far
 /// fewer connections than calls); the per-call client opens one connection and pays one full
 /// handshake per call, none resumed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upstream_over_https_counts_connections_and_full_handshakes_per_client_mode() {
+/// The targets are checked in two lanes at once (a thread and a runtime each): one after
+/// another they took 94 s, the longest test of this binary, started last of all by name.
+/// Each target has its own upstream, so its counts are its own.
+#[test]
+fn upstream_over_https_counts_connections_and_full_handshakes_per_client_mode() {
     built_lab();
+    const LANES: usize = 2;
+    let names: Vec<&'static str> = RUST_TARGETS
+        .iter()
+        .chain(OTHER_TARGETS.iter())
+        .copied()
+        .filter(|name| skip_reason(name).is_none())
+        .collect();
+    let names = &names;
+    let mut table: Vec<(usize, String)> = std::thread::scope(|scope| {
+        let lanes: Vec<_> = (0..LANES)
+            .map(|lane| {
+                scope.spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(2)
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    (lane..names.len())
+                        .step_by(LANES)
+                        .map(|i| (i, runtime.block_on(upstream_over_https(names[i]))))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        lanes
+            .into_iter()
+            .flat_map(|lane| lane.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    table.sort();
+    let rows: Vec<String> = table.into_iter().map(|(_, row)| row).collect();
+    eprintln!("{}", rows.join("\n"));
+}
+
+/// One target against its own `https://` mock upstream: the pooled client, then the client
+/// per call; returns the line of the table.
+async fn upstream_over_https(name: &str) -> String {
     const CONCURRENT: u64 = 4;
     const ROUNDS: u64 = 3;
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
-    let mut table = Vec::new();
-    let names = RUST_TARGETS.iter().chain(OTHER_TARGETS.iter());
-    for name in names {
-        if skip_reason(name).is_some() {
-            continue;
-        }
-        let certs = CertDir::create(&[]).unwrap();
-        let tls = server_config_for(certs.issued(), &[b"http/1.1"]).unwrap();
-        let upstream = Upstream::start(UpstreamConfig::with_tls(tls))
-            .await
-            .unwrap();
-        let options = ServeOptions {
-            workers: Some(2),
-            upstream_url: Some(upstream.url()),
-            upstream_ca: Some(certs.ca_path()),
-            ready_timeout: Duration::from_secs(30),
-            ..ServeOptions::default()
-        };
-        let target = built_lab()
-            .serve(name, &options)
-            .unwrap_or_else(|e| panic!("serve {name}: {e}"));
-        let base = target.base_url();
+    let certs = CertDir::create(&[]).unwrap();
+    let tls = server_config_for(certs.issued(), &[b"http/1.1"]).unwrap();
+    let upstream = Upstream::start(UpstreamConfig::with_tls(tls))
+        .await
+        .unwrap();
+    let options = ServeOptions {
+        workers: Some(2),
+        upstream_url: Some(upstream.url()),
+        upstream_ca: Some(certs.ca_path()),
+        ready_timeout: Duration::from_secs(30),
+        ..ServeOptions::default()
+    };
+    let target = built_lab()
+        .serve(name, &options)
+        .unwrap_or_else(|e| panic!("serve {name}: {e}"));
+    let base = target.base_url();
 
-        let round = |path: String| {
-            let client = client.clone();
-            async move {
-                let calls = (0..CONCURRENT).map(|_| {
-                    let (client, url) = (client.clone(), path.clone());
-                    tokio::spawn(async move { get(&client, &url).await })
-                });
-                let mut replies = Vec::new();
-                for call in calls.collect::<Vec<_>>() {
-                    replies.push(call.await.unwrap());
-                }
-                replies
+    let round = |path: String| {
+        let client = client.clone();
+        async move {
+            let calls = (0..CONCURRENT).map(|_| {
+                let (client, url) = (client.clone(), path.clone());
+                tokio::spawn(async move { get(&client, &url).await })
+            });
+            let mut replies = Vec::new();
+            for call in calls.collect::<Vec<_>>() {
+                replies.push(call.await.unwrap());
             }
-        };
-
-        let before = upstream.stats();
-        for _ in 0..ROUNDS {
-            for (status, body) in round(format!("{base}/upstream?calls=8")).await {
-                assert_eq!(status, 200, "{name}: {body:?}");
-                assert_eq!(
-                    &body[..],
-                    br#"{"calls":8,"client":"pooled","upstream_bytes":16}"#,
-                    "{name}"
-                );
-            }
+            replies
         }
-        let pooled = upstream.stats().since(&before);
-        assert_eq!(
-            pooled.requests,
-            8 * CONCURRENT * ROUNDS,
-            "{name}: {pooled:?}"
-        );
-        // One shared pool: normally one connection per concurrent request; a connection handed
-        // back to the pool a moment after the next call starts may add one, but never more
-        // than one per /upstream request (8 calls each).
-        assert!(
-            (1..=CONCURRENT * ROUNDS).contains(&pooled.connections),
-            "{name}: the pooled client did not reuse its connections: {pooled:?}"
-        );
-        // And no handshake per call: normally only the connections opened before any session
-        // existed (one per concurrent request) pay a full handshake. A connection opened while
-        // the first sessions are still arriving pays one too (kotlin-micronaut paid 5 for 4
-        // concurrent requests on a busy machine), so the bound is the connections' own: at
-        // most one per /upstream request of 8 calls, where a client per call pays 8.
-        assert!(
-            (1..=CONCURRENT * ROUNDS).contains(&pooled.tls_full),
-            "{name}: the pooled client paid more than one full handshake per concurrent request: {pooled:?}"
-        );
-        assert_eq!(
-            pooled.handshakes(),
-            pooled.connections,
-            "{name}: {pooled:?}"
-        );
+    };
 
-        let before = upstream.stats();
-        for (status, body) in round(format!("{base}/upstream?calls=8&client=per-call")).await {
+    let before = upstream.stats();
+    for _ in 0..ROUNDS {
+        for (status, body) in round(format!("{base}/upstream?calls=8")).await {
             assert_eq!(status, 200, "{name}: {body:?}");
             assert_eq!(
                 &body[..],
-                br#"{"calls":8,"client":"per-call","upstream_bytes":16}"#,
+                br#"{"calls":8,"client":"pooled","upstream_bytes":16}"#,
                 "{name}"
             );
         }
-        let per_call = upstream.stats().since(&before);
-        let calls = 8 * CONCURRENT;
+    }
+    let pooled = upstream.stats().since(&before);
+    assert_eq!(
+        pooled.requests,
+        8 * CONCURRENT * ROUNDS,
+        "{name}: {pooled:?}"
+    );
+    // One shared pool: normally one connection per concurrent request; a connection handed
+    // back to the pool a moment after the next call starts may add one, but never more
+    // than one per /upstream request (8 calls each).
+    assert!(
+        (1..=CONCURRENT * ROUNDS).contains(&pooled.connections),
+        "{name}: the pooled client did not reuse its connections: {pooled:?}"
+    );
+    // And no handshake per call: normally only the connections opened before any session
+    // existed (one per concurrent request) pay a full handshake. A connection opened while
+    // the first sessions are still arriving pays one too (kotlin-micronaut paid 5 for 4
+    // concurrent requests on a busy machine), so the bound is the connections' own: at
+    // most one per /upstream request of 8 calls, where a client per call pays 8.
+    assert!(
+        (1..=CONCURRENT * ROUNDS).contains(&pooled.tls_full),
+        "{name}: the pooled client paid more than one full handshake per concurrent request: {pooled:?}"
+    );
+    assert_eq!(
+        pooled.handshakes(),
+        pooled.connections,
+        "{name}: {pooled:?}"
+    );
+
+    let before = upstream.stats();
+    for (status, body) in round(format!("{base}/upstream?calls=8&client=per-call")).await {
+        assert_eq!(status, 200, "{name}: {body:?}");
         assert_eq!(
-            (per_call.requests, per_call.connections, per_call.tls_full, per_call.tls_resumed),
-            (calls, calls, calls, 0),
-            "{name}: a client per call means a connection and a full handshake per call: {per_call:?}"
+            &body[..],
+            br#"{"calls":8,"client":"per-call","upstream_bytes":16}"#,
+            "{name}"
         );
-        table.push(format!(
-            "{name:16} pooled: {:3} calls / {} connections, {} full + {} resumed handshakes; per-call: {} / {}, {} full",
-            pooled.requests,
-            pooled.connections,
-            pooled.tls_full,
-            pooled.tls_resumed,
+    }
+    let per_call = upstream.stats().since(&before);
+    let calls = 8 * CONCURRENT;
+    assert_eq!(
+        (
             per_call.requests,
             per_call.connections,
-            per_call.tls_full
-        ));
-        drop(target);
-        upstream.shutdown().await.unwrap();
-    }
-    eprintln!("{}", table.join("\n"));
+            per_call.tls_full,
+            per_call.tls_resumed
+        ),
+        (calls, calls, calls, 0),
+        "{name}: a client per call means a connection and a full handshake per call: {per_call:?}"
+    );
+    let row = format!(
+        "{name:16} pooled: {:3} calls / {} connections, {} full + {} resumed handshakes; per-call: {} / {}, {} full",
+        pooled.requests,
+        pooled.connections,
+        pooled.tls_full,
+        pooled.tls_resumed,
+        per_call.requests,
+        per_call.connections,
+        per_call.tls_full
+    );
+    drop(target);
+    upstream.shutdown().await.unwrap();
+    row
 }
 
 /// A TLS terminator in front of a plain target: every connection is decrypted with `config`
