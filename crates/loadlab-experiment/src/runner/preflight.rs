@@ -103,23 +103,31 @@ pub(super) fn preflight(
     Ok(lab)
 }
 
+/// Whether `url`'s host answers `GET path` with a 2xx (an https URL: whether its host
+/// resolves). Never panics: a URL that does not parse does not answer.
 fn url_answers(url: &str, path: &str) -> bool {
     use std::net::ToSocketAddrs;
-    let rest = url.split("://").nth(1).unwrap_or(url);
-    let authority = rest.split('/').next().unwrap_or(rest);
-    let with_port = if authority.contains(':') {
-        authority.to_string()
-    } else {
-        format!("{authority}:80")
+    let Ok(parsed) = url::Url::parse(url) else {
+        return false;
     };
-    if url.starts_with("https://") {
+    let (Some(host), Some(port)) = (parsed.host(), parsed.port_or_known_default()) else {
+        return false;
+    };
+    // Sockets want an IPv6 literal without its brackets.
+    let host = match host {
+        url::Host::Ipv6(ip) => ip.to_string(),
+        other => other.to_string(),
+    };
+    let mut addrs = match (host.as_str(), port).to_socket_addrs() {
+        Ok(addrs) => addrs,
+        Err(_) => return false,
+    };
+    if parsed.scheme() == "https" {
         // A TLS health check needs the engine's TLS stack; the first run will tell.
-        return with_port.to_socket_addrs().is_ok();
+        return true;
     }
-    with_port
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
+    addrs
+        .next()
         .is_some_and(|addr| loadlab_probe::launch::healthz(addr, path))
 }
 
@@ -173,5 +181,55 @@ impl Drop for MockUpstream {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_answers;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Whether `url` answers, with a server on `bind` that answers one request with
+    /// `status`; also the request line it received.
+    fn ask(bind: &str, url_of: impl Fn(u16) -> String, status: &'static str) -> (bool, String) {
+        let listener = TcpListener::bind(bind).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            if let Ok((mut stream, _)) = listener.accept() {
+                let mut buf = [0u8; 1024];
+                let n = stream.read(&mut buf).unwrap_or(0);
+                let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
+                let request = String::from_utf8_lossy(&buf[..n]).to_string();
+                let _ = tx.send(request.lines().next().unwrap_or("").to_string());
+            }
+        });
+        let answered = url_answers(&url_of(port), "/healthz");
+        // Bounded, so that a URL read wrong (nothing connects) fails instead of hanging.
+        let line = rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
+        (answered, line)
+    }
+
+    #[test]
+    fn url_answers_reads_host_and_port_from_the_url() {
+        let url = |port| format!("http://127.0.0.1:{port}/base?x=1");
+        let (answered, line) = ask("127.0.0.1:0", url, "200 OK");
+        assert!(answered);
+        assert_eq!(line, "GET /healthz HTTP/1.1");
+        let url = |port| format!("http://127.0.0.1:{port}");
+        let (answered, line) = ask("127.0.0.1:0", url, "503 Service Unavailable");
+        assert!(!answered);
+        assert_eq!(line, "GET /healthz HTTP/1.1");
+        // An IPv6 literal (the hand-made split read `[` as the host); skipped where the
+        // machine has no IPv6 loopback.
+        if TcpListener::bind("[::1]:0").is_ok() {
+            let url = |port| format!("http://[::1]:{port}/");
+            assert!(ask("[::1]:0", url, "204 No Content").0);
+        }
+        assert!(!url_answers("127.0.0.1:8080", "/"));
+        assert!(!url_answers("http://", "/"));
     }
 }
