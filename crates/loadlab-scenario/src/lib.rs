@@ -33,6 +33,7 @@ pub mod cookies;
 mod error;
 pub mod feeder;
 pub mod file;
+pub mod origin;
 pub mod request;
 pub mod template;
 pub mod think;

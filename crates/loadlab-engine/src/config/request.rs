@@ -3,6 +3,7 @@
 //! crate; only the path is taken from the raw string, so that it is sent byte for byte.
 
 use super::{reject, ConfigError, TargetUrl};
+use loadlab_scenario::origin::parse_origin;
 
 pub(super) fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
     const FLAG: &str = "url";
@@ -12,119 +13,23 @@ pub(super) fn parse_url(raw: &str) -> Result<TargetUrl, ConfigError> {
             "missing; give one, e.g. http://127.0.0.1:8080/",
         ));
     }
-    // `url` would drop spaces, tabs and line breaks silently; the user's URL must be sent as
-    // typed, so they are refused here.
-    if raw.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(reject(
-            FLAG,
-            format!(
-                "{raw:?} contains a space or control character; remove it, or percent-encode \
-                 it in the path (a space is %20)"
-            ),
-        ));
-    }
-    let no_scheme = || {
-        reject(
-            FLAG,
-            format!("`{raw}` has no scheme; write it as http://{raw}"),
-        )
-    };
-    let invalid_port = || {
-        reject(
-            FLAG,
-            format!(
-                "`{raw}`: invalid port; a port is a number from 1 to 65535, e.g. \
-                 http://127.0.0.1:8080/"
-            ),
-        )
-    };
-    let no_host = || {
-        reject(
-            FLAG,
-            format!("`{raw}` has no host; e.g. http://127.0.0.1:8080/"),
-        )
-    };
-    let url = match url::Url::parse(raw) {
-        Ok(url) => url,
-        Err(url::ParseError::RelativeUrlWithoutBase) => return Err(no_scheme()),
-        Err(url::ParseError::InvalidPort) => return Err(invalid_port()),
-        Err(url::ParseError::EmptyHost) => return Err(no_host()),
-        Err(e) => {
-            return Err(reject(
-                FLAG,
-                format!("`{raw}` is not a valid URL ({e}); e.g. http://127.0.0.1:8080/"),
-            ))
-        }
-    };
-    // `localhost:8080/` parses as scheme `localhost`: a scheme counts only before `://`.
-    let Some(after_scheme) = raw
-        .get(url.scheme().len()..)
-        .and_then(|rest| rest.strip_prefix("://"))
-    else {
-        return Err(no_scheme());
-    };
-    let https = match url.scheme() {
-        "http" => false,
-        "https" => true,
-        other => {
-            return Err(reject(
-                FLAG,
-                format!("`{raw}`: unsupported scheme `{other}`; use http:// or https://"),
-            ))
-        }
-    };
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(reject(
-            FLAG,
-            format!(
-                "`{raw}` carries credentials (user:password@); loadlab does not send them \
-                 silently: pass them as a header instead, e.g. -H 'Authorization: Basic ...'"
-            ),
-        ));
-    }
-    // The raw authority and what follows it: `url` normalises the path (`/a/../b` becomes
-    // `/b`, `~` is re-encoded...), and a load tester sends the path as typed.
-    let (raw_authority, raw_rest) = after_scheme.split_at(
-        after_scheme
-            .find(['/', '?', '#', '\\'])
-            .unwrap_or(after_scheme.len()),
-    );
-    // `url` reads `http:///x` as host `x`, `h:` as no port and port 0 as a port.
-    if raw_authority.is_empty() {
-        return Err(no_host());
-    }
-    if raw_authority.ends_with(':') || url.port() == Some(0) {
-        return Err(invalid_port());
-    }
-    let (host, host_header) = match url.host() {
-        // Sockets want IPv6 without brackets, the Host header with them.
-        Some(url::Host::Ipv6(ip)) => (ip.to_string(), format!("[{ip}]")),
-        Some(host) => (host.to_string(), host.to_string()),
-        None => return Err(no_host()),
-    };
-    let port = url
-        .port_or_known_default()
-        .unwrap_or(if https { 443 } else { 80 });
-    // `url` reports no port when it is the scheme's default.
-    let authority = match url.port() {
-        Some(p) => format!("{host_header}:{p}"),
-        None => host_header,
-    };
-    let path_and_query = raw_path_and_query(raw, raw_rest, &url)?;
+    // The one parser of the URLs users type, shared with scenarios.
+    let (origin, rest) = parse_origin(raw).map_err(|m| reject(FLAG, m))?;
+    let path_and_query = raw_path_and_query(raw, &rest)?;
     Ok(TargetUrl {
         original: raw.to_string(),
-        host,
-        port,
-        authority,
+        host: origin.host,
+        port: origin.port,
+        authority: origin.authority,
         path_and_query,
-        https,
+        https: origin.https,
     })
 }
 
 /// The path and query as the user typed them (without the `#fragment`, which is never
 /// sent), `/` when there is none; refused, with the percent-encoded form `url` would send,
 /// when HTTP does not allow one of its characters.
-fn raw_path_and_query(raw: &str, rest: &str, url: &url::Url) -> Result<String, ConfigError> {
+fn raw_path_and_query(raw: &str, rest: &str) -> Result<String, ConfigError> {
     let typed = rest.split('#').next().unwrap_or("");
     let typed = if typed.is_empty() || typed.starts_with('?') {
         format!("/{typed}")
@@ -136,7 +41,11 @@ fn raw_path_and_query(raw: &str, rest: &str, url: &url::Url) -> Result<String, C
         || typed.contains('\\')
         || typed.parse::<http::uri::PathAndQuery>().is_err()
     {
-        let encoded = &url[url::Position::BeforePath..url::Position::AfterQuery];
+        // What `url` would send instead (it parsed `raw` already, so this does not fail).
+        let encoded = url::Url::parse(raw).map_or_else(
+            |_| typed.clone(),
+            |u| u[url::Position::BeforePath..url::Position::AfterQuery].to_string(),
+        );
         return Err(reject(
             "url",
             format!(
@@ -290,7 +199,8 @@ mod tests {
             ("http://h/a b", "space or control character"),
             ("http://h/a\tb", "space or control character"),
             ("http://h/caf\u{e9}", "percent-encode them, e.g. /caf%C3%A9"),
-            ("http://h\\x", "percent-encode"),
+            ("http://h\\x", "a path starts with /, not \\"),
+            ("http://h/a\\b", "percent-encode"),
         ] {
             let err = refusal(raw);
             assert!(err.contains(needle), "{raw}: {err}");

@@ -13,6 +13,7 @@ mod url;
 use crate::error::{invalid, ScenarioError};
 use crate::feeder::{parse_csv, Feeder, Order};
 use crate::file::{ScenarioFile, ThinkFile};
+use crate::origin::parse_origin;
 use crate::template::{Escape, Lookup, Template};
 use crate::think::{parse_duration, Think};
 use crate::{Mode, Origin, Scenario, Step, VarSource, Variable};
@@ -20,7 +21,6 @@ use request::{compile_requests, RequestCtx};
 use response::{compile_capture, compile_check};
 use std::collections::HashMap;
 use std::path::Path;
-use url::parse_origin;
 
 /// The variables as templates see them.
 struct Vars {
