@@ -129,5 +129,14 @@ for rate in sorted({r for _, r in groups}, key=int):
         if o:
             line += f"; CPU per request {tool}/oha = {l[2] / o[2]:.2f}x"
         print(line)
+print()
+# The highest rate each tool held: at least 99% of the offered rate, and a send lag p99 under
+# 1 ms where the tool reports one (issue 30's ceiling; bench/open-loop-cost.sh also measures
+# the closed loop on the same core to compare it with).
+for tool in sorted({t for t, _ in groups}):
+    held = [int(r) for (t, r), m in med_by.items()
+            if t == tool and m[0] is not None and m[0] >= 0.99 * float(r)
+            and (m[1] is None or m[1] < 1.0)]
+    print(f"highest rate held by {tool}: {max(held) if held else 0}/s of the rates tried")
 PY
 echo "raw output: $OUT"
