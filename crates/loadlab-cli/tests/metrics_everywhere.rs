@@ -6,10 +6,11 @@
 //! scraped with `--metrics-cacert` and `--metrics-token-file`, its refusals counted and named.
 //! Programs that are missing are SKIPPED (scripts/setup.sh installs them).
 
-use crate::common;
+mod common;
 use loadlab_testkit::ScratchDir;
 
-use crate::programs;
+#[path = "../../loadlab-metrics/tests/common/mod.rs"]
+mod programs;
 
 use loadlab_testkit::{response, Behavior, TestServer};
 use serde_json::Value;

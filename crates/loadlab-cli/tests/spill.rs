@@ -5,7 +5,7 @@
 //! results store as the run's durable home (`--save`, experiments, sweeps) is in
 //! `spill/store.rs`, with the helpers here.
 
-use crate::common;
+mod common;
 use loadlab_testkit::ScratchDir;
 #[path = "spill/store.rs"]
 mod store;
