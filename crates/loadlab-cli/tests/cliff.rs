@@ -163,7 +163,12 @@ fn p99_on_a_cliff_is_compared_by_the_share_beyond_it() {
         5,
         "3000",
     );
-    for path in a.iter().chain(&b) {
+    // A stall of the busy machine (tens of milliseconds) can hold fast requests far enough
+    // from the fast mode to count beyond the cliff: at most the 8 in flight per stall, and a
+    // run of about 2 s has room for a stall or two. Runs without one are exact.
+    const STALLED: u64 = 16;
+    let mut exact = true;
+    for (path, held) in a.iter().map(|p| (p, 27)).chain(b.iter().map(|p| (p, 33))) {
         let value: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         common::assert_valid(&value);
@@ -172,10 +177,12 @@ fn p99_on_a_cliff_is_compared_by_the_share_beyond_it() {
             .iter()
             .find(|c| c["percentile"] == "p99")
             .unwrap_or_else(|| panic!("{path}: p99 not on a cliff: {cliffs:?}"));
-        let share = p99["slow_share"].as_f64().unwrap();
-        assert!((0.008..0.012).contains(&share), "{path}: {p99}");
+        let beyond = (p99["slow_share"].as_f64().unwrap() * 3000.0).round() as u64;
+        assert!((held..=held + STALLED).contains(&beyond), "{path}: {p99}");
+        exact &= beyond == held;
+        // The slow mode is the server's hold, whatever stalls joined it.
         assert!(
-            p99["gap_to_us"].as_f64().unwrap() >= 80_000.0,
+            p99["slow_mode_us"].as_f64().unwrap() >= 300_000.0,
             "{path}: {p99}"
         );
     }
@@ -189,9 +196,11 @@ fn p99_on_a_cliff_is_compared_by_the_share_beyond_it() {
     );
     let share = line(&table, "beyond ");
     assert!(share.contains("(the cliff)"), "{table}");
-    // 33/27 - 1 = +22.2%, the same in every pair of runs: completely separated.
-    assert!(share.contains("+22.2%"), "{table}");
-    assert!(share.contains("more by 22%"), "{table}");
+    if exact {
+        // 33/27 - 1 = +22.2%, the same in every pair of runs: completely separated.
+        assert!(share.contains("+22.2%"), "{table}");
+        assert!(share.contains("more by 22%"), "{table}");
+    }
 
     // The other formats carry the row too.
     let json: serde_json::Value = serde_json::from_str(&compare(&a, &b, "json")).unwrap();
@@ -205,7 +214,12 @@ fn p99_on_a_cliff_is_compared_by_the_share_beyond_it() {
         "{row}"
     );
     let ratio = row["comparison"]["ratio"].as_f64().unwrap();
-    assert!((ratio - 33.0 / 27.0).abs() < 1e-6, "{row}");
+    if exact {
+        assert!((ratio - 33.0 / 27.0).abs() < 1e-6, "{row}");
+    } else {
+        let (lo, hi) = (33.0 / (27 + STALLED) as f64, (33 + STALLED) as f64 / 27.0);
+        assert!((lo..=hi).contains(&ratio), "{row}");
+    }
     assert!(rows
         .iter()
         .any(|r| r["metric"] == "p99" && r["comparison"].is_null()));

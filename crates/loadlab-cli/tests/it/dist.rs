@@ -505,6 +505,12 @@ fn the_ansible_playbook_runs_three_shards_whose_merge_matches_the_servers_count(
             "    gen{}:\n      ansible_connection: local\n      ansible_python_interpreter: \"{{{{ ansible_playbook_python }}}}\"\n",
             i + 1
         ));
+        // Each host's files in this test's own directory: two runs at once must not meet
+        // in /tmp/loadlab-gen1.
+        inventory.push_str(&format!(
+            "      loadlab_remote_dir: \"{}\"\n",
+            dir.join(format!("gen{}", i + 1)).display()
+        ));
         if let Some(lab) = &lab {
             inventory.push_str(&format!("      loadlab_netns: {}\n", lab.hosts[i].0));
         }

@@ -200,10 +200,17 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             if let Ok((mut stream, _)) = listener.accept() {
-                let mut buf = [0u8; 1024];
-                let n = stream.read(&mut buf).unwrap_or(0);
+                // The request may come in several writes: read its whole head.
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+                let (mut buf, mut chunk) = (Vec::new(), [0u8; 1024]);
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
                 let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
-                let request = String::from_utf8_lossy(&buf[..n]).to_string();
+                let request = String::from_utf8_lossy(&buf).to_string();
                 let _ = tx.send(request.lines().next().unwrap_or("").to_string());
             }
         });
