@@ -44,17 +44,13 @@ impl Timeline {
     }
 
     /// One past the last bucket written.
-    pub fn len(&self) -> usize {
+    pub fn end(&self) -> usize {
         self.first + self.buckets.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Buckets `from..to` (clamped to those written; those drained read as empty).
     pub fn span(&self, from: usize, to: usize) -> Vec<Bucket> {
-        (from..to.min(self.len()))
+        (from..to.min(self.end()))
             .map(|i| {
                 i.checked_sub(self.first)
                     .and_then(|i| self.buckets.get(i))
@@ -80,7 +76,7 @@ impl Timeline {
             (false, true) => self.first,
             (false, false) => self.first.min(other.first),
         };
-        let len = self.len().max(other.len());
+        let len = self.end().max(other.end());
         let mut merged = self.span(first, len);
         merged.resize(len - first, Bucket::default());
         for (a, b) in merged.iter_mut().zip(other.span(first, len)) {
@@ -89,16 +85,6 @@ impl Timeline {
         self.buckets = merged;
         self.first = first;
         self.floor = self.floor.max(other.floor);
-    }
-
-    /// The most bytes sent and received in any 1-second window starting at or after bucket
-    /// `from` (windows that run past the end count what there is).
-    pub fn max_window_per_s(&self, from: usize) -> (u64, u64) {
-        let mut busiest = Busiest::new(from, usize::MAX);
-        for (i, b) in self.span(from, self.len()).iter().enumerate() {
-            busiest.push(from + i, b);
-        }
-        busiest.result()
     }
 }
 
@@ -179,10 +165,17 @@ mod tests {
         }
         t.at(Duration::from_millis(1_850)).bytes_sent += 5_000;
         t.at(Duration::from_millis(2_050)).bytes_sent += 5_000;
+        let busiest_from = |from: usize| {
+            let mut b = Busiest::new(from, usize::MAX);
+            for (i, bucket) in t.span(0, t.end()).iter().enumerate() {
+                b.push(i, bucket);
+            }
+            b.result()
+        };
         // A window aligned to whole seconds would see only one half of the burst.
-        assert_eq!(t.max_window_per_s(0).0, 10 * 100 + 10_000);
+        assert_eq!(busiest_from(0).0, 10 * 100 + 10_000);
         // Starting after the burst, only the steady traffic is left.
-        assert_eq!(t.max_window_per_s(21).0, 9 * 100);
-        assert_eq!(t.max_window_per_s(99), (0, 0));
+        assert_eq!(busiest_from(21).0, 9 * 100);
+        assert_eq!(busiest_from(99), (0, 0));
     }
 }

@@ -268,7 +268,7 @@ mod tests {
         let mut drained = t.clone();
         drained.drain_below(60);
         assert_eq!(
-            (drained.len(), drained.span(0, 60)),
+            (drained.end(), drained.span(0, 60)),
             (80, vec![Bucket::default(); 60])
         );
         drained.at(Duration::from_millis(100)).completed += 1;

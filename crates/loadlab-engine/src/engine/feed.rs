@@ -38,7 +38,7 @@ impl Feed {
         let histograms = rec.intervals.take_below(below);
         let from = self.counted_below.get();
         let upto = if below == usize::MAX {
-            rec.timeline.len().div_ceil(per)
+            rec.timeline.end().div_ceil(per)
         } else {
             below
         };

@@ -248,7 +248,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     }
     let intervals =
         crate::stats::Intervals::merge_all(threads.iter().map(|t| &t.recorder.intervals));
-    let n = crate::timeline::interval_count(config, end - start, recorder.timeline.len());
+    let n = crate::timeline::interval_count(config, end - start, recorder.timeline.end());
     let traffic = match collector {
         Some(c) => {
             let (_, report, traffic) = c.finish(n);
