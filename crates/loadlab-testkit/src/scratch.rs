@@ -7,65 +7,65 @@
 
 use std::ffi::OsStr;
 use std::ops::Deref;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
-/// A directory that exists until dropped; derefs to its [`Path`].
+/// A directory that exists until dropped; derefs to its [`Path`]. The `tempfile` crate makes
+/// and removes it; this adds the keeping of a failing test's directory.
 #[derive(Debug)]
 pub struct ScratchDir {
-    path: PathBuf,
+    dir: Option<tempfile::TempDir>,
 }
 
 impl ScratchDir {
-    /// `$TMPDIR/loadlab-NAME-PID-N`, created empty. Panics (with the path and the cause) when
-    /// it cannot be made: a test cannot go on without it.
+    /// `$TMPDIR/loadlab-NAME-XXXXXX`, created empty. Panics (with the cause) when it cannot
+    /// be made: a test cannot go on without it.
     pub fn new(name: &str) -> ScratchDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("loadlab-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap_or_else(|e| {
-            panic!(
-                "cannot create the scratch directory {}: {e} (is TMPDIR writable?)",
-                path.display()
-            )
-        });
-        ScratchDir { path }
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("loadlab-{name}-"))
+            .tempdir()
+            .unwrap_or_else(|e| {
+                panic!("cannot create a scratch directory: {e} (is TMPDIR writable?)")
+            });
+        ScratchDir { dir: Some(dir) }
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.dir
+            .as_ref()
+            .expect("a scratch directory lives until dropped")
+            .path()
     }
 }
 
 impl Deref for ScratchDir {
     type Target = Path;
     fn deref(&self) -> &Path {
-        &self.path
+        self.path()
     }
 }
 
 impl AsRef<Path> for ScratchDir {
     fn as_ref(&self) -> &Path {
-        &self.path
+        self.path()
     }
 }
 
 impl AsRef<OsStr> for ScratchDir {
     fn as_ref(&self) -> &OsStr {
-        self.path.as_os_str()
+        self.path().as_os_str()
     }
 }
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
+        // Otherwise the TempDir removes the directory as it drops.
         if std::thread::panicking() {
-            eprintln!(
-                "test failed: its scratch directory is kept for inspection: {}",
-                self.path.display()
-            );
-        } else {
-            let _ = std::fs::remove_dir_all(&self.path);
+            if let Some(dir) = self.dir.take() {
+                eprintln!(
+                    "test failed: its scratch directory is kept for inspection: {}",
+                    dir.keep().display()
+                );
+            }
         }
     }
 }
