@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::time::Sleep;
 
 pub(super) use record::{note_detail, record_failure, record_success};
-pub(super) use stream::{connect, Stream};
+pub(super) use stream::{connect, dial, Dialed, Dialer, Stream};
 use wire::{await_close, exchange};
 
 /// The outcome of one request on an open connection.
@@ -117,6 +117,14 @@ impl Conn {
             failed_connects: 0,
             free_since: None,
         }
+    }
+
+    /// A connection slot over a connection already open (an open loop's, opened before the
+    /// start: see `open::preopen`).
+    pub fn with_stream(ctx: &ThreadCtx, stream: Stream) -> Conn {
+        let mut conn = Conn::new(ctx);
+        conn.stream = Some(stream);
+        conn
     }
 
     /// How long to wait before trying this connection again, after connects that failed in

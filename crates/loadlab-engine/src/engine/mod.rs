@@ -13,6 +13,7 @@ mod closed;
 mod control;
 mod exchange;
 mod feed;
+mod gate;
 mod h2;
 mod h2_preface;
 mod open;
@@ -22,6 +23,7 @@ mod stamped;
 mod steal;
 mod thread;
 mod timer;
+mod worker;
 
 use crate::config::{RunConfig, Stop};
 use crate::http1::{self};
@@ -126,25 +128,15 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         Stop::Requests(n) => Some(Arc::new(SharedBudget::new(n, config.connections))),
         Stop::Duration(_) => None,
     };
-    if let Some(at) = config.shard.as_ref().and_then(|p| p.start_at) {
-        // Everything that takes time (resolving, encoding) is done; now wait for the others.
+    let start_at = config.shard.as_ref().and_then(|p| p.start_at);
+    if let Some(at) = start_at {
         crate::shard::check_start_at(at, SystemTime::now()).map_err(EngineError::StartAt)?;
-        crate::shard::wait_until(at, || control.is_stopped());
     }
-    let started_at = SystemTime::now();
-    let start = Instant::now();
-    let warmup_end = start + config.warmup;
-    let deadline = match config.stop {
-        Stop::Duration(d) => Some(warmup_end + d),
-        Stop::Requests(_) => None,
-    };
-    *control.inner.started.lock().expect("not poisoned") = Some(start);
     let pm_qos = if config.pm_qos {
         sys::PmQos::hold_zero()
     } else {
         Err("disabled with --no-pm-qos".to_string())
     };
-    let steal_sampler = StealSampler::start(start, config.interval);
 
     let shared = thread::Shared {
         requests,
@@ -156,9 +148,6 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         busy_poll: config.busy_poll,
         timeout: config.timeout,
         connect_timeout: config.connect_timeout,
-        start,
-        warmup_end,
-        deadline,
         interval: config.interval,
         tick: config.tick,
         stamped: config.sleeps_between_sends(),
@@ -168,6 +157,10 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         control: control.clone(),
         scenario: config.scenario.clone(),
     };
+    // The threads get ready (an open loop opens its first connections), then the clock
+    // starts for all of them at once.
+    let gate = Arc::new(gate::StartGate::default());
+    let not_started = gate::OpenOnDrop(&gate);
     // With a sink, finished intervals leave the workers as they finish (see `crate::collector`).
     let sink = control.take_sink();
     let (batches, collected) = std::sync::mpsc::channel();
@@ -182,25 +175,32 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
             .expect("not poisoned")
             .push(progress.clone());
         let shared = shared.clone();
+        let gate = gate.clone();
         let handle = std::thread::Builder::new()
             .name(format!("loadlab-worker-{}", plan.index))
             .spawn(move || {
-                if let Some(cpus) = &shared.generator_cpus {
-                    // Placement was checked when it was decided; a failure here leaves the
-                    // thread where it was rather than failing the run.
-                    let _ = sys::pin_current_thread(cpus);
-                }
-                let (numbering, connections) = (plan.numbering, plan.connections);
-                worker(
-                    ThreadCtx::new(shared, plan, progress),
-                    numbering,
-                    connections,
-                    feed.map(|(thread, tx)| Rc::new(feed::Feed::new(thread, tx))),
-                )
+                let feed = feed.map(|(thread, tx)| Rc::new(feed::Feed::new(thread, tx)));
+                worker::thread(shared, plan, progress, &gate, feed)
             })
             .map_err(EngineError::Thread)?;
         handles.push(handle);
     }
+    gate.wait_ready(handles.len());
+    if let Some(at) = start_at {
+        // Everything that takes time (resolving, encoding, connecting) is done; now wait for
+        // the others.
+        crate::shard::wait_until(at, || control.is_stopped());
+    }
+    let started_at = SystemTime::now();
+    let start = Instant::now();
+    let duration = match config.stop {
+        Stop::Duration(d) => Some(d),
+        Stop::Requests(_) => None,
+    };
+    *control.inner.started.lock().expect("not poisoned") = Some(start);
+    let steal_sampler = StealSampler::start(start, config.interval);
+    gate.open(Some(gate::Times::from(start, config.warmup, duration)));
+    drop(not_started);
     drop(batches);
     let mut collector = sink.map(|sink| {
         let header = header(config, address, started_at, &pm_qos, nofile);
@@ -365,96 +365,4 @@ fn header(
     header.warnings.clear();
     header.verdicts.clear();
     header
-}
-
-fn worker(
-    ctx: Rc<ThreadCtx>,
-    numbering: (usize, usize),
-    connections: usize,
-    feed: Option<Rc<feed::Feed>>,
-) -> ThreadReport {
-    let cpu_start = sys::thread_cpu_time();
-    let wall_start = Instant::now();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .expect("a current-thread runtime only fails without an OS event queue");
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&runtime, async {
-        if let Some(feed) = &feed {
-            spawn_guarded(&ctx, feed::tick(ctx.clone(), feed.clone()));
-        }
-        if ctx.open.is_some() {
-            let schedule = async {
-                match &ctx.scenario {
-                    Some(run) => scenario::open::run(ctx.clone(), run.clone(), numbering).await,
-                    None => open::run(ctx.clone()).await,
-                }
-            };
-            tokio::select! {
-                biased;
-                _ = ctx.stop.stopped() => {}
-                _ = schedule => {}
-            }
-            return;
-        }
-        if ctx.busy_poll {
-            spawn_guarded(&ctx, busy_poll(ctx.clone()));
-        }
-        // Closed loop: connection k of this thread is number first + k * step overall (thread
-        // + k * threads without shards), so that stages activate connections evenly across
-        // threads and shards.
-        let (first, step) = numbering;
-        for k in 0..connections {
-            if let Some(run) = &ctx.scenario {
-                spawn_guarded(
-                    &ctx,
-                    scenario::drive(ctx.clone(), run.clone(), first + k * step),
-                );
-            } else if ctx.h2.is_some() {
-                spawn_guarded(&ctx, h2::drive(ctx.clone()));
-            } else {
-                spawn_guarded(&ctx, closed::drive(ctx.clone(), first + k * step));
-            }
-        }
-        let deadline = async {
-            match ctx.deadline {
-                Some(d) => tokio::time::sleep_until(d.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        let all_done = async {
-            if ctx.live_connections.get() > 0 {
-                ctx.all_done.notified().await;
-            }
-        };
-        tokio::select! {
-            biased;
-            _ = ctx.stop.stopped() => {}
-            _ = deadline => {}
-            _ = all_done => {}
-        }
-    });
-    // Dropping the set abandons requests still in flight; the recorder counts them.
-    drop(local);
-    drop(runtime);
-    let mut recorder = ctx.recorder.take();
-    if let Some(open) = &ctx.open {
-        let (warm, measured) = open.unsent(recorder.in_flight, ctx.warmup_end, Instant::now());
-        recorder.phase(crate::stats::Phase::Warmup).not_sent += warm;
-        recorder.phase(crate::stats::Phase::Measured).not_sent += measured;
-    }
-    recorder.intervals.finish();
-    if let Some(feed) = &feed {
-        let ended = Some(ctx.start.elapsed());
-        let _ = feed.tx.send(feed.take(&mut recorder, usize::MAX, ended));
-    }
-    ThreadReport {
-        recorder,
-        crashed: ctx.crashed.get(),
-        cpu: sys::thread_cpu_time() - cpu_start,
-        wall: wall_start.elapsed(),
-        spin_idle: ctx.spin_idle.get(),
-    }
 }

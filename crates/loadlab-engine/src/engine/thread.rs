@@ -3,6 +3,7 @@
 //! built from the two.
 
 use super::budget::{Budget, SharedBudget};
+use super::gate::Times;
 use super::{h2, open, stamped, with_warmup, RunControl, ThreadProgress};
 use crate::config::{Model, RunConfig};
 use crate::http1::EncodedRequest;
@@ -29,9 +30,6 @@ pub(super) struct Shared {
     pub busy_poll: bool,
     pub timeout: Duration,
     pub connect_timeout: Duration,
-    pub start: Instant,
-    pub warmup_end: Instant,
-    pub deadline: Option<Instant>,
     pub interval: Duration,
     pub tick: Duration,
     pub stamped: bool,
@@ -151,7 +149,13 @@ impl ThreadCtx {
         }
     }
 
-    pub(super) fn new(shared: Shared, plan: Plan, progress: Arc<ThreadProgress>) -> Rc<ThreadCtx> {
+    pub(super) fn new(
+        shared: Shared,
+        times: Times,
+        plan: Plan,
+        progress: Arc<ThreadProgress>,
+        stamp_clock: Option<stamped::StampClock>,
+    ) -> Rc<ThreadCtx> {
         let recorder = Recorder {
             intervals: crate::stats::Intervals::new(shared.interval),
             scenario: shared
@@ -160,7 +164,7 @@ impl ThreadCtx {
                 .map(|s| crate::steps::ScenarioStats::new(&s.scenario)),
             ..Recorder::default()
         };
-        let (start, tick) = (shared.start, shared.tick);
+        let (start, tick) = (times.start, shared.tick);
         Rc::new(ThreadCtx {
             requests: shared.requests.into(),
             tls: shared.tls,
@@ -175,8 +179,8 @@ impl ThreadCtx {
             timeout: shared.timeout,
             connect_timeout: shared.connect_timeout,
             start,
-            warmup_end: shared.warmup_end,
-            deadline: shared.deadline,
+            warmup_end: times.warmup_end,
+            deadline: times.deadline,
             budget: Budget::new(shared.budget),
             stop: shared.control,
             recorder: RefCell::new(recorder),
@@ -189,7 +193,7 @@ impl ThreadCtx {
             first_slots: shared.first_slots,
             first_left: Cell::new(true),
             scenario: shared.scenario,
-            stamp_clock: shared.stamped.then(stamped::StampClock::new),
+            stamp_clock,
             open: plan.schedule.map(|schedule| {
                 open::OpenState::new(
                     open::Pending::new(schedule, start),

@@ -235,3 +235,62 @@ fn mutual_tls_needs_the_client_certificate() {
         r.measured.errors
     );
 }
+
+/// An open loop opens the connections its first requests need before its clock starts: here
+/// each takes a second to open (the server's side of every handshake starts a second late),
+/// and still no request of the first second waits for one. Opened as requests fell due, the
+/// first requests would each wait the second out as send lag. The connections opened
+/// before the start are counted as the run's own.
+#[test]
+fn an_open_loop_opens_its_first_requests_connections_before_the_start() {
+    const LATE: Duration = Duration::from_secs(1);
+    let ca = TestCa::new();
+    let server = TestServer::start_tls(Behavior::Fixed(response(200, "ok")), &ca);
+    let front = late_front(server.addr(), LATE);
+    let r = run_spec(RunSpec {
+        url: format!("https://{front}/"),
+        tls: TlsSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            ..TlsSpec::default()
+        },
+        rate: Some(50.0),
+        duration: Some(Duration::from_millis(400)),
+        threads: Some(1),
+        ..RunSpec::default()
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.completed, 20, "{:?}", m.errors);
+    // All 20 are due within twice the first connection's opening time: 20 connections.
+    assert_eq!(m.connections_opened, 20);
+    assert_eq!(
+        server.counters().tls_full() + server.counters().tls_resumed(),
+        20
+    );
+    let lag = m.send_lag_us.as_ref().unwrap();
+    assert!(
+        lag.max < (LATE / 2).as_micros() as f64,
+        "a request waited {} ms to be sent",
+        lag.max / 1_000.0
+    );
+}
+
+/// A TCP front to `backend` that starts passing each connection's bytes `late`.
+fn late_front(backend: std::net::SocketAddr, late: Duration) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                std::thread::sleep(late);
+                let Ok(server) = std::net::TcpStream::connect(backend) else {
+                    return;
+                };
+                let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || std::io::copy(&mut c2, &mut s2));
+                let (mut s, mut c) = (server, client);
+                let _ = std::io::copy(&mut s, &mut c);
+            });
+        }
+    });
+    addr
+}

@@ -2,12 +2,15 @@
 //! the kernel's receive time, and how it is opened (TCP connect, then the TLS handshake).
 //! It reads and writes bytes; it knows nothing of HTTP and records only the connect.
 
+use super::super::stamped::{StampClock, StampedTcp};
 use super::super::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
+use crate::tls::TlsSettings;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -16,7 +19,7 @@ pub(in crate::engine) enum Stream {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
     /// Plain TCP whose reads carry the kernel's receive time (an open loop on a tick).
-    Stamped(super::super::stamped::StampedTcp),
+    Stamped(StampedTcp),
 }
 
 impl Stream {
@@ -76,65 +79,115 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// Opens a connection: TCP, then TLS for https. The failure carries a detail worth showing
-/// (a certificate's problem) when there is one.
-pub(in crate::engine) async fn connect(
-    ctx: &ThreadCtx,
-    phase: Phase,
-) -> Result<Stream, (ErrorClass, Option<String>)> {
-    let started = Instant::now();
-    let tcp = match tokio::time::timeout(ctx.connect_timeout, TcpStream::connect(ctx.address)).await
-    {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err((ErrorClass::from_connect(&e), None)),
-        Err(_) => return Err((ErrorClass::ConnectTimeout, None)),
-    };
-    // Requests are written whole; Nagle would only delay them.
-    let _ = tcp.set_nodelay(true);
-    let connected = Instant::now();
-    {
+/// Where and how a thread's connections are opened: what a connect needs, without the
+/// thread's recorder, so that an open loop can open connections before the run starts
+/// (`open::preopen`).
+#[derive(Clone)]
+pub(in crate::engine) struct Dialer {
+    pub address: SocketAddr,
+    pub connect_timeout: Duration,
+    pub tls: Option<TlsSettings>,
+    /// Plain TCP whose reads carry the kernel's receive time.
+    pub stamp_clock: Option<StampClock>,
+}
+
+impl Dialer {
+    pub fn of(ctx: &ThreadCtx) -> Dialer {
+        Dialer {
+            address: ctx.address,
+            connect_timeout: ctx.connect_timeout,
+            tls: ctx.tls.clone(),
+            stamp_clock: ctx.stamp_clock,
+        }
+    }
+}
+
+/// What opening one connection took, for a phase's stats.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::engine) struct Dialed {
+    pub connect: Duration,
+    /// Over TLS: the handshake's time, and whether it resumed a session.
+    pub tls: Option<(Duration, bool)>,
+}
+
+impl Dialed {
+    pub fn record(&self, ctx: &ThreadCtx, phase: Phase) {
         let mut rec = ctx.recorder.borrow_mut();
         let stats = rec.phase(phase);
         stats.connections_opened += 1;
         stats
             .connect
-            .saturating_record((connected - started).as_nanos() as u64);
-    }
-    let Some(tls) = &ctx.tls else {
-        if let Some(clock) = ctx.stamp_clock {
-            if super::super::stamped::StampedTcp::enable_stamps(&tcp) {
-                return super::super::stamped::StampedTcp::new(tcp, clock)
-                    .map(Stream::Stamped)
-                    .map_err(|e| (ErrorClass::from_io(&e), None));
+            .saturating_record(self.connect.as_nanos() as u64);
+        if let Some((handshake, resumed)) = self.tls {
+            stats
+                .tls_handshake
+                .saturating_record(handshake.as_nanos() as u64);
+            if resumed {
+                stats.tls_resumed += 1;
+            } else {
+                stats.tls_full += 1;
             }
         }
-        return Ok(Stream::Plain(tcp));
+    }
+}
+
+/// Why a connection could not be opened, with a detail worth showing (a certificate's
+/// problem) when there is one.
+pub(in crate::engine) type DialError = (ErrorClass, Option<String>);
+
+/// Opens a connection and records it in `phase`'s stats: TCP, then TLS for https.
+pub(in crate::engine) async fn connect(ctx: &ThreadCtx, phase: Phase) -> Result<Stream, DialError> {
+    let (dialed, outcome) = dial(&Dialer::of(ctx)).await;
+    if let Some(d) = dialed {
+        d.record(ctx, phase);
+    }
+    outcome
+}
+
+/// Opens a connection: TCP, then TLS for https. What it took comes back whenever the TCP
+/// connect worked, even if the handshake then failed: that still opened a connection.
+pub(in crate::engine) async fn dial(d: &Dialer) -> (Option<Dialed>, Result<Stream, DialError>) {
+    let started = Instant::now();
+    let tcp = match tokio::time::timeout(d.connect_timeout, TcpStream::connect(d.address)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return (None, Err((ErrorClass::from_connect(&e), None))),
+        Err(_) => return (None, Err((ErrorClass::ConnectTimeout, None))),
     };
-    let budget = ctx.connect_timeout.saturating_sub(connected - started);
+    // Requests are written whole; Nagle would only delay them.
+    let _ = tcp.set_nodelay(true);
+    let connected = Instant::now();
+    let mut dialed = Dialed {
+        connect: connected - started,
+        tls: None,
+    };
+    let Some(tls) = &d.tls else {
+        if let Some(clock) = d.stamp_clock {
+            if StampedTcp::enable_stamps(&tcp) {
+                let stream = StampedTcp::new(tcp, clock)
+                    .map(Stream::Stamped)
+                    .map_err(|e| (ErrorClass::from_io(&e), None));
+                return (Some(dialed), stream);
+            }
+        }
+        return (Some(dialed), Ok(Stream::Plain(tcp)));
+    };
+    let budget = d.connect_timeout.saturating_sub(connected - started);
     let handshake = tls.connector.connect(tls.server_name.clone(), tcp);
     let stream = match tokio::time::timeout(budget, handshake).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             let (class, detail) = crate::tls::classify_handshake_error(&e);
-            return Err((class, Some(detail)));
+            return (Some(dialed), Err((class, Some(detail))));
         }
         Err(_) => {
-            return Err((
-                ErrorClass::ConnectTimeout,
-                Some("the TLS handshake did not finish within --connect-timeout".into()),
-            ))
+            let detail = "the TLS handshake did not finish within --connect-timeout";
+            return (
+                Some(dialed),
+                Err((ErrorClass::ConnectTimeout, Some(detail.into()))),
+            );
         }
     };
     let resumed = stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-    let mut rec = ctx.recorder.borrow_mut();
-    let stats = rec.phase(phase);
-    stats
-        .tls_handshake
-        .saturating_record(connected.elapsed().as_nanos() as u64);
-    if resumed {
-        stats.tls_resumed += 1;
-    } else {
-        stats.tls_full += 1;
-    }
-    Ok(Stream::Tls(Box::new(stream)))
+    dialed.tls = Some((connected.elapsed(), resumed));
+    (Some(dialed), Ok(Stream::Tls(Box::new(stream))))
 }

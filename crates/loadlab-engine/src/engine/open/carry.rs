@@ -3,7 +3,7 @@
 //! dispatcher, and ends when the pool lets it go (idle too long) or the run ends.
 
 use super::{due, Slot};
-use crate::engine::exchange::{Conn, Due};
+use crate::engine::exchange::{Conn, Due, Stream};
 use crate::engine::ThreadCtx;
 use crate::stats::Phase;
 use std::rc::Rc;
@@ -37,35 +37,50 @@ impl Carrier for Conn {
 pub(super) async fn connection(ctx: Rc<ThreadCtx>, first: Due) {
     if ctx.h2.is_some() {
         let carrier = crate::engine::h2::Slot::new();
-        carry(ctx, first, carrier).await
+        carry(ctx, Some(first), carrier).await
     } else {
         let carrier = Conn::new(&ctx);
-        carry(ctx, first, carrier).await
+        carry(ctx, Some(first), carrier).await
     }
 }
 
-async fn carry(ctx: Rc<ThreadCtx>, first: Due, mut conn: impl Carrier) {
+/// A connection opened before the start (see `preopen`): it waits in the pool for its first
+/// request.
+pub(super) async fn opened(ctx: Rc<ThreadCtx>, stream: Stream) {
+    let carrier = Conn::with_stream(&ctx, stream);
+    carry(ctx, None, carrier).await
+}
+
+/// Carries requests, the first one `first` (opening the connection for it), or with none,
+/// over a connection already open, from the pool.
+async fn carry(ctx: Rc<ThreadCtx>, first: Option<Due>, mut conn: impl Carrier) {
     let open = ctx.open.as_ref().expect("open-loop thread");
     let deadline = ctx.deadline.expect("open loops end by time");
     let slot = Rc::new(Slot::new());
-    let connected = conn.connect(&ctx, first.phase).await;
-    open.connecting.set(open.connecting.get() - 1);
-    if open.dispatcher_waiting.replace(false) {
-        open.dispatcher_wake.notify_one();
-    }
-    // A failed connect was recorded as the first request's failure; the slot then takes
-    // the next due request and tries again.
-    let mut next = if connected { Some(first) } else { None };
+    let mut next = None;
     let mut now = Instant::now();
-    if !connected {
-        next = open
-            .pending
-            .borrow_mut()
-            .take_due(now)
-            .map(|t| due(&ctx, t, open.noticed(t, now, None)));
-        if next.is_none() {
-            open.busy.set(open.busy.get() - 1);
+    if let Some(first) = first {
+        let connected = conn.connect(&ctx, first.phase).await;
+        open.connecting.set(open.connecting.get() - 1);
+        if open.dispatcher_waiting.replace(false) {
+            open.dispatcher_wake.notify_one();
         }
+        // A failed connect was recorded as the first request's failure; the slot then takes
+        // the next due request and tries again.
+        now = Instant::now();
+        next = if connected {
+            Some(first)
+        } else {
+            let next = open
+                .pending
+                .borrow_mut()
+                .take_due(now)
+                .map(|t| due(&ctx, t, open.noticed(t, now, None)));
+            if next.is_none() {
+                open.busy.set(open.busy.get() - 1);
+            }
+            next
+        };
     }
     loop {
         let work = match next.take() {

@@ -13,12 +13,14 @@
 
 mod carry;
 mod idle;
+mod preopen;
 
 use carry::connection;
 pub(crate) use carry::Carrier;
 use idle::{IdlePool, Slot};
+pub(crate) use preopen::preopen;
 
-use super::exchange::Due;
+use super::exchange::{Dialed, Due, Stream};
 pub(crate) use super::pacing::Pending;
 use super::pacing::{Pacing, Wait};
 use super::timer::PreciseTimer;
@@ -148,7 +150,18 @@ fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
 /// The dispatcher runs as a task of the thread's set, not as the set's own future, so that
 /// the connections it hands requests to run in the same pass of the set as it, right after it
 /// steps aside (see `run_woken_tasks`), with no poll of the kernel in between.
-pub(super) async fn run(ctx: Rc<ThreadCtx>) {
+///
+/// Connections opened before the start (`preopened`) wait in the pool for the first requests.
+pub(super) async fn run(ctx: Rc<ThreadCtx>, preopened: Vec<(Stream, Dialed)>) {
+    let open = ctx.open.as_ref().expect("open-loop thread");
+    // Counted in the phase the run begins with (the warm-up, if there is one).
+    let phase = ctx.phase_at(ctx.start);
+    for (stream, dialed) in preopened {
+        dialed.record(&ctx, phase);
+        open.open_connections.set(open.open_connections.get() + 1);
+        // Spawned before the dispatcher, so they are in the pool when it first looks.
+        super::spawn_guarded(&ctx, carry::opened(ctx.clone(), stream));
+    }
     let done = Rc::new(Notify::new());
     let signal = done.clone();
     let task_ctx = ctx.clone();

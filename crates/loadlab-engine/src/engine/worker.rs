@@ -1,0 +1,141 @@
+//! One worker thread, from its start to its report: see [`thread`].
+
+use super::exchange::Dialer;
+use super::gate::{Place, StartGate};
+use super::stamped::StampClock;
+use super::thread::{Plan, Shared};
+use super::{busy_poll, closed, feed, h2, open, scenario, spawn_guarded, ThreadCtx};
+use super::{ThreadProgress, ThreadReport};
+use crate::stats::Recorder;
+use crate::sys;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a worker thread does: gets ready (pinned, with its event loop, and for an open loop
+/// its first connections), waits for the start, then drives its share of the load.
+pub(super) fn thread(
+    shared: Shared,
+    plan: Plan,
+    progress: Arc<ThreadProgress>,
+    gate: &StartGate,
+    feed: Option<Rc<feed::Feed>>,
+) -> ThreadReport {
+    let cpu_start = sys::thread_cpu_time();
+    let wall_start = Instant::now();
+    let place = Place::new(gate);
+    if let Some(cpus) = &shared.generator_cpus {
+        // Placement was checked when it was decided; a failure here leaves the thread where
+        // it was rather than failing the run.
+        let _ = sys::pin_current_thread(cpus);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime only fails without an OS event queue");
+    let local = tokio::task::LocalSet::new();
+    let stamp_clock = shared.stamped.then(StampClock::new);
+    let preopened = match &plan.schedule {
+        // A plain open loop; a scenario's iterations and HTTP/2's streams open their own.
+        Some(schedule) if shared.scenario.is_none() && shared.h2.is_none() => {
+            let dialer = Dialer {
+                address: shared.address,
+                connect_timeout: shared.connect_timeout,
+                tls: shared.tls.clone(),
+                stamp_clock,
+            };
+            let opening = open::preopen(&dialer, schedule, plan.open_cap, &shared.control);
+            local.block_on(&runtime, opening)
+        }
+        _ => Vec::new(),
+    };
+    let Some(times) = place.ready_and_wait() else {
+        // The run did not start.
+        return ThreadReport {
+            recorder: Recorder::default(),
+            crashed: false,
+            cpu: sys::CpuTime::default(),
+            wall: Duration::ZERO,
+            spin_idle: Duration::ZERO,
+        };
+    };
+    let (numbering, connections) = (plan.numbering, plan.connections);
+    let ctx = ThreadCtx::new(shared, times, plan, progress, stamp_clock);
+    local.block_on(&runtime, async {
+        if let Some(feed) = &feed {
+            spawn_guarded(&ctx, feed::tick(ctx.clone(), feed.clone()));
+        }
+        if ctx.open.is_some() {
+            let schedule = async {
+                match &ctx.scenario {
+                    Some(run) => scenario::open::run(ctx.clone(), run.clone(), numbering).await,
+                    None => open::run(ctx.clone(), preopened).await,
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = ctx.stop.stopped() => {}
+                _ = schedule => {}
+            }
+            return;
+        }
+        if ctx.busy_poll {
+            spawn_guarded(&ctx, busy_poll(ctx.clone()));
+        }
+        // Closed loop: connection k of this thread is number first + k * step overall (thread
+        // + k * threads without shards), so that stages activate connections evenly across
+        // threads and shards.
+        let (first, step) = numbering;
+        for k in 0..connections {
+            if let Some(run) = &ctx.scenario {
+                spawn_guarded(
+                    &ctx,
+                    scenario::drive(ctx.clone(), run.clone(), first + k * step),
+                );
+            } else if ctx.h2.is_some() {
+                spawn_guarded(&ctx, h2::drive(ctx.clone()));
+            } else {
+                spawn_guarded(&ctx, closed::drive(ctx.clone(), first + k * step));
+            }
+        }
+        let deadline = async {
+            match ctx.deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let all_done = async {
+            if ctx.live_connections.get() > 0 {
+                ctx.all_done.notified().await;
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = ctx.stop.stopped() => {}
+            _ = deadline => {}
+            _ = all_done => {}
+        }
+    });
+    // Dropping the set abandons requests still in flight; the recorder counts them.
+    drop(local);
+    drop(runtime);
+    let mut recorder = ctx.recorder.take();
+    if let Some(open) = &ctx.open {
+        let (warm, measured) = open.unsent(recorder.in_flight, ctx.warmup_end, Instant::now());
+        recorder.phase(crate::stats::Phase::Warmup).not_sent += warm;
+        recorder.phase(crate::stats::Phase::Measured).not_sent += measured;
+    }
+    recorder.intervals.finish();
+    if let Some(feed) = &feed {
+        let ended = Some(ctx.start.elapsed());
+        let _ = feed.tx.send(feed.take(&mut recorder, usize::MAX, ended));
+    }
+    ThreadReport {
+        recorder,
+        crashed: ctx.crashed.get(),
+        cpu: sys::thread_cpu_time() - cpu_start,
+        wall: wall_start.elapsed(),
+        spin_idle: ctx.spin_idle.get(),
+    }
+}
