@@ -78,6 +78,12 @@ fn coordinated_omission_open_versus_closed() {
     });
     let open_p99 = ms(open.measured.latency_us.as_ref().unwrap().p99);
     assert!(open_p99 >= 500.0, "open-loop p99 {open_p99} ms");
+    // The requests due during the freeze went out when due, each on a connection of its
+    // own: the target is stuck, and new connections are what an open loop owes it.
+    let open_lag_p99 = ms(open.measured.send_lag_us.as_ref().unwrap().p99);
+    assert!(open_lag_p99 < 50.0, "send lag p99 {open_lag_p99} ms");
+    let accepted = server.counters().accepted();
+    assert!(accepted >= 150, "{accepted} connections");
 
     // Closed loop with 10 connections: only the 10 requests in flight see the freeze.
     let server = freezing_server();

@@ -200,7 +200,10 @@ pub struct RequestArgs {
 
     /// The most connections an open loop may open (with --scenario: iterations running at
     /// once); at the cap, due requests wait (and the wait counts in their response time).
-    /// Connections idle for 30 s are closed, all but one [default: 10000].
+    /// The first requests' connections open before the clock starts. Beyond what the load
+    /// needs, a due request opens another only when the target is behind (a request in
+    /// flight overdue), not when loadlab's own thread is. Connections idle for 30 s are
+    /// closed, all but one [default: 10000].
     #[arg(long, help_heading = "Open loop", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub max_connections: Option<usize>,
 

@@ -72,8 +72,6 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Option<Due>, mut conn: impl Carrier) {
             Some(first)
         } else {
             let next = open
-                .pending
-                .borrow_mut()
                 .take_due(now)
                 .map(|t| due(&ctx, t, open.noticed(t, now, None)));
             if next.is_none() {
@@ -103,14 +101,15 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Option<Due>, mut conn: impl Carrier) {
                 }
             }
         };
+        let handed = Instant::now();
+        let n = open.growth.sent(handed);
         conn.request(&ctx, work).await;
         // Work-conserving: take the next due request at once, if the run is still on.
         now = Instant::now();
         let free_at = conn.free_since();
+        open.growth.ended(n, handed, free_at.unwrap_or(now));
         next = if now < deadline && !ctx.stop.is_stopped() {
-            open.pending
-                .borrow_mut()
-                .take_due(now)
+            open.take_due(now)
                 .map(|t| due(&ctx, t, open.noticed(t, now, free_at)))
         } else {
             None

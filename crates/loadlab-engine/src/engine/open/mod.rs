@@ -12,11 +12,13 @@
 //! and timed by the kernel's receive stamps (see `stamped`).
 
 mod carry;
+mod growth;
 mod idle;
 mod preopen;
 
 use carry::connection;
 pub(crate) use carry::Carrier;
+use growth::Growth;
 use idle::{IdlePool, Slot};
 pub(crate) use preopen::preopen;
 
@@ -56,6 +58,8 @@ pub(crate) struct OpenState {
     connecting: Cell<usize>,
     /// Connections holding a request (connecting, sending or waiting for the response).
     busy: Cell<usize>,
+    /// Whether a due request with no idle connection opens another (see `growth`).
+    growth: Growth,
     cap: usize,
     dispatcher_waiting: Cell<bool>,
     dispatcher_wake: Notify,
@@ -73,6 +77,7 @@ impl OpenState {
             open_connections: Cell::new(0),
             connecting: Cell::new(0),
             busy: Cell::new(0),
+            growth: Growth::default(),
             cap,
             dispatcher_waiting: Cell::new(false),
             dispatcher_wake: Notify::new(),
@@ -97,6 +102,20 @@ impl OpenState {
             },
         };
         intended + now.saturating_duration_since(free.max(intended))
+    }
+
+    /// Takes the next request of the schedule (peeked as due).
+    fn take(&self) {
+        if let Some(t) = self.pending.borrow_mut().take() {
+            self.growth.due(t);
+        }
+    }
+
+    /// Takes the next request of the schedule if it is due by `now`.
+    fn take_due(&self, now: Instant) -> Option<Instant> {
+        let t = self.pending.borrow_mut().take_due(now)?;
+        self.growth.due(t);
+        Some(t)
     }
 
     /// A scenario's open loop ([`super::scenario::open`]) walks the same schedule, of
@@ -154,6 +173,10 @@ fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
 /// Connections opened before the start (`preopened`) wait in the pool for the first requests.
 pub(super) async fn run(ctx: Rc<ThreadCtx>, preopened: Vec<(Stream, Dialed)>) {
     let open = ctx.open.as_ref().expect("open-loop thread");
+    if let Some((_, first)) = preopened.first() {
+        // Until responses tell, a response takes about a connect's round trip.
+        open.growth.guess_service(first.connect);
+    }
     // Counted in the phase the run begins with (the warm-up, if there is one).
     let phase = ctx.phase_at(ctx.start);
     for (stream, dialed) in preopened {
@@ -213,15 +236,20 @@ async fn dispatch(ctx: Rc<ThreadCtx>) {
             // would still be alive across its await.
             let noticed = open.noticed(t, now, None);
             let idle = open.idle.take();
+            // Whether another connection may be opened for it (under the cap, and worth it:
+            // see `growth`).
+            let may_open = || {
+                open.open_connections.get() < open.cap
+                    && open.connecting.get() < MAX_CONNECTING
+                    && open.growth.may_open(now, open.open_connections.get())
+            };
             if let Some(slot) = idle {
-                open.pending.borrow_mut().take();
+                open.take();
                 open.busy.set(open.busy.get() + 1);
                 slot.work.set(Some(due(&ctx, t, noticed)));
                 slot.wake.notify_one();
-            } else if open.open_connections.get() < open.cap
-                && open.connecting.get() < MAX_CONNECTING
-            {
-                open.pending.borrow_mut().take();
+            } else if may_open() {
+                open.take();
                 open.busy.set(open.busy.get() + 1);
                 open.open_connections.set(open.open_connections.get() + 1);
                 open.connecting.set(open.connecting.get() + 1);
@@ -230,11 +258,16 @@ async fn dispatch(ctx: Rc<ThreadCtx>) {
                 break 'run;
             } else if sleeping {
                 // New connections finish connecting within microseconds on one machine:
-                // look again soon, not at the next tick, or the requests waiting for them
-                // would wait a tick more. At the cap, connections free up as responses
-                // arrive, which with a tick are read at the tick anyway.
-                let at_cap = open.open_connections.get() >= open.cap;
-                let tick = if at_cap { open.tick } else { Duration::ZERO };
+                // with some on their way, look again soon, not at the next tick, or the
+                // requests waiting for them would wait a tick more. Otherwise (at the cap, or
+                // holding back) connections free up as responses arrive, which with a tick
+                // are read at the tick anyway.
+                let connecting = open.connecting.get() > 0;
+                let tick = if connecting {
+                    Duration::ZERO
+                } else {
+                    open.tick
+                };
                 let wake_at = open.pending.borrow().wake_for(now + AT_CAP_WAIT, tick);
                 sleep_thread_until(&ctx, wake_at.min(deadline)).await;
                 continue 'run;
@@ -242,10 +275,15 @@ async fn dispatch(ctx: Rc<ThreadCtx>) {
                 // At the cap, or enough connections are on their way: busy connections take
                 // due requests themselves as they finish. Look again when one goes idle (the
                 // backlog is drained) or finishes connecting (another may be opened).
+                // Holding back, look again when the oldest request in flight would be overdue.
+                let again = open
+                    .growth
+                    .reconsider_at()
+                    .map_or(deadline, |t| t.min(deadline));
                 open.dispatcher_waiting.set(true);
                 tokio::select! {
                     _ = open.dispatcher_wake.notified() => {}
-                    _ = tokio::time::sleep_until(deadline.into()) => {}
+                    _ = tokio::time::sleep_until(again.into()) => {}
                 }
                 continue 'run;
             }
@@ -308,6 +346,7 @@ async fn sleep_thread_until(ctx: &ThreadCtx, wake_at: Instant) {
             Wait::Spin(at) => spin_until(at),
             Wait::Sleep(at) => super::stamped::sleep_blocking_until(at),
         }
+        open.growth.rested(now, Instant::now());
         // A yield makes the runtime poll the kernel for ready sockets (without blocking) and
         // run their tasks before this one resumes (to hand out what is due).
         tokio::task::yield_now().await;
