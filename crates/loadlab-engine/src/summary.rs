@@ -14,7 +14,7 @@ use loadlab_result::{
     encode_histogram, Bytes, EncodedHistograms, GeneratorHealth, IntervalSummary, LatencySummary,
     LoadModel, PhaseSummary, Requests, RunResult, StageSpec, TargetInfo, TlsInfo, SCHEMA_VERSION,
 };
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 fn encode_nonempty(h: &Histogram<u64>) -> Option<String> {
     (!h.is_empty()).then(|| encode_histogram(h))
@@ -93,6 +93,16 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
     }
 }
 
+/// Sets when the run started in a result built before it did (see `engine::run`): the same
+/// fields, made the same way, as [`summarize`] fills from the outcome.
+pub(crate) fn stamp_start(result: &mut RunResult, config: &RunConfig, started_at: SystemTime) {
+    result.started_at = humantime::format_rfc3339_millis(started_at).to_string();
+    result.shard = config
+        .shard
+        .as_ref()
+        .map(|plan| crate::shard::shard_info(plan, load_model(&config.whole()).plan, started_at));
+}
+
 /// Turns a run's raw outcome into its result, with warnings a careful reader needs.
 pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
     let warmup_len = outcome.warmup.min(outcome.elapsed);
@@ -152,10 +162,11 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         verdicts.push(verdict);
     }
     let first_requests = first.map(|(f, _)| f);
-    RunResult {
+    let mut result = RunResult {
         schema_version: SCHEMA_VERSION,
         loadlab_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at: humantime::format_rfc3339_millis(outcome.started_at).to_string(),
+        // Set by `stamp_start`, as in a result built before the run.
+        started_at: String::new(),
         interrupted: outcome.interrupted,
         command: Vec::new(),
         target: TargetInfo {
@@ -194,13 +205,13 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         parts: Vec::new(),
         kernel: None,
         link: None,
-        shard: config.shard.as_ref().map(|plan| {
-            crate::shard::shard_info(plan, load_model(&config.whole()).plan, outcome.started_at)
-        }),
+        shard: None,
         shards: None,
         scenario: crate::steps::summarize(config, outcome.recorder.scenario.as_ref(), measured_len),
         server_metrics: None,
-    }
+    };
+    stamp_start(&mut result, config, outcome.started_at);
+    result
 }
 
 /// What is about to run, in words: printed before the run starts.

@@ -185,6 +185,13 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
             .map_err(EngineError::Thread)?;
         handles.push(handle);
     }
+    // The result's head, built while the threads get ready: its histograms cost a few
+    // milliseconds of CPU to allocate, which at the start would delay the first requests
+    // (on a generator pinned to one core). Its start time is set once known.
+    let prepared = sink.map(|sink| {
+        let header = header(config, address, SystemTime::now(), &pm_qos, nofile);
+        (sink, header, crate::timeline::TrafficLog::new(config))
+    });
     gate.wait_ready(handles.len());
     if let Some(at) = start_at {
         // Everything that takes time (resolving, encoding, connecting) is done; now wait for
@@ -202,19 +209,13 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     gate.open(Some(gate::Times::from(start, config.warmup, duration)));
     drop(not_started);
     drop(batches);
-    let mut collector = sink.map(|sink| {
-        let header = header(config, address, started_at, &pm_qos, nofile);
+    let mut collector = prepared.map(|(sink, mut header, traffic)| {
+        crate::summary::stamp_start(&mut header, config, started_at);
         let cfg = config.clone();
         let build: crate::collector::Build = Box::new(move |i, elapsed, counts, hist| {
             crate::timeline::interval_summary(&cfg, i, elapsed, counts, hist, None)
         });
-        crate::collector::Collector::new(
-            handles.len(),
-            crate::timeline::TrafficLog::new(config),
-            &header,
-            build,
-            sink,
-        )
+        crate::collector::Collector::new(handles.len(), traffic, &header, build, sink)
     });
     if let Some(c) = collector.as_mut() {
         // Ends when every worker has dropped its sender: at its end, or when it crashed.

@@ -155,15 +155,8 @@ impl ThreadCtx {
         plan: Plan,
         progress: Arc<ThreadProgress>,
         stamp_clock: Option<stamped::StampClock>,
+        recorder: Recorder,
     ) -> Rc<ThreadCtx> {
-        let recorder = Recorder {
-            intervals: crate::stats::Intervals::new(shared.interval),
-            scenario: shared
-                .scenario
-                .as_ref()
-                .map(|s| crate::steps::ScenarioStats::new(&s.scenario)),
-            ..Recorder::default()
-        };
         let (start, tick) = (times.start, shared.tick);
         Rc::new(ThreadCtx {
             requests: shared.requests.into(),
@@ -202,6 +195,19 @@ impl ThreadCtx {
                 )
             }),
         })
+    }
+
+    /// A thread's recorder, made before the start: its histograms cost milliseconds of CPU to
+    /// allocate, which at the start would delay the first requests.
+    pub(super) fn recorder(shared: &Shared) -> Recorder {
+        Recorder {
+            intervals: crate::stats::Intervals::new(shared.interval),
+            scenario: shared
+                .scenario
+                .as_ref()
+                .map(|s| crate::steps::ScenarioStats::new(&s.scenario)),
+            ..Recorder::default()
+        }
     }
 
     /// Claims one of the run's first-request slots; false (for good) once they are gone.

@@ -50,6 +50,7 @@ pub(super) fn thread(
         }
         _ => Vec::new(),
     };
+    let recorder = ThreadCtx::recorder(&shared);
     let Some(times) = place.ready_and_wait() else {
         // The run did not start.
         return ThreadReport {
@@ -61,7 +62,7 @@ pub(super) fn thread(
         };
     };
     let (numbering, connections) = (plan.numbering, plan.connections);
-    let ctx = ThreadCtx::new(shared, times, plan, progress, stamp_clock);
+    let ctx = ThreadCtx::new(shared, times, plan, progress, stamp_clock, recorder);
     local.block_on(&runtime, async {
         if let Some(feed) = &feed {
             spawn_guarded(&ctx, feed::tick(ctx.clone(), feed.clone()));

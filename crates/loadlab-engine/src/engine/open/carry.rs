@@ -106,8 +106,10 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Option<Due>, mut conn: impl Carrier) {
         conn.request(&ctx, work).await;
         // Work-conserving: take the next due request at once, if the run is still on.
         now = Instant::now();
+        // The time the connection was busy, to its response's reading: what decides how many
+        // connections the load needs (with a tick, responses wait for it to be read).
+        open.growth.ended(n, handed, now);
         let free_at = conn.free_since();
-        open.growth.ended(n, handed, free_at.unwrap_or(now));
         next = if now < deadline && !ctx.stop.is_stopped() {
             open.take_due(now)
                 .map(|t| due(&ctx, t, open.noticed(t, now, free_at)))

@@ -11,9 +11,11 @@
 //! 0.7 s, and the run never recovered (docs/open-loop.md).
 //!
 //! So a due request opens another connection freely while the connections are few for the
-//! load (under twice what Little's law says the rate and the recent response time need,
+//! load (under twice what Little's law says the rate and the recent time a request holds its
+//! connection need (from hand-off to the response's reading: with a tick, that includes the
+//! wait for the tick),
 //! plus [`HEADROOM`]); beyond that, only when the oldest request in flight has waited longer
-//! than four recent response times (and at least [`STALLED_AFTER`]): the target is stuck, and
+//! than four such times (and at least [`STALLED_AFTER`]): the target is stuck, and
 //! new connections are what an open loop owes it. But while the thread is saturated (at
 //! work [`SATURATED`] of its last millisecond or more, where it sleeps between due times:
 //! plain HTTP/1.1), only the first [`HEADROOM`] open: it is behind on its own work, so
@@ -46,7 +48,8 @@ pub(super) struct Growth {
     /// `first`, and whether it has finished (they finish out of order).
     in_flight: RefCell<VecDeque<(Instant, bool)>>,
     first: Cell<u64>,
-    /// Recent response time, from hand-off to the response's end (running average, s).
+    /// Recent time a connection is busy with a request, from hand-off to the response's
+    /// reading (running average, s).
     service_s: Cell<f64>,
     /// Recent time between due requests (running average, s).
     gap_s: Cell<f64>,
@@ -81,7 +84,7 @@ impl Growth {
         self.first.get() + in_flight.len() as u64 - 1
     }
 
-    /// Request `n`, handed over at `sent`, ended at `end` (its response's end, or a failure).
+    /// Request `n`, handed over at `sent`, ended at `end` (its response read, or a failure).
     pub fn ended(&self, n: u64, sent: Instant, end: Instant) {
         let service = end.saturating_duration_since(sent).as_secs_f64();
         self.service_s.set(average(self.service_s.get(), service));
