@@ -42,7 +42,7 @@ pub(super) fn thread(
             let dialer = Dialer {
                 address: shared.address,
                 connect_timeout: shared.connect_timeout,
-                tls: shared.tls.clone(),
+                tls: shared.tls.as_ref(),
                 stamp_clock,
             };
             let opening = open::preopen(&dialer, schedule, plan.open_cap, &shared.control);

@@ -82,21 +82,22 @@ impl AsyncWrite for Stream {
 /// Where and how a thread's connections are opened: what a connect needs, without the
 /// thread's recorder, so that an open loop can open connections before the run starts
 /// (`open::preopen`).
-#[derive(Clone)]
-pub(in crate::engine) struct Dialer {
+/// It borrows the TLS settings: a connect per request (`--no-keepalive`) copies nothing.
+#[derive(Clone, Copy)]
+pub(in crate::engine) struct Dialer<'a> {
     pub address: SocketAddr,
     pub connect_timeout: Duration,
-    pub tls: Option<TlsSettings>,
+    pub tls: Option<&'a TlsSettings>,
     /// Plain TCP whose reads carry the kernel's receive time.
     pub stamp_clock: Option<StampClock>,
 }
 
-impl Dialer {
-    pub fn of(ctx: &ThreadCtx) -> Dialer {
+impl Dialer<'_> {
+    pub fn of(ctx: &ThreadCtx) -> Dialer<'_> {
         Dialer {
             address: ctx.address,
             connect_timeout: ctx.connect_timeout,
-            tls: ctx.tls.clone(),
+            tls: ctx.tls.as_ref(),
             stamp_clock: ctx.stamp_clock,
         }
     }
@@ -146,7 +147,7 @@ pub(in crate::engine) async fn connect(ctx: &ThreadCtx, phase: Phase) -> Result<
 
 /// Opens a connection: TCP, then TLS for https. What it took comes back whenever the TCP
 /// connect worked, even if the handshake then failed: that still opened a connection.
-pub(in crate::engine) async fn dial(d: &Dialer) -> (Option<Dialed>, Result<Stream, DialError>) {
+pub(in crate::engine) async fn dial(d: &Dialer<'_>) -> (Option<Dialed>, Result<Stream, DialError>) {
     let started = Instant::now();
     let tcp = match tokio::time::timeout(d.connect_timeout, TcpStream::connect(d.address)).await {
         Ok(Ok(s)) => s,
@@ -160,7 +161,7 @@ pub(in crate::engine) async fn dial(d: &Dialer) -> (Option<Dialed>, Result<Strea
         connect: connected - started,
         tls: None,
     };
-    let Some(tls) = &d.tls else {
+    let Some(tls) = d.tls else {
         if let Some(clock) = d.stamp_clock {
             if StampedTcp::enable_stamps(&tcp) {
                 let stream = StampedTcp::new(tcp, clock)

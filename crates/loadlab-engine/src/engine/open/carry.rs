@@ -81,8 +81,9 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Option<Due>, mut conn: impl Carrier) {
         };
     }
     loop {
-        let work = match next.take() {
-            Some(w) => w,
+        // When the request reached this connection: `now` when it took it itself.
+        let (work, handed) = match next.take() {
+            Some(w) => (w, now),
             None => {
                 open.idle.put(slot.clone(), now);
                 if open.dispatcher_waiting.replace(false) {
@@ -96,12 +97,11 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Option<Due>, mut conn: impl Carrier) {
                         return;
                     }
                     if let Some(w) = slot.work.take() {
-                        break w;
+                        break (w, Instant::now());
                     }
                 }
             }
         };
-        let handed = Instant::now();
         let n = open.growth.sent(handed);
         conn.request(&ctx, work).await;
         // Work-conserving: take the next due request at once, if the run is still on.

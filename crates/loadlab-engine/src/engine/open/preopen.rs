@@ -44,7 +44,7 @@ pub(super) fn wanted(schedule: &Schedule, window: Duration, cap: usize) -> usize
 /// connecting works, within `--connect-timeout` and until the run is stopped. A connection
 /// that fails to open is not recorded: the requests that meet the same failure will be.
 pub(crate) async fn preopen(
-    dialer: &Dialer,
+    dialer: &Dialer<'_>,
     schedule: &Schedule,
     cap: usize,
     stop: &RunControl,
@@ -57,11 +57,23 @@ pub(crate) async fn preopen(
     opened.push((stream, first));
     let took = first.connect + first.tls.map_or(Duration::ZERO, |(t, _)| t);
     let want = wanted(schedule, took * 2 + MARGIN, cap);
+    // The batch's tasks share one copy of the TLS settings.
+    let tls = std::rc::Rc::new(dialer.tls.cloned());
     while opened.len() < want && began.elapsed() < dialer.connect_timeout && !stop.is_stopped() {
         let mut batch = tokio::task::JoinSet::new();
         for _ in 0..(want - opened.len()).min(AT_ONCE) {
-            let dialer = dialer.clone();
-            batch.spawn_local(async move { dial(&dialer).await });
+            let tls = tls.clone();
+            let (address, connect_timeout, stamp_clock) =
+                (dialer.address, dialer.connect_timeout, dialer.stamp_clock);
+            batch.spawn_local(async move {
+                let d = Dialer {
+                    address,
+                    connect_timeout,
+                    tls: tls.as_ref().as_ref(),
+                    stamp_clock,
+                };
+                dial(&d).await
+            });
         }
         let mut failed = false;
         while let Some(done) = batch.join_next().await {
