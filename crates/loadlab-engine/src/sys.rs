@@ -75,6 +75,19 @@ pub fn thread_cpu_time() -> CpuTime {
     }
 }
 
+/// How long the calling thread has waited so far, ready to run, for a CPU that another task
+/// held: the kernel's run-queue wait (the second field of `/proc/thread-self/schedstat`).
+/// `None` where the kernel keeps no such count.
+pub fn run_queue_wait() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    parse_schedstat_wait(&text)
+}
+
+fn parse_schedstat_wait(text: &str) -> Option<Duration> {
+    let ns = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuTime {
     pub user: Duration,
@@ -150,6 +163,21 @@ pub fn environment() -> Environment {
     }
 }
 
+/// Lets the calling thread run only when its core has nothing else to run (`SCHED_IDLE`): for
+/// loadlab's own bookkeeping threads (merging and writing intervals, sampling steal), so that
+/// on a generator pinned to a core or two they never take it from a worker. Measured on the
+/// 2-core VM (docs/open-loop.md): at the default priority, merging and writing each interval
+/// took a pinned open loop's core for about 1 ms, sending the requests due meanwhile late.
+/// A thread at this policy still runs at once on a core with room, and gets a sliver of a busy
+/// one (about 0.3%, by its weight), so its work is delayed, never lost. Unprivileged threads
+/// may always lower themselves, never raise themselves back: only threads made for the
+/// purpose call this. False if the kernel refused.
+pub fn yield_to_workers() -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: a plain system call on the calling thread (0) with a valid parameter.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
+}
+
 /// Restricts the calling thread to `cpus` (threads it creates afterwards inherit it).
 pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_SET ignores numbers beyond the set's size.
@@ -167,12 +195,76 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn nofile_is_raised_to_the_hard_limit() {
         let lim = raise_nofile_limit().expect("getrlimit works on Linux");
         assert_eq!(lim.soft, lim.hard);
         assert!(lim.soft >= lim.soft_before);
+    }
+
+    #[test]
+    fn a_bookkeeping_thread_yields_to_the_workers() {
+        let policy = std::thread::spawn(|| {
+            let yielded = yield_to_workers();
+            // SAFETY: reads the calling thread's policy.
+            (yielded, unsafe { libc::sched_getscheduler(0) })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(policy, (true, libc::SCHED_IDLE));
+        // SAFETY: as above; the test's own thread is untouched.
+        assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
+    }
+
+    #[test]
+    fn the_run_queue_wait_is_the_second_field() {
+        assert_eq!(
+            parse_schedstat_wait("373872 142727 1\n"),
+            Some(Duration::from_nanos(142_727))
+        );
+        assert_eq!(parse_schedstat_wait("373872\n"), None);
+        assert_eq!(parse_schedstat_wait(""), None);
+    }
+
+    /// Two threads spinning on one core, one of them at `SCHED_IDLE`: the other keeps the core,
+    /// and the one that yields waits for it the whole time, where it waits at all.
+    #[test]
+    fn a_thread_that_yields_its_core_waits_for_it() {
+        // SAFETY: cpu_set_t is plain data, filled by the kernel for the calling thread.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        assert_eq!(unsafe { libc::sched_getaffinity(0, size, &mut set) }, 0);
+        let cpu = (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .unwrap();
+        let both = Arc::new(std::sync::Barrier::new(2));
+        // Both spin to the same moment, so the time one of them is kept off the core counts
+        // whenever it falls.
+        let until = std::time::Instant::now() + Duration::from_millis(400);
+        let spin = move |yields: bool, both: Arc<std::sync::Barrier>| {
+            pin_current_thread(&[cpu]).unwrap();
+            if yields {
+                assert!(yield_to_workers());
+            }
+            let before = run_queue_wait().expect("this kernel keeps schedstat");
+            both.wait();
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            run_queue_wait().unwrap() - before
+        };
+        let b = both.clone();
+        let yielding = std::thread::spawn(move || spin(true, b));
+        let kept = std::thread::spawn(move || spin(false, both))
+            .join()
+            .unwrap();
+        let yielded = yielding.join().unwrap();
+        assert!(
+            yielded >= Duration::from_millis(150) && yielded > kept,
+            "the yielding thread waited {yielded:?}, the other {kept:?}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 mod backoff;
 mod budget;
 mod closed;
+mod collecting;
 mod control;
 mod exchange;
 mod feed;
@@ -188,10 +189,22 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     // The result's head, built while the threads get ready: its histograms cost a few
     // milliseconds of CPU to allocate, which at the start would delay the first requests
     // (on a generator pinned to one core). Its start time is set once known.
-    let prepared = sink.map(|sink| {
-        let header = header(config, address, SystemTime::now(), &pm_qos, nofile);
-        (sink, header, crate::timeline::TrafficLog::new(config))
-    });
+    let collecting = match sink {
+        Some(sink) => Some(
+            collecting::Collecting::spawn(
+                config,
+                collecting::Parts {
+                    threads: handles.len(),
+                    header: header(config, address, SystemTime::now(), &pm_qos, nofile),
+                    traffic: crate::timeline::TrafficLog::new(config),
+                    sink,
+                    batches: collected,
+                },
+            )
+            .map_err(EngineError::Thread)?,
+        ),
+        None => None,
+    };
     gate.wait_ready(handles.len());
     if let Some(at) = start_at {
         // Everything that takes time (resolving, encoding, connecting) is done; now wait for
@@ -209,19 +222,8 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     gate.open(Some(gate::Times::from(start, config.warmup, duration)));
     drop(not_started);
     drop(batches);
-    let mut collector = prepared.map(|(sink, mut header, traffic)| {
-        crate::summary::stamp_start(&mut header, config, started_at);
-        let cfg = config.clone();
-        let build: crate::collector::Build = Box::new(move |i, elapsed, counts, hist| {
-            crate::timeline::interval_summary(&cfg, i, elapsed, counts, hist, None)
-        });
-        crate::collector::Collector::new(handles.len(), traffic, &header, build, sink)
-    });
-    if let Some(c) = collector.as_mut() {
-        // Ends when every worker has dropped its sender: at its end, or when it crashed.
-        while let Ok(batch) = collected.recv() {
-            c.receive(batch);
-        }
+    if let Some(c) = &collecting {
+        c.started(started_at);
     }
 
     let mut threads = Vec::with_capacity(handles.len());
@@ -250,7 +252,8 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     let intervals =
         crate::stats::Intervals::merge_all(threads.iter().map(|t| &t.recorder.intervals));
     let n = crate::timeline::interval_count(config, end - start, recorder.timeline.end());
-    let traffic = match collector {
+    // Every worker has ended, so the collector's last batch is on its way.
+    let traffic = match collecting.and_then(collecting::Collecting::finish) {
         Some(c) => {
             let (_, report, traffic) = c.finish(n);
             control.set_stream_report(report);

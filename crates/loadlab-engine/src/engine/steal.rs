@@ -16,13 +16,19 @@ impl StealSampler {
         let thread = std::thread::Builder::new()
             .name("loadlab-steal".into())
             .spawn(move || {
+                // Bookkeeping: it must not take a pinned worker's core (see `collecting`).
+                sys::yield_to_workers();
                 let mut out = Vec::new();
                 let mut last = sys::cpu_steal_ticks();
                 let mut next = start + interval;
                 loop {
-                    // Short naps so the run's end is noticed quickly.
-                    while Instant::now() < next && !flag.load(Ordering::Acquire) {
-                        std::thread::sleep(Duration::from_millis(10).min(next - Instant::now()));
+                    // Asleep to the boundary: `finish` wakes it early at the run's end.
+                    loop {
+                        let now = Instant::now();
+                        if now >= next || flag.load(Ordering::Acquire) {
+                            break;
+                        }
+                        std::thread::park_timeout(next - now);
                     }
                     let now = sys::cpu_steal_ticks();
                     if let (Some((s0, t0)), Some((s1, t1))) = (last, now) {
@@ -46,6 +52,11 @@ impl StealSampler {
 
     pub(super) fn finish(self) -> Vec<f64> {
         self.done.store(true, Ordering::Release);
-        self.thread.and_then(|t| t.join().ok()).unwrap_or_default()
+        self.thread
+            .and_then(|t| {
+                t.thread().unpark();
+                t.join().ok()
+            })
+            .unwrap_or_default()
     }
 }
