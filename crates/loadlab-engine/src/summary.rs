@@ -138,6 +138,12 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         cpu_s_per_100k_requests: (completed_all > 0)
             .then(|| (user + system).as_secs_f64() * 100_000.0 / completed_all as f64),
         thread_busy,
+        thread_waited_s: outcome
+            .threads
+            .iter()
+            .filter_map(|t| t.waited)
+            .map(|w| w.as_secs_f64())
+            .collect(),
         nofile: outcome.nofile,
         pm_qos: match &outcome.pm_qos {
             Ok(()) => "held".to_string(),

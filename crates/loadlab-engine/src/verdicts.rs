@@ -34,7 +34,11 @@ pub(crate) fn verdicts(
         .scheduler_lag_us
         .as_ref()
         .filter(|l| l.p99 > LATE_SCHEDULER_P99_US && late_requests >= MIN_LATE_REQUESTS);
-    if busy || late.is_some() {
+    // Time the workers were ready to run and other tasks held their cores.
+    let waited: f64 = generator.thread_waited_s.iter().sum();
+    let crowded = waited >= CROWDED_WAIT_S;
+    let behind = busy || late.is_some();
+    if behind {
         let mut why = Vec::new();
         if let Some(l) = late {
             why.push(format!(
@@ -48,11 +52,29 @@ pub(crate) fn verdicts(
                 busiest * 100.0
             ));
         }
-        out.push(format!(
-            "the generator was saturated ({}): the target may be faster than these numbers say; \
-             give loadlab more threads (-t) or cores",
-            why.join(", ")
-        ));
+        if crowded {
+            why.push(format!(
+                "its worker threads were ready but waited {} in all for a CPU that other tasks \
+                 or a CPU quota held",
+                seconds_or_ms(waited)
+            ));
+        }
+        out.push(if busy || !crowded {
+            format!(
+                "the generator was saturated ({}): the target may be faster than these numbers \
+                 say; give loadlab more threads (-t) or cores",
+                why.join(", ")
+            )
+        } else {
+            // Not busy, but kept off its cores: more threads would only crowd them more.
+            format!(
+                "the generator was late ({}): the target may be faster than these numbers say; \
+                 run loadlab on cores of its own, without a CPU quota (taskset -c; a server \
+                 loadlab launches goes elsewhere with --pin; `perf sched timehist` shows what \
+                 else ran there)",
+                why.join(", ")
+            )
+        });
     }
     if measured.requests.issued > 0 && measured.requests.completed == 0 && !outcome.interrupted {
         out.push(
@@ -108,19 +130,38 @@ pub(crate) fn verdicts(
         let unsent = measured.requests.not_sent;
         // Stopped early, a request left waiting for its connection is the stop's doing.
         let unsent_blames = unsent > 0 && !outcome.interrupted;
+        // A generator behind its schedule with connections to spare (fewer ever opened than
+        // the cap) held the requests back itself: the target is not to blame.
+        let opened: u64 = outcome
+            .recorder
+            .phases
+            .iter()
+            .map(|p| p.connections_opened)
+            .sum();
+        let held_back = behind && config.scenario.is_none() && opened < config.connections as u64;
         if due > 0 && (unsent_blames || (in_time as f64) < due as f64 * KEEP_UP_SHARE) {
             let secs = ran.as_secs_f64().max(1e-9);
-            let mut line = format!(
-                "the target could not keep up: {:.1} requests/s completed while {:.1}/s fell due",
-                in_time as f64 / secs,
-                due as f64 / secs
-            );
+            let (completed_per_s, due_per_s) = (in_time as f64 / secs, due as f64 / secs);
+            let mut line = if held_back {
+                format!(
+                    "the load fell behind its schedule: {completed_per_s:.1} requests/s completed \
+                     while {due_per_s:.1}/s fell due, with the generator behind (above) and \
+                     connections to spare: the generator's doing, not the target's"
+                )
+            } else {
+                format!(
+                    "the target could not keep up: {completed_per_s:.1} requests/s completed \
+                     while {due_per_s:.1}/s fell due"
+                )
+            };
             if unsent > 0 && config.scenario.is_some() {
                 line.push_str(&format!(
                     "; {unsent} iterations were never started because every iteration slot was \
                      busy (cap {}: raise --max-connections)",
                     config.connections
                 ));
+            } else if unsent > 0 && held_back {
+                line.push_str(&format!("; {unsent} requests were never sent"));
             } else if unsent > 0 {
                 line.push_str(&format!(
                     "; {unsent} requests were never sent because every connection was busy (cap {})",
@@ -131,6 +172,18 @@ pub(crate) fn verdicts(
         }
     }
     out
+}
+
+/// Run-queue wait of the workers, in all, from which a late generator is blamed on what kept
+/// it off its cores (other tasks, a CPU quota's throttling) rather than on its own load.
+pub const CROWDED_WAIT_S: f64 = 0.005;
+
+fn seconds_or_ms(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{:.0} ms", s * 1_000.0)
+    }
 }
 
 /// The fewest requests noticed late before the generator counts as late.
@@ -225,4 +278,133 @@ fn server_errors(measured: &PhaseSummary) -> u64 {
         .filter(|(code, _)| code.starts_with('5'))
         .map(|(_, n)| n)
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::RunSpec;
+    use crate::engine::{RunOutcome, ThreadReport};
+    use crate::stats::{Phase, Recorder};
+    use crate::sys::CpuTime;
+    use std::time::{Duration, SystemTime};
+
+    /// The generator's verdict of a 2 s open loop at 1,000/s whose one thread noticed 3% of
+    /// its requests 5 ms late, used `cpu` and waited `waited` for its core.
+    fn generator_verdict(cpu: Duration, waited: Duration) -> Option<String> {
+        verdicts_of(cpu, waited, 10, 0)
+            .into_iter()
+            .find(|v| v.starts_with("the generator"))
+    }
+
+    /// Every verdict of that run, with `opened` connections (of a cap of 100) and `unsent`
+    /// requests due but never sent.
+    fn verdicts_of(cpu: Duration, waited: Duration, opened: u64, unsent: u64) -> Vec<String> {
+        let config = RunSpec {
+            url: "http://127.0.0.1:1/".into(),
+            rate: Some(1_000.0),
+            duration: Some(Duration::from_secs(2)),
+            max_connections: Some(100),
+            ..RunSpec::default()
+        }
+        .validate()
+        .unwrap();
+        let mut recorder = Recorder::default();
+        let measured = recorder.phase(Phase::Measured);
+        measured.connections_opened = opened;
+        measured.not_sent = unsent;
+        for i in 0..2_000u64 {
+            let lag_ns = if i % 33 == 0 { 5_000_000 } else { 10_000 };
+            measured.scheduler_lag.record(lag_ns).unwrap();
+            measured.send_lag.record(lag_ns).unwrap();
+            measured.latency.record(200_000).unwrap();
+            measured.issued += 1;
+            measured.completed += 1;
+        }
+        let wall = Duration::from_secs(2);
+        let thread = ThreadReport {
+            recorder: Recorder::default(),
+            crashed: false,
+            cpu: CpuTime {
+                user: cpu,
+                system: Duration::ZERO,
+            },
+            wall,
+            spin_idle: Duration::ZERO,
+            waited: Some(waited),
+        };
+        let outcome = RunOutcome {
+            address: "127.0.0.1:1".parse().unwrap(),
+            started_at: SystemTime::now(),
+            warmup: Duration::ZERO,
+            elapsed: wall,
+            interrupted: false,
+            recorder,
+            traffic: crate::timeline::TrafficLog::new(&config),
+            intervals: Vec::new(),
+            threads: vec![thread],
+            nofile: None,
+            pm_qos: Ok(()),
+            steal: Vec::new(),
+        };
+        crate::summary::summarize(&config, &outcome).verdicts
+    }
+
+    #[test]
+    fn a_late_generator_kept_off_its_core_is_told_to_get_a_core_of_its_own() {
+        let v = generator_verdict(Duration::from_millis(500), Duration::from_millis(40)).unwrap();
+        assert!(v.starts_with("the generator was late (it noticed due requests 5.00 ms late at p99, its worker threads were ready but waited 40 ms in all for a CPU that other tasks or a CPU quota held)"), "{v}");
+        assert!(
+            v.contains("run loadlab on cores of its own, without a CPU quota"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn a_late_generator_nobody_crowded_is_told_to_get_more_threads() {
+        let v = generator_verdict(Duration::from_millis(500), Duration::from_millis(1)).unwrap();
+        assert!(
+            v.starts_with(
+                "the generator was saturated (it noticed due requests 5.00 ms late at p99):"
+            ),
+            "{v}"
+        );
+        assert!(v.contains("more threads (-t) or cores"), "{v}");
+    }
+
+    #[test]
+    fn a_busy_generator_is_saturated_whoever_else_ran() {
+        let v = generator_verdict(Duration::from_millis(1_900), Duration::from_millis(40)).unwrap();
+        assert!(v.starts_with("the generator was saturated (it noticed due requests 5.00 ms late at p99, a worker thread was busy 95% of the time, its worker threads were ready but waited 40 ms"), "{v}");
+    }
+
+    /// Requests never sent by a generator kept off its core, with connections to spare, are
+    /// not the target's failure; with every connection of the cap open, they are.
+    #[test]
+    fn requests_a_late_generator_never_sent_are_not_blamed_on_the_target() {
+        let starved = verdicts_of(Duration::from_millis(100), Duration::from_secs(1), 10, 500);
+        assert!(
+            starved
+                .iter()
+                .any(|v| v.starts_with("the load fell behind its schedule")
+                    && v.contains(
+                        "the generator's doing, not the target's; 500 requests were never sent"
+                    )),
+            "{starved:?}"
+        );
+        assert!(
+            !starved.iter().any(|v| v.contains("could not keep up")),
+            "{starved:?}"
+        );
+
+        let capped = verdicts_of(Duration::from_millis(100), Duration::from_secs(1), 100, 500);
+        assert!(
+            capped
+                .iter()
+                .any(|v| v.starts_with("the target could not keep up")
+                    && v.contains(
+                        "500 requests were never sent because every connection was busy (cap 100)"
+                    )),
+            "{capped:?}"
+        );
+    }
 }

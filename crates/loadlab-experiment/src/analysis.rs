@@ -291,6 +291,12 @@ fn noise(arm: &ArmRuns, key: &str, cv: f64) -> String {
     if saturated > 0 {
         causes.push(format!("the generator was saturated in {saturated} runs"));
     }
+    let late = count(&verdict("generator was late"));
+    if late > 0 {
+        causes.push(format!(
+            "the generator was late in {late} runs (other tasks held its cores)"
+        ));
+    }
     let cold = count(&|r| r.first_requests.as_ref().is_some_and(|f| f.cold_start));
     if cold > 0 {
         causes.push(format!("a cold start in {cold} runs"));

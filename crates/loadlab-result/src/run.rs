@@ -394,6 +394,11 @@ pub struct GeneratorHealth {
     pub cpu_s_per_100k_requests: Option<f64>,
     /// Per worker thread: CPU time over wall time. Near 1.0, the generator was the limit.
     pub thread_busy: Vec<f64>,
+    /// Per worker thread: seconds it was ready to run but waited for a CPU that another task
+    /// held (the kernel's run-queue wait, from the start to the end). Requests due meanwhile
+    /// went out late. Empty where the kernel does not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_waited_s: Vec<f64>,
     pub nofile: Option<NofileLimit>,
     /// Whether the PM QoS CPU latency was held at 0 during the run ("held"), or why not.
     pub pm_qos: String,

@@ -69,6 +69,9 @@ pub struct ThreadReport {
     pub wall: Duration,
     /// With `--busy-poll`: CPU time spent polling with nothing to do (not busy).
     pub spin_idle: Duration,
+    /// From the start to the end: how long the thread was ready to run but waited for a CPU
+    /// another task held (`None` where the kernel does not say).
+    pub waited: Option<Duration>,
 }
 
 /// The raw outcome of a run, before summarising.

@@ -59,8 +59,10 @@ pub(super) fn thread(
             cpu: sys::CpuTime::default(),
             wall: Duration::ZERO,
             spin_idle: Duration::ZERO,
+            waited: None,
         };
     };
+    let waited_before = sys::run_queue_wait();
     let (numbering, connections) = (plan.numbering, plan.connections);
     let ctx = ThreadCtx::new(shared, times, plan, progress, stamp_clock, recorder);
     local.block_on(&runtime, async {
@@ -138,5 +140,8 @@ pub(super) fn thread(
         cpu: sys::thread_cpu_time() - cpu_start,
         wall: wall_start.elapsed(),
         spin_idle: ctx.spin_idle.get(),
+        waited: waited_before
+            .zip(sys::run_queue_wait())
+            .map(|(before, after)| after.saturating_sub(before)),
     }
 }

@@ -268,6 +268,13 @@ fn summary(r: &RunResult) -> String {
             .collect();
         let _ = write!(gen, ", threads busy {}", busy.join(" "));
     }
+    // Ready to run while other tasks held the workers' cores: sends due then went out late.
+    let waited: f64 = g.thread_waited_s.iter().sum();
+    if waited >= 1.0 {
+        let _ = write!(gen, ", waited {waited:.1} s for a CPU");
+    } else if waited >= 0.001 {
+        let _ = write!(gen, ", waited {:.0} ms for a CPU", waited * 1_000.0);
+    }
     row(&mut s, "Generator", &gen);
     if let Some(first) = &r.first_requests {
         row(

@@ -482,6 +482,10 @@ fn merge_generators(parts: &[RunResult], completed: u64) -> GeneratorHealth {
             .iter()
             .flat_map(|p| p.generator.thread_busy.iter().copied())
             .collect(),
+        thread_waited_s: parts
+            .iter()
+            .flat_map(|p| p.generator.thread_waited_s.iter().copied())
+            .collect(),
         nofile: first.nofile,
         pm_qos: first.pm_qos.clone(),
         max_steal: parts
