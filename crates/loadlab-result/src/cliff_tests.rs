@@ -176,4 +176,15 @@ fn distributions_without_a_gap_are_never_flagged() {
 fn near_is_a_factor_two_band_around_the_tail_share() {
     assert!(near(0.01, 0.01) && near(0.005, 0.01) && near(0.02, 0.01));
     assert!(!near(0.0049, 0.01) && !near(0.021, 0.01) && !near(0.5, 0.0));
+    // p50: the share below the gap must be near a half too.
+    assert!(near(0.4, 0.5) && near(0.75, 0.5) && near(0.25, 0.5));
+    assert!(!near(0.76, 0.5) && !near(0.9996, 0.5) && !near(0.24, 0.5));
+}
+
+/// A generator starved by a CPU quota made 99.96% of its requests slow: p50 (and everything
+/// above it) is firmly in the slow mode, not on a cliff. With 40% slow, p50 is.
+#[test]
+fn p50_is_on_the_cliff_only_with_both_modes_near_half() {
+    assert_eq!(flagged(&throttled(0.9996, 0)), Vec::<String>::new());
+    assert_eq!(flagged(&throttled(0.4, 0)), ["p50"]);
 }

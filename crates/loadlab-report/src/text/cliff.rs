@@ -5,15 +5,17 @@
 use crate::format::duration_us;
 use loadlab_result::Cliff;
 
-/// A share of requests in percent, with the digits a small share needs (`0.09%`, `1.1%`).
+/// A share of requests in percent, with the digits a small share needs (`0.09%`, `1.1%`), and
+/// a share short of all by a little, the digits its rest needs (`99.96%`, not `100%`).
 pub(crate) fn percent(share: f64) -> String {
     let p = share * 100.0;
-    if p >= 10.0 {
-        format!("{p:.0}%")
-    } else if p >= 1.0 {
+    let rest = 100.0 - p;
+    if p < 1.0 || (rest > 0.0 && rest < 1.0) {
+        format!("{p:.2}%")
+    } else if p < 10.0 || (rest > 0.0 && rest < 10.0) {
         format!("{p:.1}%")
     } else {
-        format!("{p:.2}%")
+        format!("{p:.0}%")
     }
 }
 
@@ -64,5 +66,9 @@ mod tests {
              560 µs or less (median 200 µs); compare the share beyond the cliff, not p99"
         );
         assert_eq!(percent(0.0009), "0.09%");
+        assert_eq!(percent(0.9996), "99.96%");
+        assert_eq!(percent(0.955), "95.5%");
+        assert_eq!(percent(0.5), "50%");
+        assert_eq!(percent(1.0), "100%");
     }
 }
