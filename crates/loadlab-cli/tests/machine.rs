@@ -247,6 +247,46 @@ fn a_backlog_of_one_overflows_under_a_burst_and_the_verdict_names_it() {
 /// The wire time of `n` payload bytes plus a response head at `rate` bytes/s: 1,448 bytes
 /// of TCP payload ride in each 1,514-byte Ethernet frame (66 bytes of Ethernet, IP and TCP
 /// headers with timestamps), and the cap counts frames.
+/// With a warm-up, the sockets in TIME_WAIT on the server's port are counted before the run
+/// (walking every TCP socket at the warm-up's end would take a pinned generator's core as
+/// measurement begins): the warm-up's own closed connections are in the end's count, not the
+/// start's.
+#[test]
+fn time_wait_is_counted_before_the_warm_up() {
+    let _serial = serial();
+    let out = run(&[
+        "run",
+        "--exec",
+        FIXTURE,
+        "--no-keepalive",
+        "-c",
+        "4",
+        "--warmup",
+        "1s",
+        "-d",
+        "500ms",
+        "--json",
+        "-",
+        "/",
+    ]);
+    let r = json(&out);
+    assert_valid(&r);
+    let tw = &r["kernel"]["time_wait"];
+    let (before, after) = (
+        tw["before"].as_u64().unwrap(),
+        tw["after"].as_u64().unwrap(),
+    );
+    // A fresh port: nothing of this run's is in TIME_WAIT before it (a stray socket of an
+    // earlier test whose ephemeral port was this one may be).
+    assert!(before < 20, "{tw}\n{}", stderr(&out));
+    // The warm-up alone closed hundreds of connections.
+    assert!(
+        after >= before + 100,
+        "{tw}: the warm-up's connections should be counted at the end\n{}",
+        stderr(&out)
+    );
+}
+
 fn wire_time_s(n: u64, rate: f64) -> f64 {
     let head = 90.0;
     (n as f64 + head) * 1514.0 / 1448.0 / rate

@@ -54,7 +54,16 @@ impl OutTarget {
             Some(other) => return Err(OutError::UnknownFormat(other.to_string())),
         };
         let unrecognised = || OutError::Unrecognised(spec.to_string());
-        let (scheme, rest) = spec.split_once("://").ok_or_else(unrecognised)?;
+        // Parsed as a URL of its own scheme (`prometheus+remote-write://...` is one to the url
+        // crate), then the same URL with the transport's scheme: everything after the
+        // scheme's `://` kept as written.
+        let parsed = url::Url::parse(spec).map_err(|_| unrecognised())?;
+        // `otlp+http:/h/...` has a path and no host: not the same URL once it is `http:`.
+        if parsed.host_str().is_none_or(str::is_empty) {
+            return Err(unrecognised());
+        }
+        let scheme = parsed.scheme();
+        let rest = &parsed[url::Position::BeforeUsername..];
         let (format, transport) = match (scheme, explicit) {
             ("prometheus+remote-write", _) => (OutFormat::RemoteWrite, "http"),
             ("prometheus+remote-write+https", _) => (OutFormat::RemoteWrite, "https"),
@@ -230,5 +239,19 @@ mod tests {
         assert_eq!(tls.url, "https://h:4318/v1/metrics");
         let tls = OutTarget::parse("https://h/api/v1/write", Some("remote-write")).unwrap();
         assert_eq!(tls.format, OutFormat::RemoteWrite);
+        // Everything after the scheme is kept: an IPv6 host, the port, the query.
+        let v6 = OutTarget::parse(
+            "prometheus+remote-write://[::1]:9090/api/v1/write?x=1",
+            None,
+        );
+        assert_eq!(v6.unwrap().url, "http://[::1]:9090/api/v1/write?x=1");
+        for bad in [
+            "otlp+http://",
+            "otlp+http:/h/v1/metrics",
+            "h:4318/v1/metrics",
+            "",
+        ] {
+            assert!(OutTarget::parse(bad, None).is_err(), "{bad:?}");
+        }
     }
 }

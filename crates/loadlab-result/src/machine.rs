@@ -89,9 +89,10 @@ pub struct KernelCounters {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimeWait {
     pub port: u16,
-    /// At the start of the measured time.
+    /// Before the run started (before its warm-up, if it had one: counting them walks every
+    /// TCP socket, too costly for the moment measurement begins).
     pub before: u64,
-    /// At its end.
+    /// At the end of the measured time.
     pub after: u64,
 }
 

@@ -249,6 +249,11 @@ impl Window {
                 watcher: None,
             };
         }
+        // The sockets on the port are counted now, before the run: that is a netlink walk of
+        // every TCP socket on the host (milliseconds of CPU with thousands in TIME_WAIT), which
+        // at the warm-up's end would take a pinned generator's core just as measurement
+        // begins. The counters, two small files, are read at the warm-up's end.
+        let sockets = counters::snapshot(&scopes, Some(port));
         let done = Arc::new(AtomicBool::new(false));
         let (flag, control, warmup) = (done.clone(), control.clone(), config.warmup);
         let (watch_scopes, link_stats) = (scopes.clone(), link.map(LinkStats::of));
@@ -272,8 +277,11 @@ impl Window {
                     }
                     std::thread::sleep((at - Instant::now()).min(Duration::from_millis(5)));
                 }
+                let mut kernel = counters::snapshot(&watch_scopes, None);
+                kernel.time_wait = sockets.time_wait;
+                kernel.backlog = sockets.backlog;
                 Some(Reading {
-                    kernel: counters::snapshot(&watch_scopes, Some(port)),
+                    kernel,
                     link: link_stats.map_or([None, None], |l| l.read()),
                 })
             })
