@@ -1,0 +1,125 @@
+//! The verdicts drawn from a run's outcome, through `summarize`, on hand-built outcomes.
+
+use crate::config::RunSpec;
+use crate::engine::{RunOutcome, ThreadReport};
+use crate::stats::{Phase, Recorder};
+use crate::sys::CpuTime;
+use std::time::{Duration, SystemTime};
+
+/// The generator's verdict of a 2 s open loop at 1,000/s whose one thread noticed 3% of
+/// its requests 5 ms late, used `cpu` and waited `waited` for its core.
+fn generator_verdict(cpu: Duration, waited: Duration) -> Option<String> {
+    verdicts_of(cpu, waited, 10, 0)
+        .into_iter()
+        .find(|v| v.starts_with("the generator"))
+}
+
+/// Every verdict of that run, with `opened` connections (of a cap of 100) and `unsent`
+/// requests due but never sent.
+fn verdicts_of(cpu: Duration, waited: Duration, opened: u64, unsent: u64) -> Vec<String> {
+    let config = RunSpec {
+        url: "http://127.0.0.1:1/".into(),
+        rate: Some(1_000.0),
+        duration: Some(Duration::from_secs(2)),
+        max_connections: Some(100),
+        ..RunSpec::default()
+    }
+    .validate()
+    .unwrap();
+    let mut recorder = Recorder::default();
+    let measured = recorder.phase(Phase::Measured);
+    measured.connections_opened = opened;
+    measured.not_sent = unsent;
+    for i in 0..2_000u64 {
+        let lag_ns = if i % 33 == 0 { 5_000_000 } else { 10_000 };
+        measured.scheduler_lag.record(lag_ns).unwrap();
+        measured.send_lag.record(lag_ns).unwrap();
+        measured.latency.record(200_000).unwrap();
+        measured.issued += 1;
+        measured.completed += 1;
+    }
+    let wall = Duration::from_secs(2);
+    let thread = ThreadReport {
+        recorder: Recorder::default(),
+        crashed: false,
+        cpu: CpuTime {
+            user: cpu,
+            system: Duration::ZERO,
+        },
+        wall,
+        spin_idle: Duration::ZERO,
+        waited: Some(waited),
+    };
+    let outcome = RunOutcome {
+        address: "127.0.0.1:1".parse().unwrap(),
+        started_at: SystemTime::now(),
+        warmup: Duration::ZERO,
+        elapsed: wall,
+        interrupted: false,
+        recorder,
+        traffic: crate::timeline::TrafficLog::new(&config),
+        intervals: Vec::new(),
+        threads: vec![thread],
+        nofile: None,
+        pm_qos: Ok(()),
+        steal: Vec::new(),
+    };
+    crate::summary::summarize(&config, &outcome).verdicts
+}
+
+#[test]
+fn a_late_generator_kept_off_its_core_is_told_to_get_a_core_of_its_own() {
+    let v = generator_verdict(Duration::from_millis(500), Duration::from_millis(40)).unwrap();
+    assert!(v.starts_with("the generator was late (it noticed due requests 5.00 ms late at p99, its worker threads were ready but waited 40 ms in all for a CPU that other tasks or a CPU quota held)"), "{v}");
+    assert!(
+        v.contains("run loadlab on cores of its own, without a CPU quota"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_late_generator_nobody_crowded_is_told_to_get_more_threads() {
+    let v = generator_verdict(Duration::from_millis(500), Duration::from_millis(1)).unwrap();
+    assert!(
+        v.starts_with("the generator was saturated (it noticed due requests 5.00 ms late at p99):"),
+        "{v}"
+    );
+    assert!(v.contains("more threads (-t) or cores"), "{v}");
+}
+
+#[test]
+fn a_busy_generator_is_saturated_whoever_else_ran() {
+    let v = generator_verdict(Duration::from_millis(1_900), Duration::from_millis(40)).unwrap();
+    assert!(v.starts_with("the generator was saturated (it noticed due requests 5.00 ms late at p99, a worker thread was busy 95% of the time, its worker threads were ready but waited 40 ms"), "{v}");
+}
+
+/// Requests never sent by a generator kept off its core, with connections to spare, are
+/// not the target's failure; with every connection of the cap open, they are.
+#[test]
+fn requests_a_late_generator_never_sent_are_not_blamed_on_the_target() {
+    let starved = verdicts_of(Duration::from_millis(100), Duration::from_secs(1), 10, 500);
+    assert!(
+        starved
+            .iter()
+            .any(|v| v.starts_with("the load fell behind its schedule")
+                && v.contains(
+                    "the generator's doing, not the target's; 500 requests were never sent"
+                )),
+        "{starved:?}"
+    );
+    assert!(
+        !starved.iter().any(|v| v.contains("could not keep up")),
+        "{starved:?}"
+    );
+
+    let capped = verdicts_of(Duration::from_millis(100), Duration::from_secs(1), 100, 500);
+    assert!(
+        capped
+            .iter()
+            .any(|v| v.starts_with("the target could not keep up")
+                && v.contains(
+                    "500 requests were never sent because every connection was busy (cap 100)"
+                )),
+        "{capped:?}"
+    );
+}
