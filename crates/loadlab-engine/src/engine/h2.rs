@@ -376,23 +376,32 @@ async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<By
             return None;
         }
     };
-    if let Stream::Tls(tls) = &io {
-        if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
-            let class = ErrorClass::ProtocolError;
-            note_detail(
-                ctx,
-                phase,
-                class,
-                Some(
-                    "the server did not agree to h2 by ALPN: it may not speak HTTP/2 over TLS"
-                        .into(),
-                ),
-            );
+    match handshake(io, ctx.tls.is_some()).await {
+        Ok(send) => Some(send),
+        Err((class, detail)) => {
+            note_detail(ctx, phase, class, Some(detail));
             record_failure(ctx, phase, class, &Traffic::default(), false);
-            return None;
+            None
         }
     }
-    let io = super::h2_preface::CheckedPreface::new(io, ctx.tls.is_some());
+}
+
+/// HTTP/2 over an open connection (`tls`: agreed by ALPN, which is checked): the handshake,
+/// with the connection's driver spawned on the thread's task set. A failure comes back as its
+/// class and what to tell the user; nothing is recorded here.
+pub(super) async fn handshake(
+    io: Stream,
+    tls: bool,
+) -> Result<SendRequest<Bytes>, (ErrorClass, String)> {
+    if let Stream::Tls(tls) = &io {
+        if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+            return Err((
+                ErrorClass::ProtocolError,
+                "the server did not agree to h2 by ALPN: it may not speak HTTP/2 over TLS".into(),
+            ));
+        }
+    }
+    let io = super::h2_preface::CheckedPreface::new(io, tls);
     // One stream until the server's first SETTINGS frame says how many it takes: the h2
     // crate otherwise assumes no limit, and streams opened before SETTINGS arrive beyond
     // the server's MAX_CONCURRENT_STREAMS are refused (REFUSED_STREAM; the interop matrix
@@ -404,13 +413,8 @@ async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<By
             tokio::task::spawn_local(async move {
                 let _ = connection.await;
             });
-            Some(send)
+            Ok(send)
         }
-        Err(e) => {
-            let class = ErrorClass::from_h2(&e);
-            note_detail(ctx, phase, class, Some(format!("HTTP/2 handshake: {e}")));
-            record_failure(ctx, phase, class, &Traffic::default(), false);
-            None
-        }
+        Err(e) => Err((ErrorClass::from_h2(&e), format!("HTTP/2 handshake: {e}"))),
     }
 }

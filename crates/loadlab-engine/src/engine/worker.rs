@@ -37,15 +37,22 @@ pub(super) fn thread(
     let local = tokio::task::LocalSet::new();
     let stamp_clock = shared.stamped.then(StampClock::new);
     let preopened = match &plan.schedule {
-        // A plain open loop; a scenario's iterations and HTTP/2's streams open their own.
-        Some(schedule) if shared.scenario.is_none() && shared.h2.is_none() => {
+        // A plain open loop, over HTTP/1.1 or HTTP/2; a scenario's iterations open their own.
+        Some(schedule) if shared.scenario.is_none() => {
             let dialer = Dialer {
                 address: shared.address,
                 connect_timeout: shared.connect_timeout,
                 tls: shared.tls.as_ref(),
                 stamp_clock,
             };
-            let opening = open::preopen(&dialer, schedule, plan.open_cap, &shared.control);
+            let h2_streams = shared.h2.is_some().then_some(shared.streams);
+            let opening = open::preopen(
+                &dialer,
+                schedule,
+                plan.open_cap,
+                h2_streams,
+                &shared.control,
+            );
             local.block_on(&runtime, opening)
         }
         _ => Vec::new(),

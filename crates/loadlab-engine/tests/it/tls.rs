@@ -274,6 +274,45 @@ fn an_open_loop_opens_its_first_requests_connections_before_the_start() {
     );
 }
 
+/// The same over HTTP/2: the connections are opened and their handshakes done before the
+/// start, one per 10 streams of the requests due in that window, so none of the first
+/// requests waits for a handshake the front holds back for a second.
+#[test]
+fn an_http2_open_loop_opens_its_first_connections_before_the_start() {
+    const LATE: Duration = Duration::from_secs(1);
+    let ca = TestCa::new();
+    let server = loadlab_testkit::H2Server::start_tls(loadlab_testkit::H2Behavior::default(), &ca);
+    let front = late_front(server.addr(), LATE);
+    let r = run_spec(RunSpec {
+        url: format!("https://{front}/"),
+        http2: true,
+        streams: 10,
+        tls: TlsSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            ..TlsSpec::default()
+        },
+        rate: Some(50.0),
+        duration: Some(Duration::from_millis(400)),
+        threads: Some(1),
+        ..RunSpec::default()
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.completed, 20, "{:?}", m.errors);
+    // 20 requests due within twice the first connection's opening time, 10 streams each.
+    assert_eq!(m.connections_opened, 2);
+    let connections = server
+        .counters()
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(connections, 2);
+    let lag = m.send_lag_us.as_ref().unwrap();
+    assert!(
+        lag.max < (LATE / 2).as_micros() as f64,
+        "a request waited {} ms to be sent",
+        lag.max / 1_000.0
+    );
+}
+
 /// A TCP front to `backend` that starts passing each connection's bytes `late`.
 fn late_front(backend: std::net::SocketAddr, late: Duration) -> std::net::SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

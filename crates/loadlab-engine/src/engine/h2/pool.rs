@@ -27,6 +27,19 @@ struct PooledConnection {
     dead: Cell<bool>,
 }
 
+impl Pool {
+    /// A connection opened before the start (see `open::preopen`), with every slot free.
+    pub fn add(&self, send: SendRequest<Bytes>) {
+        self.connections
+            .borrow_mut()
+            .push(Rc::new(PooledConnection {
+                send,
+                slots: Cell::new(0),
+                dead: Cell::new(false),
+            }));
+    }
+}
+
 /// An open loop's stream slot: one request at a time, on a pooled HTTP/2 connection with a
 /// free slot (each connection carries up to `--streams` of them).
 pub(crate) struct Slot {

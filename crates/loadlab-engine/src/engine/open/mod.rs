@@ -20,9 +20,9 @@ use carry::connection;
 pub(crate) use carry::Carrier;
 use growth::Growth;
 use idle::{IdlePool, Slot};
-pub(crate) use preopen::preopen;
+pub(crate) use preopen::{preopen, Opened};
 
-use super::exchange::{Dialed, Due, Stream};
+use super::exchange::{Dialed, Due};
 pub(crate) use super::pacing::Pending;
 use super::pacing::{Pacing, Wait};
 use super::timer::PreciseTimer;
@@ -170,8 +170,9 @@ fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
 /// the connections it hands requests to run in the same pass of the set as it, right after it
 /// steps aside (see `run_woken_tasks`), with no poll of the kernel in between.
 ///
-/// Connections opened before the start (`preopened`) wait in the pool for the first requests.
-pub(super) async fn run(ctx: Rc<ThreadCtx>, preopened: Vec<(Stream, Dialed)>) {
+/// Connections opened before the start (`preopened`) wait in the pool for the first requests
+/// (HTTP/2's in the thread's pool of connections, for the stream slots).
+pub(super) async fn run(ctx: Rc<ThreadCtx>, preopened: Vec<(Opened, Dialed)>) {
     let open = ctx.open.as_ref().expect("open-loop thread");
     if let Some((_, first)) = preopened.first() {
         // Until responses tell, a response takes about a connect's round trip.
@@ -179,11 +180,16 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>, preopened: Vec<(Stream, Dialed)>) {
     }
     // Counted in the phase the run begins with (the warm-up, if there is one).
     let phase = ctx.phase_at(ctx.start);
-    for (stream, dialed) in preopened {
+    for (opened, dialed) in preopened {
         dialed.record(&ctx, phase);
-        open.open_connections.set(open.open_connections.get() + 1);
-        // Spawned before the dispatcher, so they are in the pool when it first looks.
-        super::spawn_guarded(&ctx, carry::opened(ctx.clone(), stream));
+        match opened {
+            Opened::Http1(stream) => {
+                open.open_connections.set(open.open_connections.get() + 1);
+                // Spawned before the dispatcher, so they are in the pool when it first looks.
+                super::spawn_guarded(&ctx, carry::opened(ctx.clone(), stream));
+            }
+            Opened::H2(send) => ctx.h2_pool.add(send),
+        }
     }
     let done = Rc::new(Notify::new());
     let signal = done.clone();

@@ -11,12 +11,36 @@
 //! How many: one for each request due within twice the first connection's opening time plus
 //! a millisecond, the connections the first requests need if each response takes about a
 //! round trip, with a margin for the thread's own hiccups. More are opened as the run needs
-//! them, as before; fewer than needed only costs what the run costs today.
+//! them, as before; fewer than needed only costs what the run costs today. Over HTTP/2 each
+//! connection carries `--streams` of those requests at once, and its handshake is done too.
 
 use super::super::exchange::{dial, Dialed, Dialer, Stream};
 use super::super::RunControl;
 use crate::schedule::Schedule;
+use bytes::Bytes;
+use h2::client::SendRequest;
 use std::time::{Duration, Instant};
+
+/// A connection opened before the start.
+pub(crate) enum Opened {
+    Http1(Stream),
+    /// HTTP/2, its handshake done (its driver runs on the thread's task set).
+    H2(SendRequest<Bytes>),
+}
+
+/// Opens one connection: over HTTP/2 (`h2`), with its handshake.
+async fn open_one(dialer: &Dialer<'_>, h2: bool) -> Option<(Opened, Dialed)> {
+    let (Some(dialed), Ok(stream)) = dial(dialer).await else {
+        return None;
+    };
+    if !h2 {
+        return Some((Opened::Http1(stream), dialed));
+    }
+    let send = super::super::h2::handshake(stream, dialer.tls.is_some())
+        .await
+        .ok()?;
+    Some((Opened::H2(send), dialed))
+}
 
 /// The most connections a thread opens before the start.
 const MAX_PREOPEN: usize = 1024;
@@ -43,20 +67,24 @@ pub(super) fn wanted(schedule: &Schedule, window: Duration, cap: usize) -> usize
 /// Opens the connections `schedule`'s first requests need (see the module's comment), while
 /// connecting works, within `--connect-timeout` and until the run is stopped. A connection
 /// that fails to open is not recorded: the requests that meet the same failure will be.
+/// `h2_streams`: over HTTP/2, the streams each connection carries.
 pub(crate) async fn preopen(
     dialer: &Dialer<'_>,
     schedule: &Schedule,
     cap: usize,
+    h2_streams: Option<usize>,
     stop: &RunControl,
-) -> Vec<(Stream, Dialed)> {
+) -> Vec<(Opened, Dialed)> {
     let began = Instant::now();
     let mut opened = Vec::new();
-    let (Some(first), Ok(stream)) = dial(dialer).await else {
+    let h2 = h2_streams.is_some();
+    let Some((first, dialed)) = open_one(dialer, h2).await else {
         return opened;
     };
-    opened.push((stream, first));
-    let took = first.connect + first.tls.map_or(Duration::ZERO, |(t, _)| t);
-    let want = wanted(schedule, took * 2 + MARGIN, cap);
+    opened.push((first, dialed));
+    let took = dialed.connect + dialed.tls.map_or(Duration::ZERO, |(t, _)| t);
+    let requests = wanted(schedule, took * 2 + MARGIN, cap);
+    let want = h2_streams.map_or(requests, |streams| requests.div_ceil(streams.max(1)));
     // The batch's tasks share one copy of the TLS settings.
     let tls = std::rc::Rc::new(dialer.tls.cloned());
     while opened.len() < want && began.elapsed() < dialer.connect_timeout && !stop.is_stopped() {
@@ -72,13 +100,13 @@ pub(crate) async fn preopen(
                     tls: tls.as_ref().as_ref(),
                     stamp_clock,
                 };
-                dial(&d).await
+                open_one(&d, h2).await
             });
         }
         let mut failed = false;
         while let Some(done) = batch.join_next().await {
             match done {
-                Ok((Some(dialed), Ok(stream))) => opened.push((stream, dialed)),
+                Ok(Some(one)) => opened.push(one),
                 _ => failed = true,
             }
         }
