@@ -9,14 +9,20 @@ use std::time::{Duration, SystemTime};
 /// The generator's verdict of a 2 s open loop at 1,000/s whose one thread noticed 3% of
 /// its requests 5 ms late, used `cpu` and waited `waited` for its core.
 fn generator_verdict(cpu: Duration, waited: Duration) -> Option<String> {
-    verdicts_of(cpu, waited, 10, 0)
+    verdicts_of(cpu, waited, 10, 0, Duration::from_secs(2))
         .into_iter()
         .find(|v| v.starts_with("the generator"))
 }
 
 /// Every verdict of that run, with `opened` connections (of a cap of 100) and `unsent`
-/// requests due but never sent.
-fn verdicts_of(cpu: Duration, waited: Duration, opened: u64, unsent: u64) -> Vec<String> {
+/// requests due but never sent, its thread alive for `wall`.
+fn verdicts_of(
+    cpu: Duration,
+    waited: Duration,
+    opened: u64,
+    unsent: u64,
+    wall: Duration,
+) -> Vec<String> {
     let config = RunSpec {
         url: "http://127.0.0.1:1/".into(),
         rate: Some(1_000.0),
@@ -38,7 +44,6 @@ fn verdicts_of(cpu: Duration, waited: Duration, opened: u64, unsent: u64) -> Vec
         measured.issued += 1;
         measured.completed += 1;
     }
-    let wall = Duration::from_secs(2);
     let thread = ThreadReport {
         recorder: Recorder::default(),
         crashed: false,
@@ -97,7 +102,13 @@ fn a_busy_generator_is_saturated_whoever_else_ran() {
 /// not the target's failure; with every connection of the cap open, they are.
 #[test]
 fn requests_a_late_generator_never_sent_are_not_blamed_on_the_target() {
-    let starved = verdicts_of(Duration::from_millis(100), Duration::from_secs(1), 10, 500);
+    let starved = verdicts_of(
+        Duration::from_millis(100),
+        Duration::from_secs(1),
+        10,
+        500,
+        Duration::from_secs(2),
+    );
     assert!(
         starved
             .iter()
@@ -112,7 +123,13 @@ fn requests_a_late_generator_never_sent_are_not_blamed_on_the_target() {
         "{starved:?}"
     );
 
-    let capped = verdicts_of(Duration::from_millis(100), Duration::from_secs(1), 100, 500);
+    let capped = verdicts_of(
+        Duration::from_millis(100),
+        Duration::from_secs(1),
+        100,
+        500,
+        Duration::from_secs(2),
+    );
     assert!(
         capped
             .iter()
@@ -121,5 +138,33 @@ fn requests_a_late_generator_never_sent_are_not_blamed_on_the_target() {
                     "500 requests were never sent because every connection was busy (cap 100)"
                 )),
         "{capped:?}"
+    );
+}
+
+/// Over a long run, a few milliseconds' wait is not what made the generator late: the wait
+/// must also be 0.1% of the threads' time.
+#[test]
+fn a_long_runs_short_wait_does_not_excuse_the_generator() {
+    let late = |waited_ms: u64| {
+        verdicts_of(
+            Duration::from_secs(10),
+            Duration::from_millis(waited_ms),
+            10,
+            0,
+            Duration::from_secs(100),
+        )
+        .into_iter()
+        .find(|v| v.starts_with("the generator"))
+        .unwrap()
+    };
+    assert!(
+        late(8).starts_with("the generator was saturated"),
+        "{}",
+        late(8)
+    );
+    assert!(
+        late(120).starts_with("the generator was late"),
+        "{}",
+        late(120)
     );
 }
