@@ -243,34 +243,14 @@ fn mutual_tls_needs_the_client_certificate() {
 /// before the start are counted as the run's own.
 #[test]
 fn an_open_loop_opens_its_first_requests_connections_before_the_start() {
-    const LATE: Duration = Duration::from_secs(1);
     let ca = TestCa::new();
     let server = TestServer::start_tls(Behavior::Fixed(response(200, "ok")), &ca);
-    let front = late_front(server.addr(), LATE);
-    let r = run_spec(RunSpec {
-        url: format!("https://{front}/"),
-        tls: TlsSpec {
-            ca_pem: Some(ca.pem().into_bytes()),
-            ..TlsSpec::default()
-        },
-        rate: Some(50.0),
-        duration: Some(Duration::from_millis(400)),
-        threads: Some(1),
-        ..RunSpec::default()
-    });
-    let m = &r.measured;
-    assert_eq!(m.requests.completed, 20, "{:?}", m.errors);
+    let m = behind_a_late_front(server.addr(), &ca, RunSpec::default());
     // All 20 are due within twice the first connection's opening time: 20 connections.
     assert_eq!(m.connections_opened, 20);
     assert_eq!(
         server.counters().tls_full() + server.counters().tls_resumed(),
         20
-    );
-    let lag = m.send_lag_us.as_ref().unwrap();
-    assert!(
-        lag.max < (LATE / 2).as_micros() as f64,
-        "a request waited {} ms to be sent",
-        lag.max / 1_000.0
     );
 }
 
@@ -279,25 +259,14 @@ fn an_open_loop_opens_its_first_requests_connections_before_the_start() {
 /// requests waits for a handshake the front holds back for a second.
 #[test]
 fn an_http2_open_loop_opens_its_first_connections_before_the_start() {
-    const LATE: Duration = Duration::from_secs(1);
     let ca = TestCa::new();
     let server = loadlab_testkit::H2Server::start_tls(loadlab_testkit::H2Behavior::default(), &ca);
-    let front = late_front(server.addr(), LATE);
-    let r = run_spec(RunSpec {
-        url: format!("https://{front}/"),
+    let h2 = RunSpec {
         http2: true,
         streams: 10,
-        tls: TlsSpec {
-            ca_pem: Some(ca.pem().into_bytes()),
-            ..TlsSpec::default()
-        },
-        rate: Some(50.0),
-        duration: Some(Duration::from_millis(400)),
-        threads: Some(1),
         ..RunSpec::default()
-    });
-    let m = &r.measured;
-    assert_eq!(m.requests.completed, 20, "{:?}", m.errors);
+    };
+    let m = behind_a_late_front(server.addr(), &ca, h2);
     // 20 requests due within twice the first connection's opening time, 10 streams each.
     assert_eq!(m.connections_opened, 2);
     let connections = server
@@ -305,12 +274,37 @@ fn an_http2_open_loop_opens_its_first_connections_before_the_start() {
         .connections
         .load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(connections, 2);
+}
+
+/// 20 requests at 50/s over TLS to `server` behind a front that holds each connection back
+/// for a second: all completed, none sent late by anything near that second.
+fn behind_a_late_front(
+    server: std::net::SocketAddr,
+    ca: &TestCa,
+    spec: RunSpec,
+) -> loadlab_engine::result::PhaseSummary {
+    const LATE: Duration = Duration::from_secs(1);
+    let front = late_front(server, LATE);
+    let r = run_spec(RunSpec {
+        url: format!("https://{front}/"),
+        tls: TlsSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            ..TlsSpec::default()
+        },
+        rate: Some(50.0),
+        duration: Some(Duration::from_millis(400)),
+        threads: Some(1),
+        ..spec
+    });
+    let m = r.measured;
+    assert_eq!(m.requests.completed, 20, "{:?}", m.errors);
     let lag = m.send_lag_us.as_ref().unwrap();
     assert!(
         lag.max < (LATE / 2).as_micros() as f64,
         "a request waited {} ms to be sent",
         lag.max / 1_000.0
     );
+    m
 }
 
 /// A TCP front to `backend` that starts passing each connection's bytes `late`.
