@@ -15,6 +15,13 @@ fn main() -> ExitCode {
     match cmd::dispatch(cli::parse()) {
         Ok(code) => code,
         Err(err) => {
+            if signals::received() {
+                // A handler may be cleaning up before it leaves: let it finish (it exits the
+                // process itself), and report the interruption, not what the cleanup caused.
+                let _leaving = signals::LEAVING.lock();
+                eprintln!("interrupted");
+                return signals::interrupted();
+            }
             eprintln!("error: {err:#}");
             ExitCode::from(2)
         }

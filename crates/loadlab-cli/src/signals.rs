@@ -61,6 +61,17 @@ pub fn set_handler(handler: impl FnMut() + Send + 'static) -> Result<(), ctrlc::
     Ok(())
 }
 
+/// Held by a handler that cleans up before it leaves the process (stopping a launched server,
+/// deleting cgroups): `main` takes it before reporting an error after a signal, so that it
+/// neither leaves before the cleanup is done nor reports an error the cleanup itself caused
+/// (a server that "exited before it was ready" because the handler stopped it).
+pub static LEAVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Whether a signal has arrived.
+pub fn received() -> bool {
+    FIRST.load(Ordering::Acquire) != 0
+}
+
 /// The exit code of a run stopped by a signal: 128 + its number; 130 (SIGINT's) when none
 /// was recorded (a stop that came another way).
 pub fn interrupted_code() -> u8 {

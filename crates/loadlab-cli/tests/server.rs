@@ -389,6 +389,74 @@ fn cgroups_are_removed_after_the_run_and_after_ctrl_c() {
     }
 }
 
+/// A Ctrl-C while loadlab waits for a launched server to become ready (here one that never
+/// listens) leaves at once, with the signal's exit code, the server stopped and its cgroup
+/// removed. Before the handler was installed that early, the signal killed loadlab outright:
+/// the cgroup stayed, and a server's own children (nginx's workers) outlived it.
+#[test]
+fn ctrl_c_while_a_server_starts_stops_it_and_removes_its_cgroup() {
+    use std::os::unix::process::CommandExt;
+    let _serial = serial();
+    require_root!();
+    let mut command = loadlab();
+    command
+        .args([
+            "run",
+            "--exec",
+            "sleep 120",
+            "--cpus",
+            "0.5",
+            "--startup-timeout",
+            "60s",
+            "-d",
+            "1s",
+            "-q",
+            "/",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: only async-signal-safe calls between fork and exec. A test harness started in
+    // the background may ignore SIGINT, and the child would inherit that.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let server = loop {
+        let procs: Vec<u32> = groups_of(pid)
+            .iter()
+            .filter_map(|g| std::fs::read_to_string(g.join("cgroup.procs")).ok())
+            .flat_map(|t| t.lines().filter_map(|l| l.parse().ok()).collect::<Vec<_>>())
+            .collect();
+        if let Some(&p) = procs.first() {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "loadlab started no server");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "loadlab did not leave on Ctrl-C");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(groups_of(pid), Vec::<PathBuf>::new(), "cgroups left behind");
+    assert!(
+        !loadlab_probe::procfs::alive(server),
+        "the server (pid {server}) outlived loadlab"
+    );
+}
+
 #[test]
 fn a_cold_start_is_flagged_and_a_warm_server_is_not() {
     let _serial = serial();

@@ -2,7 +2,7 @@
 //! lab's mock upstream, a hyper server) on 127.0.0.1, loads it, prints the result, and checks
 //! loadlab's counts against the server's own.
 
-use super::run::{execute, parse_duration};
+use super::run::{execute, install_ctrlc, parse_duration};
 use crate::output::{Destination, Outputs};
 use anyhow::Context as _;
 use clap::Args;
@@ -32,6 +32,8 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    // Before the demo's servers start: see `install_ctrlc`.
+    install_ctrlc()?;
     let outputs = Outputs {
         json: args
             .json

@@ -5,7 +5,6 @@
 use crate::output::{self, Destination, Outputs};
 use crate::progress::Progress;
 use crate::spill::run::{Save, Spill};
-use anyhow::Context as _;
 use loadlab_engine::{RunControl, RunResult};
 use loadlab_report::{HdrLogExporter, JsonExporter};
 use loadlab_session::metrics::MetricsPlan;
@@ -13,6 +12,7 @@ use loadlab_session::{Session, SessionOutcome};
 use loadlab_store::RunId;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Runs a prepared session with a progress bar and Ctrl-C handling, then prints and writes
 /// the result. Shared by every command that drives load.
@@ -48,7 +48,8 @@ pub fn execute_saving(
     }
     let control = RunControl::new();
     let spill = Spill::start(&control, &outputs, quiet, save, session);
-    install_ctrlc(&control)?;
+    install_ctrlc()?;
+    *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) = Some(control.clone());
     let progress = Progress::start(session.config(), &control);
     // The session scrapes and sends around the run (and keeps it for later runs).
     session.set_metrics(metrics.clone());
@@ -104,17 +105,34 @@ pub fn execute_saving(
 
 static CTRL_C: AtomicBool = AtomicBool::new(false);
 
-/// First Ctrl-C: stop the run and keep what was measured. Second: leave at once (deleting
-/// any cgroup and shaped link loadlab made; a launched server dies with loadlab).
-fn install_ctrlc(control: &RunControl) -> anyhow::Result<()> {
-    let control = control.clone();
-    crate::signals::set_handler(move || {
-        if CTRL_C.swap(true, Ordering::AcqRel) {
-            loadlab_probe::cgroup::cleanup_all();
-            loadlab_machine::link::cleanup_all();
-            std::process::exit(crate::signals::interrupted_code().into());
-        }
-        control.stop();
-    })
-    .context("cannot install the Ctrl-C handler")
+/// The run being measured, once it has started: a first Ctrl-C stops it.
+static RUNNING: Mutex<Option<RunControl>> = Mutex::new(None);
+
+/// Installs the Ctrl-C (and SIGTERM, SIGHUP) handler of `loadlab run` and `loadlab demo`, once
+/// per process; called before anything is built or started. Until the run starts (a target
+/// being built, a server launched and waited for, up to `--startup-timeout`) a Ctrl-C leaves
+/// at once, deleting any cgroup (with the server in it) and shaped link loadlab made: without
+/// a handler the signal killed loadlab outright, and a launched server's children outlived it
+/// in a cgroup nobody removed. During the run, the first Ctrl-C stops it and keeps what was
+/// measured; the second leaves at once, the same way.
+pub fn install_ctrlc() -> anyhow::Result<()> {
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            crate::signals::set_handler(|| {
+                let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                match running {
+                    Some(control) if !CTRL_C.swap(true, Ordering::AcqRel) => control.stop(),
+                    _ => {
+                        let _leaving = crate::signals::LEAVING.lock();
+                        loadlab_probe::cgroup::cleanup_all();
+                        loadlab_machine::link::cleanup_all();
+                        std::process::exit(crate::signals::interrupted_code().into());
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|e| anyhow::anyhow!("cannot install the Ctrl-C handler: {e}"))
 }

@@ -14,7 +14,7 @@ mod metrics_args;
 mod parse;
 
 pub use args::{RequestArgs, RunArgs};
-pub use execute::{execute, execute_saving};
+pub use execute::{execute, execute_saving, install_ctrlc};
 pub use metrics_args::{plan as metrics_plan, MetricsArgs};
 pub use parse::{count, flag_for, flags_named, parse_duration, rate, session_spec};
 
@@ -24,6 +24,8 @@ use loadlab_session::{MachineOptions, Session};
 use std::process::ExitCode;
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    // Before anything is built or started: see `install_ctrlc`.
+    install_ctrlc()?;
     let spec = session_spec(&args)?;
     let metrics = metrics_plan(
         &args.metrics,
