@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::assert_valid;
+use common::{assert_valid, groups_of};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -98,34 +98,6 @@ fn wait_until_serving(port: u16) {
         assert!(Instant::now() < deadline, "the fixture did not start");
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// Every directory named `loadlab-PID-*` under the cgroup mounts.
-fn groups_of(pid: u32) -> Vec<PathBuf> {
-    fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let path = e.path();
-            if !path.is_dir() {
-                continue;
-            }
-            if e.file_name().to_string_lossy().starts_with(prefix) {
-                out.push(path);
-            } else if depth > 0 {
-                walk(&path, prefix, depth - 1, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(
-        Path::new("/sys/fs/cgroup"),
-        &format!("loadlab-{pid}-"),
-        4,
-        &mut out,
-    );
-    out
 }
 
 #[test]

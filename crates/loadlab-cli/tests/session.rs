@@ -1,6 +1,8 @@
 //! One measured run as a library, many times in one process, leaves nothing behind; and the
 //! one launcher's servers never outlive loadlab, even a `kill -9` of it.
 
+mod common;
+
 use loadlab_engine::{RunControl, RunSpec};
 use loadlab_probe::{Limits, LimitsMode};
 use loadlab_session::{BusyPoll, ServerKind, ServerSpec, Session, SessionSpec};
@@ -215,6 +217,7 @@ command = ["sh", "-c", "exec {FIXTURE} --print-address"]
         })
     };
     assert!(alive(pid), "the target runs while lab serve does");
+    let serve_pid = serve.id();
     // SIGKILL: no handler runs; only the kernel's death signal can stop the target.
     serve.kill().unwrap();
     serve.wait().unwrap();
@@ -228,6 +231,11 @@ command = ["sh", "-c", "exec {FIXTURE} --print-address"]
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
     let _ = std::fs::remove_dir_all(&lab);
+    // Nothing removed the cgroups lab serve made (empty now): this test does, as the next
+    // run's sweep of stale groups would, so that it leaves nothing behind.
+    for group in common::groups_of(serve_pid) {
+        let _ = std::fs::remove_dir(group);
+    }
     assert!(
         !left,
         "the target (pid {pid}) outlived a killed `loadlab lab serve`"

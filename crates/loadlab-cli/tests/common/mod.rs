@@ -1,4 +1,7 @@
-//! Helpers shared by the CLI's test files.
+//! Helpers shared by the CLI's test files (not every file uses every one).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
 
 /// Fails with every violation when `value` does not follow `schema/run-result.schema.json`.
 pub fn assert_valid(value: &serde_json::Value) {
@@ -13,4 +16,33 @@ pub fn assert_valid(value: &serde_json::Value) {
         errors.is_empty(),
         "result does not match the schema: {errors:#?}"
     );
+}
+
+/// The cgroups a loadlab process (`pid`) made for the servers it launched (`loadlab-PID-N`),
+/// in every hierarchy, a few levels down (v1 memory groups sit below the caller's own).
+pub fn groups_of(pid: u32) -> Vec<PathBuf> {
+    fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if !path.is_dir() {
+                continue;
+            }
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                out.push(path);
+            } else if depth > 0 {
+                walk(&path, prefix, depth - 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        Path::new("/sys/fs/cgroup"),
+        &format!("loadlab-{pid}-"),
+        4,
+        &mut out,
+    );
+    out
 }
