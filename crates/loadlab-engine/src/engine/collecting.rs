@@ -6,7 +6,11 @@
 //! did this work on the worker's core at the worker's priority, about 1 ms per interval on
 //! the 2-core VM, and each time the requests due meanwhile went out late (docs/open-loop.md).
 //! Now it runs when the workers leave the core idle, and under full load falls behind, never
-//! loses an interval: batches wait in the channel, and everything is merged by the end.
+//! loses an interval: batches wait in the channel, and everything is merged by the end. What
+//! reads intervals as the run goes (the spill file, `--metrics-out`) then lags with it: on a
+//! machine whose every core other work keeps busy, by as long as that lasts. A thread at this
+//! policy still gets a sliver of a busy core (by its weight), so the lag is bounded by the
+//! work, not endless.
 //!
 //! It is started before the clock starts, so that the run's first moments spend nothing on
 //! starting a thread; it learns the start time through [`Collecting::started`].

@@ -16,8 +16,9 @@ impl StealSampler {
         let thread = std::thread::Builder::new()
             .name("loadlab-steal".into())
             .spawn(move || {
-                // Bookkeeping: it must not take a pinned worker's core (see `collecting`).
-                sys::yield_to_workers();
+                // At the default priority: its reading at each boundary takes microseconds,
+                // and a read delayed by busy workers would blame one interval's steal on the
+                // next.
                 let mut out = Vec::new();
                 let mut last = sys::cpu_steal_ticks();
                 let mut next = start + interval;
