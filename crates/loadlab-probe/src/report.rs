@@ -63,12 +63,19 @@ pub fn summarize(
 ) -> Option<ResourceSummary> {
     // A small tolerance: the last sample is taken just after the run ends.
     let slack = 0.05;
-    let inside: Vec<usize> = (1..samples.len())
-        .filter(|&i| {
-            let t = secs_between(origin, samples[i].at);
-            t > from_s && t <= to_s + slack
-        })
+    let at = |i: usize| secs_between(origin, samples[i].at);
+    let mut inside: Vec<usize> = (1..samples.len())
+        .filter(|&i| at(i) > from_s && at(i) <= to_s + slack)
         .collect();
+    // The window the run ends in counts whole, even when the sample that closes it came late
+    // (the caller busy at the run's end, a loaded machine): its counters hold the run's last
+    // bytes and CPU, and after the end the load has stopped, so what it adds past the end is
+    // next to nothing. Dropping it lost up to a whole sample interval of the run's tail.
+    if inside.last().is_none_or(|&i| at(i) < to_s) {
+        if let Some(closing) = (1..samples.len()).find(|&i| at(i) > to_s + slack) {
+            inside.push(closing);
+        }
+    }
     let (&first, &last) = (inside.first()?, inside.last()?);
     let all = windows(samples, origin);
     // A window much shorter than the rest (the last sample, taken when the run ends) gives a
@@ -227,6 +234,24 @@ mod tests {
         assert!((sum.sent_per_s.unwrap().p50 - 10_000.0).abs() < 1e-6);
         let share = sum.memory_limit_share.unwrap();
         assert!((share.max - 26.0 / 64.0).abs() < 1e-9);
+    }
+
+    /// The sample that closes the run's last window came 350 ms after the end (samples every
+    /// 100 ms until 1.1 s, the run ending at 1.15 s, the next sample at 1.5 s): the bytes of
+    /// that window are the run's and count.
+    #[test]
+    fn a_late_closing_sample_still_counts_the_runs_tail() {
+        let origin = Instant::now();
+        let mut s = series(origin, &[8; 11], &[10]);
+        let mut closing = s.last().unwrap().clone();
+        closing.at = origin + Duration::from_millis(1_500);
+        closing.sent_bytes = Some(11_500);
+        s.push(closing);
+        let sum = summarize(&s, origin, 0.0, 1.15, None, None).unwrap();
+        assert_eq!(sum.sent_bytes, Some(11_500));
+        // On time, nothing changes: the samples up to the end, and no later one.
+        let sum = summarize(&s, origin, 0.0, 1.1, None, None).unwrap();
+        assert_eq!(sum.sent_bytes, Some(11_000));
     }
 
     #[test]
