@@ -243,7 +243,7 @@ mod tests {
     fn a_late_closing_sample_still_counts_the_runs_tail() {
         let origin = Instant::now();
         let mut s = series(origin, &[8; 11], &[10]);
-        let mut closing = s.last().unwrap().clone();
+        let mut closing = *s.last().unwrap();
         closing.at = origin + Duration::from_millis(1_500);
         closing.sent_bytes = Some(11_500);
         s.push(closing);
