@@ -164,7 +164,7 @@ pub fn environment() -> Environment {
 }
 
 /// Lets the calling thread run only when its core has nothing else to run (`SCHED_IDLE`): for
-/// loadlab's own bookkeeping threads (merging and writing intervals, sampling steal), so that
+/// loadlab's own bookkeeping threads (merging and writing intervals: `collecting`), so that
 /// on a generator pinned to a core or two they never take it from a worker. Measured on the
 /// 2-core VM (docs/open-loop.md): at the default priority, merging and writing each interval
 /// took a pinned open loop's core for about 1 ms, sending the requests due meanwhile late.
