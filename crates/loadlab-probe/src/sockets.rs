@@ -396,8 +396,47 @@ mod tests {
         assert!(!only.is_empty() && only.iter().all(|s| s.local_port == port));
     }
 
+    /// Runs `f` on a thread of a network namespace of its own, its loopback up. The kernel's
+    /// TCP tables there hold only what `f` makes: a machine whose TIME_WAIT table is full
+    /// (`net.ipv4.tcp_max_tw_buckets`: load tests that close their connections fill it, for a
+    /// minute) creates no TIME_WAIT socket at all, and other tests' sockets would count.
+    fn in_a_netns_of_its_own(f: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(move || {
+            // SAFETY: unshare(2) moves only this thread into a new network namespace.
+            let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+            assert_eq!(
+                rc,
+                0,
+                "unshare(CLONE_NEWNET): {}",
+                std::io::Error::last_os_error()
+            );
+            // SAFETY: a plain socket(2) for the ioctl below; closed by OwnedFd.
+            let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+            assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+            // SAFETY: fd is a fresh descriptor nothing else owns.
+            let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+            // SAFETY: an all-zero ifreq is valid; its name is "lo", NUL-terminated.
+            let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+            for (d, s) in req.ifr_name.iter_mut().zip(b"lo") {
+                *d = *s as libc::c_char;
+            }
+            req.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_LOOPBACK | libc::IFF_RUNNING) as _;
+            let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+            // SAFETY: SIOCSIFFLAGS reads the ifreq it is given.
+            let rc = unsafe { libc::ioctl(raw, libc::SIOCSIFFLAGS, &req) };
+            assert_eq!(rc, 0, "lo up: {}", std::io::Error::last_os_error());
+            f();
+        })
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    }
+
     #[test]
     fn a_listeners_backlog_and_time_wait_on_its_port() {
+        in_a_netns_of_its_own(backlog_and_time_wait);
+    }
+
+    fn backlog_and_time_wait() {
         // std listens with a backlog of 128; the kernel caps it at somaxconn.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
