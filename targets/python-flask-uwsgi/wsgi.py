@@ -11,6 +11,8 @@ uWSGI imports this module once, in the master, and then forks the workers (its d
 python-flask's requests.Session is created before the fork, which is safe: it holds no
 connection yet, and each worker's copy opens its own."""
 
+import _ssl
+import ctypes
 import io
 import os
 import socket
@@ -68,5 +70,26 @@ if uwsgi.worker_id() == 0 and not config.tls:
     # To file descriptor 1 itself: uWSGI points Python's sys.stdout at stderr.
     os.write(1, f"listening on {'[' + host + ']' if ':' in host else host}:{port}\n".encode())
 
-# In each worker after the fork: exit with the master, even if it is killed.
-uwsgi.post_fork_hook = contract.die_with_parent
+
+def clear_openssl_errors() -> None:
+    """Empties this thread's OpenSSL error queue.
+
+    uWSGI's master leaves an OpenSSL error on its main thread's queue (PEM_R_NO_START_LINE,
+    0x480006c), and each worker's main thread inherits it at the fork: that thread's queue held
+    it, the worker's other threads' were empty. CPython does not empty the queue before
+    SSL_read (python/cpython#81891, #148594), and OpenSSL's SSL_get_error() looks at the queue
+    first. So when the main thread read a pooled upstream connection that another thread had
+    opened, before the response arrived, requests raised "SSLError: [PEM: NO_START_LINE]"
+    instead of waiting: about one /upstream check in 25 on a loaded machine. A handshake
+    empties the queue, so only that read was hit. Python has no ERR_clear_error of its own;
+    it is looked up through _ssl, so it is the libcrypto that Python's ssl module uses."""
+    ctypes.CDLL(_ssl.__file__).ERR_clear_error()
+
+
+def after_fork() -> None:
+    # Exit with the master, even if it is killed.
+    contract.die_with_parent()
+    clear_openssl_errors()
+
+
+uwsgi.post_fork_hook = after_fork
