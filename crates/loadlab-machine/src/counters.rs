@@ -14,6 +14,8 @@
 //! - `TcpExt SyncookiesSent`, `TCPAbortOnOverflow`, `TCPTimeouts`, `TCPAbortOnData`;
 //! - retransmissions: `Tcp RetransSegs` against `Tcp OutSegs`;
 //! - resets sent: `Tcp OutRsts` (every segment sent with RST);
+//! - `TcpExt TCPTimeWaitOverflow`: connections that closed without their TIME_WAIT because
+//!   the namespace's table was full (`net.ipv4.tcp_max_tw_buckets`);
 //! - resets received: Linux counts none as such. `Tcp EstabResets` counts connections that
 //!   went from ESTABLISHED or CLOSE-WAIT straight to CLOSED, which is what a reset received on
 //!   an open connection does; it also counts local aborts (closing with unread data, which
@@ -40,6 +42,7 @@ pub struct Tcp {
     pub out_rsts: u64,
     pub estab_resets: u64,
     pub aborts_on_data: u64,
+    pub time_wait_overflows: u64,
 }
 
 impl std::ops::Add for Tcp {
@@ -56,6 +59,7 @@ impl std::ops::Add for Tcp {
             out_rsts: self.out_rsts + o.out_rsts,
             estab_resets: self.estab_resets + o.estab_resets,
             aborts_on_data: self.aborts_on_data + o.aborts_on_data,
+            time_wait_overflows: self.time_wait_overflows + o.time_wait_overflows,
         }
     }
 }
@@ -102,6 +106,7 @@ impl Tcp {
             out_rsts: get("Tcp.OutRsts"),
             estab_resets: get("Tcp.EstabResets"),
             aborts_on_data: get("TcpExt.TCPAbortOnData"),
+            time_wait_overflows: get("TcpExt.TCPTimeWaitOverflow"),
         }
     }
 }
@@ -185,6 +190,7 @@ pub fn delta(
         resets_sent: d(|t| t.out_rsts),
         resets_received: d(|t| t.estab_resets),
         aborts_on_data: d(|t| t.aborts_on_data),
+        time_wait_overflows: d(|t| t.time_wait_overflows),
         time_wait: match (port, before.time_wait, after.time_wait) {
             (Some(port), Some(before), Some(after)) => Some(TimeWait {
                 port,
@@ -288,6 +294,18 @@ pub fn findings(k: &KernelCounters, ctx: &Context) -> Findings {
             thousands(k.resets_sent)
         ));
     }
+    if k.time_wait_overflows > 0 {
+        let short = match k.time_wait {
+            Some(tw) => format!(", and the count of TIME_WAIT on port {} is short", tw.port),
+            None => String::new(),
+        };
+        f.warnings.push(format!(
+            "{} connections closed without their 60 s in TIME_WAIT: the kernel's table of \
+             them was full (net.ipv4.tcp_max_tw_buckets){short}. Connections opened and closed \
+             faster than the table drains; keep-alive avoids it{host_wide}",
+            thousands(k.time_wait_overflows)
+        ));
+    }
     if let Some(tw) = k.time_wait {
         if tw.before >= TIME_WAIT_MANY {
             f.warnings.push(format!(
@@ -314,8 +332,8 @@ pub fn findings(k: &KernelCounters, ctx: &Context) -> Findings {
 mod tests {
     use super::*;
 
-    const NETSTAT: &str = "TcpExt: SyncookiesSent SyncookiesRecv ListenOverflows ListenDrops TCPTimeouts TCPAbortOnData TCPAbortOnOverflow\n\
-TcpExt: 3 0 1234 1300 7 2 0\n\
+    const NETSTAT: &str = "TcpExt: SyncookiesSent SyncookiesRecv ListenOverflows ListenDrops TCPTimeouts TCPAbortOnData TCPAbortOnOverflow TCPTimeWaitOverflow\n\
+TcpExt: 3 0 1234 1300 7 2 0 41\n\
 IpExt: InNoRoutes InOctets\n\
 IpExt: 0 999\n";
     const SNMP: &str = "Ip: Forwarding DefaultTTL\n\
@@ -339,6 +357,7 @@ Tcp: 1 200 120000 -1 10 10 0 5 3 100 1000 20 0 9\n";
                 out_rsts: 9,
                 estab_resets: 5,
                 aborts_on_data: 2,
+                time_wait_overflows: 41,
             }
         );
         // MaxConn (-1) is not a counter.
@@ -360,6 +379,7 @@ Tcp: 1 200 120000 -1 10 10 0 5 3 100 1000 20 0 9\n";
             resets_sent: 0,
             resets_received: 0,
             aborts_on_data: 0,
+            time_wait_overflows: 0,
             time_wait: None,
             listen_backlog: None,
         };
@@ -445,6 +465,23 @@ Tcp: 1 200 120000 -1 10 10 0 5 3 100 1000 20 0 9\n";
                 vec![],
                 vec!["started with 2,000 sockets in TIME_WAIT on port 8080", "30,000 sockets were in TIME_WAIT"],
             ),
+            (
+                counters(|k| {
+                    k.time_wait_overflows = 12_345;
+                    k.time_wait = Some(TimeWait {
+                        port: 8080,
+                        before: 0,
+                        after: 131_072,
+                    })
+                }),
+                Context::default(),
+                vec![],
+                vec![
+                    "12,345 connections closed without their 60 s in TIME_WAIT",
+                    "net.ipv4.tcp_max_tw_buckets), and the count of TIME_WAIT on port 8080 is short",
+                    "whole host",
+                ],
+            ),
         ];
         for (i, (k, ctx, verdicts, warnings)) in cases.into_iter().enumerate() {
             let f = findings(&k, &ctx);
@@ -465,6 +502,76 @@ Tcp: 1 200 120000 -1 10 10 0 5 3 100 1000 20 0 9\n";
                 );
             }
         }
+    }
+
+    /// A network namespace made with `ip netns`, deleted when dropped.
+    struct TestNetns(String);
+
+    impl TestNetns {
+        fn new(name: String) -> TestNetns {
+            let ip = |args: &[&str]| {
+                let status = std::process::Command::new("ip")
+                    .args(args)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "ip {args:?}: {status}");
+            };
+            ip(&["netns", "add", &name]);
+            let ns = TestNetns(name);
+            ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+            ns
+        }
+        fn scope(&self) -> Scope {
+            Scope::Netns(format!("/run/netns/{}", self.0).into())
+        }
+    }
+
+    impl Drop for TestNetns {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "delete", &self.0])
+                .status();
+        }
+    }
+
+    #[test]
+    fn a_full_time_wait_table_is_counted_and_named() {
+        let ns = TestNetns::new(format!("loadlab-test-tw-{}", std::process::id()));
+        let scope = ns.scope();
+        // Room for one TIME_WAIT socket in this namespace (/proc/sys/net is the namespace of
+        // the thread that opens it): the second and third overflow.
+        scope
+            .run(|| std::fs::write("/proc/sys/net/ipv4/tcp_max_tw_buckets", "1"))
+            .unwrap()
+            .unwrap_or_else(|e| panic!("tcp_max_tw_buckets: {e}"));
+        let listener = scope
+            .run(|| std::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap()
+            .unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let before = snapshot(std::slice::from_ref(&scope), Some(port));
+        scope
+            .run(|| {
+                for _ in 0..3 {
+                    // The server closes first: its end would go to TIME_WAIT.
+                    let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    let (server, _) = listener.accept().unwrap();
+                    drop(server);
+                    drop(client);
+                }
+            })
+            .unwrap();
+        let after = snapshot(std::slice::from_ref(&scope), Some(port));
+        let k = delta(&before, &after, "test".into(), Some(port)).unwrap();
+        assert_eq!(k.time_wait_overflows, 2, "{k:?}");
+        assert_eq!(k.time_wait.map(|tw| tw.after), Some(1), "{k:?}");
+        let f = findings(&k, &Context::default());
+        assert!(
+            f.warnings
+                .iter()
+                .any(|w| w.starts_with("2 connections closed without")),
+            "{f:?}"
+        );
     }
 
     #[test]

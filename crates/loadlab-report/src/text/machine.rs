@@ -66,16 +66,20 @@ pub(super) fn tcp_rows(s: &mut String, k: &loadlab_result::machine::KernelCounte
         ),
     );
     if let Some(tw) = &k.time_wait {
-        row(
-            s,
-            &format!("{indent}TIME_WAIT"),
-            &format!(
-                "on port {}: {} at the start, {} at the end",
-                tw.port,
-                count(tw.before),
-                count(tw.after)
-            ),
+        let mut line = format!(
+            "on port {}: {} at the start, {} at the end",
+            tw.port,
+            count(tw.before),
+            count(tw.after)
         );
+        if k.time_wait_overflows > 0 {
+            let _ = write!(
+                line,
+                "; {} connections closed without it (the table was full)",
+                count(k.time_wait_overflows)
+            );
+        }
+        row(s, &format!("{indent}TIME_WAIT"), &line);
     }
 }
 
