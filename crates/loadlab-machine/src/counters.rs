@@ -190,7 +190,7 @@ pub fn delta(
         resets_sent: d(|t| t.out_rsts),
         resets_received: d(|t| t.estab_resets),
         aborts_on_data: d(|t| t.aborts_on_data),
-        time_wait_overflows: d(|t| t.time_wait_overflows),
+        time_wait_overflows: Some(d(|t| t.time_wait_overflows)),
         time_wait: match (port, before.time_wait, after.time_wait) {
             (Some(port), Some(before), Some(after)) => Some(TimeWait {
                 port,
@@ -294,7 +294,8 @@ pub fn findings(k: &KernelCounters, ctx: &Context) -> Findings {
             thousands(k.resets_sent)
         ));
     }
-    if k.time_wait_overflows > 0 {
+    let overflows = k.time_wait_overflows.unwrap_or(0);
+    if overflows > 0 {
         let short = match k.time_wait {
             Some(tw) => format!(", and the count of TIME_WAIT on port {} is short", tw.port),
             None => String::new(),
@@ -303,7 +304,7 @@ pub fn findings(k: &KernelCounters, ctx: &Context) -> Findings {
             "{} connections closed without their 60 s in TIME_WAIT: the kernel's table of \
              them was full (net.ipv4.tcp_max_tw_buckets){short}. Connections opened and closed \
              faster than the table drains; keep-alive avoids it{host_wide}",
-            thousands(k.time_wait_overflows)
+            thousands(overflows)
         ));
     }
     if let Some(tw) = k.time_wait {
@@ -379,7 +380,7 @@ Tcp: 1 200 120000 -1 10 10 0 5 3 100 1000 20 0 9\n";
             resets_sent: 0,
             resets_received: 0,
             aborts_on_data: 0,
-            time_wait_overflows: 0,
+            time_wait_overflows: Some(0),
             time_wait: None,
             listen_backlog: None,
         };
@@ -467,7 +468,7 @@ Tcp: 1 200 120000 -1 10 10 0 5 3 100 1000 20 0 9\n";
             ),
             (
                 counters(|k| {
-                    k.time_wait_overflows = 12_345;
+                    k.time_wait_overflows = Some(12_345);
                     k.time_wait = Some(TimeWait {
                         port: 8080,
                         before: 0,
@@ -563,7 +564,7 @@ Tcp: 1 200 120000 -1 10 10 0 5 3 100 1000 20 0 9\n";
             .unwrap();
         let after = snapshot(std::slice::from_ref(&scope), Some(port));
         let k = delta(&before, &after, "test".into(), Some(port)).unwrap();
-        assert_eq!(k.time_wait_overflows, 2, "{k:?}");
+        assert_eq!(k.time_wait_overflows, Some(2), "{k:?}");
         assert_eq!(k.time_wait.map(|tw| tw.after), Some(1), "{k:?}");
         let f = findings(&k, &Context::default());
         assert!(

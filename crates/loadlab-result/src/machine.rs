@@ -80,8 +80,8 @@ pub struct KernelCounters {
     /// `TcpExt TCPTimeWaitOverflow`: connections that closed without their TIME_WAIT because
     /// the table of them was full (`net.ipv4.tcp_max_tw_buckets`); the TIME_WAIT counts are
     /// then short. Absent from results made before it was read.
-    #[serde(default)]
-    pub time_wait_overflows: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_wait_overflows: Option<u64>,
     /// Sockets in TIME_WAIT with the target's port at either end, before and after.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_wait: Option<TimeWait>,

@@ -72,11 +72,11 @@ pub(super) fn tcp_rows(s: &mut String, k: &loadlab_result::machine::KernelCounte
             count(tw.before),
             count(tw.after)
         );
-        if k.time_wait_overflows > 0 {
+        if let Some(n) = k.time_wait_overflows.filter(|n| *n > 0) {
             let _ = write!(
                 line,
                 "; {} connections closed without it (the table was full)",
-                count(k.time_wait_overflows)
+                count(n)
             );
         }
         row(s, &format!("{indent}TIME_WAIT"), &line);
