@@ -25,10 +25,12 @@ pub struct IntervalFigures {
     pub completed_total: u64,
     /// Failures so far, by class (connect, timeout, reset, status, ...).
     pub failed_total_by_class: Vec<(String, u64)>,
-    /// Absent when the run does not say live (the series is then not sent).
+    /// Requests sent and not yet answered; absent when not known (the series is then not
+    /// sent).
     pub in_flight: Option<u64>,
     /// (quantile, latency in seconds) for this interval, e.g. (0.99, 0.012).
     pub latency_quantiles_s: Vec<(f64, f64)>,
+    /// Connections open at that moment; absent when not known.
     pub connections_open: Option<u64>,
     pub generator_cpu_cores: Option<f64>,
 }

@@ -218,4 +218,23 @@ fn metrics_out_reaches_prometheus_and_query_reads_the_run_back() {
         sent >= 2.0,
         "{sent} p50 samples for a 2 s run in 0.5 s intervals"
     );
+    // Requests in flight and connections open were sent as the run went; at its end no
+    // connection was open.
+    let series = |q: String| programs::query(&prom.addr, &q, now);
+    let in_flight =
+        format!("count_over_time(loadlab_requests_in_flight{{run_id=\"{run_id}\"}}[1m])");
+    let in_flight = series(in_flight).unwrap_or(0.0);
+    assert!(in_flight >= 2.0, "{in_flight} in-flight samples");
+    let open = |f: &str| {
+        series(format!(
+            "{f}(loadlab_connections_open{{run_id=\"{run_id}\"}}[1m])"
+        ))
+    };
+    let opened = r["measured"]["connections_opened"].as_f64().unwrap();
+    let most = open("max_over_time").unwrap_or(0.0);
+    assert!(
+        most >= 1.0 && most <= opened,
+        "at most {most} open of {opened} opened"
+    );
+    assert_eq!(open("last_over_time"), Some(0.0));
 }

@@ -14,6 +14,10 @@ pub struct ThreadProgress {
     pub failed: AtomicU64,
     /// `failed`, by class (indexed by `ErrorClass as usize`): touched only on a failure.
     pub failed_by_class: [AtomicU64; ErrorClass::COUNT],
+    /// Requests sent and not yet answered (the thread's recorder's count, mirrored).
+    pub in_flight: AtomicU64,
+    /// Connections open now: counted as each opens, and no longer as it is dropped.
+    pub connections_open: AtomicU64,
 }
 
 /// Lets another thread stop a run (Ctrl-C) and watch its progress.
@@ -50,6 +54,10 @@ pub struct ProgressSnapshot {
     pub failed: u64,
     /// `failed` by class, indexed by `ErrorClass as usize`.
     pub failed_by_class: [u64; ErrorClass::COUNT],
+    /// Requests sent and not yet answered.
+    pub in_flight: u64,
+    /// Connections open now.
+    pub connections_open: u64,
 }
 
 impl ProgressSnapshot {
@@ -153,6 +161,8 @@ impl RunControl {
         for t in threads {
             snap.completed += t.completed.load(Ordering::Relaxed);
             snap.failed += t.failed.load(Ordering::Relaxed);
+            snap.in_flight += t.in_flight.load(Ordering::Relaxed);
+            snap.connections_open += t.connections_open.load(Ordering::Relaxed);
             for (sum, n) in snap.failed_by_class.iter_mut().zip(&t.failed_by_class) {
                 *sum += n.load(Ordering::Relaxed);
             }

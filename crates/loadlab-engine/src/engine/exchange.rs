@@ -16,8 +16,8 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio::time::Sleep;
 
-pub(super) use record::{note_detail, record_failure, record_success};
-pub(super) use stream::{connect, dial, Dialed, Dialer, Stream};
+pub(super) use record::{note_detail, record_failure, record_sent, record_success, settled};
+pub(super) use stream::{connect, dial, Dialed, Dialer, Io, Stream};
 use wire::{await_close, exchange};
 
 /// The outcome of one request on an open connection.
@@ -173,11 +173,7 @@ impl Conn {
             return;
         };
         let sent_at = Instant::now();
-        {
-            let mut rec = ctx.recorder.borrow_mut();
-            rec.in_flight += 1;
-            rec.phase(due.phase).issued += 1;
-        }
+        record_sent(ctx, due.phase);
         let mut traffic = Traffic::default();
         let deadline = sent_at + ctx.timeout;
         let request = &ctx.requests[self.next];
@@ -266,11 +262,7 @@ impl Conn {
         };
         self.parser.set_request_is_head(is_head);
         let sent_at = Instant::now();
-        {
-            let mut rec = ctx.recorder.borrow_mut();
-            rec.in_flight += 1;
-            rec.phase(phase).issued += 1;
-        }
+        record_sent(ctx, phase);
         let mut traffic = Traffic::default();
         let deadline = sent_at + ctx.timeout;
         let outcome = exchange(

@@ -10,7 +10,10 @@
 //! connection (closed loop), as its own request, not counted as issued twice. Bytes counted for
 //! HTTP/2 are payload (DATA frame) bytes, not header or framing bytes.
 
-use super::exchange::{connect, note_detail, record_failure, record_success, Due, Stream, Traffic};
+use super::exchange::{
+    connect, note_detail, record_failure, record_sent, record_success, settled, Due, Io, Stream,
+    Traffic,
+};
 use super::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
@@ -246,11 +249,7 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
         }
     };
     let sent_at = Instant::now();
-    {
-        let mut rec = ctx.recorder.borrow_mut();
-        rec.in_flight += 1;
-        rec.phase(phase).issued += 1;
-    }
+    record_sent(ctx, phase);
     let mut traffic = Traffic::default();
     // Set when the server did not process the request: Some(true) when it refused only
     // the stream (the connection goes on), Some(false) when it is going away.
@@ -295,7 +294,7 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
         }
         Err(_) if unprocessed.get().is_some() && traffic.first_byte.is_none() => {
             let mut rec = ctx.recorder.borrow_mut();
-            rec.in_flight -= 1;
+            settled(ctx, &mut rec);
             let stats = rec.phase(phase);
             stats.issued -= 1;
             stats.bytes_sent += traffic.sent - traffic.booked_sent;
@@ -393,7 +392,7 @@ pub(super) async fn handshake(
     io: Stream,
     tls: bool,
 ) -> Result<SendRequest<Bytes>, (ErrorClass, String)> {
-    if let Stream::Tls(tls) = &io {
+    if let Io::Tls(tls) = &io.io {
         if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
             return Err((
                 ErrorClass::ProtocolError,

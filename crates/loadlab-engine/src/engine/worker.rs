@@ -44,6 +44,7 @@ pub(super) fn thread(
                 connect_timeout: shared.connect_timeout,
                 tls: shared.tls.as_ref(),
                 stamp_clock,
+                progress: &progress,
             };
             let h2_streams = shared.h2.is_some().then_some(shared.streams);
             let opening = open::preopen(

@@ -255,6 +255,9 @@ fn stop_ends_a_run_early_and_marks_it() {
     while server.counters().requests() < 4 {
         std::thread::yield_now();
     }
+    // What a progress display and --metrics-out read: 4 requests waiting on 4 connections.
+    let live = control.progress();
+    assert_eq!((live.in_flight, live.connections_open), (4, 4));
     control.stop();
     let r = rx
         .recv_timeout(Duration::from_secs(10))
@@ -262,6 +265,9 @@ fn stop_ends_a_run_early_and_marks_it() {
         .unwrap();
     assert!(r.interrupted);
     assert_eq!(r.in_flight_at_end, 4);
+    // The run closed its connections; the live count of requests in flight agrees with it.
+    let live = control.progress();
+    assert_eq!((live.in_flight, live.connections_open), (4, 0));
     assert!(r.warnings.iter().any(|w| w.contains("interrupted")));
     // The 4 requests went out although no answer came: their bytes count as sent when
     // written (it said "Sent 0 B"), on the timeline too.

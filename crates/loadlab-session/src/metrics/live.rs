@@ -1,6 +1,7 @@
-//! The figures `--metrics-out` sends: while the run goes, its progress counters and loadlab's
-//! own CPU, with the last finished interval's exact rate, offered rate and percentiles; at
-//! its end, its final figures. Reading them must never block the load: only counters and a
+//! The figures `--metrics-out` sends: while the run goes, its progress counters (requests
+//! completed, failed and in flight, connections open) and loadlab's own CPU, with the last
+//! finished interval's exact rate, offered rate and percentiles; at its end, its final
+//! figures. Reading them must never block the load: only counters and a
 //! lock held for a clone.
 
 use loadlab_engine::collector::IntervalSink;
@@ -94,6 +95,8 @@ pub fn live_figures(
                     .into_iter()
                     .map(|(class, n)| (class.to_string(), n)),
             ),
+            in_flight: Some(snap.in_flight),
+            connections_open: Some(snap.connections_open),
             generator_cpu_cores,
             ..IntervalFigures::default()
         };
@@ -131,8 +134,12 @@ fn quantiles(i: &IntervalSummary) -> Vec<(f64, f64)> {
 
 /// The run's figures at its end: the totals from its result (warm-up included, as the live
 /// counters were), the last whole interval's rate and percentiles (as observed, or from the
-/// result's timeline when no observer saw them).
-pub fn final_figures(result: &RunResult, latest: &Mutex<Latest>) -> IntervalFigures {
+/// result's timeline when no observer saw them), and the connections still open.
+pub fn final_figures(
+    result: &RunResult,
+    latest: &Mutex<Latest>,
+    connections_open: u64,
+) -> IntervalFigures {
     let warm = result.warmup.as_ref().map(|w| &w.requests);
     let m = &result.measured.requests;
     let observed = latest.lock().ok().and_then(|l| l.best().cloned());
@@ -161,7 +168,7 @@ pub fn final_figures(result: &RunResult, latest: &Mutex<Latest>) -> IntervalFigu
         in_flight: Some(result.in_flight_at_end),
         latency_quantiles_s: last.as_ref().map(quantiles).unwrap_or_default(),
         generator_cpu_cores: None,
-        connections_open: None,
+        connections_open: Some(connections_open),
     }
 }
 

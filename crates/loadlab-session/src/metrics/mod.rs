@@ -153,7 +153,7 @@ impl MetricsRun {
             }
         }
         if !self.feeds.is_empty() {
-            let figures = final_figures(result, &self.latest);
+            let figures = final_figures(result, &self.latest, control.progress().connections_open);
             if let Ok(mut last) = self.last.lock() {
                 *last = Some(figures);
             }

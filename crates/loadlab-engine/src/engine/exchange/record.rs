@@ -9,6 +9,25 @@ use crate::stats::Phase;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+/// A request is sent: one more issued in `phase`, and one more in flight, on the recorder
+/// and in the thread's live count.
+pub(in crate::engine) fn record_sent(ctx: &ThreadCtx, phase: Phase) {
+    let mut rec = ctx.recorder.borrow_mut();
+    rec.in_flight += 1;
+    rec.phase(phase).issued += 1;
+    ctx.progress
+        .in_flight
+        .store(rec.in_flight, Ordering::Relaxed);
+}
+
+/// A request sent is answered, failed or taken back: one fewer in flight.
+pub(in crate::engine) fn settled(ctx: &ThreadCtx, rec: &mut crate::stats::Recorder) {
+    rec.in_flight -= 1;
+    ctx.progress
+        .in_flight
+        .store(rec.in_flight, Ordering::Relaxed);
+}
+
 pub(in crate::engine) fn record_success(
     ctx: &ThreadCtx,
     due: &Due,
@@ -21,7 +40,7 @@ pub(in crate::engine) fn record_success(
     let end = t.last_rx.map_or_else(Instant::now, |rx| rx.max(sent_at));
     let since_start = end - ctx.start;
     let mut rec = ctx.recorder.borrow_mut();
-    rec.in_flight -= 1;
+    settled(ctx, &mut rec);
     let intended = due.intended.unwrap_or(sent_at);
     // A send a batch took early counts from when it left (see `pacing`).
     let response_ns =
@@ -94,7 +113,7 @@ pub(in crate::engine) fn record_failure(
 ) {
     let mut rec = ctx.recorder.borrow_mut();
     if was_in_flight {
-        rec.in_flight -= 1;
+        settled(ctx, &mut rec);
     } else {
         rec.phase(phase).issued += 1;
     }

@@ -3,31 +3,57 @@
 //! It reads and writes bytes; it knows nothing of HTTP and records only the connect.
 
 use super::super::stamped::{StampClock, StampedTcp};
-use super::super::ThreadCtx;
+use super::super::{ThreadCtx, ThreadProgress};
 use crate::error::ErrorClass;
 use crate::stats::Phase;
 use crate::tls::TlsSettings;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-/// An open connection: plain TCP, or TLS over TCP.
-pub(in crate::engine) enum Stream {
+/// An open connection, counted among its thread's open ones while it lives.
+pub(in crate::engine) struct Stream {
+    pub io: Io,
+    _open: Open,
+}
+
+/// The socket: plain TCP, or TLS over TCP.
+pub(in crate::engine) enum Io {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
     /// Plain TCP whose reads carry the kernel's receive time (an open loop on a tick).
     Stamped(StampedTcp),
 }
 
+/// One of the thread's open connections, for the live figures (`--metrics-out`'s
+/// `loadlab_connections_open`): counted when it opens, and no longer when it is dropped,
+/// whoever drops it (an HTTP/1.1 exchange, or an HTTP/2 connection's driver).
+struct Open(Arc<ThreadProgress>);
+
+impl Open {
+    fn new(progress: &Arc<ThreadProgress>) -> Open {
+        progress.connections_open.fetch_add(1, Ordering::Relaxed);
+        Open(progress.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl Stream {
     /// When the bytes of the last read arrived, where the kernel stamped them.
     #[inline]
     pub(super) fn last_rx(&self) -> Option<Instant> {
-        match self {
-            Stream::Stamped(s) => s.last_rx(),
+        match &self.io {
+            Io::Stamped(s) => s.last_rx(),
             _ => None,
         }
     }
@@ -40,10 +66,10 @@ impl AsyncRead for Stream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-            Stream::Stamped(s) => Pin::new(s).poll_read(cx, buf),
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Io::Stamped(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -55,26 +81,26 @@ impl AsyncWrite for Stream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-            Stream::Stamped(s) => Pin::new(s).poll_write(cx, buf),
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Io::Stamped(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
     #[inline]
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(_) | Stream::Stamped(_) => Poll::Ready(Ok(())),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        match &mut self.get_mut().io {
+            Io::Plain(_) | Io::Stamped(_) => Poll::Ready(Ok(())),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-            Stream::Stamped(s) => Pin::new(s).poll_shutdown(cx),
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Io::Stamped(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }
@@ -90,6 +116,8 @@ pub(in crate::engine) struct Dialer<'a> {
     pub tls: Option<&'a TlsSettings>,
     /// Plain TCP whose reads carry the kernel's receive time.
     pub stamp_clock: Option<StampClock>,
+    /// Where the thread's open connections are counted.
+    pub progress: &'a Arc<ThreadProgress>,
 }
 
 impl Dialer<'_> {
@@ -99,6 +127,7 @@ impl Dialer<'_> {
             connect_timeout: ctx.connect_timeout,
             tls: ctx.tls.as_ref(),
             stamp_clock: ctx.stamp_clock,
+            progress: &ctx.progress,
         }
     }
 }
@@ -156,6 +185,10 @@ pub(in crate::engine) async fn dial(d: &Dialer<'_>) -> (Option<Dialed>, Result<S
     };
     // Requests are written whole; Nagle would only delay them.
     let _ = tcp.set_nodelay(true);
+    let stream = |io| Stream {
+        io,
+        _open: Open::new(d.progress),
+    };
     let connected = Instant::now();
     let mut dialed = Dialed {
         connect: connected - started,
@@ -164,17 +197,17 @@ pub(in crate::engine) async fn dial(d: &Dialer<'_>) -> (Option<Dialed>, Result<S
     let Some(tls) = d.tls else {
         if let Some(clock) = d.stamp_clock {
             if StampedTcp::enable_stamps(&tcp) {
-                let stream = StampedTcp::new(tcp, clock)
-                    .map(Stream::Stamped)
+                let stamped = StampedTcp::new(tcp, clock)
+                    .map(|s| stream(Io::Stamped(s)))
                     .map_err(|e| (ErrorClass::from_io(&e), None));
-                return (Some(dialed), stream);
+                return (Some(dialed), stamped);
             }
         }
-        return (Some(dialed), Ok(Stream::Plain(tcp)));
+        return (Some(dialed), Ok(stream(Io::Plain(tcp))));
     };
     let budget = d.connect_timeout.saturating_sub(connected - started);
     let handshake = tls.connector.connect(tls.server_name.clone(), tcp);
-    let stream = match tokio::time::timeout(budget, handshake).await {
+    let tls_stream = match tokio::time::timeout(budget, handshake).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             let (class, detail) = crate::tls::classify_handshake_error(&e);
@@ -188,7 +221,7 @@ pub(in crate::engine) async fn dial(d: &Dialer<'_>) -> (Option<Dialed>, Result<S
             );
         }
     };
-    let resumed = stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+    let resumed = tls_stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
     dialed.tls = Some((connected.elapsed(), resumed));
-    (Some(dialed), Ok(Stream::Tls(Box::new(stream))))
+    (Some(dialed), Ok(stream(Io::Tls(Box::new(tls_stream)))))
 }

@@ -91,6 +91,7 @@ pub(crate) async fn preopen(
         let mut batch = tokio::task::JoinSet::new();
         for _ in 0..(want - opened.len()).min(AT_ONCE) {
             let tls = tls.clone();
+            let progress = dialer.progress.clone();
             let (address, connect_timeout, stamp_clock) =
                 (dialer.address, dialer.connect_timeout, dialer.stamp_clock);
             batch.spawn_local(async move {
@@ -99,6 +100,7 @@ pub(crate) async fn preopen(
                     connect_timeout,
                     tls: tls.as_ref().as_ref(),
                     stamp_clock,
+                    progress: &progress,
                 };
                 open_one(&d, h2).await
             });
