@@ -388,7 +388,7 @@ fn a_lab_target_given_twice_the_cpu_sustains_about_twice_the_rate() {
     );
     let dir = scratch("quota");
     let mut found = Vec::new();
-    for cpus in ["0.25", "0.5"] {
+    for (cpus, quota) in [("0.25", 0.25), ("0.5", 0.5)] {
         let (out, doc) = run_capacity(
             loadlab()
                 .current_dir(&repo)
@@ -411,16 +411,42 @@ fn a_lab_target_given_twice_the_cpu_sustains_about_twice_the_rate() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        // The server never had more than its quota in any probe (a second's CPU over a
+        // second, so a period's worth of slack: 0.26 cores was seen at 0.25), and the search
+        // went as far as the quota: the probes it missed found the server at it.
+        let cores: Vec<(bool, f64)> = doc["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let held = p["judgment"]["pass"].as_bool() == Some(true);
+                (
+                    held,
+                    p["measure"]["server_cpu_cores"].as_f64().unwrap_or(0.0),
+                )
+            })
+            .collect();
+        assert!(
+            cores.iter().all(|(_, c)| *c <= quota * 1.15),
+            "{cpus} cores: {cores:?}"
+        );
+        assert!(
+            cores.iter().any(|(held, c)| !held && *c >= quota * 0.85),
+            "{cpus} cores: {cores:?}"
+        );
         found.push(estimate(&doc));
     }
     let ratio = found[1] / found[0];
     eprintln!("rust-axum capacity at 0.25 and 0.5 cores: {found:?}, ratio {ratio:.2}");
-    // About 2 on a quiet machine (1.9 to 2.2 measured). Other work on core 0 takes its share
-    // of the time the quota allows, and takes a bigger share of a smaller quota, so a busy
-    // machine pushes the ratio up (2.78 was seen with builds running): the bounds tell a
-    // search that follows the quota from one that ignores it (about 1), not a quiet machine
-    // from a busy one.
-    assert!((1.5..=3.5).contains(&ratio), "{found:?}: ratio {ratio:.2}");
+    // About 2, but one search's estimate at a quota's edge varies: at 0.25 cores, 15 searches
+    // on the 2-core VM found 5,750 to 11,000/s (median 7,250), each with the server at its
+    // quota. The CPU a request costs changes with how many requests each wake-up batches
+    // (8,000/s took 0.18 cores in one search, 0.25 in another), and a probe after an
+    // overload starts with its queue. Other work on core 0 squeezes a small quota more and
+    // pushes the ratio up (2.78 was seen with builds running). The bounds tell a search that
+    // follows the quota from one that ignores it (about 1); the quota itself is checked
+    // above, probe by probe.
+    assert!((1.25..=3.5).contains(&ratio), "{found:?}: ratio {ratio:.2}");
 }
 
 #[test]
