@@ -438,15 +438,15 @@ fn a_lab_target_given_twice_the_cpu_sustains_about_twice_the_rate() {
     }
     let ratio = found[1] / found[0];
     eprintln!("rust-axum capacity at 0.25 and 0.5 cores: {found:?}, ratio {ratio:.2}");
-    // About 2, but one search's estimate at a quota's edge varies: at 0.25 cores, 15 searches
-    // on the 2-core VM found 5,750 to 11,000/s (median 7,250), each with the server at its
-    // quota. The CPU a request costs changes with how many requests each wake-up batches
-    // (8,000/s took 0.18 cores in one search, 0.25 in another), and a probe after an
-    // overload starts with its queue. Other work on core 0 squeezes a small quota more and
-    // pushes the ratio up (2.78 was seen with builds running). The bounds tell a search that
-    // follows the quota from one that ignores it (about 1); the quota itself is checked
-    // above, probe by probe.
-    assert!((1.25..=3.5).contains(&ratio), "{found:?}: ratio {ratio:.2}");
+    // About 2, but one search's estimate at a quota's edge varies a lot: at 0.25 cores, 20
+    // searches on the 2-core VM found 5,750 to 11,000/s (median 7,250), and at 0.5 cores
+    // 15,500 to 28,000/s, each with the server at its quota. The CPU a request costs falls
+    // when the server, held back by its quota, finds several requests waiting at each
+    // wake-up (8,000/s took 0.18 cores in one search and 0.25 in another), and a probe after
+    // an overload starts with its queue. So the quota itself is checked above, probe by
+    // probe, and the ratio only has to say that twice the CPU sustained clearly more: a
+    // search that ignores the quota gives about 1. Ratios seen: 1.41 to 3.61.
+    assert!((1.25..=5.0).contains(&ratio), "{found:?}: ratio {ratio:.2}");
 }
 
 #[test]
