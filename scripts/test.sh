@@ -15,7 +15,8 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test"
-cargo test --workspace --locked
+# Every test binary runs even after one fails, so a failure never hides the others' results.
+cargo test --workspace --locked --no-fail-fast
 
 step "README: the first command (portfolio-migration), shortened: 2 runs per arm of 2 s"
 ci_tmp=$(mktemp -d)
