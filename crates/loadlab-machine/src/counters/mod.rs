@@ -1,8 +1,8 @@
 //! The kernel's own TCP counters around a run: read from `/proc/net/netstat` (`TcpExt`) and
 //! `/proc/net/snmp` (`Tcp`) at the start and the end of the measured time, and the sockets in
 //! TIME_WAIT on the target's port (`sock_diag`). Their deltas go in the result, and the ones
-//! that mean something become plain words ("the server's listen queue overflowed 1,234
-//! times: its backlog (BACKLOG=0 here) is too small for this load").
+//! that mean something become plain words ([`findings`]: "the server's listen queue
+//! overflowed 1,234 times: its backlog (BACKLOG=0 here) is too small for this load").
 //!
 //! These counters belong to a network namespace, not to a process: in the default namespace
 //! every process on the host adds to them. A server behind a shaped link has a namespace of
@@ -22,7 +22,6 @@
 //!   sends a reset and moves `TCPAbortOnClose`/`TCPAbortOnData`). `TCPAbortOnData` alone is a
 //!   reset *sent*, not received.
 
-use crate::checks::thousands;
 use crate::netns::Scope;
 use loadlab_result::machine::{KernelCounters, TimeWait};
 use std::collections::HashMap;
@@ -203,131 +202,8 @@ pub fn delta(
     })
 }
 
-/// What the verdicts need to know beyond the counters.
-#[derive(Debug, Clone, Default)]
-pub struct Context {
-    /// The server is on this machine (loopback or behind loadlab's link): its listen queue
-    /// is among those counted.
-    pub server_local: bool,
-    /// `BACKLOG` as given to a launched server, when it was.
-    pub backlog_env: Option<String>,
-    /// Requests issued in the measured time.
-    pub issued: u64,
-}
-
-/// Conclusions in plain words: verdicts (who was the bottleneck) and warnings.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Findings {
-    pub verdicts: Vec<String>,
-    pub warnings: Vec<String>,
-}
-
-/// Retransmissions above this share of segments sent are worth a warning.
-pub const RETRANSMIT_SHARE: f64 = 0.01;
-/// TIME_WAIT sockets on the port past this count are worth a warning.
-pub const TIME_WAIT_MANY: u64 = 1_000;
-
-pub fn findings(k: &KernelCounters, ctx: &Context) -> Findings {
-    let mut f = Findings::default();
-    let host_wide = if ctx.server_local {
-        ""
-    } else {
-        " (counted for this whole host: the remote server's own kernel keeps its own counts)"
-    };
-    if ctx.server_local && (k.listen_overflows > 0 || k.listen_drops > 0) {
-        let backlog = match (&ctx.backlog_env, k.listen_backlog) {
-            (Some(env), Some(held)) => format!("BACKLOG={env} here; the kernel held {held}"),
-            (Some(env), None) => format!("BACKLOG={env} here"),
-            (None, Some(held)) => format!("{held}, as the kernel held it"),
-            (None, None) => "not known here".into(),
-        };
-        let times = k.listen_overflows.max(k.listen_drops);
-        f.verdicts.push(format!(
-            "the server's listen queue overflowed {} time{}{}: its backlog ({backlog}) is too \
-             small for this load, or it accepts too slowly; each connection turned away waits \
-             for a SYN retransmission (1 s or more). Raise the backlog (BACKLOG for the lab's \
-             targets, and net.core.somaxconn)",
-            thousands(times),
-            if times == 1 { "" } else { "s" },
-            if k.listen_drops > k.listen_overflows {
-                format!(
-                    " ({} connection attempts dropped in all)",
-                    thousands(k.listen_drops)
-                )
-            } else {
-                String::new()
-            }
-        ));
-    }
-    if k.syncookies_sent > 0 {
-        f.warnings.push(format!(
-            "the kernel answered {} SYNs with cookies: a SYN queue was full \
-             (net.ipv4.tcp_max_syn_backlog){host_wide}",
-            thousands(k.syncookies_sent)
-        ));
-    }
-    if k.aborts_on_overflow > 0 {
-        f.warnings.push(format!(
-            "{} handshakes were reset on a full accept queue (net.ipv4.tcp_abort_on_overflow=1): \
-             clients saw connection resets{host_wide}",
-            thousands(k.aborts_on_overflow)
-        ));
-    }
-    let share = k.retransmitted_segments as f64 / k.segments_sent.max(1) as f64;
-    if k.retransmitted_segments > 0 && share >= RETRANSMIT_SHARE {
-        f.warnings.push(format!(
-            "TCP retransmitted {} segments ({:.1}% of {} sent) and timed out {} times: packets \
-             were lost or held up (a full queue, or a capped link's drops); each timeout \
-             stalls a connection 200 ms or more{host_wide}",
-            thousands(k.retransmitted_segments),
-            share * 100.0,
-            thousands(k.segments_sent),
-            thousands(k.timeouts)
-        ));
-    }
-    let resets_many = (ctx.issued / 100).max(10);
-    if k.resets_received > resets_many {
-        f.warnings.push(format!(
-            "{} connections were reset while open (Tcp EstabResets: a reset received, or a \
-             socket closed with unread data) and {} resets were sent{host_wide}",
-            thousands(k.resets_received),
-            thousands(k.resets_sent)
-        ));
-    }
-    let overflows = k.time_wait_overflows.unwrap_or(0);
-    if overflows > 0 {
-        let short = match k.time_wait {
-            Some(tw) => format!(", and the count of TIME_WAIT on port {} is short", tw.port),
-            None => String::new(),
-        };
-        f.warnings.push(format!(
-            "{} connections closed without their 60 s in TIME_WAIT: the kernel's table of \
-             them was full (net.ipv4.tcp_max_tw_buckets){short}. Connections opened and closed \
-             faster than the table drains; keep-alive avoids it{host_wide}",
-            thousands(overflows)
-        ));
-    }
-    if let Some(tw) = k.time_wait {
-        if tw.before >= TIME_WAIT_MANY {
-            f.warnings.push(format!(
-                "the run started with {} sockets in TIME_WAIT on port {}, left by an earlier run \
-                 (each lasts 60 s): wait a minute between runs with a new connection per request",
-                thousands(tw.before),
-                tw.port
-            ));
-        }
-        if tw.after >= TIME_WAIT_MANY && tw.after > tw.before {
-            f.warnings.push(format!(
-                "{} sockets were in TIME_WAIT on port {} at the end ({} at the start): each holds \
-                 its pair of ports for 60 s, and the next run starts with them",
-                thousands(tw.after),
-                tw.port,
-                thousands(tw.before)
-            ));
-        }
-    }
-    f
-}
+mod findings;
+pub use findings::{findings, Context, Findings};
 
 #[cfg(test)]
 mod tests {
@@ -364,145 +240,6 @@ Tcp: 1 200 120000 -1 10 10 0 5 3 100 1000 20 0 9\n";
         // MaxConn (-1) is not a counter.
         assert!(!parse_tables(SNMP).contains_key("Tcp.MaxConn"));
         assert_eq!(parse_tables(NETSTAT)["IpExt.InOctets"], 999);
-    }
-
-    fn counters(f: impl FnOnce(&mut KernelCounters)) -> KernelCounters {
-        let mut k = KernelCounters {
-            scope: "test".into(),
-            measured_s: 1.0,
-            listen_overflows: 0,
-            listen_drops: 0,
-            syncookies_sent: 0,
-            aborts_on_overflow: 0,
-            retransmitted_segments: 0,
-            segments_sent: 10_000,
-            timeouts: 0,
-            resets_sent: 0,
-            resets_received: 0,
-            aborts_on_data: 0,
-            time_wait_overflows: Some(0),
-            time_wait: None,
-            listen_backlog: None,
-        };
-        f(&mut k);
-        k
-    }
-
-    #[test]
-    fn findings_in_plain_words() {
-        let local = Context {
-            server_local: true,
-            backlog_env: Some("0".into()),
-            issued: 10_000,
-        };
-        let cases: Vec<(KernelCounters, Context, Vec<&str>, Vec<&str>)> = vec![
-            (counters(|_| {}), local.clone(), vec![], vec![]),
-            (
-                counters(|k| {
-                    k.listen_overflows = 1234;
-                    k.listen_drops = 1234;
-                    k.listen_backlog = Some(0);
-                }),
-                local.clone(),
-                vec!["overflowed 1,234 times: its backlog (BACKLOG=0 here; the kernel held 0) is too small"],
-                vec![],
-            ),
-            (
-                counters(|k| k.listen_drops = 1),
-                Context {
-                    backlog_env: None,
-                    ..local.clone()
-                },
-                vec!["overflowed 1 time (1 connection attempts dropped in all): its backlog (not known here)"],
-                vec![],
-            ),
-            // A remote server's queue is not among the counted.
-            (
-                counters(|k| k.listen_overflows = 5),
-                Context::default(),
-                vec![],
-                vec![],
-            ),
-            (
-                counters(|k| {
-                    k.retransmitted_segments = 500;
-                    k.timeouts = 3;
-                }),
-                local.clone(),
-                vec![],
-                vec!["retransmitted 500 segments (5.0% of 10,000 sent) and timed out 3 times"],
-            ),
-            // Under 1% of segments: noise.
-            (
-                counters(|k| k.retransmitted_segments = 50),
-                local.clone(),
-                vec![],
-                vec![],
-            ),
-            (
-                counters(|k| k.syncookies_sent = 12),
-                Context::default(),
-                vec![],
-                vec!["answered 12 SYNs with cookies", "whole host"],
-            ),
-            (
-                counters(|k| {
-                    k.resets_received = 200;
-                    k.resets_sent = 3;
-                }),
-                local.clone(),
-                vec![],
-                vec!["200 connections were reset while open", "3 resets were sent"],
-            ),
-            (
-                counters(|k| {
-                    k.time_wait = Some(TimeWait {
-                        port: 8080,
-                        before: 2_000,
-                        after: 30_000,
-                    })
-                }),
-                local.clone(),
-                vec![],
-                vec!["started with 2,000 sockets in TIME_WAIT on port 8080", "30,000 sockets were in TIME_WAIT"],
-            ),
-            (
-                counters(|k| {
-                    k.time_wait_overflows = Some(12_345);
-                    k.time_wait = Some(TimeWait {
-                        port: 8080,
-                        before: 0,
-                        after: 131_072,
-                    })
-                }),
-                Context::default(),
-                vec![],
-                vec![
-                    "12,345 connections closed without their 60 s in TIME_WAIT",
-                    "net.ipv4.tcp_max_tw_buckets), and the count of TIME_WAIT on port 8080 is short",
-                    "whole host",
-                ],
-            ),
-        ];
-        for (i, (k, ctx, verdicts, warnings)) in cases.into_iter().enumerate() {
-            let f = findings(&k, &ctx);
-            assert_eq!(f.verdicts.len(), verdicts.len().min(1), "case {i}: {f:?}");
-            for v in verdicts {
-                assert!(
-                    f.verdicts.iter().any(|x| x.contains(v)),
-                    "case {i}: {f:?} lacks {v}"
-                );
-            }
-            if warnings.is_empty() {
-                assert!(f.warnings.is_empty(), "case {i}: {f:?}");
-            }
-            for w in warnings {
-                assert!(
-                    f.warnings.iter().any(|x| x.contains(w)),
-                    "case {i}: {f:?} lacks {w}"
-                );
-            }
-        }
     }
 
     /// A network namespace made with `ip netns`, deleted when dropped.
