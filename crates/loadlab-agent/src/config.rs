@@ -120,8 +120,12 @@ pub struct AgentConfig {
     /// How long a session lives without a request.
     pub lease: Duration,
     pub clock: Clock,
-    /// Connections served at once; beyond, new ones are closed at once.
+    /// Connections served at once; beyond, the oldest unauthenticated one is dropped (or
+    /// the new one when all are authenticated).
     pub max_connections: usize,
+    /// The state directory (`--state-dir`), locked: nonces kept across restarts, and what
+    /// the agent makes recorded before it is made. `None` (tests): memory only.
+    pub state_dir: Option<Arc<crate::state_dir::StateDir>>,
 }
 
 impl AgentConfig {
@@ -136,6 +140,7 @@ impl AgentConfig {
             lease: Duration::from_secs(10),
             clock: Clock::new(),
             max_connections: 256,
+            state_dir: None,
         }
     }
 }

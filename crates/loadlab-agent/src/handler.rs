@@ -17,20 +17,25 @@ use hyper::{Method, Request, StatusCode};
 use serde::de::DeserializeOwned;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The most samples one `/samples` answer holds; the client asks again for the rest.
 const BATCH_SAMPLES: usize = 10_000;
+/// A body (at most 64 KiB) slower than this is refused (408) and its connection closed: a
+/// body sent a byte a second would otherwise hold a connection for as long as it likes.
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub(crate) async fn handle(
     state: Arc<State>,
     local: SocketAddr,
     req: Request<Incoming>,
+    authenticated: Arc<AtomicBool>,
 ) -> Result<Reply, Infallible> {
     // t2 first: a clock exchange measures from here.
     let t2_ns = state.config.clock.now_ns();
-    let reply = match answer(&state, local, req, t2_ns).await {
+    let reply = match answer(&state, local, req, t2_ns, &authenticated).await {
         Ok(reply) => reply,
         Err(refusal) => refusal.reply(),
     };
@@ -42,8 +47,11 @@ async fn answer(
     local: SocketAddr,
     req: Request<Incoming>,
     t2_ns: i64,
+    authenticated: &AtomicBool,
 ) -> Result<Reply, Refusal> {
     state.admit(req.method(), req.headers())?;
+    // Past the token: this connection no longer counts against the unauthenticated bound.
+    authenticated.store(true, Ordering::Relaxed);
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
@@ -71,7 +79,12 @@ async fn answer(
         }
         ["v1", "host"] => {
             allow(&[Method::GET])?;
-            let port = query_number(&query, "port")?.map(|p| p as u16);
+            let port = match query_number(&query, "port")? {
+                None => None,
+                Some(p) => Some(u16::try_from(p).ok().filter(|p| *p > 0).ok_or_else(|| {
+                    Refusal::field("port", format!("port={p} is not a port (1 to 65535)"))
+                })?),
+            };
             let pid = match &*lock(&state.slot) {
                 Slot::Open(s) => s.server_pid(),
                 _ => None,
@@ -250,7 +263,16 @@ async fn read_json<T: DeserializeOwned>(req: Request<Incoming>) -> Result<T, Ref
         return Err(too_big());
     }
     let body = http_body_util::Limited::new(req.into_body(), MAX_BODY_BYTES);
-    let bytes = match body.collect().await {
+    let Ok(collected) = tokio::time::timeout(BODY_READ_TIMEOUT, body.collect()).await else {
+        return Err(Refusal::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} s",
+                BODY_READ_TIMEOUT.as_secs()
+            ),
+        ));
+    };
+    let bytes = match collected {
         Ok(b) => b.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_big()),
         Err(e) => {

@@ -7,6 +7,7 @@
 
 use crate::protocol::LaunchOptions;
 use crate::reply::Refusal;
+use crate::state_dir::StateDir;
 use loadlab_certs::CertDir;
 use loadlab_lab::{Lab, ServeOptions, ServeTls};
 use loadlab_probe::{Launch, Launched, Limits, LimitsMode, Readiness};
@@ -84,6 +85,33 @@ pub(crate) fn limits(options: &LaunchOptions) -> Result<(Limits, LimitsMode), Re
     Ok((limits, mode))
 }
 
+/// Checks every variable of a launch's `env` with `allowed`; the first refused is a 403
+/// that names it. Names must be shell names (no `=`, no NUL) whatever `allowed` says.
+pub(crate) fn check_env(
+    env: &[(String, String)],
+    allowed: impl Fn(&str, &str) -> Result<(), String>,
+) -> Result<(), Refusal> {
+    for (name, value) in env {
+        let refused = if !loadlab_lab::knobs::valid_name(name) {
+            Err(format!(
+                "{name:?} is not an environment variable name (a letter or _, then letters, \
+                 digits and _)"
+            ))
+        } else if value.contains('\0') {
+            Err(format!("{name}: a value cannot hold a NUL byte"))
+        } else {
+            allowed(name, value)
+        };
+        if let Err(why) = refused {
+            return Err(Refusal {
+                field: Some(format!("server.env.{name}")),
+                ..Refusal::new(hyper::StatusCode::FORBIDDEN, why)
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A free port on `host` (the launched server binds it a moment later).
 fn free_port(host: IpAddr) -> Result<u16, Refusal> {
     std::net::TcpListener::bind((host, 0))
@@ -98,6 +126,7 @@ pub(crate) fn start(
     what: What<'_>,
     options: &LaunchOptions,
     host: IpAddr,
+    state_dir: Option<&StateDir>,
 ) -> Result<Started, Refusal> {
     let (limits, mode) = limits(options)?;
     let port = free_port(host)?;
@@ -107,7 +136,12 @@ pub(crate) fn start(
         } else {
             vec![host]
         };
-        Some(CertDir::create(&extra).map_err(Refusal::internal)?)
+        // In the state dir when there is one: a successor removes what a killed agent left.
+        let made = match state_dir {
+            Some(dir) => CertDir::create_in(&dir.run_dir(), &extra),
+            None => CertDir::create(&extra),
+        };
+        Some(made.map_err(Refusal::internal)?)
     } else {
         None
     };
@@ -143,6 +177,12 @@ pub(crate) fn start(
                 ready_timeout: Duration::from_millis(options.startup_timeout_ms),
                 ..ServeOptions::default()
             };
+            let target = lab
+                .target(name)
+                .map_err(|e| Refusal::field("server.name", e.to_string()))?;
+            check_env(&options.env, |k, v| {
+                target.check_knob(k, v).map_err(|e| e.0)
+            })?;
             let command = lab
                 .command(name, &serve)
                 .map_err(|e| Refusal::field("server.name", e.to_string()))?;
@@ -152,6 +192,18 @@ pub(crate) fn start(
             if cmd.trim().is_empty() {
                 return Err(Refusal::field("server.command", "the command is empty"));
             }
+            // `--allow-exec` lets the command be anything, but where it listens and with
+            // which key is the agent's to say: it reports that address.
+            check_env(&options.env, |k, _| {
+                if loadlab_lab::knobs::CONTRACT_VARIABLES.contains(&k) {
+                    Err(format!(
+                        "{k} is set by the agent alone (where the server listens, its TLS); \
+                         it cannot be overridden"
+                    ))
+                } else {
+                    Ok(())
+                }
+            })?;
             let tls = tls.as_ref().map(|t| (t.cert.as_path(), t.key.as_path()));
             let command = loadlab_probe::shell::exec_command(cmd, port, host, tls);
             (command, cmd.to_string(), Readiness::Address(addr))
@@ -159,6 +211,10 @@ pub(crate) fn start(
     };
     let mut command = command;
     command.envs(options.env.iter().map(|(k, v)| (k, v)));
+    // Every process the server starts inherits it: a successor finds them by it.
+    if let Some(dir) = state_dir {
+        command.env(crate::state_dir::MARKER, dir.instance());
+    }
     let launch = Launch {
         command,
         description,
@@ -187,6 +243,9 @@ pub(crate) fn start(
                 launched.addr()
             ),
         ));
+    }
+    if let (Some(dir), Some(group)) = (state_dir, launched.cgroup()) {
+        dir.note_cgroups(group.dirs(), false);
     }
     Ok(Started { launched, certs })
 }

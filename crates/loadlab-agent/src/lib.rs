@@ -11,6 +11,8 @@
 //! - [`config`]: [`AgentConfig`], [`Token`] (redacted), the agent's [`Clock`], [`AgentError`].
 //! - [`client`]: the generator's side: a blocking client of one agent (lead's file).
 //! - [`clock`]: one clock for two hosts (NTP's four timestamps), pure arithmetic.
+//! - [`state_dir`]: the locked state directory: nonces kept across restarts, what the agent
+//!   makes recorded before it is made, and what a killed agent left reaped at start.
 //!
 //! This crate sits beside the session layer, over the probe: nothing in probe, lab, machine
 //! or result depends on it. It must not print: the CLI does.
@@ -28,6 +30,8 @@ mod reply;
 pub mod server;
 mod session;
 mod state;
+pub mod state_dir;
 
 pub use config::{AgentConfig, AgentError, Clock, Token};
 pub use server::{run, serve};
+pub use state_dir::StateDir;

@@ -84,7 +84,9 @@ pub(crate) async fn open(
     }
     let targets_dir = state.config.targets_dir.clone();
     let host = local.ip();
-    let resolved = blocking(move || hold(&server, targets_dir.as_deref(), host)).await;
+    let state_dir = state.config.state_dir.clone();
+    let resolved =
+        blocking(move || hold(&server, targets_dir.as_deref(), host, state_dir.as_deref())).await;
     let held = match resolved.and_then(|r| r) {
         Ok(held) => held,
         Err(refusal) => {
@@ -99,6 +101,7 @@ pub(crate) async fn open(
         lease,
         held,
         state.config.clock,
+        state.config.state_dir.clone(),
     ));
     *lock(&state.slot) = Slot::Open(session);
     Ok(json(StatusCode::CREATED, &opened))
@@ -117,6 +120,7 @@ fn hold(
     server: &ServerRequest,
     targets_dir: Option<&std::path::Path>,
     host: std::net::IpAddr,
+    state_dir: Option<&crate::state_dir::StateDir>,
 ) -> Result<Held, Refusal> {
     let attached = match server {
         ServerRequest::Pid { pid } => crate::attach::pid(*pid)?,
@@ -128,10 +132,15 @@ fn hold(
         }
         ServerRequest::Target { name, launch } => {
             let what = What::Target { name, targets_dir };
-            return Ok(launched(launch::start(what, launch, host)?));
+            return Ok(launched(launch::start(what, launch, host, state_dir)?));
         }
         ServerRequest::Exec { command, launch } => {
-            return Ok(launched(launch::start(What::Exec(command), launch, host)?));
+            return Ok(launched(launch::start(
+                What::Exec(command),
+                launch,
+                host,
+                state_dir,
+            )?));
         }
     };
     Ok(Held {

@@ -315,6 +315,51 @@ pub struct ErrorBody {
 
 /// The SHA-256 fingerprint of a DER certificate as `openssl x509 -fingerprint -sha256`
 /// prints it after its `=`, prefixed with `sha256:`: `sha256:AB:CD:...`.
+/// The fewest characters, and distinct characters, a token may have.
+pub const TOKEN_MIN_CHARS: usize = 16;
+pub const TOKEN_MIN_DISTINCT: usize = 8;
+
+/// A token as a token file holds it (surrounding whitespace dropped), checked by the one
+/// rule both sides apply: a bearer token's characters (RFC 6750 `b64token`: letters,
+/// digits, `-._~+/`, then `=` padding only), at least [`TOKEN_MIN_CHARS`] of them and
+/// [`TOKEN_MIN_DISTINCT`] different ones (a long run of one letter is no secret). The error
+/// says what is wrong and how to make a good one.
+pub fn parse_token(text: &str) -> Result<&str, String> {
+    const MAKE: &str = "delete the file to have the agent make one, or write one made with \
+                        `openssl rand -hex 32`";
+    let token = text.trim();
+    let body = token.trim_end_matches('=');
+    if token.is_empty() {
+        return Err(format!("the file holds no token: {MAKE}"));
+    }
+    if let Some(bad) = body
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "-._~+/".contains(*c)))
+    {
+        return Err(format!(
+            "the token holds {bad:?}: a token is one line of letters, digits and -._~+/ \
+             (no spaces); {MAKE}"
+        ));
+    }
+    if token.len() < TOKEN_MIN_CHARS {
+        return Err(format!(
+            "the token is {} characters, fewer than {TOKEN_MIN_CHARS}: {MAKE}",
+            token.len()
+        ));
+    }
+    let distinct = body
+        .chars()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if distinct < TOKEN_MIN_DISTINCT {
+        return Err(format!(
+            "the token has {distinct} different characters, fewer than {TOKEN_MIN_DISTINCT}: \
+             it is guessable; {MAKE}"
+        ));
+    }
+    Ok(token)
+}
+
 pub fn fingerprint(cert_der: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, cert_der);
     let pairs: Vec<String> = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();

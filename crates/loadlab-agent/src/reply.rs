@@ -17,6 +17,9 @@ pub(crate) struct Refusal {
     pub error: String,
     pub field: Option<String>,
     pub busy: Option<Box<Busy>>,
+    /// Answered before the token matched: a bare 401, nothing else (no protocol header, no
+    /// body, no words that say what answers).
+    pub unauthenticated: bool,
 }
 
 impl Refusal {
@@ -26,6 +29,15 @@ impl Refusal {
             error: error.into(),
             field: None,
             busy: None,
+            unauthenticated: false,
+        }
+    }
+
+    /// A missing or wrong token: a bare `401` with `WWW-Authenticate: Bearer`.
+    pub fn unauthenticated() -> Refusal {
+        Refusal {
+            unauthenticated: true,
+            ..Refusal::new(StatusCode::UNAUTHORIZED, "")
         }
     }
 
@@ -42,6 +54,15 @@ impl Refusal {
     }
 
     pub fn reply(self) -> Reply {
+        if self.unauthenticated {
+            let mut reply = Response::new(Full::new(Bytes::new()));
+            *reply.status_mut() = StatusCode::UNAUTHORIZED;
+            reply.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer"),
+            );
+            return reply;
+        }
         let unauthorized = self.status == StatusCode::UNAUTHORIZED;
         let status = self.status;
         let mut reply = json(

@@ -3,7 +3,12 @@
 //! injected (mini-redis style).
 //!
 //! It must not let one connection hold up another: handshakes and requests run in tasks of
-//! their own, with timeouts, and connections beyond the bound are closed at once.
+//! their own, with timeouts. Nor may connections that never authenticate lock out those
+//! that do: a connection counts as unauthenticated until a request on it passes the token;
+//! one peer address holds at most [`UNAUTHENTICATED_PER_PEER`] of those (its oldest is
+//! dropped for a new one), and when the bound is reached the oldest unauthenticated
+//! connection of anyone makes room. Only when every connection is authenticated is a new
+//! one closed at once.
 
 use crate::config::{AgentConfig, AgentError};
 use crate::session::lock;
@@ -11,7 +16,8 @@ use crate::state::{Slot, State};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -22,6 +28,70 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the supervisor looks at the lease: a session whose lease ran out stops
 /// within lease + this + the stop grace (2 s).
 pub const LEASE_TICK: Duration = Duration::from_millis(250);
+/// Unauthenticated connections one peer address may hold at once.
+pub const UNAUTHENTICATED_PER_PEER: usize = 8;
+
+/// A connection being served: its peer, whether a request on it passed the token, and its
+/// cancel (dropping it ends the connection).
+struct Tracked {
+    id: u64,
+    peer: std::net::IpAddr,
+    authenticated: Arc<AtomicBool>,
+    _cancel: tokio::sync::oneshot::Sender<()>,
+}
+
+/// The connections being served, oldest first.
+#[derive(Default)]
+struct Connections {
+    next_id: u64,
+    live: Vec<Tracked>,
+}
+
+impl Connections {
+    /// Makes room for a connection from `peer` (dropping the oldest unauthenticated one of
+    /// that peer beyond its share, then the oldest unauthenticated one of anyone beyond the
+    /// bound) and registers it; `None` when every connection is authenticated and the bound
+    /// is reached.
+    fn admit(
+        &mut self,
+        peer: std::net::IpAddr,
+        max: usize,
+    ) -> Option<(u64, Arc<AtomicBool>, tokio::sync::oneshot::Receiver<()>)> {
+        let unauthenticated = |t: &Tracked| !t.authenticated.load(Ordering::Relaxed);
+        let of_peer = self
+            .live
+            .iter()
+            .filter(|t| t.peer == peer && unauthenticated(t))
+            .count();
+        if of_peer >= UNAUTHENTICATED_PER_PEER {
+            if let Some(i) = self
+                .live
+                .iter()
+                .position(|t| t.peer == peer && unauthenticated(t))
+            {
+                self.live.remove(i);
+            }
+        }
+        if self.live.len() >= max {
+            let i = self.live.iter().position(unauthenticated)?;
+            self.live.remove(i);
+        }
+        let (cancel, cancelled) = tokio::sync::oneshot::channel();
+        let authenticated = Arc::new(AtomicBool::new(false));
+        self.next_id += 1;
+        self.live.push(Tracked {
+            id: self.next_id,
+            peer,
+            authenticated: authenticated.clone(),
+            _cancel: cancel,
+        });
+        Some((self.next_id, authenticated, cancelled))
+    }
+
+    fn end(&mut self, id: u64) {
+        self.live.retain(|t| t.id != id);
+    }
+}
 
 /// Serves until `shutdown` completes, then stops what a session launched and removes its
 /// cgroups.
@@ -37,7 +107,7 @@ pub async fn run(
     }
     let state = Arc::new(State::new(config));
     let acceptor = tokio_rustls::TlsAcceptor::from(state.config.tls.clone());
-    let permits = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
+    let tracked = Arc::new(Mutex::new(Connections::default()));
     let mut connections = JoinSet::new();
     let supervisor = tokio::spawn(supervise(state.clone()));
     tokio::pin!(shutdown);
@@ -46,8 +116,8 @@ pub async fn run(
             _ = &mut shutdown => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => {
-                let tcp = match accepted {
-                    Ok((tcp, _)) => tcp,
+                let (tcp, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     // Out of descriptors or a connection reset before accept: back off a
                     // little rather than spin, and keep serving.
                     Err(_) => {
@@ -55,14 +125,19 @@ pub async fn run(
                         continue;
                     }
                 };
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                let admitted = lock(&tracked).admit(peer.ip(), state.config.max_connections);
+                let Some((id, authenticated, cancelled)) = admitted else {
                     drop(tcp);
                     continue;
                 };
-                let (state, acceptor) = (state.clone(), acceptor.clone());
+                let (state, acceptor, tracked) = (state.clone(), acceptor.clone(), tracked.clone());
                 connections.spawn(async move {
-                    serve_connection(state, acceptor, tcp).await;
-                    drop(permit);
+                    tokio::select! {
+                        _ = serve_connection(state, acceptor, tcp, authenticated) => {}
+                        // Dropped from the table to make room: end it.
+                        _ = cancelled => {}
+                    }
+                    lock(&tracked).end(id);
                 });
             }
         }
@@ -83,6 +158,7 @@ async fn serve_connection(
     state: Arc<State>,
     acceptor: tokio_rustls::TlsAcceptor,
     tcp: tokio::net::TcpStream,
+    authenticated: Arc<AtomicBool>,
 ) {
     // Clock exchanges need it: Nagle and delayed ACKs would add 20 ms.
     let _ = tcp.set_nodelay(true);
@@ -92,7 +168,9 @@ async fn serve_connection(
     let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await else {
         return;
     };
-    let service = service_fn(move |req| crate::handler::handle(state.clone(), local, req));
+    let service = service_fn(move |req| {
+        crate::handler::handle(state.clone(), local, req, authenticated.clone())
+    });
     let _ = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)

@@ -74,10 +74,19 @@ pub(crate) struct Session {
     /// Woken on every new sample and on the end of sampling (the long poll waits on it).
     pub changed: Arc<tokio::sync::Notify>,
     clock: Clock,
+    /// Where the launched server's cgroups are recorded, to be struck off once removed.
+    state_dir: Option<Arc<crate::state_dir::StateDir>>,
 }
 
 impl Session {
-    pub fn new(id: String, busy: Busy, lease: Duration, held: Held, clock: Clock) -> Session {
+    pub fn new(
+        id: String,
+        busy: Busy,
+        lease: Duration,
+        held: Held,
+        clock: Clock,
+        state_dir: Option<Arc<crate::state_dir::StateDir>>,
+    ) -> Session {
         Session {
             id,
             busy,
@@ -88,6 +97,7 @@ impl Session {
             ring: Arc::default(),
             changed: Arc::default(),
             clock,
+            state_dir,
         }
     }
 
@@ -191,19 +201,33 @@ impl Session {
         };
         if let Some(launched) = held.launched {
             let pid = launched.pid();
-            // SAFETY: kill(2) with a negative PID signals the server's own process group
-            // (the launcher made one with the server's PID as its id).
-            unsafe { libc::kill(-(pid as i32), libc::SIGTERM) };
-            let how = match launched.wait_exit(STOP_GRACE) {
-                Some(status) => format!("stopped {} (pid {pid}): {status}", held.description),
-                None => format!(
-                    "killed {} (pid {pid}): still running {} s after SIGTERM",
-                    held.description,
-                    STOP_GRACE.as_secs()
-                ),
+            let how = if let Some(status) = launched.exit_status() {
+                // Exited before the close: nothing of it is signalled but what is left in its
+                // group and cgroup (by identity, when it is dropped below).
+                format!(
+                    "{} (pid {pid}) had already exited: {status}",
+                    held.description
+                )
+            } else {
+                launched.signal(libc::SIGTERM);
+                match launched.wait_exit(STOP_GRACE) {
+                    Some(status) => format!("stopped {} (pid {pid}): {status}", held.description),
+                    None => format!(
+                        "killed {} (pid {pid}): still running {} s after SIGTERM",
+                        held.description,
+                        STOP_GRACE.as_secs()
+                    ),
+                }
             };
             let group = launched.cgroup().map(|g| g.label().to_string());
+            let dirs = launched
+                .cgroup()
+                .map(|g| g.dirs().to_vec())
+                .unwrap_or_default();
             drop(launched);
+            if let Some(state_dir) = &self.state_dir {
+                state_dir.note_cgroups(&dirs, true);
+            }
             done.push(how);
             if let Some(group) = group {
                 done.push(format!("removed cgroup {group}"));

@@ -1,7 +1,8 @@
 //! The agent's shared state: its configuration, the one session slot, and the nonces seen;
 //! and the checks every request passes first (token, protocol version, nonce).
 //!
-//! It must not do I/O: handlers and the supervisor act on what it holds.
+//! Its only I/O is appending each accepted nonce to the state dir's log (a replay after a
+//! restart is still a replay); handlers and the supervisor act on what it holds.
 
 use crate::config::AgentConfig;
 use crate::protocol::{Busy, HEADER_NONCE, HEADER_PROTOCOL, PROTOCOL};
@@ -38,10 +39,18 @@ struct Nonces {
 
 impl State {
     pub fn new(config: AgentConfig) -> State {
+        let mut nonces = Nonces::default();
+        if let Some(dir) = &config.state_dir {
+            for nonce in dir.load_nonces(NONCES_KEPT) {
+                if nonces.seen.insert(nonce) {
+                    nonces.order.push_back(nonce);
+                }
+            }
+        }
         State {
             config,
             slot: Mutex::new(Slot::Free),
-            nonces: Mutex::default(),
+            nonces: Mutex::new(nonces),
         }
     }
 
@@ -77,11 +86,7 @@ impl State {
         // Compare even when absent, so that a missing header takes the same time.
         let ok = self.config.token.matches(presented.unwrap_or(b""));
         if presented.is_none() || !ok {
-            return Err(Refusal::new(
-                StatusCode::UNAUTHORIZED,
-                "missing or wrong bearer token: give the generator the agent's token file \
-                 (--agent-token-file)",
-            ));
+            return Err(Refusal::unauthenticated());
         }
         check_protocol(headers)?;
         if matches!(
@@ -119,6 +124,9 @@ impl State {
             return false;
         }
         n.order.push_back(nonce);
+        if let Some(dir) = &self.config.state_dir {
+            dir.append_nonce(&nonce);
+        }
         if n.order.len() > NONCES_KEPT {
             if let Some(old) = n.order.pop_front() {
                 n.seen.remove(&old);

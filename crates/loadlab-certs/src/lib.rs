@@ -158,11 +158,17 @@ impl CertDir {
     /// Makes a CA and a certificate for the loopback names and `extra`, and writes `ca.pem`,
     /// `cert.pem` and `key.pem` (mode 0600) into a new temporary directory.
     pub fn create(extra: &[IpAddr]) -> Result<CertDir, CertError> {
+        CertDir::create_in(&std::env::temp_dir(), extra)
+    }
+
+    /// As [`CertDir::create`], in a new directory under `parent` (an agent's state dir,
+    /// where its successor finds and removes key material a killed agent left).
+    pub fn create_in(parent: &Path, extra: &[IpAddr]) -> Result<CertDir, CertError> {
         let authority = Authority::new("loadlab throwaway CA")?;
         let issued = authority.issue_loopback(extra)?;
         let dir = tempfile::Builder::new()
             .prefix("loadlab-tls-")
-            .tempdir()
+            .tempdir_in(parent)
             .map_err(|source| CertError::Io {
                 context: "cannot create a temporary directory for the run's certificates".into(),
                 source,

@@ -4,6 +4,7 @@
 //!
 //! Layout:
 //! - [`manifest`]: a target's `target.toml` (language, framework, build and run commands).
+//! - [`knobs`]: the environment a launch may set on a target (names and value shapes).
 //! - [`lab`]: [`Lab`], the set of manifests under a `targets/` directory, and `list`.
 //! - [`fingerprint`]: hashing a target's sources, so builds are cached and redone on change.
 //! - [`toolchain`]: whether the programs a target needs are on `PATH`.
@@ -17,6 +18,7 @@
 pub mod builder;
 pub mod content;
 pub mod fingerprint;
+pub mod knobs;
 pub mod lab;
 pub mod manifest;
 pub mod serve;

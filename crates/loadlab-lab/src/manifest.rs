@@ -72,6 +72,11 @@ pub struct RunSpec {
     pub command: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The environment variables a launcher may set besides the contract's `WORKERS` and
+    /// `BACKLOG`, each with the shape of its value (see [`crate::knobs`]): a launch from
+    /// another host may set nothing else.
+    #[serde(default)]
+    pub knobs: BTreeMap<String, crate::knobs::Shape>,
 }
 
 /// A manifest plus where it lives.
@@ -134,6 +139,12 @@ impl Target {
             .collect()
     }
 
+    /// Whether `name=value` may be set on this target by a launch from another host: a
+    /// knob of the contract or of its manifest, with a value of the knob's shape.
+    pub fn check_knob(&self, name: &str, value: &str) -> Result<(), crate::knobs::Refused> {
+        crate::knobs::check(&self.manifest.run.knobs, name, value)
+    }
+
     /// The program to run: relative to the target directory when it contains a `/`,
     /// otherwise looked up on `PATH`.
     pub fn run_program(&self) -> PathBuf {
@@ -171,6 +182,7 @@ pub fn parse(text: &str) -> Result<Manifest, String> {
             CAPABILITIES.join(", ")
         ));
     }
+    crate::knobs::check_declared(&manifest.run.knobs)?;
     Ok(manifest)
 }
 

@@ -22,6 +22,7 @@ pub mod affinity;
 pub mod cgroup;
 pub mod launch;
 pub mod limits;
+pub mod pidfd;
 pub mod procfs;
 pub mod report;
 pub mod sampler;

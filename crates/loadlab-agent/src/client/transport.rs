@@ -115,6 +115,12 @@ impl AgentClient {
                     |b| b.error.clone(),
                 );
                 let message = match status {
+                    // Before the token matches, the agent answers a bare 401.
+                    401 if message.is_empty() => format!(
+                        "the agent refused the token: give the token file the agent printed \
+                         at start with --agent-token-file (this one is {})",
+                        self.endpoint.token_file.display()
+                    ),
                     401 => format!(
                         "{message} (give the token file the agent printed at start with \
                          --agent-token-file; this one is {})",

@@ -17,15 +17,14 @@ pub(super) fn read_token(path: &std::path::Path) -> Result<String> {
             path.display()
         ))
     })?;
-    let token = text.trim().to_string();
-    if token.is_empty() || token.contains(char::is_whitespace) {
-        return Err(ClientError::Invalid(format!(
-            "--agent-token-file {}: the file holds no token (one line, no spaces); copy the \
-             agent's token file",
-            path.display()
-        )));
-    }
-    Ok(token)
+    protocol::parse_token(&text)
+        .map(str::to_string)
+        .map_err(|why| {
+            ClientError::Invalid(format!(
+                "--agent-token-file {}: {why} (copy the agent's token file)",
+                path.display()
+            ))
+        })
 }
 
 pub(super) fn tls_config(endpoint: &AgentEndpoint) -> Result<Arc<rustls::ClientConfig>> {

@@ -114,3 +114,24 @@ fn server_requests_read_their_documented_json() {
     let default: ServerRequest = serde_json::from_str(r#"{"kind":"default"}"#).unwrap();
     assert_eq!(default, ServerRequest::Default);
 }
+
+#[test]
+fn tokens_follow_one_rule_on_both_sides() {
+    let good = "0123456789abcdef0123456789abcdef";
+    assert_eq!(parse_token(&format!("  {good}\n")), Ok(good));
+    assert_eq!(parse_token("aB3-x._~+/Qz9Kp0=="), Ok("aB3-x._~+/Qz9Kp0=="));
+    for (bad, says) in [
+        ("", "no token"),
+        ("aaaaaaaaaaaaaaaa", "different characters"),
+        ("abababababababababababab", "different characters"),
+        ("0123456789abc", "fewer than 16"),
+        ("0123456789 abcdef0123456789", "' '"),
+        ("0123456789abcdef\n0123456789abcdef", "'\\n'"),
+        ("0123456789abcdef\"", "'\"'"),
+        ("0123=456789abcdef0123", "'='"),
+    ] {
+        let err = parse_token(bad).unwrap_err();
+        assert!(err.contains(says), "{bad:?}: {err}");
+        assert!(err.contains("openssl rand -hex 32"), "{err}");
+    }
+}

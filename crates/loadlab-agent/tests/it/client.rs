@@ -130,7 +130,7 @@ fn a_session_samples_a_process_that_burns_cpu() {
 #[test]
 fn a_wrong_token_or_fingerprint_names_the_fix() {
     let agent = support::start(|_| {});
-    let wrong = endpoint(&agent, "ffffffffffffffffffffffffffffffff", "wrong");
+    let wrong = endpoint(&agent, "fedcba9876543210fedcba9876543210", "wrong");
     let err = AgentClient::connect(&wrong).unwrap_err();
     assert_eq!(err.status(), Some(401), "{err}");
     assert!(err.to_string().contains("--agent-token-file"), "{err}");

@@ -8,3 +8,4 @@ mod support;
 
 mod agent;
 mod client;
+mod safety;

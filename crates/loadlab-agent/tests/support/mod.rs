@@ -140,6 +140,11 @@ impl Agent {
     /// Writes `head` (an HTTP/1.1 request head, no body) over TLS as is and returns what
     /// came back until the agent closed: for requests hyper's client would not send.
     pub fn raw(&self, head: &str) -> String {
+        self.raw_with_wait(head, Duration::from_secs(10))
+    }
+
+    /// [`Agent::raw`], waiting up to `wait` for the agent to answer and close.
+    pub fn raw_with_wait(&self, head: &str, wait: Duration) -> String {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let (addr, client) = (self.addr, self.client.clone());
         let head = head.to_string();
@@ -152,7 +157,7 @@ impl Agent {
             tls.write_all(head.as_bytes()).await.unwrap();
             let mut out = Vec::new();
             let read = tls.read_to_end(&mut out);
-            let _ = tokio::time::timeout(Duration::from_secs(10), read).await;
+            let _ = tokio::time::timeout(wait, read).await;
             String::from_utf8_lossy(&out).into_owned()
         })
     }

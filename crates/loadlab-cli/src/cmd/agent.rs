@@ -11,7 +11,7 @@ use loadlab_agent::protocol::{self, ServerRequest};
 use loadlab_agent::{AgentConfig, Clock, Token};
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -76,18 +76,25 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
+    make_private_dir(&state_dir)?;
+    // Locked, checked (owner, mode), and cleared of what a killed agent left, before anything
+    // else is read from it.
+    let (state, reaped) = loadlab_agent::StateDir::open(&state_dir)?;
     let token_file = args
         .token_file
         .clone()
         .unwrap_or_else(|| state_dir.join("token"));
     let token = read_or_make_token(&token_file)?;
     let (cert_pem, key_pem) = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => (
-            std::fs::read(cert)
-                .with_context(|| format!("cannot read --tls-cert {}", cert.display()))?,
-            std::fs::read(key)
-                .with_context(|| format!("cannot read --tls-key {}", key.display()))?,
-        ),
+        (Some(cert), Some(key)) => {
+            check_owner_and_mode(key, "--tls-key", true)?;
+            (
+                std::fs::read(cert)
+                    .with_context(|| format!("cannot read --tls-cert {}", cert.display()))?,
+                std::fs::read(key)
+                    .with_context(|| format!("cannot read --tls-key {}", key.display()))?,
+            )
+        }
         _ => default_pair(&state_dir, &args.listen)?,
     };
     let tls = loadlab_certs::server_config(&cert_pem, &key_pem, &[b"http/1.1"])
@@ -105,6 +112,7 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
     config.targets_dir = args.targets.clone();
     config.lease = args.lease;
     config.clock = Clock::new().with_offset_ms(args.test_clock_offset_ms);
+    config.state_dir = Some(std::sync::Arc::new(state));
     let watching = match &default_server {
         Some(s) => s.describe(),
         None => "what each generator names (--target, --pid, --cgroup, --port, --container)".into(),
@@ -118,6 +126,9 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
     })?;
     let url = format!("https://{}", listener.local_addr()?);
     let token_path = token_file.canonicalize().unwrap_or(token_file);
+    for line in &reaped {
+        println!("reaped what a previous agent left: {line}");
+    }
     println!("loadlab agent listening on {url}");
     println!("  fingerprint: {fingerprint}");
     println!(
@@ -181,6 +192,12 @@ fn make_private_dir(dir: &Path) -> anyhow::Result<()> {
         })
 }
 
+fn check_owner_and_mode(path: &Path, what: &str, private: bool) -> anyhow::Result<()> {
+    Ok(loadlab_agent::state_dir::check_owner_and_mode(
+        path, what, private,
+    )?)
+}
+
 /// Writes `bytes` to a new file readable by its owner only.
 fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let mut file = std::fs::OpenOptions::new()
@@ -203,24 +220,12 @@ fn read_or_make_token(path: &Path) -> anyhow::Result<Token> {
         let hex = Token::generate_hex().map_err(anyhow::Error::msg)?;
         write_private(path, format!("{hex}\n").as_bytes())?;
     }
-    let mode = std::fs::metadata(path)
-        .with_context(|| format!("cannot read the token file {}", path.display()))?
-        .permissions()
-        .mode();
-    if mode & 0o077 != 0 {
-        bail!(
-            "the token file {} can be read by others (mode {:o}): run `chmod 600 {}`",
-            path.display(),
-            mode & 0o777,
-            path.display()
-        );
-    }
+    check_owner_and_mode(path, "the token file", true)?;
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the token file {}", path.display()))?;
-    if text.trim().len() < 16 {
-        bail!("the token in {} is shorter than 16 characters: put a long random one there (or delete the file to have one made)", path.display());
-    }
-    Ok(Token::new(&text))
+    let token = protocol::parse_token(&text)
+        .map_err(|why| anyhow::anyhow!("the token file {}: {why}", path.display()))?;
+    Ok(Token::new(token))
 }
 
 /// The agent's own certificate and key in `dir`, made (self-signed through a throwaway CA,
@@ -250,6 +255,7 @@ fn default_pair(dir: &Path, listen: &SocketAddr) -> anyhow::Result<(Vec<u8>, Vec
         write_private(&key, issued.key_pem.as_bytes())?;
         write_private(&cert, issued.cert_pem.as_bytes())?;
     }
+    check_owner_and_mode(&key, "the agent's key", true)?;
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
     Ok((read(&cert)?, read(&key)?))
 }

@@ -217,19 +217,14 @@ pub(super) fn note_unapplied(limits: &Limits, report: &mut LimitsReport, reason:
 }
 
 /// Kills every process left in the groups (loadlab's own server and its children) and
-/// deletes the directories, retrying while the kernel finishes the kills.
-pub(super) fn remove_dirs(dirs: &[PathBuf]) {
+/// deletes the directories, retrying while the kernel finishes the kills. Returns how many
+/// processes were killed.
+pub(super) fn remove_dirs(dirs: &[PathBuf]) -> usize {
     let deadline = Instant::now() + Duration::from_secs(3);
+    let mut killed = 0;
     for dir in dirs {
         loop {
-            let pids: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
-                .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
-                .unwrap_or_default();
-            for &pid in &pids {
-                // SAFETY: kill takes plain integers; these PIDs are in a group loadlab made
-                // for a server it started.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+            killed += kill_members(dir);
             match std::fs::remove_dir(dir) {
                 Ok(()) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
@@ -240,6 +235,31 @@ pub(super) fn remove_dirs(dirs: &[PathBuf]) {
             }
         }
     }
+    killed
+}
+
+/// The processes in the group whose directory is `dir`.
+pub(super) fn members(dir: &Path) -> Vec<u32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// SIGKILLs every member of the group at `dir` by identity: `cgroup.kill` where the kernel
+/// has it (v2, Linux 5.14: the whole group at once, a fork racing it included), else each
+/// member through a pidfd, checked still a member after the pidfd was opened, so that a PID
+/// that changed hands is never signalled. Returns the members signalled (all of them for
+/// `cgroup.kill`).
+pub(super) fn kill_members(dir: &Path) -> usize {
+    let present = members(dir).len();
+    if present == 0 {
+        return 0;
+    }
+    let kill_file = dir.join("cgroup.kill");
+    if kill_file.exists() && std::fs::write(&kill_file, "1").is_ok() {
+        return present;
+    }
+    crate::pidfd::signal_listed(|| members(dir), libc::SIGKILL)
 }
 
 /// Deletes empty groups left by a loadlab that was killed outright (`loadlab-PID-N` whose

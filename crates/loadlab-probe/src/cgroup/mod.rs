@@ -65,6 +65,72 @@ pub fn cleanup_all() {
     }
 }
 
+/// The start of the name of every group a process with this PID creates: `loadlab-PID-`.
+pub fn name_prefix(pid: u32) -> String {
+    format!("loadlab-{pid}-")
+}
+
+/// The directories [`Cgroup::create`] makes its groups in (each v1 hierarchy's directory of
+/// this process's own cgroup, or the v2 root): where a supervisor records, before it
+/// launches, that groups named [`name_prefix`] will be, so that a successor can find them.
+pub fn parents_for_new() -> Vec<PathBuf> {
+    let mounts = read_mounts();
+    let mut parents = Vec::new();
+    if mounts
+        .v1
+        .iter()
+        .any(|m| m.controllers.iter().any(|c| c == "cpu" || c == "memory"))
+    {
+        for controller in ["cpu", "cpuacct", "memory", "cpuset"] {
+            if let Some(mount) = mounts
+                .v1
+                .iter()
+                .find(|m| m.controllers.iter().any(|c| c == controller))
+            {
+                let dir = dir_in(mount, &own_path(controller).unwrap_or_else(|| "/".into()));
+                if !parents.contains(&dir) {
+                    parents.push(dir);
+                }
+            }
+        }
+    } else if let Some(m) = &mounts.v2 {
+        parents.push(m.point.clone());
+    }
+    parents
+}
+
+/// Kills every process in the groups named `prefix*` under `parents` (by identity: see
+/// [`Cgroup::kill_all`]) and removes the groups: what a killed supervisor left. Returns what
+/// was done, a line per group.
+pub fn reap(parents: &[PathBuf], prefix: &str) -> Vec<String> {
+    let mut done = Vec::new();
+    for parent in parents {
+        let Ok(entries) = std::fs::read_dir(parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if !name.to_str().is_some_and(|n| n.starts_with(prefix)) || !entry.path().is_dir() {
+                continue;
+            }
+            let dir = entry.path();
+            let killed = remove_dirs(std::slice::from_ref(&dir));
+            let gone = !dir.exists();
+            done.push(format!(
+                "{} cgroup {}{}",
+                if gone { "removed" } else { "could not remove" },
+                dir.display(),
+                match killed {
+                    0 => String::new(),
+                    1 => " (1 process in it killed)".into(),
+                    n => format!(" ({n} processes in it killed)"),
+                }
+            ));
+        }
+    }
+    done
+}
+
 impl Cgroup {
     /// Creates a group for a server to be launched, applying `limits`. In strict mode a limit
     /// that cannot be applied is an error; in best-effort mode it is reported as not held.
@@ -92,8 +158,8 @@ impl Cgroup {
                 .iter()
                 .all(|c| v2_controllers.split_whitespace().any(|x| x == *c));
         let name = format!(
-            "loadlab-{}-{}",
-            std::process::id(),
+            "{}{}",
+            name_prefix(std::process::id()),
             SEQUENCE.fetch_add(1, Ordering::Relaxed)
         );
         let mut report = LimitsReport {
@@ -249,6 +315,18 @@ impl Cgroup {
         dir.and_then(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
             .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
             .unwrap_or_default()
+    }
+
+    /// Sends `signal` to every process in the group, by identity (a pidfd each, opened
+    /// and then checked still a member: a PID that changed hands is never signalled).
+    /// Returns how many were signalled.
+    pub fn signal_all(&self, signal: i32) -> usize {
+        crate::pidfd::signal_listed(|| self.pids(), signal)
+    }
+
+    /// SIGKILLs every process in the group (`cgroup.kill` on v2, else [`Cgroup::signal_all`]).
+    pub fn kill_all(&self) -> usize {
+        self.dirs.all.first().map_or(0, |d| kill_members(d))
     }
 
     /// CFS bandwidth: periods elapsed, periods throttled, time throttled (ns).

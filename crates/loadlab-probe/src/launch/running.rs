@@ -71,16 +71,31 @@ impl Launched {
     }
 
     /// `Some(status)` once the server has exited; a child that cannot be asked counts as
-    /// exited ("unknown"), so that a launch or a stop waiting on it ends.
+    /// exited ("unknown"), so that a launch or a stop waiting on it ends. The exited child is
+    /// left unreaped (a zombie) until [`Launched`] is dropped: while it is, its PID and
+    /// process group id cannot go to another process, so signalling them stays safe.
     pub fn exit_status(&self) -> Option<String> {
-        exited(&mut lock(&self.child)).unwrap_or_else(|e| Some(format!("unknown ({e})")))
+        exited(self.pid).unwrap_or_else(|e| Some(format!("unknown ({e})")))
     }
 
     /// An [`ExitProbe`] for the sampler. Unlike [`Launched::exit_status`], a child that cannot
     /// be asked counts as running: the sampler goes on, and the stop says how it ended.
     pub fn exit_probe(&self) -> ExitProbe {
-        let child = self.child.clone();
-        Box::new(move || exited(&mut lock(&child)).ok().flatten())
+        let pid = self.pid;
+        Box::new(move || exited(pid).ok().flatten())
+    }
+
+    /// Signals the server's process group (the server made one with its PID as its id, and
+    /// everything it starts is in it unless it left), then every process in its cgroup that
+    /// left the group: each by identity. Safe after the server exited: it is not reaped
+    /// before `self` is dropped, so its PID still names its group and nobody else.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) with a negative PID signals that process group only; the group's
+        // id is the unreaped server's PID, which no other process can hold.
+        unsafe { libc::kill(-(self.pid as i32), signal) };
+        if let Some(group) = &self.group {
+            group.signal_all(signal);
+        }
     }
 
     /// Resident and cgroup memory now (idle, right after start-up).
@@ -102,12 +117,12 @@ impl Launched {
 impl Drop for Launched {
     fn drop(&mut self) {
         let mut child = lock(&self.child);
-        // The server's own process group (it made one between fork and exec, with its PID
-        // as the group's id): `sh -c CMD` and whatever it started, not only the shell. Then
-        // the child itself, reaped; the cgroup's drop kills anything that left the group.
-        if child.try_wait().ok().flatten().is_none() {
-            // SAFETY: kill(2) with a negative PID signals that process group only.
-            unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+        // The server's own process group (`sh -c CMD` and whatever it started, not only the
+        // shell), then every process in its cgroup, then the child itself, reaped: only now
+        // may its PID go to another process.
+        self.signal(libc::SIGKILL);
+        if let Some(group) = &self.group {
+            group.kill_all();
         }
         let _ = child.kill();
         let _ = child.wait();
@@ -119,9 +134,38 @@ impl Drop for Launched {
 /// `READY_POLL`, not the same reason: that one is start-up time's precision.)
 const EXIT_POLL: Duration = Duration::from_millis(5);
 
-/// How the child exited, once it has (`Ok(None)` while it runs).
-fn exited(child: &mut std::process::Child) -> std::io::Result<Option<String>> {
-    Ok(child.try_wait()?.map(describe))
+/// How the child exited, once it has (`Ok(None)` while it runs), without reaping it:
+/// `waitid(WNOWAIT)` looks and leaves the zombie, so the PID stays ours.
+fn exited(pid: u32) -> std::io::Result<Option<String>> {
+    use std::os::unix::process::ExitStatusExt;
+    // SAFETY: siginfo_t is plain data, filled by waitid.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid on our own child with a valid siginfo_t pointer.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: after a successful waitid, si_pid and si_status are the fields it filled
+    // (si_pid is 0 when the child has not changed state).
+    let (si_pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if si_pid == 0 {
+        return Ok(None);
+    }
+    // Back to a wait(2) status word: an exit code in the high byte, or the signal (with
+    // 0x80 when it dumped core).
+    let raw = match info.si_code {
+        libc::CLD_EXITED => (status & 0xff) << 8,
+        libc::CLD_DUMPED => status | 0x80,
+        _ => status,
+    };
+    Ok(Some(describe(std::process::ExitStatus::from_raw(raw))))
 }
 
 fn describe(status: std::process::ExitStatus) -> String {
