@@ -29,14 +29,34 @@ impl OutFormat {
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutError {
-    #[error("--metrics-out {0:?}: write prometheus+remote-write://HOST:PORT/api/v1/write or otlp+http://HOST:PORT/v1/metrics (+https for TLS: otlp+https://, prometheus+remote-write+https://), or an http(s):// URL with --metrics-out-format remote-write|otlp")]
+    #[error("--metrics-out {0:?}: write prometheus+remote-write://HOST:PORT/api/v1/write or otlp+http://HOST:PORT/v1/metrics (+https for TLS: otlp+https://, prometheus+remote-write+https://), or an http(s):// URL ending in /api/v1/write or /v1/metrics (any other path with --metrics-out-format remote-write|otlp)")]
     Unrecognised(String),
     #[error("--metrics-out-format {0:?} is unknown; use remote-write or otlp")]
     UnknownFormat(String),
+    #[error("--metrics-out {0:?}: its path does not say which protocol to send (.../api/v1/write, /api/v1/push or /api/v1/receive is Prometheus remote write, .../v1/metrics is OTLP); add --metrics-out-format remote-write|otlp, or write prometheus+remote-write://... or otlp+http://...")]
+    Ambiguous(String),
+}
+
+/// The format a plain `http(s)://` URL's path names: the receivers' documented paths
+/// (Prometheus and VictoriaMetrics `/api/v1/write`, Cortex and Mimir `/api/v1/push`, Thanos
+/// `/api/v1/receive`; OTLP/HTTP's `/v1/metrics`, also under Prometheus' `/api/v1/otlp` and
+/// Mimir's `/otlp`). Only the path's last segments count, whole: `/api/v1/writer` names
+/// nothing, so a guess never sends one protocol's bytes to the other's receiver.
+fn format_from_path(path: &str) -> Option<OutFormat> {
+    let path = path.strip_suffix('/').unwrap_or(path);
+    const REMOTE_WRITE: [&str; 3] = ["/api/v1/write", "/api/v1/push", "/api/v1/receive"];
+    if REMOTE_WRITE.iter().any(|p| path.ends_with(p)) {
+        Some(OutFormat::RemoteWrite)
+    } else if path.ends_with("/v1/metrics") {
+        Some(OutFormat::OtlpHttp)
+    } else {
+        None
+    }
 }
 
 /// Where and how to send: `prometheus+remote-write://...` or `otlp+http://...` (with
-/// `+https` for TLS), or a plain `http(s)://` URL with an explicit format.
+/// `+https` for TLS), or a plain `http(s)://` URL whose format is given (`--metrics-out-format`,
+/// which wins) or named by its path (`format_from_path`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutTarget {
     pub format: OutFormat,
@@ -70,6 +90,10 @@ impl OutTarget {
             ("otlp+http", _) => (OutFormat::OtlpHttp, "http"),
             ("otlp+https", _) => (OutFormat::OtlpHttp, "https"),
             ("http" | "https", Some(f)) => (f, scheme),
+            ("http" | "https", None) => match format_from_path(parsed.path()) {
+                Some(f) => (f, scheme),
+                None => return Err(OutError::Ambiguous(spec.to_string())),
+            },
             _ => return Err(unrecognised()),
         };
         let url = format!("{transport}://{rest}");
@@ -252,6 +276,47 @@ mod tests {
             "",
         ] {
             assert!(OutTarget::parse(bad, None).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn plain_urls_take_their_format_from_a_well_known_path() {
+        let format = |spec: &str| OutTarget::parse(spec, None).map(|t| t.format);
+        for rw in [
+            "http://127.0.0.1:9090/api/v1/write",
+            "https://prom.example/api/v1/write",
+            "http://mimir:8080/api/v1/push",
+            "http://thanos:19291/api/v1/receive",
+            "http://vm:8428/api/v1/write?extra_label=a=b",
+        ] {
+            assert_eq!(format(rw).unwrap(), OutFormat::RemoteWrite, "{rw}");
+        }
+        for otlp in [
+            "http://collector:4318/v1/metrics",
+            "https://collector/v1/metrics",
+            "http://prom:9090/api/v1/otlp/v1/metrics",
+            "http://mimir:8080/otlp/v1/metrics/",
+        ] {
+            assert_eq!(format(otlp).unwrap(), OutFormat::OtlpHttp, "{otlp}");
+        }
+        // The URL is kept as written.
+        let t = OutTarget::parse("http://127.0.0.1:9090/api/v1/write", None).unwrap();
+        assert_eq!(t.url, "http://127.0.0.1:9090/api/v1/write");
+        // The flag still decides, and is still needed where the path says nothing.
+        let t = OutTarget::parse("http://h/api/v1/write", Some("otlp")).unwrap();
+        assert_eq!(t.format, OutFormat::OtlpHttp);
+        for unclear in [
+            "http://h/",
+            "http://h:9090/ingest",
+            "http://h/v1/metricsx",
+            "http://h/api/v1/writer",
+        ] {
+            let e = OutTarget::parse(unclear, None).unwrap_err().to_string();
+            assert!(e.contains("--metrics-out-format"), "{unclear}: {e}");
+            assert!(
+                e.contains("/api/v1/write") && e.contains("/v1/metrics"),
+                "{e}"
+            );
         }
     }
 }

@@ -36,14 +36,16 @@ pub struct MetricsArgs {
     #[arg(long, value_name = "DURATION", requires = "server_metrics", allow_hyphen_values = true, value_parser = parse_duration, help_heading = "Metrics")]
     pub server_metrics_interval: Option<Duration>,
 
-    /// Send each interval's figures live (repeat for more):
-    /// prometheus+remote-write://HOST:PORT/api/v1/write or otlp+http://HOST:PORT/v1/metrics,
-    /// or an http:// URL with --metrics-out-format. A slow or absent receiver never slows the
+    /// Send each interval's figures live (repeat for more): http://HOST:PORT/api/v1/write
+    /// (also /api/v1/push, /api/v1/receive) is Prometheus remote write, http://HOST:PORT/v1/metrics
+    /// OTLP; any other http(s):// URL needs --metrics-out-format (or write
+    /// prometheus+remote-write:// or otlp+http://). A slow or absent receiver never slows the
     /// run: intervals are dropped and counted.
     #[arg(long = "metrics-out", value_name = "URL", help_heading = "Metrics")]
     pub metrics_out: Vec<String>,
 
-    /// The format of plain http:// --metrics-out URLs: remote-write or otlp.
+    /// The format of plain http(s):// --metrics-out URLs, remote-write or otlp (wins over
+    /// what their path says).
     #[arg(
         long,
         value_name = "FORMAT",
