@@ -68,6 +68,8 @@ struct Agent {
     url: String,
     fingerprint: String,
     token_file: PathBuf,
+    /// What it printed at start, up to its fingerprint.
+    started: Vec<String>,
 }
 
 impl Agent {
@@ -96,13 +98,15 @@ impl Agent {
         }
         // Keep draining its output so that it never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines.by_ref() {});
-        let fingerprint =
-            fingerprint.unwrap_or_else(|| panic!("the agent printed no fingerprint: {seen:#?}"));
+        let fingerprint = fingerprint
+            .clone()
+            .unwrap_or_else(|| panic!("the agent printed no fingerprint: {seen:#?}"));
         Agent {
             child,
             url,
             fingerprint,
             token_file: dir.join("state").join("token"),
+            started: seen,
         }
     }
 
@@ -482,6 +486,49 @@ fn losing_the_agent_mid_run_keeps_the_run_and_says_when() {
     );
 }
 
+/// The agent dies mid-run with the server it launched: the run must blame the lost agent,
+/// never the target ("the target could not keep up", as it said before).
+#[test]
+fn a_lost_agent_and_its_launched_server_are_not_blamed_on_the_target() {
+    let _serial = serial();
+    let Some(lab) = lab() else { return };
+    let dir = scratch("lost-launched");
+    let mut agent = Agent::start(&lab, &dir, &["--allow-exec"]);
+    let json = dir.join("run.json");
+    let (hns, _) = &lab.hosts[0];
+    let run = in_ns(hns, LOADLAB)
+        .arg("run")
+        .args(agent.flags())
+        .args(["--exec", FIXTURE, "-c", "2", "-d", "4s", "-q", "--json"])
+        .arg(&json)
+        .arg("/")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    agent.kill();
+    let out = run.wait_with_output().unwrap();
+    let doc = read_json(&json);
+    let verdicts: Vec<&str> = doc["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(
+        verdicts.iter().any(|v| v.contains("went with it")),
+        "{verdicts:#?}\n{}",
+        text(&out)
+    );
+    assert!(
+        !verdicts.iter().any(|v| v.contains("could not keep up")),
+        "{verdicts:#?}"
+    );
+    assert!(doc["server"]["agent"]["lost"]["at_s"].as_f64().is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn killing_loadlab_lets_the_lease_stop_what_the_agent_launched() {
     let _serial = serial();
@@ -551,6 +598,107 @@ fn killing_loadlab_lets_the_lease_stop_what_the_agent_launched() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     drop(agent);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Live (not zombie) processes whose environment holds `marker`.
+fn marked(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            !zombie(*pid)
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
+        })
+        .collect()
+}
+
+/// A SIGKILLed agent gets no chance to stop what it launched: the server's children (one in
+/// its process group, one that left it with setsid) live on, with its cgroup and the
+/// throwaway key. The next agent on the same state dir must reap all of it, and say so.
+#[test]
+fn a_sigkilled_agents_successor_leaves_no_process_cgroup_or_key_behind() {
+    let _serial = serial();
+    let Some(lab) = lab() else { return };
+    if Command::new("openssl").arg("version").output().is_err() {
+        eprintln!("SKIPPED: openssl is not installed (the launched HTTPS server)");
+        return;
+    }
+    let dir = scratch("reap");
+    let mut agent = Agent::start(&lab, &dir, &["--allow-exec", "--lease", "60s"]);
+    let (hns, _) = &lab.hosts[0];
+    let marker = format!("LOADLAB_REAP_TEST={}", std::process::id());
+    let server = "sleep 1000 & setsid sleep 1001 & exec openssl s_server -quiet -accept \
+                  $HOST:$PORT -cert $TLS_CERT -key $TLS_KEY -www";
+    let mut run = in_ns(hns, LOADLAB)
+        .arg("run")
+        .args(agent.flags())
+        .args([
+            "--exec",
+            server,
+            "--tls",
+            "--healthz",
+            "/",
+            "--env",
+            &marker,
+        ])
+        .args(["--limits", "best-effort", "-c", "1", "-d", "60s", "-q", "/"])
+        .arg("--json")
+        .arg(dir.join("run.json"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while marked(&marker).len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let launched = marked(&marker);
+    assert_eq!(
+        launched.len(),
+        3,
+        "the server and its two children: {launched:?}"
+    );
+    let keys = || -> Vec<PathBuf> {
+        std::fs::read_dir(dir.join("state").join("run"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.to_string_lossy().contains("loadlab-tls-"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(keys().len(), 1, "the throwaway key is in the state dir");
+    // SIGKILL the agent, then the run (which would otherwise wait for its lease).
+    agent.kill();
+    let _ = run.kill();
+    let _ = run.wait();
+    // Only the direct child dies with the agent: its children live on.
+    std::thread::sleep(Duration::from_millis(300));
+    let orphans = marked(&marker);
+    assert_eq!(orphans.len(), 2, "{orphans:?}");
+    let successor = Agent::start(&lab, &dir, &[]);
+    let said = successor.started.join("\n");
+    assert!(said.contains("reaped what a previous agent left"), "{said}");
+    assert!(
+        marked(&marker).is_empty(),
+        "left running: {:?}",
+        marked(&marker)
+    );
+    assert!(keys().is_empty(), "key material left: {:?}", keys());
+    let left: Vec<String> = cgroup_dirs()
+        .into_iter()
+        .filter(|d| {
+            std::path::Path::new(d).file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .starts_with(&format!("loadlab-{}-", agent.child.id()))
+            })
+        })
+        .collect();
+    assert!(left.is_empty(), "cgroups left: {left:?}");
+    drop(successor);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -33,6 +33,13 @@ pub fn attach_server(result: &mut RunResult, report: ServerReport) {
             )
         });
     }
+    if let Some(verdict) = lost_with_its_server(&report) {
+        // Requests that failed because the server was gone say nothing of how it kept up.
+        result
+            .verdicts
+            .retain(|v| !v.starts_with("the target could not keep up"));
+        result.verdicts.push(verdict);
+    }
     if let Some(sum) = &report.summary {
         if let (Some(share), Some(throttled), Some(periods)) =
             (&sum.cpu_quota_share, sum.throttled_periods, sum.periods)
@@ -68,4 +75,70 @@ pub fn attach_server(result: &mut RunResult, report: ServerReport) {
         }
     }
     result.server = Some(report);
+}
+
+/// The verdict for a run whose agent was lost while it held a server it had launched: that
+/// server went with it (a launched server dies with its agent, or its lease stops it), so
+/// what the load met after that moment was no server at all, not the server's answer.
+fn lost_with_its_server(report: &ServerReport) -> Option<String> {
+    let agent = report.agent.as_ref()?;
+    let lost = agent.lost.as_ref()?;
+    (report.source == "launched").then(|| {
+        format!(
+            "the agent on {} was lost {:.1} s into the run ({}), and the server it launched \
+             ({}) went with it: what the load met after {:.1} s was no server, not the \
+             server's answer; only the figures before then describe it (re-run with the agent \
+             kept running)",
+            agent.hostname, lost.at_s, lost.reason, report.description, lost.at_s
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{AgentLost, AgentReport};
+
+    fn report(source: &str, lost: bool) -> ServerReport {
+        ServerReport {
+            source: source.into(),
+            description: "rust-axum".into(),
+            pid: None,
+            limits: None,
+            startup: None,
+            sample_interval_s: 0.1,
+            summary: None,
+            exit: None,
+            samples: Vec::new(),
+            agent: Some(AgentReport {
+                url: "https://10.0.0.5:7070".into(),
+                hostname: "server-host".into(),
+                protocol: 1,
+                agent_version: "0.1.0".into(),
+                clock_offset_s: 0.0,
+                clock_uncertainty_s: 0.0,
+                clock_estimates: Vec::new(),
+                kernel: None,
+                lost: lost.then(|| AgentLost {
+                    at_s: 1.5,
+                    reason: "connection refused".into(),
+                }),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_lost_agent_takes_the_blame_for_the_server_it_launched() {
+        let verdict = lost_with_its_server(&report("launched", true)).unwrap();
+        assert!(
+            verdict.contains("server-host")
+                && verdict.contains("1.5 s")
+                && verdict.contains("went with it")
+                && verdict.contains("rust-axum"),
+            "{verdict}"
+        );
+        // An attached server may still be running: the warning says the series ends.
+        assert!(lost_with_its_server(&report("port", true)).is_none());
+        assert!(lost_with_its_server(&report("launched", false)).is_none());
+    }
 }
