@@ -29,16 +29,23 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Zsanitizer=address \
 -Cdebug-assertions -Coverflow-checks"
-cargo +nightly build --release --locked --target "$TARGET" --bin response_parser
-BIN="target/$TARGET/release/response_parser"
-mkdir -p corpus/response_parser artifacts
-echo "fuzzing the response parser for ${SECONDS_TO_RUN}s ($BIN)"
-set +e
-"$BIN" corpus/response_parser seeds \
-  -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -artifact_prefix=artifacts/ \
-  -print_final_stats=1 >artifacts/last-run.log 2>&1
-status=$?
-set -e
-grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|stat::|ERROR|panicked|SUMMARY|Test unit' artifacts/last-run.log | tail -40 || true
-echo "corpus: $(ls corpus/response_parser | wc -l) inputs; log: fuzz/artifacts/last-run.log"
+# Each target in turn: the HTTP/1.1 response parser, then the agent's request parsing
+# (fuzz/fuzz_targets/agent_request.rs: admission, query numbers, JSON bodies).
+status=0
+for NAME in ${FUZZ_TARGETS:-response_parser agent_request}; do
+  cargo +nightly build --release --locked --target "$TARGET" --bin "$NAME"
+  BIN="target/$TARGET/release/$NAME"
+  mkdir -p "corpus/$NAME" artifacts
+  echo "fuzzing $NAME for ${SECONDS_TO_RUN}s ($BIN)"
+  set +e
+  "$BIN" "corpus/$NAME" seeds \
+    -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -artifact_prefix=artifacts/ \
+    -print_final_stats=1 >"artifacts/$NAME-last-run.log" 2>&1
+  one=$?
+  set -e
+  grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|stat::|ERROR|panicked|SUMMARY|Test unit' \
+    "artifacts/$NAME-last-run.log" | tail -40 || true
+  echo "corpus: $(ls "corpus/$NAME" | wc -l) inputs; log: fuzz/artifacts/$NAME-last-run.log"
+  [ "$one" -eq 0 ] || status=$one
+done
 exit "$status"

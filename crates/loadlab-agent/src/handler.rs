@@ -233,7 +233,7 @@ pub(crate) async fn blocking<T: Send + 'static>(
 }
 
 /// A number in the query string (`?after=12`); absent is `None`, malformed a 400.
-fn query_number(query: &str, name: &str) -> Result<Option<u64>, Refusal> {
+pub(crate) fn query_number(query: &str, name: &str) -> Result<Option<u64>, Refusal> {
     for pair in query.split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         if key == name {
@@ -282,7 +282,12 @@ async fn read_json<T: DeserializeOwned>(req: Request<Incoming>) -> Result<T, Ref
             ))
         }
     };
-    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    parse_json(&bytes)
+}
+
+/// A body's bytes as JSON: 400 naming the field for malformed JSON or a wrong type.
+pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Refusal> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." {

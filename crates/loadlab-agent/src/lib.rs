@@ -21,6 +21,8 @@ mod attach;
 pub mod client;
 pub mod clock;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handler;
 mod host;
 mod launch;
