@@ -122,6 +122,15 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
             break;
         }
         let phase = ctx.phase_at(now);
+        // A connection is opened for a request, as HTTP/1.1's is: with none owed, it takes one
+        // from the budget (`-n`), failed with the connect if that fails, else sent first on
+        // it. Without this a refused connect cost nothing, and a count-bounded run against a
+        // port nothing listens on never ended.
+        let claimed = owed.get() == 0;
+        if claimed && phase == Phase::Measured && !ctx.budget.take() {
+            ctx.budget_spent.set(true);
+            break;
+        }
         let Some(send) = open_connection(&ctx, phase).await else {
             failures = failures.saturating_add(1);
             // Requests owed to a connection that cannot be opened are failed with it, so a
@@ -131,6 +140,10 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
             }
             continue;
         };
+        if claimed && phase == Phase::Measured {
+            // Not a retry: the request the connect was made for, its budget already taken.
+            owed.set(1);
+        }
         let answered_before = ctx
             .progress
             .completed

@@ -14,6 +14,7 @@ mod engine;
 mod expect_continue;
 mod h2_retry;
 mod http2;
+mod nothing_listens;
 mod parser_props;
 mod partial_interval;
 mod scenario;
