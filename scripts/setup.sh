@@ -2,6 +2,9 @@
 # Checks and installs what building and testing loadlab needs. Idempotent; safe to re-run.
 # Everything comes from the package registries (crates.io via cargo, Debian via apt-get);
 # nothing is downloaded from anywhere else.
+#
+#   bash scripts/setup.sh          # everything the full suite uses (apt-get needs root)
+#   bash scripts/setup.sh --rust   # cargo, rustfmt and clippy only (scripts/test.sh --quick)
 set -euo pipefail
 
 need() { command -v "$1" >/dev/null 2>&1; }
@@ -17,34 +20,109 @@ for component in rustfmt clippy; do
     fi
 done
 echo "setup: $(cargo --version), rustfmt and clippy present"
+if [[ ${1:-} == --rust ]]; then exit 0; fi
+
+# Debian's packages come first, gathered so that apt runs once: each check below adds what is
+# missing to one list, then one `apt-get update` and one `apt-get install` take them all (eight
+# updates, one per tool, took minutes of every cold CI run). Without root or apt-get we say
+# what to install and go on; each test whose tool is missing prints SKIPPED and passes.
+can_apt=false
+if [[ $(id -u) -eq 0 ]] && need apt-get; then can_apt=true; fi
+apt_packages=()
+# wants "WHAT NEEDS THEM" PACKAGE...: the packages are missing; say so, and install them below.
+wants() {
+    local what=$1
+    shift
+    apt_packages+=("$@")
+    if $can_apt; then
+        echo "setup: will install $* (for $what)"
+    else
+        echo "setup: missing Debian packages $*: $what will be skipped" >&2
+    fi
+}
 
 # The HTML report's browser test (crates/loadlab-report/tests/browser.rs) drives Debian's
-# headless Chromium through chromedriver. Installed only when missing; without root or
-# apt-get we say what to install and go on (that test then prints SKIPPED and passes).
+# headless Chromium through chromedriver.
 if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then
     echo "setup: chromium and chromedriver present"
-elif [[ $(id -u) -eq 0 ]] && need apt-get; then
-    echo "setup: installing chromium and chromium-driver (for the HTML report's browser test)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        chromium chromium-driver
 else
-    echo "setup: /usr/bin/chromium or /usr/bin/chromedriver is missing; the HTML report's" \
-        "browser test will be skipped. Install them with: sudo apt-get install chromium chromium-driver" >&2
+    wants "the HTML report's browser test" chromium chromium-driver
 fi
 
 # Bandwidth caps (--bandwidth) shape a veth link with iproute2's ip and tc; their tests
 # (crates/loadlab-cli/tests/machine.rs) print SKIPPED without them or without root.
 if need ip && need tc; then
     echo "setup: iproute2 (ip, tc) present"
-elif [[ $(id -u) -eq 0 ]] && need apt-get; then
-    echo "setup: installing iproute2 (for --bandwidth and its tests)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2
 else
-    echo "setup: ip or tc is missing; the bandwidth tests will be skipped. Install them with:" \
-        "sudo apt-get install iproute2" >&2
+    wants "the bandwidth tests" iproute2
 fi
+
+# The lab's erlang-cowboy target (targets/erlang-cowboy, crates/loadlab-lab/tests/it) needs
+# Erlang/OTP from Debian: erlc and erl (erlang-base), ssl for HTTPS and inets for its httpc
+# upstream client (crypto, public_key and asn1 come with them). Its build fetches Cowboy from
+# Debian's rabbitmq-server package with `apt-get download`, which needs an updated package
+# index (the one update below); RabbitMQ itself is never installed.
+if need erlc && erl -noshell -eval 'application:load(ssl) =:= ok andalso application:load(inets) =:= ok orelse halt(1), halt().' >/dev/null 2>&1; then
+    echo "setup: Erlang/OTP (erl, erlc, ssl, inets) present"
+else
+    wants "the lab's erlang-cowboy tests" erlang-base erlang-ssl erlang-inets
+fi
+index_stale=false
+if need apt-get && ! apt-cache show rabbitmq-server >/dev/null 2>&1; then
+    index_stale=true
+    echo "setup: apt knows no rabbitmq-server package (erlang-cowboy's build downloads it)"
+fi
+
+# Shipping (crates/loadlab-cli/tests/ship.rs): the man pages are rendered with groff and man;
+# the FROM scratch image (deploy/Containerfile.static) is built and run with Debian's rootful
+# podman and runc (catatonit: the pause process of the pods `podman kube play` makes).
+if need groff && need man; then
+    echo "setup: groff and man present"
+else
+    wants "the man pages' rendering test" groff-base man-db
+fi
+if need podman && need runc && need catatonit; then
+    echo "setup: podman, runc and catatonit present"
+else
+    wants "the container image's tests" podman runc catatonit
+fi
+
+# The interop test (crates/loadlab-cli/tests/interop.rs) and `bench/interop.sh` run loadlab
+# against Debian's nginx, Apache httpd and HAProxy (its expect-100 cell), and go-httpbin
+# (below). The full matrix installs its other servers (lighttpd, h2o) itself.
+if need nginx && need apache2 && need haproxy && need openssl && need curl \
+    && [[ -f /usr/lib/nginx/modules/ngx_http_brotli_filter_module.so ]]; then
+    echo "setup: nginx, apache2, haproxy, openssl and curl present"
+else
+    wants "the interop test" nginx libnginx-mod-http-brotli-filter apache2 haproxy openssl curl
+fi
+
+# Prometheus both ways (crates/loadlab-metrics/tests/prometheus.rs): Debian's prometheus
+# (remote-write receiver) and prometheus-node-exporter; the scraped app's prometheus_client
+# comes from PyPI (below).
+if need prometheus && need prometheus-node-exporter; then
+    echo "setup: prometheus and prometheus-node-exporter present"
+else
+    wants "the Prometheus tests" prometheus prometheus-node-exporter
+fi
+
+if [[ ${#apt_packages[@]} -gt 0 ]] || $index_stale; then
+    if $can_apt; then
+        echo "setup: apt-get update (once)"
+        apt-get update -qq
+        if [[ ${#apt_packages[@]} -gt 0 ]]; then
+            echo "setup: apt-get install ${apt_packages[*]}"
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                "${apt_packages[@]}"
+        fi
+    else
+        echo "setup: not root, or no apt-get; to run every test, as root:" \
+            "apt-get update${apt_packages[*]:+ && apt-get install ${apt_packages[*]}}" >&2
+    fi
+fi
+
+# The rest comes from the language registries (crates.io, PyPI, the Go module proxy), pinned,
+# into directories under target/ (nothing installed system-wide), so it is cached with the build.
 
 # The Ansible playbook's end-to-end test (crates/loadlab-cli/tests/dist.rs) and
 # `bench/shards-ansible.sh` run ansible-core, pinned, from PyPI into a virtualenv under
@@ -63,59 +141,6 @@ else
         "Install python3 and python3-venv, then re-run" >&2
 fi
 
-# The lab's erlang-cowboy target (targets/erlang-cowboy, crates/loadlab-lab/tests/it) needs
-# Erlang/OTP from Debian: erlc and erl (erlang-base), ssl for HTTPS and inets for its httpc
-# upstream client (crypto, public_key and asn1 come with them). Its build fetches Cowboy from
-# Debian's rabbitmq-server package with `apt-get download`, which needs an updated package
-# index; RabbitMQ itself is never installed. Without root or apt-get we say so and go on (its
-# tests then print SKIPPED and pass).
-if need erlc && erl -noshell -eval 'application:load(ssl) =:= ok andalso application:load(inets) =:= ok orelse halt(1), halt().' >/dev/null 2>&1; then
-    echo "setup: Erlang/OTP (erl, erlc, ssl, inets) present"
-elif [[ $(id -u) -eq 0 ]] && need apt-get; then
-    echo "setup: installing Erlang/OTP (for the lab's erlang-cowboy target)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        erlang-base erlang-ssl erlang-inets
-else
-    echo "setup: Erlang/OTP is missing; the lab's erlang-cowboy tests will be skipped. Install" \
-        "it with: sudo apt-get update && sudo apt-get install erlang-base erlang-ssl erlang-inets" >&2
-fi
-if need apt-get && ! apt-cache show rabbitmq-server >/dev/null 2>&1; then
-    if [[ $(id -u) -eq 0 ]]; then
-        echo "setup: updating apt's package index (erlang-cowboy's build downloads rabbitmq-server)"
-        apt-get update -qq
-    else
-        echo "setup: apt knows no rabbitmq-server package, so erlang-cowboy cannot build: run" \
-            "sudo apt-get update" >&2
-    fi
-fi
-
-# Shipping (crates/loadlab-cli/tests/ship.rs): the man pages are rendered with groff and man;
-# the FROM scratch image (deploy/Containerfile.static) is built and run with Debian's rootful
-# podman and runc; the Kubernetes manifests are checked by kubernetes-validate (PyPI, pinned,
-# into a virtualenv under target/). Each test prints SKIPPED without its tool.
-if need groff && need man; then
-    echo "setup: groff and man present"
-elif [[ $(id -u) -eq 0 ]] && need apt-get; then
-    echo "setup: installing groff-base and man-db (for the man pages' test)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends groff-base man-db
-else
-    echo "setup: groff or man is missing; the man pages' rendering test will be skipped." \
-        "Install them with: sudo apt-get install groff-base man-db" >&2
-fi
-# (catatonit: the pause process of the pods `podman kube play` makes.)
-if need podman && need runc && need catatonit; then
-    echo "setup: podman, runc and catatonit present"
-elif [[ $(id -u) -eq 0 ]] && need apt-get; then
-    echo "setup: installing podman, runc and catatonit (for the container image's tests)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        podman runc catatonit
-else
-    echo "setup: podman, runc or catatonit is missing; the container image's tests will be" \
-        "skipped. Install them with: sudo apt-get install podman runc catatonit" >&2
-fi
 # The book (docs/, an mdBook) is built by ship.rs's book test, which follows every link of
 # the built pages. mdbook is not packaged for Debian 12: cargo builds it from crates.io, pinned,
 # without its serve/watch/search features (the test needs none) and unoptimised (half the
@@ -129,6 +154,8 @@ else
     cargo install -q --locked --debug mdbook --version "$MDBOOK_VERSION" --no-default-features \
         --root target/book-tools
 fi
+# The Kubernetes manifests' test (ship.rs) checks them with kubernetes-validate, pinned, from
+# PyPI into a virtualenv under target/.
 KUBERNETES_VALIDATE_VERSION=1.37.0
 k8s_venv=target/k8s-venv
 if [[ -x $k8s_venv/bin/kubernetes-validate ]] \
@@ -143,24 +170,9 @@ else
         "Install python3 and python3-venv, then re-run" >&2
 fi
 
-# The interop test (crates/loadlab-cli/tests/interop.rs) and `bench/interop.sh` run loadlab
-# against Debian's nginx, Apache httpd and HAProxy (its expect-100 cell), and go-httpbin built
-# from the Go module proxy at a pinned version into target/interop-tools (nothing installed
-# system-wide). The full matrix installs its other servers (lighttpd, h2o) itself. Without
-# them the test prints SKIPPED and passes.
+# go-httpbin for the interop test (above), built from the Go module proxy at a pinned version
+# into target/interop-tools.
 GO_HTTPBIN_VERSION=v2.26.0   # keep in step with bench/interop.sh
-if need nginx && need apache2 && need haproxy && need openssl && need curl \
-    && [[ -f /usr/lib/nginx/modules/ngx_http_brotli_filter_module.so ]]; then
-    echo "setup: nginx, apache2, haproxy, openssl and curl present"
-elif [[ $(id -u) -eq 0 ]] && need apt-get; then
-    echo "setup: installing nginx, apache2, haproxy, openssl and curl (for the interop test)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        nginx libnginx-mod-http-brotli-filter apache2 haproxy openssl curl
-else
-    echo "setup: nginx, apache2 or haproxy is missing; the interop test will be skipped. Install" \
-        "them with: sudo apt-get install nginx libnginx-mod-http-brotli-filter apache2 haproxy" >&2
-fi
 httpbin=target/interop-tools/go-httpbin
 # (go-httpbin's -version says "dev" when built by go install: a stamp file keeps the version.)
 if [[ -x $httpbin && $(cat "$httpbin.version" 2>/dev/null) == "$GO_HTTPBIN_VERSION" ]]; then
@@ -175,22 +187,9 @@ else
         "skipped. Install Go (Debian: sudo apt-get install golang-go) and re-run" >&2
 fi
 
-# Prometheus both ways (crates/loadlab-metrics/tests/prometheus.rs): Debian's prometheus
-# (remote-write receiver) and prometheus-node-exporter, and the Python prometheus_client, pinned,
-# from PyPI into a virtualenv under target/ for the scraped app. Without them the tests print
-# SKIPPED and pass.
+# The scraped app of the Prometheus tests (above): the Python prometheus_client, pinned, from
+# PyPI into a virtualenv under target/.
 PROMETHEUS_CLIENT_VERSION=0.26.0
-if need prometheus && need prometheus-node-exporter; then
-    echo "setup: prometheus and prometheus-node-exporter present"
-elif [[ $(id -u) -eq 0 ]] && need apt-get; then
-    echo "setup: installing prometheus and prometheus-node-exporter (for the Prometheus tests)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        prometheus prometheus-node-exporter
-else
-    echo "setup: prometheus or prometheus-node-exporter is missing; the Prometheus tests will be" \
-        "skipped. Install them with: sudo apt-get install prometheus prometheus-node-exporter" >&2
-fi
 venv=target/metrics-venv
 if [[ -x $venv/bin/python ]] \
     && "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('prometheus-client') != '$PROMETHEUS_CLIENT_VERSION')" 2>/dev/null; then
