@@ -77,12 +77,16 @@ pub(crate) fn verdicts(
             )
         });
     }
-    if measured.requests.issued > 0 && measured.requests.completed == 0 && !outcome.interrupted {
-        out.push(
+    if measured.requests.nothing_succeeded() && !outcome.interrupted {
+        out.push(if measured.requests.issued == 0 {
+            "nothing succeeded: no measured request could be sent, every connection was still \
+             opening when the run ended; see the warnings (loadlab exits with code 2)"
+                .into()
+        } else {
             "nothing succeeded: no measured request got a response; see the errors (loadlab \
              exits with code 2)"
-                .into(),
-        );
+                .into()
+        });
     }
     let server_errors = server_errors(measured);
     let answered = measured.requests.completed;
@@ -236,7 +240,16 @@ pub(crate) fn warnings(
         }
     }
     let r = &measured.requests;
-    if r.issued > 0 && r.completed == 0 && r.failed == 0 {
+    if r.issued == 0 && r.not_sent > 0 {
+        out.push(format!(
+            "no measured request was sent: {} due waited for a connection still opening when \
+             the run ended (a TCP connect never answered: SYNs dropped by a firewall or a full \
+             accept queue; over TLS, a handshake the server never answered); loadlab waits up \
+             to --connect-timeout ({}) for each",
+            r.not_sent,
+            seconds_or_ms(config.connect_timeout.as_secs_f64())
+        ));
+    } else if r.issued > 0 && r.completed == 0 && r.failed == 0 {
         out.push(
             "no measured request completed and none failed: every one was still waiting for \
              its response when the run ended (a stalled or very slow server; see --timeout)"

@@ -349,10 +349,19 @@ pub struct Requests {
     pub completed: u64,
     /// No full response: see `errors`.
     pub failed: u64,
-    /// Open loop: due before the end of the run but never sent (every connection was busy).
+    /// Due before the end of the run but never sent: an open loop's every connection was
+    /// busy, or (either loop) the request's connection was still opening when the run ended.
     pub not_sent: u64,
     /// Completed requests per second.
     pub per_second: f64,
+}
+
+impl Requests {
+    /// Requests were due (sent, attempted, or waiting for a connection that never opened)
+    /// and none got a response: a failed run (exit code 2).
+    pub fn nothing_succeeded(&self) -> bool {
+        self.completed == 0 && (self.issued > 0 || self.not_sent > 0)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

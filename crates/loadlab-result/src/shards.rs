@@ -177,7 +177,7 @@ pub fn merge_shards(parts: &[RunResult]) -> Result<RunResult, ShardMergeError> {
         .iter()
         .filter(|&&i| {
             let m = &parts[i].measured.requests;
-            parts[i].interrupted || (m.issued > 0 && m.completed == 0)
+            parts[i].interrupted || m.nothing_succeeded()
         })
         .map(|&i| infos[i].index)
         .collect();

@@ -271,6 +271,28 @@ fn refused_connections_back_off_and_the_run_fails_plainly() {
     assert!(ran.says("verdicts", "nothing succeeded"));
 }
 
+/// Issue 46, case 1: a server that never lets a connection finish opening (its listener
+/// never accepts, so a TLS ClientHello is never answered) within a run shorter than
+/// --connect-timeout. Nothing was sent and nothing succeeded: the requests that waited are
+/// due and never sent, the result says so, and loadlab exits 2 (it said "0 of 0 issued",
+/// exit 0).
+#[test]
+fn a_tls_handshake_never_answered_is_a_failed_run() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://127.0.0.1:{}/", silent.local_addr().unwrap().port());
+    let ran = run(
+        "tls-silent",
+        &["-c", "2", "-d", "1s", "--connect-timeout", "10m"],
+        &url,
+    );
+    assert_eq!(ran.requests(), (0, 0, 0));
+    assert_eq!(ran.json["measured"]["requests"]["not_sent"], 2);
+    assert!(ran.says("verdicts", "nothing succeeded"), "{}", ran.json);
+    assert!(ran.says("warnings", "still opening"), "{}", ran.json);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    drop(silent);
+}
+
 /// Case 9: a server that reads requests and never answers. Nothing failed and nothing
 /// completed: the result says the server stalled, not that every request failed.
 #[test]

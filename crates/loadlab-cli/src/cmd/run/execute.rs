@@ -89,8 +89,7 @@ pub fn execute_saving(
         output::print_summary(&result, stdout_taken)?;
         metrics_lines.iter().for_each(|l| eprintln!("{l}"));
     }
-    let nothing_succeeded =
-        result.measured.requests.issued > 0 && result.measured.requests.completed == 0;
+    let nothing_succeeded = result.measured.requests.nothing_succeeded();
     let code = if result.interrupted {
         crate::signals::interrupted()
     } else if server_died {
