@@ -67,11 +67,31 @@ pub(crate) fn limits(options: &LaunchOptions) -> Result<(Limits, LimitsMode), Re
             ))
         }
     };
-    if !options.healthz.starts_with('/') {
+    if let Some(upstream) = &options.upstream {
+        let parsed = url::Url::parse(upstream).ok().filter(|u| {
+            matches!(u.scheme(), "http" | "https") && u.host().is_some() && u.username().is_empty()
+        });
+        if parsed.is_none() {
+            return Err(Refusal::field(
+                "server.upstream",
+                format!(
+                    "upstream {upstream:?} is not an http:// or https:// URL with a host (and no \
+                     user name): the target calls it for /upstream"
+                ),
+            ));
+        }
+    }
+    if !options.healthz.starts_with('/')
+        || options
+            .healthz
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
         return Err(Refusal::field(
             "server.healthz",
             format!(
-                "healthz {:?} must be a path starting with /",
+                "healthz {:?} must be a path starting with /, without spaces or control \
+                 characters",
                 options.healthz
             ),
         ));
@@ -272,6 +292,28 @@ mod tests {
             ..LaunchOptions::default()
         };
         assert_eq!(bad(mode), "server.limits_mode");
+        for upstream in [
+            "file:///etc/passwd",
+            "gopher://x",
+            "http://user:pw@host/",
+            "not a url",
+        ] {
+            let options = LaunchOptions {
+                upstream: Some(upstream.into()),
+                ..LaunchOptions::default()
+            };
+            assert_eq!(bad(options), "server.upstream", "{upstream}");
+        }
+        let ok = LaunchOptions {
+            upstream: Some("https://10.0.0.7:8443/api".into()),
+            ..LaunchOptions::default()
+        };
+        assert!(limits(&ok).is_ok());
+        let crlf = LaunchOptions {
+            healthz: "/healthz HTTP/1.1\r\nX: y".into(),
+            ..LaunchOptions::default()
+        };
+        assert_eq!(bad(crlf), "server.healthz");
         assert!(limits(&LaunchOptions::default()).is_ok());
     }
 }
