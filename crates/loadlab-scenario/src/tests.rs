@@ -195,6 +195,25 @@ fn malformed_scenarios_name_the_step_and_the_field() {
             "two bodies (raw and json)",
         ),
         (step("url = \"/\"\nthink = { fixed = \"soon\" }"), "step `a`", "think.fixed", "not a duration"),
+        // 2^64-1 s panicked a worker (issue 46, item 3): think times end where other durations do.
+        (
+            step("url = \"/\"\nthink = { fixed = \"18446744073709551615s\" }"),
+            "step `a`",
+            "think.fixed",
+            "longer than loadlab allows (7 days)",
+        ),
+        (
+            step("url = \"/\"\nthink = { exponential = \"18446744073709551615s\" }"),
+            "step `a`",
+            "think.exponential",
+            "longer than loadlab allows (7 days)",
+        ),
+        (
+            step("url = \"/\"\nthink = { uniform = [\"1s\", \"8days\"] }"),
+            "step `a`",
+            "think.uniform",
+            "longer than loadlab allows (7 days)",
+        ),
         (
             step("url = \"/\"\nthink = { fixed = \"1s\", exponential = \"1s\" }"),
             "step `a`",

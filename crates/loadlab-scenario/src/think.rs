@@ -80,10 +80,21 @@ impl Rng {
     }
 }
 
-/// Parses a duration as written in a scenario (`500ms`, `2s`, `1m`).
+/// The longest think time: a week, as the engine's longest duration (`MAX_DURATION`, which
+/// a test holds equal). Longer ones overflowed the clock's arithmetic and panicked a worker.
+pub const MAX_THINK: Duration = Duration::from_secs(7 * 86_400);
+
+/// Parses a duration as written in a scenario (`500ms`, `2s`, `1m`), at most [`MAX_THINK`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 500ms, 2s or 1m"))
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 500ms, 2s or 1m"))?;
+    if d > MAX_THINK {
+        return Err(format!(
+            "`{text}` is longer than loadlab allows ({} days); give a shorter one",
+            MAX_THINK.as_secs() / 86_400
+        ));
+    }
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -130,5 +141,9 @@ mod tests {
         assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
         assert_eq!(parse_duration("300ms").unwrap(), ms(300));
         assert!(parse_duration("soon").unwrap_err().contains("500ms"));
+        assert_eq!(parse_duration("7days").unwrap(), MAX_THINK);
+        assert!(parse_duration("7days 1ns")
+            .unwrap_err()
+            .contains("longer than loadlab allows"));
     }
 }

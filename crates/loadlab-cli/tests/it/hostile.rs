@@ -822,6 +822,10 @@ fn hostile_command_lines_are_refused_up_front() {
         (vec!["--warmup", huge, url], "--warmup"),
         (vec!["--timeout", huge, url], "--timeout"),
         (vec!["--interval", huge, url], "--interval"),
+        (vec!["--pace", huge, url], "--pace"),
+        // A bare number is seconds; one too large for a duration is refused, not a panic.
+        (vec!["--pace", "18446744073709551615", url], "--pace"),
+        (vec!["-d", "1e30", url], "--duration"),
         (vec!["-c", "-1", url], "`-1` is not a count"),
         // Every numeric or duration flag names itself and its range for a negative value,
         // instead of clap's "use '-- -1'" tip (issue 27, item 7).

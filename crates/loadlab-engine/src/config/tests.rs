@@ -349,12 +349,26 @@ fn out_of_range_values_are_refused_by_name() {
             },
             "interval",
         ),
+        // It panicked a worker (issue 46, item 3).
+        (
+            RunSpec {
+                pace: Some(Duration::from_secs(u64::MAX)),
+                ..base()
+            },
+            "pace",
+        ),
     ];
     for (spec, needle) in cases {
         let url = spec.url.clone();
         let err = spec.validate().expect_err(&url).to_string();
         assert!(err.contains(needle), "{url}: {err}");
     }
+    // A scenario's think times end where every other duration does (the scenario crate
+    // checks them as it reads the file).
+    assert_eq!(
+        loadlab_scenario::think::MAX_THINK,
+        super::validate::MAX_DURATION
+    );
     // Good ports still pass, with and without brackets.
     for ok in ["http://127.0.0.1:1/", "http://[::1]:65535/x", "http://h/"] {
         spec(ok).validate().unwrap();

@@ -173,6 +173,7 @@ impl RunSpec {
             ("timeout", Some(self.timeout)),
             ("connect_timeout", Some(self.connect_timeout)),
             ("interval", Some(self.interval)),
+            ("pace", self.pace),
         ];
         for (flag, d) in all {
             if d.is_some_and(|d| d > MAX_DURATION) {

@@ -646,3 +646,42 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The longest think times and pace loadlab accepts (a week, as every duration) end with the
+/// run, never panicking a worker (2^64-1 s did, issue 46 item 3; a worker's panic fails the
+/// run, so `run` gets no result): an exponential draw is up to about 37 times its mean, a
+/// closed loop sleeps no later than the run's end, an open loop dates its next step from it,
+/// a pace moves its slots on by it.
+#[test]
+fn the_longest_think_times_and_pace_end_with_the_run() {
+    let server = RouteServer::start(|_: &Seen| response(200, "ok").into());
+    let week = Duration::from_secs(7 * 86_400);
+    for think in ["fixed = \"7days\"", "exponential = \"7days\""] {
+        let s = scenario(&format!(
+            "name = \"t\"\n[[steps]]\nname = \"a\"\nurl = \"{}\"\nthink = {{ {think} }}\n\
+             [[steps]]\nname = \"b\"\nurl = \"{}\"",
+            server.url("/a"),
+            server.url("/b")
+        ));
+        for rate in [None, Some(50.0)] {
+            let r = run(RunSpec {
+                requests: None,
+                duration: Some(Duration::from_millis(300)),
+                rate,
+                connections: rate.is_none().then_some(2),
+                ..spec(s.clone(), 2, 1)
+            });
+            assert!(r.measured.requests.completed > 0, "{think} rate {rate:?}");
+        }
+    }
+    let r = run(RunSpec {
+        url: server.url("/"),
+        connections: Some(2),
+        threads: Some(1),
+        duration: Some(Duration::from_millis(300)),
+        pace: Some(week),
+        pm_qos: false,
+        ..RunSpec::default()
+    });
+    assert!(r.measured.requests.completed > 0);
+}

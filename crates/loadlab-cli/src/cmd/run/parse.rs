@@ -75,7 +75,11 @@ pub fn parse_duration(raw: &str) -> Result<Duration, String> {
     let raw = raw.trim();
     if let Ok(secs) = raw.parse::<f64>() {
         if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
+            // Too long for any duration: refused here (from_secs_f64 would panic), shorter
+            // ones beyond a week by the flag's own check.
+            return Duration::try_from_secs_f64(secs).map_err(|_| {
+                format!("`{raw}` seconds is longer than loadlab allows; give at most 7 days")
+            });
         }
     }
     if raw.starts_with('-') {
