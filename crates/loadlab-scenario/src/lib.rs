@@ -113,7 +113,8 @@ pub struct Step {
     /// Listed with `requests` (a page), even if only one.
     pub page: bool,
     pub think: Think,
-    /// With [`Mode::Mix`]: the relative chance of this step.
+    /// With [`Mode::Mix`]: the relative chance of this step, as a share of the heaviest
+    /// step's (which has 1), so that the weights' sum stays finite.
     pub weight: f64,
     pub captures: Vec<Capture>,
     pub checks: Vec<Check>,

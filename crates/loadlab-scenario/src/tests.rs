@@ -161,6 +161,38 @@ url = "/b"
     assert!((5_700..6_300).contains(&often), "{often} of 8000");
 }
 
+/// Weights whose sum overflows (issue 46, item 5: 1e308 + 1e308 is infinite, and every
+/// iteration went to the 1e-308 step) keep their proportions.
+#[test]
+fn a_mix_of_huge_and_tiny_weights_keeps_their_proportions() {
+    let text = r#"
+name = "mix"
+mode = "mix"
+base_url = "http://127.0.0.1:1"
+[[steps]]
+name = "huge"
+url = "/a"
+weight = 1e308
+[[steps]]
+name = "huge too"
+url = "/b"
+weight = 1e308
+[[steps]]
+name = "tiny"
+url = "/c"
+weight = 1e-308
+"#;
+    let s = load(text).unwrap();
+    assert_eq!(s.requests_per_iteration(), 1.0);
+    let mut rng = Rng::new(5);
+    let mut picks = [0usize; 3];
+    for _ in 0..8000 {
+        picks[s.pick(&mut rng)] += 1;
+    }
+    assert_eq!(picks[2], 0, "{picks:?}");
+    assert!((3_700..4_300).contains(&picks[0]), "{picks:?}");
+}
+
 #[test]
 fn a_page_lists_its_requests() {
     let text = r#"

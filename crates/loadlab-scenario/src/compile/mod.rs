@@ -256,6 +256,12 @@ pub(crate) fn compile(
         });
     }
     let (origin, _) = origin.expect("at least one step, each with a request");
+    // Weights relative to the heaviest (1): their sum is then at most the number of steps,
+    // where 1e308 + 1e308 overflowed to infinity and every draw fell past the first steps.
+    let heaviest = steps.iter().map(|s| s.weight).fold(0.0, f64::max);
+    for step in &mut steps {
+        step.weight /= heaviest;
+    }
     Ok(Scenario {
         name: file.name.clone(),
         description: file.description.clone(),
