@@ -52,14 +52,63 @@ pub struct Totals {
     pub last_end_s: f64,
 }
 
+/// The latest any interval of a run may end, from its start: a century. Far beyond any run
+/// (a `-n` run has no time limit), and still far inside what the clock's arithmetic takes
+/// (an interval 1e308 s in panicked `loadlab recover`).
+pub const LATEST_END_S: f64 = 100.0 * 365.25 * 86_400.0;
+
+/// Seconds as a reader can take them in: `1e308`, not 309 digits.
+fn seconds(s: f64) -> String {
+    if s.abs() >= 1e9 {
+        format!("{s:e}")
+    } else {
+        format!("{s}")
+    }
+}
+
 impl Totals {
-    /// Adds one interval; an interval whose histogram does not decode is an error naming it.
+    /// Adds one interval. One that cannot be a run's (a histogram that does not decode, a
+    /// time before the start or beyond [`LATEST_END_S`], a negative duration, counts whose
+    /// sums overflow) is an error naming it, and changes nothing: intervals come from files
+    /// a user may have altered, and no figure may be made up from them.
     pub fn add(&mut self, iv: &IntervalSummary) -> Result<(), String> {
+        let altered = |what: String| {
+            format!(
+                "{what}: the file was altered after it was written (loadlab writes no such \
+                 interval); recover from an unaltered copy"
+            )
+        };
+        if !(0.0..=LATEST_END_S).contains(&iv.start_s) {
+            return Err(altered(format!(
+                "an interval starts {} s into the run, not between 0 and {} s (a century)",
+                seconds(iv.start_s),
+                seconds(LATEST_END_S)
+            )));
+        }
+        let altered =
+            |what: String| altered(format!("the interval at {} s {what}", seconds(iv.start_s)));
+        if !(0.0..=LATEST_END_S - iv.start_s).contains(&iv.duration_s) {
+            return Err(altered(format!(
+                "lasts {} s, not between 0 and the {} s left to a century",
+                seconds(iv.duration_s),
+                seconds(LATEST_END_S - iv.start_s)
+            )));
+        }
         let phase = if iv.warmup {
             &mut self.warmup
         } else {
             &mut self.measured
         };
+        let sum = |total: u64, n: u64, what: &str| {
+            total
+                .checked_add(n)
+                .ok_or_else(|| altered(format!("makes the {what} overflow a 64-bit count")))
+        };
+        let completed = sum(phase.completed, iv.completed, "requests completed")?;
+        let failed = sum(phase.failed, iv.failed, "requests failed")?;
+        sum(completed, failed, "requests completed and failed")?;
+        let bytes_sent = sum(phase.bytes_sent, iv.bytes_sent, "bytes sent")?;
+        let bytes_received = sum(phase.bytes_received, iv.bytes_received, "bytes received")?;
         if let Some(text) = &iv.histogram {
             let h = decode_histogram(text).map_err(|e| {
                 format!(
@@ -73,10 +122,10 @@ impl Totals {
                 .add(&h)
                 .map_err(|e| format!("the interval at {} s does not merge: {e:?}", iv.start_s))?;
         }
-        phase.completed += iv.completed;
-        phase.failed += iv.failed;
-        phase.bytes_sent += iv.bytes_sent;
-        phase.bytes_received += iv.bytes_received;
+        phase.completed = completed;
+        phase.failed = failed;
+        phase.bytes_sent = bytes_sent;
+        phase.bytes_received = bytes_received;
         phase.duration_s += iv.duration_s;
         phase.intervals += 1;
         let per_s = |n: u64| (n as f64 / iv.duration_s.max(1e-9)) as u64;

@@ -877,6 +877,74 @@ fn hostile_command_lines_are_refused_up_front() {
     }
 }
 
+/// Issue 46, case 7: `loadlab recover` on a spill file altered after it was written. An
+/// interval 1e308 s into the run panicked it (exit 101); a negative duration and counts that
+/// wrap were taken silently. Each is refused by name, exit 2, and nothing is written.
+#[test]
+fn recover_refuses_an_altered_spill_file() {
+    let fixture: Value = serde_json::from_str(include_str!(
+        "../../../loadlab-report/tests/fixtures/open.json"
+    ))
+    .unwrap();
+    let mut header = fixture.clone();
+    header["timeline"] = Value::Array(Vec::new());
+    let first = fixture["timeline"][0].clone();
+    let altered = |key: &str, value: Value| {
+        let mut iv = first.clone();
+        iv[key] = value;
+        iv
+    };
+    let huge = Value::from(u64::MAX);
+    let cases = [
+        (
+            "far",
+            vec![altered("start_s", 1e308.into())],
+            "starts 1e308 s",
+        ),
+        (
+            "negative",
+            vec![altered("duration_s", (-1.0).into())],
+            "lasts -1 s",
+        ),
+        (
+            "wrapping",
+            vec![
+                altered("completed", huge.clone()),
+                altered("completed", huge),
+            ],
+            "overflow",
+        ),
+    ];
+    for (name, intervals, phrase) in cases {
+        let path = result_path(&format!("altered-{name}.spill"));
+        let out = result_path(&format!("altered-{name}-out"));
+        let mut text = String::from("loadlab-spill 1\n");
+        for record in std::iter::once(&header).chain(&intervals) {
+            let json = record.to_string();
+            text.push_str(&format!("{} {json}\n", json.len()));
+        }
+        std::fs::write(&path, text).unwrap();
+        let child = loadlab()
+            .arg("recover")
+            .arg(&path)
+            .arg("-o")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (code, stderr) = finish(child, name);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(code, Some(2), "{name}: {stderr}");
+        assert!(stderr.contains(phrase), "{name}: {stderr}");
+        assert!(
+            stderr.contains("altered after it was written"),
+            "{name}: {stderr}"
+        );
+        assert!(!out.exists(), "{name}: a result was written");
+    }
+}
+
 /// Every failure class loadlab can count is a name the schema allows (`extra_bytes` was
 /// missing, so a result with one failed validation).
 #[test]

@@ -273,3 +273,80 @@ fn a_file_that_is_not_a_spill_file_is_refused_with_the_fix() {
         "{err}"
     );
 }
+
+/// A spill file altered after it was written (issue 46, item 7): an interval 1e308 s in
+/// panicked `loadlab recover`; a negative duration and counts that wrap were taken silently.
+/// Each is refused, naming the interval and what is wrong with it.
+#[test]
+fn altered_intervals_are_refused_naming_what_is_wrong() {
+    let altered = |f: &dyn Fn(&mut IntervalSummary)| {
+        let mut iv = interval(1);
+        f(&mut iv);
+        iv
+    };
+    let cases: Vec<(&str, Vec<IntervalSummary>, &str)> = vec![
+        (
+            "far",
+            vec![altered(&|iv| iv.start_s = 1e308)],
+            "starts 1e308 s into the run",
+        ),
+        (
+            "before",
+            vec![altered(&|iv| iv.start_s = -5.0)],
+            "starts -5 s into the run",
+        ),
+        (
+            "negative",
+            vec![altered(&|iv| iv.duration_s = -1.0)],
+            "lasts -1 s",
+        ),
+        (
+            "long",
+            vec![altered(&|iv| iv.duration_s = 1e308)],
+            "lasts 1e308 s",
+        ),
+        (
+            "wrapping",
+            vec![
+                altered(&|iv| iv.completed = u64::MAX),
+                altered(&|iv| iv.completed = u64::MAX),
+            ],
+            "completed",
+        ),
+        (
+            "wrapping-sum",
+            // With the first interval's 50: u64::MAX completed, and one failed more.
+            vec![altered(&|iv| {
+                iv.completed = u64::MAX - 50;
+                iv.failed = 1;
+            })],
+            "completed and failed",
+        ),
+        (
+            "bytes",
+            vec![
+                altered(&|iv| iv.bytes_received = u64::MAX),
+                altered(&|iv| iv.bytes_received = 1),
+            ],
+            "bytes received",
+        ),
+    ];
+    for (name, intervals, phrase) in cases {
+        let path = temp_path(&format!("altered-{name}"));
+        let t0 = Instant::now();
+        let mut w = SpillWriter::create(&path, &header(), t0).expect("created");
+        w.append(&interval(0), t0).expect("appended");
+        for iv in &intervals {
+            w.append(iv, t0).expect("appended");
+        }
+        w.finish(t0).expect("finished");
+        let outcome = recover(&path);
+        let _ = std::fs::remove_file(&path);
+        let err = format!("{:#}", outcome.expect_err(name));
+        assert!(err.contains(phrase), "{name}: {err}");
+        assert!(
+            err.contains("altered after it was written"),
+            "{name}: {err}"
+        );
+    }
+}
