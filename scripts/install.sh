@@ -6,6 +6,7 @@
 #   bash scripts/install.sh                          # into cargo's root (~/.cargo)
 #   sudo bash scripts/install.sh --root /usr/local   # system-wide
 #   bash scripts/install.sh --root /tmp/ll --target-dir target   # reuse this checkout's build
+#   bash scripts/install.sh --root /tmp/ll --binary target/debug/loadlab   # install that one
 #
 # Layout under the root: bin/loadlab, share/man/man1/loadlab*.1,
 # share/bash-completion/completions/loadlab, share/zsh/site-functions/_loadlab,
@@ -16,24 +17,38 @@ cd "$(dirname "$0")/.."
 
 root=${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}
 target_dir=()
+binary=
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --root) root=$2; shift 2 ;;
         --target-dir) target_dir=(--target-dir "$2"); shift 2 ;;
+        --binary) binary=$2; shift 2 ;;
         -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *)
-            echo "install: unknown argument '$1'; use --root DIR and --target-dir DIR" >&2
+            echo "install: unknown argument '$1'; use --root DIR, --target-dir DIR or" \
+                "--binary PATH" >&2
             exit 2
             ;;
     esac
 done
-if ! command -v cargo >/dev/null 2>&1; then
-    echo "install: cargo is missing. Install Rust (https://rustup.rs) and re-run." >&2
-    exit 2
-fi
-
-cargo install --locked --path crates/loadlab-cli --bin loadlab --root "$root" "${target_dir[@]}"
 bin=$root/bin/loadlab
+if [[ -n $binary ]]; then
+    # A binary already built (CI installs the one its tests ran, rather than building a
+    # release one for this alone): copied as cargo install would place it.
+    if [[ ! -x $binary ]]; then
+        echo "install: --binary $binary is not an executable file; build it first" \
+            "(cargo build -p loadlab-cli --locked)" >&2
+        exit 2
+    fi
+    mkdir -p "$root/bin"
+    install -m 755 "$binary" "$bin"
+else
+    if ! command -v cargo >/dev/null 2>&1; then
+        echo "install: cargo is missing. Install Rust (https://rustup.rs) and re-run." >&2
+        exit 2
+    fi
+    cargo install --locked --path crates/loadlab-cli --bin loadlab --root "$root" "${target_dir[@]}"
+fi
 share=$root/share
 mkdir -p "$share/man/man1" "$share/bash-completion/completions" \
     "$share/zsh/site-functions" "$share/fish/vendor_completions.d"
