@@ -27,10 +27,11 @@ struct Exchange {
     close: bool,
     /// The server already closed its side (the body ran until close).
     eof: bool,
-    /// The request's body was held back for `Expect: 100-continue` and never sent: the
-    /// server answered first. The connection is dropped at once (the server may be waiting
-    /// for the body), not waited on to close.
-    body_withheld: bool,
+    /// The connection is dropped at once, not waited on to close: the request's body was
+    /// held back for `Expect: 100-continue` and never sent (the server answered first, and
+    /// may be waiting for the body), or the response came with both Content-Length and
+    /// Transfer-Encoding (RFC 9112 6.3: not reused; the server announced no close).
+    drop_at_once: bool,
 }
 
 /// Bytes and moments of one request, whatever its outcome.
@@ -215,7 +216,7 @@ impl Conn {
     /// request.
     async fn finish_close(&mut self, ctx: &ThreadCtx, phase: Phase, done: &Exchange) {
         if let Some(mut s) = self.stream.take() {
-            if done.close && !done.eof && !done.body_withheld {
+            if done.close && !done.eof && !done.drop_at_once {
                 let wait = ctx.timeout.min(MAX_CLOSE_WAIT);
                 let began = Instant::now();
                 let closed = await_close(&mut s, &mut self.timer, began + wait).await;

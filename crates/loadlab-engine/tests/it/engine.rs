@@ -661,6 +661,28 @@ fn overlong_responses_and_unkept_closes_are_visible() {
     );
 }
 
+/// A response framed by both Content-Length and Transfer-Encoding (RFC 9112 6.3) is read by
+/// its chunks and its connection is not reused, nor waited on to close (the server announced
+/// no close): each request here takes a connection of its own, with no close-wait.
+#[test]
+fn a_response_framed_two_ways_is_not_reused() {
+    let server = TestServer::start(Behavior::Fixed(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n\
+          2\r\nok\r\n0\r\n\r\n"
+            .to_vec(),
+    ));
+    let r = run_spec(RunSpec {
+        requests: Some(10),
+        connections: Some(1),
+        threads: Some(1),
+        ..spec(server.url("/"))
+    });
+    let m = &r.measured;
+    assert_eq!((m.requests.completed, m.requests.failed), (10, 0), "{m:?}");
+    assert_eq!(server.counters().accepted(), 10);
+    assert_eq!(m.close_wait_timeouts, 0, "{m:?}");
+}
+
 /// A response still arriving when the run ends is abandoned, but the bytes it brought count
 /// as received (a huge body used to show "Received 0 B").
 #[test]

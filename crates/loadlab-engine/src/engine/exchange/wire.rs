@@ -86,7 +86,7 @@ pub(super) async fn exchange<S: Sink>(
                                 status: r.status,
                                 close: true,
                                 eof: true,
-                                body_withheld: holding.is_some(),
+                                drop_at_once: holding.is_some(),
                             }),
                             None => Err(ErrorClass::ClosedBeforeResponse),
                         });
@@ -114,13 +114,14 @@ pub(super) async fn exchange<S: Sink>(
                         }
                         Ok(Progress::Complete(r)) => {
                             // A final answer while the body waits: the body is never sent,
-                            // and the connection cannot carry another request.
-                            let withheld = holding.is_some();
+                            // and the connection cannot carry another request; nor can one
+                            // whose response was framed two ways.
+                            let drop_at_once = holding.is_some() || r.ambiguous_framing;
                             return Poll::Ready(Ok(Exchange {
                                 status: r.status,
-                                close: r.close || withheld,
+                                close: r.close || drop_at_once,
                                 eof: false,
-                                body_withheld: withheld,
+                                drop_at_once,
                             }));
                         }
                         Err(_) => return Poll::Ready(Err(ErrorClass::MalformedResponse)),

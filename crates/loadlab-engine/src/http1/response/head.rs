@@ -70,6 +70,9 @@ impl ResponseParser {
             }
             State::Length(0)
         } else if let Some(chunked) = info.transfer_encoding {
+            // Transfer-Encoding overrides Content-Length; a response with both may be an
+            // attempt at response splitting, so its connection is not reused (RFC 9112 6.3).
+            self.ambiguous_framing = info.content_length.is_some();
             if chunked {
                 State::Chunked(Chunked::default())
             } else {

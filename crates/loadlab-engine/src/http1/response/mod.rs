@@ -34,6 +34,9 @@ pub struct Response {
     pub status: u16,
     /// The server will close the connection after this response.
     pub close: bool,
+    /// Both Content-Length and Transfer-Encoding framed it: the connection must not be
+    /// reused (RFC 9112 6.3), though the server announced no close.
+    pub ambiguous_framing: bool,
     pub consumed: usize,
 }
 
@@ -59,6 +62,8 @@ pub struct ResponseParser {
     request_is_head: bool,
     status: u16,
     close: bool,
+    /// The current response came with both Content-Length and Transfer-Encoding.
+    ambiguous_framing: bool,
     /// Any byte of the current response seen yet (tells an idle close from a cut-off one).
     started: bool,
     /// A `100 Continue` came before the current response: a request sent with `Expect:
@@ -74,6 +79,7 @@ impl ResponseParser {
             request_is_head,
             status: 0,
             close: false,
+            ambiguous_framing: false,
             started: false,
             continued: false,
         }
@@ -85,6 +91,7 @@ impl ResponseParser {
         self.partial_head.clear();
         self.status = 0;
         self.close = false;
+        self.ambiguous_framing = false;
         self.started = false;
         self.continued = false;
     }
@@ -151,6 +158,7 @@ impl ResponseParser {
             State::UntilClose => Some(Response {
                 status: self.status,
                 close: true,
+                ambiguous_framing: self.ambiguous_framing,
                 consumed: 0,
             }),
             _ => None,
@@ -161,6 +169,7 @@ impl ResponseParser {
         let response = Response {
             status: self.status,
             close: self.close,
+            ambiguous_framing: self.ambiguous_framing,
             consumed,
         };
         self.reset();

@@ -123,6 +123,34 @@ fn connection_close_and_http10() {
     }
 }
 
+/// Content-Length beside Transfer-Encoding: the chunked framing wins, and the connection is
+/// not reused (RFC 9112 6.3: the message may be an attempt at request smuggling or response
+/// splitting; issue 46 item 8 saw a late second response counted as 95 phantom 299s).
+#[test]
+fn content_length_beside_transfer_encoding_closes_the_connection() {
+    let input: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\
+        Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+    let mut p = ResponseParser::new(false);
+    let got = run(&mut p, &[input]).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].consumed, input.len());
+    // Not reused, though the server announced no close.
+    assert!(got[0].ambiguous_framing && !got[0].close);
+    // Either alone keeps the connection.
+    for alone in [
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"[..],
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    ] {
+        let mut p = ResponseParser::new(false);
+        let got = run(&mut p, &[alone]).unwrap();
+        assert!(
+            !got[0].close && !got[0].ambiguous_framing,
+            "{}",
+            String::from_utf8_lossy(alone)
+        );
+    }
+}
+
 #[test]
 fn body_until_close() {
     let mut p = ResponseParser::new(false);
