@@ -126,6 +126,9 @@ pub struct AgentConfig {
     /// The state directory (`--state-dir`), locked: nonces kept across restarts, and what
     /// the agent makes recorded before it is made. `None` (tests): memory only.
     pub state_dir: Option<Arc<crate::state_dir::StateDir>>,
+    /// Whether it sends load for a coordinator (`--generator`): a token holder may then make
+    /// this host send HTTP requests to any address it names. Off unless asked for.
+    pub generator: bool,
 }
 
 impl AgentConfig {
@@ -141,6 +144,7 @@ impl AgentConfig {
             clock: Clock::new(),
             max_connections: 256,
             state_dir: None,
+            generator: false,
         }
     }
 }

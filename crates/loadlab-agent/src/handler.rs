@@ -96,6 +96,40 @@ async fn answer(
             let open: OpenSession = read_json(req).await?;
             crate::open::open(state, local, open).await
         }
+        ["v1", "loads"] => {
+            allow(&[Method::POST])?;
+            let start: crate::protocol::load::StartLoad =
+                read_json_up_to(req, crate::protocol::load::MAX_LOAD_BYTES).await?;
+            crate::load::start(state, start, state.config.lease)
+        }
+        ["v1", "loads", id, "intervals"] => {
+            allow(&[Method::GET])?;
+            let run = crate::load::find(state, id)?;
+            let after = query_number(&query, "after")?.unwrap_or(0);
+            let wait_ms = query_number(&query, "wait_ms")?
+                .unwrap_or(0)
+                .min(MAX_WAIT_MS);
+            let batch = crate::load::batch(run, after, Duration::from_millis(wait_ms)).await;
+            Ok(json(StatusCode::OK, &batch))
+        }
+        ["v1", "loads", id, "stop"] => {
+            allow(&[Method::POST])?;
+            let run = crate::load::find(state, id)?;
+            run.renew();
+            run.stop();
+            Ok(json(StatusCode::OK, &serde_json::json!({ "stopped": true })))
+        }
+        ["v1", "loads", id] => {
+            allow(&[Method::DELETE])?;
+            let run = crate::load::find(state, id)?;
+            let r = run.clone();
+            blocking(move || r.close()).await?;
+            let mut slot = lock(&state.load);
+            if slot.as_ref().is_some_and(|l| l.id == run.id) {
+                *slot = None;
+            }
+            Ok(json(StatusCode::OK, &serde_json::json!({ "closed": true })))
+        }
         ["v1", "sessions", id] => {
             allow(&[Method::DELETE])?;
             close(state, id).await
@@ -193,6 +227,11 @@ fn hello(state: &State) -> Hello {
             .default_server
             .as_ref()
             .map(crate::protocol::ServerRequest::describe),
+        generator: state.config.generator,
+        load_busy: lock(&state.load)
+            .as_ref()
+            .filter(|l| !l.done())
+            .map(|l| l.busy.clone()),
     }
 }
 
@@ -248,10 +287,18 @@ pub(crate) fn query_number(query: &str, name: &str) -> Result<Option<u64>, Refus
 /// The body as JSON: 413 beyond [`MAX_BODY_BYTES`] (by Content-Length up front, and by the
 /// bytes actually read), 400 naming the field for malformed JSON or a wrong type.
 async fn read_json<T: DeserializeOwned>(req: Request<Incoming>) -> Result<T, Refusal> {
+    read_json_up_to(req, MAX_BODY_BYTES).await
+}
+
+/// [`read_json`] with another bound (a load carries its request body).
+async fn read_json_up_to<T: DeserializeOwned>(
+    req: Request<Incoming>,
+    max: usize,
+) -> Result<T, Refusal> {
     let too_big = || {
         Refusal::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the request body is over {MAX_BODY_BYTES} bytes, the most this agent reads"),
+            format!("the request body is over {max} bytes, the most this agent reads"),
         )
     };
     let declared = req
@@ -259,10 +306,10 @@ async fn read_json<T: DeserializeOwned>(req: Request<Incoming>) -> Result<T, Ref
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+    if declared.is_some_and(|n| n > max as u64) {
         return Err(too_big());
     }
-    let body = http_body_util::Limited::new(req.into_body(), MAX_BODY_BYTES);
+    let body = http_body_util::Limited::new(req.into_body(), max);
     let Ok(collected) = tokio::time::timeout(BODY_READ_TIMEOUT, body.collect()).await else {
         return Err(Refusal::new(
             StatusCode::REQUEST_TIMEOUT,

@@ -26,6 +26,7 @@ pub mod fuzzing;
 mod handler;
 mod host;
 mod launch;
+mod load;
 mod open;
 pub mod protocol;
 mod reply;

@@ -54,6 +54,12 @@ pub struct Hello {
     /// The server the agent was told to watch at start (`--pid/--cgroup/--port/--container`),
     /// in words.
     pub default_server: Option<String>,
+    /// Whether the agent sends load for a coordinator (`--generator`): the generator role.
+    #[serde(default)]
+    pub generator: bool,
+    /// The load it is sending, when it is (one at a time).
+    #[serde(default)]
+    pub load_busy: Option<Busy>,
 }
 
 /// Who holds the agent.
@@ -400,6 +406,8 @@ pub fn parse_fingerprint(s: &str) -> Result<[u8; 32], String> {
     }
     Ok(out)
 }
+
+pub mod load;
 
 #[cfg(test)]
 mod tests;

@@ -151,6 +151,10 @@ pub async fn run(
     if let Some(session) = session {
         let _ = tokio::task::spawn_blocking(move || session.close()).await;
     }
+    let load = lock(&state.load).take();
+    if let Some(load) = load {
+        let _ = tokio::task::spawn_blocking(move || load.close()).await;
+    }
     Ok(())
 }
 
@@ -199,6 +203,17 @@ async fn supervise(state: Arc<State>) {
         if let Some(session) = expired {
             let _ = tokio::task::spawn_blocking(move || session.close()).await;
             *lock(&state.slot) = Slot::Free;
+        }
+        // A load whose coordinator stopped asking: stopped, and its slot freed.
+        let load = {
+            let mut slot = lock(&state.load);
+            match slot.as_ref() {
+                Some(l) if l.expired(Instant::now()) => slot.take(),
+                _ => None,
+            }
+        };
+        if let Some(load) = load {
+            let _ = tokio::task::spawn_blocking(move || load.close()).await;
         }
     }
 }

@@ -28,6 +28,9 @@ pub(crate) enum Slot {
 pub(crate) struct State {
     pub config: AgentConfig,
     pub slot: Mutex<Slot>,
+    /// The load being sent in the generator role (one at a time), kept after it ends until
+    /// its coordinator closes it or its lease runs out.
+    pub load: Mutex<Option<Arc<crate::load::LoadRun>>>,
     nonces: Mutex<Nonces>,
 }
 
@@ -50,6 +53,7 @@ impl State {
         State {
             config,
             slot: Mutex::new(Slot::Free),
+            load: Mutex::default(),
             nonces: Mutex::new(nonces),
         }
     }

@@ -186,6 +186,13 @@ pub fn run_search(
         let (record, result, died) =
             probe(session, index, Some(round), &spec.criteria, stop, events)?;
         about.get_or_insert_with(|| About::of(&result));
+        // A partial probe (a generator of the fleet lost) is no answer: the search stops
+        // and says why, rather than take a smaller load for the server's.
+        if let Some(lost) = &record.measure.lost_generator {
+            stopped_by = Some(format!("a generator was lost ({lost})"));
+            records.push(keep(events, record, &result));
+            break search::stopped(&spec.policy, &outcomes);
+        }
         let verdict = if record.judgment.generator_limited.is_some() {
             Verdict::GeneratorLimited
         } else if record.measure.interrupted {

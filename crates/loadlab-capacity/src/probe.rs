@@ -62,6 +62,13 @@ pub struct Measure {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generator_lag_p99_us: Option<f64>,
     pub generator_late_requests: u64,
+    /// A generator's link that was saturated (a fleet's, or this machine's), in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_link: Option<String>,
+    /// A generator of the fleet lost during the probe (its shard missing), in words: the
+    /// probe is partial, judged as interrupted, and the search stops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_generator: Option<String>,
     pub interrupted: bool,
     pub server_died: bool,
 }
@@ -151,7 +158,22 @@ impl Measure {
                         .map(|v| v.count_at_value())
                         .sum()
                 }),
-            interrupted: result.interrupted,
+            generator_link: result
+                .generator
+                .link
+                .as_ref()
+                .filter(|l| l.saturated)
+                .map(|l| {
+                    format!(
+                        "its link was saturated ({}: {:.1} Mbit/s of {:.1}, {})",
+                        l.interface,
+                        l.received_bits_per_s.max(l.sent_bits_per_s) / 1e6,
+                        l.limit_bits_per_s.unwrap_or(0.0) / 1e6,
+                        l.limit_source.as_deref().unwrap_or("its limit")
+                    )
+                }),
+            lost_generator: result.partial(),
+            interrupted: result.interrupted || result.partial().is_some(),
             server_died,
         }
     }
@@ -281,6 +303,9 @@ fn cpu_count(requested: &str) -> Option<usize> {
 /// response times (a quarter of their p99): 1.4 ms late does not explain a 950 ms p99.
 pub fn generator_limited(m: &Measure) -> Option<String> {
     let mut why = Vec::new();
+    if let Some(link) = &m.generator_link {
+        why.push(link.clone());
+    }
     if m.generator_busy >= BUSY_THRESHOLD {
         why.push(format!(
             "a worker thread was busy {:.0}% of the time",

@@ -241,6 +241,11 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// A shard time as results write it: RFC 3339 with microseconds.
+pub fn format_rfc3339_micros(t: SystemTime) -> String {
+    humantime::format_rfc3339_micros(t).to_string()
+}
+
 fn unix_s(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
@@ -255,11 +260,9 @@ pub fn shard_info(plan: &ShardPlan, whole_plan: String, started: SystemTime) -> 
         count: plan.shard.count,
         plan_id: plan.plan_id.clone(),
         whole_plan,
-        start_at: plan
-            .start_at
-            .map(|t| humantime::format_rfc3339_micros(t).to_string()),
+        start_at: plan.start_at.map(format_rfc3339_micros),
         start_at_unix_s: plan.start_at.map(unix_s),
-        started_wall: humantime::format_rfc3339_micros(started).to_string(),
+        started_wall: format_rfc3339_micros(started),
         started_unix_s: unix_s(started),
         clock_synced: clock.map(|c| c.synced),
         clock_error_s: clock.and_then(|c| c.error_s),

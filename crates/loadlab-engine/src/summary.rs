@@ -157,6 +157,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
                 .map(|t| t.spin_idle.as_secs_f64())
                 .sum()
         }),
+        link: None,
     };
     let warnings = warnings(config, outcome, &measured_summary, &generator);
     let mut verdicts = verdicts(config, &measured_summary, &generator, outcome);

@@ -11,6 +11,8 @@
 //!   TIME_WAIT on the target's port (`sock_diag`) around the measured time, and what they
 //!   mean in plain words.
 //! - [`netns`]: doing a thing inside another network namespace from a thread of its own.
+//! - [`nic`]: a generator's own link over a run: the busiest interface's bytes and what it
+//!   can carry (a `tbf` rate, a NIC's speed), saturated or not.
 //! - [`rate`]: bandwidth as people write it (`2MBps`: megabytes per second).
 //! - [`link`]: a network namespace for the server behind a veth pair shaped by `tbf` (and
 //!   `netem`), calibrated before the run and removed after it, stale ones swept by name.
@@ -23,6 +25,7 @@ pub mod checks;
 pub mod counters;
 pub mod link;
 pub mod netns;
+pub mod nic;
 pub mod plan;
 pub mod rate;
 pub mod reader;

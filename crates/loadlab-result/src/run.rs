@@ -417,6 +417,27 @@ pub struct GeneratorHealth {
     /// counted in `thread_busy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_poll_idle_s: Option<f64>,
+    /// The generator's own link over the run (a fleet's generators measure theirs): the
+    /// busiest interface, what it carried and what it can carry. Saturated, it was the
+    /// load's limit, not the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkUse>,
+}
+
+/// What a generator's link carried over a run, and what it can carry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkUse {
+    pub interface: String,
+    pub received_bits_per_s: f64,
+    pub sent_bits_per_s: f64,
+    /// What the link can carry, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_bits_per_s: Option<f64>,
+    /// How the limit is known: "tbf qdisc", "NIC speed".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_source: Option<String>,
+    /// It carried at least nine tenths of its limit in one direction.
+    pub saturated: bool,
 }
 
 /// The `nofile` limit before and after loadlab raised its soft limit to the hard one.

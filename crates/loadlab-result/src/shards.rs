@@ -95,6 +95,27 @@ impl From<MergeError> for ShardMergeError {
     }
 }
 
+impl RunResult {
+    /// Why this run is partial, in words: a shard of it is missing (on a fleet, its
+    /// generator was lost). The warning that names the generator when there is one.
+    pub fn partial(&self) -> Option<String> {
+        let missing = &self.shards.as_ref()?.missing;
+        if missing.is_empty() {
+            return None;
+        }
+        Some(
+            self.warnings
+                .iter()
+                .find(|w| w.contains("is missing from these figures"))
+                .cloned()
+                .unwrap_or_else(|| {
+                    let list: Vec<String> = missing.iter().map(u32::to_string).collect();
+                    format!("shard {} is missing from the merged figures", list.join(", "))
+                }),
+        )
+    }
+}
+
 /// Merges the shards of one run. Parts without shard information (then none of them may have
 /// any) merge as plain concurrent parts.
 pub fn merge_shards(parts: &[RunResult]) -> Result<RunResult, ShardMergeError> {

@@ -12,6 +12,9 @@
 //! - [`server`]: the server to launch (a lab target, any command) or watch (a PID, a
 //!   cgroup, a port), its sampling and its report.
 //! - [`remote`]: the same on another host, through `loadlab agent` there (`--agent`).
+//! - [`fleet`]: where the load comes from when it is not this machine: generators, each a
+//!   `loadlab agent --generator` on a host of its own, sending one load split into shards
+//!   from one instant, read live and merged exactly (`--generators FILE`).
 //! - [`placement`]: where loadlab runs against the server, and busy-polling.
 //! - [`machine`]: the machine checked against the run before it starts (`loadlab doctor`'s
 //!   checks), the kernel's TCP counters over the measured time, and the shaped link
@@ -30,6 +33,7 @@
 //! goes): what a person should know comes back as [`Session::notes`], and the result is
 //! returned, not written.
 
+pub mod fleet;
 pub mod machine;
 pub mod metrics;
 pub mod placement;
@@ -103,6 +107,8 @@ pub struct Session {
     _certs: Option<loadlab_certs::CertDir>,
     /// Scraped, sent and asked around every run ([`Session::set_metrics`]).
     metrics: Option<metrics::MetricsPlan>,
+    /// Where the load comes from when not from this machine ([`Session::set_fleet`]).
+    fleet: Option<fleet::Fleet>,
 }
 
 /// A finished run.
@@ -162,6 +168,12 @@ impl Session {
     /// [`Session::metrics_mut`].
     pub fn set_metrics(&mut self, plan: metrics::MetricsPlan) {
         self.metrics = (!plan.is_empty()).then_some(plan);
+    }
+
+    /// Sends every later run's load from `fleet` (each generator its shard, started
+    /// together, read live and merged exactly) instead of from this machine.
+    pub fn set_fleet(&mut self, fleet: fleet::Fleet) {
+        self.fleet = Some(fleet);
     }
 
     /// The metrics plan set, to relabel the next run's series.

@@ -70,6 +70,7 @@ impl Session {
             link: parts.link,
             _certs: parts.certs,
             metrics: None,
+            fleet: None,
         }
     }
 

@@ -49,11 +49,27 @@ impl Session {
                 ServerSide::Remote(r) => r.start_sampling(Some(self.config.url.port), on_exit),
             }
         }
-        let window = machine::Window::open(&self.config, self.link.as_ref(), control);
-        let outcome = loadlab_engine::run(&self.config, control);
-        let measured = window.close(self.link.as_ref());
-        let outcome = match outcome {
-            Ok(o) => o,
+        // From this machine (its counters read around the run), or from the fleet (whose
+        // hosts' figures come with each shard).
+        let ran = match &self.fleet {
+            Some(fleet) => fleet.run(&self.run, control).map(|result| {
+                let warmup = result.warmup.as_ref().map_or(0.0, |w| w.duration_s);
+                let span = (warmup, warmup + result.measured.duration_s);
+                (result, span, None)
+            }),
+            None => {
+                let window = machine::Window::open(&self.config, self.link.as_ref(), control);
+                let outcome = loadlab_engine::run(&self.config, control);
+                let measured = window.close(self.link.as_ref());
+                outcome.map_err(SessionError::from).map(|o| {
+                    let result = loadlab_engine::summarize(&self.config, &o);
+                    let from = o.warmup.min(o.elapsed).as_secs_f64();
+                    (result, (from, o.elapsed.as_secs_f64()), measured)
+                })
+            }
+        };
+        let (mut result, span, measured) = match ran {
+            Ok(ran) => ran,
             Err(e) => {
                 // Stop sampling before reporting the failure.
                 if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
@@ -66,10 +82,9 @@ impl Session {
                         }
                     }
                 }
-                return Err(e.into());
+                return Err(e);
             }
         };
-        let mut result = loadlab_engine::summarize(&self.config, &outcome);
         result.environment.checks = self.checks.clone();
         if let Some(measured) = measured {
             measured.attach(
@@ -81,8 +96,6 @@ impl Session {
         }
         let mut server_died = false;
         if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
-            let from = outcome.warmup.min(outcome.elapsed).as_secs_f64();
-            let span = (from, outcome.elapsed.as_secs_f64());
             let report = match server {
                 ServerSide::Local(s) => s.finish(origin, span),
                 ServerSide::Remote(r) => {

@@ -7,6 +7,7 @@ use crate::protocol::{
     self, ClockStamps, Closed, Hello, HostInfo, Lease, OpenSession, Opened, SampleBatch,
     StartSampling, Stopped,
 };
+use crate::protocol::load::{LoadBatch, LoadStarted, StartLoad};
 use std::time::Duration;
 
 impl AgentClient {
@@ -99,6 +100,39 @@ impl AgentClient {
             Some(b"{}".to_vec()),
             self.timeout,
         )
+    }
+
+    /// Starts a shard of a load (the agent's generator role).
+    pub fn start_load(&mut self, request: &StartLoad) -> Result<LoadStarted> {
+        self.call("POST", "/v1/loads", Some(json(request)?), self.timeout)
+    }
+
+    /// The load's intervals after the `after`-th, waiting up to `wait` for a new one.
+    pub fn load_batch(&mut self, load: &str, after: u64, wait: Duration) -> Result<LoadBatch> {
+        self.call(
+            "GET",
+            &format!(
+                "/v1/loads/{load}/intervals?after={after}&wait_ms={}",
+                wait.as_millis()
+            ),
+            None,
+            self.timeout + wait,
+        )
+    }
+
+    /// Stops the load now (its result still comes, as a stopped run's).
+    pub fn stop_load(&mut self, load: &str) -> Result<serde_json::Value> {
+        self.call(
+            "POST",
+            &format!("/v1/loads/{load}/stop"),
+            Some(b"{}".to_vec()),
+            self.timeout,
+        )
+    }
+
+    /// Ends the load and frees the agent.
+    pub fn close_load(&mut self, load: &str) -> Result<serde_json::Value> {
+        self.call("DELETE", &format!("/v1/loads/{load}"), None, self.timeout)
     }
 
     pub fn close(&mut self, session: &str) -> Result<Closed> {

@@ -28,6 +28,8 @@ fn probe(offered: f64, achieved: f64, p99_ms: f64, errors: f64) -> Measure {
         generator_busy: 0.5,
         generator_lag_p99_us: Some(50.0),
         generator_late_requests: 0,
+        generator_link: None,
+        lost_generator: None,
         interrupted: false,
         server_died: false,
     }

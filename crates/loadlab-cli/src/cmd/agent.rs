@@ -45,6 +45,11 @@ pub struct AgentArgs {
     /// only on a host you trust.
     #[arg(long)]
     pub allow_exec: bool,
+    /// Send load for a coordinator (`loadlab run|capacity|experiment --generators FILE`):
+    /// this host becomes one generator of a fleet, and a holder of the token may make it
+    /// send HTTP requests to any address it names. Off unless given.
+    #[arg(long)]
+    pub generator: bool,
     /// The lab whose targets a generator may launch by name [default: found from here].
     #[arg(long)]
     pub targets: Option<PathBuf>,
@@ -109,6 +114,7 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
     };
     let mut config = AgentConfig::new(token, tls);
     config.allow_exec = args.allow_exec;
+    config.generator = args.generator;
     config.targets_dir = args.targets.clone();
     config.lease = args.lease;
     config.clock = Clock::new().with_offset_ms(args.test_clock_offset_ms);
@@ -142,6 +148,14 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
             "allowed (--allow-exec): any holder of the token can run commands here"
         } else {
             "refused (lab targets by name only)"
+        }
+    );
+    println!(
+        "  generator:   {}",
+        if args.generator {
+            "yes (--generator): a holder of the token can make this host send load anywhere"
+        } else {
+            "no (it sends no load; --generator makes it one of a fleet)"
         }
     );
     println!(

@@ -10,6 +10,7 @@ pub mod dist_pod;
 pub mod doctor;
 pub mod experiment;
 pub mod gates;
+pub mod generators;
 pub mod import;
 pub mod lab;
 pub mod man;

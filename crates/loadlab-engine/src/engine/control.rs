@@ -121,6 +121,33 @@ impl RunControl {
         self.inner.stream_report.lock().ok().and_then(|r| r.clone())
     }
 
+    /// For a run driven elsewhere (the shards of a generator fleet, run by agents on other
+    /// hosts): the run starts now, at `at`, with a progress counter per remote part, and the
+    /// sink set for it is handed to the driver, which feeds it the merged intervals and
+    /// reports how that went with [`RunControl::finish_external`]. The engine's own run does
+    /// none of this: it is the same contract, kept by whoever drives the load.
+    pub fn begin_external(
+        &self,
+        at: Instant,
+        parts: usize,
+    ) -> (Option<Box<dyn IntervalSink>>, Vec<Arc<ThreadProgress>>) {
+        if let Ok(mut started) = self.inner.started.lock() {
+            *started = Some(at);
+        }
+        let counters: Vec<Arc<ThreadProgress>> =
+            (0..parts).map(|_| Arc::new(ThreadProgress::default())).collect();
+        if let Ok(mut progress) = self.inner.progress.lock() {
+            progress.clear();
+            progress.extend(counters.iter().cloned());
+        }
+        (self.take_sink(), counters)
+    }
+
+    /// What feeding the sink of [`RunControl::begin_external`] came to.
+    pub fn finish_external(&self, report: StreamReport) {
+        self.set_stream_report(report);
+    }
+
     pub(super) fn take_sink(&self) -> Option<Box<dyn IntervalSink>> {
         self.inner
             .sink

@@ -152,6 +152,9 @@ pub struct Options {
     /// `--metrics-out`): each run's series labelled with the experiment, its arm (`variant`)
     /// and its own `run_id` (the plan's, with the run's number).
     pub metrics: MetricsPlan,
+    /// Where every run's load comes from when not this machine (`--generators`): each run
+    /// split across the fleet, a lost generator's run partial.
+    pub fleet: Option<loadlab_session::fleet::Fleet>,
 }
 
 pub fn run(
@@ -212,6 +215,9 @@ pub fn run(
             on_event(Event::Note(note.clone()));
         }
         session.set_metrics(run_metrics(&options.metrics, experiment, &arm.label, run));
+        if let Some(fleet) = &options.fleet {
+            session.set_fleet(fleet.clone());
+        }
         let rc = control.begin_run();
         if let Some(stream) = sink.stream(arm, run) {
             rc.stream_intervals_to(session.with_server_samples(stream, &rc));
@@ -222,6 +228,15 @@ pub fn run(
             on_event(Event::Note(format!("{}: {note}", arm.label)));
         }
         let mut result = outcome.result;
+        // The stated rule for a run a generator of the fleet was lost from: it is not kept
+        // (a smaller load is not the server's answer) and the experiment stops; `--resume`
+        // runs it again once the fleet is whole.
+        if let Some(lost) = result.partial() {
+            return Err(fail(format!(
+                "{lost}; the run is not kept and the experiment stops: restore the generator, \
+                 then run again with --resume"
+            )));
+        }
         result.command = vec![
             "loadlab".into(),
             "experiment".into(),

@@ -397,31 +397,10 @@ fn merge_timelines(parts: &[RunResult], mode: Mode) -> Result<Vec<IntervalSummar
     let mut by_start: BTreeMap<i64, (IntervalSummary, Histogram<u64>, u32)> = BTreeMap::new();
     for (i, p) in parts.iter().enumerate() {
         for iv in &p.timeline {
-            let entry = by_start.entry(key(iv.start_s)).or_insert_with(|| {
-                let mut empty = iv.clone();
-                empty.offered_per_s = iv.offered_per_s.map(|_| 0.0);
-                empty.connections = iv.connections.map(|_| 0.0);
-                empty.achieved_per_s = 0.0;
-                empty.completed = 0;
-                empty.failed = 0;
-                empty.bytes_sent = 0;
-                empty.bytes_received = 0;
-                empty.steal = None;
-                empty.server = None;
-                (empty, new_histogram(), 0)
-            });
-            let (m, h, n) = entry;
-            *n += 1;
-            m.warmup &= iv.warmup;
-            m.offered_per_s = sum_opt(m.offered_per_s, iv.offered_per_s);
-            m.connections = sum_opt(m.connections, iv.connections);
-            m.achieved_per_s += iv.achieved_per_s;
-            m.completed += iv.completed;
-            m.failed += iv.failed;
-            m.bytes_sent += iv.bytes_sent;
-            m.bytes_received += iv.bytes_received;
-            m.steal = max_opt(m.steal, iv.steal);
-            add_encoded(h, iv.histogram.as_deref(), i, "timeline interval")?;
+            let entry = by_start
+                .entry(key(iv.start_s))
+                .or_insert_with(|| (empty_like(iv), new_histogram(), 0));
+            accumulate(entry, iv, i)?;
         }
     }
     Ok(by_start
@@ -439,15 +418,72 @@ fn merge_timelines(parts: &[RunResult], mode: Mode) -> Result<Vec<IntervalSummar
                 m.bytes_sent /= n64;
                 m.bytes_received /= n64;
             }
-            let q = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1_000.0);
-            m.p50_us = q(0.5);
-            m.p90_us = q(0.9);
-            m.p99_us = q(0.99);
-            m.max_us = (!h.is_empty()).then(|| h.max() as f64 / 1_000.0);
-            m.histogram = (!h.is_empty()).then(|| encode_histogram(&h));
-            m
+            finish_interval(m, &h)
         })
         .collect())
+}
+
+/// One interval of concurrent parts (the shards of a fleet, each its own interval over the
+/// same span), merged exactly: counts and rates added, histograms added, percentiles read
+/// from the sum. `None` for no intervals. What a fleet's live view shows as the run goes.
+pub fn merge_concurrent_intervals(
+    intervals: &[&IntervalSummary],
+) -> Result<Option<IntervalSummary>, MergeError> {
+    let Some(first) = intervals.first() else {
+        return Ok(None);
+    };
+    let mut entry = (empty_like(first), new_histogram(), 0);
+    for (i, iv) in intervals.iter().enumerate() {
+        accumulate(&mut entry, iv, i)?;
+    }
+    let (m, h, _) = entry;
+    Ok(Some(finish_interval(m, &h)))
+}
+
+/// An interval like `iv` with nothing counted in it yet.
+fn empty_like(iv: &IntervalSummary) -> IntervalSummary {
+    let mut empty = iv.clone();
+    empty.offered_per_s = iv.offered_per_s.map(|_| 0.0);
+    empty.connections = iv.connections.map(|_| 0.0);
+    empty.achieved_per_s = 0.0;
+    empty.completed = 0;
+    empty.failed = 0;
+    empty.bytes_sent = 0;
+    empty.bytes_received = 0;
+    empty.steal = None;
+    empty.server = None;
+    empty
+}
+
+/// Adds part `i`'s interval `iv` into `entry`.
+fn accumulate(
+    entry: &mut (IntervalSummary, Histogram<u64>, u32),
+    iv: &IntervalSummary,
+    i: usize,
+) -> Result<(), MergeError> {
+    let (m, h, n) = entry;
+    *n += 1;
+    m.warmup &= iv.warmup;
+    m.offered_per_s = sum_opt(m.offered_per_s, iv.offered_per_s);
+    m.connections = sum_opt(m.connections, iv.connections);
+    m.achieved_per_s += iv.achieved_per_s;
+    m.completed += iv.completed;
+    m.failed += iv.failed;
+    m.bytes_sent += iv.bytes_sent;
+    m.bytes_received += iv.bytes_received;
+    m.steal = max_opt(m.steal, iv.steal);
+    add_encoded(h, iv.histogram.as_deref(), i, "timeline interval")
+}
+
+/// The merged interval's percentiles and histogram, from the summed histogram.
+fn finish_interval(mut m: IntervalSummary, h: &Histogram<u64>) -> IntervalSummary {
+    let q = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1_000.0);
+    m.p50_us = q(0.5);
+    m.p90_us = q(0.9);
+    m.p99_us = q(0.99);
+    m.max_us = (!h.is_empty()).then(|| h.max() as f64 / 1_000.0);
+    m.histogram = (!h.is_empty()).then(|| encode_histogram(h));
+    m
 }
 
 fn sum_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -496,5 +532,11 @@ fn merge_generators(parts: &[RunResult], completed: u64) -> GeneratorHealth {
             .iter()
             .filter_map(|p| p.generator.busy_poll_idle_s)
             .reduce(|a, b| a + b),
+        // The parts' links are their own: the merge keeps the first saturated one (the load
+        // was capped there), else none (each part's stays in its own result).
+        link: parts
+            .iter()
+            .filter_map(|p| p.generator.link.clone())
+            .find(|l| l.saturated),
     }
 }

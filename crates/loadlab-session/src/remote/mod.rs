@@ -27,7 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod keeper;
-mod request;
+pub(crate) mod request;
 
 use keeper::{interpolate, Keeper, Shared, CLOCK_BURST};
 pub use request::doctor_checks;

@@ -80,7 +80,7 @@ pub(crate) fn url_port(url: &str) -> Option<u16> {
 }
 
 /// This machine's name, as the agent shows it to other generators while busy.
-pub(super) fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())

@@ -87,6 +87,9 @@ pub struct ProbeArgs {
     pub server: ServerArgs,
 
     #[command(flatten)]
+    pub generators: crate::cmd::generators::GeneratorArgs,
+
+    #[command(flatten)]
     pub metrics: crate::cmd::run::MetricsArgs,
 }
 
@@ -267,6 +270,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
     let metrics = crate::cmd::run::metrics_plan(&args.metrics, Some(&tag), None)?;
     let mut session = Session::prepare(spec).map_err(flags_named)?;
     session.set_metrics(metrics);
+    crate::cmd::generators::apply(args.generators.fleet()?, &mut session, args.quiet)?;
     if !args.quiet {
         for note in session.notes() {
             eprintln!("{note}");

@@ -89,6 +89,9 @@ pub struct ExperimentArgs {
 
     #[command(flatten)]
     pub metrics: crate::cmd::run::MetricsArgs,
+
+    #[command(flatten)]
+    pub generators: crate::cmd::generators::GeneratorArgs,
 }
 
 pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
@@ -157,6 +160,15 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         },
         strict: args.strict,
         metrics,
+        fleet: match args.generators.fleet()? {
+            Some(fleet) => {
+                for note in fleet.check()? {
+                    eprintln!("{note}");
+                }
+                Some(fleet)
+            }
+            None => None,
+        },
     };
     let started = std::time::Instant::now();
     let ending = runner::run(

@@ -174,6 +174,9 @@ pub struct RunArgs {
     pub shard: crate::cmd::shard::ShardArgs,
 
     #[command(flatten)]
+    pub generators: crate::cmd::generators::GeneratorArgs,
+
+    #[command(flatten)]
     pub metrics: super::metrics_args::MetricsArgs,
 }
 

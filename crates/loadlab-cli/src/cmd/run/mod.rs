@@ -63,6 +63,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         strict: args.strict,
         ..MachineOptions::default()
     };
+    let fleet = args.generators.fleet()?;
+    if fleet.is_some() && args.shard.shard.is_some() {
+        anyhow::bail!(
+            "--generators splits the load into shards itself: leave out --shard (or run one \
+             shard per machine without --generators)"
+        );
+    }
     let mut session = Session::prepare_with(spec, machine).map_err(flags_named)?;
     if !args.quiet {
         for note in session.notes() {
@@ -70,6 +77,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         crate::cmd::shard::announce(&args.shard);
     }
+    crate::cmd::generators::apply(fleet, &mut session, args.quiet)?;
     let save = store.as_ref().map(|store| crate::spill::run::Save {
         store,
         meta: crate::cmd::runs::run_meta(args.tag.as_deref()),

@@ -1,0 +1,324 @@
+//! The generator role (`loadlab agent --generator`): one shard of a coordinator's load, run
+//! by the engine on this host from an agreed instant, its finished intervals kept for the
+//! coordinator to read as they come (`/v1/loads/{id}/intervals`, long-polled), then its
+//! result. One load at a time; a lease stops it when the coordinator stops asking.
+//!
+//! It must not read files a client names (the load carries every file's contents) nor
+//! print; the engine runs on a thread of its own, never on the agent's runtime.
+
+use crate::protocol::load::{LoadBatch, LoadStarted, StartLoad};
+use crate::protocol::Busy;
+use crate::reply::{json, Refusal, Reply};
+use crate::session::lock;
+use crate::state::State;
+use hyper::StatusCode;
+use loadlab_engine::collector::IntervalSink;
+use loadlab_engine::RunControl;
+use loadlab_result::{IntervalSummary, RunResult};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The longest a load may wait for its start: the coordinator asks for a second or so.
+const MAX_START_AHEAD: Duration = Duration::from_secs(60);
+
+pub(crate) const NO_GENERATOR: &str = "this agent was started without --generator: it does \
+    not send load; start it with --generator on a host meant to generate load";
+
+/// What a load has produced so far.
+#[derive(Default)]
+pub(crate) struct Produced {
+    header: Option<RunResult>,
+    intervals: Vec<IntervalSummary>,
+    done: bool,
+    result: Option<RunResult>,
+    error: Option<String>,
+}
+
+/// A load being sent.
+pub(crate) struct LoadRun {
+    pub id: String,
+    pub busy: Busy,
+    pub lease: Duration,
+    renewed: Mutex<Instant>,
+    control: RunControl,
+    produced: Arc<Mutex<Produced>>,
+    changed: Arc<tokio::sync::Notify>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl LoadRun {
+    pub fn renew(&self) {
+        *lock(&self.renewed) = Instant::now();
+    }
+
+    pub fn expired(&self, now: Instant) -> bool {
+        crate::session::lease_expired(*lock(&self.renewed), self.lease, now)
+    }
+
+    pub fn stop(&self) {
+        self.control.stop();
+    }
+
+    /// Stops the load and waits for its thread (blocking).
+    pub fn close(&self) {
+        self.control.stop();
+        if let Some(thread) = lock(&self.thread).take() {
+            let _ = thread.join();
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        lock(&self.produced).done
+    }
+}
+
+/// Hands the engine's finished intervals to the coordinator's reader.
+struct Keep {
+    produced: Arc<Mutex<Produced>>,
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl IntervalSink for Keep {
+    fn start(&mut self, header: &RunResult) -> Result<(), String> {
+        lock(&self.produced).header = Some(header.clone());
+        self.changed.notify_waiters();
+        Ok(())
+    }
+
+    fn interval(&mut self, interval: &IntervalSummary) -> Result<(), String> {
+        lock(&self.produced).intervals.push(interval.clone());
+        self.changed.notify_waiters();
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// `POST /v1/loads`: checks the load, takes the load slot, and starts the engine's thread,
+/// which waits for the agreed instant.
+pub(crate) fn start(state: &State, start: StartLoad, lease_default: Duration) -> Result<Reply, Refusal> {
+    if !state.config.generator {
+        return Err(Refusal::new(StatusCode::FORBIDDEN, NO_GENERATOR));
+    }
+    let mut spec = start.load.to_spec().map_err(|e| Refusal::field("load", e))?;
+    // The engine gets ready (threads, connections), then waits for this instant on this
+    // host's clock: the coordinator's agreed instant plus this host's offset.
+    spec.start_at = u64::try_from(start.start_at_ns)
+        .ok()
+        .map(|ns| std::time::UNIX_EPOCH + Duration::from_nanos(ns));
+    let config = spec
+        .validate()
+        .map_err(|e| Refusal::field("load", e.to_string()))?;
+    let clock = state.config.clock;
+    let wait_ns = start.start_at_ns.saturating_sub(clock.now_ns());
+    if wait_ns > MAX_START_AHEAD.as_nanos() as i64 {
+        return Err(Refusal::field(
+            "start_at_ns",
+            format!(
+                "the start is {:.1} s away, more than {} s: the coordinator's clock and this \
+                 agent's disagree, or the start is a mistake",
+                wait_ns as f64 / 1e9,
+                MAX_START_AHEAD.as_secs()
+            ),
+        ));
+    }
+    let lease = match start.lease_ms {
+        None => lease_default,
+        Some(ms) if (100..=600_000).contains(&ms) => Duration::from_millis(ms),
+        Some(ms) => {
+            return Err(Refusal::field(
+                "lease_ms",
+                format!("lease_ms {ms} must be between 100 and 600000"),
+            ))
+        }
+    };
+    let mut slot = lock(&state.load);
+    if let Some(held) = slot.as_ref() {
+        if !held.done() {
+            return Err(Refusal {
+                busy: Some(Box::new(held.busy.clone())),
+                ..Refusal::new(
+                    StatusCode::CONFLICT,
+                    format!(
+                        "busy sending load for run {} from host {}: this agent sends one load \
+                         at a time",
+                        held.busy.run.as_deref().unwrap_or("(unnamed)"),
+                        held.busy.client
+                    ),
+                )
+            });
+        }
+    }
+    let id = crate::state_dir::random_hex(8);
+    let control = RunControl::new();
+    let produced: Arc<Mutex<Produced>> = Arc::default();
+    let changed: Arc<tokio::sync::Notify> = Arc::default();
+    control.stream_intervals_to(Box::new(Keep {
+        produced: produced.clone(),
+        changed: changed.clone(),
+    }));
+    let thread = {
+        let (control, produced, changed) = (control.clone(), produced.clone(), changed.clone());
+        let (start_at_ns, agreed_ns) = (start.start_at_ns, start.agreed_start_ns);
+        std::thread::Builder::new()
+            .name("loadlab-load".into())
+            .spawn(move || {
+                // This host's link over the run: a saturated link was the load's limit.
+                let mut nics = None;
+                // The engine waits for the instant itself; the link is read from just before
+                // (a second or so early: the idle bytes are few).
+                let ahead = Duration::from_nanos(start_at_ns.saturating_sub(clock.now_ns()).max(0) as u64);
+                let outcome = (!control.is_stopped()).then(|| {
+                    nics = Some((loadlab_machine::nic::snapshot(), Instant::now() + ahead));
+                    loadlab_engine::run(&config, &control)
+                });
+                let link = nics.and_then(|(before, at)| {
+                    loadlab_machine::nic::busiest(
+                        &before,
+                        &loadlab_machine::nic::snapshot(),
+                        at.elapsed(),
+                        loadlab_machine::nic::limit_of,
+                    )
+                });
+                let mut p = lock(&produced);
+                match outcome {
+                    Some(Ok(outcome)) => {
+                        let mut result = loadlab_engine::summarize(&config, &outcome);
+                        // With a sink the engine keeps totals only: the timeline is what
+                        // the sink was given.
+                        result.timeline = p.intervals.clone();
+                        if let Some(verdict) = link.as_ref().and_then(saturated) {
+                            result.verdicts.push(verdict);
+                        }
+                        result.generator.link = link;
+                        agreed_start(&mut result, &config, start_at_ns, agreed_ns);
+                        p.result = Some(result);
+                    }
+                    Some(Err(e)) => p.error = Some(e.to_string()),
+                    None => p.error = Some("stopped before its start".into()),
+                }
+                p.done = true;
+                drop(p);
+                changed.notify_waiters();
+            })
+            .map_err(|e| Refusal::internal(format!("cannot start the load's thread: {e}")))?
+    };
+    let run = Arc::new(LoadRun {
+        id: id.clone(),
+        busy: Busy {
+            session: id.clone(),
+            client: start.client,
+            run: start.run,
+            since_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64(),
+        },
+        lease,
+        renewed: Mutex::new(Instant::now()),
+        control,
+        produced,
+        changed,
+        thread: Mutex::new(Some(thread)),
+    });
+    if let Some(old) = slot.replace(run) {
+        old.close();
+    }
+    Ok(json(
+        StatusCode::CREATED,
+        &LoadStarted {
+            load: id,
+            lease_ms: lease.as_millis() as u64,
+        },
+    ))
+}
+
+/// Records the coordinator's agreed instant as the shard's start, and its real start on the
+/// coordinator's clock: this host waited for `start_at_ns` (the agreed `agreed_ns` plus its
+/// clock's offset), so every shard of the run records the same start and plan, and their
+/// start spread is measured on one clock.
+fn agreed_start(
+    result: &mut RunResult,
+    config: &loadlab_engine::RunConfig,
+    start_at_ns: i64,
+    agreed_ns: i64,
+) {
+    let (Some(info), Some(plan)) = (result.shard.as_mut(), config.shard.as_ref()) else {
+        return;
+    };
+    let Ok(agreed) = u64::try_from(agreed_ns) else {
+        return;
+    };
+    let agreed = std::time::UNIX_EPOCH + Duration::from_nanos(agreed);
+    let mut plan = plan.clone();
+    plan.start_at = Some(agreed);
+    info.plan_id = loadlab_engine::shard::plan_id(config, &plan);
+    info.start_at = Some(humantime_rfc3339(agreed));
+    info.start_at_unix_s = Some(agreed_ns as f64 / 1e9);
+    let offset_s = (start_at_ns - agreed_ns) as f64 / 1e9;
+    info.started_unix_s -= offset_s;
+    if let Some(started) = std::time::UNIX_EPOCH.checked_add(Duration::from_secs_f64(info.started_unix_s.max(0.0))) {
+        info.started_wall = humantime_rfc3339(started);
+    }
+}
+
+/// RFC 3339 with microseconds, as the engine writes shard times.
+fn humantime_rfc3339(t: std::time::SystemTime) -> String {
+    loadlab_engine::shard::format_rfc3339_micros(t)
+}
+
+/// The verdict for a saturated link, in words.
+fn saturated(link: &loadlab_result::LinkUse) -> Option<String> {
+    let limit = link.limit_bits_per_s.filter(|_| link.saturated)?;
+    Some(format!(
+        "the generator's link was saturated: {} carried {:.1} Mbit/s received and {:.1} Mbit/s \
+         sent, of the {:.1} Mbit/s it can carry ({}): the load this generator offered was \
+         capped by its link, not by the server",
+        link.interface,
+        link.received_bits_per_s / 1e6,
+        link.sent_bits_per_s / 1e6,
+        limit / 1e6,
+        link.limit_source.as_deref().unwrap_or("its limit")
+    ))
+}
+
+/// The load named `id`.
+pub(crate) fn find(state: &State, id: &str) -> Result<Arc<LoadRun>, Refusal> {
+    match lock(&state.load).as_ref() {
+        Some(run) if run.id == id => Ok(run.clone()),
+        _ => Err(Refusal::new(
+            StatusCode::NOT_FOUND,
+            format!("no load {id} on this agent: it was closed or its lease ran out"),
+        )),
+    }
+}
+
+/// `GET /v1/loads/{id}/intervals?after=N&wait_ms=M`: waits up to `wait` for something new.
+pub(crate) async fn batch(run: Arc<LoadRun>, after: u64, wait: Duration) -> LoadBatch {
+    run.renew();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let notified = run.changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        {
+            let p = lock(&run.produced);
+            let fresh = p.intervals.len() as u64 > after;
+            if fresh || p.done || tokio::time::Instant::now() >= deadline {
+                run.renew();
+                let from = (after as usize).min(p.intervals.len());
+                return LoadBatch {
+                    header: if after == 0 { p.header.clone() } else { None },
+                    intervals: p.intervals[from..].to_vec(),
+                    after: from as u64,
+                    done: p.done,
+                    result: p.result.clone(),
+                    error: p.error.clone(),
+                };
+            }
+        }
+        let _ = tokio::time::timeout_at(deadline, notified).await;
+    }
+}

@@ -1,0 +1,289 @@
+//! The generator role's wire types: a shard of a load, as the coordinator sends it to an
+//! agent on a generator host (`POST /v1/loads`), and what comes back as it runs (the
+//! header, each finished interval, exact histograms included, then the shard's result).
+//!
+//! A load travels as data only: every file the user named (a body, a CA, a client
+//! certificate) is sent as its contents, so that the agent never reads a path a client
+//! names. A scenario does not travel yet (its files stay on the coordinator): the
+//! conversion refuses one, saying so.
+
+use loadlab_engine::shard::Shard;
+use loadlab_engine::tls::{TlsSpec, TlsVersion};
+use loadlab_engine::RunSpec;
+use loadlab_result::{IntervalSummary, RunResult};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The largest `POST /v1/loads` body: a load's request body travels in it.
+pub const MAX_LOAD_BYTES: usize = 16 * 1024 * 1024;
+
+/// One shard of a load, every duration in nanoseconds.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WireLoad {
+    pub url: String,
+    pub method: String,
+    pub headers: Vec<String>,
+    /// The request body, base64.
+    pub body_b64: String,
+    pub connections: Option<usize>,
+    pub threads: Option<usize>,
+    pub duration_ns: Option<u64>,
+    pub requests: Option<u64>,
+    pub timeout_ns: u64,
+    pub connect_timeout_ns: u64,
+    pub warmup_ns: u64,
+    pub keepalive: bool,
+    pub rate: Option<f64>,
+    pub stages: Option<String>,
+    pub closed_stages: bool,
+    /// `None`: uniform arrivals; else Poisson with this seed.
+    pub poisson_seed: Option<u64>,
+    pub max_connections: Option<usize>,
+    pub interval_ns: u64,
+    pub tick_ns: u64,
+    pub busy_poll: bool,
+    pub pm_qos: bool,
+    pub tls: WireTls,
+    pub http2: bool,
+    pub streams: usize,
+    pub paths: Vec<String>,
+    pub pace_ns: Option<u64>,
+    pub new_connection_share: Option<f64>,
+    pub seed: u64,
+    /// This shard, from 0, of `shard_count`.
+    pub shard_index: u32,
+    pub shard_count: u32,
+}
+
+/// TLS settings with every file's contents, PEM.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct WireTls {
+    pub insecure: bool,
+    pub ca_pem: Option<String>,
+    pub cert_pem: Option<String>,
+    pub key_pem: Option<String>,
+    pub resume: Option<bool>,
+    /// `"1.2"` or `"1.3"`.
+    pub version: Option<String>,
+}
+
+/// `POST /v1/loads`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct StartLoad {
+    pub load: WireLoad,
+    /// When to start, on the agent's clock (unix ns): the coordinator's agreed instant plus
+    /// this agent's clock offset.
+    pub start_at_ns: i64,
+    /// The agreed instant on the coordinator's clock (unix ns): what every shard's result
+    /// records as its start, so that the shards of one run share one plan.
+    pub agreed_start_ns: i64,
+    /// The coordinator's host, for `busy`.
+    pub client: String,
+    pub run: Option<String>,
+    pub lease_ms: Option<u64>,
+}
+
+/// `201` to `POST /v1/loads`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LoadStarted {
+    pub load: String,
+    pub lease_ms: u64,
+}
+
+/// `GET /v1/loads/{id}/intervals?after=N&wait_ms=M`: the intervals after the N-th, the
+/// header once the run has started, and the shard's result once it has ended.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LoadBatch {
+    pub header: Option<RunResult>,
+    pub intervals: Vec<IntervalSummary>,
+    /// How many intervals precede the first one here.
+    pub after: u64,
+    pub done: bool,
+    pub result: Option<RunResult>,
+    /// Why the shard could not run (the engine's error), once done.
+    pub error: Option<String>,
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl WireLoad {
+    /// Shard `shard` of `spec`. A scenario is refused: its files stay here.
+    pub fn from_spec(spec: &RunSpec, shard: Shard) -> Result<WireLoad, String> {
+        use base64::Engine as _;
+        if spec.scenario.is_some() {
+            return Err("a scenario cannot be run by a generator fleet yet (its files stay on \
+                        this host): run it from one generator, or give the fleet a URL"
+                .into());
+        }
+        let text = |b: &Option<Vec<u8>>| b.as_ref().map(|v| String::from_utf8_lossy(v).into_owned());
+        Ok(WireLoad {
+            url: spec.url.clone(),
+            method: spec.method.clone(),
+            headers: spec.headers.clone(),
+            body_b64: base64::engine::general_purpose::STANDARD.encode(&spec.body),
+            connections: spec.connections,
+            threads: spec.threads,
+            duration_ns: spec.duration.map(ns),
+            requests: spec.requests,
+            timeout_ns: ns(spec.timeout),
+            connect_timeout_ns: ns(spec.connect_timeout),
+            warmup_ns: ns(spec.warmup),
+            keepalive: spec.keepalive,
+            rate: spec.rate,
+            stages: spec.stages.clone(),
+            closed_stages: spec.closed_stages,
+            poisson_seed: match spec.arrival {
+                loadlab_engine::schedule::Arrival::Uniform => None,
+                loadlab_engine::schedule::Arrival::Poisson { seed } => Some(seed),
+            },
+            max_connections: spec.max_connections,
+            interval_ns: ns(spec.interval),
+            tick_ns: ns(spec.tick),
+            busy_poll: spec.busy_poll,
+            pm_qos: spec.pm_qos,
+            tls: WireTls {
+                insecure: spec.tls.insecure,
+                ca_pem: text(&spec.tls.ca_pem),
+                cert_pem: text(&spec.tls.cert_pem),
+                key_pem: text(&spec.tls.key_pem),
+                resume: spec.tls.resume,
+                version: spec.tls.version.map(|v| match v {
+                    TlsVersion::V1_2 => "1.2".to_string(),
+                    TlsVersion::V1_3 => "1.3".to_string(),
+                }),
+            },
+            http2: spec.http2,
+            streams: spec.streams,
+            paths: spec.paths.clone(),
+            pace_ns: spec.pace.map(ns),
+            new_connection_share: spec.new_connection_share,
+            seed: spec.seed,
+            shard_index: shard.index,
+            shard_count: shard.count,
+        })
+    }
+
+    /// The engine's spec for this shard, on the generator host (its own cores, no start
+    /// instant: the agent waits for it before starting the engine).
+    pub fn to_spec(&self) -> Result<RunSpec, String> {
+        use base64::Engine as _;
+        let body = base64::engine::general_purpose::STANDARD
+            .decode(&self.body_b64)
+            .map_err(|e| format!("load.body_b64 is not base64: {e}"))?;
+        if self.shard_count == 0 || self.shard_index >= self.shard_count {
+            return Err(format!(
+                "load.shard_index {} is not a shard of {}",
+                self.shard_index, self.shard_count
+            ));
+        }
+        let version = match self.tls.version.as_deref() {
+            None => None,
+            Some("1.2") => Some(TlsVersion::V1_2),
+            Some("1.3") => Some(TlsVersion::V1_3),
+            Some(other) => return Err(format!("load.tls.version {other:?} is not 1.2 or 1.3")),
+        };
+        let bytes = |s: &Option<String>| s.as_ref().map(|t| t.as_bytes().to_vec());
+        let d = Duration::from_nanos;
+        Ok(RunSpec {
+            url: self.url.clone(),
+            method: self.method.clone(),
+            headers: self.headers.clone(),
+            body,
+            connections: self.connections,
+            threads: self.threads,
+            duration: self.duration_ns.map(d),
+            requests: self.requests,
+            timeout: d(self.timeout_ns),
+            connect_timeout: d(self.connect_timeout_ns),
+            warmup: d(self.warmup_ns),
+            keepalive: self.keepalive,
+            rate: self.rate,
+            stages: self.stages.clone(),
+            closed_stages: self.closed_stages,
+            arrival: match self.poisson_seed {
+                None => loadlab_engine::schedule::Arrival::Uniform,
+                Some(seed) => loadlab_engine::schedule::Arrival::Poisson { seed },
+            },
+            max_connections: self.max_connections,
+            interval: d(self.interval_ns),
+            tick: d(self.tick_ns),
+            busy_poll: self.busy_poll,
+            pm_qos: self.pm_qos,
+            tls: TlsSpec {
+                insecure: self.tls.insecure,
+                ca_pem: bytes(&self.tls.ca_pem),
+                cert_pem: bytes(&self.tls.cert_pem),
+                key_pem: bytes(&self.tls.key_pem),
+                resume: self.tls.resume,
+                version,
+            },
+            http2: self.http2,
+            streams: self.streams,
+            paths: self.paths.clone(),
+            generator_cpus: None,
+            shard: Some(Shard {
+                index: self.shard_index,
+                count: self.shard_count,
+            }),
+            start_at: None,
+            scenario: None,
+            pace: self.pace_ns.map(d),
+            new_connection_share: self.new_connection_share,
+            seed: self.seed,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_load_crosses_the_wire_whole() {
+        let spec = RunSpec {
+            url: "https://10.0.0.5:8443/plaintext".into(),
+            method: "POST".into(),
+            headers: vec!["x-a: 1".into()],
+            body: vec![0, 159, 146, 150, 255],
+            connections: Some(30),
+            duration: Some(Duration::from_millis(2500)),
+            rate: Some(1234.5),
+            arrival: loadlab_engine::schedule::Arrival::Poisson { seed: 7 },
+            tick: Duration::from_micros(50),
+            tls: TlsSpec {
+                ca_pem: Some(b"-----BEGIN CERTIFICATE-----\n".to_vec()),
+                version: Some(TlsVersion::V1_3),
+                ..TlsSpec::default()
+            },
+            http2: true,
+            streams: 8,
+            paths: vec!["/a".into(), "/b?x=1".into()],
+            pace: Some(Duration::from_millis(5)),
+            seed: 99,
+            ..RunSpec::default()
+        };
+        let shard = Shard { index: 1, count: 3 };
+        let wire = WireLoad::from_spec(&spec, shard).unwrap();
+        let json = serde_json::to_string(&wire).unwrap();
+        let back: WireLoad = serde_json::from_str(&json).unwrap();
+        let spec2 = back.to_spec().unwrap();
+        assert_eq!(spec2.body, spec.body);
+        assert_eq!(spec2.duration, spec.duration);
+        assert_eq!(spec2.tick, spec.tick);
+        assert_eq!(spec2.rate, spec.rate);
+        assert_eq!(spec2.paths, spec.paths);
+        assert_eq!(spec2.tls.ca_pem, spec.tls.ca_pem);
+        assert!(matches!(spec2.tls.version, Some(TlsVersion::V1_3)));
+        assert!(matches!(
+            spec2.arrival,
+            loadlab_engine::schedule::Arrival::Poisson { seed: 7 }
+        ));
+        assert_eq!(spec2.shard, Some(shard));
+        assert_eq!(spec2.pace, spec.pace);
+        let mut bad = back.clone();
+        bad.shard_index = 3;
+        assert!(bad.to_spec().unwrap_err().contains("shard"));
+    }
+}

@@ -1,0 +1,214 @@
+//! Where load comes from: this machine (the engine, in-process), or a fleet of generators,
+//! each a `loadlab agent --generator` on a host of its own, that together send one load
+//! split as `--shard I/N` splits it, started at one agreed instant on each one's clock.
+//!
+//! - this file: the fleet as the user gives it (`--generators FILE`, a small TOML list of
+//!   agents) and its checks before a run (every generator answers, has the role, and its
+//!   host's limits are read);
+//! - `run`: one run over the fleet: the shards started, their intervals read live and merged
+//!   exactly into the caller's sink (so progress, stop rules and windowed gates work as for
+//!   one generator), a lost generator named, and the shards' results merged.
+//!
+//! It must not read files (the CLI hands over the file's text; token files are read by the
+//! agent client) nor print: what a person should know comes back as notes and warnings.
+
+mod run;
+
+use crate::{AgentEndpoint, SessionError};
+use serde::Deserialize;
+use std::path::Path;
+
+/// One generator of a fleet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generator {
+    /// How results and messages name it: the file's `name`, else the URL's host.
+    pub name: String,
+    pub endpoint: AgentEndpoint,
+}
+
+/// Generators that together send one load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fleet {
+    pub generators: Vec<Generator>,
+}
+
+/// The fleet file, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    generator: Vec<Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    #[serde(default)]
+    name: Option<String>,
+    url: String,
+    token_file: String,
+    #[serde(default)]
+    fingerprint: Option<String>,
+    #[serde(default)]
+    cacert: Option<String>,
+}
+
+/// The most generators one fleet may have.
+pub const MAX_GENERATORS: usize = 256;
+
+impl Fleet {
+    /// Parses a fleet file's `text`; relative paths in it are relative to `dir` (the file's
+    /// directory). Each mistake names the generator and the field.
+    pub fn parse(text: &str, dir: &Path) -> Result<Fleet, SessionError> {
+        let bad = |m: String| SessionError::Invalid(format!("--generators: {m}"));
+        let file: File = toml::from_str(text).map_err(|e| {
+            bad(format!(
+                "{}; write one [[generator]] table per agent with url, token_file and \
+                 fingerprint (or cacert)",
+                e.to_string().trim()
+            ))
+        })?;
+        if file.generator.is_empty() {
+            return Err(bad("the file names no [[generator]]".into()));
+        }
+        if file.generator.len() > MAX_GENERATORS {
+            return Err(bad(format!(
+                "{} generators is more than {MAX_GENERATORS}",
+                file.generator.len()
+            )));
+        }
+        let mut generators: Vec<Generator> = Vec::new();
+        for (i, e) in file.generator.into_iter().enumerate() {
+            let which = format!("generator {}", i + 1);
+            let url = url::Url::parse(&e.url)
+                .ok()
+                .filter(|u| u.scheme() == "https" && u.host_str().is_some())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "{which}: url {:?} is not https://HOST:PORT, as its agent printed it",
+                        e.url
+                    ))
+                })?;
+            if e.fingerprint.is_some() == e.cacert.is_some() {
+                return Err(bad(format!(
+                    "{which}: give fingerprint (as its agent printed it) or cacert, one of them"
+                )));
+            }
+            let name = e
+                .name
+                .unwrap_or_else(|| url.host_str().unwrap_or("generator").to_string());
+            if generators.iter().any(|g| g.name == name) {
+                return Err(bad(format!(
+                    "{which}: the name {name:?} is taken by another generator; give each a \
+                     name of its own"
+                )));
+            }
+            let at = |p: String| {
+                let p = Path::new(&p);
+                if p.is_absolute() {
+                    p.to_path_buf()
+                } else {
+                    dir.join(p)
+                }
+            };
+            generators.push(Generator {
+                name,
+                endpoint: AgentEndpoint {
+                    url: e.url.trim_end_matches('/').to_string(),
+                    token_file: at(e.token_file),
+                    fingerprint: e.fingerprint,
+                    cacert: e.cacert.map(at),
+                },
+            });
+        }
+        Ok(Fleet { generators })
+    }
+
+    /// Says hello to every generator: each must answer, speak this protocol, have the
+    /// generator role and be free. Returns a note per generator (its host, cores, and the
+    /// open-files limit its load will have).
+    pub fn check(&self) -> Result<Vec<String>, SessionError> {
+        let mut notes = Vec::new();
+        for g in &self.generators {
+            let (mut client, hello) = loadlab_agent::client::AgentClient::connect(&g.endpoint)
+                .map_err(|e| SessionError::Invalid(format!("generator {}: {e}", g.name)))?;
+            if !hello.generator {
+                return Err(SessionError::Invalid(format!(
+                    "generator {} ({}) was started without --generator: start its agent with \
+                     --generator to let it send load",
+                    g.name, g.endpoint.url
+                )));
+            }
+            if let Some(busy) = &hello.load_busy {
+                return Err(SessionError::Invalid(format!(
+                    "generator {} ({}) is busy sending load for run {} from host {}: wait for \
+                     it, or use another generator",
+                    g.name,
+                    g.endpoint.url,
+                    busy.run.as_deref().unwrap_or("(unnamed)"),
+                    busy.client
+                )));
+            }
+            let host = client
+                .host_info(None)
+                .map_err(|e| SessionError::Invalid(format!("generator {}: {e}", g.name)))?;
+            notes.push(format!(
+                "generator {}: {} ({} cores, kernel {}), open files {}, local ports {}",
+                g.name,
+                hello.hostname,
+                hello.cpus,
+                hello.kernel,
+                host.nofile_soft
+                    .map_or_else(|| "unknown".to_string(), |n| n.to_string()),
+                host.port_range
+                    .map_or_else(|| "unknown".to_string(), |(a, b)| format!("{a}-{b}"))
+            ));
+        }
+        Ok(notes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fleet_file_is_read_with_paths_beside_it() {
+        let text = r#"
+            [[generator]]
+            url = "https://10.0.0.11:7070"
+            token_file = "gen1.token"
+            fingerprint = "sha256:AB"
+            [[generator]]
+            name = "pi-2"
+            url = "https://10.0.0.12:7070/"
+            token_file = "/etc/loadlab/gen2.token"
+            cacert = "ca.pem"
+        "#;
+        let fleet = Fleet::parse(text, Path::new("/fleet")).unwrap();
+        assert_eq!(fleet.generators.len(), 2);
+        let (a, b) = (&fleet.generators[0], &fleet.generators[1]);
+        assert_eq!(a.name, "10.0.0.11");
+        assert_eq!(a.endpoint.token_file, Path::new("/fleet/gen1.token"));
+        assert_eq!(b.name, "pi-2");
+        assert_eq!(b.endpoint.url, "https://10.0.0.12:7070");
+        assert_eq!(b.endpoint.token_file, Path::new("/etc/loadlab/gen2.token"));
+        assert_eq!(b.endpoint.cacert.as_deref(), Some(Path::new("/fleet/ca.pem")));
+    }
+
+    #[test]
+    fn mistakes_name_the_generator_and_the_fix() {
+        let err = |text: &str| Fleet::parse(text, Path::new("/")).unwrap_err().to_string();
+        assert!(err("").contains("generator"));
+        let http = "[[generator]]\nurl = \"http://h:1\"\ntoken_file = \"t\"\nfingerprint = \"x\"";
+        assert!(err(http).contains("generator 1: url"), "{}", err(http));
+        let neither = "[[generator]]\nurl = \"https://h:1\"\ntoken_file = \"t\"";
+        assert!(err(neither).contains("fingerprint"), "{}", err(neither));
+        let twice = format!(
+            "{0}\nname = \"a\"\n{0}\nname = \"a\"",
+            "[[generator]]\nurl = \"https://h:1\"\ntoken_file = \"t\"\nfingerprint = \"x\""
+        );
+        assert!(err(&twice).contains("taken"), "{}", err(&twice));
+        let typo = "[[generator]]\nurl = \"https://h:1\"\ntoken = \"t\"\nfingerprint = \"x\"";
+        assert!(err(typo).contains("token"), "{}", err(typo));
+    }
+}
