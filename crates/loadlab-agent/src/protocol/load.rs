@@ -232,6 +232,9 @@ impl WireLoad {
             pace: self.pace_ns.map(d),
             new_connection_share: self.new_connection_share,
             seed: self.seed,
+            // A field the wire does not carry yet keeps its default; `from_spec` lists
+            // every field it sends.
+            ..RunSpec::default()
         })
     }
 }
