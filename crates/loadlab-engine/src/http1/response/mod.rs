@@ -11,6 +11,8 @@
 //! no I/O and keeps no clock.
 
 mod chunked;
+#[cfg(test)]
+mod conformance;
 mod head;
 #[cfg(test)]
 mod tests;

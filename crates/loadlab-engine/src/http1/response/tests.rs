@@ -203,3 +203,85 @@ fn garbage_is_malformed() {
         Err(Malformed("header block larger than 64 KiB"))
     );
 }
+
+/// A chunk-size line by RFC 9112 7.1.1: whitespace only inside an extension (around `;` and
+/// `=`), never at the line's end; a `;` needs a name, an `=` a value (issue 45 item 8: each
+/// invalid line here was read as valid).
+#[test]
+fn chunk_size_lines_follow_the_grammar() {
+    let valid: &[&str] = &[
+        "5",
+        "05",
+        "5;a",
+        "5;a=b",
+        "5;a=b;c",
+        "5 ;a",
+        "5\t; a = b",
+        "5 ; a = \"quoted; with \\\"escapes\\\"\" ; c",
+        "5;a=\"\"",
+        "5;!#$%&'*+-.^_`|~09AZaz=x",
+    ];
+    let invalid: &[(&str, &str)] = &[
+        ("5 ", "whitespace at the end of a chunk-size line"),
+        ("5\t", "whitespace at the end of a chunk-size line"),
+        ("5;a ", "whitespace at the end of a chunk-size line"),
+        ("5;a=b ", "whitespace at the end of a chunk-size line"),
+        ("5;a=\"b\" ", "whitespace at the end of a chunk-size line"),
+        ("5;", "chunk extension without a name"),
+        ("5; ", "chunk extension without a name"),
+        ("5;;a", "chunk extension without a name"),
+        ("5;=b", "chunk extension without a name"),
+        ("5;a=", "chunk extension without a value"),
+        ("5;a = ", "chunk extension without a value"),
+        ("5 a", "invalid chunk size"),
+        ("5 5", "invalid chunk size"),
+        (" 5", "invalid chunk size"),
+        ("5;a b", "invalid character in a chunk extension"),
+        ("5;a=b c", "invalid character in a chunk extension"),
+        ("5;a=\"b\"c", "invalid character in a chunk extension"),
+        ("5;a=\"b", "invalid character in a chunk extension"),
+        ("5;a=b=c", "invalid character in a chunk extension"),
+        ("5;a@", "invalid character in a chunk extension"),
+        ("5;a=\"\x01\"", "invalid character in a chunk extension"),
+    ];
+    let response = |line: &str| {
+        format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{line}\r\nhello\r\n0\r\n\r\n")
+    };
+    for line in valid {
+        let input = response(line);
+        let mut p = ResponseParser::new(false);
+        let got = run(&mut p, &[input.as_bytes()]);
+        assert!(matches!(&got, Ok(r) if r.len() == 1), "{line:?}: {got:?}");
+        // Also byte by byte: the grammar is checked across reads.
+        let mut p = ResponseParser::new(false);
+        let pieces: Vec<&[u8]> = input.as_bytes().chunks(1).collect();
+        assert_eq!(run(&mut p, &pieces).map(|r| r.len()), Ok(1), "{line:?}");
+    }
+    for (line, why) in invalid {
+        let input = response(line);
+        let mut p = ResponseParser::new(false);
+        assert_eq!(
+            run(&mut p, &[input.as_bytes()]),
+            Err(Malformed(why)),
+            "{line:?}"
+        );
+        // The last chunk's line is held to the same grammar.
+        let last = format!(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{}\r\n\r\n",
+            line.replacen('5', "0", 1)
+        );
+        let mut p = ResponseParser::new(false);
+        assert_eq!(
+            run(&mut p, &[last.as_bytes()]),
+            Err(Malformed(why)),
+            "{last:?}"
+        );
+    }
+    // Leading zeros are not counted into an overflow (a u8 count once wrapped at 256).
+    let zeros = format!("{}5", "0".repeat(300));
+    let mut p = ResponseParser::new(false);
+    assert_eq!(
+        run(&mut p, &[response(&zeros).as_bytes()]).map(|r| r.len()),
+        Ok(1)
+    );
+}
