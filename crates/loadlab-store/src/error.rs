@@ -41,6 +41,11 @@ pub enum StoreError {
     #[error("no experiment is named `{0}`: see `loadlab runs list`")]
     NoExperiment(String),
     #[error(
+        "no completed run of variant `{variant}` in any experiment named `{experiment}`: \
+         check both names with `loadlab runs list`"
+    )]
+    EmptyVariant { experiment: String, variant: String },
+    #[error(
         "experiment `{experiment}` (id {id}) has no completed run of variant `{variant}`; \
          its variants: {known}"
     )]

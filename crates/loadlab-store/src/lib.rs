@@ -17,6 +17,8 @@
 //! - [`stream`]: runs written as they go (`--save`, experiments): the row made at the start,
 //!   each finished interval appended, the result laid over it at the end or after a kill.
 //! - [`experiments`]: experiments, their status, their runs by variant, and resuming one.
+//! - [`history`]: the runs of a series (a tag, an experiment's variant) with their revision,
+//!   branch and environment, for `loadlab history`.
 //! - [`resolve`](mod@resolve): what a person types (`42`, `baseline`, `EXP:variant`) as runs.
 //! - [`error`]: [`StoreError`], whose messages name the problem and the fix.
 //!
@@ -26,6 +28,7 @@
 pub mod document;
 pub mod error;
 pub mod experiments;
+pub mod history;
 pub mod redact;
 pub mod resolve;
 pub mod runs;
@@ -37,6 +40,7 @@ mod write;
 pub use document::export_text;
 pub use error::{Result, StoreError};
 pub use experiments::{CompletedRun, Experiment, ExperimentStatus, Resumable};
+pub use history::{Series, SeriesRun};
 pub use redact::{redact, redact_json, redact_text, REDACTED};
 pub use runs::{ExperimentSlot, Filter, RunMeta, RunRow, StoredRun};
 pub use stream::{OpenStream, Writer};

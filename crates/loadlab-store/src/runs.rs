@@ -36,6 +36,11 @@ pub struct RunMeta {
     /// The machine and build: CPU model, governor, loadlab version and commit, the target's
     /// build fingerprint...
     pub environment: Option<Value>,
+    /// The revision (commit) of the code under test, so runs read as a history over
+    /// revisions; `None` when nobody knew it.
+    pub revision: Option<String>,
+    /// The branch that revision was built from, for `loadlab history --branch`.
+    pub branch: Option<String>,
 }
 
 /// A run as `loadlab runs list` shows it: its columns, without the result document.
@@ -53,6 +58,9 @@ pub struct RunRow {
     /// The command line, redacted.
     pub command: Vec<String>,
     pub summary: Summary,
+    /// The revision and branch of the code the run measured, when known (schema 4 on).
+    pub revision: Option<String>,
+    pub branch: Option<String>,
 }
 
 /// A whole stored run.
@@ -84,7 +92,7 @@ pub(crate) const ROW_COLUMNS: &str = "id, created_at, started_at, tag, experimen
     latency_p99_us, latency_p99_9_us, latency_max_us, error_rate, bytes_sent, bytes_received, \
     busiest_second_sent_bytes, server_cpu_p50_cores, server_cpu_p99_cores, \
     server_rss_p99_bytes, server_memory_p99_bytes, generator_cpu_s_per_100k, cold_start, \
-    ready_s";
+    ready_s, revision, branch";
 
 impl Store {
     /// A whole run: its columns, configuration, environment and result.
@@ -294,6 +302,8 @@ pub(crate) fn read_row(r: &Row) -> rusqlite::Result<RunRow> {
             cold_start: r.get("cold_start")?,
             ready_s: r.get("ready_s")?,
         },
+        revision: r.get("revision")?,
+        branch: r.get("branch")?,
     })
 }
 

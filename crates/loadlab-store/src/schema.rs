@@ -6,7 +6,7 @@
 //! schema by appending one. This module must not read or write runs itself; migrations may
 //! only reshape what is there (a data migration in SQL, as migration 2's back-fill).
 //!
-//! # Layout (after migration 3)
+//! # Layout (after migration 4)
 //!
 //! `experiments`: one row per `loadlab experiment` invocation (a resumed one continues its
 //! row). `runs`: one row per run; the measured phase's figures as columns SQL can query, the
@@ -16,6 +16,8 @@
 //! block) is unique per experiment, while interrupted attempts may sit beside it.
 //! `run_streams` and `run_intervals` (migration 3): a run written as it goes (`--save`, an
 //! experiment), its writer and its finished intervals; see [`crate::stream`].
+//! `revision` and `branch` (migration 4): the code a run measured, so runs can be read as a
+//! history over revisions (`loadlab history`); absent for runs saved before.
 
 use crate::error::{Result, StoreError};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
@@ -154,6 +156,17 @@ CREATE TABLE run_intervals (
     interval  TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
+"#,
+    },
+    Migration {
+        version: 4,
+        what: "runs' revision and branch: which code each run measured",
+        sql: r#"
+-- Runs saved before this version measured code nobody recorded: both stay NULL, and
+-- `loadlab history` leaves such runs out (it says how many).
+ALTER TABLE runs ADD COLUMN revision TEXT;
+ALTER TABLE runs ADD COLUMN branch TEXT;
+CREATE INDEX runs_by_revision ON runs (revision, id) WHERE revision IS NOT NULL;
 "#,
     },
 ];

@@ -66,8 +66,8 @@ pub(crate) fn result_columns(result: &RunResult) -> Columns {
     ]
 }
 
-/// The columns that come from what the caller knows: tag, experiment slot, configuration
-/// and environment (redacted here). Checks the tag.
+/// The columns that come from what the caller knows: tag, experiment slot, configuration,
+/// environment, revision and branch (redacted here). Checks the tag.
 pub(crate) fn meta_columns(meta: &RunMeta) -> Result<Columns> {
     if let Some(tag) = &meta.tag {
         check_tag(tag)?;
@@ -93,6 +93,11 @@ pub(crate) fn meta_columns(meta: &RunMeta) -> Result<Columns> {
         ("repetition", Box::new(slot.as_ref().map(|s| s.repetition))),
         ("config_json", Box::new(json_text(&meta.config))),
         ("environment_json", Box::new(json_text(&meta.environment))),
+        (
+            "revision",
+            Box::new(meta.revision.as_deref().map(redact_text)),
+        ),
+        ("branch", Box::new(meta.branch.as_deref().map(redact_text))),
     ])
 }
 

@@ -4,6 +4,7 @@
 
 mod crash;
 mod experiments;
+mod history;
 mod migrate;
 mod resolve;
 mod roundtrip;

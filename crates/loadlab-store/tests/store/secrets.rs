@@ -50,6 +50,9 @@ fn secrets_never_reach_the_database_file() {
         }),
         config: Some(secret_config()),
         environment: Some(secret_environment()),
+        revision: Some("0123abcd".into()),
+        // A branch is text a CI variable supplied: redacted like any other.
+        branch: Some("http://x:S3CRET-32@h/".into()),
     };
     let result = with_secrets();
     let id = store.save_run(&result, &meta).unwrap();

@@ -121,8 +121,19 @@ fn a_schema_2_file_opens_under_the_current_schema_with_its_runs() {
         let src = rusqlite::Connection::open(&other_path).unwrap();
         src.execute("ATTACH DATABASE ?1 AS v2", [path.to_str().unwrap()])
             .unwrap();
+        // The columns version 2 has (later migrations added more to main.runs).
+        let columns: Vec<String> = src
+            .prepare("SELECT name FROM pragma_table_info('runs', 'v2')")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let columns = columns.join(", ");
         src.execute(
-            "INSERT INTO v2.runs SELECT * FROM main.runs WHERE id = ?1",
+            &format!(
+                "INSERT INTO v2.runs ({columns}) SELECT {columns} FROM main.runs WHERE id = ?1"
+            ),
             [id.0],
         )
         .unwrap();
