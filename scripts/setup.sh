@@ -141,6 +141,23 @@ else
         "Install python3 and python3-venv, then re-run" >&2
 fi
 
+# The change-point detector's comparison test (crates/loadlab-history/tests/history/python.rs)
+# runs MongoDB's own E-Divisive, signal-processing-algorithms, pinned, from PyPI into a
+# virtualenv under target/; without it that test prints SKIPPED and passes.
+SIGNAL_PROCESSING_ALGORITHMS_VERSION=2.1.6
+history_venv=target/history-venv
+if [[ -x $history_venv/bin/python ]] \
+    && "$history_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('signal-processing-algorithms') != '$SIGNAL_PROCESSING_ALGORITHMS_VERSION')" 2>/dev/null; then
+    echo "setup: signal-processing-algorithms $SIGNAL_PROCESSING_ALGORITHMS_VERSION present in $history_venv"
+elif need python3 && python3 -m venv "$history_venv" >/dev/null 2>&1; then
+    echo "setup: installing signal-processing-algorithms $SIGNAL_PROCESSING_ALGORITHMS_VERSION into $history_venv"
+    "$history_venv/bin/pip" install -q --disable-pip-version-check \
+        "signal-processing-algorithms==$SIGNAL_PROCESSING_ALGORITHMS_VERSION"
+else
+    echo "setup: python3 with venv is missing; the change-point comparison test will be skipped." \
+        "Install python3 and python3-venv, then re-run" >&2
+fi
+
 # The book (docs/, an mdBook) is built by ship.rs's book test, which follows every link of
 # the built pages. mdbook is not packaged for Debian 12: cargo builds it from crates.io, pinned,
 # without its serve/watch/search features (the test needs none) and unoptimised (half the
