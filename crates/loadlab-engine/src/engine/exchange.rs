@@ -21,6 +21,7 @@ pub(super) use stream::{connect, dial, Dialed, Dialer, Io, Stream};
 use wire::{await_close, exchange};
 
 /// The outcome of one request on an open connection.
+#[derive(Clone, Copy)]
 struct Exchange {
     status: u16,
     /// The connection cannot carry another request.
@@ -28,9 +29,10 @@ struct Exchange {
     /// The server already closed its side (the body ran until close).
     eof: bool,
     /// The connection is dropped at once, not waited on to close: the request's body was
-    /// held back for `Expect: 100-continue` and never sent (the server answered first, and
-    /// may be waiting for the body), or the response came with both Content-Length and
-    /// Transfer-Encoding (RFC 9112 6.3: not reused; the server announced no close).
+    /// held back for `Expect: 100-continue` and never sent (the server answered first and
+    /// said it closes, or the body could not follow its answer), or the response came with
+    /// both Content-Length and Transfer-Encoding (RFC 9112 6.3: not reused; the server
+    /// announced no close).
     drop_at_once: bool,
 }
 

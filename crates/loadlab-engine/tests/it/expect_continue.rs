@@ -1,8 +1,9 @@
 //! `Expect: 100-continue` (RFC 9110 10.1.1) against a scripted HTTP/1.1 server (std only, on
-//! loopback port 0): the body waits for the server's 100; a server that answers first gets
-//! no body and the connection is closed; a server that never sends a 100 gets the body after
-//! the wait, and the wait is in the request's latency. Each path counts exactly what the
-//! server counts.
+//! loopback port 0): the body waits for the server's 100; a server that answers first and
+//! closes gets no body and the connection is dropped; one that answers first (with or without
+//! a 100 in the same write, as nginx does) and goes on reading gets the body after its answer
+//! and keeps the connection; a server that never sends a 100 gets the body after the wait,
+//! and the wait is in the request's latency. Each path counts exactly what the server counts.
 
 use loadlab_engine::RunSpec;
 use std::io::{Read, Write};
@@ -20,8 +21,15 @@ const BODY: &[u8] = b"0123456789abcdef0123456789abcdef";
 enum Script {
     /// `100 Continue`, then it reads the body and answers 200.
     Continue,
-    /// 417 at once, without reading the body; then it reads until the client closes.
+    /// 417 at once, without reading the body, saying `Connection: close`; then it reads
+    /// until the client closes.
+    AnswerFirstAndClose,
+    /// 200 at once, without reading the body and without a close: it then reads the body
+    /// (RFC 9110 10.1.1: it did not say it would close) and serves the next request.
     AnswerFirst,
+    /// `100 Continue` and 200 in one write (nginx, discarding a body it does not want), then
+    /// it reads the body and serves the next request.
+    ContinueAndAnswer,
     /// 103 Early Hints (no go-ahead), then it waits for the body and answers 200.
     NoContinue,
 }
@@ -77,9 +85,15 @@ fn connection(mut s: TcpStream, script: Script, seen: &Seen) {
         buf.drain(..head_len);
         let answer: &[u8] = match script {
             Script::Continue => b"HTTP/1.1 100 Continue\r\n\r\n",
-            Script::AnswerFirst => {
-                let _ =
-                    s.write_all(b"HTTP/1.1 417 Expectation Failed\r\nContent-Length: 0\r\n\r\n");
+            Script::AnswerFirst => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            Script::ContinueAndAnswer => {
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            }
+            Script::AnswerFirstAndClose => {
+                let _ = s.write_all(
+                    b"HTTP/1.1 417 Expectation Failed\r\nConnection: close\r\n\
+                      Content-Length: 0\r\n\r\n",
+                );
                 let mut after = buf.len() as u64;
                 while let Ok(n @ 1..) = s.read(&mut chunk) {
                     after += n as u64;
@@ -100,8 +114,15 @@ fn connection(mut s: TcpStream, script: Script, seen: &Seen) {
         }
         assert_eq!(&buf[..BODY.len()], BODY);
         buf.drain(..BODY.len());
-        if let Script::NoContinue = script {
-            seen.body_waits.lock().unwrap().push(head_at.elapsed());
+        match script {
+            Script::NoContinue => seen.body_waits.lock().unwrap().push(head_at.elapsed()),
+            // Answered already; the body came after the answer.
+            Script::AnswerFirst | Script::ContinueAndAnswer => {
+                let after = (BODY.len() - early.min(BODY.len())) as u64;
+                seen.bytes_after_answer.fetch_add(after, Ordering::SeqCst);
+                continue;
+            }
+            _ => {}
         }
         if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
             .is_err()
@@ -151,8 +172,8 @@ fn the_body_waits_for_the_servers_100_continue() {
 }
 
 #[test]
-fn a_final_answer_before_100_gets_no_body_and_ends_the_connection() {
-    let (url, seen) = serve(Script::AnswerFirst);
+fn a_final_answer_that_closes_before_100_gets_no_body_and_ends_the_connection() {
+    let (url, seen) = serve(Script::AnswerFirstAndClose);
     let r = common::run_within(spec(url, 20), Duration::from_secs(30));
     let m = &r.measured;
     assert_eq!(
@@ -173,6 +194,33 @@ fn a_final_answer_before_100_gets_no_body_and_ends_the_connection() {
     assert_eq!(seen.connections.load(Ordering::SeqCst), 20);
     assert_eq!(m.connections_opened, 20);
     assert_eq!(m.close_wait_timeouts, 0);
+}
+
+/// Issue 45 item 4: a final answer that came before the body, without a close, cost a
+/// connection per request (nginx sends its 100 and its answer in one write).
+#[test]
+fn a_final_answer_before_the_body_that_keeps_reading_keeps_the_connection() {
+    for script in [Script::AnswerFirst, Script::ContinueAndAnswer] {
+        let (url, seen) = serve(script);
+        let r = common::run_within(spec(url, 20), Duration::from_secs(30));
+        let m = &r.measured;
+        assert_eq!(
+            (m.requests.completed, m.requests.failed),
+            (20, 0),
+            "{:?}",
+            m.errors
+        );
+        assert_eq!(m.status_codes.get("200"), Some(&20));
+        assert_eq!(seen.heads.load(Ordering::SeqCst), 20);
+        assert_eq!(seen.early_body.load(Ordering::SeqCst), 0);
+        // Every body followed its answer, so the server read each next request as one.
+        assert_eq!(
+            seen.bytes_after_answer.load(Ordering::SeqCst),
+            20 * BODY.len() as u64
+        );
+        assert_eq!(seen.connections.load(Ordering::SeqCst), 1);
+        assert_eq!(m.connections_opened, 1);
+    }
 }
 
 #[test]

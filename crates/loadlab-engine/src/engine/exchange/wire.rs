@@ -27,9 +27,16 @@ pub(in crate::engine) const EXPECT_CONTINUE_WAIT: Duration = Duration::from_secs
 
 /// Writes the request and reads one full response, or fails with a class. `body_at`: the
 /// request asks `Expect: 100-continue`, and its body starts there: the head goes first, the
-/// body after the server's `100 Continue` or [`EXPECT_CONTINUE_WAIT`], and never when the
-/// server gives its final answer first (the connection is then closed: the server may still
-/// be waiting for a body it will never get).
+/// body after the server's `100 Continue` or [`EXPECT_CONTINUE_WAIT`].
+///
+/// When the server gives its final answer while the body waits (with or without a 100
+/// before it: nginx sends both in one write), RFC 9110 10.1.1 has it say whether it will
+/// close the connection or go on reading the request's content. So: an answer that closes
+/// gets no body, and the connection is dropped; any other answer gets the body, which the
+/// server reads (nginx discards it), and the connection stays in sync for the next request
+/// (RFC 9112 9.3 has a client stop sending a body only to a server that is closing). The
+/// answer is the request's outcome either way; a body that then cannot be written only
+/// costs the connection.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn exchange<S: Sink>(
     ctx: &ThreadCtx,
@@ -48,30 +55,53 @@ pub(super) async fn exchange<S: Sink>(
     let mut flushed = false;
     // Until when the body waits for a 100, while it does.
     let mut holding: Option<Instant> = None;
+    // The final answer, when it came while the body waited: the body goes, then this.
+    let mut answered: Option<Exchange> = None;
+    // A held body that could not follow its answer costs the connection, not the answer.
+    let cut = |answered: Exchange| Exchange {
+        close: true,
+        drop_at_once: true,
+        ..answered
+    };
     poll_fn(|cx| 'send: loop {
         while written < upto {
-            match Pin::new(&mut *stream).poll_write(cx, &request[written..upto]) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(ErrorClass::ConnectionReset)),
+            let failed = match Pin::new(&mut *stream).poll_write(cx, &request[written..upto]) {
+                Poll::Ready(Ok(0)) => Poll::Ready(Err(ErrorClass::ConnectionReset)),
                 Poll::Ready(Ok(n)) => {
                     written += n;
                     traffic.sent += n as u64;
+                    continue;
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(io_failure(ctx, &e))),
-                Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
-            }
+                Poll::Ready(Err(e)) => Poll::Ready(Err(io_failure(ctx, &e))),
+                Poll::Pending => timed_out(ctx, timer, deadline, traffic, cx),
+            };
+            return match (failed, answered) {
+                (Poll::Ready(Err(_)), Some(answer)) => Poll::Ready(Ok(cut(answer))),
+                (failed, _) => failed,
+            };
         }
         if !flushed {
             // A no-op for plain TCP; TLS may hold the last record until flushed.
-            match Pin::new(&mut *stream).poll_flush(cx) {
+            let failed = match Pin::new(&mut *stream).poll_flush(cx) {
                 Poll::Ready(Ok(())) => {
                     flushed = true;
                     book_sent(ctx, traffic);
+                    if let Some(answer) = answered {
+                        return Poll::Ready(Ok(answer));
+                    }
                     if upto < request.len() {
                         holding = Some(Instant::now() + EXPECT_CONTINUE_WAIT);
                     }
+                    None
                 }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(io_failure(ctx, &e))),
-                Poll::Pending => return timed_out(ctx, timer, deadline, traffic, cx),
+                Poll::Ready(Err(e)) => Some(Poll::Ready(Err(io_failure(ctx, &e)))),
+                Poll::Pending => Some(timed_out(ctx, timer, deadline, traffic, cx)),
+            };
+            if let Some(failed) = failed {
+                return match (failed, answered) {
+                    (Poll::Ready(Err(_)), Some(answer)) => Poll::Ready(Ok(cut(answer))),
+                    (failed, _) => failed,
+                };
             }
         }
         loop {
@@ -112,10 +142,26 @@ pub(super) async fn exchange<S: Sink>(
                         Ok(Progress::Complete(r)) if r.consumed < n => {
                             return Poll::Ready(Err(ErrorClass::ExtraBytes));
                         }
+                        Ok(Progress::Complete(r))
+                            if holding.is_some() && !r.close && !r.ambiguous_framing =>
+                        {
+                            // A final answer while the body waits, and the server goes on
+                            // reading: the body goes, then the answer is the outcome.
+                            holding = None;
+                            answered = Some(Exchange {
+                                status: r.status,
+                                close: false,
+                                eof: false,
+                                drop_at_once: false,
+                            });
+                            (upto, flushed) = (request.len(), false);
+                            continue 'send;
+                        }
                         Ok(Progress::Complete(r)) => {
-                            // A final answer while the body waits: the body is never sent,
-                            // and the connection cannot carry another request; nor can one
-                            // whose response was framed two ways.
+                            // A final answer that closes while the body waits: the body is
+                            // never sent, and the connection is dropped at once (the server
+                            // may wait for a body it will never get); so is one whose
+                            // response was framed two ways.
                             let drop_at_once = holding.is_some() || r.ambiguous_framing;
                             return Poll::Ready(Ok(Exchange {
                                 status: r.status,
