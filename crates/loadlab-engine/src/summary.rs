@@ -310,10 +310,12 @@ fn load_model(config: &RunConfig) -> LoadModel {
             };
             let plan = if let Some(run) = &config.scenario {
                 scenario_plan(config, run, &length)
-            } else if config.http2 {
+            } else if config.http2 || config.http3 {
                 format!(
-                    "closed loop over HTTP/2: {} connections x {} streams for {length}",
-                    config.connections, config.streams
+                    "closed loop over HTTP/{}: {} connections x {} streams for {length}",
+                    if config.http3 { 3 } else { 2 },
+                    config.connections,
+                    config.streams
                 )
             } else {
                 format!(
@@ -376,7 +378,14 @@ fn load_model(config: &RunConfig) -> LoadModel {
         busy_poll: config.busy_poll,
         busy_poll_why: config.busy_poll_why.clone(),
         rx_stamps: config.sleeps_between_sends(),
-        protocol: if config.http2 { "h2" } else { "http/1.1" }.to_string(),
+        protocol: if config.http3 {
+            "h3"
+        } else if config.http2 {
+            "h2"
+        } else {
+            "http/1.1"
+        }
+        .to_string(),
         streams: config.streams,
     }
 }

@@ -230,6 +230,17 @@ pub(crate) fn warnings(
             ));
         }
     }
+    if let Some(got) = outcome.udp_rcvbuf_bytes {
+        let asked = crate::engine::h3::RCVBUF_BYTES;
+        if got < asked {
+            out.push(format!(
+                "the UDP receive buffer of loadlab's QUIC sockets is {} KiB, not the {} KiB                  asked: net.core.rmem_max caps it, and responses arriving faster than loadlab                  reads them beyond it are dropped by the kernel (QUIC resends them, late);                  raise it (sysctl -w net.core.rmem_max={}) or run as root",
+                got / 1024,
+                asked / 1024,
+                asked * 2
+            ));
+        }
+    }
     if let Some(steal) = outcome.steal.iter().cloned().reduce(f64::max) {
         if steal >= STEAL_WARNING {
             out.push(format!(

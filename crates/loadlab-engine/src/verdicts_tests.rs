@@ -68,6 +68,7 @@ fn verdicts_of(
         nofile: None,
         pm_qos: Ok(()),
         steal: Vec::new(),
+        udp_rcvbuf_bytes: None,
     };
     crate::summary::summarize(&config, &outcome).verdicts
 }

@@ -53,7 +53,9 @@ pub struct RunSpec {
     pub tls: TlsSpec,
     /// `--http2`: HTTP/2 (ALPN h2 over TLS, prior knowledge over plain TCP).
     pub http2: bool,
-    /// `--streams`: concurrent HTTP/2 streams per connection.
+    /// `--http3`: HTTP/3 over QUIC (https only; ALPN h3).
+    pub http3: bool,
+    /// `--streams`: concurrent HTTP/2 or HTTP/3 streams per connection.
     pub streams: usize,
     /// Paths (with their queries) sent in rotation on each connection, in order; empty: the
     /// URL's own path only. The URL gives the scheme, host and port.
@@ -104,6 +106,7 @@ impl Default for RunSpec {
             pm_qos: true,
             tls: TlsSpec::default(),
             http2: false,
+            http3: false,
             streams: 1,
             paths: Vec::new(),
             generator_cpus: None,
@@ -188,7 +191,9 @@ pub struct RunConfig {
     /// Set for `https://` URLs.
     pub tls: Option<TlsSettings>,
     pub http2: bool,
-    /// HTTP/2 streams per connection (1 for HTTP/1.1).
+    /// HTTP/3 over QUIC (then `tls` is set, and carries ALPN h3 to QUIC).
+    pub http3: bool,
+    /// HTTP/2 or HTTP/3 streams per connection (1 for HTTP/1.1).
     pub streams: usize,
     /// The paths sent in rotation on each connection (at least one: the URL's own).
     pub paths: Vec<String>,

@@ -58,6 +58,12 @@ impl RunSpec {
                 "scenarios, --pace and --new-connection-share run over HTTP/1.1; drop --http2",
             ));
         }
+        if self.http3 {
+            return Err(reject(
+                "http3",
+                "scenarios, --pace and --new-connection-share run over HTTP/1.1; drop --http3",
+            ));
+        }
         if !self.paths.is_empty() {
             return Err(reject(
                 "paths",

@@ -25,12 +25,13 @@ impl RunSpec {
         if self.streams == 0 {
             return Err(reject("streams", "must be at least 1; try --streams 10"));
         }
-        if self.streams > 1 && !self.http2 {
+        if self.streams > 1 && !self.http2 && !self.http3 {
             return Err(reject(
                 "streams",
                 "sets concurrent HTTP/2 streams per connection; add --http2",
             ));
         }
+        self.check_http3(&url)?;
         if self.http2 && !self.keepalive {
             return Err(reject(
                 "keepalive",
@@ -50,6 +51,9 @@ impl RunSpec {
         } else {
             None
         };
+        if let (true, Some(tls)) = (self.http3, &tls) {
+            crate::engine::h3::client_config(tls).map_err(|m| reject("http3", m))?;
+        }
         let method = validate_method(&self.method)?;
         let headers = self
             .headers
@@ -155,6 +159,7 @@ impl RunSpec {
             pm_qos: self.pm_qos,
             tls,
             http2: self.http2,
+            http3: self.http3,
             streams: self.streams,
             paths,
             generator_cpus: self.generator_cpus.clone().filter(|c| !c.is_empty()),
@@ -162,6 +167,48 @@ impl RunSpec {
             scenario,
         }
         .with_shard(self, whole_connections, whole_stop))
+    }
+
+    /// `--http3`: over https, alone (not with --http2), kept alive, not staged; TLS 1.3 (the
+    /// QUIC client configuration is built here once, so a run never starts without it).
+    fn check_http3(&self, url: &TargetUrl) -> Result<(), ConfigError> {
+        if !self.http3 {
+            return Ok(());
+        }
+        if self.http2 {
+            return Err(reject(
+                "http3",
+                "and --http2 each choose the protocol; give one of them",
+            ));
+        }
+        if !url.https {
+            return Err(reject(
+                "http3",
+                format!(
+                    "runs over QUIC, which is always encrypted: give an https:// URL, not `{}`",
+                    url.original
+                ),
+            ));
+        }
+        if !self.keepalive {
+            return Err(reject(
+                "keepalive",
+                "does not apply to HTTP/3, whose point is one long connection; drop it",
+            ));
+        }
+        if self.closed_stages {
+            return Err(reject(
+                "http3",
+                "cannot stage connections yet; drop --stages --closed",
+            ));
+        }
+        if self.tls.version == Some(crate::tls::TlsVersion::V1_2) {
+            return Err(reject(
+                "tls.version",
+                "QUIC carries only TLS 1.3: drop --tls-version 1.2 for --http3",
+            ));
+        }
+        Ok(())
     }
 
     /// Durations beyond [`MAX_DURATION`] are refused by name (they would overflow the

@@ -17,6 +17,7 @@ mod feed;
 mod gate;
 mod h2;
 mod h2_preface;
+pub(crate) mod h3;
 mod open;
 mod pacing;
 mod scenario;
@@ -96,6 +97,9 @@ pub struct RunOutcome {
     pub pm_qos: Result<(), String>,
     /// Share of all CPU time stolen by the hypervisor, per interval.
     pub steal: Vec<f64>,
+    /// HTTP/3: the least receive buffer a worker's UDP socket got, in bytes (`None`: no
+    /// socket was opened).
+    pub udp_rcvbuf_bytes: Option<u64>,
 }
 
 /// Spawns a task on the thread's set; a panic in it stops the run instead of vanishing with
@@ -146,6 +150,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         requests,
         tls: config.tls.clone(),
         h2: h2::H2Request::from_config(config),
+        h3: h3::H3Shared::from_config(config),
         streams: config.streams,
         address,
         keepalive: config.keepalive,
@@ -168,6 +173,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     // With a sink, finished intervals leave the workers as they finish (see `crate::collector`).
     let sink = control.take_sink();
     let (batches, collected) = std::sync::mpsc::channel();
+    let udp_rcvbuf = shared.h3.as_ref().map(|h| h.rcvbuf_bytes.clone());
     let mut handles = Vec::with_capacity(config.threads);
     for plan in thread::Plan::all(config) {
         let feed = sink.is_some().then(|| (plan.index, batches.clone()));
@@ -277,6 +283,9 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         nofile,
         pm_qos,
         steal,
+        udp_rcvbuf_bytes: udp_rcvbuf
+            .map(|b| b.load(Ordering::Relaxed))
+            .filter(|&b| b != u64::MAX),
     })
 }
 
@@ -366,6 +375,7 @@ fn header(
         nofile,
         pm_qos: pm_qos.as_ref().map(drop).map_err(Clone::clone),
         steal: Vec::new(),
+        udp_rcvbuf_bytes: None,
     };
     let mut header = crate::summary::summarize(config, &outcome);
     header.timeline.clear();

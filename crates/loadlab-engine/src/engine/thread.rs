@@ -4,7 +4,7 @@
 
 use super::budget::{Budget, SharedBudget};
 use super::gate::Times;
-use super::{h2, open, stamped, with_warmup, RunControl, ThreadProgress};
+use super::{h2, h3, open, stamped, with_warmup, RunControl, ThreadProgress};
 use crate::config::{Model, RunConfig};
 use crate::http1::EncodedRequest;
 use crate::schedule::{Profile, Schedule};
@@ -24,6 +24,7 @@ pub(super) struct Shared {
     pub requests: Vec<EncodedRequest>,
     pub tls: Option<crate::tls::TlsSettings>,
     pub h2: Option<h2::H2Request>,
+    pub h3: Option<h3::H3Shared>,
     pub streams: usize,
     pub address: SocketAddr,
     pub keepalive: bool,
@@ -96,6 +97,8 @@ pub(crate) struct ThreadCtx {
     pub tls: Option<crate::tls::TlsSettings>,
     /// HTTP/2 only: the request, and streams per connection.
     pub h2: Option<h2::H2Request>,
+    /// HTTP/3 only: the thread's QUIC endpoint, the request, and the open loop's pool.
+    pub h3: Option<h3::H3Thread>,
     pub streams: usize,
     /// HTTP/2: the `-n` budget ran out (no reconnecting then).
     pub budget_spent: Cell<bool>,
@@ -162,6 +165,7 @@ impl ThreadCtx {
             requests: shared.requests.into(),
             tls: shared.tls,
             h2: shared.h2,
+            h3: shared.h3.map(h3::H3Thread::new),
             streams: shared.streams,
             budget_spent: Cell::new(false),
             h2_pool: h2::Pool::default(),

@@ -4,7 +4,7 @@ use super::exchange::Dialer;
 use super::gate::{Place, StartGate};
 use super::stamped::StampClock;
 use super::thread::{Plan, Shared};
-use super::{busy_poll, closed, feed, h2, open, scenario, spawn_guarded, ThreadCtx};
+use super::{busy_poll, closed, feed, h2, h3, open, scenario, spawn_guarded, ThreadCtx};
 use super::{ThreadProgress, ThreadReport};
 use crate::stats::Recorder;
 use crate::sys;
@@ -38,7 +38,8 @@ pub(super) fn thread(
     let stamp_clock = shared.stamped.then(StampClock::new);
     let preopened = match &plan.schedule {
         // A plain open loop, over HTTP/1.1 or HTTP/2; a scenario's iterations open their own.
-        Some(schedule) if shared.scenario.is_none() => {
+        // HTTP/3 opens its connections as the run needs them.
+        Some(schedule) if shared.scenario.is_none() && shared.h3.is_none() => {
             let dialer = Dialer {
                 address: shared.address,
                 connect_timeout: shared.connect_timeout,
@@ -104,6 +105,8 @@ pub(super) fn thread(
                     &ctx,
                     scenario::drive(ctx.clone(), run.clone(), first + k * step),
                 );
+            } else if ctx.h3.is_some() {
+                spawn_guarded(&ctx, h3::drive(ctx.clone()));
             } else if ctx.h2.is_some() {
                 spawn_guarded(&ctx, h2::drive(ctx.clone()));
             } else {
@@ -130,6 +133,9 @@ pub(super) fn thread(
     });
     // Dropping the set abandons requests still in flight; the recorder counts them.
     drop(local);
+    if let Some(h3) = &ctx.h3 {
+        h3.close(&runtime);
+    }
     drop(runtime);
     let mut recorder = ctx.recorder.take();
     if let Some(open) = &ctx.open {

@@ -13,6 +13,7 @@ mod cacert_openssl;
 mod engine;
 mod expect_continue;
 mod h2_retry;
+mod h3;
 mod http2;
 mod nothing_listens;
 mod parser_props;

@@ -247,7 +247,11 @@ pub struct RequestArgs {
     #[arg(long, help_heading = "HTTP/2")]
     pub http2: bool,
 
-    /// HTTP/2: concurrent streams per connection; the concurrency is -c x --streams.
+    /// Speak HTTP/3 over QUIC (UDP; https only, ALPN h3); --streams as for HTTP/2.
+    #[arg(long, help_heading = "HTTP/2", conflicts_with = "http2")]
+    pub http3: bool,
+
+    /// HTTP/2 and HTTP/3: concurrent streams per connection; the concurrency is -c x --streams.
     #[arg(long, default_value_t = 1, help_heading = "HTTP/2", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub streams: usize,
 

@@ -42,6 +42,7 @@ impl RequestArgs {
             tick: self.tick.unwrap_or_default(),
             pm_qos: !self.no_pm_qos,
             http2: self.http2,
+            http3: self.http3,
             streams: self.streams,
             tls: TlsSpec {
                 insecure: self.insecure,
@@ -220,6 +221,7 @@ pub fn flag_for(setting: &str) -> &str {
         "tick" => "--tick",
         "busy_poll" => "--busy-poll",
         "http2" => "--http2",
+        "http3" => "--http3",
         "streams" => "--streams",
         "tls.ca" => "--cacert",
         "tls.cert" => "--cert",

@@ -35,7 +35,10 @@ impl Carrier for Conn {
 }
 
 pub(super) async fn connection(ctx: Rc<ThreadCtx>, first: Due) {
-    if ctx.h2.is_some() {
+    if ctx.h3.is_some() {
+        let carrier = crate::engine::h3::Slot::new();
+        carry(ctx, Some(first), carrier).await
+    } else if ctx.h2.is_some() {
         let carrier = crate::engine::h2::Slot::new();
         carry(ctx, Some(first), carrier).await
     } else {

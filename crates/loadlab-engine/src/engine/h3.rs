@@ -1,0 +1,355 @@
+//! HTTP/3 over QUIC (`--http3`), driven as HTTP/2 is: in the closed loop each connection
+//! carries `--streams` concurrent streams, each sending its next request when the last one
+//! ends; in the open loop stream slots share a thread's pooled connections (`pool`). quinn
+//! does QUIC (`quic`: one UDP endpoint per worker thread, its receive buffer sized), the h3
+//! crates do HTTP/3; this module drives them and records each request as HTTP/2's are:
+//! latency from the send, status, payload (DATA) bytes. Failures are classified by
+//! `classify`.
+//!
+//! When a connection dies (idle timeout, stateless reset, CONNECTION_CLOSE) its streams stop,
+//! their failures are counted, and the connection is opened again while the run goes on. A
+//! request the server says it did not process (a stream reset with H3_REQUEST_REJECTED, RFC
+//! 9114 4.1.1, or a GOAWAY received before it was sent) is sent again on the next stream
+//! (closed loop), counted as `retried`, not as issued twice.
+//!
+//! It must not: send early data (0-RTT), or time a request from before its stream was asked
+//! for (a wait for the server's stream credit is the server's, and counts).
+
+mod classify;
+mod pool;
+mod quic;
+
+use super::exchange::{
+    back_off, backoff_after, note_detail, record_failure, record_sent, record_success, settled,
+    Due, Traffic,
+};
+use super::h2::H2Request;
+use super::ThreadCtx;
+use crate::error::ErrorClass;
+use crate::stats::Phase;
+use bytes::{Buf, Bytes};
+use classify::StreamFailure;
+use std::cell::{Cell, OnceCell};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(crate) use pool::{Pool, Slot};
+pub(crate) use quic::{client_config, RCVBUF_BYTES};
+
+/// A handle that opens streams on one HTTP/3 connection (cloned per stream).
+pub(super) type SendRequest = ::h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// What every worker thread of an HTTP/3 run is given alike.
+#[derive(Clone)]
+pub(crate) struct H3Shared {
+    /// QUIC's client configuration (the run's TLS settings, ALPN h3).
+    pub client: quinn::ClientConfig,
+    /// The name the server's certificate is checked against (SNI).
+    pub server_name: String,
+    /// The request (HTTP/2's: the same pseudo-headers and rules on headers).
+    pub request: H2Request,
+    /// The least receive buffer any thread's UDP socket got, in bytes (`u64::MAX`: no socket
+    /// yet), for the result's warning.
+    pub rcvbuf_bytes: Arc<AtomicU64>,
+}
+
+impl H3Shared {
+    pub fn from_config(config: &crate::config::RunConfig) -> Option<H3Shared> {
+        if !config.http3 {
+            return None;
+        }
+        let tls = config.tls.as_ref()?;
+        // Validation built it once already: an https URL and TLS 1.3 are checked there.
+        let client = client_config(tls).ok()?;
+        let as_h2 = crate::config::RunConfig {
+            http2: true,
+            ..config.clone()
+        };
+        Some(H3Shared {
+            client,
+            server_name: config.url.host.clone(),
+            request: H2Request::from_config(&as_h2)?,
+            rcvbuf_bytes: Arc::new(AtomicU64::new(u64::MAX)),
+        })
+    }
+
+    fn build(&self) -> http::Request<()> {
+        let r = &self.request;
+        let mut req = http::Request::new(());
+        *req.method_mut() = r.method.clone();
+        let i = r.next.get();
+        r.next.set((i + 1) % r.uris.len());
+        *req.uri_mut() = r.uris[i].clone();
+        *req.headers_mut() = r.headers.clone();
+        req
+    }
+}
+
+/// One worker thread's HTTP/3 state: its endpoint (bound on first use, inside the thread's
+/// event loop) and, in an open loop, its pooled connections.
+pub(crate) struct H3Thread {
+    shared: H3Shared,
+    endpoint: OnceCell<Result<quinn::Endpoint, quic::OpenError>>,
+    pub pool: Pool,
+}
+
+impl H3Thread {
+    pub fn new(shared: H3Shared) -> H3Thread {
+        H3Thread {
+            shared,
+            endpoint: OnceCell::new(),
+            pool: Pool::default(),
+        }
+    }
+
+    fn endpoint(&self, target: SocketAddr) -> Result<quinn::Endpoint, quic::OpenError> {
+        self.endpoint
+            .get_or_init(|| {
+                quic::bind(target, &self.shared.client, &self.shared.rcvbuf_bytes).map_err(|e| {
+                    (
+                        ErrorClass::from_connect(&e),
+                        format!("cannot open a UDP socket for QUIC: {e}"),
+                    )
+                })
+            })
+            .clone()
+    }
+
+    /// At the run's end, once its tasks are gone: closes every connection at once
+    /// (CONNECTION_CLOSE), so the server frees them now, not after its idle timeout.
+    pub fn close(&self, runtime: &tokio::runtime::Runtime) {
+        if let Some(Ok(endpoint)) = self.endpoint.get() {
+            endpoint.close(0u32.into(), b"run over");
+            // The endpoint's driver sends the frames: give it a few turns, no more (the
+            // thread's end is the run's).
+            runtime.block_on(async {
+                for _ in 0..4 {
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+    }
+}
+
+fn over(ctx: &ThreadCtx, now: Instant) -> bool {
+    ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
+}
+
+/// Opens a connection for a request of `phase`; a failure is recorded as that request's.
+async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Result<SendRequest, ErrorClass> {
+    match quic::open(ctx, phase).await {
+        Ok(send) => Ok(send),
+        Err((class, why)) => {
+            note_detail(ctx, phase, class, Some(why));
+            record_failure(ctx, phase, class, &Traffic::default(), false);
+            Err(class)
+        }
+    }
+}
+
+/// Drives one HTTP/3 connection slot of the closed loop until the run ends, reconnecting
+/// when its connection dies (as HTTP/2's `drive`, whose comments apply).
+pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
+    let mut failures: u32 = 0;
+    // Requests the server did not process, to send again (their budget already taken).
+    let owed = Rc::new(Cell::new(0u64));
+    loop {
+        if let Some(wait) = backoff_after(failures) {
+            back_off(&ctx, wait).await;
+        }
+        let now = Instant::now();
+        if over(&ctx, now) || (ctx.budget_spent.get() && owed.get() == 0) {
+            break;
+        }
+        let phase = ctx.phase_at(now);
+        // A connection is opened for a request: one taken from the budget, or one owed.
+        let claimed = owed.get() == 0;
+        if claimed && phase == Phase::Measured && !ctx.budget.take() {
+            ctx.budget_spent.set(true);
+            break;
+        }
+        let send = match open_connection(&ctx, phase).await {
+            Ok(send) => send,
+            Err(class) => {
+                failures = failures.saturating_add(1);
+                // The failed connect was one request's failure (the claimed one, or one
+                // owed); the others owed fail with it, so a server that is gone does not
+                // keep this loop alive.
+                let rest = owed.replace(0).saturating_sub(u64::from(!claimed));
+                for _ in 0..rest {
+                    record_failure(&ctx, phase, class, &Traffic::default(), false);
+                }
+                continue;
+            }
+        };
+        if claimed && phase == Phase::Measured {
+            // The request the connection was opened for: its budget is taken.
+            owed.set(1);
+        }
+        let answered_before = ctx
+            .progress
+            .completed
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let mut streams = tokio::task::JoinSet::new();
+        for _ in 0..ctx.streams {
+            streams.spawn_local(stream_loop(ctx.clone(), send.clone(), owed.clone()));
+        }
+        drop(send);
+        let mut connection_died = false;
+        while let Some(outcome) = streams.join_next().await {
+            match outcome {
+                Ok(died) => connection_died |= died,
+                Err(_) => {
+                    ctx.crashed.set(true);
+                    ctx.stop.stop();
+                }
+            }
+        }
+        if !connection_died && owed.get() == 0 {
+            break;
+        }
+        let answered = ctx
+            .progress
+            .completed
+            .load(std::sync::atomic::Ordering::Relaxed);
+        failures = if answered > answered_before {
+            0
+        } else {
+            failures.saturating_add(1)
+        };
+    }
+    let live = ctx.live_connections.get() - 1;
+    ctx.live_connections.set(live);
+    if live == 0 {
+        ctx.all_done.notify_one();
+    }
+}
+
+/// One stream's closed loop. Returns true when the connection died under it.
+async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: SendRequest, owed: Rc<Cell<u64>>) -> bool {
+    loop {
+        let now = Instant::now();
+        if over(&ctx, now) {
+            return false;
+        }
+        let phase = ctx.phase_at(now);
+        if owed.get() > 0 {
+            owed.set(owed.get() - 1);
+        } else if phase == Phase::Measured && !ctx.budget.take() {
+            ctx.budget_spent.set(true);
+            return false;
+        }
+        let due = Due {
+            phase,
+            intended: None,
+            noticed: now,
+        };
+        let outcome = one_request(&ctx, &mut send, due).await;
+        if matches!(outcome, Outcome::Refused | Outcome::NotProcessed) {
+            owed.set(owed.get() + 1);
+            ctx.recorder.borrow_mut().phase(phase).retried += 1;
+        }
+        match outcome {
+            Outcome::Done | Outcome::Refused => {}
+            Outcome::Died | Outcome::NotProcessed => return true,
+        }
+    }
+}
+
+/// How one request ended, for its stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// Answered, or failed on a connection still usable.
+    Done,
+    /// Failed with the connection (counted): the stream needs another connection.
+    Died,
+    /// The server refused the stream (H3_REQUEST_REJECTED; not counted): send it again.
+    Refused,
+    /// The server is going away without processing it (not counted): send it on another.
+    NotProcessed,
+}
+
+/// Sends one request on a new stream of `send`'s connection and records the outcome (a
+/// request the server did not process is taken back: neither issued nor failed).
+async fn one_request(ctx: &ThreadCtx, send: &mut SendRequest, due: Due) -> Outcome {
+    let h3 = &ctx.h3.as_ref().expect("HTTP/3 run").shared;
+    let phase = due.phase;
+    let sent_at = Instant::now();
+    let deadline = tokio::time::Instant::from_std(sent_at + ctx.timeout);
+    record_sent(ctx, phase);
+    let mut traffic = Traffic::default();
+    let body = &h3.request.body;
+    let exchange = async {
+        let mut stream = send.send_request(h3.build()).await?;
+        if !body.is_empty() {
+            stream.send_data(body.clone()).await?;
+            traffic.sent += body.len() as u64;
+        }
+        stream.finish().await?;
+        let response = stream.recv_response().await?;
+        traffic.first_byte = Some(Instant::now());
+        let status = response.status().as_u16();
+        while let Some(mut chunk) = stream.recv_data().await? {
+            let n = chunk.remaining();
+            chunk.advance(n);
+            traffic.received += n as u64;
+            traffic.unbooked += n as u64;
+        }
+        Ok::<u16, ::h3::error::StreamError>(status)
+    };
+    let outcome = tokio::time::timeout_at(deadline, exchange).await;
+    let failure = match outcome {
+        Ok(Ok(status)) => {
+            record_success(ctx, &due, sent_at, status, &traffic);
+            return Outcome::Done;
+        }
+        Ok(Err(e)) => classify::stream(&e),
+        Err(_) => StreamFailure::Stream(ErrorClass::RequestTimeout, String::new()),
+    };
+    match failure {
+        StreamFailure::NotProcessed { stream_only } if traffic.first_byte.is_none() => {
+            let mut rec = ctx.recorder.borrow_mut();
+            settled(ctx, &mut rec);
+            let stats = rec.phase(phase);
+            stats.issued -= 1;
+            stats.bytes_sent += traffic.sent - traffic.booked_sent;
+            if stream_only {
+                Outcome::Refused
+            } else {
+                Outcome::NotProcessed
+            }
+        }
+        StreamFailure::NotProcessed { stream_only } => {
+            let (class, why) = if stream_only {
+                (
+                    ErrorClass::StreamReset,
+                    "the server reset the stream with H3_REQUEST_REJECTED after answering",
+                )
+            } else {
+                (ErrorClass::GoAway, "the server went away (GOAWAY)")
+            };
+            note_detail(ctx, phase, class, Some(why.into()));
+            record_failure(ctx, phase, class, &traffic, true);
+            if stream_only {
+                Outcome::Done
+            } else {
+                Outcome::Died
+            }
+        }
+        StreamFailure::Connection(class, why) => {
+            note_detail(ctx, phase, class, Some(why));
+            record_failure(ctx, phase, class, &traffic, true);
+            Outcome::Died
+        }
+        StreamFailure::Stream(class, why) => {
+            if !why.is_empty() {
+                note_detail(ctx, phase, class, Some(why));
+            }
+            record_failure(ctx, phase, class, &traffic, true);
+            Outcome::Done
+        }
+    }
+}

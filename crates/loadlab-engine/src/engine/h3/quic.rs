@@ -1,0 +1,180 @@
+//! The QUIC side of HTTP/3: the client configuration (the run's rustls configuration, with
+//! ALPN h3), one UDP endpoint per worker thread (its receive buffer sized), and opening one
+//! connection: the QUIC handshake (transport and TLS in one), then HTTP/3's own set-up.
+//! It records only the connection's opening; requests are `h3`'s.
+
+use super::super::exchange::Dialed;
+use super::super::{ThreadCtx, ThreadProgress};
+use super::classify;
+use super::SendRequest;
+use crate::error::ErrorClass;
+use crate::stats::Phase;
+use crate::tls::TlsSettings;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The receive buffer asked for each thread's UDP socket. A QUIC client reads every response
+/// through one socket: at tens of thousands of responses a second a burst outgrows the
+/// kernel's default (about 208 KiB) between two reads, and what does not fit is dropped,
+/// then resent after a loss timer: latency that is the generator's, not the server's.
+pub(crate) const RCVBUF_BYTES: u64 = 4 << 20;
+
+/// The QUIC client configuration for a run: the rustls configuration the run built for TCP
+/// (its trust, client certificate, SNI name and resumption), offering h3 by ALPN. `Err`: why
+/// it cannot carry QUIC (TLS 1.2 only).
+pub(crate) fn client_config(tls: &TlsSettings) -> Result<quinn::ClientConfig, String> {
+    let mut rustls_config = (**tls.connector.config()).clone();
+    rustls_config.alpn_protocols = vec![b"h3".to_vec()];
+    // No 0-RTT: requests sent early would be counted as if the handshake were done.
+    rustls_config.enable_early_data = false;
+    let crypto =
+        quinn::crypto::rustls::QuicClientConfig::try_from(rustls_config).map_err(|_| {
+            "QUIC carries only TLS 1.3 (with TLS_AES_128_GCM_SHA256); drop --tls-version 1.2"
+                .to_string()
+        })?;
+    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
+}
+
+/// Binds a thread's endpoint: one UDP socket on an ephemeral port that all the thread's
+/// connections share (QUIC tells them apart by connection id). The socket's receive buffer
+/// is sized to [`RCVBUF_BYTES`]; the least any thread got goes to `rcvbuf`, for the result's
+/// warning.
+pub(super) fn bind(
+    target: SocketAddr,
+    client: &quinn::ClientConfig,
+    rcvbuf: &AtomicU64,
+) -> std::io::Result<quinn::Endpoint> {
+    let local: SocketAddr = if target.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = UdpSocket::bind(local)?;
+    let got = size_receive_buffer(&socket, RCVBUF_BYTES);
+    rcvbuf.fetch_min(got, Ordering::Relaxed);
+    let mut endpoint = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )?;
+    endpoint.set_default_client_config(client.clone());
+    Ok(endpoint)
+}
+
+/// Asks for a `want`-byte receive buffer and returns what the socket got, in bytes the
+/// kernel gives to packets. As root (CAP_NET_ADMIN) SO_RCVBUFFORCE passes over
+/// `net.core.rmem_max`; otherwise SO_RCVBUF is capped by it. Linux reports twice the size
+/// asked (its bookkeeping share), so the size given back is half what it reports.
+fn size_receive_buffer(socket: &UdpSocket, want: u64) -> u64 {
+    use std::os::fd::AsRawFd;
+    let fd = socket.as_raw_fd();
+    let value = want.min(i32::MAX as u64) as libc::c_int;
+    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let set = |option| {
+        // SAFETY: `fd` is an open socket for the call's duration; `value` is a c_int and
+        // `len` its size.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                option,
+                (&value as *const libc::c_int).cast(),
+                len,
+            ) == 0
+        }
+    };
+    if !set(libc::SO_RCVBUFFORCE) {
+        set(libc::SO_RCVBUF);
+    }
+    let mut got: libc::c_int = 0;
+    let mut got_len = len;
+    // SAFETY: as above; `got` is a c_int and `got_len` its size.
+    let ok = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut got as *mut libc::c_int).cast(),
+            &mut got_len,
+        ) == 0
+    };
+    if ok {
+        (got.max(0) as u64) / 2
+    } else {
+        0
+    }
+}
+
+/// One of the thread's open QUIC connections, for the live figures: counted while its driver
+/// runs.
+pub(super) struct Open(Arc<ThreadProgress>);
+
+impl Open {
+    fn new(progress: &Arc<ThreadProgress>) -> Open {
+        progress.connections_open.fetch_add(1, Ordering::Relaxed);
+        Open(progress.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Why a connection could not be opened: its class, and what to tell the user.
+pub(super) type OpenError = (ErrorClass, String);
+
+/// Opens an HTTP/3 connection: the QUIC handshake within `--connect-timeout`, recorded in
+/// `phase`'s connection figures as TCP's connect and TLS's handshake are (over QUIC they are
+/// one: both figures show it), then HTTP/3's set-up, with its driver spawned on the thread's
+/// task set. Nothing is recorded on failure: the caller fails a request with it.
+pub(super) async fn open(ctx: &ThreadCtx, phase: Phase) -> Result<SendRequest, OpenError> {
+    let h3 = ctx.h3.as_ref().expect("HTTP/3 run");
+    let endpoint = h3.endpoint(ctx.address)?;
+    let started = Instant::now();
+    let connecting = endpoint
+        .connect(ctx.address, &h3.shared.server_name)
+        .map_err(|e| (ErrorClass::ConnectError, format!("QUIC connect: {e}")))?;
+    let connection = match tokio::time::timeout(ctx.connect_timeout, connecting).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return Err(classify::handshake(&e, ctx.address)),
+        Err(_) => return Err(classify::no_handshake_reply(ctx.address)),
+    };
+    let took = started.elapsed();
+    Dialed {
+        connect: took,
+        tls: Some((took, false)),
+    }
+    .record(ctx, phase);
+    let budget = ctx.connect_timeout.saturating_sub(took).max(MIN_H3_SETUP);
+    let setup = ::h3::client::new(h3_quinn::Connection::new(connection));
+    let (mut driver, send) = match tokio::time::timeout(budget, setup).await {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => {
+            return Err((
+                classify::connection(&e).0,
+                format!("HTTP/3 set-up after the QUIC handshake: {e}"),
+            ))
+        }
+        Err(_) => {
+            return Err((
+                ErrorClass::ConnectTimeout,
+                "HTTP/3 set-up did not finish within --connect-timeout".into(),
+            ))
+        }
+    };
+    let open = Open::new(&ctx.progress);
+    tokio::task::spawn_local(async move {
+        let _open = open;
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+    });
+    Ok(send)
+}
+
+/// The least time HTTP/3's set-up is given after a handshake that took most of
+/// `--connect-timeout`.
+const MIN_H3_SETUP: Duration = Duration::from_millis(100);
