@@ -230,6 +230,17 @@ pub fn run_search(
             verdict = format!("{verdict}; {why}");
         }
     }
+    // What held the load back, in the last probe it did: a thread, lateness, or a
+    // generator's link ("eth0 of generator gen2 ... saturated").
+    if matches!(finding, Finding::GeneratorLimit { .. }) {
+        if let Some(why) = records
+            .iter()
+            .rev()
+            .find_map(|r| r.judgment.generator_limited.as_ref())
+        {
+            verdict = format!("{verdict}; what held the load back: {why}");
+        }
+    }
     Ok(CapacityReport {
         schema_version: CAPACITY_SCHEMA_VERSION,
         kind: "capacity".into(),

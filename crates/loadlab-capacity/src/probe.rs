@@ -165,11 +165,15 @@ impl Measure {
                 .filter(|l| l.saturated)
                 .map(|l| {
                     format!(
-                        "its link was saturated ({}: {:.1} Mbit/s of {:.1}, {})",
+                        "its link was saturated ({}: {:.1} Mbit/s of {:.1}, {}{})",
                         l.interface,
                         l.received_bits_per_s.max(l.sent_bits_per_s) / 1e6,
                         l.limit_bits_per_s.unwrap_or(0.0) / 1e6,
-                        l.limit_source.as_deref().unwrap_or("its limit")
+                        l.limit_source.as_deref().unwrap_or("its limit"),
+                        match l.dropped_packets {
+                            0 => String::new(),
+                            n => format!("; {n} packets dropped at its own qdisc"),
+                        }
                     )
                 }),
             lost_generator: result.partial(),
@@ -400,8 +404,9 @@ pub struct Judgment {
 
 /// Judges a probe. A probe that missed only what a saturated or late loadlab can cause
 /// (response times, keeping up, a growing queue) while it was so is put down to loadlab, not
-/// the service (it neither passes nor fails); errors, the server's CPU and its death are the
-/// service's whatever loadlab did; one that held despite a
+/// the service (it neither passes nor fails); errors (unless the generator's link was
+/// saturated), the server's CPU and its death are the service's whatever loadlab did; one
+/// that held despite a
 /// late loadlab passes (lateness only adds to response times, which are measured from when
 /// each request was due). An interrupted probe neither passes nor fails.
 pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
@@ -423,7 +428,10 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
         match m.value(o.metric) {
             Some(v) if !o.holds(v) => {
                 missed.push(format!("{} was {} (objective {o})", o.name(), o.show(v)));
-                the_service_s |= matches!(o.metric, Metric::Errors | Metric::ServerCpu);
+                // Errors are the service's, unless the generator's own link was saturated:
+                // requests stuck behind it time out whatever the server does.
+                the_service_s |= o.metric == Metric::ServerCpu
+                    || (o.metric == Metric::Errors && m.generator_link.is_none());
                 beyond_latency |= matches!(o.metric, Metric::Errors | Metric::ServerCpu);
             }
             Some(_) => {}

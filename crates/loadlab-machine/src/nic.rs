@@ -2,7 +2,9 @@
 //! (`/proc/net/dev`, which follows the network namespace, unlike `/sys/class/net` under
 //! `nsenter --net`), the busiest one taken for the link the load went through, and what it
 //! can carry: a `tbf` qdisc's rate on it (`tc -j qdisc show`), else the NIC's speed. A link
-//! that carried nine tenths of what it can was the load's limit, not the server.
+//! that carried nine tenths of what it can, or whose own qdisc dropped packets this host
+//! sent (it was offered more than it carries: TCP then backs off, and the link looks less
+//! busy than it was), was the load's limit, not the server.
 //!
 //! Pure parsers, table-tested; the two readings ([`snapshot`], [`limit_of`]) are thin.
 
@@ -13,15 +15,37 @@ use std::time::Duration;
 /// A link that carried this share of its limit in either direction was saturated.
 pub const SATURATED_SHARE: f64 = 0.9;
 
-/// Bytes received and sent per interface (loopback left out).
+/// Bytes received and sent per interface (loopback left out), and the packets each one's
+/// root qdisc dropped.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NicSnapshot {
     pub bytes: BTreeMap<String, (u64, u64)>,
+    pub drops: BTreeMap<String, u64>,
 }
 
-/// Reads `/proc/net/dev` of this thread's network namespace.
+/// Reads `/proc/net/dev` and `tc -s qdisc` of this thread's network namespace.
 pub fn snapshot() -> NicSnapshot {
-    parse_proc_net_dev(&std::fs::read_to_string("/proc/net/dev").unwrap_or_default())
+    let mut s = parse_proc_net_dev(&std::fs::read_to_string("/proc/net/dev").unwrap_or_default());
+    s.drops = std::process::Command::new("tc")
+        .args(["-s", "-j", "qdisc", "show"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| qdisc_drops(&String::from_utf8_lossy(&o.stdout)))
+        .unwrap_or_default();
+    s
+}
+
+/// Packets each interface's root qdisc dropped, from `tc -s -j qdisc show`.
+pub fn qdisc_drops(json: &str) -> BTreeMap<String, u64> {
+    let Ok(serde_json::Value::Array(qdiscs)) = serde_json::from_str(json) else {
+        return BTreeMap::new();
+    };
+    qdiscs
+        .iter()
+        .filter(|q| q["root"] == true)
+        .filter_map(|q| Some((q["dev"].as_str()?.to_string(), q["drops"].as_u64()?)))
+        .collect()
 }
 
 /// `/proc/net/dev`'s text: `IF: rx_bytes packets ... tx_bytes ...` after two header lines.
@@ -43,7 +67,10 @@ pub fn parse_proc_net_dev(text: &str) -> NicSnapshot {
             bytes.insert(name.to_string(), (fields[0], fields[8]));
         }
     }
-    NicSnapshot { bytes }
+    NicSnapshot {
+        bytes,
+        drops: BTreeMap::new(),
+    }
 }
 
 /// What an interface can carry, bits per second, and how that is known: the rate of a
@@ -107,9 +134,15 @@ pub fn busiest(
         Some((bits, how)) => (Some(bits), Some(how)),
         None => (None, None),
     };
+    let dropped = after
+        .drops
+        .get(&name)
+        .zip(before.drops.get(&name))
+        .map_or(0, |(a, b)| a.saturating_sub(*b));
     let saturated =
-        limit_bits_per_s.is_some_and(|l| received.max(sent) >= l * SATURATED_SHARE);
+        limit_bits_per_s.is_some_and(|l| received.max(sent) >= l * SATURATED_SHARE || dropped > 0);
     Some(LinkUse {
+        dropped_packets: dropped,
         interface: name,
         received_bits_per_s: received,
         sent_bits_per_s: sent,
@@ -142,7 +175,10 @@ mod tests {
     fn a_tbf_rate_is_read_in_bits() {
         let json = r#"[{"kind":"tbf","handle":"8001:","root":true,"refcnt":3,"options":{"rate":1500000,"burst":16383,"lat":50000}}]"#;
         assert_eq!(tbf_rate_bits(json), Some(12_000_000.0));
-        assert_eq!(tbf_rate_bits(r#"[{"kind":"noqueue","root":true,"options":{}}]"#), None);
+        assert_eq!(
+            tbf_rate_bits(r#"[{"kind":"noqueue","root":true,"options":{}}]"#),
+            None
+        );
         assert_eq!(tbf_rate_bits("not json"), None);
     }
 
@@ -151,7 +187,9 @@ mod tests {
         let before = parse_proc_net_dev(DEV);
         let mut after = before.clone();
         // eth0 sent 1.4 MB in 1 s: 11.2 Mbit/s of a 12 Mbit/s tbf, 93%: saturated.
-        after.bytes.insert("eth0".into(), (1000 + 100_000, 2000 + 1_400_000));
+        after
+            .bytes
+            .insert("eth0".into(), (1000 + 100_000, 2000 + 1_400_000));
         after.bytes.insert("eth1".into(), (300 + 10, 400 + 10));
         let tbf = |n: &str| (n == "eth0").then(|| (12e6, "tbf qdisc".to_string()));
         let link = busiest(&before, &after, Duration::from_secs(1), tbf).unwrap();
@@ -160,9 +198,29 @@ mod tests {
         assert!(link.saturated);
         // Half the rate: not saturated; no known limit: never.
         after.bytes.insert("eth0".into(), (1000, 2000 + 750_000));
-        assert!(!busiest(&before, &after, Duration::from_secs(1), tbf).unwrap().saturated);
+        assert!(
+            !busiest(&before, &after, Duration::from_secs(1), tbf)
+                .unwrap()
+                .saturated
+        );
         let none = busiest(&before, &after, Duration::from_secs(1), |_| None).unwrap();
         assert!(!none.saturated && none.limit_bits_per_s.is_none());
         assert!(busiest(&before, &before, Duration::from_secs(1), tbf).is_none());
+        // Half the rate, but its own shaper dropped what it was offered: saturated.
+        let mut dropping = after.clone();
+        dropping.drops.insert("eth0".into(), 40);
+        let mut before_drops = before.clone();
+        before_drops.drops.insert("eth0".into(), 2);
+        let link = busiest(&before_drops, &dropping, Duration::from_secs(1), tbf).unwrap();
+        assert!(link.saturated && link.dropped_packets == 38);
+    }
+
+    #[test]
+    fn qdisc_drops_are_read_per_device() {
+        let json = r#"[{"kind":"noqueue","dev":"vb","root":true,"drops":0},{"kind":"tbf","dev":"va","root":true,"options":{"rate":1500000},"drops":17},{"kind":"fq","dev":"va","root":false,"drops":5}]"#;
+        let drops = qdisc_drops(json);
+        assert_eq!(drops["va"], 17);
+        assert_eq!(drops["vb"], 0);
+        assert!(qdisc_drops("[]").is_empty());
     }
 }

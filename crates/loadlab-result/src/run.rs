@@ -436,7 +436,12 @@ pub struct LinkUse {
     /// How the limit is known: "tbf qdisc", "NIC speed".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_source: Option<String>,
-    /// It carried at least nine tenths of its limit in one direction.
+    /// Packets the link's own qdisc dropped over the run: it was offered more than it
+    /// carries.
+    #[serde(default)]
+    pub dropped_packets: u64,
+    /// It carried at least nine tenths of its limit in one direction, or dropped packets
+    /// at its own qdisc.
     pub saturated: bool,
 }
 

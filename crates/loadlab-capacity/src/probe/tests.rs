@@ -218,3 +218,26 @@ fn a_queue_is_judged_from_five_intervals_or_more_never_three() {
     assert_eq!((early, late), (Some(2.0), Some(5.5)));
     assert!((tau.unwrap() - 13.0 / 15.0).abs() < 1e-12);
 }
+
+/// A generator whose own link was saturated (a fleet's capped generator) explains a probe's
+/// misses, errors included: requests stuck behind the link time out whatever the server
+/// does. Without it, errors stay the service's.
+#[test]
+fn a_saturated_generator_link_explains_misses_and_errors() {
+    let c = criteria("p99<100ms");
+    let mut capped = probe(1200.0, 996.0, 2140.0, 0.17);
+    capped.percentiles_us = vec![(99.0, 2_140_000.0)];
+    assert!(judge(&capped, &c).generator_limited.is_none());
+    capped.generator_link = Some(
+        "its link was saturated (eth0 of generator gen2: 14.1 Mbit/s of 16.0, tbf qdisc)".into(),
+    );
+    let j = judge(&capped, &c);
+    assert!(!j.pass);
+    let why = j.generator_limited.expect("the link is named");
+    assert!(why.contains("gen2") && why.contains("saturated"), "{why}");
+    // The server's CPU objective missed is still the service's, link or not.
+    let c = criteria("p99<100ms,server-cpu<0.5");
+    let mut hot = capped.clone();
+    hot.server_cpu_share = Some(0.9);
+    assert!(judge(&hot, &c).generator_limited.is_none());
+}

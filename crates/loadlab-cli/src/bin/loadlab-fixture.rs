@@ -8,6 +8,7 @@
 //! It listens on $HOST:$PORT (127.0.0.1 unless told; or `--port`) with a listen backlog of
 //! $BACKLOG (128 unless told), answers every request `200 ok` with keep-alive, one thread per
 //! connection, and `GET /bytes?n=N` with N bytes (`abc...z` repeated, as the lab's targets).
+//! A request's body (by its Content-Length) is read and dropped.
 //! Flags:
 //! - `--start-delay-ms N`: sleep before listening (a slow start-up);
 //! - `--spin-threads N`: threads that burn CPU for as long as it runs;
@@ -277,8 +278,9 @@ fn serve(
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     loop {
-        // Read one request head; bodies are not expected.
+        // Read one request head, then its body if it declares one (read and dropped).
         let mut close = false;
+        let mut body_bytes = 0usize;
         let mut first = true;
         let mut health = false;
         let mut bytes: Option<usize> = None;
@@ -300,8 +302,18 @@ fn serve(
             if line == "\r\n" || line == "\n" {
                 break;
             }
-            if line.to_ascii_lowercase().starts_with("connection: close") {
+            let lower = line.to_ascii_lowercase();
+            if lower.starts_with("connection: close") {
                 close = true;
+            }
+            if let Some(n) = lower.strip_prefix("content-length:") {
+                body_bytes = n.trim().parse().unwrap_or(0);
+            }
+        }
+        if body_bytes > 0 {
+            let mut body = vec![0u8; body_bytes.min(16 << 20)];
+            if std::io::Read::read_exact(&mut reader, &mut body).is_err() {
+                return;
             }
         }
         if !health && cold.take() {

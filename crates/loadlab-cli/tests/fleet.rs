@@ -1,0 +1,361 @@
+//! The generator fleet as a user runs it (issue 41): test hosts are network namespaces made
+//! here, joined by a bridge: a server host, a coordinator's host, and three generator hosts
+//! each running `loadlab agent --generator`, each generator's link capped with `tbf` so that
+//! one alone offers at most about half of what the server can serve.
+//!
+//! The server is the fixture with a fixed service time (500 µs: one server, so exactly
+//! 2,000 requests/s). Each request carries a 2,000-byte body through its generator's link
+//! (16 Mbit/s: about 950 requests/s each).
+//!
+//! Needs root and iproute2 with tbf: without them each test prints SKIPPED and passes.
+
+mod common;
+#[allow(dead_code)] // bind_in: for tests that bind inside a namespace themselves
+mod netns;
+
+use loadlab_testkit::ScratchDir;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const LOADLAB: &str = env!("CARGO_BIN_EXE_loadlab");
+const FIXTURE: &str = env!("CARGO_BIN_EXE_loadlab-fixture");
+/// The server's capacity: one server, 500 µs a request.
+const CAPACITY: f64 = 2_000.0;
+const SERVICE_US: &str = "500";
+/// Each generator's link, and each request's body.
+const LINK: &str = "16mbit";
+const BODY_BYTES: usize = 2_000;
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn in_ns(ns: &str, program: &str) -> Command {
+    let mut c = Command::new("nsenter");
+    c.arg(format!("--net=/run/netns/{ns}"))
+        .arg("--")
+        .arg(program);
+    c
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A `loadlab agent --generator` in a host namespace, killed when dropped.
+struct Generator {
+    child: Child,
+    entry: String,
+}
+
+impl Generator {
+    fn start(name: &str, ns: &str, addr: std::net::Ipv4Addr, dir: &Path) -> Generator {
+        let state = dir.join(format!("state-{name}"));
+        let mut child = in_ns(ns, LOADLAB)
+            .args(["agent", "--generator", "--listen", &format!("{addr}:7070")])
+            .arg("--state-dir")
+            .arg(&state)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the agent");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut fingerprint = None;
+        while fingerprint.is_none() && Instant::now() < deadline {
+            let Some(Ok(line)) = lines.next() else { break };
+            fingerprint = line
+                .split_whitespace()
+                .find(|w| w.starts_with("sha256:"))
+                .map(str::to_string);
+        }
+        std::thread::spawn(move || for _ in lines.by_ref() {});
+        let fingerprint = fingerprint.expect("the agent printed its fingerprint");
+        Generator {
+            child,
+            entry: format!(
+                "[[generator]]\nname = \"{name}\"\nurl = \"https://{addr}:7070\"\ntoken_file = \
+                 \"{}\"\nfingerprint = \"{fingerprint}\"\n",
+                state.join("token").display()
+            ),
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Generator {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The hosts: the server, the coordinator, three generators with capped links.
+struct Fleet {
+    lab: netns::Lab,
+    server: Child,
+    generators: Vec<Generator>,
+    dir: ScratchDir,
+    body: PathBuf,
+}
+
+impl Fleet {
+    fn new(name: &str) -> Option<Fleet> {
+        let lab = match netns::Lab::new(4) {
+            Ok(lab) => lab,
+            Err(e) => {
+                eprintln!("SKIPPED: no test hosts here ({e})");
+                return None;
+            }
+        };
+        let dir = ScratchDir::new(&format!("fleet-{name}"));
+        for (ns, _) in &lab.hosts[1..] {
+            let shaped = Command::new("tc")
+                .args([
+                    "-n", ns, "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", LINK,
+                ])
+                .args(["burst", "32kb", "latency", "100ms"])
+                .output();
+            if !shaped.as_ref().is_ok_and(|o| o.status.success()) {
+                eprintln!("SKIPPED: tc cannot shape a link here ({shaped:?})");
+                return None;
+            }
+        }
+        let (sns, saddr) = &lab.server;
+        let server = in_ns(sns, FIXTURE)
+            .args(["--service-us", SERVICE_US])
+            .env("HOST", saddr.to_string())
+            .env("PORT", "8081")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let generators = lab.hosts[1..]
+            .iter()
+            .enumerate()
+            .map(|(i, (ns, addr))| Generator::start(&format!("gen{}", i + 1), ns, *addr, &dir))
+            .collect();
+        let body = dir.join("body");
+        std::fs::write(&body, vec![b'x'; BODY_BYTES]).unwrap();
+        Some(Fleet {
+            lab,
+            server,
+            generators,
+            dir,
+            body,
+        })
+    }
+
+    /// A fleet file naming the generators `which` (indices).
+    fn file(&self, which: &[usize]) -> PathBuf {
+        let text: String = which
+            .iter()
+            .map(|i| self.generators[*i].entry.clone())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let path = self.dir.join(format!(
+            "fleet-{}.toml",
+            which.iter().map(|i| i.to_string()).collect::<String>()
+        ));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}:8081/", self.lab.server.1)
+    }
+
+    /// `loadlab ARGS` on the coordinator's host, bounded.
+    fn loadlab(&self, args: &[&str], extra: impl FnOnce(&mut Command)) -> Output {
+        let mut cmd = in_ns(&self.lab.hosts[0].0, LOADLAB);
+        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        extra(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "loadlab {args:?} ran over 300 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    fn capacity(&self, fleet: &Path) -> (Output, Value) {
+        let json = self.dir.join("capacity.json");
+        let body = self.body.display().to_string();
+        let url = self.url();
+        let out = self.loadlab(
+            &[
+                "capacity",
+                "--no-save",
+                "-q",
+                "--slo",
+                "p99<100ms",
+                "-d",
+                "2s",
+                "--warmup",
+                "500ms",
+                "--cooldown",
+                "300ms",
+                "--tolerance",
+                "0.04",
+                "--start",
+                "600",
+                "--repeats",
+                "1",
+                "-m",
+                "POST",
+                "--body-file",
+                &body,
+            ],
+            |c| {
+                c.arg("--generators")
+                    .arg(fleet)
+                    .arg("--json")
+                    .arg(&json)
+                    .arg(&url);
+            },
+        );
+        let doc = std::fs::read_to_string(&json)
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap_or_else(|e| panic!("no capacity document ({e}): {}", text(&out)));
+        (out, doc)
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        for g in &mut self.generators {
+            g.kill();
+        }
+    }
+}
+
+/// Three capped generators together find the server's capacity (within 5%); one of them
+/// alone is named as the limit and no capacity is claimed.
+#[test]
+fn a_fleet_finds_the_servers_capacity_and_one_capped_generator_is_named_the_limit() {
+    let _serial = serial();
+    let Some(fleet) = Fleet::new("capacity") else {
+        return;
+    };
+    let (out, doc) = fleet.capacity(&fleet.file(&[0, 1, 2]));
+    assert_eq!(
+        doc["finding"]["kind"],
+        "capacity",
+        "{}\n{}",
+        doc["verdict"],
+        text(&out)
+    );
+    let found = doc["finding"]["estimate"].as_f64().unwrap();
+    eprintln!(
+        "three generators: {found}/s against the server's {CAPACITY}/s, in {} probes",
+        doc["probes"].as_array().map_or(0, Vec::len)
+    );
+    assert!(
+        (found - CAPACITY).abs() <= CAPACITY * 0.05,
+        "the fleet found {found}/s, the server serves {CAPACITY}/s: {}",
+        text(&out)
+    );
+    let (out, doc) = fleet.capacity(&fleet.file(&[1]));
+    assert_eq!(
+        doc["finding"]["kind"],
+        "generator_limit",
+        "one generator's link cannot offer the server's capacity: {}\n{}",
+        doc["verdict"],
+        text(&out)
+    );
+    eprintln!("one generator: {}", doc["verdict"]);
+    let said = doc.to_string();
+    assert!(said.contains("link was saturated"), "{said}");
+    assert!(said.contains("gen2"), "the generator is named: {said}");
+}
+
+/// A count split over the fleet is exact: every request issued is answered, the shards add
+/// up to the whole; then a generator's agent killed mid-run is named and the run is partial,
+/// with what the others measured kept.
+#[test]
+fn a_fleet_run_is_exact_and_a_killed_generator_is_named() {
+    let _serial = serial();
+    let Some(mut fleet) = Fleet::new("run") else {
+        return;
+    };
+    let file = fleet.file(&[0, 1, 2]);
+    let json = fleet.dir.join("run.json");
+    let url = fleet.url();
+    let out = fleet.loadlab(&["run", "-q", "-c", "6", "-n", "3000"], |c| {
+        c.arg("--generators")
+            .arg(&file)
+            .arg("--json")
+            .arg(&json)
+            .arg(&url);
+    });
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let requests = &doc["measured"]["requests"];
+    let warm = doc["warmup"]["requests"]["completed"].as_u64().unwrap_or(0);
+    assert_eq!(
+        requests["completed"].as_u64().unwrap() + warm,
+        3000,
+        "{requests}"
+    );
+    assert_eq!(requests["failed"], 0, "{requests}");
+    assert_eq!(doc["shards"]["reported"], serde_json::json!([1, 2, 3]));
+    let per_shard: Vec<u64> = doc["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["issued"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_shard.iter().sum::<u64>(), 3000, "{per_shard:?}");
+
+    // Now a long run, and gen2's agent killed two seconds in.
+    let json = fleet.dir.join("lost.json");
+    let mut cmd = in_ns(&fleet.lab.hosts[0].0, LOADLAB);
+    let run = cmd
+        .args(["run", "-q", "--rate", "600", "-d", "8s"])
+        .arg("--generators")
+        .arg(&file)
+        .arg("--json")
+        .arg(&json)
+        .arg(&url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(4000));
+    fleet.generators[1].kill();
+    let out = run.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {}", text(&out))),
+    )
+    .unwrap();
+    assert_eq!(
+        doc["shards"]["missing"],
+        serde_json::json!([2]),
+        "{}",
+        text(&out)
+    );
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings.contains("generator gen2") && warnings.contains("was lost"),
+        "{warnings}"
+    );
+    assert!(doc["verdicts"].to_string().contains("partial run"));
+    // The other two generators' share is kept: two thirds of 600/s over 8 s, give or take.
+    let completed = doc["measured"]["requests"]["completed"].as_u64().unwrap();
+    assert!((2_800..=3_300).contains(&completed), "{completed}");
+}
