@@ -88,6 +88,11 @@ pub struct Experiment {
     /// `[metrics]`: what every run scrapes and sends (not stored, not in the plan's hash).
     #[serde(skip)]
     pub metrics: MetricsFile,
+    /// `[load] generators`: the fleet file every run's load comes from (relative to the
+    /// experiment file), as `--generators` names one; not in the plan's hash (where the load
+    /// comes from is not what is compared).
+    #[serde(skip)]
+    pub generators: Option<String>,
 }
 
 /// Runs per arm when the file does not say: enough for 95% confidence with room to spare
@@ -126,6 +131,7 @@ impl Experiment {
         resolve(&mut experiment.base.scenario);
         resolve(&mut experiment.metrics.cacert);
         resolve(&mut experiment.metrics.token_file);
+        resolve(&mut experiment.generators);
         for v in &mut experiment.variants {
             resolve(&mut v.scenario);
             if let Some(a) = v.agent.as_mut() {

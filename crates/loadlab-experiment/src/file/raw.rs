@@ -56,6 +56,8 @@ pub(super) struct RawLoad {
     pub(super) timeout: Option<String>,
     /// A scenario file (docs/scenario-format.md) run in place of path, method, headers, body.
     pub(super) scenario: Option<String>,
+    /// A fleet file (`--generators`): every run's load split across its generators.
+    pub(super) generators: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

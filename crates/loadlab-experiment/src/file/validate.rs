@@ -218,6 +218,7 @@ impl RawExperiment {
             margin,
             warmup_given: self.warmup.is_some(),
             metrics: self.metrics,
+            generators: self.load.generators.clone(),
         })
     }
 }

@@ -18,7 +18,7 @@ use loadlab_experiment::runner::{self, Control, Ending};
 use loadlab_experiment::table::{self, Format};
 use loadlab_experiment::{Experiment, Plan};
 use progress::{print_plan, show};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
@@ -61,6 +61,9 @@ pub struct ExperimentArgs {
     /// The results store [default: $LOADLAB_DB, or loadlab.db here].
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub provenance: crate::cmd::runs::ProvenanceArgs,
 
     /// The targets directory [default: the nearest targets/ above here].
     #[arg(long, value_name = "DIR")]
@@ -160,7 +163,12 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         },
         strict: args.strict,
         metrics,
-        fleet: match args.generators.fleet()? {
+        // `--generators` wins over the file's `[load] generators`.
+        fleet: match match (&args.generators.generators, &experiment.generators) {
+            (Some(_), _) => args.generators.fleet()?,
+            (None, Some(file)) => Some(crate::cmd::generators::read_fleet(Path::new(file))?),
+            (None, None) => None,
+        } {
             Some(fleet) => {
                 for note in fleet.check()? {
                     eprintln!("{note}");
