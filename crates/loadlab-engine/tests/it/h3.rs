@@ -19,11 +19,17 @@ struct H3Server {
     addr: SocketAddr,
     connections: Arc<AtomicU64>,
     answered: Arc<AtomicU64>,
+    rejected: Arc<AtomicU64>,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 impl H3Server {
     fn start(ca: &TestCa) -> H3Server {
+        H3Server::rejecting(ca, None)
+    }
+
+    /// A server that refuses every `every`th request with H3_REQUEST_REJECTED, unprocessed.
+    fn rejecting(ca: &TestCa, every: Option<u64>) -> H3Server {
         let mut tls = (*ca.server_config()).clone();
         tls.alpn_protocols = vec![b"h3".to_vec()];
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
@@ -31,8 +37,15 @@ impl H3Server {
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("UDP socket");
         let addr = socket.local_addr().expect("its address");
         let (connections, answered) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let rejected = Arc::new(AtomicU64::new(0));
+        let counts = Counts {
+            connections: connections.clone(),
+            answered: answered.clone(),
+            rejected: rejected.clone(),
+            seen: Arc::new(AtomicU64::new(0)),
+            reject_every: every,
+        };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let (c, a) = (connections.clone(), answered.clone());
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -48,7 +61,7 @@ impl H3Server {
                 .expect("endpoint");
                 let accepting = async {
                     while let Some(incoming) = endpoint.accept().await {
-                        tokio::spawn(serve(incoming, c.clone(), a.clone()));
+                        tokio::spawn(serve(incoming, counts.clone()));
                     }
                 };
                 tokio::select! {
@@ -62,6 +75,7 @@ impl H3Server {
             addr,
             connections,
             answered,
+            rejected,
             _stop: stop,
         }
     }
@@ -75,11 +89,20 @@ impl H3Server {
     }
 }
 
-async fn serve(incoming: quinn::Incoming, connections: Arc<AtomicU64>, answered: Arc<AtomicU64>) {
+#[derive(Clone)]
+struct Counts {
+    connections: Arc<AtomicU64>,
+    answered: Arc<AtomicU64>,
+    rejected: Arc<AtomicU64>,
+    seen: Arc<AtomicU64>,
+    reject_every: Option<u64>,
+}
+
+async fn serve(incoming: quinn::Incoming, counts: Counts) {
     let Ok(connection) = incoming.await else {
         return;
     };
-    connections.fetch_add(1, Ordering::SeqCst);
+    counts.connections.fetch_add(1, Ordering::SeqCst);
     let Ok(mut h3) = ::h3::server::builder()
         .build::<_, Bytes>(h3_quinn::Connection::new(connection))
         .await
@@ -87,17 +110,27 @@ async fn serve(incoming: quinn::Incoming, connections: Arc<AtomicU64>, answered:
         return;
     };
     while let Ok(Some(resolver)) = h3.accept().await {
-        let answered = answered.clone();
+        let counts = counts.clone();
         tokio::spawn(async move {
             let Ok((_request, mut stream)) = resolver.resolve_request().await else {
                 return;
             };
+            let n = counts.seen.fetch_add(1, Ordering::SeqCst) + 1;
+            if counts
+                .reject_every
+                .is_some_and(|every| n.is_multiple_of(every))
+            {
+                counts.rejected.fetch_add(1, Ordering::SeqCst);
+                stream.stop_stream(::h3::error::Code::H3_REQUEST_REJECTED);
+                stream.stop_sending(::h3::error::Code::H3_REQUEST_REJECTED);
+                return;
+            }
             let response = http::Response::builder().status(200).body(()).unwrap();
             if stream.send_response(response).await.is_ok()
                 && stream.send_data(Bytes::from_static(BODY)).await.is_ok()
                 && stream.finish().await.is_ok()
             {
-                answered.fetch_add(1, Ordering::SeqCst);
+                counts.answered.fetch_add(1, Ordering::SeqCst);
             }
         });
     }
@@ -203,6 +236,23 @@ fn h3_open_loop_sends_on_schedule_and_counts_exactly() {
         settled_count(&server, m.requests.completed),
         m.requests.completed
     );
+}
+
+#[test]
+fn h3_requests_rejected_unprocessed_are_sent_again_and_counted_as_retried() {
+    let ca = TestCa::new();
+    let server = H3Server::rejecting(&ca, Some(7));
+    let r = run_spec(RunSpec {
+        connections: Some(2),
+        streams: 5,
+        requests: Some(500),
+        ..h3(server.url(), trusting(&ca))
+    });
+    check_exact(&r, &server, 500);
+    let rejected = server.rejected.load(Ordering::SeqCst);
+    assert!(rejected >= 500 / 7, "{rejected}");
+    assert_eq!(r.measured.retried, rejected);
+    assert_eq!(r.measured.requests.issued, 500);
 }
 
 #[test]
