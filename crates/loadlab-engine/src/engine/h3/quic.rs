@@ -34,8 +34,18 @@ pub(crate) fn client_config(tls: &TlsSettings) -> Result<quinn::ClientConfig, St
             "QUIC carries only TLS 1.3 (with TLS_AES_128_GCM_SHA256); drop --tls-version 1.2"
                 .to_string()
         })?;
-    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
+    let mut transport = quinn::TransportConfig::default();
+    // An open loop's pooled connection may wait long between requests at a low rate: kept
+    // alive, it is not lost to the idle timeout (the request finding it gone would fail).
+    transport.keep_alive_interval(Some(KEEP_ALIVE));
+    let mut client = quinn::ClientConfig::new(Arc::new(crypto));
+    client.transport_config(Arc::new(transport));
+    Ok(client)
 }
+
+/// How often an idle connection sends a PING: well under the idle timeouts servers set
+/// (quinn's default is 30 s).
+const KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 /// Binds a thread's endpoint: one UDP socket on an ephemeral port that all the thread's
 /// connections share (QUIC tells them apart by connection id). The socket's receive buffer
