@@ -33,6 +33,8 @@ pub enum Command {
     Compare(crate::cmd::compare::CompareArgs),
     /// Runs kept in the results store: list, show, delete, export.
     Runs(crate::cmd::runs::RunsArgs),
+    /// Each metric over revisions, the change points in it, and a gate on the newest revision.
+    History(Box<crate::cmd::history::HistoryArgs>),
     /// Write a report (HTML, Markdown or CSV) of runs, an experiment or a comparison.
     Report(crate::cmd::report::ReportArgs),
     /// Find the highest request rate a service sustains within its objectives.

@@ -248,6 +248,12 @@ fn metric_history(
             });
         }
         if idx.last() == Some(&(columns.len() - 1)) {
+            // The stretch the newest revision is judged against ends at the change points
+            // found without it: with it, a change in the last few revisions is placed up to
+            // `min_size` revisions early (a split must leave that many on each side).
+            let before = e_divisive(&medians[..medians.len() - 1], &opts.detector);
+            let mut bounds: Vec<usize> = before.iter().map(|c| c.index).collect();
+            bounds.insert(0, 0);
             newest = Some(newest_check(metric, &columns, &idx, &bounds, opts));
         }
     }
@@ -264,7 +270,7 @@ fn metric_history(
 }
 
 /// The newest revision (the last of `idx`) against the stretch since the last change point
-/// before it; and, if it differs, the revision before it against that stretch too, since a
+/// before it (`bounds`: the starts of the stretches found without it); and, if it differs, the revision before it against that stretch too, since a
 /// change that began earlier is not the newest revision's doing.
 fn newest_check(
     metric: Metric,

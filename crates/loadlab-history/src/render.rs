@@ -107,8 +107,9 @@ pub fn newest_line(m: &MetricHistory, n: &NewestCheck) -> String {
             runs,
             baseline_runs,
         } => format!(
-            "{name} at {rev}: {runs} runs against {baseline_runs} are too few to decide at the \
-             gate's confidence; save more runs of each revision (e.g. 3 or more)"
+            "{name} at {rev}: {runs} runs against {baseline_runs} cannot reach the gate's \
+             confidence; it decides once more runs precede this revision (or more of it are \
+             saved)"
         ),
     }
 }

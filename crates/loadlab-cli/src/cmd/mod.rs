@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod experiment;
 pub mod gates;
 pub mod generators;
+pub mod history;
 pub mod import;
 pub mod lab;
 pub mod man;
@@ -28,17 +29,30 @@ use std::process::ExitCode;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => run::run(*args),
+        Command::Run(args) => {
+            runs::set_provenance(&args.provenance);
+            run::run(*args)
+        }
         Command::Demo(args) => demo::run(args),
         Command::Doctor(args) => doctor::run(*args),
         Command::Lab(args) => lab::run(args),
         Command::Upstream(args) => upstream::run(args),
-        Command::Experiment(args) => experiment::run(*args),
+        Command::Experiment(args) => {
+            runs::set_provenance(&args.provenance);
+            experiment::run(*args)
+        }
         Command::Compare(args) => compare::run(args),
         Command::Runs(args) => runs::run(args),
+        Command::History(args) => history::run(*args),
         Command::Report(args) => report::run(args),
-        Command::Capacity(args) => capacity::capacity(*args),
-        Command::Sweep(args) => capacity::sweep(*args),
+        Command::Capacity(args) => {
+            runs::set_provenance(&args.probe.provenance);
+            capacity::capacity(*args)
+        }
+        Command::Sweep(args) => {
+            runs::set_provenance(&args.probe.provenance);
+            capacity::sweep(*args)
+        }
         Command::Merge(args) => merge::run(args),
         Command::Recover(args) => recover::run(args),
         Command::Dist(args) => dist::run(*args),

@@ -49,6 +49,12 @@ pub enum RunsCommand {
         /// Write to this file instead of standard output.
         #[arg(short = 'o', long)]
         output: Option<PathBuf>,
+        /// The timeline with every interval the store kept: a run past 3,600 intervals has
+        /// them merged in its result (its warning says so), and the store keeps each one
+        /// (without steal or server samples, which only the merged timeline has). The same
+        /// as without it when nothing was merged.
+        #[arg(long)]
+        intervals: bool,
     },
 }
 
@@ -114,11 +120,66 @@ fn environment() -> serde_json::Value {
     })
 }
 
+/// `--revision` and `--branch`, on the commands that save runs (run, experiment, capacity,
+/// sweep): what the runs measured, for `loadlab history`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ProvenanceArgs {
+    /// The revision (commit) of the code under test, kept with each saved run for `loadlab
+    /// history` [default: $LOADLAB_REVISION, the CI's commit ($GITHUB_SHA, $CI_COMMIT_SHA,
+    /// $BUILDKITE_COMMIT, $CIRCLE_SHA1, $GIT_COMMIT...), else `git rev-parse HEAD` here].
+    #[arg(long, value_name = "REV")]
+    pub revision: Option<String>,
+
+    /// The branch that revision was built from [default: $LOADLAB_BRANCH, the CI's branch
+    /// variable, else git's current branch].
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+}
+
+/// The flags of this process's command. A process runs one command, and its runs are saved
+/// deep inside run, capacity and experiment code: one place to set them beats threading
+/// them through every saving call.
+static PROVENANCE_FLAGS: std::sync::OnceLock<ProvenanceArgs> = std::sync::OnceLock::new();
+
+/// Called by `dispatch` with the command's `--revision` and `--branch`, before it runs.
+pub fn set_provenance(args: &ProvenanceArgs) {
+    let _ = PROVENANCE_FLAGS.set(args.clone());
+}
+
+/// The revision and branch saved runs measured: resolved once, when the first run is saved.
+fn provenance() -> &'static loadlab_history::provenance::Provenance {
+    static RESOLVED: std::sync::OnceLock<loadlab_history::provenance::Provenance> =
+        std::sync::OnceLock::new();
+    RESOLVED.get_or_init(|| {
+        let flags = PROVENANCE_FLAGS.get().cloned().unwrap_or_default();
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| String::from_utf8(o.stdout).ok())
+                .map(|s| s.trim().to_string())
+        };
+        loadlab_history::provenance::resolve(
+            flags.revision.as_deref(),
+            flags.branch.as_deref(),
+            &|name| std::env::var(name).ok(),
+            &git,
+        )
+    })
+}
+
 /// What the store keeps beside a run of `loadlab run --save` (or a capacity probe).
 pub fn run_meta(tag: Option<&str>) -> RunMeta {
+    let p = provenance();
     RunMeta {
         tag: tag.map(str::to_string),
         environment: Some(environment()),
+        revision: p.revision.clone(),
+        branch: p.branch.clone(),
         ..RunMeta::default()
     }
 }
@@ -161,6 +222,8 @@ impl<'a> ExperimentSink<'a> {
             }),
             config: serde_json::to_value(&arm.settings).ok(),
             environment: Some(environment()),
+            revision: provenance().revision.clone(),
+            branch: provenance().branch.clone(),
             ..RunMeta::default()
         }
     }
@@ -371,7 +434,11 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                 if ids.len() == 1 { "" } else { "s" }
             );
         }
-        RunsCommand::Export { run, output } => {
+        RunsCommand::Export {
+            run,
+            output,
+            intervals,
+        } => {
             let ids = store.resolve(&run)?;
             let [id] = ids.as_slice() else {
                 bail!(
@@ -379,7 +446,11 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     ids.len()
                 );
             };
-            let text = store.export_json(*id)?;
+            let text = if intervals {
+                store.export_json_with_intervals(*id)?
+            } else {
+                store.export_json(*id)?
+            };
             match output {
                 Some(path) => crate::output::write_atomically(&path, text.as_bytes())
                     .with_context(|| format!("cannot write {}", path.display()))?,

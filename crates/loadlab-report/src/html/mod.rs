@@ -13,6 +13,7 @@
 //! Layout:
 //! - [`data`]: what the charts plot, prepared in Rust (the percentile curve decoded from the
 //!   histogram, series per run, the server's samples thinned).
+//! - [`history`]: the page of `loadlab history --html`, a chart per metric over revisions.
 //! - [`series`]: the server's own metrics (`--server-metrics`, `--query`), a chart per
 //!   selector or query.
 //! - `page`: the document, its header and tables, and all escaping.
@@ -24,6 +25,7 @@
 
 mod assets;
 pub mod data;
+pub mod history;
 mod page;
 pub mod series;
 

@@ -76,6 +76,9 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub provenance: crate::cmd::runs::ProvenanceArgs,
+
     /// Print only the table and the verdict.
     #[arg(short = 'q', long)]
     pub quiet: bool,

@@ -151,6 +151,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub provenance: crate::cmd::runs::ProvenanceArgs,
+
     /// Print no human summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
