@@ -117,6 +117,13 @@ impl WireLoad {
                         this host): run it from one generator, or give the fleet a URL"
                 .into());
         }
+        if spec.http3 {
+            return Err(
+                "--http3 is not carried to a generator fleet yet (a generator would speak \
+                 HTTP/1.1 or HTTP/2 instead): run HTTP/3 without --generators"
+                    .into(),
+            );
+        }
         let text = |b: &Option<Vec<u8>>| b.as_ref().map(|v| String::from_utf8_lossy(v).into_owned());
         Ok(WireLoad {
             url: spec.url.clone(),
