@@ -97,7 +97,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 f = d["finding"]
 found = f.get("estimate") if f["kind"] == "capacity" else None
-print(f'{f["kind"]}\t{found if found is not None else "-"}\t{d["verdict"][:150]}')
+v = d["verdict"]
+# The reason a generator held the load back is the part a reader needs.
+why = v.split("what held the load back: ", 1)
+v = why[1] if len(why) == 2 else v
+print(f'{f["kind"]}\t{found if found is not None else "-"}\t{v[:170]}')
 EOF
 }
 

@@ -117,7 +117,10 @@ async fn answer(
             let run = crate::load::find(state, id)?;
             run.renew();
             run.stop();
-            Ok(json(StatusCode::OK, &serde_json::json!({ "stopped": true })))
+            Ok(json(
+                StatusCode::OK,
+                &serde_json::json!({ "stopped": true }),
+            ))
         }
         ["v1", "loads", id] => {
             allow(&[Method::DELETE])?;

@@ -98,11 +98,18 @@ impl IntervalSink for Keep {
 
 /// `POST /v1/loads`: checks the load, takes the load slot, and starts the engine's thread,
 /// which waits for the agreed instant.
-pub(crate) fn start(state: &State, start: StartLoad, lease_default: Duration) -> Result<Reply, Refusal> {
+pub(crate) fn start(
+    state: &State,
+    start: StartLoad,
+    lease_default: Duration,
+) -> Result<Reply, Refusal> {
     if !state.config.generator {
         return Err(Refusal::new(StatusCode::FORBIDDEN, NO_GENERATOR));
     }
-    let mut spec = start.load.to_spec().map_err(|e| Refusal::field("load", e))?;
+    let mut spec = start
+        .load
+        .to_spec()
+        .map_err(|e| Refusal::field("load", e))?;
     // The engine gets ready (threads, connections), then waits for this instant on this
     // host's clock: the coordinator's agreed instant plus this host's offset.
     spec.start_at = u64::try_from(start.start_at_ns)
@@ -169,7 +176,8 @@ pub(crate) fn start(state: &State, start: StartLoad, lease_default: Duration) ->
                 let mut nics = None;
                 // The engine waits for the instant itself; the link is read from just before
                 // (a second or so early: the idle bytes are few).
-                let ahead = Duration::from_nanos(start_at_ns.saturating_sub(clock.now_ns()).max(0) as u64);
+                let ahead =
+                    Duration::from_nanos(start_at_ns.saturating_sub(clock.now_ns()).max(0) as u64);
                 let outcome = (!control.is_stopped()).then(|| {
                     nics = Some((loadlab_machine::nic::snapshot(), Instant::now() + ahead));
                     loadlab_engine::run(&config, &control)
@@ -259,7 +267,9 @@ fn agreed_start(
     info.start_at_unix_s = Some(agreed_ns as f64 / 1e9);
     let offset_s = (start_at_ns - agreed_ns) as f64 / 1e9;
     info.started_unix_s -= offset_s;
-    if let Some(started) = std::time::UNIX_EPOCH.checked_add(Duration::from_secs_f64(info.started_unix_s.max(0.0))) {
+    if let Some(started) =
+        std::time::UNIX_EPOCH.checked_add(Duration::from_secs_f64(info.started_unix_s.max(0.0)))
+    {
         info.started_wall = humantime_rfc3339(started);
     }
 }

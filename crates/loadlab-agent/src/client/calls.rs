@@ -3,11 +3,11 @@
 
 use super::{AgentClient, ClientError, Result};
 use crate::clock::{Estimate, Exchange, LocalClock};
+use crate::protocol::load::{LoadBatch, LoadStarted, StartLoad};
 use crate::protocol::{
     self, ClockStamps, Closed, Hello, HostInfo, Lease, OpenSession, Opened, SampleBatch,
     StartSampling, Stopped,
 };
-use crate::protocol::load::{LoadBatch, LoadStarted, StartLoad};
 use std::time::Duration;
 
 impl AgentClient {

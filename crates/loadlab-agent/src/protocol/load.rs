@@ -113,9 +113,11 @@ impl WireLoad {
     pub fn from_spec(spec: &RunSpec, shard: Shard) -> Result<WireLoad, String> {
         use base64::Engine as _;
         if spec.scenario.is_some() {
-            return Err("a scenario cannot be run by a generator fleet yet (its files stay on \
+            return Err(
+                "a scenario cannot be run by a generator fleet yet (its files stay on \
                         this host): run it from one generator, or give the fleet a URL"
-                .into());
+                    .into(),
+            );
         }
         if spec.http3 {
             return Err(
@@ -124,7 +126,8 @@ impl WireLoad {
                     .into(),
             );
         }
-        let text = |b: &Option<Vec<u8>>| b.as_ref().map(|v| String::from_utf8_lossy(v).into_owned());
+        let text =
+            |b: &Option<Vec<u8>>| b.as_ref().map(|v| String::from_utf8_lossy(v).into_owned());
         Ok(WireLoad {
             url: spec.url.clone(),
             method: spec.method.clone(),

@@ -134,8 +134,9 @@ impl RunControl {
         if let Ok(mut started) = self.inner.started.lock() {
             *started = Some(at);
         }
-        let counters: Vec<Arc<ThreadProgress>> =
-            (0..parts).map(|_| Arc::new(ThreadProgress::default())).collect();
+        let counters: Vec<Arc<ThreadProgress>> = (0..parts)
+            .map(|_| Arc::new(ThreadProgress::default()))
+            .collect();
         if let Ok(mut progress) = self.inner.progress.lock() {
             progress.clear();
             progress.extend(counters.iter().cloned());
