@@ -2,7 +2,9 @@
 //! header marked interrupted, with a `run_streams` row naming the process that writes it;
 //! each finished interval is appended to `run_intervals` in a transaction of its own; when
 //! the run ends its result replaces the header in one transaction (same id) and the
-//! intervals go. A run killed by any means leaves its header, its intervals and a writer
+//! intervals go, unless the result's timeline merged them (a run past 3,600 intervals, see
+//! [`Store::finish_run_keeping_intervals`]): they are then kept, so that
+//! [`Store::export_json_with_intervals`] gives every one back. A run killed by any means leaves its header, its intervals and a writer
 //! that is gone: [`Store::seal_run`] lays the result rebuilt from those intervals over it
 //! (rebuilding is the session crate's, shared with spill files).
 //!
@@ -79,6 +81,21 @@ impl Store {
     /// The streamed run ended: its result replaces the header (same id, in one transaction)
     /// and its intervals go (the result's timeline has them).
     pub fn finish_run(&self, run: RunId, result: &RunResult, meta: &RunMeta) -> Result<()> {
+        self.finish(run, result, meta, false)
+    }
+
+    /// As [`Store::finish_run`], but the intervals stay: the result's timeline has them
+    /// merged (coarser than written), and only these hold each one.
+    pub fn finish_run_keeping_intervals(
+        &self,
+        run: RunId,
+        result: &RunResult,
+        meta: &RunMeta,
+    ) -> Result<()> {
+        self.finish(run, result, meta, true)
+    }
+
+    fn finish(&self, run: RunId, result: &RunResult, meta: &RunMeta, keep: bool) -> Result<()> {
         let mut columns = meta_columns(meta)?;
         columns.extend(result_columns(result));
         let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
@@ -88,10 +105,38 @@ impl Store {
         if !update(&tx, run, &columns)? {
             return Err(StoreError::NoRun(run));
         }
-        tx.execute("DELETE FROM run_intervals WHERE run_id = ?1", [run.0])?;
+        if !keep {
+            tx.execute("DELETE FROM run_intervals WHERE run_id = ?1", [run.0])?;
+        }
         tx.execute("DELETE FROM run_streams WHERE run_id = ?1", [run.0])?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// The run's result as JSON with every interval the store kept as its timeline (a run
+    /// whose result merged its intervals, or a killed one); the result's own export, byte
+    /// for byte, when the store kept none (its timeline is then every interval there was).
+    /// The kept intervals carry what was written as the run went: no steal, and no server
+    /// samples (the result's merged timeline has those).
+    pub fn export_json_with_intervals(&self, id: RunId) -> Result<String> {
+        let text = self.export_json(id)?;
+        if self.interval_count(id)? == 0 {
+            return Ok(text);
+        }
+        let mut result: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+                id,
+                why: format!("its result does not parse: {e}"),
+            })?;
+        let mut timeline = Vec::new();
+        self.for_each_interval(id, |iv| {
+            timeline.push(serde_json::to_value(iv).map_err(|e| e.to_string())?);
+            Ok(())
+        })?;
+        result["timeline"] = serde_json::Value::Array(timeline);
+        let mut out = serde_json::to_string_pretty(&result).expect("a JSON value serialises");
+        out.push('\n');
+        Ok(out)
     }
 
     /// A killed run's result, rebuilt from its intervals, laid over its header; its tag,
@@ -168,5 +213,78 @@ impl Store {
             )
             .optional()?
             .unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(i: u64) -> IntervalSummary {
+        serde_json::from_value(serde_json::json!({
+            "start_s": i as f64, "duration_s": 1.0, "warmup": false, "offered_per_s": null,
+            "connections": 2.0, "achieved_per_s": 10.0, "completed": 10 + i, "failed": 0,
+            "p50_us": null, "p90_us": null, "p99_us": null, "max_us": null, "bytes_sent": 100,
+            "bytes_received": 200, "steal": null, "server": null,
+        }))
+        .unwrap()
+    }
+
+    fn result() -> RunResult {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../loadlab-report/tests/fixtures/ok.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// Issue 45 item 5: a run whose result merged its intervals lost them at its end; now
+    /// they stay, and the export with intervals gives each one back.
+    #[test]
+    fn a_merged_timeline_keeps_its_intervals_for_the_export() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("runs.db")).unwrap();
+        let writer = Writer {
+            pid: 4_000_000,
+            boot_id: None,
+        };
+        let mut merged = result();
+        let (kept, plain) = (
+            store
+                .begin_run(&merged, &RunMeta::default(), &writer)
+                .unwrap(),
+            store
+                .begin_run(&merged, &RunMeta::default(), &writer)
+                .unwrap(),
+        );
+        for i in 0..6 {
+            store.append_interval(kept, i, &interval(i)).unwrap();
+            store.append_interval(plain, i, &interval(i)).unwrap();
+        }
+        // The result's timeline: the six merged three at a time.
+        merged.timeline = vec![interval(0), interval(3)];
+        store
+            .finish_run_keeping_intervals(kept, &merged, &RunMeta::default())
+            .unwrap();
+        store
+            .finish_run(plain, &merged, &RunMeta::default())
+            .unwrap();
+        assert_eq!(store.interval_count(kept).unwrap(), 6);
+        assert_eq!(store.interval_count(plain).unwrap(), 0);
+        assert!(store.open_streams().unwrap().is_empty());
+
+        let full: RunResult =
+            serde_json::from_str(&store.export_json_with_intervals(kept).unwrap()).unwrap();
+        assert_eq!(full.timeline, (0..6).map(interval).collect::<Vec<_>>());
+        assert_eq!(full.measured, merged.measured, "only the timeline differs");
+        // Nothing kept: the export is the result's own, byte for byte.
+        assert_eq!(
+            store.export_json_with_intervals(plain).unwrap(),
+            store.export_json(plain).unwrap()
+        );
+        // The plain export keeps the merged timeline.
+        let plain_export: RunResult =
+            serde_json::from_str(&store.export_json(kept).unwrap()).unwrap();
+        assert_eq!(plain_export.timeline.len(), 2);
+        store.delete_run(kept).unwrap();
+        assert_eq!(store.interval_count(kept).unwrap(), 0);
     }
 }

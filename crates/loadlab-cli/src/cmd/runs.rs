@@ -49,6 +49,12 @@ pub enum RunsCommand {
         /// Write to this file instead of standard output.
         #[arg(short = 'o', long)]
         output: Option<PathBuf>,
+        /// The timeline with every interval the store kept: a run past 3,600 intervals has
+        /// them merged in its result (its warning says so), and the store keeps each one
+        /// (without steal or server samples, which only the merged timeline has). The same
+        /// as without it when nothing was merged.
+        #[arg(long)]
+        intervals: bool,
     },
 }
 
@@ -428,7 +434,11 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                 if ids.len() == 1 { "" } else { "s" }
             );
         }
-        RunsCommand::Export { run, output } => {
+        RunsCommand::Export {
+            run,
+            output,
+            intervals,
+        } => {
             let ids = store.resolve(&run)?;
             let [id] = ids.as_slice() else {
                 bail!(
@@ -436,7 +446,11 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                     ids.len()
                 );
             };
-            let text = store.export_json(*id)?;
+            let text = if intervals {
+                store.export_json_with_intervals(*id)?
+            } else {
+                store.export_json(*id)?
+            };
             match output {
                 Some(path) => crate::output::write_atomically(&path, text.as_bytes())
                     .with_context(|| format!("cannot write {}", path.display()))?,

@@ -28,6 +28,12 @@ impl StreamedRun {
     pub fn run(&self) -> Option<RunId> {
         *self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// The handle of a run already streamed (tests that write the store themselves).
+    #[cfg(test)]
+    pub(crate) fn of(run: RunId) -> StreamedRun {
+        StreamedRun(Arc::new(Mutex::new(Some(run))))
+    }
 }
 
 impl StoreSink {

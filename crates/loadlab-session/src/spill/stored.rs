@@ -131,11 +131,13 @@ pub fn read_back(
             if rebuilt.group > 1 {
                 result.warnings.push(format!(
                     "the timeline's {} intervals of {} s are shown merged {} at a time (intervals \
-                     of {} s) to keep the result and its report small; the totals are exact",
+                     of {} s) to keep the result and its report small; the totals are exact, \
+                     and `loadlab runs export {} --intervals` gives every interval back",
                     rebuilt.read,
                     result.load.interval_s,
                     rebuilt.group,
-                    result.load.interval_s * rebuilt.group as f64
+                    result.load.interval_s * rebuilt.group as f64,
+                    run.0
                 ));
             }
             result.timeline = rebuilt.timeline;
@@ -150,8 +152,10 @@ pub fn read_back(
     }
 }
 
-/// The streamed run's result laid over its row (same id), its intervals gone; without a row
-/// (the engine never started the sink) the result is saved as a new run. Returns the id.
+/// The streamed run's result laid over its row (same id), its intervals gone unless the
+/// result's timeline merged them (fewer intervals than were written: they are then kept for
+/// `loadlab runs export --intervals`); without a row (the engine never started the sink) the
+/// result is saved as a new run. Returns the id.
 pub fn save(
     store: &Store,
     streamed: &StreamedRun,
@@ -160,7 +164,11 @@ pub fn save(
 ) -> anyhow::Result<RunId> {
     match streamed.run() {
         Some(run) => {
-            store.finish_run(run, result, meta)?;
+            if store.interval_count(run)? > result.timeline.len() as u64 {
+                store.finish_run_keeping_intervals(run, result, meta)?;
+            } else {
+                store.finish_run(run, result, meta)?;
+            }
             Ok(run)
         }
         None => Ok(store.save_run(result, meta)?),

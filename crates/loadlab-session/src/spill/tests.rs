@@ -350,3 +350,48 @@ fn altered_intervals_are_refused_naming_what_is_wrong() {
         );
     }
 }
+
+/// Issue 45 item 5: a streamed run past 3,600 intervals has its result's timeline merged, says
+/// so with the way to get them back, and the store keeps every interval for `loadlab runs
+/// export --intervals`; a shorter run keeps none (its result has them all).
+#[test]
+fn a_merged_stored_timeline_says_so_and_keeps_every_interval() {
+    use super::store_sink::{this_writer, StreamedRun};
+    use super::stored::{read_back, save};
+    use super::timeline::MAX_TIMELINE_INTERVALS;
+    use loadlab_store::{RunMeta, Store};
+    let path = temp_path("merged.db");
+    let _ = std::fs::remove_file(&path);
+    let store = Store::open(&path).unwrap();
+    for (written, merged) in [(MAX_TIMELINE_INTERVALS + 1, true), (10, false)] {
+        let run = store
+            .begin_run(&header(), &RunMeta::default(), &this_writer())
+            .unwrap();
+        for i in 0..written {
+            store.append_interval(run, i, &interval(i)).unwrap();
+        }
+        let mut result = header();
+        result.timeline = (0..written).map(interval).collect();
+        let streamed = StreamedRun::of(run);
+        read_back(&store, None, &streamed, &mut result);
+        let export = format!("loadlab runs export {} --intervals", run.0);
+        assert_eq!(
+            result.warnings.iter().any(|w| w.contains(&export)),
+            merged,
+            "{:?}",
+            result.warnings
+        );
+        assert_eq!(
+            result.timeline.len() as u64,
+            written.div_ceil(1 + merged as u64)
+        );
+        save(&store, &streamed, &result, &RunMeta::default()).unwrap();
+        let kept = store.interval_count(run).unwrap();
+        assert_eq!(kept, if merged { written } else { 0 });
+        let full: RunResult =
+            serde_json::from_str(&store.export_json_with_intervals(run).unwrap()).unwrap();
+        assert_eq!(full.timeline.len() as u64, written);
+        assert_eq!(full.timeline[5], interval(5));
+    }
+    let _ = std::fs::remove_file(&path);
+}
