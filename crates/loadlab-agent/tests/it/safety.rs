@@ -270,3 +270,34 @@ fn a_port_out_of_range_is_refused_not_truncated() {
     }
     assert_eq!(agent.get("/v1/host?port=65535").status, 200);
 }
+
+/// Sending load is a role the agent must be started with (`--generator`): without it a
+/// token holder cannot make the host send requests anywhere.
+#[test]
+fn an_agent_without_the_generator_role_sends_no_load() {
+    use loadlab_agent::protocol::load::{StartLoad, WireLoad};
+    let agent = start(|_| {});
+    let spec = loadlab_engine::RunSpec {
+        url: "http://127.0.0.1:9/".into(),
+        requests: Some(10),
+        ..loadlab_engine::RunSpec::default()
+    };
+    let shard = loadlab_engine::shard::Shard { index: 0, count: 1 };
+    let start_load = StartLoad {
+        load: WireLoad::from_spec(&spec, shard).unwrap(),
+        start_at_ns: 0,
+        agreed_start_ns: 0,
+        client: "hostile".into(),
+        run: None,
+        lease_ms: None,
+    };
+    let answer = agent.post("/v1/loads", &start_load);
+    assert_eq!(
+        answer.status,
+        403,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert!(answer.error().error.contains("--generator"));
+    assert!(!agent.get("/v1/hello").json::<Hello>().generator);
+}
