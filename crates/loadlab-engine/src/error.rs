@@ -129,11 +129,16 @@ impl ErrorClass {
             return ErrorClass::from_io(io);
         }
         // A GOAWAY loadlab's side sent, on a protocol violation it detected, is the server's
-        // protocol error; only the server's own GOAWAY is `goaway`.
+        // protocol error; only the server's own GOAWAY is `goaway`. Likewise a stream reset:
+        // only the server's RST_STREAM is `stream_reset`; one loadlab's HTTP/2 library made
+        // (a response HTTP/2 calls malformed, RFC 9113 8.1.1, or a header list past the
+        // limit loadlab sets: an HPACK bomb) is that response's fault, a malformed response.
         if err.is_go_away() && err.is_remote() {
             ErrorClass::GoAway
-        } else if err.is_reset() {
+        } else if err.is_reset() && err.is_remote() {
             ErrorClass::StreamReset
+        } else if err.is_reset() {
+            ErrorClass::MalformedResponse
         } else {
             ErrorClass::ProtocolError
         }

@@ -356,6 +356,14 @@ fn classify(ctx: &ThreadCtx, phase: Phase, e: &h2::Error) -> ErrorClass {
         // one does, and broke it (loadlab closed the connection with GOAWAY).
         let why = format!("the server's bytes are not valid HTTP/2 ({e})");
         note_detail(ctx, phase, class, Some(why));
+    } else if let (true, Some(reason)) = (e.is_reset() && !e.is_remote(), e.reason()) {
+        // No RST_STREAM came from the server: loadlab's HTTP/2 library reset the stream on
+        // what the server sent (see `ErrorClass::from_h2`).
+        let why = format!(
+            "loadlab's HTTP/2 library reset the stream with {reason:?} on the server's \
+             response: it breaks HTTP/2's rules for a response or a limit loadlab sets ({e})"
+        );
+        note_detail(ctx, phase, class, Some(why));
     }
     // The server's own GOAWAY or RST_STREAM carries an error code: the first one says why.
     if let (ErrorClass::GoAway | ErrorClass::StreamReset, Some(reason)) = (class, e.reason()) {

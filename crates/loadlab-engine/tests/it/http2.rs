@@ -174,3 +174,84 @@ fn h2c_against_an_http1_server_is_a_protocol_error_with_the_reason() {
         server.counters().accepted()
     );
 }
+
+/// A raw HTTP/2 server (std only, loopback port 0) answering every request with a response
+/// HTTP/2 forbids: `:status 200` and a connection-specific header (RFC 9113 8.2.2: malformed).
+/// loadlab's own HTTP/2 library resets such a stream; no RST_STREAM ever comes from here.
+fn malformed_h2_server() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            std::thread::spawn(move || {
+                let mut preface = [0u8; 24];
+                if s.read_exact(&mut preface).is_err() {
+                    return;
+                }
+                // Our SETTINGS (none), then frames: each HEADERS opens a stream to answer;
+                // a SETTINGS that is not an ACK is acknowledged.
+                let _ = s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+                // :status 200 (static index 8), then `connection: close` as a literal.
+                let mut block = vec![0x88, 0x00, 10];
+                block.extend_from_slice(b"connection");
+                block.push(5);
+                block.extend_from_slice(b"close");
+                loop {
+                    let mut head = [0u8; 9];
+                    if s.read_exact(&mut head).is_err() {
+                        return;
+                    }
+                    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+                    let mut payload = vec![0u8; len];
+                    if s.read_exact(&mut payload).is_err() {
+                        return;
+                    }
+                    let (kind, flags) = (head[3], head[4]);
+                    let stream = &head[5..9];
+                    let reply = match kind {
+                        0x4 if flags & 1 == 0 => vec![0, 0, 0, 4, 1, 0, 0, 0, 0],
+                        0x1 => {
+                            let mut f = vec![0, 0, block.len() as u8, 1, 0x5];
+                            f.extend_from_slice(stream);
+                            f.extend_from_slice(&block);
+                            f
+                        }
+                        _ => continue,
+                    };
+                    if s.write_all(&reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 46 item 2: a stream reset by loadlab's own HTTP/2 library (a malformed response, a
+/// header list past its limit) was counted as "the server reset the HTTP/2 stream
+/// (RST_STREAM)" with "the server sent RST_STREAM with PROTOCOL_ERROR": the server sent no
+/// such frame. It is a malformed response, and the detail says whose reset it was.
+#[test]
+fn a_stream_reset_by_loadlab_itself_is_not_blamed_on_the_server() {
+    let addr = malformed_h2_server();
+    let r = run_spec(RunSpec {
+        connections: Some(1),
+        threads: Some(1),
+        requests: Some(20),
+        ..h2(format!("http://{addr}/"))
+    });
+    let m = &r.measured;
+    assert_eq!((m.requests.completed, m.requests.failed), (0, 20));
+    let errors: Vec<&String> = m.errors.keys().collect();
+    assert_eq!(errors, ["malformed_response"], "{:?}", m.error_details);
+    let detail = &m.error_details["malformed_response"];
+    assert!(
+        detail.contains("loadlab's HTTP/2 library reset the stream")
+            && detail.contains("PROTOCOL_ERROR")
+            && !detail.contains("the server sent"),
+        "{detail}"
+    );
+}
