@@ -46,7 +46,7 @@ pub fn apply(
     let Some(fleet) = fleet else {
         return Ok(());
     };
-    let notes = fleet.check()?;
+    let notes = fleet.check(session.config().connections)?;
     if !quiet {
         eprintln!(
             "the load comes from {} generators, each its shard, started together:",

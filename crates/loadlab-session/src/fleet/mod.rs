@@ -124,9 +124,11 @@ impl Fleet {
     }
 
     /// Says hello to every generator: each must answer, speak this protocol, have the
-    /// generator role and be free. Returns a note per generator (its host, cores, and the
-    /// open-files limit its load will have).
-    pub fn check(&self) -> Result<Vec<String>, SessionError> {
+    /// generator role and be free, and its host must allow its share of `connections` (the
+    /// whole load's) in open files and local ports. Returns a note per generator (its host,
+    /// cores, limits).
+    pub fn check(&self, connections: usize) -> Result<Vec<String>, SessionError> {
+        let share = connections.div_ceil(self.generators.len().max(1)) as u64;
         let mut notes = Vec::new();
         for g in &self.generators {
             let (mut client, hello) = loadlab_agent::client::AgentClient::connect(&g.endpoint)
@@ -151,6 +153,12 @@ impl Fleet {
             let host = client
                 .host_info(None)
                 .map_err(|e| SessionError::Invalid(format!("generator {}: {e}", g.name)))?;
+            if let Some(problem) = too_small(&host, share) {
+                return Err(SessionError::Invalid(format!(
+                    "generator {} ({}): {problem}",
+                    g.name, hello.hostname
+                )));
+            }
             notes.push(format!(
                 "generator {}: {} ({} cores, kernel {}), open files {}, local ports {}",
                 g.name,
@@ -167,9 +175,58 @@ impl Fleet {
     }
 }
 
+/// Open files a run needs besides its connections (the runtime, the spill file, ...).
+const FILES_BESIDE_CONNECTIONS: u64 = 64;
+
+/// Why a generator host cannot hold `share` connections, if it cannot: the open-files limit
+/// the engine raises itself to (the hard one), or the local port range.
+fn too_small(host: &loadlab_agent::protocol::HostInfo, share: u64) -> Option<String> {
+    if let Some(hard) = host.nofile_hard {
+        if share + FILES_BESIDE_CONNECTIONS > hard {
+            return Some(format!(
+                "its share of the load is {share} connections, but its open-files limit is \
+                 {hard} (hard): raise it there (ulimit -n, or LimitNOFILE= for a service), or \
+                 add generators"
+            ));
+        }
+    }
+    if let Some((low, high)) = host.port_range {
+        let ports = u64::from(high.saturating_sub(low)) + 1;
+        if share > ports {
+            return Some(format!(
+                "its share of the load is {share} connections, more than its {ports} local \
+                 ports ({low}-{high}): widen net.ipv4.ip_local_port_range there, or add \
+                 generators"
+            ));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_generator_host_too_small_for_its_share_is_named() {
+        let host = |nofile: u64, ports: (u16, u16)| loadlab_agent::protocol::HostInfo {
+            hostname: "g".into(),
+            cpus: 2,
+            memory_bytes: None,
+            somaxconn: None,
+            tcp_max_syn_backlog: None,
+            syncookies: None,
+            nofile_soft: Some(1024),
+            nofile_hard: Some(nofile),
+            port_range: Some(ports),
+            listen_backlog: None,
+        };
+        assert_eq!(too_small(&host(524_288, (32768, 60999)), 10_000), None);
+        let files = too_small(&host(1024, (32768, 60999)), 1000).unwrap();
+        assert!(files.contains("open-files limit is 1024"), "{files}");
+        let ports = too_small(&host(524_288, (60000, 60999)), 5000).unwrap();
+        assert!(ports.contains("1000 local ports"), "{ports}");
+    }
 
     #[test]
     fn a_fleet_file_is_read_with_paths_beside_it() {
@@ -192,7 +249,10 @@ mod tests {
         assert_eq!(b.name, "pi-2");
         assert_eq!(b.endpoint.url, "https://10.0.0.12:7070");
         assert_eq!(b.endpoint.token_file, Path::new("/etc/loadlab/gen2.token"));
-        assert_eq!(b.endpoint.cacert.as_deref(), Some(Path::new("/fleet/ca.pem")));
+        assert_eq!(
+            b.endpoint.cacert.as_deref(),
+            Some(Path::new("/fleet/ca.pem"))
+        );
     }
 
     #[test]

@@ -73,6 +73,14 @@ impl Fleet {
                     g.name, g.endpoint.url
                 )));
             }
+            let host = client.host_info(None).map_err(fail)?;
+            let share = connections_of(spec).div_ceil(n.max(1)) as u64;
+            if let Some(problem) = super::too_small(&host, share) {
+                return Err(SessionError::Invalid(format!(
+                    "generator {} ({}): {problem}",
+                    g.name, hello.hostname
+                )));
+            }
             let estimate = client.estimate_clock(&local, 8).map_err(fail)?;
             clients.push((client, estimate.offset_ns));
         }
@@ -113,7 +121,9 @@ impl Fleet {
         let mut pollers = Vec::with_capacity(n);
         for (i, ((client, _), id)) in clients.into_iter().zip(loads).enumerate() {
             let (tx, control) = (tx.clone(), control.clone());
-            pollers.push(std::thread::spawn(move || poll(i, client, id, control, start_instant, tx)));
+            pollers.push(std::thread::spawn(move || {
+                poll(i, client, id, control, start_instant, tx)
+            }));
         }
         drop(tx);
         let parts: Vec<Part> = self.generators.iter().map(Part::new).collect();
@@ -138,6 +148,11 @@ impl Fleet {
         });
         merged.finish(count)
     }
+}
+
+/// The most connections the whole load may open: a closed loop's, or an open loop's cap.
+fn connections_of(spec: &RunSpec) -> usize {
+    spec.connections.or(spec.max_connections).unwrap_or(0)
 }
 
 impl Part {
@@ -237,7 +252,9 @@ impl Merger {
                         self.progress[i]
                             .completed
                             .fetch_add(iv.completed, Ordering::Relaxed);
-                        self.progress[i].failed.fetch_add(iv.failed, Ordering::Relaxed);
+                        self.progress[i]
+                            .failed
+                            .fetch_add(iv.failed, Ordering::Relaxed);
                     }
                     self.parts[i].pending.extend(ivs);
                 }
@@ -294,10 +311,7 @@ impl Merger {
             return;
         }
         loop {
-            let waiting = self
-                .parts
-                .iter()
-                .any(|p| p.pending.is_empty() && p.live());
+            let waiting = self.parts.iter().any(|p| p.pending.is_empty() && p.live());
             let any = self.parts.iter().any(|p| !p.pending.is_empty());
             if waiting || !any {
                 return;
@@ -340,11 +354,7 @@ impl Merger {
     /// The shards' results merged; a generator lost or failed is named, and the run is
     /// marked partial (its shard shows as missing).
     fn finish(self, count: u32) -> Result<RunResult, SessionError> {
-        let results: Vec<RunResult> = self
-            .parts
-            .iter()
-            .filter_map(|p| p.result.clone())
-            .collect();
+        let results: Vec<RunResult> = self.parts.iter().filter_map(|p| p.result.clone()).collect();
         if results.is_empty() {
             let why: Vec<String> = self
                 .parts
