@@ -454,3 +454,36 @@ fn repeated_names_are_made_unique() {
         .collect();
     assert_eq!(names, ["Get", "Get (2)"]);
 }
+
+/// `depth` folders, each inside the one before, the request in the innermost.
+fn nested(depth: usize) -> String {
+    let mut items = r#"[{"name": "R", "request": "{{HOST}}/deep"}]"#.to_string();
+    for i in (0..depth).rev() {
+        items = format!(r#"[{{"name": "F{i}", "item": {items}}}]"#);
+    }
+    collection(&items)
+}
+
+/// Issue 46 item 10: 120 nested folders were refused as "not JSON: recursion limit
+/// exceeded" (serde_json stops at 128 levels; each folder is two). They import now; past
+/// the stated limit the refusal says what is wrong and what to do.
+#[test]
+fn deeply_nested_folders_import_up_to_a_stated_limit() {
+    let imported = import(&nested(120), &options("deep.json")).unwrap();
+    let steps = &imported.scenario.steps;
+    assert_eq!(steps.len(), 1);
+    assert!(steps[0].name.starts_with("F0 / F1 / "), "{}", steps[0].name);
+    assert!(steps[0].name.ends_with("F119 / R"), "{}", steps[0].name);
+    // Near the limit, on a test thread's 2 MiB stack, in whatever build the tests run.
+    let imported = import(&nested(495), &options("deep.json")).unwrap();
+    assert!(imported.scenario.steps[0].name.ends_with("F494 / R"));
+    let too_deep = error_of(&nested(600));
+    assert!(
+        too_deep.starts_with(
+            "collection bad.json: nesting: nested 1203 levels deep; loadlab reads at most \
+             1,000 (about 495 folders within folders): move the requests into fewer levels of \
+             folders"
+        ),
+        "{too_deep}"
+    );
+}
