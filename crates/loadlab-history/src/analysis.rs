@@ -99,8 +99,13 @@ pub enum Newest {
     Improvement { size: Size, p_value: f64 },
     /// Within noise (or below the smallest change that counts).
     Unchanged { size: Size, p_value: f64 },
-    /// It differs, but so did the revision before it: the change began earlier.
-    ContinuesEarlierChange { size: Size, p_value: f64 },
+    /// The stretch from `since` to it differs from the revisions before: the change began
+    /// at `since`, earlier than the newest revision (whose own gate named it).
+    ContinuesEarlierChange {
+        since: String,
+        size: Size,
+        p_value: f64,
+    },
     /// Its environment has no earlier revision to compare with.
     NoBaseline,
     /// Too few runs to reach the gate's confidence.
@@ -270,8 +275,9 @@ fn metric_history(
 }
 
 /// The newest revision (the last of `idx`) against the stretch since the last change point
-/// before it (`bounds`: the starts of the stretches found without it); and, if it differs, the revision before it against that stretch too, since a
-/// change that began earlier is not the newest revision's doing.
+/// before it (`bounds`: the starts of the stretches found without it); and the stretches
+/// from each revision since to the newest, since a change that began earlier is not the
+/// newest revision's doing.
 fn newest_check(
     metric: Metric,
     columns: &[Column],
@@ -323,20 +329,30 @@ fn newest_check(
         };
         return check;
     };
-    let earlier = (last - start >= 2)
-        .then(|| {
-            judge(
-                &pooled(columns, &idx[start..last - 1]),
-                &columns[idx[last - 1]].transformed,
-            )
+    // A change may have begun a few revisions back, too recently for the detector (it
+    // needs `min_size` revisions after it): the stretch from each revision since `start` to
+    // the newest is judged against the revisions before it, and the change begins where
+    // that split is surest (the smallest p: a split inside the change, or before it, mixes
+    // changed and unchanged runs on one side and separates them less well). It is the
+    // newest revision's doing only if that is the newest revision itself.
+    let surest = (start + 1..=last)
+        .filter_map(|from| {
+            let (size, p, m) = judge(
+                &pooled(columns, &idx[start..from]),
+                &pooled(columns, &idx[from..=last]),
+            )?;
+            m.map(|d| (from, size, p, d))
         })
-        .flatten()
-        .and_then(|(_, _, m)| m);
-    check.verdict = match moved {
-        Some(d) if earlier == Some(d) => Newest::ContinuesEarlierChange { size, p_value },
-        Some(Direction::Worse) => Newest::Regression { size, p_value },
-        Some(Direction::Better) => Newest::Improvement { size, p_value },
-        None => Newest::Unchanged { size, p_value },
+        .min_by(|a, b| a.2.total_cmp(&b.2));
+    check.verdict = match (moved, surest) {
+        (_, Some((from, size, p_value, _))) if from < last => Newest::ContinuesEarlierChange {
+            since: columns[idx[from]].stat.revision.clone(),
+            size,
+            p_value,
+        },
+        (Some(Direction::Worse), _) => Newest::Regression { size, p_value },
+        (Some(Direction::Better), _) => Newest::Improvement { size, p_value },
+        (None, _) => Newest::Unchanged { size, p_value },
     };
     check
 }

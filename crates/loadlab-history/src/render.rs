@@ -91,12 +91,13 @@ pub fn newest_line(m: &MetricHistory, n: &NewestCheck) -> String {
             p(*p_value)
         ),
         Newest::Unchanged { size: s, .. } => format!(
-            "{name} unchanged at {rev}: {} against {against}, within noise",
+            "{name} unchanged at {rev}: {} against {against}, no significant change",
             size(s)
         ),
-        Newest::ContinuesEarlierChange { size: s, .. } => format!(
-            "{name} at {rev}: {} against {against}, but the revision before it differed \
-             the same way: the change began earlier",
+        Newest::ContinuesEarlierChange { since, size: s, .. } => format!(
+            "{name} at {rev}: the change began at {} ({} from there on against the revisions \
+             before it), not at this revision",
+            short(since),
             size(s)
         ),
         Newest::NoBaseline => format!(

@@ -226,3 +226,32 @@ fn a_new_machine_is_marked_not_reported_as_a_regression() {
     let h = analyse("machines", &one_env, 0, &[Metric::P99], &Options::default());
     assert_eq!(change_at(&h), [30]);
 }
+
+/// Replayed as CI runs it (the history as it stood after each revision), a 20% step at
+/// r25 of 40: the gate names r25 alone; right after it, before the detector can confirm the
+/// change (it needs 3 revisions after), the newest revisions say the change began at r25.
+#[test]
+fn the_gate_names_the_revision_a_change_begins_at_and_no_later_one() {
+    for seed in [31, 32, 33] {
+        let points = history(&steps(40, &[(25, 1.20)]), 3, SIGMA, seed, &same_env);
+        let mut regressions = Vec::new();
+        for k in 1..points.len() {
+            let h = analyse(
+                "replay",
+                &points[..=k],
+                0,
+                &[Metric::P99],
+                &Options::default(),
+            );
+            let newest = p99(&h).newest.clone().unwrap();
+            match newest.verdict {
+                Newest::Regression { .. } => regressions.push(k),
+                Newest::ContinuesEarlierChange { since, .. } if k < 28 => {
+                    assert_eq!(since, "r025", "seed {seed}, k {k}")
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(regressions, [25], "seed {seed}");
+    }
+}
