@@ -27,8 +27,9 @@ pub fn busy_poll_auto(config: &RunConfig) -> Option<String> {
     use std::net::ToSocketAddrs;
     // Over HTTP/2 loadlab's own CPU (the h2 stack) runs out about when nginx's does, and
     // polling showed no gain there against nginx (0.85x to 1.02x of sleeping, within this
-    // VM's noise), where over HTTPS/1.1 it added a third.
-    if config.is_open_loop() || config.http2 {
+    // VM's noise), where over HTTPS/1.1 it added a third. Over HTTP/3 it cost: 69k/s at
+    // 0.91 CPU-s per 100k requests polling, 84k/s at 0.43 sleeping (bench/vs-h3.sh's server).
+    if config.is_open_loop() || config.http2 || config.http3 {
         return None;
     }
     let own: BTreeSet<usize> = match &config.generator_cpus {
