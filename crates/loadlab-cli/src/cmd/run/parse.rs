@@ -11,18 +11,41 @@ use loadlab_session::{BusyPoll, SessionSpec};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The largest `--body-file`: a body is held in memory and sent whole with every request,
+/// and a file that never ends (`/dev/zero`, a pipe) must not be read until memory runs out.
+pub const MAX_BODY_FILE_BYTES: u64 = 64 << 20;
+
+/// `--body-file`'s bytes, at most [`MAX_BODY_FILE_BYTES`]; more is refused, naming the limit.
+fn read_body_file(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let cannot = || {
+        format!(
+            "--body-file: cannot read {}; check the path",
+            path.display()
+        )
+    };
+    let file = std::fs::File::open(path).with_context(cannot)?;
+    let mut body = Vec::new();
+    file.take(MAX_BODY_FILE_BYTES + 1)
+        .read_to_end(&mut body)
+        .with_context(cannot)?;
+    if body.len() as u64 > MAX_BODY_FILE_BYTES {
+        anyhow::bail!(
+            "--body-file: {} is larger than 64 MiB, the most loadlab sends as one body (it is \
+             held in memory and sent whole with every request); give a smaller file",
+            path.display()
+        );
+    }
+    Ok(body)
+}
+
 impl RequestArgs {
     /// A spec for `url` with these requests; the load's shape (connections, rate, duration)
     /// is the caller's.
     pub fn spec(&self, url: &str) -> anyhow::Result<RunSpec> {
         let body = match (&self.body, &self.body_file) {
             (Some(b), _) => b.clone().into_bytes(),
-            (None, Some(path)) => std::fs::read(path).with_context(|| {
-                format!(
-                    "--body-file: cannot read {}; check the path",
-                    path.display()
-                )
-            })?,
+            (None, Some(path)) => read_body_file(path)?,
             (None, None) => Vec::new(),
         };
         Ok(RunSpec {
@@ -244,5 +267,37 @@ pub fn flags_named(e: loadlab_session::SessionError) -> anyhow::Error {
             anyhow::anyhow!("{}: {}", flag_for(c.setting), c.message)
         }
         other => other.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 46 item 10: `--body-file /dev/zero` read until memory ran out, then said "check
+    /// the path". The read stops one byte past the limit and says why.
+    #[test]
+    fn a_body_file_that_never_ends_is_refused_at_the_limit() {
+        let err = read_body_file(std::path::Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--body-file: /dev/zero is larger than 64 MiB, the most loadlab sends as one body \
+             (it is held in memory and sent whole with every request); give a smaller file"
+        );
+        let dir = std::env::temp_dir().join(format!("loadlab-body-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exact = dir.join("exact");
+        std::fs::write(&exact, vec![b'x'; MAX_BODY_FILE_BYTES as usize]).unwrap();
+        assert_eq!(
+            read_body_file(&exact).unwrap().len() as u64,
+            MAX_BODY_FILE_BYTES
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let missing = read_body_file(&dir.join("missing")).unwrap_err();
+        assert!(
+            missing.to_string().contains("cannot read")
+                && missing.to_string().contains("check the path"),
+            "{missing}"
+        );
     }
 }
