@@ -158,7 +158,9 @@ pub fn preflight(
         .collect();
     if !impossible.is_empty() {
         return Err(SessionError::Invalid(format!(
-            "-c {}: this machine cannot open that many connections:\n  {}",
+            "-c {}: this machine cannot open that many connections (refused with or without \
+             --strict: the connections past the limit would fail on loadlab's side, not the \
+             server's):\n  {}",
             config.connections,
             lines(&impossible)
         )));

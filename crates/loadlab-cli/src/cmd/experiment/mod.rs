@@ -75,7 +75,8 @@ pub struct ExperimentArgs {
     pub limits: crate::cmd::server::LimitsArg,
 
     /// Refuse to start a run when a check of the machine against it FAILs (see `loadlab
-    /// doctor`); without it the checks only warn.
+    /// doctor`); without it the checks only warn, but a closed loop with more connections
+    /// than the machine can open (open files, local ports) is refused either way.
     #[arg(long)]
     pub strict: bool,
 

@@ -158,9 +158,11 @@ pub struct RunArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
-    /// Refuse to start when a check of the machine against this run FAILs (more connections
-    /// than open files or local ports, a full conntrack table...); without it they only warn.
-    /// See `loadlab doctor`.
+    /// Refuse to start when a check of the machine against this run FAILs (a full conntrack
+    /// table, too little memory...); without it they only warn. A closed loop with more
+    /// connections than this machine can open (open files, local ports) is refused either way:
+    /// the connections past the limit would fail on loadlab's side, and the run would measure
+    /// that. See `loadlab doctor`.
     #[arg(long)]
     pub strict: bool,
 
