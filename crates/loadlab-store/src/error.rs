@@ -22,6 +22,17 @@ pub enum StoreError {
         known: i64,
     },
     #[error(
+        "{path} is not a loadlab results store (an SQLite file with the tables {tables}, and \
+         no `runs`); it was left untouched: give loadlab a file of its own with --db"
+    )]
+    Foreign { path: PathBuf, tables: String },
+    #[error(
+        "the results store {path} is locked by another process (a loadlab run saving to it, or \
+         another program holding it open) past a {waited_s} s wait; it was left untouched: wait \
+         for that process to finish (fuser {path} names it), or give another file with --db"
+    )]
+    Locked { path: PathBuf, waited_s: u64 },
+    #[error(
         "the results store {path} could not be migrated to schema version {version} \
          ({what}): {source}; the file is unchanged, so a newer loadlab or a fresh file with \
          --db can be tried"

@@ -101,11 +101,15 @@ impl Store {
         };
         let conn = Connection::open(path).map_err(open)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
+        // What the file is, before anything is changed in it: another program's database or
+        // one from a newer loadlab is refused as it was found (switching it to WAL first
+        // would change its journal for every program that uses it).
+        schema::check_before_opening(&conn, path)?;
         // journal_mode answers with the mode it set; a file that cannot do WAL (some network
         // file systems) still works, in the default rollback journal.
         let _mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
-            .map_err(open)?;
+            .map_err(|e| locked_or(path, e, open))?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open)?;
         schema::migrate(&conn, path)?;
@@ -149,8 +153,94 @@ impl Store {
     }
 }
 
+/// `e`, unless it says another process holds the file's lock past [`BUSY_TIMEOUT`]: then
+/// [`StoreError::Locked`], which says so and what to do.
+pub(crate) fn locked_or(
+    path: &Path,
+    e: rusqlite::Error,
+    otherwise: impl FnOnce(rusqlite::Error) -> StoreError,
+) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            StoreError::Locked {
+                path: path.to_path_buf(),
+                waited_s: BUSY_TIMEOUT.as_secs(),
+            }
+        }
+        _ => otherwise(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn journal_mode(path: &Path) -> String {
+        let conn = Connection::open(path).unwrap();
+        conn.pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap()
+    }
+
+    /// Issue 46 item 10: another program's database, or one from a newer loadlab, was
+    /// switched to WAL before it was refused. It is refused as it was found.
+    #[test]
+    fn a_foreign_or_newer_file_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let foreign = dir.path().join("notes.db");
+        let conn = Connection::open(&foreign).unwrap();
+        conn.execute_batch("CREATE TABLE notes (body TEXT); CREATE TABLE tags (name TEXT);")
+            .unwrap();
+        drop(conn);
+        let err = Store::open(&foreign).unwrap_err();
+        assert!(matches!(err, StoreError::Foreign { .. }), "{err}");
+        assert!(
+            err.to_string().ends_with(
+                "notes.db is not a loadlab results store (an SQLite file with the tables \
+                 notes, tags, and no `runs`); it was left untouched: give loadlab a file of its \
+                 own with --db"
+            ),
+            "{err}"
+        );
+        let newer = dir.path().join("newer.db");
+        let conn = Connection::open(&newer).unwrap();
+        conn.pragma_update(None, "user_version", schema::latest_version() + 1)
+            .unwrap();
+        conn.execute_batch("CREATE TABLE runs (id INTEGER PRIMARY KEY);")
+            .unwrap();
+        drop(conn);
+        let err = Store::open(&newer).unwrap_err();
+        assert!(matches!(err, StoreError::TooNew { .. }), "{err}");
+        for path in [&foreign, &newer] {
+            assert_eq!(journal_mode(path), "delete", "{}", path.display());
+            assert!(!path.with_extension("db-wal").exists());
+        }
+        let conn = Connection::open(&foreign).unwrap();
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 0, "not migrated");
+    }
+
+    /// Issue 46 item 10: a file another process holds locked was reported as "could not be
+    /// migrated". (Waits out the store's busy timeout once.)
+    #[test]
+    fn a_locked_file_is_said_to_be_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("busy.db");
+        let holder = Connection::open(&path).unwrap();
+        holder
+            .execute_batch("CREATE TABLE other (x); BEGIN EXCLUSIVE; INSERT INTO other VALUES (1);")
+            .unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+        assert!(
+            err.to_string().contains("is locked by another process")
+                && err.to_string().contains("wait for that process to finish"),
+            "{err}"
+        );
+        holder.execute_batch("ROLLBACK;").unwrap();
+    }
+
     /// The CLI wraps errors in `anyhow`, and a store may move to the thread that saves runs.
     #[test]
     fn errors_and_stores_cross_threads() {

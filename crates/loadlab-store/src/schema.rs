@@ -181,6 +181,41 @@ pub(crate) fn version(conn: &Connection) -> Result<i64> {
     Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
 }
 
+/// Refuses, before anything is written to it, a file another program made (tables, none of
+/// them `runs`) and one a newer loadlab made (a schema version past [`latest_version`]).
+pub(crate) fn check_before_opening(conn: &Connection, path: &Path) -> Result<()> {
+    let open = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let read = || -> rusqlite::Result<(i64, Vec<String>)> {
+        let found = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+        let mut stmt = conn.prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
+             ORDER BY name",
+        )?;
+        let tables = stmt
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok((found, tables))
+    };
+    let (found, tables) = read().map_err(|e| crate::locked_or(path, e, open))?;
+    if !tables.is_empty() && !tables.iter().any(|t| t == "runs") {
+        return Err(StoreError::Foreign {
+            path: path.to_path_buf(),
+            tables: tables.join(", "),
+        });
+    }
+    if found > latest_version() {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            known: latest_version(),
+        });
+    }
+    Ok(())
+}
+
 /// Brings the file up to [`latest_version`], one transaction per migration. Safe against
 /// another process migrating the same file at the same moment: each step takes the write
 /// lock first and re-reads the version under it.
@@ -194,11 +229,13 @@ pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<()> {
         });
     }
     for m in MIGRATIONS {
-        let failed = |source| StoreError::Migration {
-            path: path.to_path_buf(),
-            version: m.version,
-            what: m.what,
-            source,
+        let failed = |source| {
+            crate::locked_or(path, source, |source| StoreError::Migration {
+                path: path.to_path_buf(),
+                version: m.version,
+                what: m.what,
+                source,
+            })
         };
         let tx =
             Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(failed)?;
