@@ -180,7 +180,7 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
     };
     notes.extend(secrets.notes.into_iter().filter(|n| !given(n)));
 
-    let mut names: Vec<String> = Vec::new();
+    let mut names = scenario::UniqueNames::default();
     for (g, members) in groups.iter().enumerate() {
         let first = kept[members[0]];
         let base = if members.len() > 1 {
@@ -193,8 +193,7 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
         } else {
             format!("{} {}", first.method, path_of(&first.url))
         };
-        let name = scenario::unique_name(&base, &names);
-        names.push(name.clone());
+        let name = names.give(&base);
         let action = if members.len() > 1 {
             StepAction::Page(members.iter().map(|&i| requests[i].clone()).collect())
         } else {

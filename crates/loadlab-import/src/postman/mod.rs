@@ -178,7 +178,13 @@ pub fn import(collection: &str, options: &Options) -> Result<Imported, ImportErr
             "no `item` list: the collection has no requests",
         )
     })?;
-    walk(items, &top, &mut s, &mut notes)?;
+    walk(
+        items,
+        &top,
+        &mut s,
+        &mut scenario::UniqueNames::default(),
+        &mut notes,
+    )?;
     if s.steps.is_empty() {
         return Err(ImportError::invalid(
             format!("collection {}", options.label),
@@ -324,6 +330,7 @@ fn walk(
     items: &[Value],
     level: &Level,
     s: &mut Scenario,
+    names: &mut scenario::UniqueNames,
     notes: &mut Vec<Note>,
 ) -> Result<(), ImportError> {
     for item in items {
@@ -346,11 +353,10 @@ fn walk(
                 statuses: level.statuses.clone(),
             }
             .with_tests(item.get("event"));
-            walk(children, &folder, s, notes)?;
+            walk(children, &folder, s, names, notes)?;
             continue;
         }
-        let taken: Vec<String> = s.steps.iter().map(|st| st.name.clone()).collect();
-        let step_name = scenario::unique_name(&joined, &taken);
+        let step_name = names.give(&joined);
         let step = request_step(item, &step_name, level, s, notes)?;
         s.steps.push(step);
     }
