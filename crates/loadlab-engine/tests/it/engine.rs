@@ -702,3 +702,25 @@ fn bytes_of_a_response_cut_off_by_the_end_are_counted() {
     // Most of the 3,045 bytes trickled in before the end; all those read were counted.
     assert!(m.bytes.received >= 1_000, "{:?}", m.bytes);
 }
+
+/// Issue 45 item 8, end to end: a chunk-size line with trailing whitespace (RFC 9112 7.1.1
+/// allows none) was a success; it is a malformed response, counted where the user sees it.
+#[test]
+fn a_chunk_size_line_with_trailing_whitespace_is_a_malformed_response() {
+    let server = TestServer::start(Behavior::Fixed(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\n".to_vec(),
+    ));
+    let r = run_spec(RunSpec {
+        requests: Some(6),
+        connections: Some(2),
+        ..spec(server.url("/"))
+    });
+    let m = &r.measured;
+    assert_eq!((m.requests.completed, m.requests.failed), (0, 6));
+    assert_eq!(
+        m.errors.get("malformed_response"),
+        Some(&6),
+        "{:?}",
+        m.errors
+    );
+}
