@@ -45,7 +45,9 @@ pub use cliff::Cliff;
 pub use histogram::{decode_histogram, encode_histogram, new_histogram};
 pub use latency::LatencySummary;
 pub use machine::{Check, CheckStatus, KernelCounters, LinkReport};
-pub use merge::{merge, merge_concurrent_intervals, merge_repetitions, merge_with, MergeError, Mode};
+pub use merge::{
+    merge, merge_concurrent_intervals, merge_repetitions, merge_with, MergeError, Mode,
+};
 pub use metrics::ServerMetrics;
 pub use run::*;
 pub use server::{AgentReport, ServerReport};

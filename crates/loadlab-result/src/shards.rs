@@ -110,7 +110,10 @@ impl RunResult {
                 .cloned()
                 .unwrap_or_else(|| {
                     let list: Vec<String> = missing.iter().map(u32::to_string).collect();
-                    format!("shard {} is missing from the merged figures", list.join(", "))
+                    format!(
+                        "shard {} is missing from the merged figures",
+                        list.join(", ")
+                    )
                 }),
         )
     }
