@@ -187,6 +187,8 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
             address: outcome.address.to_string(),
             tls: config.tls.as_ref().map(|t| TlsInfo {
                 versions: match t.version {
+                    // QUIC carries only TLS 1.3.
+                    None if config.http3 => "1.3",
                     None => "1.2 or 1.3",
                     Some(crate::tls::TlsVersion::V1_2) => "1.2",
                     Some(crate::tls::TlsVersion::V1_3) => "1.3",

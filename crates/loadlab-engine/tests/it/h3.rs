@@ -176,6 +176,10 @@ fn check_exact(r: &RunResult, server: &H3Server, n: u64) {
     assert_eq!(settled_count(server, n), n, "the server's count");
     assert_eq!(m.bytes.received, n * BODY.len() as u64);
     assert_eq!(r.load.protocol, "h3");
+    assert_eq!(
+        r.target.tls.as_ref().map(|t| t.versions.as_str()),
+        Some("1.3")
+    );
     // Connection set-up is measured apart from requests, one handshake per connection.
     let opened = m.connections_opened;
     assert_eq!(
