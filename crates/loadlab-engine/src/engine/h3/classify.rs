@@ -225,3 +225,56 @@ pub(super) fn stream(e: &::h3::error::StreamError) -> StreamFailure {
         other => StreamFailure::Stream(ErrorClass::IoError, format!("HTTP/3: {other}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quinn::{ConnectionClose, ConnectionError as E, TransportErrorCode};
+
+    fn closed(code: TransportErrorCode) -> E {
+        E::ConnectionClosed(ConnectionClose {
+            error_code: code,
+            frame_type: None,
+            reason: bytes::Bytes::new(),
+        })
+    }
+
+    #[test]
+    fn handshake_failures_in_the_connect_classes() {
+        let at: SocketAddr = "127.0.0.1:4433".parse().unwrap();
+        let class = |e: &E| handshake(e, at).0;
+        assert_eq!(class(&E::TimedOut), ErrorClass::ConnectTimeout);
+        assert!(handshake(&E::TimedOut, at).1.contains("UDP port"));
+        assert_eq!(class(&E::VersionMismatch), ErrorClass::ConnectError);
+        assert_eq!(class(&E::Reset), ErrorClass::ConnectionReset);
+        // The server's TLS alerts: no h3 by ALPN, a client certificate refused, others.
+        let (alpn, why) = handshake(&closed(TransportErrorCode::crypto(120)), at);
+        assert_eq!(alpn, ErrorClass::TlsHandshake);
+        assert!(why.contains("h3 by ALPN"), "{why}");
+        assert_eq!(
+            class(&closed(TransportErrorCode::crypto(116))),
+            ErrorClass::TlsCertificate
+        );
+        assert_eq!(
+            class(&closed(TransportErrorCode::crypto(40))),
+            ErrorClass::TlsHandshake
+        );
+        assert_eq!(
+            class(&closed(TransportErrorCode::CONNECTION_REFUSED)),
+            ErrorClass::ConnectRefused
+        );
+        assert!(ErrorClass::ConnectRefused.is_connect_failure());
+    }
+
+    #[test]
+    fn a_lost_connection_by_how_it_was_lost() {
+        assert_eq!(quic_lost(&E::TimedOut).0, ErrorClass::RequestTimeout);
+        assert!(quic_lost(&E::TimedOut).1.contains("idled out"));
+        assert_eq!(quic_lost(&E::Reset).0, ErrorClass::ConnectionReset);
+        assert!(quic_lost(&E::Reset).1.contains("stateless reset"));
+        assert_eq!(
+            quic_lost(&closed(TransportErrorCode::crypto(40))).0,
+            ErrorClass::ConnectionReset
+        );
+    }
+}
