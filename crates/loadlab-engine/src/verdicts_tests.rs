@@ -169,3 +169,47 @@ fn a_long_runs_short_wait_does_not_excuse_the_generator() {
         late(120)
     );
 }
+
+/// The warnings of an empty HTTP/3 run whose UDP sockets got `rcvbuf` bytes of receive
+/// buffer.
+fn warnings_with_udp_rcvbuf(rcvbuf: Option<u64>) -> Vec<String> {
+    let config = RunSpec {
+        url: "https://127.0.0.1:1/".into(),
+        http3: true,
+        requests: Some(1),
+        ..RunSpec::default()
+    }
+    .validate()
+    .unwrap();
+    let outcome = RunOutcome {
+        address: "127.0.0.1:1".parse().unwrap(),
+        started_at: SystemTime::now(),
+        warmup: Duration::ZERO,
+        elapsed: Duration::from_secs(1),
+        interrupted: false,
+        recorder: Recorder::default(),
+        traffic: crate::timeline::TrafficLog::new(&config),
+        intervals: Vec::new(),
+        threads: Vec::new(),
+        nofile: None,
+        pm_qos: Ok(()),
+        steal: Vec::new(),
+        udp_rcvbuf_bytes: rcvbuf,
+    };
+    crate::summary::summarize(&config, &outcome).warnings
+}
+
+#[test]
+fn a_udp_receive_buffer_capped_by_the_kernel_is_warned_of_with_the_fix() {
+    let capped = warnings_with_udp_rcvbuf(Some(212_992));
+    let w = capped
+        .iter()
+        .find(|w| w.contains("UDP receive buffer"))
+        .expect("a warning");
+    assert!(w.contains("208 KiB, not the 4096 KiB asked"), "{w}");
+    assert!(w.contains("sysctl -w net.core.rmem_max=8388608"), "{w}");
+    for fine in [Some(4 << 20), None] {
+        let w = warnings_with_udp_rcvbuf(fine);
+        assert!(!w.iter().any(|w| w.contains("UDP receive buffer")), "{w:?}");
+    }
+}
