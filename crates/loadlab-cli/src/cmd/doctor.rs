@@ -99,7 +99,27 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             _ => print!("{}", render(&plan, &checks)),
         }
     }
+    // With a fleet, the load comes from its hosts: each is asked (it answers, may send load,
+    // and has room for its share of the connections); a host that cannot is a failure.
+    let mut fleet_failed = false;
+    if let Some(fleet) = args.run.generators.fleet()? {
+        let connections = args.run.connections.unwrap_or(50);
+        match fleet.check(connections) {
+            Ok(notes) => {
+                for note in notes {
+                    eprintln!("PASS  {note}");
+                }
+            }
+            Err(e) => {
+                eprintln!("FAIL  {e}");
+                fleet_failed = true;
+            }
+        }
+    }
     let worst = loadlab_machine::checks::worst(&checks);
+    if fleet_failed {
+        return Ok(ExitCode::from(1));
+    }
     Ok(
         if worst == CheckStatus::Fail || (args.run.strict && worst == CheckStatus::Warn) {
             ExitCode::from(1)
