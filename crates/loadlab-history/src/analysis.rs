@@ -41,6 +41,10 @@ impl Default for Options {
     }
 }
 
+/// How far (in robust standard deviations of the baseline revisions' medians) the newest
+/// revision's median must lie from theirs for the gate to call it a change.
+pub const REVISION_SCALES: f64 = 3.0;
+
 /// One revision's runs on one metric.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RevisionStat {
@@ -329,6 +333,24 @@ fn newest_check(
         };
         return check;
     };
+    // A revision's runs are taken back to back and share the machine's passing state (a
+    // neighbour's build, a cache), so they vary less among themselves than revisions do: a
+    // stretch judged changed must also stand out from the revisions before it, its median
+    // revision beyond `REVISION_SCALES` robust standard deviations (1.4826·MAD) of their
+    // medians, when there are enough of them to say (3 or more).
+    let revision_median = |i: usize| median_of(&columns[i].transformed);
+    let stands_out = |before: &[usize], after: &[usize]| {
+        let medians: Vec<f64> = before.iter().map(|&i| revision_median(i)).collect();
+        if medians.len() < 3 {
+            return true;
+        }
+        let centre = median_of(&medians);
+        let spread: Vec<f64> = medians.iter().map(|m| (m - centre).abs()).collect();
+        let sigma = 1.4826 * median_of(&spread);
+        let after: Vec<f64> = after.iter().map(|&i| revision_median(i)).collect();
+        (median_of(&after) - centre).abs() > REVISION_SCALES * sigma
+    };
+    let moved = moved.filter(|_| stands_out(&idx[start..last], &idx[last..]));
     // A change may have begun a few revisions back, too recently for the detector (it
     // needs `min_size` revisions after it): the stretch from each revision since `start` to
     // the newest is judged against the revisions before it, and the change begins where
@@ -341,7 +363,8 @@ fn newest_check(
                 &pooled(columns, &idx[start..from]),
                 &pooled(columns, &idx[from..=last]),
             )?;
-            m.map(|d| (from, size, p, d))
+            m.filter(|_| stands_out(&idx[start..from], &idx[from..=last]))
+                .map(|d| (from, size, p, d))
         })
         .min_by(|a, b| a.2.total_cmp(&b.2));
     check.verdict = match (moved, surest) {

@@ -255,3 +255,25 @@ fn the_gate_names_the_revision_a_change_begins_at_and_no_later_one() {
         assert_eq!(regressions, [25], "seed {seed}");
     }
 }
+
+/// Revisions that vary more than their runs do (runs back to back share the machine's
+/// passing state): a newest revision 6% off, within how revisions vary (3%), is unchanged
+/// however tight its own runs (nor did a change begin at a revision that happened to be
+/// high); 25% is a regression.
+#[test]
+fn the_newest_must_stand_out_from_how_revisions_vary() {
+    let mut rng = crate::support::Rng(77);
+    for (factor, regression) in [(1.06, false), (1.25, true)] {
+        let mut levels: Vec<f64> = (0..30).map(|_| rng.around(1000.0, 0.03)).collect();
+        levels.push(1000.0 * factor);
+        let points = history(&levels, 5, 0.001, 78, &same_env);
+        let h = analyse("tight", &points, 0, &[Metric::P99], &Options::default());
+        let verdict = &p99(&h).newest.as_ref().unwrap().verdict;
+        let want = if regression {
+            matches!(verdict, Newest::Regression { .. })
+        } else {
+            matches!(verdict, Newest::Unchanged { .. })
+        };
+        assert!(want, "{factor}: {verdict:?}");
+    }
+}
