@@ -363,3 +363,155 @@ fn a_fleet_run_is_exact_and_a_killed_generator_is_named() {
     let completed = doc["measured"]["requests"]["completed"].as_u64().unwrap();
     assert!((2_800..=3_300).contains(&completed), "{completed}");
 }
+
+/// `/__stats`'s request count of a `loadlab upstream` on the server's host.
+fn upstream_requests(fleet: &Fleet, port: u16) -> u64 {
+    let url = format!("http://{}:{port}/__stats", fleet.lab.server.1);
+    let out = in_ns(&fleet.lab.hosts[0].0, "curl")
+        .args(["-sf", &url])
+        .output()
+        .expect("curl");
+    let stats: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{url}: {e}: {}", text(&out)));
+    stats["requests"].as_u64().unwrap()
+}
+
+/// Every stored run of `db`, exported (through the coordinator's loadlab).
+fn stored_runs(fleet: &Fleet, db: &Path) -> Vec<Value> {
+    let db = db.to_str().unwrap();
+    let listed = fleet.loadlab(&["runs", "list", "-n", "100", "--db", db], |_| {});
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|id| id.parse::<u64>().is_ok())
+        .map(|id| {
+            let out = fleet.loadlab(&["runs", "export", id, "--db", db], |_| {});
+            let run: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            common::assert_valid(&run);
+            run
+        })
+        .collect()
+}
+
+/// An interleaved experiment over the fleet (two servers, 1 ms and 4 ms a request) gives the
+/// verdict one generator gives, and every request its runs issued reached its server: each
+/// server's own count is its runs' issued requests plus the one readiness check.
+#[test]
+fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
+    let _serial = serial();
+    let Some(mut fleet) = Fleet::new("experiment") else {
+        return;
+    };
+    let (sns, saddr) = fleet.lab.server.clone();
+    let mut upstreams = Vec::new();
+    for (port, delay) in [(9101u16, "1ms"), (9102, "4ms")] {
+        upstreams.push(
+            in_ns(&sns, LOADLAB)
+                .args(["upstream", "--host", &saddr.to_string(), "--port"])
+                .arg(port.to_string())
+                .args(["--delay", delay])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+    }
+    let experiment = |name: &str| {
+        let file = fleet.dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &file,
+            format!(
+                "name = \"{name}\"\nrepetitions = 5\nseed = 3\nwarmup = \"0s\"\nduration = \
+                 \"1s\"\ncooldown = \"0s\"\n[load]\nrate = 300\n[[variant]]\nname = \
+                 \"quick\"\nurl = \"http://{saddr}:9101\"\n[[variant]]\nname = \"slow\"\nurl \
+                 = \"http://{saddr}:9102\"\n"
+            ),
+        )
+        .unwrap();
+        file
+    };
+    // Wait for both servers.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline
+        && std::panic::catch_unwind(|| upstream_requests(&fleet, 9102)).is_err()
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = [
+        upstream_requests(&fleet, 9101),
+        upstream_requests(&fleet, 9102),
+    ];
+    let db = fleet.dir.join("fleet.db");
+    let fleet_file = fleet.file(&[0, 1, 2]);
+    let out = fleet.loadlab(&["experiment"], |c| {
+        c.arg(experiment("over-fleet"))
+            .arg("--generators")
+            .arg(&fleet_file)
+            .arg("--db")
+            .arg(&db);
+    });
+    assert!(out.status.success(), "{}", text(&out));
+    let over_fleet = text(&out);
+    let after = [
+        upstream_requests(&fleet, 9101),
+        upstream_requests(&fleet, 9102),
+    ];
+    let runs = stored_runs(&fleet, &db);
+    assert_eq!(runs.len(), 10, "{over_fleet}");
+    for (arm, port) in [("quick", 0usize), ("slow", 1)] {
+        let issued: u64 = runs
+            .iter()
+            .filter(|r| {
+                r["target"]["url"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!(":910{}", port + 1))
+            })
+            .map(|r| {
+                r["measured"]["requests"]["issued"].as_u64().unwrap()
+                    + r["warmup"]["requests"]["issued"].as_u64().unwrap_or(0)
+            })
+            .sum();
+        assert_eq!(
+            after[port] - before[port],
+            issued + 1,
+            "{arm}: the server counted {} requests; its runs issued {issued} (+1 readiness check)",
+            after[port] - before[port]
+        );
+        for r in runs.iter().filter(|r| r["shards"]["count"] == 3) {
+            assert_eq!(r["shards"]["reported"], serde_json::json!([1, 2, 3]));
+        }
+    }
+    // The same experiment from the coordinator alone: the same verdict on p50.
+    let local_db = fleet.dir.join("local.db");
+    let out = fleet.loadlab(&["experiment"], |c| {
+        c.arg(experiment("one-generator"))
+            .arg("--db")
+            .arg(&local_db);
+    });
+    assert!(out.status.success(), "{}", text(&out));
+    let alone = text(&out);
+    // The p50 row of the comparison table ("slow against ...", then a row per metric).
+    let verdict = |said: &str| {
+        said.lines()
+            .skip_while(|l| !l.contains("slow against"))
+            .find(|l| l.trim_start().starts_with("p50"))
+            .map(|l| {
+                if l.contains("slower") {
+                    "slower"
+                } else if l.contains("faster") {
+                    "faster"
+                } else {
+                    "other"
+                }
+            })
+            .unwrap_or("none")
+    };
+    assert_eq!(verdict(&over_fleet), "slower", "{over_fleet}");
+    assert_eq!(verdict(&over_fleet), verdict(&alone), "{alone}");
+    for mut u in upstreams {
+        let _ = u.kill();
+        let _ = u.wait();
+    }
+    fleet.generators.clear();
+}
