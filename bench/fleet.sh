@@ -66,11 +66,14 @@ for h in "${hosts[@]}"; do
 done
 run_in() { local ns=$tag$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
 
-run_in srv env HOST=169.254.141.1 PORT=8081 "$FIXTURE" --service-us "$SERVICE_US" >/dev/null 2>&1 &
+# Started with nsenter itself in the background (not through a function, whose subshell
+# would be the PID recorded, leaving the process it started behind when killed).
+nsenter --net="/run/netns/${tag}srv" -- env HOST=169.254.141.1 PORT=8081 \
+    "$FIXTURE" --service-us "$SERVICE_US" >/dev/null 2>&1 &
 pids+=($!)
 for g in g1 g2 g3 g4 g5 g6 g7; do
-    run_in "$g" "$LOADLAB" agent --generator --listen "$(addr "$g"):7070" \
-        --state-dir "$OUT/state-$g" >"$OUT/agent-$g.out" 2>&1 &
+    nsenter --net="/run/netns/$tag$g" -- "$LOADLAB" agent --generator \
+        --listen "$(addr "$g"):7070" --state-dir "$OUT/state-$g" >"$OUT/agent-$g.out" 2>&1 &
     pids+=($!)
 done
 for g in g1 g2 g3 g4 g5 g6 g7; do

@@ -405,7 +405,7 @@ fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
     let (sns, saddr) = fleet.lab.server.clone();
     let mut upstreams = Vec::new();
     for (port, delay) in [(9101u16, "1ms"), (9102, "4ms")] {
-        upstreams.push(
+        upstreams.push(Killed(
             in_ns(&sns, LOADLAB)
                 .args(["upstream", "--host", &saddr.to_string(), "--port"])
                 .arg(port.to_string())
@@ -414,7 +414,7 @@ fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap(),
-        );
+        ));
     }
     let experiment = |name: &str| {
         let file = fleet.dir.join(format!("{name}.toml"));
@@ -509,9 +509,16 @@ fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
     };
     assert_eq!(verdict(&over_fleet), "slower", "{over_fleet}");
     assert_eq!(verdict(&over_fleet), verdict(&alone), "{alone}");
-    for mut u in upstreams {
-        let _ = u.kill();
-        let _ = u.wait();
-    }
+    drop(upstreams);
     fleet.generators.clear();
+}
+
+/// A process killed (by PID) when dropped, also when the test fails.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
