@@ -277,13 +277,7 @@ fn reap(old: &Record) -> Vec<String> {
         }
     }
     for dir in groups_by_dir.iter().filter(|d| d.exists()) {
-        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
-            continue;
-        };
-        done.extend(loadlab_probe::cgroup::reap(
-            &[parent.to_path_buf()],
-            &name.to_string_lossy(),
-        ));
+        done.push(loadlab_probe::cgroup::reap_dir(dir));
     }
     done
 }

@@ -62,10 +62,18 @@ pub fn listeners(port: u16) -> Vec<u32> {
         return Vec::new();
     };
     let own = std::process::id();
+    let own_exe = std::fs::read_link("/proc/self/exe").ok();
+    // A child of loadlab between fork and exec holds loadlab's descriptors for a moment (a
+    // server being launched, a command run): it is loadlab still, not the listener.
+    let own_fork = |pid: u32| {
+        own_exe.is_some()
+            && std::fs::read_link(format!("/proc/{pid}/exe")).ok() == own_exe
+            && crate::procfs::parent_of(pid) == Some(own)
+    };
     procs
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != own)
+        .filter(|&pid| pid != own && !own_fork(pid))
         // One descriptor at a time, stopping at the listener: the machine checks run before
         // every run, and a busy host's processes hold tens of thousands of sockets.
         .filter(|&pid| crate::sockets::socket_inodes_iter(pid).any(|i| inodes.contains(&i)))
@@ -87,9 +95,16 @@ mod tests {
         assert_eq!(of_process(std::process::id()).as_ref(), Some(&mine));
         // A child that inherits the listening socket is found.
         let fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
-        // SAFETY: dup returns a new descriptor, which the OwnedFd then owns.
-        let dup =
-            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(libc::dup(fd)) };
+        // Close-on-exec, so that only the child it is given to holds it (a plain dup is
+        // inherited by every process another test starts meanwhile).
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) returns a new descriptor, which the OwnedFd owns.
+        let dup = unsafe {
+            <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(libc::fcntl(
+                fd,
+                libc::F_DUPFD_CLOEXEC,
+                0,
+            ))
+        };
         let mut child = std::process::Command::new("sleep")
             .arg("5")
             .stdin(std::process::Stdio::from(dup))

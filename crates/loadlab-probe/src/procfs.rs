@@ -58,6 +58,12 @@ pub fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// The parent of `pid`, from `/proc/PID/stat`.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_fields(&stat)?.get(1)?.parse().ok()
+}
+
 /// `pid` and all its descendants, found by walking every process's parent.
 pub fn tree(pid: u32) -> Vec<u32> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
@@ -70,10 +76,7 @@ pub fn tree(pid: u32) -> Vec<u32> {
             else {
                 continue;
             };
-            let parent = std::fs::read_to_string(format!("/proc/{child}/stat"))
-                .ok()
-                .and_then(|s| stat_fields(&s).and_then(|f| f.get(1)?.parse::<u32>().ok()));
-            if let Some(parent) = parent {
+            if let Some(parent) = parent_of(child) {
                 children.entry(parent).or_default().push(child);
             }
         }

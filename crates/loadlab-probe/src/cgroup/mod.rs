@@ -99,36 +99,23 @@ pub fn parents_for_new() -> Vec<PathBuf> {
     parents
 }
 
-/// Kills every process in the groups named `prefix*` under `parents` (by identity: see
-/// [`Cgroup::kill_all`]) and removes the groups: what a killed supervisor left. Returns what
-/// was done, a line per group.
-pub fn reap(parents: &[PathBuf], prefix: &str) -> Vec<String> {
-    let mut done = Vec::new();
-    for parent in parents {
-        let Ok(entries) = std::fs::read_dir(parent) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if !name.to_str().is_some_and(|n| n.starts_with(prefix)) || !entry.path().is_dir() {
-                continue;
-            }
-            let dir = entry.path();
-            let killed = remove_dirs(std::slice::from_ref(&dir));
-            let gone = !dir.exists();
-            done.push(format!(
-                "{} cgroup {}{}",
-                if gone { "removed" } else { "could not remove" },
-                dir.display(),
-                match killed {
-                    0 => String::new(),
-                    1 => " (1 process in it killed)".into(),
-                    n => format!(" ({n} processes in it killed)"),
-                }
-            ));
+/// Kills every process in the group at `dir` (by identity) and removes it; what was done.
+pub fn reap_dir(dir: &Path) -> String {
+    let killed = remove_dirs(&[dir.to_path_buf()]);
+    format!(
+        "{} cgroup {}{}",
+        if dir.exists() {
+            "could not remove"
+        } else {
+            "removed"
+        },
+        dir.display(),
+        match killed {
+            0 => String::new(),
+            1 => " (1 process in it killed)".into(),
+            n => format!(" ({n} processes in it killed)"),
         }
-    }
-    done
+    )
 }
 
 impl Cgroup {

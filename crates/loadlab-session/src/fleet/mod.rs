@@ -131,34 +131,7 @@ impl Fleet {
         let share = connections.div_ceil(self.generators.len().max(1)) as u64;
         let mut notes = Vec::new();
         for g in &self.generators {
-            let (mut client, hello) = loadlab_agent::client::AgentClient::connect(&g.endpoint)
-                .map_err(|e| SessionError::Invalid(format!("generator {}: {e}", g.name)))?;
-            if !hello.generator {
-                return Err(SessionError::Invalid(format!(
-                    "generator {} ({}) was started without --generator: start its agent with \
-                     --generator to let it send load",
-                    g.name, g.endpoint.url
-                )));
-            }
-            if let Some(busy) = &hello.load_busy {
-                return Err(SessionError::Invalid(format!(
-                    "generator {} ({}) is busy sending load for run {} from host {}: wait for \
-                     it, or use another generator",
-                    g.name,
-                    g.endpoint.url,
-                    busy.run.as_deref().unwrap_or("(unnamed)"),
-                    busy.client
-                )));
-            }
-            let host = client
-                .host_info(None)
-                .map_err(|e| SessionError::Invalid(format!("generator {}: {e}", g.name)))?;
-            if let Some(problem) = too_small(&host, share) {
-                return Err(SessionError::Invalid(format!(
-                    "generator {} ({}): {problem}",
-                    g.name, hello.hostname
-                )));
-            }
+            let (_, hello, host) = g.ready(share)?;
             notes.push(format!(
                 "generator {}: {} ({} cores, kernel {}), open files {}, local ports {}",
                 g.name,
@@ -172,6 +145,55 @@ impl Fleet {
             ));
         }
         Ok(notes)
+    }
+}
+
+impl Generator {
+    /// Connects to this generator and checks it can take a share of `share` connections:
+    /// it answers, speaks this protocol, has the generator role, is free, and its host has
+    /// room ([`too_small`]). What every run and every check starts with.
+    pub(crate) fn ready(
+        &self,
+        share: u64,
+    ) -> Result<
+        (
+            loadlab_agent::client::AgentClient,
+            loadlab_agent::protocol::Hello,
+            loadlab_agent::protocol::HostInfo,
+        ),
+        SessionError,
+    > {
+        let fail = |e: loadlab_agent::client::ClientError| {
+            SessionError::Invalid(format!("generator {}: {e}", self.name))
+        };
+        let (mut client, hello) =
+            loadlab_agent::client::AgentClient::connect(&self.endpoint).map_err(fail)?;
+        let refuse = |why: String| {
+            Err(SessionError::Invalid(format!(
+                "generator {} ({}) {why}",
+                self.name, self.endpoint.url
+            )))
+        };
+        if !hello.generator {
+            return refuse(
+                "was started without --generator: start its agent with --generator to let it \
+                 send load"
+                    .into(),
+            );
+        }
+        if let Some(busy) = &hello.load_busy {
+            return refuse(format!(
+                "is busy sending load for run {} from host {}: wait for it, or use another \
+                 generator",
+                busy.run.as_deref().unwrap_or("(unnamed)"),
+                busy.client
+            ));
+        }
+        let host = client.host_info(None).map_err(fail)?;
+        if let Some(problem) = too_small(&host, share) {
+            return refuse(format!("on {}: {problem}", hello.hostname));
+        }
+        Ok((client, hello, host))
     }
 }
 

@@ -61,27 +61,12 @@ impl Fleet {
         let count = u32::try_from(n).unwrap_or(u32::MAX);
         let local = LocalClock::new();
         let mut clients = Vec::with_capacity(n);
+        let share = connections_of(spec).div_ceil(n.max(1)) as u64;
         for g in &self.generators {
-            let fail = |e: loadlab_agent::client::ClientError| {
-                SessionError::Invalid(format!("generator {}: {e}", g.name))
-            };
-            let (mut client, hello) = AgentClient::connect(&g.endpoint).map_err(fail)?;
-            if !hello.generator {
-                return Err(SessionError::Invalid(format!(
-                    "generator {} ({}) was started without --generator: start its agent with \
-                     --generator to let it send load",
-                    g.name, g.endpoint.url
-                )));
-            }
-            let host = client.host_info(None).map_err(fail)?;
-            let share = connections_of(spec).div_ceil(n.max(1)) as u64;
-            if let Some(problem) = super::too_small(&host, share) {
-                return Err(SessionError::Invalid(format!(
-                    "generator {} ({}): {problem}",
-                    g.name, hello.hostname
-                )));
-            }
-            let estimate = client.estimate_clock(&local, 8).map_err(fail)?;
+            let (mut client, _, _) = g.ready(share)?;
+            let estimate = client
+                .estimate_clock(&local, 8)
+                .map_err(|e| SessionError::Invalid(format!("generator {}: {e}", g.name)))?;
             clients.push((client, estimate.offset_ns));
         }
         let start_ns = local.now_ns() + START_LEAD.as_nanos() as i64;
