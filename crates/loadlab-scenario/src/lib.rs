@@ -159,6 +159,18 @@ pub struct Scenario {
     pub steps: Vec<Step>,
     /// The file it came from, when it came from one.
     pub path: Option<PathBuf>,
+    /// What it was compiled from, whole: what a generator compiles the same scenario from.
+    pub source: ScenarioSource,
+}
+
+/// A scenario as it travels to a generator: its file (TOML), the `--var` overrides, and
+/// every file it names (feeders, bodies) by the name it gives them, with their contents.
+/// [`Scenario::from_source`] compiles it without reading a path.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScenarioSource {
+    pub text: String,
+    pub overrides: Vec<(String, String)>,
+    pub files: std::collections::BTreeMap<String, Vec<u8>>,
 }
 
 impl Scenario {
@@ -200,7 +212,23 @@ impl Scenario {
         base_dir: &Path,
         overrides: &[(String, String)],
     ) -> Result<Scenario, ScenarioError> {
-        compile::compile(file, base_dir, overrides)
+        compile::compile(file, compile::Files::dir(base_dir), overrides)
+    }
+
+    /// Compiles a scenario that travelled as its [`ScenarioSource`]: the same scenario as
+    /// the one it was taken from, and no file read (a name the scenario gives that did not
+    /// come with it is an error).
+    pub fn from_source(source: &ScenarioSource) -> Result<Scenario, ScenarioError> {
+        let file: file::ScenarioFile =
+            toml::from_str(&source.text).map_err(|e| ScenarioError::Syntax {
+                path: None,
+                message: e.to_string().trim_end().to_string(),
+            })?;
+        compile::compile(
+            &file,
+            compile::Files::Given(&source.files),
+            &source.overrides,
+        )
     }
 
     /// True when no request ever changes during the run (no capture, no feeder): every send

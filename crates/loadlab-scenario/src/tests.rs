@@ -364,3 +364,46 @@ fn every_example_journey_loads() {
     }
     assert!(loaded >= 3, "{loaded} journeys in {}", dir.display());
 }
+
+#[test]
+fn a_scenario_travels_whole_and_compiles_the_same_without_reading_a_path() {
+    let dir = std::env::temp_dir().join(format!("loadlab-scenario-src-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::write(dir.join("data/users.csv"), "USER\nann\nbob\ncy\n").unwrap();
+    std::fs::write(dir.join("order.json"), br#"{"sku": 7}"#).unwrap();
+    let text = r#"
+name = "shop"
+[variables]
+HOST = "127.0.0.1:1"
+[[feeders]]
+file = "data/users.csv"
+[[steps]]
+name = "home"
+url = "http://{{HOST}}/u/{{USER}}"
+[[steps]]
+name = "order"
+method = "post"
+url = "http://{{HOST}}/order"
+body.file = "order.json"
+"#;
+    let overrides = vec![("HOST".to_string(), "127.0.0.1:2".to_string())];
+    let here = Scenario::parse(text, &dir, &overrides).unwrap();
+    // Both files read, once, by the names the scenario gives them; and the overrides kept.
+    let names: Vec<&str> = here.source.files.keys().map(String::as_str).collect();
+    assert_eq!(names, ["data/users.csv", "order.json"]);
+    assert_eq!(here.source.files["order.json"], br#"{"sku": 7}"#);
+    assert_eq!(here.source.overrides, overrides);
+    // Elsewhere, with the directory gone: the same scenario, from what travelled alone.
+    std::fs::remove_dir_all(&dir).unwrap();
+    let there = Scenario::from_source(&here.source).unwrap();
+    assert_eq!(format!("{there:?}"), format!("{here:?}"));
+    assert_eq!(there.feeders[0].rows.len(), 3);
+    // A file that did not travel is named, and no path is tried.
+    let mut short = here.source.clone();
+    short.files.remove("order.json");
+    let e = Scenario::from_source(&short).unwrap_err().to_string();
+    assert!(
+        e.contains("order.json did not come with the scenario"),
+        "{e}"
+    );
+}

@@ -32,8 +32,22 @@ impl Session {
     pub fn run(&mut self, control: &RunControl) -> Result<SessionOutcome, SessionError> {
         let metrics_run = match self.metrics.as_ref() {
             Some(plan) => Some(
-                metrics::MetricsRun::start(plan, control, self.config.interval)
-                    .map_err(SessionError::Invalid)?,
+                metrics::MetricsRun::start(
+                    plan,
+                    control,
+                    self.config.interval,
+                    &self
+                        .fleet
+                        .as_ref()
+                        .map(|f| {
+                            f.generators
+                                .iter()
+                                .map(|g| g.name.clone())
+                                .collect::<Vec<_>>()
+                        })
+                        .unwrap_or_default(),
+                )
+                .map_err(SessionError::Invalid)?,
             ),
             None => None,
         };

@@ -3,9 +3,8 @@
 //! header, each finished interval, exact histograms included, then the shard's result).
 //!
 //! A load travels as data only: every file the user named (a body, a CA, a client
-//! certificate) is sent as its contents, so that the agent never reads a path a client
-//! names. A scenario does not travel yet (its files stay on the coordinator): the
-//! conversion refuses one, saying so.
+//! certificate, a scenario with its feeders and body files) is sent as its contents, so that
+//! the agent never reads a path a client names.
 
 use loadlab_engine::shard::Shard;
 use loadlab_engine::tls::{TlsSpec, TlsVersion};
@@ -53,7 +52,31 @@ pub struct WireLoad {
     /// This shard, from 0, of `shard_count`.
     pub shard_index: u32,
     pub shard_count: u32,
+    /// A scenario run instead of one request, whole (`url` then only redirects it, as
+    /// locally).
+    #[serde(default)]
+    pub scenario: Option<WireScenario>,
 }
+
+/// A scenario as it travels: its file, the `--var` overrides and the contents of every file
+/// it names, base64; the agent compiles it from these alone.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WireScenario {
+    pub text: String,
+    pub overrides: Vec<(String, String)>,
+    pub files: Vec<WireFile>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WireFile {
+    /// As the scenario names it.
+    pub name: String,
+    pub b64: String,
+}
+
+/// The most a scenario's files may weigh, together, to travel in one `POST /v1/loads`
+/// (base64 makes them a third larger).
+pub const MAX_SCENARIO_FILE_BYTES: usize = MAX_LOAD_BYTES / 4 * 3 - 64 * 1024;
 
 /// TLS settings with every file's contents, PEM.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -112,13 +135,10 @@ impl WireLoad {
     /// Shard `shard` of `spec`. A scenario is refused: its files stay here.
     pub fn from_spec(spec: &RunSpec, shard: Shard) -> Result<WireLoad, String> {
         use base64::Engine as _;
-        if spec.scenario.is_some() {
-            return Err(
-                "a scenario cannot be run by a generator fleet yet (its files stay on \
-                        this host): run it from one generator, or give the fleet a URL"
-                    .into(),
-            );
-        }
+        let scenario = match &spec.scenario {
+            None => None,
+            Some(s) => Some(WireScenario::of(&s.source)?),
+        };
         if spec.http3 {
             return Err(
                 "--http3 is not carried to a generator fleet yet (a generator would speak \
@@ -172,6 +192,7 @@ impl WireLoad {
             seed: spec.seed,
             shard_index: shard.index,
             shard_count: shard.count,
+            scenario,
         })
     }
 
@@ -238,7 +259,10 @@ impl WireLoad {
                 count: self.shard_count,
             }),
             start_at: None,
-            scenario: None,
+            scenario: match &self.scenario {
+                None => None,
+                Some(s) => Some(std::sync::Arc::new(s.compile()?)),
+            },
             pace: self.pace_ns.map(d),
             new_connection_share: self.new_connection_share,
             seed: self.seed,
@@ -246,6 +270,52 @@ impl WireLoad {
             // every field it sends.
             ..RunSpec::default()
         })
+    }
+}
+
+impl WireScenario {
+    /// A compiled scenario's source, ready to travel; too large a one is refused, saying so.
+    pub fn of(source: &loadlab_engine::scenario::ScenarioSource) -> Result<WireScenario, String> {
+        use base64::Engine as _;
+        let total: usize = source.files.values().map(Vec::len).sum::<usize>() + source.text.len();
+        if total > MAX_SCENARIO_FILE_BYTES {
+            return Err(format!(
+                "the scenario and the files it names weigh {:.1} MiB, more than a generator \
+                 takes ({:.1} MiB): split its feeder files, or run it from one generator",
+                total as f64 / 1_048_576.0,
+                MAX_SCENARIO_FILE_BYTES as f64 / 1_048_576.0
+            ));
+        }
+        Ok(WireScenario {
+            text: source.text.clone(),
+            overrides: source.overrides.clone(),
+            files: source
+                .files
+                .iter()
+                .map(|(name, bytes)| WireFile {
+                    name: name.clone(),
+                    b64: base64::engine::general_purpose::STANDARD.encode(bytes),
+                })
+                .collect(),
+        })
+    }
+
+    /// The scenario, compiled on the generator from what travelled: no path is read.
+    pub fn compile(&self) -> Result<loadlab_engine::scenario::Scenario, String> {
+        use base64::Engine as _;
+        let mut files = std::collections::BTreeMap::new();
+        for f in &self.files {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(&f.b64)
+                .map_err(|e| format!("load.scenario.files[{:?}] is not base64: {e}", f.name))?;
+            files.insert(f.name.clone(), bytes);
+        }
+        loadlab_engine::scenario::Scenario::from_source(&loadlab_engine::scenario::ScenarioSource {
+            text: self.text.clone(),
+            overrides: self.overrides.clone(),
+            files,
+        })
+        .map_err(|e| format!("load.scenario: {e}"))
     }
 }
 
@@ -298,5 +368,39 @@ mod tests {
         let mut bad = back.clone();
         bad.shard_index = 3;
         assert!(bad.to_spec().unwrap_err().contains("shard"));
+    }
+
+    #[test]
+    fn a_scenario_crosses_the_wire_with_its_files_and_too_big_a_one_is_refused() {
+        use loadlab_engine::scenario::{Scenario, ScenarioSource};
+        let source = ScenarioSource {
+            text: "name = \"s\"\n[[feeders]]\nfile = \"u.csv\"\n[[steps]]\nname = \"a\"\n\
+                   url = \"http://127.0.0.1:1/u/{{USER}}\"\n"
+                .into(),
+            overrides: vec![("X".into(), "1".into())],
+            files: [("u.csv".to_string(), b"USER\nann\nbob\n".to_vec())].into(),
+        };
+        let here = std::sync::Arc::new(Scenario::from_source(&source).unwrap());
+        let spec = RunSpec {
+            connections: Some(4),
+            scenario: Some(here.clone()),
+            ..RunSpec::default()
+        };
+        let wire = WireLoad::from_spec(&spec, Shard { index: 1, count: 2 }).unwrap();
+        let back: WireLoad = serde_json::from_slice(&serde_json::to_vec(&wire).unwrap()).unwrap();
+        let there = back.to_spec().unwrap().scenario.unwrap();
+        assert_eq!(format!("{there:?}"), format!("{here:?}"));
+        assert_eq!(there.source.files["u.csv"], b"USER\nann\nbob\n");
+
+        let mut big = source.clone();
+        big.files
+            .insert("big.csv".into(), vec![b'x'; MAX_SCENARIO_FILE_BYTES]);
+        let e = WireScenario::of(&big).unwrap_err();
+        assert!(e.contains("more than a generator takes"), "{e}");
+        // A file sent under another name than the scenario gives it is not looked for on disk.
+        let mut renamed = back.scenario.clone().unwrap();
+        renamed.files[0].name = "/etc/passwd".into();
+        let e = renamed.compile().unwrap_err();
+        assert!(e.contains("u.csv did not come with the scenario"), "{e}");
     }
 }

@@ -36,6 +36,25 @@ pub(super) struct ControlInner {
     /// Where the next run streams its finished intervals, if anywhere.
     pub(super) sink: Mutex<Option<SinkSlot>>,
     pub(super) stream_report: Mutex<Option<StreamReport>>,
+    /// A run driven elsewhere ([`RunControl::begin_external`]): its parts' counters hold only
+    /// what their intervals told (no requests in flight, no connections open).
+    pub(super) external: AtomicBool,
+    /// Who sees each part's own intervals in such a run, until it finishes.
+    pub(super) part_observers: Mutex<Vec<PartSlot>>,
+}
+
+/// Sees each part's own finished intervals in a run driven elsewhere (the shards of a
+/// generator fleet), as they arrive, before they are merged.
+pub trait PartObserver: Send {
+    fn interval(&mut self, part: usize, interval: &loadlab_result::IntervalSummary);
+}
+
+pub(super) struct PartSlot(Box<dyn PartObserver>);
+
+impl std::fmt::Debug for PartSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PartObserver")
+    }
 }
 
 pub(super) struct SinkSlot(pub(super) Box<dyn IntervalSink>);
@@ -58,6 +77,9 @@ pub struct ProgressSnapshot {
     pub in_flight: u64,
     /// Connections open now.
     pub connections_open: u64,
+    /// The run is driven elsewhere (a fleet's shards): `in_flight` and `connections_open`
+    /// are not known here (they read 0).
+    pub remote: bool,
 }
 
 impl ProgressSnapshot {
@@ -141,12 +163,40 @@ impl RunControl {
             progress.clear();
             progress.extend(counters.iter().cloned());
         }
+        self.inner.external.store(true, Ordering::Release);
         (self.take_sink(), counters)
     }
 
-    /// What feeding the sink of [`RunControl::begin_external`] came to.
+    /// What feeding the sink of [`RunControl::begin_external`] came to; the part observers
+    /// are let go.
     pub fn finish_external(&self, report: StreamReport) {
         self.set_stream_report(report);
+        if let Ok(mut o) = self.inner.part_observers.lock() {
+            o.clear();
+        }
+    }
+
+    /// In the next run driven elsewhere, shows each part's own intervals to `observer` as
+    /// the driver gets them ([`RunControl::part_interval`]); dropped when that run finishes.
+    pub fn observe_parts(&self, observer: Box<dyn PartObserver>) {
+        if let Ok(mut o) = self.inner.part_observers.lock() {
+            o.push(PartSlot(observer));
+        }
+    }
+
+    /// The driver of a run driven elsewhere hands part `part`'s interval to the observers.
+    pub fn part_interval(&self, part: usize, interval: &loadlab_result::IntervalSummary) {
+        if let Ok(mut observers) = self.inner.part_observers.lock() {
+            for o in observers.iter_mut() {
+                o.0.interval(part, interval);
+            }
+        }
+    }
+
+    /// Part `part`'s counters in a run driven elsewhere (a worker thread's in the engine's).
+    pub fn progress_of(&self, part: usize) -> Option<ProgressSnapshot> {
+        let t = self.inner.progress.lock().ok()?.get(part).cloned()?;
+        Some(self.snapshot(std::slice::from_ref(&t)))
     }
 
     pub(super) fn take_sink(&self) -> Option<Box<dyn IntervalSink>> {
@@ -169,6 +219,16 @@ impl RunControl {
     }
 
     pub fn progress(&self) -> ProgressSnapshot {
+        let threads = self
+            .inner
+            .progress
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default();
+        self.snapshot(&threads)
+    }
+
+    fn snapshot(&self, threads: &[Arc<ThreadProgress>]) -> ProgressSnapshot {
         let elapsed = self
             .inner
             .started
@@ -176,14 +236,9 @@ impl RunControl {
             .ok()
             .and_then(|s| s.map(|s| s.elapsed()))
             .unwrap_or_default();
-        let threads = self
-            .inner
-            .progress
-            .lock()
-            .map(|p| p.clone())
-            .unwrap_or_default();
         let mut snap = ProgressSnapshot {
             elapsed,
+            remote: self.inner.external.load(Ordering::Acquire),
             ..ProgressSnapshot::default()
         };
         for t in threads {

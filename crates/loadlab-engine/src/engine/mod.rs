@@ -33,7 +33,7 @@ use crate::schedule::{Profile, Stage};
 use crate::stats::Recorder;
 use crate::sys;
 use budget::SharedBudget;
-pub use control::{ProgressSnapshot, RunControl, ThreadProgress};
+pub use control::{PartObserver, ProgressSnapshot, RunControl, ThreadProgress};
 pub(crate) use scenario::pacer::offered_per_s;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;

@@ -5,7 +5,6 @@ use super::Vars;
 use crate::error::{invalid, ScenarioError};
 use crate::file::{BodyFile, MultipartValue};
 use crate::template::{Escape, Template};
-use std::path::Path;
 
 /// The boundary of multipart bodies: fixed, so a constant body is encoded once.
 pub(crate) const MULTIPART_BOUNDARY: &str = "loadlab-form-boundary-7MA4YWxkTrZu0gW";
@@ -13,7 +12,7 @@ pub(crate) const MULTIPART_BOUNDARY: &str = "loadlab-form-boundary-7MA4YWxkTrZu0
 pub(super) fn compile(
     body: &BodyFile,
     vars: &Vars,
-    base_dir: &Path,
+    files: &super::Files<'_>,
     item: &str,
     field: &str,
 ) -> Result<(Template, Option<String>), ScenarioError> {
@@ -39,17 +38,9 @@ pub(super) fn compile(
         ));
     }
     let read = |file: &str, f: &str| -> Result<Vec<u8>, ScenarioError> {
-        let path = base_dir.join(file);
-        std::fs::read(&path).map_err(|e| {
-            invalid(
-                item,
-                format!("{field}.{f}"),
-                format!(
-                    "cannot read {} ({e}); the path is relative to the scenario file",
-                    path.display()
-                ),
-            )
-        })
+        files
+            .read(file)
+            .map_err(|m| invalid(item, format!("{field}.{f}"), m))
     };
     if let Some(raw) = &body.raw {
         let t = vars.template(raw, Escape::None, item, &format!("{field}.raw"))?;
@@ -91,7 +82,7 @@ pub(super) fn compile(
                 }
                 MultipartValue::File { file } => {
                     let bytes = read(file, &format!("multipart.{name}"))?;
-                    let filename = Path::new(file)
+                    let filename = std::path::Path::new(file)
                         .file_name()
                         .map_or_else(|| file.clone(), |f| f.to_string_lossy().into_owned());
                     t.push_lit(

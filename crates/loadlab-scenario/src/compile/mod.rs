@@ -3,7 +3,9 @@
 //! pass (name, mode, variables and their slots, feeders, base URL, steps, think times); a
 //! step's requests are in `request` (their URLs in `url`), its captures and checks in
 //! `response`, the body forms in `body`. Nothing here does I/O beyond reading the feeder and
-//! body files named by the scenario, once, at load.
+//! body files named by the scenario, once, at load, through [`Files`]: from the scenario's
+//! directory (each file kept, so that the scenario can travel whole to a generator), or from
+//! the files that travelled with it (a generator never reads a path its coordinator names).
 
 mod body;
 mod request;
@@ -19,8 +21,63 @@ use crate::think::{parse_duration, Think};
 use crate::{Mode, Origin, Scenario, Step, VarSource, Variable};
 use request::{compile_requests, RequestCtx};
 use response::{compile_capture, compile_check};
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+
+/// Where the files a scenario names are read from.
+pub(crate) enum Files<'a> {
+    /// Relative to this directory (the scenario file's); what was read is kept.
+    Dir {
+        base: &'a Path,
+        read: RefCell<BTreeMap<String, Vec<u8>>>,
+    },
+    /// Only these, by the name the scenario gives: the files that came with it.
+    Given(&'a BTreeMap<String, Vec<u8>>),
+}
+
+impl Files<'_> {
+    pub(crate) fn dir(base: &Path) -> Files<'_> {
+        Files::Dir {
+            base,
+            read: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// The file the scenario calls `name`; the error says what to do.
+    pub(crate) fn read(&self, name: &str) -> Result<Vec<u8>, String> {
+        match self {
+            Files::Dir { base, read } => {
+                if let Some(bytes) = read.borrow().get(name) {
+                    return Ok(bytes.clone());
+                }
+                let path = base.join(name);
+                let bytes = std::fs::read(&path).map_err(|e| {
+                    format!(
+                        "cannot read {} ({e}); the path is relative to the scenario file",
+                        path.display()
+                    )
+                })?;
+                read.borrow_mut().insert(name.to_string(), bytes.clone());
+                Ok(bytes)
+            }
+            Files::Given(files) => files.get(name).cloned().ok_or_else(|| {
+                format!(
+                    "{name} did not come with the scenario (its coordinator sends every file \
+                     the scenario names): send the scenario again from a current loadlab"
+                )
+            }),
+        }
+    }
+
+    /// Every file read, by name.
+    fn into_read(self) -> BTreeMap<String, Vec<u8>> {
+        match self {
+            Files::Dir { read, .. } => read.into_inner(),
+            Files::Given(files) => files.clone(),
+        }
+    }
+}
 
 /// The variables as templates see them.
 struct Vars {
@@ -54,7 +111,7 @@ impl Vars {
 
 pub(crate) fn compile(
     file: &ScenarioFile,
-    base_dir: &Path,
+    files: Files<'_>,
     overrides: &[(String, String)],
 ) -> Result<Scenario, ScenarioError> {
     if file.name.trim().is_empty() {
@@ -127,15 +184,12 @@ pub(crate) fn compile(
                 ))
             }
         };
-        let path = base_dir.join(&f.file);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let bytes = files.read(&f.file).map_err(|m| invalid(&item, "file", m))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
             invalid(
                 &item,
                 "file",
-                format!(
-                    "cannot read {} ({e}); the path is relative to the scenario file",
-                    path.display()
-                ),
+                format!("{} is not UTF-8 text; save the CSV as UTF-8", f.file),
             )
         })?;
         let (columns, rows) = parse_csv(&text).map_err(|m| invalid(&item, "file", m))?;
@@ -207,7 +261,7 @@ pub(crate) fn compile(
         let ctx = RequestCtx {
             vars: &vars,
             base: base.as_ref(),
-            base_dir,
+            files: &files,
             defaults: &defaults.headers,
             item: &item,
         };
@@ -262,6 +316,15 @@ pub(crate) fn compile(
     for step in &mut steps {
         step.weight /= heaviest;
     }
+    // The scenario as it can travel: the file as TOML (what it was compiled from, whether it
+    // came as text or was built in memory), the overrides, the files it read.
+    let text = toml::to_string(file).map_err(|e| {
+        invalid(
+            "scenario",
+            "file",
+            format!("cannot be written back as TOML ({e}); report this as a bug"),
+        )
+    })?;
     Ok(Scenario {
         name: file.name.clone(),
         description: file.description.clone(),
@@ -272,6 +335,11 @@ pub(crate) fn compile(
         feeders,
         steps,
         path: None,
+        source: crate::ScenarioSource {
+            text,
+            overrides: overrides.to_vec(),
+            files: files.into_read(),
+        },
     })
 }
 

@@ -9,13 +9,12 @@ use crate::file::{OrderedMap, RequestFile, StepFile};
 use crate::request::Request;
 use crate::template::{Escape, Template};
 use crate::Origin;
-use std::path::Path;
 
 /// What every request of a step is compiled against.
 pub(super) struct RequestCtx<'a> {
     pub(super) vars: &'a Vars,
     pub(super) base: Option<&'a (Origin, String)>,
-    pub(super) base_dir: &'a Path,
+    pub(super) files: &'a super::Files<'a>,
     pub(super) defaults: &'a OrderedMap<String>,
     pub(super) item: &'a str,
 }
@@ -147,7 +146,7 @@ fn compile_request(
         }
     }
     let (body, content_type) = match &r.body {
-        Some(b) => body::compile(b, ctx.vars, ctx.base_dir, item, &field("body"))?,
+        Some(b) => body::compile(b, ctx.vars, ctx.files, item, &field("body"))?,
         None => (Template::default(), None),
     };
     Ok(Request::new(

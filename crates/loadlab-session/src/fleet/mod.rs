@@ -13,6 +13,9 @@
 //! agent client) nor print: what a person should know comes back as notes and warnings.
 
 mod run;
+mod source;
+
+pub use source::FleetSource;
 
 use crate::{AgentEndpoint, SessionError};
 use serde::Deserialize;

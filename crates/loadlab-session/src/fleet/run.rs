@@ -121,6 +121,7 @@ impl Fleet {
             written: 0,
             error: None,
             start: start_instant,
+            control: control.clone(),
         }
         .drive(rx);
         for p in pollers {
@@ -225,6 +226,9 @@ struct Merger {
     written: u64,
     error: Option<String>,
     start: Instant,
+    /// Shows each generator's own intervals to the run's part observers (`--metrics-out`'s
+    /// series per generator).
+    control: RunControl,
 }
 
 impl Merger {
@@ -234,6 +238,7 @@ impl Merger {
                 Event::Header(i, h) => self.headers[i] = Some(*h),
                 Event::Intervals(i, ivs) => {
                     for iv in &ivs {
+                        self.control.part_interval(i, iv);
                         self.progress[i]
                             .completed
                             .fetch_add(iv.completed, Ordering::Relaxed);

@@ -5,6 +5,7 @@
 //! lock held for a clone.
 
 use loadlab_engine::collector::IntervalSink;
+use loadlab_engine::PartObserver;
 use loadlab_engine::{RunControl, RunResult};
 use loadlab_metrics::IntervalFigures;
 use loadlab_result::IntervalSummary;
@@ -40,17 +41,7 @@ impl IntervalSink for LatestInterval {
     }
 
     fn interval(&mut self, interval: &IntervalSummary) -> Result<(), String> {
-        if let Ok(mut latest) = self.0.lock() {
-            let mut kept = interval.clone();
-            kept.histogram = None;
-            kept.server = None;
-            if kept.partial {
-                latest.any = Some(kept);
-            } else {
-                latest.whole = Some(kept.clone());
-                latest.any = Some(kept);
-            }
-        }
+        keep(&self.0, interval);
         Ok(())
     }
 
@@ -59,9 +50,45 @@ impl IntervalSink for LatestInterval {
     }
 }
 
+fn keep(latest: &Mutex<Latest>, interval: &IntervalSummary) {
+    if let Ok(mut latest) = latest.lock() {
+        let mut kept = interval.clone();
+        kept.histogram = None;
+        kept.server = None;
+        if kept.partial {
+            latest.any = Some(kept);
+        } else {
+            latest.whole = Some(kept.clone());
+            latest.any = Some(kept);
+        }
+    }
+}
+
+/// Keeps the last finished intervals of each part of a run driven elsewhere (each
+/// generator of a fleet), for the series sent per part.
+pub struct LatestOfParts(pub Vec<Arc<Mutex<Latest>>>);
+
+impl PartObserver for LatestOfParts {
+    fn interval(&mut self, part: usize, interval: &IntervalSummary) {
+        if let Some(latest) = self.0.get(part) {
+            keep(latest, interval);
+        }
+    }
+}
+
+/// Whose figures a live feed sends.
+#[derive(Debug, Clone, Copy)]
+pub enum Whose {
+    /// The whole run's (with this process's CPU: the generator's, when it is the engine).
+    Run,
+    /// Part `n` of a run driven elsewhere (a fleet's generator `n`).
+    Part(usize),
+}
+
 /// What the feeds send while the run goes; after the run, its final figures (`last`).
 pub fn live_figures(
     control: RunControl,
+    whose: Whose,
     last: Arc<Mutex<Option<IntervalFigures>>>,
     latest: Arc<Mutex<Latest>>,
 ) -> impl FnMut() -> IntervalFigures + Send + 'static {
@@ -71,9 +98,11 @@ pub fn live_figures(
         if let Some(f) = last.lock().ok().and_then(|f| f.clone()) {
             return f;
         }
-        let snap = control.progress();
+        let (snap, cpu_ns) = match whose {
+            Whose::Run => (control.progress(), loadlab_probe::procfs::cpu_ns(pid)),
+            Whose::Part(n) => (control.progress_of(n).unwrap_or_default(), None),
+        };
         let now = Instant::now();
-        let cpu_ns = loadlab_probe::procfs::cpu_ns(pid);
         let (achieved_per_s, generator_cpu_cores) = match prev {
             Some((completed, at, cpu)) => {
                 let dt = now.duration_since(at).as_secs_f64().max(1e-3);
@@ -95,8 +124,9 @@ pub fn live_figures(
                     .into_iter()
                     .map(|(class, n)| (class.to_string(), n)),
             ),
-            in_flight: Some(snap.in_flight),
-            connections_open: Some(snap.connections_open),
+            // A run driven elsewhere tells neither here: not sent, rather than sent as 0.
+            in_flight: (!snap.remote).then_some(snap.in_flight),
+            connections_open: (!snap.remote).then_some(snap.connections_open),
             generator_cpu_cores,
             ..IntervalFigures::default()
         };
@@ -138,7 +168,7 @@ fn quantiles(i: &IntervalSummary) -> Vec<(f64, f64)> {
 pub fn final_figures(
     result: &RunResult,
     latest: &Mutex<Latest>,
-    connections_open: u64,
+    connections_open: Option<u64>,
 ) -> IntervalFigures {
     let warm = result.warmup.as_ref().map(|w| &w.requests);
     let m = &result.measured.requests;
@@ -168,13 +198,73 @@ pub fn final_figures(
         in_flight: Some(result.in_flight_at_end),
         latency_quantiles_s: last.as_ref().map(quantiles).unwrap_or_default(),
         generator_cpu_cores: None,
-        connections_open: Some(connections_open),
+        connections_open,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::by_class;
+    use super::*;
+
+    fn interval(achieved_per_s: f64, p99_ms: f64) -> IntervalSummary {
+        IntervalSummary {
+            start_s: 1.0,
+            duration_s: 1.0,
+            partial: false,
+            warmup: false,
+            offered_per_s: None,
+            connections: None,
+            achieved_per_s,
+            completed: achieved_per_s as u64,
+            failed: 0,
+            p50_us: None,
+            p90_us: None,
+            p99_us: Some(p99_ms * 1000.0),
+            max_us: None,
+            bytes_sent: 0,
+            bytes_received: 0,
+            steal: None,
+            histogram: None,
+            server: None,
+        }
+    }
+
+    #[test]
+    fn each_generator_of_a_fleet_has_figures_of_its_own_and_the_unknown_is_not_sent() {
+        let control = RunControl::new();
+        let latest: Vec<Arc<Mutex<Latest>>> = vec![Arc::default(), Arc::default()];
+        control.observe_parts(Box::new(LatestOfParts(latest.clone())));
+        let (_, progress) = control.begin_external(Instant::now(), 2);
+        progress[0]
+            .completed
+            .fetch_add(30, std::sync::atomic::Ordering::Relaxed);
+        progress[1]
+            .completed
+            .fetch_add(70, std::sync::atomic::Ordering::Relaxed);
+        control.part_interval(0, &interval(30.0, 4.0));
+        control.part_interval(1, &interval(70.0, 12.0));
+
+        let none = || Arc::new(Mutex::new(None));
+        let second = live_figures(control.clone(), Whose::Part(1), none(), latest[1].clone())();
+        assert_eq!(second.completed_total, 70);
+        assert_eq!(second.achieved_per_s, 70.0);
+        assert_eq!(second.latency_quantiles_s, vec![(0.99, 0.012)]);
+        assert_eq!((second.in_flight, second.connections_open), (None, None));
+        let first = live_figures(control.clone(), Whose::Part(0), none(), latest[0].clone())();
+        assert_eq!(first.latency_quantiles_s, vec![(0.99, 0.004)]);
+        // The whole run: both generators' counts; what no agent reports live is not sent.
+        let all = live_figures(control.clone(), Whose::Run, none(), Arc::default())();
+        assert_eq!(all.completed_total, 100);
+        assert_eq!((all.in_flight, all.connections_open), (None, None));
+
+        // Once the run is over its observers are let go: a late interval changes nothing.
+        control.finish_external(loadlab_engine::collector::StreamReport::default());
+        control.part_interval(0, &interval(999.0, 1.0));
+        assert_eq!(
+            latest[0].lock().unwrap().best().unwrap().achieved_per_s,
+            30.0
+        );
+    }
 
     #[test]
     fn every_class_is_sent_from_zero_and_repeated_classes_are_summed() {

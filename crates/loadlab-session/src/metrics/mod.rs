@@ -17,7 +17,7 @@ pub use loadlab_metrics::http::HttpOptions;
 pub use loadlab_metrics::sender::OutTarget;
 pub use loadlab_metrics::{RunLabels, Selector};
 
-use live::{final_figures, live_figures, LatestInterval};
+use live::{final_figures, live_figures, LatestInterval, LatestOfParts, Whose};
 use loadlab_engine::{RunControl, RunResult};
 use loadlab_metrics::live::{sender_note, LiveFeed};
 use loadlab_metrics::scraper::{Scraper, ScraperConfig};
@@ -30,6 +30,8 @@ use std::time::{Duration, Instant};
 const END_WAIT: Duration = Duration::from_secs(3);
 /// Intervals a sender may queue before dropping.
 const QUEUE_LEN: usize = 64;
+/// The `shard` label of a fleet's merged series (each generator's are labelled with its name).
+pub const ALL_SHARDS: &str = "all";
 
 /// What to scrape, send and ask around each run: checked by the caller (every URL parsed).
 #[derive(Debug, Clone, Default)]
@@ -62,6 +64,8 @@ pub struct MetricsRun {
     interval: Duration,
     scraper: Option<(Scraper, Instant)>,
     feeds: Vec<LiveFeed>,
+    /// A fleet's: one feed per generator and `--metrics-out`.
+    part_feeds: Vec<LiveFeed>,
     /// The last finished interval the run showed (its timeline may be kept elsewhere).
     latest: Arc<Mutex<live::Latest>>,
     /// The run's own final figures, once it ended: the feeds' last offer.
@@ -70,10 +74,13 @@ pub struct MetricsRun {
 
 impl MetricsRun {
     /// Starts the scraper and one live feed per `--metrics-out`; `interval` is the run's.
+    /// `parts`: the names of a fleet's generators, when the run is theirs: each gets series
+    /// of its own (labelled `shard="NAME"`) beside the merged ones (`shard="all"`).
     pub fn start(
         plan: &MetricsPlan,
         control: &RunControl,
         interval: Duration,
+        parts: &[String],
     ) -> Result<MetricsRun, String> {
         let scraper = if plan.scrape_urls.is_empty() {
             None
@@ -97,31 +104,56 @@ impl MetricsRun {
             // that keeps the timeline when one does (`loadlab run`'s spill file).
             control.observe_intervals(Box::new(LatestInterval(Arc::clone(&latest))));
         }
+        let mut labels = plan.labels.clone();
+        let part_latest: Vec<Arc<Mutex<live::Latest>>> = if plan.outs.is_empty() {
+            Vec::new()
+        } else {
+            parts.iter().map(|_| Arc::default()).collect()
+        };
+        if !part_latest.is_empty() {
+            control.observe_parts(Box::new(LatestOfParts(part_latest.clone())));
+            if labels.shard.is_empty() {
+                labels.shard = ALL_SHARDS.into();
+            }
+        }
         let mut feeds = Vec::new();
+        let mut part_feeds = Vec::new();
         for target in &plan.outs {
             let mut target = target.clone();
             target.http = plan.http.clone();
-            let out = MetricsOut::start(
-                target,
-                plan.labels.clone(),
-                live::unix_ms(),
-                QUEUE_LEN,
-                END_WAIT,
-            );
-            feeds.push(
+            let feed = |labels: RunLabels, whose, last, latest| {
+                let out =
+                    MetricsOut::start(target.clone(), labels, live::unix_ms(), QUEUE_LEN, END_WAIT);
                 LiveFeed::start(
                     out,
                     interval,
-                    live_figures(control.clone(), Arc::clone(&last), Arc::clone(&latest)),
+                    live_figures(control.clone(), whose, last, latest),
                 )
-                .map_err(|e| format!("cannot start the --metrics-out thread: {e}"))?,
-            );
+                .map_err(|e| format!("cannot start the --metrics-out thread: {e}"))
+            };
+            feeds.push(feed(
+                labels.clone(),
+                Whose::Run,
+                Arc::clone(&last),
+                Arc::clone(&latest),
+            )?);
+            for (n, (name, latest)) in parts.iter().zip(&part_latest).enumerate() {
+                let mut labels = labels.clone();
+                labels.shard = name.clone();
+                part_feeds.push(feed(
+                    labels,
+                    Whose::Part(n),
+                    Arc::default(),
+                    Arc::clone(latest),
+                )?);
+            }
         }
         Ok(MetricsRun {
             plan: plan.clone(),
             interval,
             scraper,
             feeds,
+            part_feeds,
             latest,
             last,
         })
@@ -153,7 +185,12 @@ impl MetricsRun {
             }
         }
         if !self.feeds.is_empty() {
-            let figures = final_figures(result, &self.latest, control.progress().connections_open);
+            let snap = control.progress();
+            let figures = final_figures(
+                result,
+                &self.latest,
+                (!snap.remote).then_some(snap.connections_open),
+            );
             if let Ok(mut last) = self.last.lock() {
                 *last = Some(figures);
             }
@@ -168,6 +205,20 @@ impl MetricsRun {
                         result.warnings.push(note.clone());
                     }
                     lines.push(note);
+                }
+            }
+            // Each generator's own series: their sends named only when some failed.
+            for feed in self.part_feeds {
+                if let Some(report) = feed.finish(END_WAIT) {
+                    if report.failed + report.dropped > 0 || report.abandoned {
+                        let note = format!(
+                            "{} (a generator's own series); run_id {}",
+                            sender_note(&report),
+                            self.plan.labels.run_id
+                        );
+                        result.warnings.push(note.clone());
+                        lines.push(note);
+                    }
                 }
             }
         }
