@@ -356,4 +356,32 @@ fn saved_runs_know_their_revision_and_branch() {
         .map(|c| (c.2 .0.to_string(), c.2 .1.to_string()))
         .collect();
     assert_eq!(got, want);
+    // `runs list` and `runs show` say what each run measured; a commit hash shortened.
+    let runs_cmd = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+            .arg("runs")
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let list = runs_cmd(&["list"]);
+    assert!(
+        list.contains("tag prov, revision f1a9 on flagged"),
+        "{list}"
+    );
+    assert!(
+        list.contains(&format!("revision {} on topic", &head[..12])),
+        "{list}"
+    );
+    assert!(!list.contains(&head), "a commit hash is shortened: {list}");
+    let last = runs.last().unwrap().row.id.to_string();
+    let shown = runs_cmd(&["show", &last]);
+    assert!(
+        shown.contains(&format!("measured revision {} on topic", &head[..12])),
+        "{shown}"
+    );
 }

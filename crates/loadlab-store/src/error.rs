@@ -47,6 +47,11 @@ pub enum StoreError {
     NoRun(RunId),
     #[error("no run is tagged `{0}`: see `loadlab runs list`")]
     NoTag(String),
+    #[error(
+        "no completed run of a scenario named `{0}` (its file's `name`): check it with \
+         `loadlab runs show ID`"
+    )]
+    NoScenario(String),
     #[error("no experiment with id {0}: see `loadlab runs list`")]
     NoExperimentId(ExperimentId),
     #[error("no experiment is named `{0}`: see `loadlab runs list`")]

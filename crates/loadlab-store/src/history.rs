@@ -1,5 +1,5 @@
-//! Runs read as a history: the completed runs of one series (every run saved under a tag, or
-//! one variant of every experiment of a name), each with its revision, branch and
+//! Runs read as a history: the completed runs of one series (every run saved under a tag,
+//! one variant of every experiment of a name, or every run of a scenario), each with its revision, branch and
 //! environment, in the order they were stored. This module must not order revisions, group
 //! runs or judge them: that is `loadlab-history`'s job, which takes this as its only input.
 
@@ -16,11 +16,17 @@ pub enum Series {
     /// `EXPERIMENT:variant`: that variant's runs in every experiment of that name (not only
     /// the latest, as `compare` takes), since a history spans many invocations.
     Variant { experiment: String, variant: String },
+    /// `scenario=NAME`: every run of the scenario of that name (its file's `name`), whether
+    /// run alone, under a tag or in an experiment.
+    Scenario(String),
 }
 
 impl Series {
-    /// `EXPERIMENT:variant`, else a tag.
+    /// `scenario=NAME`, `EXPERIMENT:variant`, else a tag.
     pub fn parse(spec: &str) -> Series {
+        if let Some(name) = spec.trim().strip_prefix("scenario=") {
+            return Series::Scenario(name.trim().to_string());
+        }
         match spec.trim().split_once(':') {
             Some((experiment, variant)) => Series::Variant {
                 experiment: experiment.to_string(),
@@ -45,6 +51,7 @@ impl Store {
     pub fn series_runs(&self, series: &Series) -> Result<Vec<SeriesRun>> {
         let (condition, a, b) = match series {
             Series::Tag(tag) => ("tag = ?1 AND ?2 IS NULL", tag.as_str(), None),
+            Series::Scenario(name) => ("scenario = ?1 AND ?2 IS NULL", name.as_str(), None),
             Series::Variant {
                 experiment,
                 variant,
@@ -69,6 +76,7 @@ impl Store {
         if rows.is_empty() {
             return Err(match series {
                 Series::Tag(tag) => StoreError::NoTag(tag.clone()),
+                Series::Scenario(name) => StoreError::NoScenario(name.clone()),
                 Series::Variant {
                     experiment,
                     variant,
@@ -100,6 +108,10 @@ mod tests {
     #[test]
     fn a_colon_names_an_experiments_variant_else_a_tag() {
         assert_eq!(Series::parse("nightly"), Series::Tag("nightly".into()));
+        assert_eq!(
+            Series::parse("scenario=checkout"),
+            Series::Scenario("checkout".into())
+        );
         assert_eq!(
             Series::parse("portfolio:axum"),
             Series::Variant {

@@ -6,7 +6,7 @@
 //! schema by appending one. This module must not read or write runs itself; migrations may
 //! only reshape what is there (a data migration in SQL, as migration 2's back-fill).
 //!
-//! # Layout (after migration 4)
+//! # Layout (after migration 5)
 //!
 //! `experiments`: one row per `loadlab experiment` invocation (a resumed one continues its
 //! row). `runs`: one row per run; the measured phase's figures as columns SQL can query, the
@@ -17,7 +17,8 @@
 //! `run_streams` and `run_intervals` (migration 3): a run written as it goes (`--save`, an
 //! experiment), its writer and its finished intervals; see [`crate::stream`].
 //! `revision` and `branch` (migration 4): the code a run measured, so runs can be read as a
-//! history over revisions (`loadlab history`); absent for runs saved before.
+//! history over revisions (`loadlab history`); absent for runs saved before. `scenario`
+//! (migration 5): the name of the scenario a run ran, a history's third kind of series.
 
 use crate::error::{Result, StoreError};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
@@ -169,6 +170,19 @@ ALTER TABLE runs ADD COLUMN branch TEXT;
 CREATE INDEX runs_by_revision ON runs (revision, id) WHERE revision IS NOT NULL;
 "#,
     },
+    Migration {
+        version: 5,
+        what: "runs' scenario: a scenario's runs read as a history",
+        sql: r#"
+-- The scenario a run ran (its file's `name`), so that `loadlab history scenario=NAME` finds
+-- its runs; filled for the runs already here from their results, kept as JSON text or
+-- compressed (`loadlab_result_json`, which `migrate` defines on the connection).
+ALTER TABLE runs ADD COLUMN scenario TEXT;
+UPDATE runs SET scenario =
+    json_extract(loadlab_result_json(result_encoding, result), '$.scenario.name');
+CREATE INDEX runs_by_scenario ON runs (scenario, id) WHERE scenario IS NOT NULL;
+"#,
+    },
 ];
 
 /// The schema version this build writes.
@@ -228,6 +242,12 @@ pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<()> {
             known: latest_version(),
         });
     }
+    define_result_json(conn).map_err(|source| StoreError::Migration {
+        path: path.to_path_buf(),
+        version: found + 1,
+        what: "the SQL function loadlab_result_json",
+        source,
+    })?;
     for m in MIGRATIONS {
         let failed = |source| {
             crate::locked_or(path, source, |source| StoreError::Migration {
@@ -248,6 +268,32 @@ pub(crate) fn migrate(conn: &Connection, path: &Path) -> Result<()> {
         tx.commit().map_err(failed)?;
     }
     Ok(())
+}
+
+/// `loadlab_result_json(result_encoding, result)`: a run's result document as JSON text,
+/// whichever way it is kept, for migrations that read it (SQL alone cannot inflate zlib).
+/// A document that does not inflate gives NULL: the migration leaves that run's column empty
+/// rather than failing on one damaged row.
+fn define_result_json(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    use rusqlite::types::ValueRef;
+    conn.create_scalar_function(
+        "loadlab_result_json",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let encoding: String = ctx.get(0)?;
+            let bytes = match ctx.get_raw(1) {
+                ValueRef::Text(b) | ValueRef::Blob(b) => b,
+                _ => return Ok(None),
+            };
+            let text = match encoding.as_str() {
+                "zlib" => crate::document::decompress(bytes).ok(),
+                _ => Some(bytes.to_vec()),
+            };
+            Ok(text.and_then(|t| String::from_utf8(t).ok()))
+        },
+    )
 }
 
 #[cfg(test)]

@@ -63,6 +63,10 @@ pub(crate) fn result_columns(result: &RunResult) -> Columns {
         ("ready_s", Box::new(s.ready_s)),
         ("result", Box::new(document)),
         ("result_encoding", Box::new("zlib")),
+        (
+            "scenario",
+            Box::new(result.scenario.as_ref().map(|s| s.name.clone())),
+        ),
     ]
 }
 

@@ -16,8 +16,9 @@ use std::process::ExitCode;
 #[derive(Debug, Args)]
 #[command(
     about = "Each metric over revisions: medians, change points with their size, and a gate on the newest revision",
-    after_help = "SERIES is a tag (every run saved with it) or EXPERIMENT:variant (that variant \
-                  in every experiment of the name). Runs know their revision from --revision \
+    after_help = "SERIES is a tag (every run saved with it), EXPERIMENT:variant (that variant \
+                  in every experiment of the name) or scenario=NAME (every run of the scenario \
+                  whose file has that name). Runs know their revision from --revision \
                   when saved, else the CI's commit variable, else the git checkout.\n\n\
                   Exit codes: 0 shown (and the gate passed); 1 --fail-on regression: the \
                   newest revision starts a change for the worse; 2 bad usage or no history; \
@@ -30,7 +31,7 @@ use std::process::ExitCode;
                   loadlab history nightly --html history.html"
 )]
 pub struct HistoryArgs {
-    /// A tag, or EXPERIMENT:variant.
+    /// A tag, EXPERIMENT:variant, or scenario=NAME.
     pub series: String,
 
     /// Only these metrics (repeat, or comma-separate): p50, p90, p99, rps, errors

@@ -362,6 +362,21 @@ pub fn latest_experiment(store: &Store, name: &str) -> anyhow::Result<Option<Sto
     }))
 }
 
+/// "revision 1a2b3c4d5e6f on main": what a run measured, shortened as git shortens a commit
+/// (a revision that is not a commit hash is shown whole).
+fn revision_of(r: &loadlab_store::RunRow) -> Option<String> {
+    let rev = r.revision.as_deref()?;
+    let short = if rev.len() > 12 && rev.bytes().all(|b| b.is_ascii_hexdigit()) {
+        &rev[..12]
+    } else {
+        rev
+    };
+    Some(match &r.branch {
+        Some(b) => format!("revision {short} on {b}"),
+        None => format!("revision {short}"),
+    })
+}
+
 pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = open_store(args.db.as_deref())?;
     match args.command {
@@ -380,13 +395,20 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
             let running: Vec<RunId> = store.open_streams()?.iter().map(|o| o.run).collect();
             for r in rows {
                 let s = &r.summary;
-                let what = match (&r.tag, &r.experiment) {
+                let mut what = match (&r.tag, &r.experiment) {
                     (Some(t), _) => format!("tag {t}"),
                     (None, Some(e)) => {
                         format!("experiment {} {} #{}", e.experiment, e.variant, e.block + 1)
                     }
                     _ => String::new(),
                 };
+                if let Some(rev) = revision_of(&r) {
+                    what = if what.is_empty() {
+                        rev
+                    } else {
+                        format!("{what}, {rev}")
+                    };
+                }
                 println!(
                     "{:>5}  {}  {:>10.0} req/s  p99 {:>10}  {}{}  {}",
                     r.id,
@@ -419,6 +441,9 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                         open.intervals, open.writer.pid
                     ),
                     None => println!("run {id}"),
+                }
+                if let Some(rev) = revision_of(&r.row) {
+                    println!("measured {rev}");
                 }
                 crate::output::print_summary(&r.result, false)?;
             }

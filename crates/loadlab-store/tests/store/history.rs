@@ -1,5 +1,5 @@
 //! Runs as a history: each run keeps the revision and branch it measured, and a series (a
-//! tag, or one variant of every experiment of a name) reads back oldest first with them and
+//! tag, one variant of every experiment of a name, or a scenario) reads back oldest first with them and
 //! with its environment; interrupted runs stay out.
 
 use crate::support::{fixture, temp_store};
@@ -95,4 +95,73 @@ fn a_variant_spans_every_experiment_of_its_name() {
         .series_runs(&Series::parse("nightly-exp:medium"))
         .unwrap_err();
     assert!(err.to_string().contains("check both names"), "{err}");
+}
+
+#[test]
+fn a_scenario_is_a_series_whatever_tag_or_experiment_its_runs_had() {
+    let (_dir, _path, store) = temp_store();
+    let scenario = fixture("scenario");
+    let name = scenario.scenario.as_ref().unwrap().name.clone();
+    let mut renamed = scenario.clone();
+    renamed.scenario.as_mut().unwrap().name = "another".into();
+    for (result, tag, revision) in [
+        (&scenario, None, "aaa1"),
+        (&renamed, None, "aaa1"),
+        (&scenario, Some("nightly"), "bbb2"),
+        (&fixture("ok"), None, "bbb2"),
+    ] {
+        let meta = RunMeta {
+            tag: tag.map(str::to_string),
+            revision: Some(revision.into()),
+            ..RunMeta::default()
+        };
+        store.save_run(result, &meta).unwrap();
+    }
+    let runs = store
+        .series_runs(&Series::parse(&format!("scenario={name}")))
+        .unwrap();
+    let got: Vec<(Option<&str>, Option<&str>)> = runs
+        .iter()
+        .map(|r| (r.row.revision.as_deref(), r.row.tag.as_deref()))
+        .collect();
+    assert_eq!(got, [(Some("aaa1"), None), (Some("bbb2"), Some("nightly"))]);
+    let err = store
+        .series_runs(&Series::parse("scenario=nobody"))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NoScenario(_)), "{err}");
+    assert!(err.to_string().contains("`nobody`"), "{err}");
+}
+
+/// Runs saved before the store knew scenarios (schema 4, results compressed) get theirs from
+/// their results when the file is migrated.
+#[test]
+fn runs_saved_before_the_scenario_column_are_found_after_the_migration() {
+    let (_dir, path, store) = temp_store();
+    let scenario = fixture("scenario");
+    let name = scenario.scenario.as_ref().unwrap().name.clone();
+    store.save_run(&scenario, &RunMeta::default()).unwrap();
+    store.save_run(&fixture("ok"), &RunMeta::default()).unwrap();
+    drop(store);
+    // The file as version 4 left it: no scenario column.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP INDEX runs_by_scenario; ALTER TABLE runs DROP COLUMN scenario; \
+         PRAGMA user_version = 4;",
+    )
+    .unwrap();
+    let encodings: Vec<String> = conn
+        .prepare("SELECT result_encoding FROM runs")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(encodings, ["zlib", "zlib"]);
+    drop(conn);
+    let store = loadlab_store::Store::open(&path).unwrap();
+    let runs = store
+        .series_runs(&Series::parse(&format!("scenario={name}")))
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].row.id.0, 1);
 }
