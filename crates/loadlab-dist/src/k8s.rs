@@ -111,34 +111,11 @@ pub fn manifests(plan: &Plan) -> Manifests {
         binary_data: (!binary.is_empty()).then_some(binary),
         ..ConfigMap::default()
     };
-    let resources: BTreeMap<String, Quantity> = [
-        ("cpu".to_string(), Quantity(plan.cpu.clone())),
-        ("memory".to_string(), Quantity(plan.memory.clone())),
-    ]
-    .into();
-    let apart = PodAffinityTerm {
-        label_selector: Some(LabelSelector {
-            match_labels: Some([(RUN_LABEL.to_string(), plan.name.clone())].into()),
-            ..LabelSelector::default()
-        }),
-        topology_key: NODE_KEY.to_string(),
-        ..PodAffinityTerm::default()
-    };
-    let anti_affinity = match plan.spread {
-        Spread::Required => PodAntiAffinity {
-            required_during_scheduling_ignored_during_execution: Some(vec![apart]),
-            ..PodAntiAffinity::default()
-        },
-        Spread::Preferred => PodAntiAffinity {
-            preferred_during_scheduling_ignored_during_execution: Some(vec![
-                WeightedPodAffinityTerm {
-                    weight: 100,
-                    pod_affinity_term: apart,
-                },
-            ]),
-            ..PodAntiAffinity::default()
-        },
-    };
+    let resources = guaranteed(&plan.cpu, &plan.memory);
+    let affinity = apart(
+        [(RUN_LABEL.to_string(), plan.name.clone())].into(),
+        plan.spread,
+    );
     let container = Container {
         name: "loadlab".to_string(),
         image: Some(plan.image.clone()),
@@ -158,11 +135,7 @@ pub fn manifests(plan: &Plan) -> Manifests {
             .map(String::from)
             .to_vec(),
         ),
-        resources: Some(ResourceRequirements {
-            requests: Some(resources.clone()),
-            limits: Some(resources),
-            ..ResourceRequirements::default()
-        }),
+        resources: Some(resources),
         volume_mounts: Some(vec![VolumeMount {
             name: "plan".to_string(),
             mount_path: PLAN_DIR.to_string(),
@@ -186,10 +159,7 @@ pub fn manifests(plan: &Plan) -> Manifests {
                 }),
                 spec: Some(PodSpec {
                     restart_policy: Some("Never".to_string()),
-                    affinity: Some(Affinity {
-                        pod_anti_affinity: Some(anti_affinity),
-                        ..Affinity::default()
-                    }),
+                    affinity: Some(affinity),
                     containers: vec![container],
                     volumes: Some(vec![Volume {
                         name: "plan".to_string(),
@@ -209,6 +179,54 @@ pub fn manifests(plan: &Plan) -> Manifests {
     Manifests { plan: config, job }
 }
 
+/// CPU and memory requests equal to the limits: the Guaranteed class, so a pod is neither
+/// throttled below what it asked for nor squeezed by neighbours.
+pub(crate) fn guaranteed(cpu: &str, memory: &str) -> ResourceRequirements {
+    let resources: BTreeMap<String, Quantity> = [
+        ("cpu".to_string(), Quantity(cpu.to_string())),
+        ("memory".to_string(), Quantity(memory.to_string())),
+    ]
+    .into();
+    ResourceRequirements {
+        requests: Some(resources.clone()),
+        limits: Some(resources),
+        ..ResourceRequirements::default()
+    }
+}
+
+/// Pod anti-affinity on `kubernetes.io/hostname` among the pods `labels` select: no two on
+/// one node (or apart where the scheduler can, with [`Spread::Preferred`]). A generator
+/// sharing a node with another is the bottleneck that spreading the load was meant to remove.
+pub(crate) fn apart(labels: BTreeMap<String, String>, spread: Spread) -> Affinity {
+    let term = PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: Some(labels),
+            ..LabelSelector::default()
+        }),
+        topology_key: NODE_KEY.to_string(),
+        ..PodAffinityTerm::default()
+    };
+    let anti_affinity = match spread {
+        Spread::Required => PodAntiAffinity {
+            required_during_scheduling_ignored_during_execution: Some(vec![term]),
+            ..PodAntiAffinity::default()
+        },
+        Spread::Preferred => PodAntiAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: term,
+                },
+            ]),
+            ..PodAntiAffinity::default()
+        },
+    };
+    Affinity {
+        pod_anti_affinity: Some(anti_affinity),
+        ..Affinity::default()
+    }
+}
+
 /// The manifests as one YAML stream (`kubectl apply -f` reads it whole).
 pub fn to_yaml(m: &Manifests) -> String {
     format!(
@@ -224,6 +242,8 @@ pub enum ParseError {
     Yaml(#[from] serde_norway::Error),
     #[error("expected a ConfigMap and a Job, found {0}")]
     Shape(String),
+    #[error("expected a Secret, a Service and a StatefulSet, found {0}")]
+    AgentsShape(String),
 }
 
 /// Reads [`to_yaml`]'s output back through the typed structures.

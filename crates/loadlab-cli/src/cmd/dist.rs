@@ -1,5 +1,6 @@
 //! `loadlab dist`: one load as N shards on an engine that already exists. `k8s` writes an
-//! Indexed Job and its plan; `collect` reads the shards' framed results back from their logs
+//! Indexed Job and its plan (or, with `--agents`, generator agents for a fleet:
+//! `dist_agents`); `collect` reads the shards' framed results back from their logs
 //! (through `kubectl`, or from saved log files) and merges them; `ansible` runs the playbook
 //! that copies loadlab to an inventory's hosts, starts the shards together, fetches their
 //! results and merges them on the controller. The run flags are checked here, as `loadlab run`
@@ -23,7 +24,8 @@ pub struct DistArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum DistCommand {
-    /// Write a Kubernetes Indexed Job (one pod per shard) and its plan, as YAML on stdout.
+    /// Write a Kubernetes Indexed Job (one pod per shard) and its plan, or with --agents a
+    /// fleet of generator agents, as YAML on stdout.
     K8s(K8sArgs),
     /// Read the shards' results from their logs (kubectl, or saved files) and merge them.
     Collect(CollectArgs),
@@ -35,24 +37,47 @@ pub enum DistCommand {
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum SpreadArg {
-    /// Never two shards on one node (with fewer nodes than shards, the rest stay Pending).
+    /// Never two shards (or agents) on one node (with fewer nodes, the rest stay Pending).
     Required,
     /// Apart where the scheduler can.
     Preferred,
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  \
+#[command(after_help = "Examples:\n  \
     loadlab dist k8s --shards 4 --image registry.example/loadlab:0.1 --rate 40000 -d 60s \\\n    \
     --start-at 2026-05-01T12:00:00Z http://api.internal:8080/ > loadtest.yaml\n  \
     kubectl apply -f loadtest.yaml\n  \
     kubectl wait --for=condition=complete --timeout=10m job/loadlab\n  \
-    loadlab dist collect --k8s loadlab -o run.json")]
+    loadlab dist collect --k8s loadlab -o run.json\n\n  \
+    loadlab dist k8s --agents --replicas 4 --name loadgen \\\n    \
+    --image registry.example/loadlab:0.1 > agents.yaml\n  \
+    kubectl apply -f agents.yaml && kubectl rollout status statefulset/loadgen\n  \
+    loadlab capacity --generators k8s:loadgen --slo 'p99<100ms' http://api.internal:8080/")]
 pub struct K8sArgs {
     /// How many shards (pods), each running its share of the load.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub shards: u32,
-    /// The Job's name (its ConfigMap is NAME-plan).
+    #[arg(
+        long,
+        value_parser = clap::value_parser!(u32).range(1..=10_000),
+        required_unless_present = "agents",
+        conflicts_with = "agents"
+    )]
+    pub shards: Option<u32>,
+    /// Write generator agents instead of a Job: a StatefulSet of `loadlab agent --generator`
+    /// pods, their headless Service and a Secret with a new token. Runs, experiments and
+    /// capacity searches then send their load from them with --generators k8s:NAME.
+    #[arg(long, requires = "replicas")]
+    pub agents: bool,
+    /// How many agents (with --agents); change it later with `kubectl scale statefulset NAME
+    /// --replicas N`.
+    #[arg(
+        long,
+        requires = "agents",
+        value_parser = clap::value_parser!(u32).range(1..=loadlab_session::fleet::MAX_GENERATORS as i64)
+    )]
+    pub replicas: Option<u32>,
+    /// The Job's name (its ConfigMap is NAME-plan), or the agents' (their Secret is
+    /// NAME-token).
     #[arg(long, default_value = "loadlab")]
     pub name: String,
     /// The namespace to put them in [default: kubectl's].
@@ -61,23 +86,34 @@ pub struct K8sArgs {
     /// The container image with loadlab on its PATH (deploy/Dockerfile builds one).
     #[arg(long, default_value = "loadlab:latest")]
     pub image: String,
-    /// CPU per shard (request and limit), e.g. 2 or 1500m.
+    /// CPU per shard or agent (request and limit), e.g. 2 or 1500m.
     #[arg(long, default_value = "2")]
     pub cpu: String,
-    /// Memory per shard (request and limit), e.g. 1Gi.
+    /// Memory per shard or agent (request and limit), e.g. 1Gi.
     #[arg(long, default_value = "1Gi")]
     pub memory: String,
-    /// How strictly shards keep off each other's nodes.
+    /// How strictly shards (or agents) keep off each other's nodes.
     #[arg(long, value_enum, default_value = "required")]
     pub spread: SpreadArg,
     /// The run's flags and URL, as for `loadlab run` (`--start-at` included; not --shard).
+    /// Not with --agents: each run then names its own load.
     #[arg(
-        required = true,
+        required_unless_present = "agents",
+        conflicts_with = "agents",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "RUN FLAGS... URL"
     )]
     pub run: Vec<String>,
+}
+
+impl SpreadArg {
+    pub fn spread(self) -> Spread {
+        match self {
+            SpreadArg::Required => Spread::Required,
+            SpreadArg::Preferred => Spread::Preferred,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +174,7 @@ pub struct AnsibleArgs {
 
 pub fn run(args: DistArgs) -> anyhow::Result<ExitCode> {
     match args.command {
+        DistCommand::K8s(a) if a.agents => crate::cmd::dist_agents::manifests(a),
         DistCommand::K8s(a) => k8s_manifests(a),
         DistCommand::Collect(a) => collect(a),
         DistCommand::Ansible(a) => ansible(a),
@@ -226,7 +263,10 @@ fn repoint(raw: &mut [String], flag: &str, to: &str) {
 }
 
 fn k8s_manifests(a: K8sArgs) -> anyhow::Result<ExitCode> {
-    let args = check_run_flags(&a.run, a.shards, &["--shard", "--framed", "--json"])?;
+    let shards = a
+        .shards
+        .context("give --shards N (or --agents for a fleet)")?;
+    let args = check_run_flags(&a.run, shards, &["--shard", "--framed", "--json"])?;
     if args.request.cert.is_some() || args.request.key.is_some() {
         anyhow::bail!(
             "--cert/--key: a client key belongs in a Secret, which `dist k8s` does not write \
@@ -256,15 +296,12 @@ fn k8s_manifests(a: K8sArgs) -> anyhow::Result<ExitCode> {
         name: a.name,
         namespace: a.namespace,
         image: a.image,
-        shards: a.shards,
+        shards,
         args: raw,
         files,
         cpu: a.cpu,
         memory: a.memory,
-        spread: match a.spread {
-            SpreadArg::Required => Spread::Required,
-            SpreadArg::Preferred => Spread::Preferred,
-        },
+        spread: a.spread.spread(),
     };
     print!("{}", k8s::to_yaml(&k8s::manifests(&plan)));
     if args.shard.start_at.is_none() {

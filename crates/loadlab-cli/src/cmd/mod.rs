@@ -6,6 +6,7 @@ pub mod compare;
 pub mod completions;
 pub mod demo;
 pub mod dist;
+pub mod dist_agents;
 pub mod dist_pod;
 pub mod doctor;
 pub mod experiment;

@@ -94,3 +94,70 @@ fn dist_k8s_manifests_pass_strict_validation_and_a_broken_one_fails() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn dist_k8s_agents_manifests_pass_strict_validation_and_a_broken_one_fails() {
+    let Some(validator) = validator() else {
+        println!(
+            "SKIPPED: target/k8s-venv/bin/kubernetes-validate is missing (bash scripts/setup.sh \
+             installs it)"
+        );
+        return;
+    };
+    let dir = tempdir("k8s-agents");
+    let out = loadlab()
+        .args([
+            "dist",
+            "k8s",
+            "--agents",
+            "--replicas",
+            "4",
+            "--name",
+            "loadgen",
+        ])
+        .args(["--namespace", "perf", "--image", "localhost/loadlab:0.1"])
+        .args(["--spread", "preferred"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let good = dir.join("agents.yaml");
+    std::fs::write(&good, &yaml).unwrap();
+    for version in KUBERNETES_VERSIONS {
+        let out = validate(&validator, version, &good);
+        let said = text(&out);
+        assert!(out.status.success(), "{version}: {said}");
+        let short = version.trim_end_matches(".0");
+        for resource in [
+            "secret/loadgen-token",
+            "service/loadgen",
+            "statefulset/loadgen",
+        ] {
+            assert!(
+                said.contains(&format!(
+                    "passed for resource {resource} against version {short}"
+                )),
+                "{version}: {said}"
+            );
+        }
+    }
+    // A field the StatefulSet spec does not have: only --strict rejects it.
+    let from = "podManagementPolicy: Parallel";
+    assert!(yaml.contains(from), "the manifest changed: {yaml}");
+    let bad = dir.join("unknown-field.yaml");
+    std::fs::write(
+        &bad,
+        yaml.replacen(from, "podManagementPolicy: Parallel\n  agents: 4", 1),
+    )
+    .unwrap();
+    for version in KUBERNETES_VERSIONS {
+        let out = validate(&validator, version, &bad);
+        assert!(!out.status.success(), "passed {version}: {}", text(&out));
+        assert!(
+            text(&out).contains("'agents' was unexpected"),
+            "{version}: {}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
