@@ -23,7 +23,9 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;
 
+mod counted;
 mod pool;
+pub(crate) use counted::WireBytes;
 pub(crate) use pool::Pool;
 pub(super) use pool::Slot;
 
@@ -282,7 +284,6 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
             body_tx
                 .send_data(request.body.clone(), true)
                 .map_err(|e| classify(ctx, phase, &e))?;
-            traffic.sent += request.body.len() as u64;
         }
         let response = response.await.map_err(|e| classify(ctx, phase, &e))?;
         traffic.first_byte = Some(Instant::now());
@@ -290,8 +291,6 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
         let mut body = response.into_body();
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(|e| classify(ctx, phase, &e))?;
-            traffic.received += chunk.len() as u64;
-            traffic.unbooked += chunk.len() as u64;
             let _ = body.flow_control().release_capacity(chunk.len());
         }
         Ok::<u16, ErrorClass>(status)
@@ -300,6 +299,12 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
         Ok(r) => r,
         Err(_) => Err(ErrorClass::RequestTimeout),
     };
+    // What the thread's connections wrote and read since the last request ended (see
+    // `counted`): frames and headers, not only bodies.
+    let (written, read) = ctx.h2_wire.take();
+    traffic.sent = written;
+    traffic.received = read;
+    traffic.unbooked = read;
     match outcome {
         Ok(status) => {
             record_success(ctx, &due, sent_at, status, &traffic);
@@ -396,7 +401,7 @@ async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<By
             return None;
         }
     };
-    match handshake(io, ctx.tls.is_some()).await {
+    match handshake(io, ctx.tls.is_some(), ctx.h2_wire.clone()).await {
         Ok(send) => Some(send),
         Err((class, detail)) => {
             note_detail(ctx, phase, class, Some(detail));
@@ -412,6 +417,7 @@ async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<By
 pub(super) async fn handshake(
     io: Stream,
     tls: bool,
+    wire: Rc<WireBytes>,
 ) -> Result<SendRequest<Bytes>, (ErrorClass, String)> {
     if let Io::Tls(tls) = &io.io {
         if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
@@ -421,7 +427,7 @@ pub(super) async fn handshake(
             ));
         }
     }
-    let io = super::h2_preface::CheckedPreface::new(io, tls);
+    let io = super::h2_preface::CheckedPreface::new(counted::Counted::new(io, wire), tls);
     // One stream until the server's first SETTINGS frame says how many it takes: the h2
     // crate otherwise assumes no limit, and streams opened before SETTINGS arrive beyond
     // the server's MAX_CONCURRENT_STREAMS are refused (REFUSED_STREAM; the interop matrix

@@ -104,6 +104,8 @@ pub(crate) struct ThreadCtx {
     pub budget_spent: Cell<bool>,
     /// Open loop over HTTP/2: the thread's connections, shared by stream slots.
     pub h2_pool: h2::Pool,
+    /// HTTP/2: what the thread's connections wrote and read, not yet booked by a request.
+    pub h2_wire: Rc<h2::WireBytes>,
     pub address: SocketAddr,
     pub keepalive: bool,
     /// `--busy-poll`: a task keeps the event loop polling instead of sleeping.
@@ -159,6 +161,7 @@ impl ThreadCtx {
         progress: Arc<ThreadProgress>,
         stamp_clock: Option<stamped::StampClock>,
         recorder: Recorder,
+        h2_wire: Rc<h2::WireBytes>,
     ) -> Rc<ThreadCtx> {
         let (start, tick) = (times.start, shared.tick);
         Rc::new(ThreadCtx {
@@ -169,6 +172,7 @@ impl ThreadCtx {
             streams: shared.streams,
             budget_spent: Cell::new(false),
             h2_pool: h2::Pool::default(),
+            h2_wire,
             address: shared.address,
             keepalive: shared.keepalive,
             busy_poll: shared.busy_poll,

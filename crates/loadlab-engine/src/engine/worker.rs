@@ -36,6 +36,8 @@ pub(super) fn thread(
         .expect("a current-thread runtime only fails without an OS event queue");
     let local = tokio::task::LocalSet::new();
     let stamp_clock = shared.stamped.then(StampClock::new);
+    // HTTP/2: the bytes the thread's connections cross, pre-opened ones included.
+    let h2_wire = std::rc::Rc::new(super::h2::WireBytes::default());
     let preopened = match &plan.schedule {
         // A plain open loop, over HTTP/1.1 or HTTP/2; a scenario's iterations open their own.
         // HTTP/3 opens its connections as the run needs them.
@@ -52,7 +54,7 @@ pub(super) fn thread(
                 &dialer,
                 schedule,
                 plan.open_cap,
-                h2_streams,
+                h2_streams.map(|streams| (streams, h2_wire.clone())),
                 &shared.control,
             );
             local.block_on(&runtime, opening)
@@ -73,7 +75,15 @@ pub(super) fn thread(
     };
     let waited_before = sys::run_queue_wait();
     let (numbering, connections) = (plan.numbering, plan.connections);
-    let ctx = ThreadCtx::new(shared, times, plan, progress, stamp_clock, recorder);
+    let ctx = ThreadCtx::new(
+        shared,
+        times,
+        plan,
+        progress,
+        stamp_clock,
+        recorder,
+        h2_wire,
+    );
     local.block_on(&runtime, async {
         if let Some(feed) = &feed {
             spawn_guarded(&ctx, feed::tick(ctx.clone(), feed.clone()));

@@ -255,3 +255,35 @@ fn a_stream_reset_by_loadlab_itself_is_not_blamed_on_the_server() {
         "{detail}"
     );
 }
+
+/// Issue 46 item 9: 2,000 GETs printed "Sent 0 B": only request bodies were counted, while
+/// the h2 library writes the HEADERS frames. Now the connection's bytes are counted as they
+/// cross, frames and headers included, each way.
+#[test]
+fn the_bytes_sent_and_received_are_the_frames_not_only_the_bodies() {
+    let server = H2Server::start(H2Behavior::default());
+    let r = run_spec(RunSpec {
+        connections: Some(1),
+        streams: 4,
+        requests: Some(2_000),
+        ..h2(format!("http://{}/", server.addr()))
+    });
+    assert_eq!(r.measured.requests.completed, 2_000);
+    let (sent, received) = (r.measured.bytes.sent, r.measured.bytes.received);
+    // A GET has no body: each sends at least a HEADERS frame (a 9-byte header and its
+    // HPACK block), and the connection its 24-byte preface and SETTINGS.
+    assert!(sent >= 24 + 2_000 * 10, "sent {sent} bytes for 2,000 GETs");
+    // Each response: a HEADERS frame and a DATA frame around its body (at least 5 bytes).
+    assert!(
+        received >= 2_000 * (9 + 1 + 9 + 5),
+        "received {received} bytes for 2,000 responses"
+    );
+    // Nothing counted twice: far below a few hundred bytes a request each way.
+    assert!(
+        sent < 2_000 * 200 && received < 2_000 * 200,
+        "{sent} {received}"
+    );
+    // The timeline books the same bytes as the totals.
+    let on_timeline: u64 = r.timeline.iter().map(|i| i.bytes_sent).sum();
+    assert_eq!(on_timeline, sent);
+}

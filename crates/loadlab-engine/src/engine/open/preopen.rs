@@ -16,9 +16,11 @@
 
 use super::super::exchange::{dial, Dialed, Dialer, Stream};
 use super::super::RunControl;
+use crate::engine::h2::WireBytes;
 use crate::schedule::Schedule;
 use bytes::Bytes;
 use h2::client::SendRequest;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// A connection opened before the start.
@@ -28,15 +30,16 @@ pub(crate) enum Opened {
     H2(SendRequest<Bytes>),
 }
 
-/// Opens one connection: over HTTP/2 (`h2`), with its handshake.
-async fn open_one(dialer: &Dialer<'_>, h2: bool) -> Option<(Opened, Dialed)> {
+/// Opens one connection: over HTTP/2 (given where its bytes are counted), with its
+/// handshake.
+async fn open_one(dialer: &Dialer<'_>, h2: Option<Rc<WireBytes>>) -> Option<(Opened, Dialed)> {
     let (Some(dialed), Ok(stream)) = dial(dialer).await else {
         return None;
     };
-    if !h2 {
+    let Some(wire) = h2 else {
         return Some((Opened::Http1(stream), dialed));
-    }
-    let send = super::super::h2::handshake(stream, dialer.tls.is_some())
+    };
+    let send = super::super::h2::handshake(stream, dialer.tls.is_some(), wire)
         .await
         .ok()?;
     Some((Opened::H2(send), dialed))
@@ -67,18 +70,19 @@ pub(super) fn wanted(schedule: &Schedule, window: Duration, cap: usize) -> usize
 /// Opens the connections `schedule`'s first requests need (see the module's comment), while
 /// connecting works, within `--connect-timeout` and until the run is stopped. A connection
 /// that fails to open is not recorded: the requests that meet the same failure will be.
-/// `h2_streams`: over HTTP/2, the streams each connection carries.
+/// `h2`: over HTTP/2, the streams each connection carries, and where the thread counts its
+/// connections' bytes.
 pub(crate) async fn preopen(
     dialer: &Dialer<'_>,
     schedule: &Schedule,
     cap: usize,
-    h2_streams: Option<usize>,
+    h2: Option<(usize, Rc<WireBytes>)>,
     stop: &RunControl,
 ) -> Vec<(Opened, Dialed)> {
     let began = Instant::now();
     let mut opened = Vec::new();
-    let h2 = h2_streams.is_some();
-    let Some((first, dialed)) = open_one(dialer, h2).await else {
+    let (h2_streams, wire) = (h2.as_ref().map(|h| h.0), h2.map(|h| h.1));
+    let Some((first, dialed)) = open_one(dialer, wire.clone()).await else {
         return opened;
     };
     opened.push((first, dialed));
@@ -86,7 +90,7 @@ pub(crate) async fn preopen(
     let requests = wanted(schedule, took * 2 + MARGIN, cap);
     let want = h2_streams.map_or(requests, |streams| requests.div_ceil(streams.max(1)));
     // The batch's tasks share one copy of the TLS settings.
-    let tls = std::rc::Rc::new(dialer.tls.cloned());
+    let tls = Rc::new(dialer.tls.cloned());
     while opened.len() < want && began.elapsed() < dialer.connect_timeout && !stop.is_stopped() {
         let mut batch = tokio::task::JoinSet::new();
         for _ in 0..(want - opened.len()).min(AT_ONCE) {
@@ -94,6 +98,7 @@ pub(crate) async fn preopen(
             let progress = dialer.progress.clone();
             let (address, connect_timeout, stamp_clock) =
                 (dialer.address, dialer.connect_timeout, dialer.stamp_clock);
+            let wire = wire.clone();
             batch.spawn_local(async move {
                 let d = Dialer {
                     address,
@@ -102,7 +107,7 @@ pub(crate) async fn preopen(
                     stamp_clock,
                     progress: &progress,
                 };
-                open_one(&d, h2).await
+                open_one(&d, wire).await
             });
         }
         let mut failed = false;
