@@ -360,6 +360,22 @@ impl Runner<'_> {
         .await;
         self.still_serving("POST /echo (over the 1 MiB maximum)")
             .await;
+        // Chunked, no length announced: the target must count what it reads (one byte over
+        // the maximum, in the last chunk) and refuse it just the same.
+        let too_big_chunked = SendBody::Chunked(vec![
+            payload(MAX_ECHO_BYTES / 2),
+            payload(MAX_ECHO_BYTES / 2 + 1),
+        ]);
+        self.expect(
+            Method::POST,
+            "/echo",
+            too_big_chunked,
+            "chunked, over the 1 MiB maximum",
+            Expect::status_only(413),
+        )
+        .await;
+        self.still_serving("POST /echo (chunked, over the 1 MiB maximum)")
+            .await;
     }
 
     /// After a bad request: a fresh connection must still get `/healthz`. If not, the target
