@@ -10,7 +10,9 @@
 //! - `run/agent.json`: written at start, before any session: the agent's PID and its
 //!   instance id (which every launched server carries in its environment as
 //!   [`MARKER`]), where its cgroups go and the prefix of their names, and the cgroups made so
-//!   far.
+//!   far; once it listens, how a coordinator reaches it (`listening`: URL, certificate
+//!   fingerprint, token file, role), which the generators playbook reads back from a running
+//!   agent. The token itself is never written there.
 //! - `run/loadlab-tls-*`: the throwaway certificates and keys of launched servers.
 //!
 //! At start, [`StateDir::open`] reaps what a previous agent left: every process in its
@@ -41,6 +43,23 @@ struct Record {
     cgroup_prefix: String,
     /// The cgroup directories made and not yet removed.
     cgroups: Vec<PathBuf>,
+    /// How to reach this agent, once it listens: what `deploy/ansible/generators.yml` reads
+    /// back, so that an agent it finds running is reused as it is. Absent while starting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    listening: Option<Listening>,
+}
+
+/// How a coordinator reaches a listening agent (no secret: the token stays in its file).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Listening {
+    /// `https://ADDR:PORT`, the address it bound.
+    pub url: String,
+    /// `sha256:...` of the certificate it serves.
+    pub fingerprint: String,
+    /// Where its token is, on its host.
+    pub token_file: PathBuf,
+    /// Whether it was started with `--generator` (may send load).
+    pub generator: bool,
 }
 
 /// An agent's state directory, locked for as long as this lives.
@@ -151,6 +170,7 @@ impl StateDir {
             cgroup_parents: loadlab_probe::cgroup::parents_for_new(),
             cgroup_prefix: loadlab_probe::cgroup::name_prefix(std::process::id()),
             cgroups: Vec::new(),
+            listening: None,
         };
         let nonces_path = root.join("nonces");
         let nonces = std::fs::OpenOptions::new()
@@ -178,6 +198,12 @@ impl StateDir {
     /// The value of [`MARKER`] for this agent.
     pub fn instance(&self) -> String {
         crate::session::lock(&self.record).instance.clone()
+    }
+
+    /// Records how to reach this agent, once it listens.
+    pub fn note_listening(&self, listening: Listening) -> Result<(), AgentError> {
+        crate::session::lock(&self.record).listening = Some(listening);
+        self.save()
     }
 
     /// Records cgroup directories made for a launched server (`remove` false) or removed.
@@ -365,6 +391,32 @@ mod tests {
             std::fs::metadata(dir.path().join("nonces")).unwrap().len(),
             64
         );
+    }
+
+    #[test]
+    fn the_address_is_recorded_once_listening_and_not_kept_for_a_successor() {
+        let dir = private_dir();
+        let record = |dir: &Path| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(dir.join("run/agent.json")).unwrap()).unwrap()
+        };
+        let (state, _) = StateDir::open(dir.path()).unwrap();
+        assert!(record(dir.path()).get("listening").is_none());
+        state
+            .note_listening(Listening {
+                url: "https://10.0.0.11:7070".into(),
+                fingerprint: "sha256:00".into(),
+                token_file: dir.path().join("token"),
+                generator: true,
+            })
+            .unwrap();
+        let r = record(dir.path());
+        assert_eq!(r["pid"], std::process::id());
+        assert_eq!(r["listening"]["url"], "https://10.0.0.11:7070");
+        assert_eq!(r["listening"]["generator"], true);
+        drop(state);
+        // A dead agent's address must not pass for its successor's before it listens.
+        let (_state, _) = StateDir::open(dir.path()).unwrap();
+        assert!(record(dir.path()).get("listening").is_none());
     }
 
     #[test]

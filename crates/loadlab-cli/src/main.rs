@@ -2,6 +2,7 @@
 //! into the libraries' validated configs, and prints errors once. The work is in the library
 //! crates.
 
+mod ansible;
 mod cli;
 mod cmd;
 mod output;

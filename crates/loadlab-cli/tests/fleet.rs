@@ -522,3 +522,302 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// `--generators ansible:INVENTORY:GROUP` end to end, with ansible-core against three
+/// namespaced hosts (`ansible_connection: local`, each agent entered into its host's network
+/// namespace by the playbook): the first run starts an agent on each host of the group and
+/// its count is exact against the server's own; the second reuses them (same PIDs, nothing
+/// started); the documented stop ends them, by the PIDs they recorded. A host outside the
+/// group gets nothing; no token is ever printed.
+#[test]
+fn ansible_inventory_starts_generator_agents_reuses_them_and_stops_them() {
+    let _serial = serial();
+    let started = Instant::now();
+    let ansible_playbook = std::env::var_os("LOADLAB_ANSIBLE_PLAYBOOK")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/ansible-venv/bin/ansible-playbook");
+            venv.exists().then_some(venv)
+        })
+        .or_else(|| {
+            Command::new("ansible-playbook")
+                .arg("--version")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|_| PathBuf::from("ansible-playbook"))
+        });
+    let Some(ansible_playbook) = ansible_playbook else {
+        eprintln!(
+            "SKIPPED: ansible-playbook is missing (bash scripts/setup.sh installs ansible-core)"
+        );
+        return;
+    };
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: the test hosts are network namespaces, which need root");
+        return;
+    }
+    let lab = match netns::Lab::new(4) {
+        Ok(lab) => lab,
+        Err(e) => {
+            eprintln!("SKIPPED: no test hosts here ({e})");
+            return;
+        }
+    };
+    let dir = ScratchDir::new("fleet-ansible");
+
+    /// The server: loadlab upstream in the server's namespace, counting what it answers;
+    /// stopped when dropped.
+    struct Server {
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+        counters: loadlab_upstream::Counters,
+    }
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.stop.take().map(|s| s.send(()));
+            let _ = self.thread.take().map(|t| t.join());
+        }
+    }
+    let listener = netns::Lab::bind_in(&lab.server.0, (lab.server.1, 0).into());
+    let addr = listener.local_addr().unwrap();
+    let counters = loadlab_upstream::Counters::default();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = {
+        let counters = counters.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                listener.set_nonblocking(true).unwrap();
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let config = loadlab_upstream::UpstreamConfig {
+                    addr,
+                    delay: Duration::ZERO,
+                    tls: None,
+                };
+                loadlab_upstream::run(listener, config, counters, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+            });
+        })
+    };
+    let server = Server {
+        stop: Some(stop),
+        thread: Some(thread),
+        counters,
+    };
+
+    /// Each host's agent PID, from its state dir's record (`None` while none is recorded).
+    fn agent_pid(state: &Path) -> Option<u32> {
+        let record: Value =
+            serde_json::from_slice(&std::fs::read(state.join("run/agent.json")).ok()?).ok()?;
+        record["pid"].as_u64().map(|p| p as u32)
+    }
+    /// Alive: in /proc and not a zombie waiting for its reaper.
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        })
+    }
+    /// The agents the playbook started, killed by PID when the test ends, failed or not
+    /// (only a process whose command line names this test's state dir).
+    struct Agents(Vec<PathBuf>);
+    impl Drop for Agents {
+        fn drop(&mut self) {
+            for state in &self.0 {
+                let Some(pid) = agent_pid(state) else {
+                    continue;
+                };
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                if alive(pid)
+                    && String::from_utf8_lossy(&cmdline).contains(&*state.to_string_lossy())
+                {
+                    // SAFETY: kill(2) on a PID checked just above to be this test's agent.
+                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+    let hosts: Vec<(String, PathBuf)> = (1..=3)
+        .map(|i| (format!("gen{i}"), dir.join(format!("gen{i}"))))
+        .collect();
+    let agents = Agents(hosts.iter().map(|(_, d)| d.join("state")).collect());
+
+    let host_entry = |name: &str, ns: &str, ip: std::net::Ipv4Addr| {
+        format!(
+            "        {name}:\n          ansible_connection: local\n          \
+             ansible_python_interpreter: \"{{{{ ansible_playbook_python }}}}\"\n          \
+             loadlab_netns: {ns}\n          loadlab_agent_listen: \"{ip}:7070\"\n          \
+             loadlab_generator_dir: \"{}\"\n",
+            dir.join(name).display()
+        )
+    };
+    let mut inventory = String::from("all:\n  children:\n    loadgen:\n      hosts:\n");
+    for (i, (name, _)) in hosts.iter().enumerate() {
+        let (ns, ip) = &lab.hosts[i + 1];
+        inventory.push_str(&host_entry(name, ns, *ip));
+    }
+    // A host of another group, which must get nothing.
+    inventory.push_str("    others:\n      hosts:\n");
+    inventory.push_str(&host_entry("spare", &lab.hosts[0].0, lab.hosts[0].1));
+    let inventory_path = dir.join("inventory.yml");
+    std::fs::write(&inventory_path, inventory).unwrap();
+    let xdg = dir.join("xdg-state");
+    let ansible_env = |c: &mut Command| {
+        c.env("LOADLAB_ANSIBLE_PLAYBOOK", &ansible_playbook)
+            .env("XDG_STATE_HOME", &xdg)
+            .env("ANSIBLE_HOME", dir.join("ansible-home"))
+            .env("ANSIBLE_LOCAL_TEMP", dir.join("ansible-tmp"))
+            .env("ANSIBLE_REMOTE_TEMP", dir.join("ansible-tmp"))
+            .env("ANSIBLE_NOCOLOR", "1");
+    };
+    let fleet_arg = format!("ansible:{}:loadgen", inventory_path.display());
+    let url = format!("http://{addr}/");
+
+    // One run over the group, on the coordinator's host; the server's count is exact.
+    let run = |n: u64, json: &Path| -> (Output, Value, u64) {
+        let before = server.counters.snapshot().requests;
+        let mut cmd = in_ns(&lab.hosts[0].0, LOADLAB);
+        cmd.args(["run", "-q", "-c", "6", "-n", &n.to_string()])
+            .args(["--generators", &fleet_arg, "--json"])
+            .arg(json)
+            .arg(&url)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        ansible_env(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("loadlab run --generators {fleet_arg} ran over 300 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        let issued = doc["measured"]["requests"]["issued"].as_u64().unwrap()
+            + doc["warmup"]["requests"]["issued"].as_u64().unwrap_or(0);
+        let completed = doc["measured"]["requests"]["completed"].as_u64().unwrap()
+            + doc["warmup"]["requests"]["completed"].as_u64().unwrap_or(0);
+        let served = server.counters.snapshot().requests - before;
+        eprintln!(
+            "{fleet_arg}: issued {issued}, completed {completed}, the server counted {served}; \
+             shards reported {}",
+            doc["shards"]["reported"]
+        );
+        for line in text(&out).lines() {
+            if line.starts_with("generator agents from") {
+                eprintln!("  {line}");
+            }
+        }
+        assert_eq!(issued, n, "{}", text(&out));
+        assert_eq!(completed, n, "{}", text(&out));
+        assert_eq!(served, issued, "the server's own count against the issued");
+        assert_eq!(doc["shards"]["reported"], serde_json::json!([1, 2, 3]));
+        (out, doc, served)
+    };
+
+    let (first, _, _) = run(3000, &dir.join("first.json"));
+    let said = text(&first);
+    assert!(
+        said.contains("started on gen1 (pid") && !said.contains("reused"),
+        "{said}"
+    );
+    let pids: Vec<u32> = agents
+        .0
+        .iter()
+        .map(|s| agent_pid(s).expect("each host's agent recorded its PID"))
+        .collect();
+    assert!(pids.iter().all(|p| alive(*p)), "{pids:?}");
+    assert!(
+        !dir.join("spare").exists(),
+        "a host outside the group got an agent"
+    );
+
+    // The second command reuses them: nothing started, the same processes.
+    let (second, _, _) = run(3000, &dir.join("second.json"));
+    let said = text(&second);
+    assert!(
+        said.contains("already running, reused on gen1 (pid") && !said.contains("started on"),
+        "{said}"
+    );
+    let again: Vec<u32> = agents.0.iter().map(|s| agent_pid(s).unwrap()).collect();
+    assert_eq!(again, pids, "the agents were restarted");
+    assert!(pids.iter().all(|p| alive(*p)), "{pids:?}");
+
+    // What the controller kept: private, and no token in anything printed or logged.
+    let kept = xdg.join("loadlab/generators");
+    let key_dir = std::fs::read_dir(&kept)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mode = |p: &Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions())
+            & 0o777
+    };
+    assert_eq!(mode(&key_dir), 0o700);
+    for (name, state) in &hosts {
+        let fetched = key_dir.join(name).join("token");
+        assert_eq!(mode(&fetched), 0o600, "{}", fetched.display());
+        let token = std::fs::read_to_string(state.join("state/token")).unwrap();
+        assert_eq!(std::fs::read_to_string(&fetched).unwrap(), token);
+        let ansible_log = std::fs::read_to_string(key_dir.join("ansible.log")).unwrap();
+        for shown in [text(&first), text(&second), ansible_log] {
+            assert!(!shown.contains(token.trim()), "{name}'s token was printed");
+        }
+    }
+
+    // The documented stop: the playbook with loadlab_generators_state=stopped.
+    let playbook =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/ansible/generators.yml");
+    let mut stop = Command::new(&ansible_playbook);
+    stop.arg("-i")
+        .arg(&inventory_path)
+        .arg(&playbook)
+        .args([
+            "-e",
+            "loadlab_hosts=loadgen",
+            "-e",
+            "loadlab_generators_state=stopped",
+        ])
+        .env("LC_ALL", "C.UTF-8");
+    ansible_env(&mut stop);
+    let out = stop.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    for pid in &pids {
+        assert!(
+            text(&out).contains(&format!("stopped the agent (pid {pid})")),
+            "{}",
+            text(&out)
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        pids.iter().all(|p| !alive(*p)),
+        "an agent outlived the stop: {pids:?}"
+    );
+    eprintln!(
+        "agents {pids:?} started, reused, stopped; in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    drop(agents);
+    drop(server);
+    drop(lab);
+}

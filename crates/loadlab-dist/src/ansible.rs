@@ -1,12 +1,28 @@
-//! `loadlab dist ansible`: the playbook (`deploy/ansible/loadlab.yml`, built into the binary so
-//! that the command works from anywhere) and the extra variables that carry the plan to it.
-//! Running `ansible-playbook` is the CLI's job; this only says what to run it with.
+//! The playbooks, built into the binary so that the commands work from anywhere, and the extra
+//! variables that carry what they need: `deploy/ansible/loadlab.yml` for `loadlab dist
+//! ansible` (the shards of one run), `deploy/ansible/generators.yml` for `--generators
+//! ansible:INVENTORY[:GROUP]` (generator agents started or found, read back). Running
+//! `ansible-playbook` is the CLI's job; this only says what to run it with.
 
 use serde_json::json;
 use std::path::Path;
 
 /// The playbook, as in `deploy/ansible/loadlab.yml`.
 pub const PLAYBOOK: &str = include_str!("../../../deploy/ansible/loadlab.yml");
+
+/// The generators playbook, as in `deploy/ansible/generators.yml`.
+pub const GENERATORS_PLAYBOOK: &str = include_str!("../../../deploy/ansible/generators.yml");
+
+/// The extra variables of the generators playbook: which hosts, the binary to copy, and
+/// where on this machine each host's URL, fingerprint and token land.
+pub fn generator_vars(binary: &Path, hosts: &str, controller_dir: &Path) -> serde_json::Value {
+    json!({
+        "loadlab_binary": binary,
+        "loadlab_hosts": hosts,
+        "loadlab_controller_dir": controller_dir,
+        "loadlab_generators_state": "started",
+    })
+}
 
 /// What the playbook needs to know.
 #[derive(Debug, Clone)]

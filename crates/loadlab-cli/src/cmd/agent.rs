@@ -118,7 +118,8 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
     config.targets_dir = args.targets.clone();
     config.lease = args.lease;
     config.clock = Clock::new().with_offset_ms(args.test_clock_offset_ms);
-    config.state_dir = Some(std::sync::Arc::new(state));
+    let state = std::sync::Arc::new(state);
+    config.state_dir = Some(state.clone());
     let watching = match &default_server {
         Some(s) => s.describe(),
         None => "what each generator names (--target, --pid, --cgroup, --port, --container)".into(),
@@ -132,6 +133,13 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
     })?;
     let url = format!("https://{}", listener.local_addr()?);
     let token_path = token_file.canonicalize().unwrap_or(token_file);
+    // Before "listening" is printed: whoever waits for that line finds the record complete.
+    state.note_listening(loadlab_agent::state_dir::Listening {
+        url: url.clone(),
+        fingerprint: fingerprint.clone(),
+        token_file: token_path.clone(),
+        generator: args.generator,
+    })?;
     for line in &reaped {
         println!("reaped what a previous agent left: {line}");
     }

@@ -13,7 +13,7 @@ use clap::{Args, Parser as _, Subcommand};
 use loadlab_dist::k8s::{self, Spread};
 use loadlab_result::RunResult;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -422,21 +422,8 @@ fn ansible(a: AnsibleArgs) -> anyhow::Result<ExitCode> {
     });
     let vars_file = work.join("vars.json");
     std::fs::write(&vars_file, serde_json::to_vec_pretty(&vars)?)?;
-    let program = a
-        .ansible_playbook
-        .clone()
-        .or_else(|| std::env::var_os("LOADLAB_ANSIBLE_PLAYBOOK").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("ansible-playbook"));
-    let mut cmd = Command::new(&program);
-    cmd.arg("-i")
-        .arg(&a.inventory)
-        .arg(&playbook)
-        .arg("-e")
-        .arg(format!("@{}", vars_file.display()));
-    // ansible-core refuses to start without a UTF-8 locale.
-    if !std::env::var("LC_ALL").is_ok_and(|l| l.to_uppercase().contains("UTF-8")) {
-        cmd.env("LC_ALL", "C.UTF-8");
-    }
+    let program = crate::ansible::program(a.ansible_playbook.as_deref());
+    let mut cmd = crate::ansible::command(&program, &a.inventory, &playbook, &vars_file);
     if !a.out.quiet {
         eprintln!(
             "running {} -i {} {}",
@@ -445,13 +432,9 @@ fn ansible(a: AnsibleArgs) -> anyhow::Result<ExitCode> {
             playbook.display()
         );
     }
-    let status = cmd.status().with_context(|| {
-        format!(
-            "cannot run {}: install ansible-core (scripts/setup.sh puts it in \
-             target/ansible-venv), or give --ansible-playbook PATH",
-            program.display()
-        )
-    })?;
+    let status = cmd
+        .status()
+        .map_err(|e| crate::ansible::cannot_run(&program, &e, "give --ansible-playbook PATH"))?;
     let _ = std::fs::remove_dir_all(&work);
     let text = std::fs::read_to_string(&output).with_context(|| {
         format!(
