@@ -88,8 +88,9 @@ pub struct Experiment {
     /// `[metrics]`: what every run scrapes and sends (not stored, not in the plan's hash).
     #[serde(skip)]
     pub metrics: MetricsFile,
-    /// `[load] generators`: the fleet file every run's load comes from (relative to the
-    /// experiment file), as `--generators` names one; not in the plan's hash (where the load
+    /// `[load] generators`: the fleet every run's load comes from, as `--generators` names
+    /// one (a file or an inventory relative to the experiment file; ansible:INVENTORY[:GROUP];
+    /// k8s:[NAMESPACE/]NAME), as written; not in the plan's hash (where the load
     /// comes from is not what is compared).
     #[serde(skip)]
     pub generators: Option<String>,
@@ -131,7 +132,7 @@ impl Experiment {
         resolve(&mut experiment.base.scenario);
         resolve(&mut experiment.metrics.cacert);
         resolve(&mut experiment.metrics.token_file);
-        resolve(&mut experiment.generators);
+        // `generators` is resolved where it is read: it may be ansible:INVENTORY, k8s:NAME.
         for v in &mut experiment.variants {
             resolve(&mut v.scenario);
             if let Some(a) = v.agent.as_mut() {

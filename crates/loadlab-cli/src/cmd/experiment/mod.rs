@@ -167,7 +167,10 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         // `--generators` wins over the file's `[load] generators`.
         fleet: match match (&args.generators.generators, &experiment.generators) {
             (Some(_), _) => args.generators.fleet()?,
-            (None, Some(file)) => Some(crate::cmd::generators::read_fleet(Path::new(file))?),
+            (None, Some(source)) => Some(crate::cmd::generators::read(
+                &loadlab_session::fleet::FleetSource::parse(source)?
+                    .relative_to(args.file.parent().unwrap_or(Path::new("."))),
+            )?),
             (None, None) => None,
         } {
             Some(fleet) => {
