@@ -45,7 +45,7 @@ pub struct AgentArgs {
     /// only on a host you trust.
     #[arg(long)]
     pub allow_exec: bool,
-    /// Send load for a coordinator (`loadlab run|capacity|experiment --generators FILE`):
+    /// Send load for a coordinator (`loadlab run|capacity|experiment --generators FLEET`):
     /// this host becomes one generator of a fleet, and a holder of the token may make it
     /// send HTTP requests to any address it names. Off unless given.
     #[arg(long)]
