@@ -8,6 +8,14 @@ use crate::{fingerprint, toolchain, LabError};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Variables a target's build does not inherit (see [`Lab::build`]).
+const BUILD_ENV_NOT_INHERITED: &[&str] = &[
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET_DIR",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "CLIPPY_ARGS",
+];
+
 /// What `build` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -53,7 +61,15 @@ impl Lab {
         let spec = &target.manifest.build;
         let shown = spec.command.join(" ");
         let started = Instant::now();
-        let status = Command::new(&spec.command[0])
+        let mut command = Command::new(&spec.command[0]);
+        // What points cargo elsewhere or wraps rustc for the build loadlab itself came from
+        // (its test suite lints as it compiles, with clippy-driver as the workspace's rustc
+        // wrapper) is not the target's: a Rust target built with them would put its binary
+        // outside its directory, or fail on its own lints.
+        for inherited in BUILD_ENV_NOT_INHERITED {
+            command.env_remove(inherited);
+        }
+        let status = command
             .args(&spec.command[1..])
             .current_dir(&target.dir)
             .envs(&spec.env)

@@ -460,3 +460,61 @@ fn a_resolver_error_is_said_once() {
     assert!(!reason.is_empty(), "{stderr}");
     assert_eq!(stderr.matches(reason.as_str()).count(), 1, "{stderr}");
 }
+
+/// A target's build does not inherit what points cargo elsewhere or wraps rustc for loadlab's
+/// own build (its test suite compiles under clippy-driver as the workspace's rustc wrapper):
+/// a Rust target built with them put its binary elsewhere, or failed on its own lints. The
+/// rest of the environment, and the manifest's own variables, it keeps.
+#[test]
+fn a_targets_build_leaves_out_loadlabs_own_build_variables() {
+    let dir = tempdir();
+    let target = dir.join("envprobe");
+    std::fs::create_dir_all(target.join("src")).unwrap();
+    std::fs::write(target.join("src/main.txt"), "v1").unwrap();
+    std::fs::write(
+        target.join("target.toml"),
+        r#"
+name = "envprobe"
+language = "shell"
+framework = "none"
+framework_version = "0"
+toolchain = ["sh"]
+toolchain_install = "apt-get install dash"
+sources = ["src"]
+warmup_secs = 1
+[build]
+command = ["sh", "-c", "mkdir -p out && env > out/env.txt"]
+env = { FROM_MANIFEST = "kept" }
+artifacts = ["out/env.txt"]
+[run]
+command = ["sh", "-c", "sleep 1"]
+"#,
+    )
+    .unwrap();
+    let out = loadlab()
+        .args(["lab", "--targets"])
+        .arg(dir.path())
+        .args(["build", "envprobe"])
+        .env("CARGO_TARGET_DIR", "/nonexistent/target")
+        .env("CARGO_BUILD_TARGET_DIR", "/nonexistent/target")
+        .env("RUSTC_WORKSPACE_WRAPPER", "/usr/bin/false")
+        .env("CLIPPY_ARGS", "-D__CLIPPY_HACKERY__warnings")
+        .env("LOADLAB_PROBE_KEPT", "yes")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let env = std::fs::read_to_string(target.join("out/env.txt")).unwrap();
+    for gone in [
+        "CARGO_TARGET_DIR=",
+        "CARGO_BUILD_TARGET_DIR=",
+        "RUSTC_WORKSPACE_WRAPPER=",
+        "CLIPPY_ARGS=",
+    ] {
+        assert!(
+            !env.lines().any(|l| l.starts_with(gone)),
+            "{gone} reached the build"
+        );
+    }
+    assert!(env.lines().any(|l| l == "LOADLAB_PROBE_KEPT=yes"), "{env}");
+    assert!(env.lines().any(|l| l == "FROM_MANIFEST=kept"), "{env}");
+}
