@@ -57,6 +57,7 @@ pub(crate) fn info(port: Option<u16>, server_pid: Option<u32>) -> HostInfo {
                 .flatten()
                 .map(|q| q.backlog)
         }),
+        time_wait_on_port: port.and_then(|p| loadlab_probe::sockets::time_wait(p).ok()),
     }
 }
 

@@ -96,6 +96,10 @@ pub struct HostInfo {
     pub port_range: Option<(u16, u16)>,
     /// The backlog of the listener on `?port=`, when one listens there.
     pub listen_backlog: Option<u32>,
+    /// TCP sockets in TIME_WAIT with `?port=` at either end (on a generator host: its closed
+    /// connections to the target, each holding a local port), when asked and readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_wait_on_port: Option<u64>,
 }
 
 /// `POST /v1/sessions`: what to watch or launch.

@@ -124,6 +124,7 @@ mod tests {
             nofile_hard: Some(4096),
             port_range: Some((32768, 60999)),
             listen_backlog: Some(1024),
+            time_wait_on_port: None,
         }
     }
 

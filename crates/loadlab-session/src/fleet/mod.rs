@@ -3,8 +3,10 @@
 //! split as `--shard I/N` splits it, started at one agreed instant on each one's clock.
 //!
 //! - this file: the fleet as the user gives it (`--generators FILE`, a small TOML list of
-//!   agents) and its checks before a run (every generator answers, has the role, and its
-//!   host's limits are read);
+//!   agents) and its checks before a run (every generator answers, has the role, its host's
+//!   limits and TIME_WAIT are read, its clock is compared);
+//! - `source`: the forms `--generators` takes (a file, an Ansible inventory, a cluster's
+//!   agents), parsed;
 //! - `run`: one run over the fleet: the shards started, their intervals read live and merged
 //!   exactly into the caller's sink (so progress, stop rules and windowed gates work as for
 //!   one generator), a lost generator named, and the shards' results merged.
@@ -128,15 +130,23 @@ impl Fleet {
 
     /// Says hello to every generator: each must answer, speak this protocol, have the
     /// generator role and be free, and its host must allow its share of `connections` (the
-    /// whole load's) in open files and local ports. Returns a note per generator (its host,
-    /// cores, limits).
-    pub fn check(&self, connections: usize) -> Result<Vec<String>, SessionError> {
+    /// whole load's) in open files and local ports, the ports its closed connections to
+    /// `target_port` still hold (TIME_WAIT) counted. Each clock is read against this one.
+    /// Returns a note per generator (its host, cores, limits, clock) and warnings (many
+    /// ports in TIME_WAIT, a clock whose offset is known only roughly).
+    pub fn check(
+        &self,
+        connections: usize,
+        target_port: Option<u16>,
+    ) -> Result<FleetCheck, SessionError> {
         let share = connections.div_ceil(self.generators.len().max(1)) as u64;
-        let mut notes = Vec::new();
+        let local = loadlab_agent::clock::LocalClock::new();
+        let mut check = FleetCheck::default();
         for g in &self.generators {
-            let (_, hello, host) = g.ready(share)?;
-            notes.push(format!(
-                "generator {}: {} ({} cores, kernel {}), open files {}, local ports {}",
+            let (mut client, hello, host) = g.ready(share, target_port)?;
+            let clock = client.estimate_clock(&local, 8).ok();
+            check.notes.push(format!(
+                "generator {}: {} ({} cores, kernel {}), open files {}, local ports {}{}",
                 g.name,
                 hello.hostname,
                 hello.cpus,
@@ -144,11 +154,66 @@ impl Fleet {
                 host.nofile_soft
                     .map_or_else(|| "unknown".to_string(), |n| n.to_string()),
                 host.port_range
-                    .map_or_else(|| "unknown".to_string(), |(a, b)| format!("{a}-{b}"))
+                    .map_or_else(|| "unknown".to_string(), |(a, b)| format!("{a}-{b}")),
+                clock.as_ref().map_or_else(String::new, |c| format!(
+                    ", clock {:+.3} ms from this one (±{:.3} ms)",
+                    c.offset_ns as f64 / 1e6,
+                    c.uncertainty_ns as f64 / 1e6
+                )),
+            ));
+            check
+                .warnings
+                .extend(host_warnings(&g.name, &host, target_port, clock.as_ref()));
+        }
+        Ok(check)
+    }
+}
+
+/// What [`Fleet::check`] found.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct FleetCheck {
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Beyond this, the generators' common start is known only this roughly: the start spread
+/// a run reports is bounded by 10 ms.
+const CLOCK_UNCERTAINTY_WARN_NS: i64 = 5_000_000;
+
+/// What is worth a warning on a generator's host before a run: half its local ports or more
+/// held in TIME_WAIT toward the target, and a clock read too roughly for a common start.
+fn host_warnings(
+    name: &str,
+    host: &loadlab_agent::protocol::HostInfo,
+    target_port: Option<u16>,
+    clock: Option<&loadlab_agent::clock::Estimate>,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let (Some(tw), Some((low, high)), Some(port)) =
+        (host.time_wait_on_port, host.port_range, target_port)
+    {
+        let ports = u64::from(high.saturating_sub(low)) + 1;
+        if tw * 2 >= ports {
+            warnings.push(format!(
+                "generator {name}: {tw} of its {ports} local ports are held in TIME_WAIT by \
+                 closed connections to port {port}; a run with new connections may run out: \
+                 set net.ipv4.tcp_tw_reuse=1 there, or wait for them to expire (60 s)"
             ));
         }
-        Ok(notes)
     }
+    if let Some(c) = clock {
+        if c.uncertainty_ns > CLOCK_UNCERTAINTY_WARN_NS {
+            warnings.push(format!(
+                "generator {name}: its clock is known to ±{:.1} ms only (the fastest of {} \
+                 exchanges took {:.1} ms): the generators' common start is that rough; a \
+                 closer or less loaded link to it narrows it",
+                c.uncertainty_ns as f64 / 1e6,
+                c.exchanges,
+                c.uncertainty_ns as f64 * 2.0 / 1e6
+            ));
+        }
+    }
+    warnings
 }
 
 impl Generator {
@@ -158,6 +223,7 @@ impl Generator {
     pub(crate) fn ready(
         &self,
         share: u64,
+        target_port: Option<u16>,
     ) -> Result<
         (
             loadlab_agent::client::AgentClient,
@@ -192,7 +258,7 @@ impl Generator {
                 busy.client
             ));
         }
-        let host = client.host_info(None).map_err(fail)?;
+        let host = client.host_info(target_port).map_err(fail)?;
         if let Some(problem) = too_small(&host, share) {
             return refuse(format!("on {}: {problem}", hello.hostname));
         }
@@ -224,6 +290,15 @@ fn too_small(host: &loadlab_agent::protocol::HostInfo, share: u64) -> Option<Str
                  generators"
             ));
         }
+        let held = host.time_wait_on_port.unwrap_or(0);
+        if share + held > ports {
+            return Some(format!(
+                "its share of the load is {share} connections, and {held} of its {ports} local \
+                 ports are still held in TIME_WAIT by closed connections to the target: wait \
+                 for them to expire (60 s), set net.ipv4.tcp_tw_reuse=1 there, or add \
+                 generators"
+            ));
+        }
     }
     None
 }
@@ -245,12 +320,52 @@ mod tests {
             nofile_hard: Some(nofile),
             port_range: Some(ports),
             listen_backlog: None,
+            time_wait_on_port: None,
         };
         assert_eq!(too_small(&host(524_288, (32768, 60999)), 10_000), None);
         let files = too_small(&host(1024, (32768, 60999)), 1000).unwrap();
         assert!(files.contains("open-files limit is 1024"), "{files}");
         let ports = too_small(&host(524_288, (60000, 60999)), 5000).unwrap();
         assert!(ports.contains("1000 local ports"), "{ports}");
+        // Ports held in TIME_WAIT toward the target are not free for the share.
+        let mut held = host(524_288, (60000, 60999));
+        held.time_wait_on_port = Some(600);
+        assert_eq!(too_small(&held, 400), None);
+        let tw = too_small(&held, 401).unwrap();
+        assert!(tw.contains("600 of its 1000 local ports"), "{tw}");
+        assert!(tw.contains("tcp_tw_reuse"), "{tw}");
+    }
+
+    #[test]
+    fn half_the_ports_in_time_wait_or_a_rough_clock_is_a_warning() {
+        let mut host = loadlab_agent::protocol::HostInfo {
+            hostname: "g".into(),
+            cpus: 2,
+            memory_bytes: None,
+            somaxconn: None,
+            tcp_max_syn_backlog: None,
+            syncookies: None,
+            nofile_soft: None,
+            nofile_hard: None,
+            port_range: Some((60000, 60999)),
+            listen_backlog: None,
+            time_wait_on_port: Some(499),
+        };
+        let clock = |uncertainty_ns| loadlab_agent::clock::Estimate {
+            offset_ns: 2_000_000,
+            uncertainty_ns,
+            at_ns: 0,
+            exchanges: 8,
+        };
+        assert!(host_warnings("g1", &host, Some(8080), Some(&clock(40_000))).is_empty());
+        host.time_wait_on_port = Some(500);
+        let w = host_warnings("g1", &host, Some(8080), Some(&clock(40_000)));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("500 of its 1000 local ports") && w[0].contains("port 8080"));
+        // No target port asked: nothing is known about TIME_WAIT toward it.
+        assert!(host_warnings("g1", &host, None, None).is_empty());
+        let w = host_warnings("g1", &host, None, Some(&clock(6_000_000)));
+        assert!(w[0].contains("±6.0 ms"), "{w:?}");
     }
 
     #[test]

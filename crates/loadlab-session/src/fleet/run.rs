@@ -62,8 +62,11 @@ impl Fleet {
         let local = LocalClock::new();
         let mut clients = Vec::with_capacity(n);
         let share = connections_of(spec).div_ceil(n.max(1)) as u64;
+        let target_port = url::Url::parse(&spec.url)
+            .ok()
+            .and_then(|u| u.port_or_known_default());
         for g in &self.generators {
-            let (mut client, _, _) = g.ready(share)?;
+            let (mut client, _, _) = g.ready(share, target_port)?;
             let estimate = client
                 .estimate_clock(&local, 8)
                 .map_err(|e| SessionError::Invalid(format!("generator {}: {e}", g.name)))?;

@@ -176,8 +176,12 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
             Some(fleet) => {
                 // Each run checks its own share of connections; here, that every generator
                 // answers and may send load.
-                for note in fleet.check(0)? {
+                let check = fleet.check(0, None)?;
+                for note in check.notes {
                     eprintln!("{note}");
+                }
+                for warning in check.warnings {
+                    eprintln!("warning: {warning}");
                 }
                 Some(fleet)
             }

@@ -88,15 +88,19 @@ pub fn apply(
     let Some(fleet) = fleet else {
         return Ok(());
     };
-    let notes = fleet.check(session.config().connections)?;
+    let config = session.config();
+    let check = fleet.check(config.connections, Some(config.url.port))?;
     if !quiet {
         eprintln!(
             "the load comes from {} generators, each its shard, started together:",
             fleet.generators.len()
         );
-        for note in notes {
+        for note in check.notes {
             eprintln!("  {note}");
         }
+    }
+    for warning in check.warnings {
+        eprintln!("warning: {warning}");
     }
     session.set_fleet(fleet);
     Ok(())
