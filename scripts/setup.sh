@@ -3,12 +3,26 @@
 # Everything comes from the package registries (crates.io via cargo, Debian via apt-get);
 # nothing is downloaded from anywhere else.
 #
-#   bash scripts/setup.sh          # everything the full suite uses (apt-get needs root)
-#   bash scripts/setup.sh --rust   # cargo, rustfmt and clippy only (scripts/test.sh --quick)
+#   bash scripts/setup.sh           # everything the full suite uses (apt-get needs root)
+#   bash scripts/setup.sh --rust    # cargo, rustfmt and clippy only (scripts/test.sh --quick)
+#   bash scripts/setup.sh --system  # cargo's components and Debian's packages only
+#   bash scripts/setup.sh --tools   # only the pinned tools from PyPI, crates.io and Go's proxy,
+#                                   # under target/ (scripts/test.sh runs this beside the build)
 set -euo pipefail
+
+mode=${1:-all}
+case $mode in
+    all | --rust | --system | --tools) ;;
+    *)
+        echo "setup: unknown argument '$mode'; use --rust, --system, --tools, or nothing" >&2
+        exit 2
+        ;;
+esac
 
 need() { command -v "$1" >/dev/null 2>&1; }
 
+# The system part (skipped with --tools): cargo's components, then Debian's packages.
+if [[ $mode != --tools ]]; then
 if ! need cargo; then
     echo "setup: cargo is missing. Install Rust (https://rustup.rs) and re-run." >&2
     exit 2
@@ -20,7 +34,7 @@ for component in rustfmt clippy; do
     fi
 done
 echo "setup: $(cargo --version), rustfmt and clippy present"
-if [[ ${1:-} == --rust ]]; then exit 0; fi
+if [[ $mode == --rust ]]; then exit 0; fi
 
 # Debian's packages come first, gathered so that apt runs once: each check below adds what is
 # missing to one list, then one `apt-get update` and one `apt-get install` take them all (eight
@@ -120,6 +134,9 @@ if [[ ${#apt_packages[@]} -gt 0 ]] || $index_stale; then
             "apt-get update${apt_packages[*]:+ && apt-get install ${apt_packages[*]}}" >&2
     fi
 fi
+
+fi # the system part
+if [[ $mode == --system ]]; then exit 0; fi
 
 # The rest comes from the language registries (crates.io, PyPI, the Go module proxy), pinned,
 # into directories under target/ (nothing installed system-wide), so it is cached with the build.

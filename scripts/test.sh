@@ -41,7 +41,13 @@ step_table() {
     done
     printf '%6d  total\n' "$SECONDS"
 }
-trap step_table EXIT
+# A run that stops early still waits for the tools started beside the build (nothing of it is
+# left running), then prints the table.
+finish() {
+    if [[ -n ${tools_pid:-} ]]; then wait "$tools_pid" 2>/dev/null || true; fi
+    step_table
+}
+trap finish EXIT
 
 # The quick set: every crate's unit tests, and the integration binaries whose tests share a
 # process and run against servers on loopback that the tests start themselves; with the
@@ -128,9 +134,16 @@ if $quick; then
     step test "unit tests and in-process tests (the quick set)"
     run_quick_tests
 else
-    planned=(setup fmt build test binary readme demo install)
-    step setup "scripts/setup.sh"
-    bash scripts/setup.sh
+    planned=(setup fmt build tools test binary readme demo install)
+    step setup "scripts/setup.sh --system (cargo's components, Debian's packages)"
+    bash scripts/setup.sh --system
+    # The pinned tools from PyPI, crates.io and Go's proxy (virtualenvs, mdbook, go-httpbin)
+    # are fetched and built beside the compile below, whose waits for the disk and the linker
+    # their downloads fill; the tests start once both are done. Started before the compile's
+    # variables are set: mdbook's build is not linted as loadlab's.
+    tools_log=$(mktemp)
+    bash scripts/setup.sh --tools > "$tools_log" 2>&1 &
+    tools_pid=$!
 
     step fmt "cargo fmt --check"
     cargo fmt --all -- --check
@@ -152,6 +165,17 @@ else
     # Built first, on its own, so that the table tells compiling from running.
     step build "cargo test --no-run, linted by clippy as it compiles (-D warnings)"
     cargo test --workspace --locked --no-run
+
+    step tools "scripts/setup.sh --tools (started with the build): waited for"
+    tools_status=0
+    wait "$tools_pid" || tools_status=$?
+    tools_pid=
+    cat "$tools_log"
+    rm -f "$tools_log"
+    if [[ $tools_status -ne 0 ]]; then
+        echo "test: scripts/setup.sh --tools failed (exit $tools_status): see its lines above" >&2
+        exit 1
+    fi
 
     step test "cargo test"
     # Every test binary runs even after one fails, so a failure never hides the others' results.
