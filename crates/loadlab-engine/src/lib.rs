@@ -47,7 +47,9 @@ pub mod tls;
 pub mod totals;
 
 pub use config::{RunConfig, RunSpec, ScenarioRun, Stop};
-pub use engine::{run, EngineError, PartObserver, ProgressSnapshot, RunControl, RunOutcome};
+pub use engine::{
+    run, Abandoned, EngineError, PartObserver, ProgressSnapshot, RunControl, RunOutcome,
+};
 pub use error::ErrorClass;
 pub use loadlab_result::RunResult;
 /// Scenario files, from their own crate.

@@ -77,6 +77,16 @@ pub(crate) fn verdicts(
             )
         });
     }
+    if let Some(g) = &outcome.gave_up {
+        out.push(format!(
+            "the target went away: nothing was answered after {:.1} s into the run and every \
+             connection tried since failed to open; after {:.0} s of that the run gave up the \
+             rest of its -n count ({} requests never sent)",
+            g.last_seen.as_secs_f64(),
+            config.give_up_after.as_secs_f64(),
+            g.unsent
+        ));
+    }
     if measured.requests.nothing_succeeded() && !outcome.interrupted {
         out.push(if measured.requests.issued == 0 {
             "nothing succeeded: no measured request could be sent, every connection was still \

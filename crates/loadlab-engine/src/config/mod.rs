@@ -75,7 +75,14 @@ pub struct RunSpec {
     pub new_connection_share: Option<f64>,
     /// `--seed`: think times, random feeder rows and a mix's choices.
     pub seed: u64,
+    /// A run bounded by `-n` gives up the rest of its count once nothing has answered for
+    /// this long while every connection it tried failed to open (the target went away).
+    pub give_up_after: Duration,
 }
+
+/// [`RunSpec::give_up_after`] unless set: long enough for a server restarting on purpose,
+/// short enough that a run against one that went away does not retry its count for hours.
+pub const GIVE_UP_AFTER: Duration = Duration::from_secs(5);
 
 /// The longest `--tick`: beyond it the send lag a tick adds would dwarf most latencies.
 const MAX_TICK: Duration = Duration::from_millis(10);
@@ -116,6 +123,7 @@ impl Default for RunSpec {
             pace: None,
             new_connection_share: None,
             seed: 1,
+            give_up_after: GIVE_UP_AFTER,
         }
     }
 }
@@ -203,6 +211,8 @@ pub struct RunConfig {
     pub shard: Option<crate::shard::ShardPlan>,
     /// A scenario run, or a run paced or mixing new connections (a one-step scenario).
     pub scenario: Option<Arc<ScenarioRun>>,
+    /// See [`RunSpec::give_up_after`].
+    pub give_up_after: Duration,
 }
 
 /// A scenario and how it is run.

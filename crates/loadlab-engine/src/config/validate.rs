@@ -165,6 +165,7 @@ impl RunSpec {
             generator_cpus: self.generator_cpus.clone().filter(|c| !c.is_empty()),
             shard: None,
             scenario,
+            give_up_after: self.give_up_after,
         }
         .with_shard(self, whole_connections, whole_stop))
     }

@@ -15,6 +15,7 @@ mod control;
 mod exchange;
 mod feed;
 mod gate;
+mod gone;
 mod h2;
 mod h2_preface;
 pub(crate) mod h3;
@@ -32,6 +33,7 @@ use crate::http1::{self};
 use crate::schedule::{Profile, Stage};
 use crate::stats::Recorder;
 use crate::sys;
+pub use budget::Abandoned;
 use budget::SharedBudget;
 pub use control::{PartObserver, ProgressSnapshot, RunControl, ThreadProgress};
 pub(crate) use scenario::pacer::offered_per_s;
@@ -85,6 +87,9 @@ pub struct RunOutcome {
     /// From the start to the end of the run.
     pub elapsed: Duration,
     pub interrupted: bool,
+    /// A run bounded by `-n` whose target went away: the rest of its count given up (see
+    /// `gone`).
+    pub gave_up: Option<budget::Abandoned>,
     pub recorder: Recorder,
     /// The timeline's traffic, summed over the threads (the recorder's timeline buckets went
     /// to the interval collector as the run went on, when there was one).
@@ -133,9 +138,14 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     let address = resolve(&config.url.host, config.url.port)?;
     let requests = http1::encode_all(config);
     let shared_budget = match config.stop {
-        Stop::Requests(n) => Some(Arc::new(SharedBudget::new(n, config.connections))),
+        Stop::Requests(n) => Some(Arc::new(SharedBudget::new(
+            n,
+            config.connections,
+            config.give_up_after,
+        ))),
         Stop::Duration(_) => None,
     };
+    let budget_watch = shared_budget.clone();
     let start_at = config.shard.as_ref().and_then(|p| p.start_at);
     if let Some(at) = start_at {
         crate::shard::check_start_at(at, SystemTime::now()).map_err(EngineError::StartAt)?;
@@ -276,6 +286,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         warmup: config.warmup,
         elapsed: end - start,
         interrupted: control.is_stopped(),
+        gave_up: budget_watch.and_then(|b| b.abandoned()),
         recorder,
         traffic,
         intervals,
@@ -368,6 +379,7 @@ fn header(
         warmup: config.warmup,
         elapsed: Duration::ZERO,
         interrupted: false,
+        gave_up: None,
         recorder: Recorder::default(),
         traffic: crate::timeline::TrafficLog::new(config),
         intervals: Vec::new(),

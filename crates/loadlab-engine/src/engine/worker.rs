@@ -88,6 +88,7 @@ pub(super) fn thread(
         if let Some(feed) = &feed {
             spawn_guarded(&ctx, feed::tick(ctx.clone(), feed.clone()));
         }
+        spawn_guarded(&ctx, super::gone::watch(ctx.clone()));
         if ctx.open.is_some() {
             let schedule = async {
                 match &ctx.scenario {
