@@ -17,6 +17,9 @@
 //!
 //! Linux only in substance; elsewhere launching works without limits and sampling says it is
 //! unsupported instead of failing.
+//!
+//! It must not drive load, open a network connection, or know the engine or the result's
+//! verdicts: it sees the server's side and hands back what it read.
 
 pub mod affinity;
 pub mod cgroup;

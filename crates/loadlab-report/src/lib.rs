@@ -11,6 +11,9 @@
 //! - `tables`: the report's content as tables, which [`markdown`] and [`html`] render.
 //! - [`markdown`], [`csv`]: the same content for issues and for spreadsheets.
 //! - [`html`]: one self-contained page with charts; several runs overlaid.
+//!
+//! It must not measure, judge or change a result (verdicts come with it), read the store,
+//! or fetch anything: a page it writes works offline.
 
 pub mod csv;
 mod format;

@@ -9,6 +9,8 @@
 //! For hostile servers written step by step, [`ScriptedServer`] plays a [`Script`] of
 //! HTTP/1.1 bytes, waits and closes on every connection, and [`H2FrameServer`] an
 //! [`H2Script`] of raw HTTP/2 frames.
+//!
+//! It must not be a dependency of anything but tests, nor listen anywhere but 127.0.0.1.
 
 mod background;
 pub mod h2frames;
