@@ -12,21 +12,15 @@ mod common;
 mod netns;
 
 use common::assert_valid;
+use common::serial;
 use loadlab_testkit::ScratchDir;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const LOADLAB: &str = env!("CARGO_BIN_EXE_loadlab");
 const FIXTURE: &str = env!("CARGO_BIN_EXE_loadlab-fixture");
-
-/// One lab of namespaces at a time: they are cheap, but the tests measure CPU.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn scratch(name: &str) -> ScratchDir {
     ScratchDir::new(&format!("agent-{name}"))

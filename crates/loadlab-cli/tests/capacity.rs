@@ -4,6 +4,9 @@
 //!
 //! Capacities are measured on a 2-core machine: these tests run one at a time.
 
+mod common;
+
+use common::{loadlab, serial};
 use loadlab_testkit::ScratchDir;
 use serde_json::Value;
 use std::io::Write as _;
@@ -13,16 +16,6 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_loadlab-fixture");
-
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
 
 fn scratch(name: &str) -> ScratchDir {
     ScratchDir::new(&format!("capacity-{name}"))

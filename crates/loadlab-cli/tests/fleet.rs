@@ -13,12 +13,12 @@ mod common;
 #[allow(dead_code)] // bind_in: for tests that bind inside a namespace themselves
 mod netns;
 
+use common::serial;
 use loadlab_testkit::ScratchDir;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const LOADLAB: &str = env!("CARGO_BIN_EXE_loadlab");
@@ -29,11 +29,6 @@ const SERVICE_US: &str = "500";
 /// Each generator's link, and each request's body.
 const LINK: &str = "16mbit";
 const BODY_BYTES: usize = 2_000;
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn in_ns(ns: &str, program: &str) -> Command {
     let mut c = Command::new("nsenter");

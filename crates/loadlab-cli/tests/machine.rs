@@ -9,6 +9,7 @@
 mod common;
 
 use common::assert_valid;
+use common::{loadlab, serial};
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -16,17 +17,6 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_loadlab-fixture");
-
-/// The link tests time transfers: one at a time, so that they do not share the CPUs.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
 
 /// Runs `command`, killing it if it outlives `limit` (a hang is a failure, not a stuck CI).
 fn output_within(mut command: Command, limit: Duration) -> Output {

@@ -8,24 +8,13 @@
 mod common;
 
 use common::{assert_valid, groups_of};
+use common::{loadlab, serial};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_loadlab-fixture");
-
-/// These tests measure CPU shares on a 2-core machine: they run one at a time, so that one
-/// test's load does not starve another's server.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.

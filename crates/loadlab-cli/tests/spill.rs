@@ -6,6 +6,7 @@
 //! `spill/store.rs`, with the helpers here.
 
 mod common;
+use common::loadlab;
 use loadlab_testkit::ScratchDir;
 #[path = "spill/store.rs"]
 mod store;
@@ -13,12 +14,8 @@ mod store;
 use loadlab_result::{decode_histogram, new_histogram, IntervalSummary};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
 
 /// `loadlab upstream` on a free loopback port, stopped (by its PID) when dropped.
 struct Upstream {

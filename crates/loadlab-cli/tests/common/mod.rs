@@ -3,6 +3,19 @@
 
 use std::path::{Path, PathBuf};
 
+/// The `loadlab` binary this package built.
+pub fn loadlab() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_loadlab"))
+}
+
+/// One test of the binary at a time, for the binaries whose tests measure the machine (CPU,
+/// rates, links) or build network namespaces: taken first, held for the test. Each test
+/// binary has its own lock.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Fails with every violation when `value` does not follow `schema/run-result.schema.json`.
 pub fn assert_valid(value: &serde_json::Value) {
     let text = include_str!("../../../../schema/run-result.schema.json");

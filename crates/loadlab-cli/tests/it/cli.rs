@@ -1,16 +1,13 @@
 //! The `loadlab` binary as a user runs it: real processes against real loopback servers.
 
 use crate::common;
+use common::loadlab;
 use loadlab_testkit::ScratchDir;
 
 use common::assert_valid;
 use loadlab_testkit::{response, Behavior, H2Behavior, H2Server, TestCa, TestServer};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
 
 fn run(args: &[&str]) -> Output {
     loadlab().args(args).output().expect("loadlab runs")

@@ -3,13 +3,10 @@
 //! latest alone and `TAG@all` the same as the plain tag. The table says how many runs each
 //! arm holds.
 
+use crate::common;
+use common::loadlab;
 use loadlab_testkit::{response, Behavior, TestServer};
 use std::path::Path;
-use std::process::Command;
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
 
 fn save(db: &Path, tag: &str, url: &str) {
     let out = loadlab()

@@ -6,6 +6,7 @@
 
 use crate::common;
 use crate::netns;
+use common::loadlab;
 use loadlab_testkit::ScratchDir;
 
 use common::assert_valid;
@@ -14,10 +15,6 @@ use loadlab_testkit::{response, Behavior, TestServer};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
 
 fn tempdir(name: &str) -> ScratchDir {
     ScratchDir::new(&format!("dist-{name}"))

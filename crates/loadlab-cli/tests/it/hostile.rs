@@ -10,6 +10,7 @@
 //! slow machine sends fewer requests, but every one is accounted for in the same classes.
 
 use crate::common;
+use common::loadlab;
 
 use common::assert_valid;
 use loadlab_probe::procfs::{alive, tree};
@@ -20,15 +21,11 @@ use loadlab_testkit::{
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// The longest any run here may take before it counts as hung (each asks for at most 2 s).
 const WATCHDOG: Duration = Duration::from_secs(60);
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
 
 /// What one run of loadlab left: its exit code, its result file (checked against the
 /// schema) and its standard error.

@@ -5,18 +5,16 @@
 //! the collection's `https://{{URL}}` asks), and a recorded login against a shop that issues
 //! its own tokens and rejects any other.
 
+use crate::common;
+use common::loadlab;
 use loadlab_testkit::ScratchDir;
 use loadlab_testkit::{Answer, RouteServer, Seen, TestCa};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
-
-fn loadlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadlab"))
-}
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
