@@ -16,17 +16,7 @@ pub fn duration_us(us: f64) -> String {
 }
 
 /// An integer with thousands separators: `1,234,567`.
-pub fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use loadlab_result::format::thousands as count;
 
 /// A rate with thousands separators and one decimal: `112,908.1`.
 pub fn rate(per_second: f64) -> String {

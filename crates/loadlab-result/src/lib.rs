@@ -30,6 +30,7 @@
 pub mod attach;
 pub mod cliff;
 pub mod failure;
+pub mod format;
 pub mod histogram;
 pub mod latency;
 pub mod machine;

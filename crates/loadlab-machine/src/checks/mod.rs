@@ -67,17 +67,7 @@ fn check(
 }
 
 /// `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use loadlab_result::format::thousands;
 
 /// The worst status among `checks` (PASS for none).
 pub fn worst(checks: &[Check]) -> CheckStatus {
