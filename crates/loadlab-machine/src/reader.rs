@@ -21,9 +21,17 @@ fn number<T: std::str::FromStr>(path: &str) -> Option<T> {
 /// Reads the machine for `plan`, sampling CPU use for `sample` (processes in `exclude`, and
 /// loadlab itself, are not counted as busy).
 pub fn read_machine(plan: &PlannedRun, sample: Duration, exclude: &[u32]) -> Readings {
-    let before = (cpu_times(), Instant::now(), steal_ticks());
+    let before = (
+        cpu_times(),
+        Instant::now(),
+        loadlab_engine::sys::cpu_steal_ticks(),
+    );
     std::thread::sleep(sample);
-    let after = (cpu_times(), Instant::now(), steal_ticks());
+    let after = (
+        cpu_times(),
+        Instant::now(),
+        loadlab_engine::sys::cpu_steal_ticks(),
+    );
     let elapsed = after.1 - before.1;
     let mut busy = busy(&before.0, &after.0, elapsed, exclude);
     busy.sort_by(|a, b| b.cores.total_cmp(&a.cores));
@@ -231,17 +239,6 @@ fn busy(
             })
         })
         .collect()
-}
-
-fn steal_ticks() -> Option<(u64, u64)> {
-    let stat = read("/proc/stat")?;
-    let line = stat.lines().next()?.strip_prefix("cpu ")?;
-    let fields: Vec<u64> = line
-        .split_whitespace()
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    let total: u64 = fields.iter().take(8).sum();
-    Some((*fields.get(7)?, total))
 }
 
 fn listener(port: u16) -> Option<Listener> {
