@@ -165,8 +165,8 @@ pub(crate) fn verdicts(
                 )
             } else {
                 format!(
-                    "the target could not keep up: {completed_per_s:.1} requests/s completed \
-                     while {due_per_s:.1}/s fell due"
+                    "{TARGET_BEHIND}: {completed_per_s:.1} requests/s completed while \
+                     {due_per_s:.1}/s fell due"
                 )
             };
             if unsent > 0 && config.scenario.is_some() {
@@ -187,6 +187,26 @@ pub(crate) fn verdicts(
         }
     }
     out
+}
+
+/// How the verdict that blames the target for an open loop falling behind begins.
+pub const TARGET_BEHIND: &str = "the target could not keep up";
+
+/// Takes the blame off the target when the machine is known to have lost the run's traffic
+/// (`cause`, in words: "the kernel dropped 1,234 datagrams for a full receive buffer"),
+/// which only the session learns after the run: the verdict that the target could not keep
+/// up says instead that the load fell behind, and why that is not evidence against the
+/// target. Returns whether there was such a verdict.
+pub fn spare_the_target(verdicts: &mut [String], cause: &str) -> bool {
+    let Some(v) = verdicts.iter_mut().find(|v| v.starts_with(TARGET_BEHIND)) else {
+        return false;
+    };
+    *v = format!(
+        "the load fell behind its schedule{}; meanwhile {cause}, so this is the machine's doing \
+         as much as the target's: not evidence against the target (see the warnings)",
+        &v[TARGET_BEHIND.len()..]
+    );
+    true
 }
 
 /// Run-queue wait of the workers, in all, from which a late generator is blamed on what kept

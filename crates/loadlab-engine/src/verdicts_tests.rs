@@ -215,3 +215,47 @@ fn a_udp_receive_buffer_capped_by_the_kernel_is_warned_of_with_the_fix() {
         assert!(!w.iter().any(|w| w.contains("UDP receive buffer")), "{w:?}");
     }
 }
+
+/// A verdict that blamed the target for falling behind is reworded once the machine is known
+/// to have dropped the run's traffic; other verdicts stay as they are.
+#[test]
+fn the_target_is_spared_for_what_the_machine_dropped() {
+    let mut verdicts = verdicts_of(
+        Duration::from_millis(100),
+        Duration::from_secs(1),
+        100,
+        500,
+        Duration::from_secs(2),
+    );
+    let before = verdicts.clone();
+    assert!(super::spare_the_target(
+        &mut verdicts,
+        "the kernel dropped 1,234 datagrams for a full receive buffer"
+    ));
+    assert!(
+        !verdicts.iter().any(|v| v.starts_with(super::TARGET_BEHIND)),
+        "{verdicts:?}"
+    );
+    let spared = verdicts
+        .iter()
+        .find(|v| v.starts_with("the load fell behind its schedule: "))
+        .unwrap_or_else(|| panic!("{verdicts:?}"));
+    assert!(spared.contains("requests/s completed while"), "{spared}");
+    assert!(
+        spared.contains("never sent because every connection was busy"),
+        "{spared}"
+    );
+    assert!(
+        spared.contains("meanwhile the kernel dropped 1,234 datagrams for a full receive buffer"),
+        "{spared}"
+    );
+    assert!(
+        spared.contains("not evidence against the target"),
+        "{spared}"
+    );
+    assert_eq!(verdicts.len(), before.len());
+    // Nothing to spare: nothing changes.
+    let mut none = vec!["the generator was saturated".to_string()];
+    assert!(!super::spare_the_target(&mut none, "x"));
+    assert_eq!(none, ["the generator was saturated"]);
+}

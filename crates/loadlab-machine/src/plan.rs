@@ -30,6 +30,9 @@ pub struct PlannedRun {
     /// The server will sit behind a shaped link (`--bandwidth`); `Some(true)` when it needs
     /// netem too (`--delay`, `--loss`).
     pub link: Option<bool>,
+    /// An HTTP/3 run: the receive buffer loadlab asks for each worker thread's UDP socket,
+    /// bytes. `None` over TCP.
+    pub udp_receive_buffer_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -68,6 +68,8 @@ pub fn read_machine(plan: &PlannedRun, sample: Duration, exclude: &[u32]) -> Rea
             .and_then(|t| listener(t.port)),
         stale_links: crate::link::stale(),
         iproute2: crate::link::has_iproute2(),
+        rmem_max: number("/proc/sys/net/core/rmem_max"),
+        wmem_max: number("/proc/sys/net/core/wmem_max"),
     }
 }
 
@@ -285,6 +287,8 @@ mod tests {
         assert!(r.nofile.is_some());
         assert!(r.port_range.is_some());
         assert!(r.somaxconn.is_some());
+        assert!(r.rmem_max.is_some_and(|m| m > 0));
+        assert!(r.wmem_max.is_some_and(|m| m > 0));
         assert!(r.sampled_s >= 0.019);
         assert!(r.busy.iter().all(|b| b.pid != std::process::id()));
     }

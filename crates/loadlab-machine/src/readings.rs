@@ -44,6 +44,11 @@ pub struct Readings {
     pub stale_links: Vec<String>,
     /// iproute2's `ip` and `tc` are installed (a shaped link needs them).
     pub iproute2: bool,
+    /// `net.core.rmem_max`: the largest receive buffer a socket may ask for (SO_RCVBUF),
+    /// bytes; root passes over it (SO_RCVBUFFORCE).
+    pub rmem_max: Option<u64>,
+    /// `net.core.wmem_max`: the same for send buffers.
+    pub wmem_max: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

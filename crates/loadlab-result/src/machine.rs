@@ -88,6 +88,26 @@ pub struct KernelCounters {
     /// The target's listening socket as the kernel holds it (found on its port).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listen_backlog: Option<u32>,
+    /// UDP's counters, over a run over QUIC (HTTP/3) only: over TCP they would be other
+    /// processes' datagrams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpCounters>,
+}
+
+/// The kernel's UDP counters (`/proc/net/snmp` `Udp`, `/proc/net/snmp6` `Udp6`, added up) as
+/// deltas over the measured time; per network namespace, as the TCP ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpCounters {
+    /// `InDatagrams`: datagrams delivered to a socket.
+    pub datagrams_received: u64,
+    /// `RcvbufErrors`: datagrams dropped on arrival because the socket's receive buffer was
+    /// full (its size is capped by `net.core.rmem_max`); QUIC sends them again after a loss
+    /// timer.
+    pub receive_buffer_errors: u64,
+    /// `InErrors`: every datagram dropped on arrival, full buffers included.
+    pub in_errors: u64,
+    /// `SndbufErrors`: datagrams not sent because the send buffer was full.
+    pub send_buffer_errors: u64,
 }
 
 /// TIME_WAIT sockets on the target's port (either end), counted through `sock_diag`.

@@ -103,6 +103,9 @@ pub fn planned_run(
         link: server
             .and_then(|s| s.link)
             .map(|l| l.delay.is_some() || l.loss_percent.is_some()),
+        udp_receive_buffer_bytes: config
+            .http3
+            .then_some(loadlab_engine::engine::H3_UDP_RCVBUF_BYTES),
     }
 }
 
@@ -192,10 +195,12 @@ pub fn doctor(spec: crate::SessionSpec, sample: Duration) -> Result<Vec<Check>, 
     }
     let link = server.as_ref().is_some_and(|s| s.link.is_some());
     let target_known = !run.url.is_empty();
+    // HTTP/3 is refused over http://.
+    let scheme = if run.http3 { "https" } else { "http" };
     if !target_known {
-        run.url = "http://doctor.invalid/".into();
+        run.url = format!("{scheme}://doctor.invalid/");
     } else if run.url.starts_with('/') {
-        run.url = format!("http://127.0.0.1:1{}", run.url);
+        run.url = format!("{scheme}://127.0.0.1:1{}", run.url);
     }
     if let Some(free) = server.as_ref().and_then(ServerSpec::generator_cpus) {
         run.threads = run.threads.or(Some(free.len()));
@@ -345,20 +350,35 @@ impl Measured {
             scopes,
             port,
         } = self;
-        if let Some(k) = counters::delta(
+        if let Some(mut k) = counters::delta(
             &start.kernel,
             &end.kernel,
             counters::describe(&scopes),
             Some(port),
         ) {
+            // Over TCP, UDP's counters would be other processes' datagrams.
+            let quic = result.load.protocol == "h3";
+            if !quic {
+                k.udp = None;
+            }
             let found = counters::findings(
                 &k,
                 &counters::Context {
                     server_local: target_local || link.is_some(),
                     backlog_env,
                     issued: result.measured.requests.issued,
+                    quic,
                 },
             );
+            if let Some(dropped) = k.udp.map(|u| u.receive_buffer_errors).filter(|n| *n > 0) {
+                loadlab_engine::verdicts::spare_the_target(
+                    &mut result.verdicts,
+                    &format!(
+                        "the kernel dropped {} datagrams for a full receive buffer",
+                        loadlab_result::format::thousands(dropped)
+                    ),
+                );
+            }
             result.verdicts.extend(found.verdicts);
             result.warnings.extend(found.warnings);
             result.kernel = Some(k);

@@ -114,8 +114,14 @@ impl Session {
                 ServerSide::Local(s) => s.finish(origin, span),
                 ServerSide::Remote(r) => {
                     let issued = result.measured.requests.issued;
-                    let (report, verdicts, warnings) =
+                    let (mut report, verdicts, warnings) =
                         r.finish(origin, span, issued, self.backlog_env.clone());
+                    // Over TCP, the server host's UDP counters are other processes'.
+                    if result.load.protocol != "h3" {
+                        if let Some(k) = report.agent.as_mut().and_then(|a| a.kernel.as_mut()) {
+                            k.udp = None;
+                        }
+                    }
                     result.verdicts.extend(verdicts);
                     result.warnings.extend(warnings);
                     report

@@ -37,7 +37,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) use pool::{Pool, Slot};
-pub(crate) use quic::{client_config, RCVBUF_BYTES};
+pub(crate) use quic::client_config;
+pub use quic::RCVBUF_BYTES;
 
 /// A handle that opens streams on one HTTP/3 connection (cloned per stream).
 pub(super) type SendRequest = ::h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;

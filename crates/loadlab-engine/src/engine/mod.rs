@@ -36,6 +36,9 @@ use crate::sys;
 pub use budget::Abandoned;
 use budget::SharedBudget;
 pub use control::{PartObserver, ProgressSnapshot, RunControl, ThreadProgress};
+/// The receive buffer an HTTP/3 run asks for each worker thread's UDP socket, in bytes (for
+/// the machine's checks of `net.core.rmem_max`).
+pub use h3::RCVBUF_BYTES as H3_UDP_RCVBUF_BYTES;
 pub(crate) use scenario::pacer::offered_per_s;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;

@@ -13,10 +13,12 @@ use loadlab_result::{Check, CheckStatus};
 mod busy;
 mod host;
 mod network;
+mod udp;
 
 pub use busy::busy_processes;
 pub use host::{cgroup, cpu_governor, cpu_idle, cpu_sharing, link, stale_links, steal};
 pub use network::{conntrack, ephemeral_ports, listen_backlog, open_files};
+pub use udp::udp_buffers;
 
 /// Descriptors loadlab needs beyond one per connection (the runtime, stdio, files).
 pub const SPARE_DESCRIPTORS: u64 = 64;
@@ -39,6 +41,7 @@ pub fn all(r: &Readings, p: &PlannedRun) -> Vec<Check> {
         ephemeral_ports(r, p),
         listen_backlog(r, p),
         conntrack(r, p),
+        udp_buffers(r, p),
         cgroup(r, p),
         cpu_governor(r),
         cpu_idle(r, p),

@@ -14,6 +14,9 @@ pub struct Context {
     pub backlog_env: Option<String>,
     /// Requests issued in the measured time.
     pub issued: u64,
+    /// The run was over QUIC (HTTP/3): UDP's counters are its datagrams' (and the server's
+    /// too, when it is local).
+    pub quic: bool,
 }
 
 /// Conclusions in plain words: verdicts (who was the bottleneck) and warnings.
@@ -108,6 +111,9 @@ pub fn findings(k: &KernelCounters, ctx: &Context) -> Findings {
             thousands(overflows)
         ));
     }
+    if ctx.quic {
+        udp_drops(&mut f, k, ctx);
+    }
     if let Some(tw) = k.time_wait {
         if tw.before >= TIME_WAIT_MANY {
             f.warnings.push(format!(
@@ -130,10 +136,50 @@ pub fn findings(k: &KernelCounters, ctx: &Context) -> Findings {
     f
 }
 
+/// The receive buffer size the fix asks for: twice what loadlab asks, since the kernel
+/// counts its bookkeeping against the same limit.
+pub const RMEM_MAX_FIX: u64 = 2 * loadlab_engine::engine::H3_UDP_RCVBUF_BYTES;
+
+/// Datagrams the kernel dropped for a full receive buffer over a run over QUIC: a warning,
+/// never a verdict against the server (its work did not lose them, the buffers did).
+fn udp_drops(f: &mut Findings, k: &KernelCounters, ctx: &Context) {
+    let Some(u) = k.udp else { return };
+    let whose = if ctx.server_local {
+        "loadlab's sockets and the server's, both on this host"
+    } else {
+        "this host's sockets, loadlab's among them"
+    };
+    // A server's socket that asks no size of its own (quinn's do not) gets rmem_default.
+    let server_too = if ctx.server_local {
+        ", and net.core.rmem_default for a server that sizes no buffer of its own"
+    } else {
+        ""
+    };
+    if u.receive_buffer_errors > 0 {
+        f.warnings.push(format!(
+            "the kernel dropped {} datagram{} for a full receive buffer (Udp RcvbufErrors, {whose}): \
+             QUIC sent them again after a loss timer, so part of the latency and of any falling \
+             behind is this machine's, not the server's work: raise net.core.rmem_max (sysctl -w \
+             net.core.rmem_max={RMEM_MAX_FIX}; as root loadlab passes over it){server_too}",
+            thousands(u.receive_buffer_errors),
+            if u.receive_buffer_errors == 1 { "" } else { "s" },
+        ));
+    }
+    let other = u.in_errors.saturating_sub(u.receive_buffer_errors);
+    if other > 0 {
+        f.warnings.push(format!(
+            "the kernel dropped {} more arriving datagram{} for other reasons than a full buffer \
+             (Udp InErrors: bad checksums, no memory; {whose})",
+            thousands(other),
+            if other == 1 { "" } else { "s" },
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loadlab_result::machine::TimeWait;
+    use loadlab_result::machine::{TimeWait, UdpCounters};
 
     fn counters(f: impl FnOnce(&mut KernelCounters)) -> KernelCounters {
         let mut k = KernelCounters {
@@ -152,6 +198,7 @@ mod tests {
             time_wait_overflows: Some(0),
             time_wait: None,
             listen_backlog: None,
+            udp: None,
         };
         f(&mut k);
         k
@@ -163,6 +210,7 @@ mod tests {
             server_local: true,
             backlog_env: Some("0".into()),
             issued: 10_000,
+            quic: false,
         };
         let cases: Vec<(KernelCounters, Context, Vec<&str>, Vec<&str>)> = vec![
             (counters(|_| {}), local.clone(), vec![], vec![]),
@@ -272,5 +320,54 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn udp_drops_over_quic_are_the_machines_not_the_servers() {
+        let dropped = counters(|k| {
+            k.udp = Some(UdpCounters {
+                datagrams_received: 100_000,
+                receive_buffer_errors: 1234,
+                in_errors: 1240,
+                send_buffer_errors: 0,
+            })
+        });
+        let quic = |server_local| Context {
+            server_local,
+            quic: true,
+            ..Context::default()
+        };
+        let f = findings(&dropped, &quic(true));
+        assert!(f.verdicts.is_empty(), "{f:?}");
+        assert_eq!(f.warnings.len(), 2, "{f:?}");
+        let w = &f.warnings[0];
+        for needle in [
+            "the kernel dropped 1,234 datagrams for a full receive buffer",
+            "loadlab's sockets and the server's, both on this host",
+            "not the server's work",
+            "sysctl -w net.core.rmem_max=8388608",
+        ] {
+            assert!(w.contains(needle), "{w} lacks {needle}");
+        }
+        assert!(f.warnings[1].contains("6 more arriving datagrams"), "{f:?}");
+        assert!(w.contains("net.core.rmem_default for a server"), "{w}");
+        let remote = findings(&dropped, &quic(false));
+        let w = &remote.warnings[0];
+        assert!(
+            w.contains("this host's sockets, loadlab's among them"),
+            "{w}"
+        );
+        assert!(!w.contains("rmem_default"), "{w}");
+        // Over TCP the same counters are other processes' datagrams: nothing said.
+        let tcp = findings(&dropped, &Context::default());
+        assert_eq!(tcp, Findings::default());
+        // Nothing dropped: nothing said.
+        let clean = counters(|k| {
+            k.udp = Some(UdpCounters {
+                datagrams_received: 100_000,
+                ..UdpCounters::default()
+            })
+        });
+        assert_eq!(findings(&clean, &quic(true)), Findings::default());
     }
 }

@@ -21,9 +21,11 @@
 //!   an open connection does; it also counts local aborts (closing with unread data, which
 //!   sends a reset and moves `TCPAbortOnClose`/`TCPAbortOnData`). `TCPAbortOnData` alone is a
 //!   reset *sent*, not received.
+//!
+//! Over QUIC, UDP's receive-buffer drops too ([`udp`]: `Udp RcvbufErrors`, `InErrors`).
 
 use crate::netns::Scope;
-use loadlab_result::machine::{KernelCounters, TimeWait};
+use loadlab_result::machine::{KernelCounters, TimeWait, UdpCounters};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -115,6 +117,8 @@ impl Tcp {
 pub struct Snapshot {
     pub at: Instant,
     pub tcp: Option<Tcp>,
+    /// UDP's counters (IPv4 and IPv6), every scope.
+    pub udp: Option<Udp>,
     /// TIME_WAIT sockets on the target's port, either end, every scope.
     pub time_wait: Option<u64>,
     /// The listening socket's backlog on the target's port, in the first scope that has it.
@@ -125,23 +129,32 @@ pub struct Snapshot {
 pub fn snapshot(scopes: &[Scope], port: Option<u16>) -> Snapshot {
     let at = Instant::now();
     let mut tcp: Option<Tcp> = None;
+    let mut udp: Option<Udp> = None;
     let mut time_wait: Option<u64> = None;
     let mut backlog = None;
     for scope in scopes {
         let read = scope.run(move || {
             let netstat = std::fs::read_to_string("/proc/thread-self/net/netstat").ok();
             let snmp = std::fs::read_to_string("/proc/thread-self/net/snmp").ok();
+            // Without IPv6 the file is absent: its counters are none.
+            let snmp6 = std::fs::read_to_string("/proc/thread-self/net/snmp6").unwrap_or_default();
+            let udp = snmp.as_deref().and_then(|s| Udp::from_tables(s, &snmp6));
             let tcp = match (netstat, snmp) {
                 (Some(n), Some(s)) => Some(Tcp::from_tables(&n, &s)),
                 _ => None,
             };
             let tw = port.and_then(|p| loadlab_probe::sockets::time_wait(p).ok());
             let queue = port.and_then(|p| loadlab_probe::sockets::listen_queue(p).ok().flatten());
-            (tcp, tw, queue)
+            (tcp, udp, tw, queue)
         });
-        let Ok((t, tw, queue)) = read else { continue };
+        let Ok((t, u, tw, queue)) = read else {
+            continue;
+        };
         if let Some(t) = t {
             tcp = Some(tcp.unwrap_or_default() + t);
+        }
+        if let Some(u) = u {
+            udp = Some(udp.unwrap_or_default() + u);
         }
         if let Some(tw) = tw {
             time_wait = Some(time_wait.unwrap_or(0) + tw);
@@ -151,6 +164,7 @@ pub fn snapshot(scopes: &[Scope], port: Option<u16>) -> Snapshot {
     Snapshot {
         at,
         tcp,
+        udp,
         time_wait,
         backlog,
     }
@@ -167,7 +181,8 @@ pub fn describe(scopes: &[Scope]) -> String {
     }
 }
 
-/// The counters over the measured time; `None` when they could not be read.
+/// The counters over the measured time; `None` when they could not be read. UDP's are
+/// among them whenever both ends read them (the session keeps them for a run over QUIC).
 pub fn delta(
     before: &Snapshot,
     after: &Snapshot,
@@ -199,11 +214,22 @@ pub fn delta(
             _ => None,
         },
         listen_backlog: before.backlog.or(after.backlog),
+        udp: match (before.udp, after.udp) {
+            (Some(b), Some(a)) => Some(UdpCounters {
+                datagrams_received: a.in_datagrams.saturating_sub(b.in_datagrams),
+                receive_buffer_errors: a.rcvbuf_errors.saturating_sub(b.rcvbuf_errors),
+                in_errors: a.in_errors.saturating_sub(b.in_errors),
+                send_buffer_errors: a.sndbuf_errors.saturating_sub(b.sndbuf_errors),
+            }),
+            _ => None,
+        },
     })
 }
 
 mod findings;
+mod udp;
 pub use findings::{findings, Context, Findings};
+pub use udp::Udp;
 
 #[cfg(test)]
 mod tests {
@@ -313,11 +339,68 @@ Tcp: 1 200 120000 -1 10 10 0 5 3 100 1000 20 0 9\n";
     }
 
     #[test]
+    fn udp_receive_buffer_drops_are_counted() {
+        use std::os::fd::AsRawFd;
+        let ns = TestNetns::new(format!("loadlab-test-udp-{}", std::process::id()));
+        let scope = ns.scope();
+        let sent = 300u64;
+        let before = snapshot(std::slice::from_ref(&scope), None);
+        let received = scope
+            .run(move || {
+                let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                // The smallest buffer the kernel gives: a few datagrams fit, the rest drop.
+                let one: libc::c_int = 1;
+                // SAFETY: an open socket, a c_int and its size.
+                let set = unsafe {
+                    libc::setsockopt(
+                        receiver.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        libc::SO_RCVBUF,
+                        (&one as *const libc::c_int).cast(),
+                        std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                    )
+                };
+                assert_eq!(set, 0);
+                let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                let to = receiver.local_addr().unwrap();
+                for _ in 0..sent {
+                    sender.send_to(&[7u8; 1200], to).unwrap();
+                }
+                receiver.set_nonblocking(true).unwrap();
+                let mut buf = [0u8; 2048];
+                let mut n = 0u64;
+                while receiver.recv(&mut buf).is_ok() {
+                    n += 1;
+                }
+                n
+            })
+            .unwrap();
+        let after = snapshot(std::slice::from_ref(&scope), None);
+        let k = delta(&before, &after, "test".into(), None).unwrap();
+        let udp = k.udp.unwrap();
+        // The namespace is this test's alone: every drop is one of its datagrams.
+        assert!(received < sent, "{received} of {sent} fit");
+        assert_eq!(udp.receive_buffer_errors, sent - received, "{udp:?}");
+        assert_eq!(udp.in_errors, sent - received, "{udp:?}");
+        assert_eq!(udp.datagrams_received, received, "{udp:?}");
+        let f = findings(
+            &k,
+            &Context {
+                quic: true,
+                ..Context::default()
+            },
+        );
+        let lost = format!("the kernel dropped {} datagrams", sent - received);
+        assert!(f.warnings.iter().any(|w| w.starts_with(&lost)), "{f:?}");
+    }
+
+    #[test]
     fn this_namespace_reads() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let before = snapshot(&[Scope::Own], Some(port));
         assert!(before.tcp.is_some());
+        assert!(before.udp.is_some());
         assert_eq!(before.time_wait, Some(0));
         assert!(before.backlog.is_some());
         let after = snapshot(&[Scope::Own], Some(port));

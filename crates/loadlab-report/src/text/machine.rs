@@ -1,5 +1,5 @@
 //! The machine and the wire in the text summary: the kernel's TCP counters over the measured
-//! time, TIME_WAIT on the target's port, the shaped link, and the checks that did not pass.
+//! time (and UDP's drops over QUIC), TIME_WAIT on the target's port, the shaped link, and the checks that did not pass.
 
 use super::row;
 use super::*;
@@ -80,6 +80,23 @@ pub(super) fn tcp_rows(s: &mut String, k: &loadlab_result::machine::KernelCounte
             );
         }
         row(s, &format!("{indent}TIME_WAIT"), &line);
+    }
+    // Over QUIC, only when the kernel dropped something: datagrams received are no news.
+    if let Some(u) = k
+        .udp
+        .filter(|u| u.in_errors > 0 || u.receive_buffer_errors > 0)
+    {
+        row(
+            s,
+            &format!("{indent}UDP"),
+            &format!(
+                "{} datagrams dropped for a full receive buffer, {} dropped on arrival in all, \
+                 {} received",
+                count(u.receive_buffer_errors),
+                count(u.in_errors),
+                count(u.datagrams_received)
+            ),
+        );
     }
 }
 

@@ -30,6 +30,40 @@ fn the_summary_names_requests_sent_again_when_there_were_some() {
     assert!(line.contains("not processed"), "{line}");
 }
 
+/// UDP's drops over QUIC get a row in the Machine section, and only when there were some.
+#[test]
+fn the_summary_names_udp_drops_when_there_were_some() {
+    let mut result = fixture("scenario.json");
+    let kernel = result
+        .kernel
+        .as_mut()
+        .expect("scenario.json has the kernel's counters");
+    kernel.udp = Some(loadlab_result::machine::UdpCounters {
+        datagrams_received: 250_000,
+        ..Default::default()
+    });
+    assert!(!render(&TextExporter, &result).contains("  UDP"));
+    let kernel = result.kernel.as_mut().unwrap();
+    kernel.udp = Some(loadlab_result::machine::UdpCounters {
+        datagrams_received: 250_000,
+        receive_buffer_errors: 1_234,
+        in_errors: 1_240,
+        send_buffer_errors: 0,
+    });
+    let text = render(&TextExporter, &result);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  UDP"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(
+            "1,234 datagrams dropped for a full receive buffer, 1,240 dropped on arrival in all, \
+             250,000 received"
+        ),
+        "{line}"
+    );
+}
+
 #[test]
 fn summary_of_a_run_where_everything_failed() {
     insta::assert_snapshot!(render(&TextExporter, &fixture("refused.json")));

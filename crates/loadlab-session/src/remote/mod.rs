@@ -275,6 +275,9 @@ impl Remote {
                     server_local: true,
                     backlog_env,
                     issued,
+                    // The server host's UDP drops are shown with its counters, not judged
+                    // here: the wording of the findings is for loadlab's own host.
+                    quic: false,
                 },
             );
             verdicts.extend(found.verdicts);

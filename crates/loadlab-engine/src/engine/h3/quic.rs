@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// through one socket: at tens of thousands of responses a second a burst outgrows the
 /// kernel's default (about 208 KiB) between two reads, and what does not fit is dropped,
 /// then resent after a loss timer: latency that is the generator's, not the server's.
-pub(crate) const RCVBUF_BYTES: u64 = 4 << 20;
+pub const RCVBUF_BYTES: u64 = 4 << 20;
 
 /// The QUIC client configuration for a run: the rustls configuration the run built for TCP
 /// (its trust, client certificate, SNI name and resumption), offering h3 by ALPN. `Err`: why

@@ -5,6 +5,7 @@
 
 mod host;
 mod network;
+mod udp;
 
 use super::*;
 use crate::plan::{OpenLoop, Target};
@@ -35,6 +36,8 @@ fn machine() -> Readings {
         listener: None,
         stale_links: Vec::new(),
         iproute2: true,
+        rmem_max: Some(8 << 20),
+        wmem_max: Some(212_992),
     }
 }
 
@@ -111,6 +114,7 @@ fn all_in_order_and_worst() {
             "ephemeral_ports",
             "listen_backlog",
             "conntrack",
+            "udp_buffers",
             "cgroup",
             "cpu_governor",
             "cpu_idle",
