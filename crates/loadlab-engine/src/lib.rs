@@ -17,6 +17,7 @@
 //! - [`totals`]: running totals over finished intervals (a spilled run's figures);
 //!   [`collector`]: each finished interval handed to a sink as the run goes, merged across
 //!   threads; [`timeline`]: one interval of the result's timeline.
+//! - [`alt_svc`]: the `Alt-Svc` header (RFC 7838), read for the server's HTTP/3 offer.
 //! - [`sys`]: the operating system's limits and clocks.
 //! - [`tls`]: the TLS client configuration (rustls) and its errors.
 //! - [`shard`]: one shard of a run spread over several loadlab processes: its share, the
@@ -25,6 +26,7 @@
 //! The engine knows nothing of terminals, flags or output formats: that is the CLI's and the
 //! report crate's business.
 
+pub mod alt_svc;
 pub mod cold_start;
 pub mod config;
 pub mod engine;

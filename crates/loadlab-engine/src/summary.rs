@@ -169,6 +169,10 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         verdicts.push(verdict);
     }
     let first_requests = first.map(|(f, _)| f);
+    let alt_svc = outcome
+        .alt_svc
+        .as_deref()
+        .and_then(|header| crate::alt_svc::offer(&config.url, header));
     let mut result = RunResult {
         schema_version: SCHEMA_VERSION,
         loadlab_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -199,6 +203,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
                 resumption: t.resume,
                 client_certificate: t.client_certificate,
             }),
+            alt_svc: alt_svc.as_ref().map(|(offer, _)| offer.clone()),
         },
         load: load_model(config),
         measured: measured_summary,
@@ -209,6 +214,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         generator,
         environment: crate::sys::environment(),
         warnings,
+        notes: alt_svc.map(|(_, note)| note).into_iter().collect(),
         first_requests,
         server: None,
         parts: Vec::new(),

@@ -70,6 +70,7 @@ fn verdicts_of(
         pm_qos: Ok(()),
         steal: Vec::new(),
         udp_rcvbuf_bytes: None,
+        alt_svc: None,
     };
     crate::summary::summarize(&config, &outcome).verdicts
 }
@@ -197,6 +198,7 @@ fn warnings_with_udp_rcvbuf(rcvbuf: Option<u64>) -> Vec<String> {
         pm_qos: Ok(()),
         steal: Vec::new(),
         udp_rcvbuf_bytes: rcvbuf,
+        alt_svc: None,
     };
     crate::summary::summarize(&config, &outcome).warnings
 }

@@ -38,6 +38,10 @@ pub struct RunResult {
     pub environment: Environment,
     /// Things a careful reader must know about this run, in plain words.
     pub warnings: Vec<String>,
+    /// What else is worth knowing about the target, in plain words, with what to do about it
+    /// (it advertises HTTP/3: the command to load it so); not a fault of the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// The first interval's response times against the measured rest: a cold start shows
     /// here. Absent when the run had fewer than two intervals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,6 +183,24 @@ pub struct TargetInfo {
     pub address: String,
     /// For https: how the connection was secured.
     pub tls: Option<TlsInfo>,
+    /// Over HTTPS on HTTP/1.1 or HTTP/2: the server advertised HTTP/3 (`Alt-Svc`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alt_svc: Option<AltSvcH3>,
+}
+
+/// The server's HTTP/3 advertisement (`Alt-Svc: h3=...`, RFC 7838), as the first response
+/// that carried one sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AltSvcH3 {
+    /// The header's value, as sent (its fields joined).
+    pub header: String,
+    /// The host the h3 alternative names; absent: the URL's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The UDP port of the h3 alternative.
+    pub port: u16,
+    /// `ma`: how long the advertisement holds, seconds.
+    pub max_age_s: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -17,6 +17,8 @@ pub struct H2Behavior {
     pub reset_every: Option<u64>,
     /// Advertise this SETTINGS_MAX_CONCURRENT_STREAMS.
     pub max_concurrent_streams: Option<u32>,
+    /// Send this `Alt-Svc` header with every response (`h3=":443"`: an HTTP/3 offer).
+    pub alt_svc: Option<&'static str>,
 }
 
 #[derive(Debug, Default)]
@@ -116,7 +118,11 @@ where
             if behavior.reset_every.is_some_and(|k| n.is_multiple_of(k)) {
                 respond.send_reset(h2::Reason::INTERNAL_ERROR);
             } else {
-                let response = http::Response::builder().status(200).body(()).unwrap();
+                let mut response = http::Response::builder().status(200);
+                if let Some(alt_svc) = behavior.alt_svc {
+                    response = response.header(http::header::ALT_SVC, alt_svc);
+                }
+                let response = response.body(()).unwrap();
                 if let Ok(mut send) = respond.send_response(response, false) {
                     let _ = send.send_data(Bytes::from_static(b"Hello, HTTP/2!"), true);
                     c2.answered.fetch_add(1, Ordering::SeqCst);

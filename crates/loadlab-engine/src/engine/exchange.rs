@@ -126,8 +126,29 @@ impl Conn {
     /// start: see `open::preopen`).
     pub fn with_stream(ctx: &ThreadCtx, stream: Stream) -> Conn {
         let mut conn = Conn::new(ctx);
-        conn.stream = Some(stream);
+        conn.opened(ctx, stream);
         conn
+    }
+
+    /// A new connection in this slot: its first response's `Alt-Svc` is read while the run
+    /// still looks for one.
+    fn opened(&mut self, ctx: &ThreadCtx, stream: Stream) {
+        self.stream = Some(stream);
+        self.failed_connects = 0;
+        if ctx.alt_svc.as_ref().is_some_and(|w| w.wanted()) {
+            self.parser.watch_alt_svc();
+        }
+    }
+
+    /// After a response: hands on what the parser's watch read (one check when it read
+    /// nothing, as on every response but a watched one).
+    #[inline]
+    fn alt_svc_seen(&mut self, ctx: &ThreadCtx) {
+        if let Some(value) = self.parser.take_alt_svc() {
+            if let Some(w) = &ctx.alt_svc {
+                w.seen(&value);
+            }
+        }
     }
 
     /// How long to wait before trying this connection again, after connects that failed in
@@ -149,8 +170,7 @@ impl Conn {
         }
         match connect(ctx, phase).await {
             Ok(s) => {
-                self.stream = Some(s);
-                self.failed_connects = 0;
+                self.opened(ctx, s);
                 true
             }
             Err((class, detail)) => {
@@ -197,6 +217,7 @@ impl Conn {
         match outcome {
             Ok(done) => {
                 record_success(ctx, &due, sent_at, done.status, &traffic);
+                self.alt_svc_seen(ctx);
                 self.free_since = traffic.last_rx;
                 if done.close || !ctx.keepalive {
                     self.finish_close(ctx, due.phase, &done).await;
@@ -248,10 +269,7 @@ impl Conn {
     ) -> Sent {
         if self.stream.is_none() {
             match connect(ctx, phase).await {
-                Ok(s) => {
-                    self.stream = Some(s);
-                    self.failed_connects = 0;
-                }
+                Ok(s) => self.opened(ctx, s),
                 Err((class, detail)) => {
                     self.failed_connects = self.failed_connects.saturating_add(1);
                     note_detail(ctx, phase, class, detail);
@@ -282,6 +300,7 @@ impl Conn {
         .await;
         match outcome {
             Ok(done) => {
+                self.alt_svc_seen(ctx);
                 let end = traffic
                     .last_rx
                     .map_or_else(Instant::now, |rx| rx.max(sent_at));

@@ -288,6 +288,12 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
         let response = response.await.map_err(|e| classify(ctx, phase, &e))?;
         traffic.first_byte = Some(Instant::now());
         let status = response.status().as_u16();
+        if let Some(w) = ctx.alt_svc.as_ref().filter(|w| w.take_turn()) {
+            let fields = response.headers().get_all(http::header::ALT_SVC);
+            if let Some(value) = crate::alt_svc::joined(fields.iter().map(|v| v.as_bytes())) {
+                w.seen(&value);
+            }
+        }
         let mut body = response.into_body();
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(|e| classify(ctx, phase, &e))?;
@@ -402,7 +408,12 @@ async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<By
         }
     };
     match handshake(io, ctx.tls.is_some(), ctx.h2_wire.clone()).await {
-        Ok(send) => Some(send),
+        Ok(send) => {
+            if let Some(w) = &ctx.alt_svc {
+                w.connection_opened();
+            }
+            Some(send)
+        }
         Err((class, detail)) => {
             note_detail(ctx, phase, class, Some(detail));
             record_failure(ctx, phase, class, &Traffic::default(), false);

@@ -7,6 +7,7 @@
 //! request on one connection, which both use; `timer` is the open loop's precise timer;
 //! `scenario` runs a scenario's virtual users over the same connections.
 
+pub(crate) mod advert;
 mod backoff;
 mod budget;
 mod closed;
@@ -108,6 +109,8 @@ pub struct RunOutcome {
     /// HTTP/3: the least receive buffer a worker's UDP socket got, in bytes (`None`: no
     /// socket was opened).
     pub udp_rcvbuf_bytes: Option<u64>,
+    /// Over HTTPS: the server's `Alt-Svc` header, when it offered HTTP/3 (`h3`).
+    pub alt_svc: Option<String>,
 }
 
 /// Spawns a task on the thread's set; a panic in it stops the run instead of vanishing with
@@ -164,6 +167,8 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         tls: config.tls.clone(),
         h2: h2::H2Request::from_config(config),
         h3: h3::H3Shared::from_config(config),
+        // Over HTTP/3 already, or over cleartext (h3 is for https origins): nothing to watch.
+        alt_svc: (config.url.https && !config.http3).then(advert::Found::default),
         streams: config.streams,
         address,
         keepalive: config.keepalive,
@@ -187,6 +192,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     let sink = control.take_sink();
     let (batches, collected) = std::sync::mpsc::channel();
     let udp_rcvbuf = shared.h3.as_ref().map(|h| h.rcvbuf_bytes.clone());
+    let alt_svc = shared.alt_svc.clone();
     let mut handles = Vec::with_capacity(config.threads);
     for plan in thread::Plan::all(config) {
         let feed = sink.is_some().then(|| (plan.index, batches.clone()));
@@ -300,6 +306,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         udp_rcvbuf_bytes: udp_rcvbuf
             .map(|b| b.load(Ordering::Relaxed))
             .filter(|&b| b != u64::MAX),
+        alt_svc: alt_svc.and_then(|found| found.get().cloned()),
     })
 }
 
@@ -391,6 +398,7 @@ fn header(
         pm_qos: pm_qos.as_ref().map(drop).map_err(Clone::clone),
         steal: Vec::new(),
         udp_rcvbuf_bytes: None,
+        alt_svc: None,
     };
     let mut header = crate::summary::summarize(config, &outcome);
     header.timeline.clear();

@@ -4,7 +4,7 @@
 
 use super::budget::{Budget, SharedBudget};
 use super::gate::Times;
-use super::{h2, h3, open, stamped, with_warmup, RunControl, ThreadProgress};
+use super::{advert, h2, h3, open, stamped, with_warmup, RunControl, ThreadProgress};
 use crate::config::{Model, RunConfig};
 use crate::http1::EncodedRequest;
 use crate::schedule::{Profile, Schedule};
@@ -39,6 +39,8 @@ pub(super) struct Shared {
     pub first_slots: Arc<AtomicU64>,
     pub control: RunControl,
     pub scenario: Option<Arc<crate::config::ScenarioRun>>,
+    /// Over HTTPS on HTTP/1.1 or HTTP/2: where the server's HTTP/3 advertisement goes.
+    pub alt_svc: Option<advert::Found>,
 }
 
 /// One thread's share of the load.
@@ -141,6 +143,9 @@ pub(crate) struct ThreadCtx {
     pub first_left: Cell<bool>,
     /// A scenario run: what every virtual user of the thread runs.
     pub scenario: Option<Arc<crate::config::ScenarioRun>>,
+    /// Over HTTPS on HTTP/1.1 or HTTP/2: the watch for the server's `Alt-Svc` (see
+    /// [`advert`]).
+    pub alt_svc: Option<advert::Watch>,
 }
 
 impl ThreadCtx {
@@ -194,6 +199,9 @@ impl ThreadCtx {
             first_slots: shared.first_slots,
             first_left: Cell::new(true),
             scenario: shared.scenario,
+            alt_svc: shared
+                .alt_svc
+                .map(|found| advert::Watch::new(found, plan.connections)),
             stamp_clock,
             open: plan.schedule.map(|schedule| {
                 open::OpenState::new(

@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod alt_svc;
 mod cacert_openssl;
 mod engine;
 mod expect_continue;

@@ -314,6 +314,12 @@ fn summary(r: &RunResult) -> String {
             let _ = writeln!(s, "  ! {w}");
         }
     }
+    if !r.notes.is_empty() {
+        s.push_str("\nNotes\n");
+        for n in &r.notes {
+            let _ = writeln!(s, "  - {n}");
+        }
+    }
     s
 }
 

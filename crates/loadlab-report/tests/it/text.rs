@@ -30,6 +30,19 @@ fn the_summary_names_requests_sent_again_when_there_were_some() {
     assert!(line.contains("not processed"), "{line}");
 }
 
+/// Notes (the server's HTTP/3 offer) close the summary, and only when there are some.
+#[test]
+fn the_summary_ends_with_the_notes_when_there_are_some() {
+    let mut result = fixture("ok.json");
+    assert!(!render(&TextExporter, &result).contains("Notes"));
+    result.notes = vec!["the server advertises HTTP/3 (Alt-Svc: h3=\":443\")".into()];
+    let text = render(&TextExporter, &result);
+    assert!(
+        text.ends_with("\nNotes\n  - the server advertises HTTP/3 (Alt-Svc: h3=\":443\")\n"),
+        "{text}"
+    );
+}
+
 /// UDP's drops over QUIC get a row in the Machine section, and only when there were some.
 #[test]
 fn the_summary_names_udp_drops_when_there_were_some() {

@@ -130,10 +130,12 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
             merged.load.threads = parts.iter().map(|p| p.load.threads).sum();
             merged.verdicts = union(parts.iter().map(|p| &p.verdicts));
             merged.warnings = union(parts.iter().map(|p| &p.warnings));
+            merged.notes = union(parts.iter().map(|p| &p.notes));
         }
         Mode::Sequential => {
             merged.verdicts = recurring(parts.iter().map(|p| &p.verdicts), parts.len());
             merged.warnings = recurring(parts.iter().map(|p| &p.warnings), parts.len());
+            merged.notes = union(parts.iter().map(|p| &p.notes));
         }
     }
     // Each part's first requests and server were its own; a merge has no single one.

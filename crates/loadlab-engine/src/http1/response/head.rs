@@ -30,7 +30,22 @@ impl ResponseParser {
                 buf,
                 &mut slots,
             ) {
-                Ok(httparse::Status::Complete(len)) => Some((len, head_info(&response)?)),
+                Ok(httparse::Status::Complete(len)) => {
+                    let info = head_info(&response)?;
+                    // Interim responses (1xx) are not the server's answer: the watch waits
+                    // for the final one.
+                    if self.alt_svc_watch && !(100..200).contains(&info.status) {
+                        self.alt_svc_watch = false;
+                        self.alt_svc = crate::alt_svc::joined(
+                            response
+                                .headers
+                                .iter()
+                                .filter(|h| h.name.eq_ignore_ascii_case("alt-svc"))
+                                .map(|h| h.value),
+                        );
+                    }
+                    Some((len, info))
+                }
                 Ok(httparse::Status::Partial) => None,
                 Err(httparse::Error::TooManyHeaders) => {
                     return Err(Malformed("more than 64 header fields"))

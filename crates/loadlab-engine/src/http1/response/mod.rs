@@ -71,6 +71,10 @@ pub struct ResponseParser {
     /// A `100 Continue` came before the current response: a request sent with `Expect:
     /// 100-continue` may now send its body.
     continued: bool,
+    /// Read the next final response's `Alt-Svc` fields (see [`ResponseParser::watch_alt_svc`]).
+    alt_svc_watch: bool,
+    /// The `Alt-Svc` fields read, joined, until taken.
+    alt_svc: Option<String>,
 }
 
 impl ResponseParser {
@@ -84,7 +88,22 @@ impl ResponseParser {
             ambiguous_framing: false,
             started: false,
             continued: false,
+            alt_svc_watch: false,
+            alt_svc: None,
         }
+    }
+
+    /// Reads the `Alt-Svc` fields of the next final response (a connection's first: the
+    /// server's advertisement of HTTP/3), kept for [`ResponseParser::take_alt_svc`]. Off by
+    /// default: the other responses' fields are not looked at.
+    pub fn watch_alt_svc(&mut self) {
+        self.alt_svc_watch = true;
+    }
+
+    /// The `Alt-Svc` value the watched response carried, if any.
+    #[inline]
+    pub fn take_alt_svc(&mut self) -> Option<String> {
+        self.alt_svc.take()
     }
 
     /// Prepares for the next response on the same connection.

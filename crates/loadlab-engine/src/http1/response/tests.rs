@@ -285,3 +285,28 @@ fn chunk_size_lines_follow_the_grammar() {
         Ok(1)
     );
 }
+
+/// A watched response's `Alt-Svc` fields are read (joined, past an interim 103, whatever
+/// the cut); an unwatched one's are not, nor the next response's.
+#[test]
+fn alt_svc_is_read_only_when_watched() {
+    let input: &[u8] = b"HTTP/1.1 103 Early Hints\r\nAlt-Svc: h2=\":1\"\r\n\r\n\
+        HTTP/1.1 200 OK\r\nContent-Length: 2\r\nalt-svc: h3=\":443\"; ma=60\r\n\
+        ALT-SVC: h3-29=\":443\"\r\n\r\nok\
+        HTTP/1.1 200 OK\r\nContent-Length: 0\r\nAlt-Svc: h3=\":9\"\r\n\r\n";
+    for cut in 0..=input.len() {
+        let mut p = ResponseParser::new(false);
+        p.watch_alt_svc();
+        let got = run(&mut p, &[&input[..cut], &input[cut..]]).unwrap();
+        assert_eq!(got.len(), 2, "cut at {cut}");
+        assert_eq!(
+            p.take_alt_svc().as_deref(),
+            Some("h3=\":443\"; ma=60, h3-29=\":443\""),
+            "cut at {cut}"
+        );
+        assert_eq!(p.take_alt_svc(), None);
+    }
+    let mut p = ResponseParser::new(false);
+    run(&mut p, &[input]).unwrap();
+    assert_eq!(p.take_alt_svc(), None, "not watched");
+}
