@@ -16,8 +16,11 @@ pub const UPSTREAM_GRPC: &str = "upstream-grpc";
 /// `GET /metrics`: the process's own Prometheus text exposition (targets/CONTRACT.md).
 pub const METRICS: &str = "metrics";
 
-/// Every capability a manifest may declare: the contract's optional endpoints.
-pub const CAPABILITIES: &[&str] = &[UPSTREAM_GRPC, METRICS];
+/// HTTP/3 over QUIC beside HTTPS, on the same port number over UDP (targets/CONTRACT.md).
+pub const HTTP3: &str = "http3";
+
+/// Every capability a manifest may declare: the contract's optional parts.
+pub const CAPABILITIES: &[&str] = &[UPSTREAM_GRPC, METRICS, HTTP3];
 
 /// The parsed manifest, as written.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]

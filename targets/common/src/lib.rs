@@ -15,10 +15,14 @@
 //!   endpoint itself ([`upstream_grpc::respond`]).
 //! - [`tls`]: HTTPS: the rustls server configuration, the TLS accept loop (HTTP/1.1 and
 //!   HTTP/2 by ALPN), and the roots an `https://` upstream client trusts.
+//! - [`h3`] (feature `http3`): HTTP/3 over QUIC beside HTTPS, on the same port number over
+//!   UDP, through the target's own service.
 //! - [`startup`]: the shared [`AppState`], the runtime with `WORKERS` threads, binding with
 //!   `BACKLOG`, the `listening on ADDR` line, and exit status 2 on any start-up error.
 
 pub mod config;
+#[cfg(feature = "http3")]
+pub mod h3;
 pub mod params;
 pub mod site;
 pub mod startup;

@@ -2,7 +2,9 @@
 //! the way axum's documentation recommends: a `Router` with typed extractors and shared
 //! state, served by `axum::serve` on a tokio multi-thread runtime. Over HTTPS (`TLS_CERT`,
 //! `TLS_KEY`) the same `Router` is served by hyper-util over tokio-rustls, as axum's
-//! `low-level-rustls` example does (`axum::serve` speaks plain TCP only).
+//! `low-level-rustls` example does (`axum::serve` speaks plain TCP only), and over HTTP/3 on
+//! the same port number over UDP (`lab_common::h3`: quinn and the h3 crates, the same
+//! `Router` as a service).
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
@@ -26,6 +28,13 @@ fn main() -> ExitCode {
         match tls {
             None => axum::serve(listener, app).await?,
             Some(tls) => {
+                // HTTP/3 beside HTTPS, on the same port number over UDP, serving the same
+                // Router (capability `http3`).
+                let quic = lab_common::h3::endpoint(listener.local_addr()?, &tls)?;
+                let h3_app = app.clone();
+                tokio::spawn(lab_common::h3::serve(quic, move || {
+                    TowerToHyperService::new(h3_app.clone())
+                }));
                 lab_common::tls::serve(listener, tls, move || TowerToHyperService::new(app.clone()))
                     .await?
             }

@@ -39,7 +39,7 @@ pub(super) struct Runner<'a> {
     /// Set over HTTPS: every probe, fresh ones included, speaks TLS.
     pub(super) tls: Option<TlsClient>,
     probe: Probe,
-    checks: Vec<Check>,
+    pub(super) checks: Vec<Check>,
     /// Set when the target stopped answering; later requests are skipped with this reason.
     down: Option<String>,
 }
@@ -66,6 +66,7 @@ pub(super) async fn run(
         Some(tls) => Some(runner.tls_checks(tls).await),
         None => None,
     };
+    runner.http3(target_tls.as_ref(), options.http3).await;
     runner.date_changes().await;
     runner.keep_alive().await;
     runner.echo().await;

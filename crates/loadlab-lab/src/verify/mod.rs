@@ -4,11 +4,13 @@
 //! Verification sends a few dozen requests to the one server it was pointed at; it does not
 //! generate load. Over HTTPS (`--tls`, issue 19) every check runs over TLS, plus the TLS
 //! checks of [`tls_checks`] (ALPN, the certificate served, session resumption, and, for a
-//! target by name, that only one of `TLS_CERT`/`TLS_KEY` is a configuration error).
+//! target by name, that only one of `TLS_CERT`/`TLS_KEY` is a configuration error), and,
+//! for a target that serves HTTP/3, [`h3_checks`] over QUIC on the same port number.
 
 mod cases;
 pub mod client;
 pub mod expect;
+mod h3_checks;
 mod half_config;
 mod metrics_checks;
 mod tls_checks;
@@ -44,6 +46,9 @@ pub struct VerifyOptions {
     /// Whether the server serves its own `/metrics` (the manifest's `metrics` capability;
     /// `verify_target` reads it from there). When false its checks are skipped.
     pub metrics: bool,
+    /// Whether the server serves HTTP/3 beside HTTPS (the manifest's `http3` capability;
+    /// `verify_target` reads it from there). Checked over HTTPS only; skipped otherwise.
+    pub http3: bool,
     /// Longest wait for any one response.
     pub request_timeout: Duration,
     /// Longest wait for `Date` to change, counted after the first second.
@@ -64,6 +69,7 @@ impl Default for VerifyOptions {
             upstream_url: None,
             upstream_grpc: true,
             metrics: false,
+            http3: false,
             request_timeout: Duration::from_secs(10),
             date_change_timeout: Duration::from_secs(2),
             tls: false,
@@ -225,6 +231,7 @@ pub async fn verify_target(
     let mut options = options.clone();
     options.upstream_grpc = lab.target(name)?.has(crate::manifest::UPSTREAM_GRPC);
     options.metrics = lab.target(name)?.has(crate::manifest::METRICS);
+    options.http3 = lab.target(name)?.has(crate::manifest::HTTP3);
     let options = &options;
     // The throwaway CA and certificate live as long as this call: the target, its mock
     // upstream and the checks all use them; the files are removed when it returns.

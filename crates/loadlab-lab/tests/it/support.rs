@@ -1,6 +1,6 @@
 //! Shared fixtures: the repository's lab, built once; serving a target with a test upstream.
 
-use loadlab_lab::manifest::{METRICS, UPSTREAM_GRPC};
+use loadlab_lab::manifest::{HTTP3, METRICS, UPSTREAM_GRPC};
 use loadlab_lab::{toolchain, Check, Lab, LabError, Outcome, Report, ServeOptions, ServedTarget};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -103,6 +103,8 @@ pub fn assert_skips_and_grpc(
     let (_, _, skipped) = report.counts();
     let has_grpc = lab.target(name).unwrap().has(UPSTREAM_GRPC);
     let has_metrics = lab.target(name).unwrap().has(METRICS);
+    // HTTP/3 is served beside HTTPS only.
+    let http3_checked = lab.target(name).unwrap().has(HTTP3) && over == "over HTTPS";
     let skips: Vec<&Check> = report
         .checks
         .iter()
@@ -112,11 +114,25 @@ pub fn assert_skips_and_grpc(
         skips
             .iter()
             .all(|c| (!has_grpc && c.endpoint.contains("/upstream-grpc"))
-                || (!has_metrics && c.endpoint == "GET /metrics")),
-        "{name}: nothing but /upstream-grpc and /metrics (not declared) may be skipped \
-         {over}: {skips:?}"
+                || (!has_metrics && c.endpoint == "GET /metrics")
+                || (!http3_checked && c.endpoint.contains("(HTTP/3"))),
+        "{name}: nothing but /upstream-grpc, /metrics (not declared) and HTTP/3 (not \
+         declared, or not over HTTPS) may be skipped {over}: {skips:?}"
     );
-    assert_eq!(skipped == 0, has_grpc && has_metrics, "{name}: {skips:?}");
+    assert_eq!(
+        skipped == 0,
+        has_grpc && has_metrics && http3_checked,
+        "{name}: {skips:?}"
+    );
+    if http3_checked {
+        // Three requests, each held to status, Server, Date, framing, Content-Type and body.
+        let passed = report
+            .checks
+            .iter()
+            .filter(|c| c.endpoint.contains("(HTTP/3") && c.outcome == Outcome::Pass)
+            .count();
+        assert_eq!(passed, 18, "{name}: HTTP/3 checks {:?}", report.checks);
+    }
     if !has_grpc {
         return None;
     }

@@ -451,3 +451,63 @@ impl rustls::server::ProducesTickets for NoTickets {
         None
     }
 }
+
+/// The HTTP/3 checks fail a server said to serve HTTP/3 that has nothing on its UDP port (a
+/// TLS front over TCP only), naming the missing handshake, and are skipped, saying why, when
+/// it is not said to; every other check passes either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http3_checks_fail_a_server_without_http3() {
+    let plain = super::support::serve("rust-hyper", None);
+    let certs = CertDir::create(&[]).unwrap();
+    let config = server_config_for(certs.issued(), &[b"http/1.1"]).unwrap();
+    let front = tls_front(plain.addr(), config).await;
+    let options = VerifyOptions {
+        content_dir: Some(built_lab().content_dir()),
+        ca_pem: Some(certs.ca_pem().as_bytes().to_vec()),
+        http3: true,
+        request_timeout: Duration::from_secs(2),
+        ..VerifyOptions::default()
+    };
+    let report = verify_url(&format!("https://{front}"), &options)
+        .await
+        .unwrap();
+    let failed = report.failed_endpoints();
+    assert_eq!(
+        failed,
+        [
+            "GET /plaintext (HTTP/3)",
+            "GET /json (HTTP/3)",
+            "POST /echo (HTTP/3, 70000 bytes)"
+        ],
+        "{:?}",
+        report.failures().collect::<Vec<_>>()
+    );
+    for check in report.failures() {
+        match &check.outcome {
+            Outcome::Fail { got, .. } => assert!(got.contains("no QUIC handshake"), "{got}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    let without = VerifyOptions {
+        http3: false,
+        ..options
+    };
+    let report = verify_url(&format!("https://{front}"), &without)
+        .await
+        .unwrap();
+    assert!(
+        report.passed(),
+        "{:?}",
+        report.failures().collect::<Vec<_>>()
+    );
+    let skipped: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.endpoint.contains("(HTTP/3"))
+        .collect();
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    assert!(skipped.iter().all(|c| matches!(
+        &c.outcome,
+        Outcome::Skip { reason } if reason.contains("capabilities = [\"http3\"]")
+    )));
+}
