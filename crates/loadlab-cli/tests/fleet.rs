@@ -563,52 +563,10 @@ fn ansible_inventory_starts_generator_agents_reuses_them_and_stops_them() {
     };
     let dir = ScratchDir::new("fleet-ansible");
 
-    /// The server: loadlab upstream in the server's namespace, counting what it answers;
-    /// stopped when dropped.
-    struct Server {
-        stop: Option<tokio::sync::oneshot::Sender<()>>,
-        thread: Option<std::thread::JoinHandle<()>>,
-        counters: loadlab_upstream::Counters,
-    }
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = self.stop.take().map(|s| s.send(()));
-            let _ = self.thread.take().map(|t| t.join());
-        }
-    }
-    let listener = netns::Lab::bind_in(&lab.server.0, (lab.server.1, 0).into());
-    let addr = listener.local_addr().unwrap();
-    let counters = loadlab_upstream::Counters::default();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let thread = {
-        let counters = counters.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                listener.set_nonblocking(true).unwrap();
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                let config = loadlab_upstream::UpstreamConfig {
-                    addr,
-                    delay: Duration::ZERO,
-                    tls: None,
-                };
-                loadlab_upstream::run(listener, config, counters, async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-            });
-        })
-    };
-    let server = Server {
-        stop: Some(stop),
-        thread: Some(thread),
-        counters,
-    };
+    // The server: loadlab upstream in the server's namespace, counting what it answers.
+    let server =
+        common::Upstream::serve(netns::Lab::bind_in(&lab.server.0, (lab.server.1, 0).into()));
+    let addr = server.addr;
 
     /// Each host's agent PID, from its state dir's record (`None` while none is recorded).
     fn agent_pid(state: &Path) -> Option<u32> {

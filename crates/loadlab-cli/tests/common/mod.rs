@@ -59,3 +59,58 @@ pub fn groups_of(pid: u32) -> Vec<PathBuf> {
     );
     out
 }
+
+/// loadlab's mock upstream answering on `listener` (bound where the test needs it: loopback,
+/// or inside a namespace), on a thread and runtime of its own; stopped when dropped. Its
+/// counters are the server's own count.
+pub struct Upstream {
+    pub addr: std::net::SocketAddr,
+    pub counters: loadlab_upstream::Counters,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Upstream {
+    pub fn serve(listener: std::net::TcpListener) -> Upstream {
+        let addr = listener.local_addr().unwrap();
+        let counters = loadlab_upstream::Counters::default();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = {
+            let counters = counters.clone();
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async move {
+                    listener.set_nonblocking(true).unwrap();
+                    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                    let config = loadlab_upstream::UpstreamConfig {
+                        addr,
+                        delay: std::time::Duration::ZERO,
+                        tls: None,
+                    };
+                    loadlab_upstream::run(listener, config, counters, async {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .unwrap();
+                });
+            })
+        };
+        Upstream {
+            addr,
+            counters,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.stop.take().map(|s| s.send(()));
+        let _ = self.thread.take().map(|t| t.join());
+    }
+}

@@ -469,33 +469,8 @@ fn the_ansible_playbook_runs_three_shards_whose_merge_matches_the_servers_count(
         Some(lab) => netns::Lab::bind_in(&lab.server.0, (lab.server.1, 0).into()),
         None => std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
     };
-    let addr = listener.local_addr().unwrap();
-    let counters = loadlab_upstream::Counters::default();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = {
-        let counters = counters.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                listener.set_nonblocking(true).unwrap();
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                let config = loadlab_upstream::UpstreamConfig {
-                    addr,
-                    delay: Duration::ZERO,
-                    tls: None,
-                };
-                loadlab_upstream::run(listener, config, counters, async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-            });
-        })
-    };
+    let server = common::Upstream::serve(listener);
+    let addr = server.addr;
     let mut inventory = String::from("all:\n  hosts:\n");
     for i in 0..3 {
         inventory.push_str(&format!(
@@ -532,12 +507,11 @@ fn the_ansible_playbook_runs_three_shards_whose_merge_matches_the_servers_count(
         .env("ANSIBLE_NOCOLOR", "1")
         .output()
         .unwrap();
-    let _ = stop.send(());
-    server.join().unwrap();
+    let served = server.counters.snapshot().requests;
+    drop(server);
     let shown = text(&out);
     assert!(out.status.success(), "{shown}");
     let merged = read(&merged_path);
-    let served = counters.snapshot().requests;
     eprintln!(
         "{} shards through ansible-playbook: {} completed, the server counted {served}, in {:.1} s",
         merged.parts.len(),

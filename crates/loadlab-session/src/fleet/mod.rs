@@ -307,9 +307,9 @@ fn too_small(host: &loadlab_agent::protocol::HostInfo, share: u64) -> Option<Str
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_generator_host_too_small_for_its_share_is_named() {
-        let host = |nofile: u64, ports: (u16, u16)| loadlab_agent::protocol::HostInfo {
+    /// A generator host with these open-files (hard) and local-port limits.
+    fn host(nofile: u64, ports: (u16, u16)) -> loadlab_agent::protocol::HostInfo {
+        loadlab_agent::protocol::HostInfo {
             hostname: "g".into(),
             cpus: 2,
             memory_bytes: None,
@@ -321,7 +321,11 @@ mod tests {
             port_range: Some(ports),
             listen_backlog: None,
             time_wait_on_port: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_generator_host_too_small_for_its_share_is_named() {
         assert_eq!(too_small(&host(524_288, (32768, 60999)), 10_000), None);
         let files = too_small(&host(1024, (32768, 60999)), 1000).unwrap();
         assert!(files.contains("open-files limit is 1024"), "{files}");
@@ -338,19 +342,8 @@ mod tests {
 
     #[test]
     fn half_the_ports_in_time_wait_or_a_rough_clock_is_a_warning() {
-        let mut host = loadlab_agent::protocol::HostInfo {
-            hostname: "g".into(),
-            cpus: 2,
-            memory_bytes: None,
-            somaxconn: None,
-            tcp_max_syn_backlog: None,
-            syncookies: None,
-            nofile_soft: None,
-            nofile_hard: None,
-            port_range: Some((60000, 60999)),
-            listen_backlog: None,
-            time_wait_on_port: Some(499),
-        };
+        let mut host = host(524_288, (60000, 60999));
+        host.time_wait_on_port = Some(499);
         let clock = |uncertainty_ns| loadlab_agent::clock::Estimate {
             offset_ns: 2_000_000,
             uncertainty_ns,
