@@ -136,15 +136,17 @@ pub(crate) fn finish(
 ) -> Result<Imported, ImportError> {
     scenario::check_variables(&scenario)?;
     // The scenario-wide notes first, then the steps' in step order: the report reads like
-    // the file.
+    // the file. Each step's place looked up once, not searched for per note (a note per
+    // step made this quadratic in the steps).
+    let place: std::collections::HashMap<&str, usize> = scenario
+        .steps
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, st)| (st.name.as_str(), i))
+        .collect();
     let order = |n: &Note| match &n.step {
-        Some(s) => {
-            1 + scenario
-                .steps
-                .iter()
-                .position(|st| &st.name == s)
-                .unwrap_or(0)
-        }
+        Some(s) => 1 + place.get(s.as_str()).copied().unwrap_or(0),
         None => 0,
     };
     notes.sort_by_key(order);

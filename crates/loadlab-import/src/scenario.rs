@@ -192,7 +192,9 @@ pub fn templated_fields(r: &Request) -> Vec<(String, &str)> {
 /// Refuses a `{{NAME}}` that no variable and no earlier capture defines, and a capture or
 /// variable whose name the format cannot hold.
 pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
-    let mut defined: Vec<&str> = Vec::new();
+    // A set: a recording's captures and secrets can number in the tens of thousands, and
+    // every `{{NAME}}` of every step is looked up.
+    let mut defined: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for (name, _) in &s.variables {
         if !template::is_name(name) {
             return Err(ImportError::invalid(
@@ -201,7 +203,7 @@ pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
                 format!("{name:?} is not a variable name the scenario format accepts (letters, digits, `_`, `.`, `-` and `$`); rename it in the source"),
             ));
         }
-        defined.push(name);
+        defined.insert(name);
     }
     let fix = |name: &str| {
         if name.starts_with('$') {
@@ -214,7 +216,7 @@ pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
         for name in
             template::names(base).map_err(|e| ImportError::invalid("scenario", "base_url", e))?
         {
-            if !defined.contains(&name) {
+            if !defined.contains(name) {
                 return Err(ImportError::invalid("scenario", "base_url", fix(name)));
             }
         }
@@ -223,7 +225,7 @@ pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
         for var in template::names(value)
             .map_err(|e| ImportError::invalid("defaults", format!("headers.{name}"), e))?
         {
-            if !defined.contains(&var) {
+            if !defined.contains(var) {
                 return Err(ImportError::invalid(
                     "defaults",
                     format!("headers.{name}"),
@@ -252,7 +254,7 @@ pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
                 for name in
                     template::names(text).map_err(|e| ImportError::invalid(&item, &field, e))?
                 {
-                    if !defined.contains(&name) {
+                    if !defined.contains(name) {
                         return Err(ImportError::invalid(&item, &field, fix(name)));
                     }
                 }
@@ -266,28 +268,46 @@ pub fn check_variables(s: &Scenario) -> Result<(), ImportError> {
                     format!("{:?} is not a variable name", c.var),
                 ));
             }
-            defined.push(&c.var);
+            defined.insert(&c.var);
         }
     }
     Ok(())
 }
 
-/// Step names made unique as they are given out: `name`, then `name (2)`, `name (3)`, ...
+/// Names made unique as they are given out: step names `name`, then `name (2)`, `name (3)`,
+/// ...; variable names ([`UniqueNames::variables`]) `name`, then `name_2`, `name_3`, ...
 ///
 /// Linear in the names given: a set answers "taken?" at once, and each name remembers the
 /// next suffix to try, so the n-th repeat of a name costs one probe, not n (a list scanned
 /// for each of n candidates made 4,000 HAR entries to one URL take 22 s: issue 46 item 6).
+/// The remembered suffix is exact because names are only ever added: every suffix below it
+/// was taken when it was passed, and still is.
 #[derive(Debug, Default)]
 pub struct UniqueNames {
     taken: std::collections::HashSet<String>,
     /// For a name given out at least twice, the next suffix to try.
     next: std::collections::HashMap<String, u64>,
+    /// `name_2` rather than `name (2)`.
+    variables: bool,
     /// Candidates tried, for the tests' bound on work.
     probes: u64,
 }
 
 impl UniqueNames {
-    /// `name`, or `name (i)` with the smallest i from 2 not yet given out; now taken.
+    /// For variable names: `name`, `name_2`, `name_3`, ...
+    pub fn variables() -> UniqueNames {
+        UniqueNames {
+            variables: true,
+            ..UniqueNames::default()
+        }
+    }
+
+    /// Marks `name` as in use without giving it out (a name the scenario already has).
+    pub fn take(&mut self, name: &str) {
+        self.taken.insert(name.to_string());
+    }
+
+    /// `name`, or `name` with the smallest suffix from 2 not yet given out; now taken.
     pub fn give(&mut self, name: &str) -> String {
         self.probes += 1;
         if self.taken.insert(name.to_string()) {
@@ -296,7 +316,11 @@ impl UniqueNames {
         let mut i = self.next.get(name).copied().unwrap_or(2);
         let unique = loop {
             self.probes += 1;
-            let candidate = format!("{name} ({i})");
+            let candidate = if self.variables {
+                format!("{name}_{i}")
+            } else {
+                format!("{name} ({i})")
+            };
             i += 1;
             if self.taken.insert(candidate.clone()) {
                 break candidate;
@@ -310,17 +334,6 @@ impl UniqueNames {
     pub fn probes(&self) -> u64 {
         self.probes
     }
-}
-
-/// `name`, or `name_2`, `name_3`, ... : the first not in `taken`.
-pub fn unique_var(name: &str, taken: &[String]) -> String {
-    if !taken.iter().any(|t| t == name) {
-        return name.to_string();
-    }
-    (2..)
-        .map(|i| format!("{name}_{i}"))
-        .find(|n| !taken.iter().any(|t| t == n))
-        .expect("an unused name")
 }
 
 /// Splits a URL into its origin (`scheme://host:port`, or a leading `{{VAR}}` holding one)
@@ -449,6 +462,20 @@ mod unique_names_tests {
             ["Get", "Get (2)", "Get (3)", "Get (4)", "Post", "Get (5)"]
         );
         assert_eq!(names.give("Get (2)"), "Get (2) (2)");
+    }
+
+    #[test]
+    fn variable_names_are_given_as_before() {
+        let mut names = UniqueNames::variables();
+        names.take("BASE_URL");
+        let given: Vec<String> = ["TOKEN", "BASE_URL", "TOKEN", "TOKEN_3", "TOKEN"]
+            .iter()
+            .map(|n| names.give(n))
+            .collect();
+        assert_eq!(
+            given,
+            ["TOKEN", "BASE_URL_2", "TOKEN_2", "TOKEN_3", "TOKEN_4"]
+        );
     }
 
     /// Issue 46 item 6: the n-th repeat of a name tried n candidates, each against every name

@@ -9,9 +9,11 @@
 //! not a correlation). Cookies that the cookie jar sends back are not rewritten: every
 //! virtual user has its own jar.
 
-use crate::scenario::{templated_fields, Body, Capture, CaptureSource, Part, Request};
+use crate::scenario::{templated_fields, Body, Capture, CaptureSource, Part, Request, UniqueNames};
 use crate::template;
+use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
+use std::collections::HashMap;
 
 use super::entry::Entry;
 
@@ -182,33 +184,63 @@ pub fn percent_encode(s: &str) -> String {
 }
 
 /// Rewrites every later use of an earlier response's value into `{{VAR}}`. `eligible[i]`
-/// says whether step i may carry captures (a page of several requests cannot). `taken` holds
+/// says whether step i may carry captures (a page of several requests cannot). `names` holds
 /// the variable names already in use; the new ones are added. Returns the captures per step.
+///
+/// Each request is compared only with the known values it holds, found by one pass over
+/// every request ([`Occurrences`]), not with every value known so far; and "was this value
+/// sent before?" looks only at the requests that held it as recorded, not at all the text
+/// sent so far (both grew with the recording: 100,000 entries took minutes, issue 46 item 6).
+/// The outcome is the one the plain search gives: a request's known values are tried
+/// longest first (then in the order they became known), each checked again on the request
+/// as the longer ones left it.
 pub fn correlate(
     entries: &[&Entry],
     requests: &mut [Request],
     eligible: &[bool],
-    taken: &mut Vec<String>,
-) -> Vec<Vec<Capture>> {
+    names: &mut UniqueNames,
+) -> Result<Correlated, String> {
+    let offered: Vec<Vec<Candidate>> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            if eligible[i] {
+                candidates(e, i)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let found = Occurrences::find(&offered, requests)?;
     let mut captures: Vec<Vec<Capture>> = vec![Vec::new(); requests.len()];
-    let mut known: Vec<Candidate> = Vec::new();
-    // (value, variable) of candidates already turned into captures.
-    let mut assigned: Vec<(String, String)> = Vec::new();
-    let mut sent_so_far = String::new();
+    // Each value's standing, by its id in `found`.
+    let mut standing: Vec<Standing> = vec![Standing::Unseen; found.values()];
+    // The values that became known, in that order; their variable once a request used them.
+    let mut known: Vec<(Candidate, Option<String>)> = Vec::new();
+    let mut tried = 0u64;
     for i in 0..requests.len() {
+        let mut hits: Vec<usize> = found
+            .used_by(i)
+            .iter()
+            .filter_map(|&v| match standing[v as usize] {
+                Standing::Known(k) => Some(k),
+                _ => None,
+            })
+            .collect();
         // Longest first, so that a value containing another is replaced whole.
-        known.sort_by_key(|c| std::cmp::Reverse(c.value.len()));
-        for cand in &known {
+        hits.sort_by_key(|&k| (std::cmp::Reverse(known[k].0.value.len()), k));
+        for k in hits {
+            tried += 1;
+            let (cand, assigned) = &mut known[k];
             let encoded = percent_encode(&cand.value);
             if !uses(&requests[i], &cand.value) && !uses(&requests[i], &encoded) {
                 continue;
             }
-            let var = match assigned.iter().find(|(v, _)| *v == cand.value) {
-                Some((_, var)) => var.clone(),
+            let var = match assigned {
+                Some(var) => var.clone(),
                 None => {
-                    let var = crate::scenario::unique_var(&cand.name, taken);
-                    taken.push(var.clone());
-                    assigned.push((cand.value.clone(), var.clone()));
+                    let var = names.give(&cand.name);
+                    *assigned = Some(var.clone());
                     captures[cand.step].push(Capture {
                         var: var.clone(),
                         source: cand.source.clone(),
@@ -222,20 +254,154 @@ pub fn correlate(
                 replace_in(&mut requests[i], &encoded, &with);
             }
         }
-        for (_, text) in templated_fields(&requests[i]) {
-            sent_so_far.push_str(text);
-            sent_so_far.push('\n');
-        }
-        if eligible[i] {
-            for c in candidates(entries[i], i) {
-                let seen = known.iter().any(|k| k.value == c.value);
-                if !seen && !sent_so_far.contains(&c.value) {
-                    known.push(c);
-                }
+        for c in &offered[i] {
+            let v = found.id(&c.value);
+            if standing[v] != Standing::Unseen {
+                continue;
             }
+            // A value a request had already sent (a name typed into a form and echoed back)
+            // is not one the server made up; once sent, it stays sent.
+            if found
+                .sent_in(v)
+                .iter()
+                .take_while(|&&j| j as usize <= i)
+                .any(|&j| {
+                    tried += 1;
+                    sends(&requests[j as usize], &c.value)
+                })
+            {
+                standing[v] = Standing::SentBefore;
+                continue;
+            }
+            standing[v] = Standing::Known(known.len());
+            known.push((c.clone(), None));
         }
     }
-    captures
+    Ok(Correlated { captures, tried })
+}
+
+/// What [`correlate`] made.
+#[derive(Debug)]
+pub struct Correlated {
+    /// The captures each step gets.
+    pub captures: Vec<Vec<Capture>>,
+    /// Requests searched for a value: once per known value a request holds, and once per
+    /// earlier request that held a new value as recorded. Only the tests read it (their
+    /// bound on work).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub tried: u64,
+}
+
+/// What became of a value a response gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    Unseen,
+    /// A request had sent it before the response gave it: never correlated.
+    SentBefore,
+    /// Known from then on: `known[k]`.
+    Known(usize),
+}
+
+/// Where the values responses gave appear in the requests as recorded: one Aho-Corasick
+/// pass over every field of every request, each value looked for as it is and
+/// percent-encoded. A rewrite only takes a value's text out (for `{{VAR}}`), so a value not
+/// found in a request here is not in it later either (short of one that begins with `}` or
+/// ends with `{` meeting a rewritten neighbour); where one is found, the caller checks the
+/// request as it is then.
+struct Occurrences {
+    /// Each distinct value's id.
+    ids: HashMap<String, usize>,
+    /// Per request: the values in its fields other than `Cookie` (as they are or
+    /// encoded), ascending, once each: what [`uses`] may find.
+    used: Vec<Vec<u32>>,
+    /// Per value: the requests that sent it as it is in any field, ascending: the only
+    /// ones worth reading to tell whether it was sent before a response gave it.
+    sent: Vec<Vec<u32>>,
+}
+
+impl Occurrences {
+    fn find(offered: &[Vec<Candidate>], requests: &[Request]) -> Result<Occurrences, String> {
+        let mut ids: HashMap<String, usize> = HashMap::new();
+        for c in offered.iter().flatten() {
+            let next = ids.len();
+            ids.entry(c.value.clone()).or_insert(next);
+        }
+        let mut found = Occurrences {
+            used: vec![Vec::new(); requests.len()],
+            sent: vec![Vec::new(); ids.len()],
+            ids,
+        };
+        if found.ids.is_empty() {
+            return Ok(found);
+        }
+        // Each pattern's owners: (value id, whether the pattern is the value as it is). A
+        // value's encoding can be another value as it is.
+        let mut patterns: Vec<String> = Vec::new();
+        let mut owners: Vec<Vec<(u32, bool)>> = Vec::new();
+        let mut pattern_ids: HashMap<String, usize> = HashMap::new();
+        let mut own = |text: String, value: usize, raw: bool| {
+            let p = *pattern_ids.entry(text.clone()).or_insert_with(|| {
+                patterns.push(text);
+                owners.push(Vec::new());
+                patterns.len() - 1
+            });
+            owners[p].push((value as u32, raw));
+        };
+        for (value, &id) in &found.ids {
+            let encoded = percent_encode(value);
+            if encoded != *value {
+                own(encoded, id, false);
+            }
+            own(value.clone(), id, true);
+        }
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(&patterns)
+            .map_err(|e| format!("too many values to correlate ({e})"))?;
+        for (i, r) in requests.iter().enumerate() {
+            let used = &mut found.used[i];
+            for (field, text) in templated_fields(r) {
+                let cookie = field.eq_ignore_ascii_case("headers.cookie");
+                for m in automaton.find_overlapping_iter(text) {
+                    for &(value, raw) in &owners[m.pattern().as_usize()] {
+                        if !cookie {
+                            used.push(value);
+                        }
+                        let sent = &mut found.sent[value as usize];
+                        if raw && sent.last() != Some(&(i as u32)) {
+                            sent.push(i as u32);
+                        }
+                    }
+                }
+            }
+            used.sort_unstable();
+            used.dedup();
+        }
+        Ok(found)
+    }
+
+    fn values(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn id(&self, value: &str) -> usize {
+        self.ids[value]
+    }
+
+    fn used_by(&self, request: usize) -> &[u32] {
+        &self.used[request]
+    }
+
+    fn sent_in(&self, value: usize) -> &[u32] {
+        &self.sent[value]
+    }
+}
+
+/// Whether any field of the request (its Cookie header too) holds `value`.
+fn sends(r: &Request, value: &str) -> bool {
+    templated_fields(r)
+        .iter()
+        .any(|(_, text)| text.contains(value))
 }
 
 fn uses(r: &Request, value: &str) -> bool {
@@ -266,5 +432,247 @@ fn replace_in(r: &mut Request, value: &str, with: &str) {
             }
         }
         Some(Body::File(_)) | None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The search as it was before issue 46 (every known value tried on every request, every
+    /// new value looked for in all the text sent so far): the model the indexed search must
+    /// agree with.
+    fn plain(
+        entries: &[&Entry],
+        requests: &mut [Request],
+        eligible: &[bool],
+        taken: &mut Vec<String>,
+    ) -> Vec<Vec<Capture>> {
+        let unique_var = |name: &str, taken: &[String]| {
+            (1..)
+                .map(|i| {
+                    if i == 1 {
+                        name.to_string()
+                    } else {
+                        format!("{name}_{i}")
+                    }
+                })
+                .find(|n| !taken.contains(n))
+                .unwrap()
+        };
+        let mut captures: Vec<Vec<Capture>> = vec![Vec::new(); requests.len()];
+        let mut known: Vec<Candidate> = Vec::new();
+        let mut assigned: Vec<(String, String)> = Vec::new();
+        let mut sent_so_far = String::new();
+        for i in 0..requests.len() {
+            known.sort_by_key(|c| std::cmp::Reverse(c.value.len()));
+            for cand in &known {
+                let encoded = percent_encode(&cand.value);
+                if !uses(&requests[i], &cand.value) && !uses(&requests[i], &encoded) {
+                    continue;
+                }
+                let var = match assigned.iter().find(|(v, _)| *v == cand.value) {
+                    Some((_, var)) => var.clone(),
+                    None => {
+                        let var = unique_var(&cand.name, taken);
+                        taken.push(var.clone());
+                        assigned.push((cand.value.clone(), var.clone()));
+                        captures[cand.step].push(Capture {
+                            var: var.clone(),
+                            source: cand.source.clone(),
+                        });
+                        var
+                    }
+                };
+                let with = format!("{{{{{var}}}}}");
+                replace_in(&mut requests[i], &cand.value, &with);
+                if encoded != cand.value {
+                    replace_in(&mut requests[i], &encoded, &with);
+                }
+            }
+            for (_, text) in templated_fields(&requests[i]) {
+                sent_so_far.push_str(text);
+                sent_so_far.push('\n');
+            }
+            if eligible[i] {
+                for c in candidates(entries[i], i) {
+                    let seen = known.iter().any(|k| k.value == c.value);
+                    if !seen && !sent_so_far.contains(&c.value) {
+                        known.push(c);
+                    }
+                }
+            }
+        }
+        captures
+    }
+
+    /// xorshift64: the same recordings on every run.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    /// Values that contain one another, encode differently, repeat and collide by name.
+    const VALUES: [&str; 10] = [
+        "tok12345678",
+        "tok1234567890",
+        "12345678",
+        "a/b=c+12345",
+        "a%2Fb%3Dc%2B12345",
+        "order-000001",
+        "order-0000012",
+        "zzzzzzzzzzzzzzzzzzzz",
+        "user@example9",
+        "x9y8z7w6",
+    ];
+
+    fn entry(rng: &mut Rng, number: usize) -> Entry {
+        let pick = |rng: &mut Rng| VALUES[rng.below(VALUES.len())].to_string();
+        let sent = pick(rng);
+        let encoded = percent_encode(&pick(rng));
+        let header = pick(rng);
+        let cookie = pick(rng);
+        let body = pick(rng);
+        let (id, token, cookie_set) = (pick(rng), pick(rng), pick(rng));
+        Entry {
+            number,
+            pageref: None,
+            started_ms: number as f64,
+            time_ms: 1.0,
+            method: "POST".into(),
+            url: format!("http://h/p/{sent}?q={encoded}"),
+            headers: vec![
+                ("X-Ref".into(), header),
+                ("Cookie".into(), format!("c={cookie}")),
+            ],
+            cookies: Vec::new(),
+            post_mime: "application/json".into(),
+            post_text: Some(format!("{{\"v\":\"{body}\"}}")),
+            status: 200,
+            response_headers: vec![("X-Token".into(), token)],
+            set_cookies: vec![("sid".into(), cookie_set)],
+            mime: "application/json".into(),
+            response_text: Some(format!("{{\"order\":{{\"id\":\"{id}\"}}}}")),
+            resource_type: None,
+        }
+    }
+
+    fn request_of(e: &Entry) -> Request {
+        Request {
+            method: e.method.clone(),
+            url: e.url.clone(),
+            headers: e.headers.clone(),
+            body: e.post_text.clone().map(Body::Raw),
+        }
+    }
+
+    #[test]
+    fn the_indexed_search_agrees_with_the_plain_one() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut correlated = 0;
+        for round in 0..300 {
+            let n = 1 + rng.below(12);
+            let entries: Vec<Entry> = (0..n).map(|i| entry(&mut rng, i + 1)).collect();
+            let refs: Vec<&Entry> = entries.iter().collect();
+            let eligible: Vec<bool> = (0..n).map(|_| rng.below(5) != 0).collect();
+            let mut want_requests: Vec<Request> = entries.iter().map(request_of).collect();
+            let mut taken = vec!["BASE_URL".to_string()];
+            let want = plain(&refs, &mut want_requests, &eligible, &mut taken);
+
+            let mut got_requests: Vec<Request> = entries.iter().map(request_of).collect();
+            let mut names = UniqueNames::variables();
+            names.take("BASE_URL");
+            let got = correlate(&refs, &mut got_requests, &eligible, &mut names)
+                .unwrap()
+                .captures;
+            assert_eq!(got, want, "round {round}: captures");
+            assert_eq!(got_requests, want_requests, "round {round}: requests");
+            correlated += got.iter().flatten().count();
+        }
+        // The recordings exercise correlation, not just its absence.
+        assert!(correlated > 300, "{correlated} captures in 300 recordings");
+    }
+
+    /// A value a request sent before a response gave it is not correlated, even when the
+    /// request that sent it is far back.
+    #[test]
+    fn a_value_sent_before_it_was_given_is_left_alone() {
+        let mut rng = Rng(7);
+        let mut entries: Vec<Entry> = (0..3).map(|i| entry(&mut rng, i + 1)).collect();
+        entries[0].url = "http://h/typed?name=user@example9".into();
+        entries[1].response_headers = vec![("X-Echo".into(), "user@example9".into())];
+        entries[2].url = "http://h/again?name=user@example9".into();
+        let refs: Vec<&Entry> = entries.iter().collect();
+        let mut requests: Vec<Request> = entries.iter().map(request_of).collect();
+        let mut names = UniqueNames::variables();
+        correlate(&refs, &mut requests, &[true; 3], &mut names).unwrap();
+        assert_eq!(requests[2].url, "http://h/again?name=user@example9");
+    }
+}
+
+#[cfg(test)]
+mod work_tests {
+    use super::*;
+
+    /// Issue 46 item 6: each request was searched for every value known so far, and each new
+    /// value in all the text sent so far, so a recording whose every response gives an id
+    /// the next request sends back (100,000 entries) took minutes. Now a request is searched
+    /// only for the values it holds: a few searches per entry.
+    #[test]
+    fn a_chain_of_ids_costs_a_few_searches_per_entry() {
+        let n = 2_000;
+        let entries: Vec<Entry> = (0..n)
+            .map(|i| Entry {
+                number: i + 1,
+                pageref: None,
+                started_ms: i as f64,
+                time_ms: 1.0,
+                method: "GET".into(),
+                url: if i == 0 {
+                    "http://h/items".into()
+                } else {
+                    format!("http://h/items?order=ord-{:09}", i - 1)
+                },
+                headers: Vec::new(),
+                cookies: Vec::new(),
+                post_mime: String::new(),
+                post_text: None,
+                status: 200,
+                response_headers: vec![("X-Request-Id".into(), format!("req-{i:012}"))],
+                set_cookies: Vec::new(),
+                mime: "application/json".into(),
+                response_text: Some(format!("{{\"order\":{{\"id\":\"ord-{i:09}\"}}}}")),
+                resource_type: None,
+            })
+            .collect();
+        let refs: Vec<&Entry> = entries.iter().collect();
+        let mut requests: Vec<Request> = entries
+            .iter()
+            .map(|e| Request {
+                method: e.method.clone(),
+                url: e.url.clone(),
+                ..Request::default()
+            })
+            .collect();
+        let mut names = UniqueNames::variables();
+        let done = correlate(&refs, &mut requests, &vec![true; n], &mut names).unwrap();
+        // Every order id captured where it was given and sent back by the next request.
+        assert_eq!(done.captures.iter().flatten().count(), n - 1);
+        assert_eq!(done.captures[0][0].var, "ORDER_ID");
+        assert_eq!(done.captures[1][0].var, "ORDER_ID_2");
+        assert_eq!(
+            requests[n - 1].url,
+            format!("http://h/items?order={{{{ORDER_ID_{}}}}}", n - 1)
+        );
+        assert!(
+            done.tried <= 2 * n as u64,
+            "{} searches for {n} entries",
+            done.tried
+        );
     }
 }

@@ -10,12 +10,14 @@
 
 mod correlate;
 mod entry;
+mod log;
 mod secrets;
 
 use crate::scenario::{self, Body, Request, Scenario, Step, StepAction};
 use crate::{template, ImportError, Imported, Note, Source};
 use entry::Entry;
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 
 pub use correlate::percent_encode;
 
@@ -89,40 +91,12 @@ const COMPUTED: [&str; 10] = [
 ];
 
 pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
-    let doc: Value = serde_json::from_str(text).map_err(|error| ImportError::NotJson {
-        what: format!("HAR file {}", o.label),
-        error,
-    })?;
-    let log = doc.get("log").filter(|l| l.is_object()).ok_or_else(|| {
-        ImportError::invalid(
-            format!("HAR file {}", o.label),
-            "log",
-            "missing: a HAR file is {\"log\": {...}}",
-        )
-    })?;
-    let version = log.get("version").and_then(Value::as_str).unwrap_or("");
-    if !matches!(version, "1.1" | "1.2") {
-        return Err(ImportError::invalid(
-            format!("HAR file {}", o.label),
-            "log.version",
-            format!("{version:?} is not a HAR version loadlab reads (1.1 or 1.2): export the recording again from the browser's network panel"),
-        ));
-    }
-    let raw = log
-        .get("entries")
-        .and_then(Value::as_array)
-        .ok_or_else(|| {
-            ImportError::invalid(
-                format!("HAR file {}", o.label),
-                "log.entries",
-                "missing: the recording has no requests",
-            )
-        })?;
-    let all: Vec<Entry> = raw
-        .iter()
-        .enumerate()
-        .map(|(i, e)| entry::parse(e, i + 1))
-        .collect::<Result<_, _>>()?;
+    let log::Log {
+        version,
+        creator,
+        pages,
+        entries: all,
+    } = log::read(text, &o.label)?;
     let mut all = all;
     all.sort_by(|a, b| a.started_ms.total_cmp(&b.started_ms));
     let mut notes = Vec::new();
@@ -143,17 +117,20 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
     };
     // A `--var` may name a secret the import takes out (its value then fills it in); captures
     // and secrets never take BASE_URL.
-    let mut taken: Vec<String> = vec!["BASE_URL".to_string()];
-    let captures = correlate::correlate(&kept, &mut requests, &eligible, &mut taken);
+    let mut taken = scenario::UniqueNames::variables();
+    taken.take("BASE_URL");
+    let captures = correlate::correlate(&kept, &mut requests, &eligible, &mut taken)
+        .map_err(|e| ImportError::invalid(format!("HAR file {}", o.label), "log.entries", e))?
+        .captures;
 
     let mut secrets = secrets::Secrets::default();
-    let mut jar: Vec<(String, String)> = Vec::new();
+    let mut jar = secrets::Jar::new();
     for (i, r) in requests.iter_mut().enumerate() {
         secrets.scrub(r, &jar, o.keep_secrets, &mut taken);
         jar.extend(kept[i].set_cookies.iter().cloned());
     }
 
-    let titles = page_titles(log);
+    let titles = page_titles(&pages);
     let mut s = Scenario {
         name: o
             .label
@@ -162,7 +139,7 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
             .unwrap_or(&o.label)
             .trim_end_matches(".har")
             .to_string(),
-        description: Some(format!("recorded in {}", creator(log))),
+        description: Some(format!("recorded in {}", creator_of(&creator))),
         ..Scenario::default()
     };
     for (k, v) in &o.vars {
@@ -184,20 +161,22 @@ pub fn import(text: &str, o: &Options) -> Result<Imported, ImportError> {
     for (g, members) in groups.iter().enumerate() {
         let first = kept[members[0]];
         let base = if members.len() > 1 {
-            let title = first
-                .pageref
-                .as_ref()
-                .and_then(|p| titles.iter().find(|(id, _)| id == p))
-                .map(|(_, t)| t.clone());
+            let title = first.pageref.as_ref().and_then(|p| titles.get(p)).cloned();
             format!("page {}", title.unwrap_or_else(|| path_of(&first.url)))
         } else {
             format!("{} {}", first.method, path_of(&first.url))
         };
         let name = names.give(&base);
+        // Each request is in one group: moved into its step, not copied.
         let action = if members.len() > 1 {
-            StepAction::Page(members.iter().map(|&i| requests[i].clone()).collect())
+            StepAction::Page(
+                members
+                    .iter()
+                    .map(|&i| std::mem::take(&mut requests[i]))
+                    .collect(),
+            )
         } else {
-            StepAction::Request(requests[members[0]].clone())
+            StepAction::Request(std::mem::take(&mut requests[members[0]]))
         };
         let mut step = Step::new(name.clone(), Request::default());
         step.action = action;
@@ -271,7 +250,9 @@ fn select<'a>(
         None => vec![document.host()],
         Some(h) => vec![entry::host_of(h)],
     };
+    // The other hosts in the order met, and as a set (a recording can name thousands).
     let mut other_hosts: Vec<String> = Vec::new();
+    let mut other: HashSet<String> = HashSet::new();
     let mut assets = 0;
     let mut kept = Vec::new();
     for e in web {
@@ -280,7 +261,7 @@ fn select<'a>(
             .iter()
             .any(|h| *h == host || host.split(':').next() == Some(h.as_str()))
         {
-            if !other_hosts.contains(&host) {
+            if other.insert(host.clone()) {
                 other_hosts.push(host);
             }
             continue;
@@ -295,10 +276,7 @@ fn select<'a>(
         notes.push(Note::scenario(format!("{assets} static assets (scripts, styles, images, fonts) dropped; --keep-assets keeps them")));
     }
     if !other_hosts.is_empty() {
-        let dropped = all
-            .iter()
-            .filter(|e| other_hosts.contains(&e.host()))
-            .count();
+        let dropped = all.iter().filter(|e| other.contains(&e.host())).count();
         notes.push(Note::scenario(format!(
             "{dropped} requests to other hosts than {} dropped ({}); --host HOST keeps another host instead",
             hosts.join(", "),
@@ -322,13 +300,13 @@ fn select<'a>(
 /// of one page together (placed where the page's first request was).
 fn group(kept: &[&Entry], pages: bool) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut page_of: Vec<(String, usize)> = Vec::new();
+    let mut page_of: HashMap<&str, usize> = HashMap::new();
     for (i, e) in kept.iter().enumerate() {
         match (&e.pageref, pages) {
-            (Some(p), true) => match page_of.iter().find(|(id, _)| id == p) {
-                Some((_, g)) => groups[*g].push(i),
+            (Some(p), true) => match page_of.get(p.as_str()) {
+                Some(&g) => groups[g].push(i),
                 None => {
-                    page_of.push((p.clone(), groups.len()));
+                    page_of.insert(p, groups.len());
                     groups.push(vec![i]);
                 }
             },
@@ -437,26 +415,28 @@ fn path_of(url: &str) -> String {
     }
 }
 
-fn page_titles(log: &Value) -> Vec<(String, String)> {
-    log.get("pages")
-        .and_then(Value::as_array)
+/// Each page's title by its id (the first title an id is given, as a search in order found).
+fn page_titles(pages: &Value) -> HashMap<String, String> {
+    let mut titles = HashMap::new();
+    for (id, title) in pages
+        .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|p| {
-            Some((
-                p.get("id")?.as_str()?.to_string(),
-                p.get("title")?.as_str()?.to_string(),
-            ))
-        })
-        .collect()
+        .filter_map(|p| Some((p.get("id")?.as_str()?, p.get("title")?.as_str()?)))
+    {
+        titles
+            .entry(id.to_string())
+            .or_insert_with(|| title.to_string());
+    }
+    titles
 }
 
-fn creator(log: &Value) -> String {
-    let name = log
-        .pointer("/creator/name")
+fn creator_of(creator: &Value) -> String {
+    let name = creator
+        .get("name")
         .and_then(Value::as_str)
         .unwrap_or("a browser");
-    match log.pointer("/creator/version").and_then(Value::as_str) {
+    match creator.get("version").and_then(Value::as_str) {
         Some(v) => format!("{name} {v}"),
         None => name.to_string(),
     }

@@ -7,9 +7,10 @@
 //! and a recorded session must not travel with it. Values already turned into captures (a
 //! login's token) are left alone: the replay gets its own.
 
-use crate::scenario::{Body, Request};
+use crate::scenario::{Body, Request, UniqueNames};
 use crate::template;
 use crate::Note;
+use std::collections::{HashMap, HashSet};
 
 /// Header names whose values are secrets, matched case-insensitively as substrings.
 const SECRET_WORDS: [&str; 9] = [
@@ -56,31 +57,26 @@ fn recorded(value: &str) -> bool {
     !value.is_empty() && !value.contains("{{")
 }
 
-/// A secret value's variable, shared by every request that sent the same value.
-struct Secret {
-    value: String,
-    var: String,
-}
+/// The cookies earlier responses set, as (name, value): the cookie jar sends those.
+pub type Jar = HashSet<(String, String)>;
 
 #[derive(Default)]
 pub struct Secrets {
-    found: Vec<Secret>,
+    /// Each secret value's variable, shared by every request that sent the same value (a
+    /// map: a recording can hold a new token in each of 100,000 requests).
+    found: HashMap<String, String>,
     /// New variables (all with empty defaults), in order.
     pub variables: Vec<String>,
     pub notes: Vec<Note>,
 }
 
 impl Secrets {
-    fn var_for(&mut self, value: &str, base: &str, what: &str, taken: &mut Vec<String>) -> String {
-        if let Some(s) = self.found.iter().find(|s| s.value == value) {
-            return s.var.clone();
+    fn var_for(&mut self, value: &str, base: &str, what: &str, taken: &mut UniqueNames) -> String {
+        if let Some(var) = self.found.get(value) {
+            return var.clone();
         }
-        let var = crate::scenario::unique_var(base, taken);
-        taken.push(var.clone());
-        self.found.push(Secret {
-            value: value.to_string(),
-            var: var.clone(),
-        });
+        let var = taken.give(base);
+        self.found.insert(value.to_string(), var.clone());
         self.variables.push(var.clone());
         self.notes.push(Note::scenario(format!(
             "{what}: the recorded value was taken out; give it with --var {var}=... (or import with --keep-secrets)"
@@ -90,13 +86,7 @@ impl Secrets {
 
     /// Replaces the secrets in one request's headers; `jar` holds the cookies that earlier
     /// responses of the scenario set (the cookie jar sends those; they are dropped here).
-    pub fn scrub(
-        &mut self,
-        r: &mut Request,
-        jar: &[(String, String)],
-        keep: bool,
-        taken: &mut Vec<String>,
-    ) {
+    pub fn scrub(&mut self, r: &mut Request, jar: &Jar, keep: bool, taken: &mut UniqueNames) {
         let mut headers = std::mem::take(&mut r.headers);
         for (name, value) in headers.iter_mut() {
             let lower = name.to_ascii_lowercase();
@@ -136,7 +126,7 @@ impl Secrets {
     }
 
     /// Query parameters named like secrets (`?access_token=...`).
-    fn scrub_query(&mut self, r: &mut Request, taken: &mut Vec<String>) {
+    fn scrub_query(&mut self, r: &mut Request, taken: &mut UniqueNames) {
         let Some((path, query)) = r.url.split_once('?') else {
             return;
         };
@@ -168,7 +158,7 @@ impl Secrets {
     }
 
     /// Form fields and JSON members named like secrets (a login's `password`).
-    fn scrub_body(&mut self, r: &mut Request, taken: &mut Vec<String>) {
+    fn scrub_body(&mut self, r: &mut Request, taken: &mut UniqueNames) {
         match &mut r.body {
             Some(Body::Form(fields)) => {
                 for (name, value) in fields.iter_mut() {
@@ -221,20 +211,14 @@ impl Secrets {
         }
     }
 
-    fn cookies(
-        &mut self,
-        header: &str,
-        jar: &[(String, String)],
-        keep: bool,
-        taken: &mut Vec<String>,
-    ) -> String {
+    fn cookies(&mut self, header: &str, jar: &Jar, keep: bool, taken: &mut UniqueNames) -> String {
         let mut out = Vec::new();
         for pair in header.split(';') {
             let Some((n, v)) = pair.split_once('=') else {
                 continue;
             };
             let (n, v) = (n.trim(), v.trim());
-            if jar.iter().any(|(jn, jv)| jn == n && jv == v) {
+            if jar.contains(&(n.to_string(), v.to_string())) {
                 continue;
             }
             if keep || v.contains("{{") {

@@ -1,6 +1,7 @@
 //! The importers' integration tests as one test binary (one link, not three): curl command
-//! lines, HAR files and Postman collections, against the fixtures in `../fixtures`. A file
-//! added here must not write to a fixed path or depend on a global setting.
+//! lines, HAR files and Postman collections (against the fixtures in `../fixtures`), and
+//! imports of thousands of repeated names (`scale`). A file added here must not write to a
+//! fixed path or depend on a global setting.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -8,3 +9,4 @@ mod common;
 mod curl;
 mod har;
 mod postman;
+mod scale;
