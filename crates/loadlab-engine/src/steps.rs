@@ -2,19 +2,25 @@
 //! classes, check failures and bytes, and the iterations' times. One per worker thread, like
 //! the [`crate::stats::Recorder`] that holds it, merged after the run; only the measured part
 //! of the run is counted here (the warm-up is in the run's own figures).
+//!
+//! Memory: a step costs its counters and what it recorded, never a histogram's full range
+//! ([`histogram::StepHistogram`]): a scenario's steps are many times its threads.
+
+pub mod histogram;
 
 use crate::error::ErrorClass;
 use crate::stats::new_histogram;
 use hdrhistogram::Histogram;
+use histogram::StepHistogram;
 use loadlab_scenario::Scenario;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone)]
 pub struct StepStats {
     /// The step's response time (a page: the group's).
-    pub latency: Histogram<u64>,
+    pub latency: StepHistogram,
     /// A page: each request's own response time.
-    pub requests: Histogram<u64>,
+    pub requests: StepHistogram,
     pub issued: u64,
     pub completed: u64,
     pub failed: u64,
@@ -33,8 +39,8 @@ pub struct StepStats {
 impl StepStats {
     fn new(assertions: usize) -> StepStats {
         StepStats {
-            latency: new_histogram(),
-            requests: new_histogram(),
+            latency: StepHistogram::default(),
+            requests: StepHistogram::default(),
             issued: 0,
             completed: 0,
             failed: 0,
@@ -76,9 +82,32 @@ impl StepStats {
         }
     }
 
+    /// What the step holds in memory, in bytes: itself, its histograms' counts, its check
+    /// counters, and its status and encoding entries (a map's node overhead aside).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        size_of::<StepStats>()
+            + self.latency.heap_bytes()
+            + self.requests.heap_bytes()
+            + self.checks.capacity() * size_of::<u64>()
+            + self.check_details.capacity() * size_of::<Option<String>>()
+            + self
+                .check_details
+                .iter()
+                .flatten()
+                .map(String::capacity)
+                .sum::<usize>()
+            + self.status.len() * size_of::<(u16, u64)>()
+            + self
+                .encodings
+                .keys()
+                .map(|k| size_of::<(String, u64)>() + k.capacity())
+                .sum::<usize>()
+    }
+
     fn merge(&mut self, o: &StepStats) {
-        self.latency.add(&o.latency).expect("same bounds");
-        self.requests.add(&o.requests).expect("same bounds");
+        self.latency.merge(&o.latency);
+        self.requests.merge(&o.requests);
         self.issued += o.issued;
         self.completed += o.completed;
         self.failed += o.failed;
@@ -127,6 +156,11 @@ impl ScenarioStats {
         }
     }
 
+    /// What the steps hold in memory, in bytes ([`StepStats::heap_bytes`] summed).
+    pub fn steps_heap_bytes(&self) -> usize {
+        self.steps.iter().map(StepStats::heap_bytes).sum()
+    }
+
     pub fn merge(&mut self, o: &ScenarioStats) {
         for (a, b) in self.steps.iter_mut().zip(&o.steps) {
             a.merge(b);
@@ -154,43 +188,43 @@ pub fn summarize(
         .steps
         .iter()
         .zip(&stats.steps)
-        .map(|(step, s)| StepSummary {
-            name: step.name.clone(),
-            request: step.describe(),
-            issued: s.issued,
-            completed: s.completed,
-            failed: s.failed,
-            per_second: rate(s.completed),
-            latency_us: LatencySummary::from_histogram(&s.latency),
-            histogram: encode_histogram(&s.latency),
-            request_latency_us: if step.page {
-                LatencySummary::from_histogram(&s.requests)
-            } else {
-                None
-            },
-            request_histogram: step.page.then(|| encode_histogram(&s.requests)),
-            status_codes: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-            errors: ErrorClass::ALL
-                .iter()
-                .filter(|c| s.errors[**c as usize] > 0)
-                .map(|c| (c.key().to_string(), s.errors[*c as usize]))
-                .collect(),
-            checks: step
-                .assertion_names()
-                .into_iter()
-                .enumerate()
-                .map(|(k, check)| CheckSummary {
-                    check,
-                    failed: s.checks[k],
-                    first_failure: s.check_details[k].clone(),
-                })
-                .collect(),
-            bytes: StepBytes {
-                sent: s.bytes_sent,
-                received: s.bytes_received,
-                decoded: s.bytes_decoded,
-            },
-            content_encodings: s.encodings.clone().into_iter().collect(),
+        .map(|(step, s)| {
+            let latency = s.latency.to_histogram();
+            let requests = step.page.then(|| s.requests.to_histogram());
+            StepSummary {
+                name: step.name.clone(),
+                request: step.describe(),
+                issued: s.issued,
+                completed: s.completed,
+                failed: s.failed,
+                per_second: rate(s.completed),
+                latency_us: LatencySummary::from_histogram(&latency),
+                histogram: encode_histogram(&latency),
+                request_latency_us: requests.as_ref().and_then(LatencySummary::from_histogram),
+                request_histogram: requests.as_ref().map(encode_histogram),
+                status_codes: s.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                errors: ErrorClass::ALL
+                    .iter()
+                    .filter(|c| s.errors[**c as usize] > 0)
+                    .map(|c| (c.key().to_string(), s.errors[*c as usize]))
+                    .collect(),
+                checks: step
+                    .assertion_names()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, check)| CheckSummary {
+                        check,
+                        failed: s.checks[k],
+                        first_failure: s.check_details[k].clone(),
+                    })
+                    .collect(),
+                bytes: StepBytes {
+                    sent: s.bytes_sent,
+                    received: s.bytes_received,
+                    decoded: s.bytes_decoded,
+                },
+                content_encodings: s.encodings.clone().into_iter().collect(),
+            }
         })
         .collect();
     Some(ScenarioSummary {
@@ -222,4 +256,143 @@ pub fn summarize(
             .then(|| encode_histogram(&stats.iteration)),
         steps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadlab_result::{encode_histogram, LatencySummary};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    fn scenario(text: &str) -> Scenario {
+        Scenario::from_toml_str(text, Path::new(".")).expect("a valid scenario")
+    }
+
+    fn steps_toml(n: usize) -> String {
+        let mut text = String::from("name = \"many\"\nbase_url = \"http://127.0.0.1:1\"\n");
+        for i in 0..n {
+            text.push_str(&format!("[[steps]]\nname = \"s{i}\"\nurl = \"/{i}\"\n"));
+        }
+        text
+    }
+
+    /// Issue 46 item 4: each step held two full histograms (528 KiB) in every thread, so
+    /// 20,000 steps took 21 GB. A step that answered 20 times now holds what it recorded.
+    #[test]
+    fn many_steps_cost_kilobytes_each() {
+        let n = 5_000;
+        let mut stats = ScenarioStats::new(&scenario(&steps_toml(n)));
+        assert!(
+            stats.steps_heap_bytes() / n <= 512,
+            "{} bytes a step before any request",
+            stats.steps_heap_bytes() / n
+        );
+        for (i, s) in stats.steps.iter_mut().enumerate() {
+            for k in 0..20 {
+                s.issued += 1;
+                s.completed += 1;
+                s.response(200, "identity");
+                s.latency
+                    .saturating_record(500_000 + ((i * 7_919 + k * 104_729) % 4_500_000) as u64);
+            }
+        }
+        let per_step = stats.steps_heap_bytes() / n;
+        assert!(
+            per_step <= 2_048,
+            "{per_step} bytes a step after 20 requests each"
+        );
+    }
+
+    /// A known small run (two threads, a step, a page and a step never answered) gives the
+    /// per-step figures it gave when each step held the result's histogram itself: the same
+    /// counts, percentiles and encoded histograms.
+    #[test]
+    fn per_step_figures_are_unchanged() {
+        let sc = scenario(
+            "name = \"small\"\nbase_url = \"http://127.0.0.1:1\"\n\
+             [[steps]]\nname = \"login\"\nurl = \"/login\"\n\
+             [[steps]]\nname = \"home\"\n\
+             [[steps.requests]]\nurl = \"/\"\n[[steps.requests]]\nurl = \"/app.js\"\n\
+             [[steps]]\nname = \"never\"\nurl = \"/never\"\n",
+        );
+        let config = crate::RunSpec {
+            scenario: Some(Arc::new(sc.clone())),
+            requests: Some(100),
+            ..crate::RunSpec::default()
+        }
+        .validate()
+        .expect("a valid run");
+        // Response times in ns as two threads measured them: login, home (the page), and
+        // home's requests.
+        let login = [
+            [812_345u64, 1_020_001, 733_912, 2_500_000, 0, 911_000],
+            [640_111, 1_999_999, 705_432, 15_000_000_000, 812_345, 1],
+        ];
+        let page = [[3_210_000u64, 2_890_000], [4_400_123, 3_210_004]];
+        let page_requests = [
+            [1_200_000u64, 1_900_000, 1_100_000, 2_800_000],
+            [2_000_001, 3_999_999, 1_500_000, 1_600_000],
+        ];
+        let mut threads = Vec::new();
+        for t in 0..2 {
+            let mut stats = ScenarioStats::new(&sc);
+            for &v in &login[t] {
+                stats.steps[0].issued += 1;
+                stats.steps[0].completed += 1;
+                stats.steps[0].latency.saturating_record(v);
+            }
+            for &v in &page[t] {
+                stats.steps[1].latency.saturating_record(v);
+            }
+            for &v in &page_requests[t] {
+                stats.steps[1].issued += 1;
+                stats.steps[1].completed += 1;
+                stats.steps[1].requests.saturating_record(v);
+            }
+            threads.push(stats);
+        }
+        let mut merged = threads[0].clone();
+        merged.merge(&threads[1]);
+        let summary = summarize(&config, Some(&merged), std::time::Duration::from_secs(1))
+            .expect("a scenario summary");
+
+        // The figures as the result's own histograms give them.
+        let of = |values: &[&[u64]]| {
+            let mut h = new_histogram();
+            for v in values.iter().flat_map(|v| v.iter()) {
+                h.saturating_record(*v);
+            }
+            h
+        };
+        let login_h = of(&[&login[0], &login[1]]);
+        let page_h = of(&[&page[0], &page[1]]);
+        let requests_h = of(&[&page_requests[0], &page_requests[1]]);
+        let [s_login, s_home, s_never] = &summary.steps[..] else {
+            panic!("three steps: {:?}", summary.steps);
+        };
+        assert_eq!(s_login.completed, 12);
+        assert_eq!(s_login.latency_us, LatencySummary::from_histogram(&login_h));
+        assert_eq!(s_login.histogram, encode_histogram(&login_h));
+        assert_eq!(s_login.request_histogram, None);
+        assert_eq!(s_home.completed, 8);
+        assert_eq!(s_home.latency_us, LatencySummary::from_histogram(&page_h));
+        assert_eq!(s_home.histogram, encode_histogram(&page_h));
+        assert_eq!(
+            s_home.request_latency_us,
+            LatencySummary::from_histogram(&requests_h)
+        );
+        assert_eq!(
+            s_home.request_histogram,
+            Some(encode_histogram(&requests_h))
+        );
+        assert_eq!(s_never.latency_us, None);
+        assert_eq!(s_never.histogram, encode_histogram(&new_histogram()));
+        // The figures themselves, so that a change in both paths is caught too.
+        let p = s_login.latency_us.as_ref().unwrap();
+        assert_eq!(
+            (p.count, p.min, p.p50, p.max),
+            (12, 0.0, 812.543, 15_007_219.711)
+        );
+    }
 }

@@ -51,6 +51,14 @@ use std::path::{Path, PathBuf};
 /// The most requests of a page fetched at once from one host, as browsers do.
 pub const PAGE_CONNECTIONS_PER_HOST: usize = 6;
 
+/// The most steps a scenario may have; the compiler refuses more, naming both counts. A
+/// step costs a few hundred bytes in each worker thread until it is answered, and then what
+/// its answers' response times take (16 bytes a distinct value, at most a histogram's 264
+/// KiB); the result carries each step's figures and histogram, a report a row each. 20,000
+/// steps (issue 46's 1.2 MB file, which took 21 GB before steps cost what they record) is
+/// already a journey no one reads whole.
+pub const MAX_STEPS: usize = 20_000;
+
 /// How an iteration chooses its steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

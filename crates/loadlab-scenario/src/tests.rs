@@ -407,3 +407,47 @@ body.file = "order.json"
         "{e}"
     );
 }
+
+fn steps_text(n: usize, captures: bool) -> String {
+    let mut text = String::from("name = \"many\"\nbase_url = \"http://127.0.0.1:1\"\n");
+    for i in 0..n {
+        text.push_str(&format!("[[steps]]\nname = \"s{i}\"\nurl = \"/{i}\"\n"));
+        if captures {
+            text.push_str(&format!(
+                "[[steps.captures]]\nvar = \"V{i}\"\nheader = \"x-id\"\n"
+            ));
+        }
+    }
+    text
+}
+
+/// Issue 46 item 4: a scenario of more steps than loadlab runs is refused at load, naming
+/// how many it has and how many loadlab takes; as many as it takes load.
+#[test]
+fn more_steps_than_the_limit_are_refused_with_both_counts() {
+    let e = load(&steps_text(MAX_STEPS + 1, false)).unwrap_err();
+    assert_eq!((e.item(), e.field()), (Some("scenario"), Some("steps")));
+    let text = e.to_string();
+    assert!(text.contains("20,001 steps"), "{text}");
+    assert!(text.contains("at most 20,000"), "{text}");
+    assert!(text.contains("split"), "{text}");
+    let s = load(&steps_text(MAX_STEPS, false)).expect("the limit itself loads");
+    assert_eq!(s.steps.len(), MAX_STEPS);
+}
+
+/// Step names checked for uniqueness and capture variables found by name without searching
+/// every earlier one: the limit's worth of steps, each with a capture, loads with every
+/// variable in its own slot, in order.
+#[test]
+fn the_limit_of_steps_with_a_capture_each_loads() {
+    let s = load(&steps_text(MAX_STEPS, true)).expect("loads");
+    assert_eq!(s.variables.len(), MAX_STEPS);
+    assert!(s
+        .variables
+        .iter()
+        .enumerate()
+        .all(|(i, v)| v.name == format!("V{i}") && v.slot == Some(i)));
+    let dup = steps_text(3, false).replace("name = \"s2\"", "name = \"s0\"");
+    let e = load(&dup).unwrap_err();
+    assert_eq!((e.item(), e.field()), (Some("step `s0`"), Some("name")));
+}

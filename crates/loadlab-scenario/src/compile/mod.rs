@@ -22,7 +22,7 @@ use crate::{Mode, Origin, Scenario, Step, VarSource, Variable};
 use request::{compile_requests, RequestCtx};
 use response::{compile_capture, compile_check};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 /// Where the files a scenario names are read from.
@@ -139,9 +139,23 @@ pub(crate) fn compile(
             "none; add at least one [[steps]] with a name and a url",
         ));
     }
+    if file.steps.len() > crate::MAX_STEPS {
+        return Err(invalid(
+            "scenario",
+            "steps",
+            format!(
+                "{} steps; loadlab runs at most {} in one scenario (every worker thread keeps \
+                 each step's figures, and the result and its reports carry them all): split \
+                 the journey into several scenario files, or import fewer requests (a HAR \
+                 recording's other hosts and static assets are left out unless asked for)",
+                thousands(file.steps.len()),
+                thousands(crate::MAX_STEPS)
+            ),
+        ));
+    }
 
     // Variables: defaults, then overrides; feeder columns and capture targets become slots.
-    let mut variables = Vec::new();
+    let mut variables = Variables::default();
     let mut fixed = HashMap::new();
     for (name, value) in &file.variables.0 {
         check_var_name(name, "[variables]", name)?;
@@ -155,18 +169,18 @@ pub(crate) fn compile(
     for (name, value) in overrides {
         check_var_name(name, "--var", name)?;
         fixed.insert(name.clone(), value.clone());
-        variable(&mut variables, name, VarSource::Override);
+        variables.set(name, VarSource::Override);
     }
     let mut slots: HashMap<String, usize> = HashMap::new();
     let mut initial_values = Vec::new();
-    let mut add_slot = |name: &str, source: VarSource, variables: &mut Vec<Variable>| -> usize {
+    let mut add_slot = |name: &str, source: VarSource, variables: &mut Variables| -> usize {
         if let Some(s) = slots.get(name) {
             return *s;
         }
         let slot = initial_values.len();
         initial_values.push(fixed.get(name).cloned().unwrap_or_default());
         slots.insert(name.to_string(), slot);
-        variable(variables, name, source).slot = Some(slot);
+        variables.set(name, source).slot = Some(slot);
         slot
     };
 
@@ -241,6 +255,8 @@ pub(crate) fn compile(
     };
 
     let mut steps: Vec<Step> = Vec::new();
+    // Names seen, for "unique": a set, as a recording's steps can number in the thousands.
+    let mut names: HashSet<&str> = HashSet::new();
     let mut origin: Option<(Origin, String)> = None;
     for step in &file.steps {
         let item = step_item(&step.name);
@@ -251,7 +267,7 @@ pub(crate) fn compile(
                 "empty; every step needs a name, unique in the scenario",
             ));
         }
-        if steps.iter().any(|s| s.name == step.name) {
+        if !names.insert(&step.name) {
             return Err(invalid(
                 &item,
                 "name",
@@ -330,7 +346,7 @@ pub(crate) fn compile(
         description: file.description.clone(),
         mode,
         origin,
-        variables,
+        variables: variables.list,
         initial_values,
         feeders,
         steps,
@@ -343,27 +359,54 @@ pub(crate) fn compile(
     })
 }
 
-/// The variable `name`, found or pushed (without a slot), its value now from `source`: a
-/// later source (an override, a feeder column, a capture) takes over an earlier one's name.
-fn variable<'a>(
-    variables: &'a mut Vec<Variable>,
-    name: &str,
-    source: VarSource,
-) -> &'a mut Variable {
-    let i = match variables.iter().position(|v| v.name == name) {
-        Some(i) => i,
-        None => {
-            variables.push(Variable {
-                name: name.to_string(),
-                source,
-                slot: None,
-            });
-            variables.len() - 1
+/// The scenario's variables in the order they were declared, and each one's place: found by
+/// name once per capture and override, which a list searched each time made quadratic in a
+/// recording's thousands of captures.
+#[derive(Default)]
+struct Variables {
+    list: Vec<Variable>,
+    index: HashMap<String, usize>,
+}
+
+impl Variables {
+    /// A `[variables]` entry (the file's keys are unique).
+    fn push(&mut self, v: Variable) {
+        self.index.insert(v.name.clone(), self.list.len());
+        self.list.push(v);
+    }
+
+    /// The variable `name`, found or pushed (without a slot), its value now from `source`: a
+    /// later source (an override, a feeder column, a capture) takes over an earlier one's
+    /// name.
+    fn set(&mut self, name: &str, source: VarSource) -> &mut Variable {
+        let i = match self.index.get(name) {
+            Some(&i) => i,
+            None => {
+                self.push(Variable {
+                    name: name.to_string(),
+                    source,
+                    slot: None,
+                });
+                self.list.len() - 1
+            }
+        };
+        let v = &mut self.list[i];
+        v.source = source;
+        v
+    }
+}
+
+/// `12345` as `12,345`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
         }
-    };
-    let v = &mut variables[i];
-    v.source = source;
-    v
+        out.push(c);
+    }
+    out
 }
 
 fn step_item(name: &str) -> String {
