@@ -16,6 +16,30 @@ const BUILD_ENV_NOT_INHERITED: &[&str] = &[
     "CLIPPY_ARGS",
 ];
 
+/// What cargo sets for a package's test or binary while it runs (its name, version and
+/// directories): a target's build started from a test of one loadlab crate would otherwise
+/// see them, and a dependency whose build script watches one of them (ring watches
+/// `CARGO_MANIFEST_DIR` and `CARGO_PKG_NAME`) is compiled again, with everything above it,
+/// each time a test of another crate builds the same target: two minutes of every cold CI run.
+const BUILD_ENV_PREFIXES_NOT_INHERITED: &[&str] = &[
+    "CARGO_PKG_",
+    "CARGO_MANIFEST_",
+    "CARGO_CRATE_",
+    "CARGO_BIN_",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+    "OUT_DIR",
+];
+
+/// Whether the variable `name` is left out of a target's build's environment.
+fn not_inherited(name: &str) -> bool {
+    BUILD_ENV_NOT_INHERITED.contains(&name)
+        || BUILD_ENV_PREFIXES_NOT_INHERITED
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+}
+
 /// What `build` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -65,9 +89,12 @@ impl Lab {
         // What points cargo elsewhere or wraps rustc for the build loadlab itself came from
         // (its test suite lints as it compiles, with clippy-driver as the workspace's rustc
         // wrapper) is not the target's: a Rust target built with them would put its binary
-        // outside its directory, or fail on its own lints.
-        for inherited in BUILD_ENV_NOT_INHERITED {
-            command.env_remove(inherited);
+        // outside its directory, or fail on its own lints. Nor are the variables cargo sets
+        // for the test or binary that asked for the build.
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(not_inherited) {
+                command.env_remove(name);
+            }
         }
         let status = command
             .args(&spec.command[1..])

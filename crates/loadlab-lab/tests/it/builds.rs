@@ -244,3 +244,64 @@ fn serve_pins_the_target_to_the_cpus_asked_for() {
     let err = lab.serve("pinned", &options).unwrap_err().to_string();
     assert!(err.contains(&format!("Cpus_allowed_list:{cpu}\"")), "{err}");
 }
+
+/// A target's build sees neither the variables cargo sets for the test that asked for it
+/// (a dependency whose build script watches `CARGO_MANIFEST_DIR`, as ring does, would be
+/// compiled again for each crate whose tests build the same target) nor the wrapper loadlab's
+/// own build used; what it needs from the environment (PATH, CARGO_HOME) it keeps.
+#[test]
+fn a_build_does_not_inherit_the_variables_of_the_test_that_started_it() {
+    for set_by_cargo in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO_PKG_VERSION"] {
+        assert!(
+            std::env::var_os(set_by_cargo).is_some(),
+            "{set_by_cargo} is not set: run this test with cargo test"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("envprobe");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("target.toml"),
+        r#"
+name = "envprobe"
+language = "shell"
+framework = "none"
+framework_version = "0"
+toolchain = ["sh"]
+sources = ["target.toml"]
+warmup_secs = 1
+[build]
+command = ["sh", "-c", "env > seen.env"]
+artifacts = ["seen.env"]
+[run]
+command = ["sh", "-c", "exit 0"]
+"#,
+    )
+    .unwrap();
+    let lab = Lab::open(tmp.path()).unwrap();
+    let target = lab.target("envprobe").unwrap().clone();
+    lab.build(&target, false).unwrap();
+    let seen = fs::read_to_string(dir.join("seen.env")).unwrap();
+    let names: Vec<&str> = seen
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(n, _)| n)
+        .collect();
+    for name in &names {
+        assert!(
+            !(name.starts_with("CARGO_PKG_")
+                || name.starts_with("CARGO_MANIFEST_")
+                || name.starts_with("CARGO_CRATE_")
+                || name.starts_with("CARGO_BIN_")
+                || [
+                    "CARGO_TARGET_DIR",
+                    "RUSTC_WORKSPACE_WRAPPER",
+                    "CLIPPY_ARGS",
+                    "OUT_DIR"
+                ]
+                .contains(name)),
+            "the build inherited {name}"
+        );
+    }
+    assert!(names.contains(&"PATH"), "the build lost PATH: {names:?}");
+}
