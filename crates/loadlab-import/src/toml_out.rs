@@ -142,8 +142,19 @@ fn write_request_tables(out: &mut String, r: &Request, prefix: &str) {
     }
 }
 
+/// `s` as one comment line: line breaks become spaces, and the other control characters,
+/// which a TOML comment may not hold (a host name in a recording can), their escape.
 fn one_line(s: &str) -> String {
-    s.replace(['\r', '\n'], " ")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\r' | '\n' => out.push(' '),
+            '\t' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A bare key when TOML allows one, a quoted key otherwise.

@@ -511,3 +511,29 @@ fn four_thousand_entries_to_one_url_are_named_in_order() {
     assert_eq!(names[1], "POST /same (2)");
     assert_eq!(names[n - 1], format!("POST /same ({n})"));
 }
+
+/// A recording's text reaches the comments at the top of the file (the label, the hosts
+/// dropped): a control character in it, which a TOML comment may not hold, is written as its
+/// escape, and the file still reads back (found by the import_har fuzz target).
+#[test]
+fn control_characters_in_a_dropped_host_leave_the_file_readable() {
+    let har = r#"{"log":{"version":"1.2","entries":[
+      {"startedDateTime":"2026-01-01T00:00:00.000Z",
+       "request":{"method":"GET","url":"https://shop.test/","headers":[]},
+       "response":{"status":200,"headers":[]}},
+      {"startedDateTime":"2026-01-01T00:00:01.000Z",
+       "request":{"method":"GET","url":"https://cdn\u0001.test/a.js","headers":[]},
+       "response":{"status":200,"headers":[]}}]}}"#;
+    let done = import(
+        har,
+        &Options {
+            label: "bell\u{7}.har".into(),
+            ..Options::default()
+        },
+    )
+    .expect("imports");
+    assert!(done.toml.contains("cdn\\u{1}.test"), "{}", done.toml);
+    assert!(done.toml.contains("bell\\u{7}.har"), "{}", done.toml);
+    let doc = read_back(&done.toml);
+    assert_eq!(names_of(&doc).len(), 1);
+}
