@@ -159,6 +159,14 @@ pub fn import(command: &str, o: &Options) -> Result<Imported, ImportError> {
             "-F" | "--form" | "--form-string" => {
                 let v = value(&flag)?;
                 let (name, content) = v.split_once('=').unwrap_or((&v, ""));
+                // curl sends a name given twice twice; a scenario's multipart body is a table
+                // of names, each sent once.
+                if p.form.iter().any(|(seen, _)| seen == name) {
+                    notes.push(Note::scenario(format!(
+                        "{flag} {v}: form field {name} repeated: only its first value kept"
+                    )));
+                    continue;
+                }
                 let part = match content.strip_prefix('@') {
                     Some(file) if flag != "--form-string" => {
                         let file = file.split(';').next().unwrap_or(file);

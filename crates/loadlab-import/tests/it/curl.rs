@@ -195,6 +195,24 @@ fn a_multipart_form_with_a_file() {
     assert_eq!(parts["doc"]["file"].as_str(), Some("report.pdf"));
 }
 
+/// curl sends a form field given twice twice; a scenario's multipart body names each field
+/// once, so the first is kept and the second reported (the file was unreadable: a duplicate
+/// key; found by the import_curl fuzz target).
+#[test]
+fn a_form_field_given_twice_is_kept_once_and_reported() {
+    let imported = curl("curl -F 'tag=a' -F 'note=hi' -F 'tag=b' http://h/upload");
+    let (_, step) = only_step(&imported);
+    let parts = step["body"]["multipart"].as_table().unwrap();
+    assert_eq!(parts.len(), 2);
+    assert_eq!(parts["tag"].as_str(), Some("a"));
+    assert!(
+        notes(&imported)
+            .contains(&"-F tag=b: form field tag repeated: only its first value kept".to_string()),
+        "{:#?}",
+        notes(&imported)
+    );
+}
+
 #[test]
 fn flags_without_a_place_in_a_scenario_are_reported_never_dropped_silently() {
     let imported =
