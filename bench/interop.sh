@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The interop matrix (issue 29): loadlab against HTTP servers no one here wrote: nginx,
 # Apache httpd (event MPM, mod_http2, mod_ssl), HAProxy (as a server with `http-request
-# return`, and as a proxy in front of `loadlab upstream`), lighttpd, h2o and go-httpbin. Each
+# return`, and as a proxy in front of `loadlab upstream`), lighttpd, h2o, go-httpbin and
+# Caddy (its HTTP/3 rows: closed and open loop, 1 and 100 streams). Each
 # cell is a short loadlab run whose completed count must equal the server's own count (its
 # access log, or go-httpbin's request log); refused certificates must fail with the expected
 # failure class and no request reaching the server. Every certificate is made by the openssl
@@ -9,7 +10,8 @@
 #
 #   bash bench/interop.sh                 # the full matrix (installs what is missing, as root)
 #   bash bench/interop.sh --fast          # the test suite's subset: nginx, Apache, go-httpbin
-#                                         # (and HAProxy's expect-100 cell, when installed)
+#                                         # (and HAProxy's expect-100 cell and two of Caddy's
+#                                         # HTTP/3 cells, when installed)
 #   LOADLAB=path/to/loadlab INTEROP_OUT=dir bash bench/interop.sh --fast
 #
 # Output: the table on stdout and in $OUT/table.txt, every cell in $OUT/cells.tsv (server,
@@ -33,6 +35,7 @@ if [[ $FAST == 0 ]]; then
     command -v haproxy >/dev/null || pkgs+=(haproxy)
     command -v lighttpd >/dev/null || pkgs+=(lighttpd lighttpd-mod-openssl lighttpd-mod-deflate)
     command -v h2o >/dev/null || pkgs+=(h2o)
+    command -v caddy >/dev/null || pkgs+=(caddy)
     if [[ ${#pkgs[@]} -gt 0 && $(id -u) -eq 0 ]]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
@@ -123,6 +126,7 @@ source bench/interop/haproxy.sh
 source bench/interop/lighttpd.sh
 source bench/interop/h2o.sh
 source bench/interop/httpbin.sh
+source bench/interop/caddy.sh
 source bench/interop/cells.sh
 source bench/interop/matrix.sh
 
@@ -134,8 +138,10 @@ if [[ $FAST == 1 ]]; then
     SERVERS="nginx apache httpbin"
     # HAProxy answers before the body: the fast subset has its expect-100 cell when it is here.
     command -v haproxy >/dev/null && SERVERS+=" haproxy"
+    # Caddy (when installed): HTTP/3, closed and open loop, 100 streams.
+    command -v caddy >/dev/null && SERVERS+=" caddy"
 else
-    SERVERS=${SERVERS:-"nginx apache haproxy haproxy-proxy lighttpd h2o httpbin"}
+    SERVERS=${SERVERS:-"nginx apache haproxy haproxy-proxy lighttpd h2o httpbin caddy"}
 fi
 for server in $SERVERS; do
     fn=start_${server//-/_}

@@ -102,13 +102,14 @@ else
 fi
 
 # The interop test (crates/loadlab-cli/tests/interop.rs) and `bench/interop.sh` run loadlab
-# against Debian's nginx, Apache httpd and HAProxy (its expect-100 cell), and go-httpbin
-# (below). The full matrix installs its other servers (lighttpd, h2o) itself.
-if need nginx && need apache2 && need haproxy && need openssl && need curl \
+# against Debian's nginx, Apache httpd, HAProxy (its expect-100 cell) and Caddy (HTTP/3), and
+# go-httpbin (below). The full matrix installs its other servers (lighttpd, h2o) itself.
+if need nginx && need apache2 && need haproxy && need caddy && need openssl && need curl \
     && [[ -f /usr/lib/nginx/modules/ngx_http_brotli_filter_module.so ]]; then
-    echo "setup: nginx, apache2, haproxy, openssl and curl present"
+    echo "setup: nginx, apache2, haproxy, caddy, openssl and curl present"
 else
-    wants "the interop test" nginx libnginx-mod-http-brotli-filter apache2 haproxy openssl curl
+    wants "the interop test" nginx libnginx-mod-http-brotli-filter apache2 haproxy caddy \
+        openssl curl
 fi
 
 # Prometheus both ways (crates/loadlab-metrics/tests/prometheus.rs): Debian's prometheus
@@ -128,6 +129,12 @@ if [[ ${#apt_packages[@]} -gt 0 ]] || $index_stale; then
             echo "setup: apt-get install ${apt_packages[*]}"
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
                 "${apt_packages[@]}"
+            # Debian's caddy starts a service on port 80 where systemd runs (a CI runner):
+            # the tests start their own Caddy, on ports of their own.
+            if [[ " ${apt_packages[*]} " == *" caddy "* ]] && need systemctl \
+                && systemctl is-active --quiet caddy 2>/dev/null; then
+                systemctl disable --now caddy
+            fi
         fi
     else
         echo "setup: not root, or no apt-get; to run every test, as root:" \

@@ -48,7 +48,8 @@ PY
 # cell SERVER FEATURE EXPECT N URL [loadlab run flags...]
 # EXPECT: ok | scenario (ok, and the URL is a scenario file) | close (ok, and one connection
 # per request) | status:CODE (ok, every answer CODE) | refuse:CLASS | enc:NAME (ok, and every response had Content-Encoding NAME:
-# the URL is then a scenario file).
+# the URL is then a scenario file) | open:SECONDS (ok, an open loop run for SECONDS instead
+# of -n: its schedule sends exactly N, see open_cell).
 cell() {
     local server=$1 feature=$2 expect=$3 n=$4
     shift 4
@@ -57,7 +58,8 @@ cell() {
     mkdir -p "$OUT/runs"
     rm -f "$json"
     before=$("count_${server//-/_}")
-    local args=(run -q --no-pm-qos -t 1 --timeout 10s -n "$n" --json "$json")
+    local args=(run -q --no-pm-qos -t 1 --timeout 10s --json "$json")
+    if [[ $expect == open:* ]]; then args+=(-d "${expect#open:}s"); else args+=(-n "$n"); fi
     if [[ $expect == enc:* || $expect == scenario ]]; then
         args+=(--scenario "$@")
     else
@@ -95,6 +97,15 @@ cell() {
             fi
             ;;
     esac
+}
+
+# open_cell SERVER FEATURE RATE SECONDS URL [flags...]: an open loop of RATE requests a second
+# for SECONDS; a uniform schedule sends exactly RATE x SECONDS, each of which must complete
+# and be counted by the server.
+open_cell() {
+    local s=$1 feature=$2 rate=$3 secs=$4 url=$5
+    shift 5
+    cell "$s" "$feature" "open:$secs" $(( rate * secs )) "$url" --rate "$rate" "$@"
 }
 
 # A one-step scenario: GET URL with Accept-Encoding ENC, checked on status and (gzip and br,
@@ -148,6 +159,8 @@ expect_cell() {
 }
 
 fast_cells() {
+    # Caddy (when installed) is in the fast subset for HTTP/3 alone.
+    [[ $1 == caddy ]] && { h3_cells "$1" fast; return 0; }
     local s=$1 http=http://127.0.0.1:${PORT[$1:http]}
     # HAProxy (when installed) is in the fast subset for its answer before the body alone.
     [[ $s == haproxy ]] && { expect_cell "$s"; return 0; }

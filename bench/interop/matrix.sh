@@ -3,6 +3,8 @@
 # common layout (PATHS), and what it does not offer, with why (NOPE).
 
 all_cells() {
+    # Caddy is the matrix's HTTP/3 server: its rows are HTTP/3's (bench/interop/caddy.sh).
+    [[ $1 == caddy ]] && { h3_cells "$1"; return 0; }
     local s=$1 http=http://127.0.0.1:${PORT[$1:http]} f etag
     local -A n=([cl-0]=200 [cl-1k]=200 [cl-1m]=30 [chunked-0]=200 [chunked-1k]=200 [chunked-1m]=30)
     cell "$s" "h1 keep-alive" ok 400 "$http$(path "$s" small)" -c 4

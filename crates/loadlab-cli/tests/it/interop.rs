@@ -4,8 +4,9 @@
 //! request; HTTPS with certificates made by the `openssl` command line: a leaf under a test CA,
 //! a chain through an intermediate CA, and `openssl req -x509`'s self-signed one (CA:TRUE,
 //! trusted with --cacert); h2 over TLS; a 1 MiB POST with `Expect: 100-continue` (and
-//! HAProxy's answer before the body, when HAProxy is installed); and every scenario feature
-//! against go-httpbin.
+//! HAProxy's answer before the body, when HAProxy is installed); every scenario feature
+//! against go-httpbin; and HTTP/3 against Caddy (when installed), closed and open loop over
+//! 100 streams, counted against the HTTP/3 lines of its JSON access log.
 //!
 //! The cells are `bench/interop.sh --fast`, the same code as the full matrix, run with this
 //! build's loadlab; this test reads the cells it wrote. Without nginx, apache2 or go-httpbin
@@ -47,6 +48,9 @@ const COMMON: [&str; 7] = [
 /// body: loadlab must not send the body, and must end each connection with the answer (the
 /// cell checks one connection per request). Checked when HAProxy is installed.
 const HAPROXY: (&str, &[&str]) = ("haproxy", &["post 1m expect-100"]);
+/// Caddy's HTTP/3 (quic-go): a closed loop of 500 requests on one connection's 100 streams,
+/// and an open loop of 500 in one second. Checked when Caddy is installed.
+const CADDY: (&str, &[&str]) = ("caddy", &["h3 100 streams", "h3 open loop 100 streams"]);
 
 fn on_path(tool: &str) -> bool {
     Command::new("sh")
@@ -102,7 +106,15 @@ fn nginx_apache_and_go_httpbin_count_exactly_what_loadlab_completed() {
     if !haproxy {
         eprintln!("SKIPPED: HAProxy's expect-100 cell (apt-get install haproxy to run it)");
     }
-    let cells_wanted = CELLS.iter().copied().chain(haproxy.then_some(HAPROXY));
+    let caddy = on_path("caddy");
+    if !caddy {
+        eprintln!("SKIPPED: Caddy's HTTP/3 cells (apt-get install caddy to run them)");
+    }
+    let cells_wanted = CELLS
+        .iter()
+        .copied()
+        .chain(haproxy.then_some(HAPROXY))
+        .chain(caddy.then_some(CADDY));
     for (server, features) in cells_wanted {
         for feature in features {
             let row = cells
