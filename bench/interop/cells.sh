@@ -24,14 +24,15 @@ server_delta() { # server before want
 }
 
 # Reads a result JSON: completed failed connections_opened "class=n,..." first-message
-# encodings (scenario runs: the content encodings seen).
+# encodings (scenario runs: the content encodings seen) statuses early (HTTP/3's 0-RTT:
+# requests accepted/sent early/rejected).
 summarise() {
     python3 - "$1" <<'PY'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
 except Exception as e:
-    print("0\t0\t0\tno-result\tloadlab wrote no result\t-"); sys.exit()
+    print("0\t0\t0\tno-result\tloadlab wrote no result\t-\t-\t0/0/0"); sys.exit()
 m = d["measured"]
 errors = ",".join(f"{k}={v}" for k, v in sorted(m["errors"].items())) or "-"
 details = m.get("error_details") or {}
@@ -40,8 +41,10 @@ enc = set()
 for s in (d.get("scenario") or {}).get("steps", []):
     enc.update(k for k, v in (s.get("content_encodings") or {}).items() if v)
 statuses = ",".join(f"{k}:{v}" for k, v in sorted(m["status_codes"].items())) or "-"
+e = m.get("early_data") or {}
+early = f'{e.get("requests_accepted", 0)}/{e.get("requests", 0)}/{e.get("requests_rejected", 0)}'
 print(f'{m["requests"]["completed"]}\t{m["requests"]["failed"]}\t{m["connections_opened"]}\t'
-      f'{errors}\t{msg[:300]}\t{",".join(sorted(enc)) or "-"}\t{statuses}')
+      f'{errors}\t{msg[:300]}\t{",".join(sorted(enc)) or "-"}\t{statuses}\t{early}')
 PY
 }
 
@@ -49,7 +52,8 @@ PY
 # EXPECT: ok | scenario (ok, and the URL is a scenario file) | close (ok, and one connection
 # per request) | status:CODE (ok, every answer CODE) | refuse:CLASS | enc:NAME (ok, and every response had Content-Encoding NAME:
 # the URL is then a scenario file) | open:SECONDS (ok, an open loop run for SECONDS instead
-# of -n: its schedule sends exactly N, see open_cell).
+# of -n: its schedule sends exactly N, see open_cell) | early (ok, and some requests went
+# as HTTP/3 0-RTT early data, every one of them accepted).
 cell() {
     local server=$1 feature=$2 expect=$3 n=$4
     shift 4
@@ -66,8 +70,8 @@ cell() {
         args+=("$@")
     fi
     timeout 120 "$LOADLAB" "${args[@]}" > "$OUT/runs/$tag.log" 2>&1 || true
-    local completed failed opened errors msg enc statuses
-    IFS=$'\t' read -r completed failed opened errors msg enc statuses < <(summarise "$json")
+    local completed failed opened errors msg enc statuses early
+    IFS=$'\t' read -r completed failed opened errors msg enc statuses early < <(summarise "$json")
     want=$completed
     [[ $expect == refuse:* ]] && want=1
     delta=$(server_delta "$server" "$before" "$want")
@@ -87,9 +91,13 @@ cell() {
             [[ $expect == close && $opened != "$n" ]] && ok=0
             [[ $expect == enc:* && $enc != "${expect#enc:}" ]] && ok=0
             [[ $expect == status:* && $statuses != "${expect#status:}:$n" ]] && ok=0
+            # early: accepted/sent/rejected, some sent, all accepted.
+            local taken=${early%%/*} rest=${early#*/}
+            [[ $expect == early && ($taken == 0 || $taken != "${rest%%/*}") ]] && ok=0
             local extra=""
             [[ $expect == close ]] && extra=", $opened connections"
             [[ $expect == enc:* ]] && extra=", encodings $enc"
+            [[ $expect == early ]] && extra=", early data accepted/sent/rejected $early"
             if [[ $ok == 1 ]]; then
                 record "$server" "$feature" exact "$n = $delta ($statuses$extra)"
             else

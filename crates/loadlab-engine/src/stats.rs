@@ -60,6 +60,38 @@ pub struct PhaseStats {
     /// stream above a graceful GOAWAY's last stream id, or REFUSED_STREAM), each still
     /// issued once.
     pub retried: u64,
+    /// HTTP/3 with `--http3-0rtt`: connections and requests that went as early data.
+    pub early: EarlyStats,
+}
+
+/// `--http3-0rtt`'s figures: the result's counts (`EarlyData`: connections that resumed with
+/// 0-RTT, their handshake's end seen, and the requests they sent before it ended), and the
+/// handshakes' times.
+#[derive(Debug, Clone, Default)]
+pub struct EarlyStats {
+    /// Its `handshake_us` is left out: the summary makes it from `handshake`.
+    pub counts: loadlab_result::EarlyData,
+    /// The 0-RTT connections' handshakes, first packet to the handshake's end. None until
+    /// one is recorded: most runs have none, and a histogram is a quarter of a megabyte.
+    pub handshake: Option<Histogram<u64>>,
+}
+
+impl EarlyStats {
+    pub fn record_handshake(&mut self, ns: u64) {
+        self.handshake
+            .get_or_insert_with(new_histogram)
+            .saturating_record(ns);
+    }
+
+    fn merge(&mut self, other: &EarlyStats) {
+        self.counts.add_counts(&other.counts);
+        if let Some(h) = &other.handshake {
+            self.handshake
+                .get_or_insert_with(new_histogram)
+                .add(h)
+                .expect("same histogram bounds");
+        }
+    }
 }
 
 impl Default for PhaseStats {
@@ -87,6 +119,7 @@ impl Default for PhaseStats {
             close_wait: Duration::ZERO,
             close_wait_timeouts: 0,
             retried: 0,
+            early: EarlyStats::default(),
         }
     }
 }
@@ -121,6 +154,7 @@ impl PhaseStats {
         self.close_wait += other.close_wait;
         self.close_wait_timeouts += other.close_wait_timeouts;
         self.retried += other.retried;
+        self.early.merge(&other.early);
         self.tls_resumed += other.tls_resumed;
         self.tls_full += other.tls_full;
         for (a, b) in self.error_details.iter_mut().zip(&other.error_details) {

@@ -85,12 +85,25 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
             send_lag: encode_nonempty(&stats.send_lag),
             scheduler_lag: encode_nonempty(&stats.scheduler_lag),
             tls_handshake: encode_nonempty(&stats.tls_handshake),
+            early_handshake: stats.early.handshake.as_ref().and_then(encode_nonempty),
         },
         close_wait_s: stats.close_wait.as_secs_f64(),
         close_wait_timeouts: stats.close_wait_timeouts,
         retried: stats.retried,
         cliffs: loadlab_result::cliff::cliffs(&stats.latency),
+        early_data: early_data(&stats.early),
     }
+}
+
+/// `--http3-0rtt`'s figures, when a request went early or a 0-RTT handshake ended.
+fn early_data(e: &crate::stats::EarlyStats) -> Option<loadlab_result::EarlyData> {
+    (e.counts.requests > 0 || e.counts.connections > 0).then(|| loadlab_result::EarlyData {
+        handshake_us: e
+            .handshake
+            .as_ref()
+            .and_then(LatencySummary::from_histogram),
+        ..e.counts.clone()
+    })
 }
 
 /// Sets when the run started in a result built before it did (see `engine::run`): the same

@@ -353,6 +353,44 @@ pub struct PhaseSummary {
     /// share of requests beyond the gap instead. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cliffs: Vec<crate::cliff::Cliff>,
+    /// HTTP/3 with `--http3-0rtt`: the connections that resumed with 0-RTT and the requests
+    /// they sent as early data. Absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_data: Option<EarlyData>,
+}
+
+/// HTTP/3's 0-RTT (`--http3-0rtt`): connections that resumed a session and sent their first
+/// requests before their handshake ended, and what the server did with those requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EarlyData {
+    /// Connections that sent requests as early data, their handshake's end seen; those whose
+    /// early data the server took (counted in `tls_resumed`), and those whose it discarded
+    /// (counted in `tls_full`: rustls and quic-go servers discard it when they do not resume).
+    pub connections: u64,
+    pub connections_accepted: u64,
+    pub connections_rejected: u64,
+    /// Requests sent as early data (a request is counted once, however it ended).
+    pub requests: u64,
+    /// Early requests the server took: answered or failed as any other request.
+    pub requests_accepted: u64,
+    /// Early requests the server discarded: each sent again on the same connection once its
+    /// handshake was over (and counted in `retried`), timed from its first send.
+    pub requests_rejected: u64,
+    /// The 0-RTT connections' handshakes, from the first packet to the handshake's end (their
+    /// requests went before it ended). `tls_handshake_us` holds the other handshakes.
+    pub handshake_us: Option<LatencySummary>,
+}
+
+impl EarlyData {
+    /// Adds `other`'s counts (not the handshake times: those merge as histograms).
+    pub fn add_counts(&mut self, other: &EarlyData) {
+        self.connections += other.connections;
+        self.connections_accepted += other.connections_accepted;
+        self.connections_rejected += other.connections_rejected;
+        self.requests += other.requests;
+        self.requests_accepted += other.requests_accepted;
+        self.requests_rejected += other.requests_rejected;
+    }
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -413,6 +451,9 @@ pub struct EncodedHistograms {
     pub scheduler_lag: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_handshake: Option<String>,
+    /// `early_data`'s handshakes (0-RTT connections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_handshake: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -28,7 +28,7 @@ pub use routes::{Answer, RouteCounters, RouteServer, Seen};
 pub use scratch::ScratchDir;
 pub use scripted::{closed_port, random_bytes, Script, ScriptCounters, ScriptedServer, Step};
 pub use timed::{TimedServer, Timing};
-pub use tls::TestCa;
+pub use tls::{NoTickets, TestCa};
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

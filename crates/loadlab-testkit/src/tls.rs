@@ -90,3 +90,24 @@ impl TestCa {
         Arc::new(config)
     }
 }
+
+/// A ticketer that never issues tickets (rustls's own is private): a server given it resumes
+/// only through its session store, whose tickets are single-use, which rustls requires for
+/// early data (0-RTT).
+#[derive(Debug)]
+pub struct NoTickets;
+
+impl rustls::server::ProducesTickets for NoTickets {
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn lifetime(&self) -> u32 {
+        0
+    }
+    fn encrypt(&self, _plain: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn decrypt(&self, _cipher: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+}

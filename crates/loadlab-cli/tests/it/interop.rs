@@ -12,6 +12,7 @@
 //! build's loadlab; this test reads the cells it wrote. Without nginx, apache2 or go-httpbin
 //! (`bash scripts/setup.sh` installs them) it prints SKIPPED and passes.
 
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -49,8 +50,17 @@ const COMMON: [&str; 7] = [
 /// cell checks one connection per request). Checked when HAProxy is installed.
 const HAPROXY: (&str, &[&str]) = ("haproxy", &["post 1m expect-100"]);
 /// Caddy's HTTP/3 (quic-go): a closed loop of 500 requests on one connection's 100 streams,
-/// and an open loop of 500 in one second. Checked when Caddy is installed.
-const CADDY: (&str, &[&str]) = ("caddy", &["h3 100 streams", "h3 open loop 100 streams"]);
+/// an open loop of 500 in one second, and 200 requests on new connections of 5 streams with
+/// --http3-0rtt (some sent as early data, every one accepted). Checked when Caddy is
+/// installed.
+const CADDY: (&str, &[&str]) = (
+    "caddy",
+    &[
+        "h3 100 streams",
+        "h3 open loop 100 streams",
+        "h3 0-rtt new connections",
+    ],
+);
 
 fn on_path(tool: &str) -> bool {
     Command::new("sh")
@@ -148,6 +158,22 @@ fn nginx_apache_and_go_httpbin_count_exactly_what_loadlab_completed() {
         "{}",
         refusal[3]
     );
+    // 0-RTT against a server no one here wrote: the early requests counted apart, in a
+    // result that follows the schema.
+    if caddy {
+        let path = out.join("runs/caddy-h3_0-rtt_new_connections.json");
+        let text = std::fs::read_to_string(&path).expect("the 0-RTT cell's result");
+        let result: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        common::assert_valid(&result);
+        let early = &result["measured"]["early_data"];
+        let sent = early["requests"].as_u64().expect("early requests");
+        assert!(sent > 0, "{early}");
+        assert_eq!(early["requests_accepted"].as_u64(), Some(sent), "{early}");
+        let resumed = early["connections_accepted"]
+            .as_u64()
+            .expect("0-RTT connections");
+        assert_eq!(result["measured"]["tls_resumed"].as_u64(), Some(resumed));
+    }
     // The table names every server and says how long it took.
     assert!(stdout.contains("wall time"), "{stdout}");
     let _ = std::fs::remove_dir_all(&out);

@@ -55,6 +55,9 @@ pub struct RunSpec {
     pub http2: bool,
     /// `--http3`: HTTP/3 over QUIC (https only; ALPN h3).
     pub http3: bool,
+    /// `--http3-0rtt`: a connection that resumes a session sends its first requests as 0-RTT
+    /// early data (with `http3`).
+    pub http3_0rtt: bool,
     /// `--streams`: concurrent HTTP/2 or HTTP/3 streams per connection.
     pub streams: usize,
     /// Paths (with their queries) sent in rotation on each connection, in order; empty: the
@@ -114,6 +117,7 @@ impl Default for RunSpec {
             tls: TlsSpec::default(),
             http2: false,
             http3: false,
+            http3_0rtt: false,
             streams: 1,
             paths: Vec::new(),
             generator_cpus: None,
@@ -201,6 +205,8 @@ pub struct RunConfig {
     pub http2: bool,
     /// HTTP/3 over QUIC (then `tls` is set, and carries ALPN h3 to QUIC).
     pub http3: bool,
+    /// With `http3`: resume sessions with 0-RTT, a connection's first requests as early data.
+    pub http3_0rtt: bool,
     /// HTTP/2 or HTTP/3 streams per connection (1 for HTTP/1.1).
     pub streams: usize,
     /// The paths sent in rotation on each connection (at least one: the URL's own).

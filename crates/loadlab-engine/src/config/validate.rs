@@ -52,7 +52,8 @@ impl RunSpec {
             None
         };
         if let (true, Some(tls)) = (self.http3, &tls) {
-            crate::engine::h3::client_config(tls).map_err(|m| reject("http3", m))?;
+            crate::engine::h3::client_config(tls, self.http3_0rtt)
+                .map_err(|m| reject("http3", m))?;
         }
         let method = validate_method(&self.method)?;
         let headers = self
@@ -160,6 +161,7 @@ impl RunSpec {
             tls,
             http2: self.http2,
             http3: self.http3,
+            http3_0rtt: self.http3_0rtt,
             streams: self.streams,
             paths,
             generator_cpus: self.generator_cpus.clone().filter(|c| !c.is_empty()),
@@ -170,9 +172,17 @@ impl RunSpec {
         .with_shard(self, whole_connections, whole_stop))
     }
 
-    /// `--http3`: over https, alone (not with --http2), kept alive, not staged; TLS 1.3 (the
-    /// QUIC client configuration is built here once, so a run never starts without it).
+    /// `--http3`: over https, alone (not with --http2), not staged; TLS 1.3 (the QUIC client
+    /// configuration is built here once, so a run never starts without it). Without
+    /// keep-alive, a closed loop only (each connection carries one request a stream).
+    /// `--http3-0rtt`: with `--http3`, and sessions resumed.
     fn check_http3(&self, url: &TargetUrl) -> Result<(), ConfigError> {
+        if self.http3_0rtt && !self.http3 {
+            return Err(reject(
+                "http3_0rtt",
+                "sends HTTP/3 requests as 0-RTT early data: add --http3",
+            ));
+        }
         if !self.http3 {
             return Ok(());
         }
@@ -191,10 +201,11 @@ impl RunSpec {
                 ),
             ));
         }
-        if !self.keepalive {
+        if !self.keepalive && (self.rate.is_some() || self.stages.is_some()) {
             return Err(reject(
                 "keepalive",
-                "does not apply to HTTP/3, whose point is one long connection; drop it",
+                "over HTTP/3 applies to a closed loop (each connection carries one request a \
+                 stream, then closes); drop --no-keepalive or --rate/--stages",
             ));
         }
         if self.closed_stages {
@@ -207,6 +218,12 @@ impl RunSpec {
             return Err(reject(
                 "tls.version",
                 "QUIC carries only TLS 1.3: drop --tls-version 1.2 for --http3",
+            ));
+        }
+        if self.http3_0rtt && self.tls.resume == Some(false) {
+            return Err(reject(
+                "http3_0rtt",
+                "resumes an earlier session to send early data: drop --tls-resume off",
             ));
         }
         Ok(())

@@ -12,10 +12,17 @@
 //! 9114 4.1.1, or a GOAWAY received before it was sent) is sent again on the next stream
 //! (closed loop), counted as `retried`, not as issued twice.
 //!
-//! It must not: send early data (0-RTT), or time a request from before its stream was asked
-//! for (a wait for the server's stream credit is the server's, and counts).
+//! With `--http3-0rtt` a connection that resumes a session sends its first requests as early
+//! data (`early`); they are counted apart, and one the server discarded (0-RTT rejected) is
+//! sent again on the same connection once its handshake is over, timed from its first send.
+//! Without keep-alive (a closed loop only) each stream sends one request and the connection
+//! closes when they end, a new one taking its place.
+//!
+//! It must not time a request from before its stream was asked for (a wait for the server's
+//! stream credit is the server's, and counts).
 
 mod classify;
+mod early;
 mod pool;
 mod quic;
 
@@ -40,8 +47,16 @@ pub(crate) use pool::{Pool, Slot};
 pub(crate) use quic::client_config;
 pub use quic::RCVBUF_BYTES;
 
-/// A handle that opens streams on one HTTP/3 connection (cloned per stream).
-pub(super) type SendRequest = ::h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+/// A handle that opens streams on one HTTP/3 connection.
+pub(super) type SendRequest = ::h3::client::SendRequest<early::Opener, Bytes>;
+
+/// One HTTP/3 connection as its streams hold it (cloned per stream).
+#[derive(Clone)]
+pub(super) struct Handle {
+    send: SendRequest,
+    /// A 0-RTT connection's handshake, whose first requests went early.
+    early: Option<Rc<early::Early>>,
+}
 
 /// What every worker thread of an HTTP/3 run is given alike.
 #[derive(Clone)]
@@ -52,6 +67,8 @@ pub(crate) struct H3Shared {
     pub server_name: String,
     /// The request (HTTP/2's: the same pseudo-headers and rules on headers).
     pub request: H2Request,
+    /// `--http3-0rtt`: a connection holding a session ticket starts as a 0-RTT one.
+    pub zero_rtt: bool,
     /// The least receive buffer any thread's UDP socket got, in bytes (`u64::MAX`: no socket
     /// yet), for the result's warning.
     pub rcvbuf_bytes: Arc<AtomicU64>,
@@ -64,7 +81,7 @@ impl H3Shared {
         }
         let tls = config.tls.as_ref()?;
         // Validation built it once already: an https URL and TLS 1.3 are checked there.
-        let client = client_config(tls).ok()?;
+        let client = client_config(tls, config.http3_0rtt).ok()?;
         let as_h2 = crate::config::RunConfig {
             http2: true,
             ..config.clone()
@@ -73,6 +90,7 @@ impl H3Shared {
             client,
             server_name: config.url.host.clone(),
             request: H2Request::from_config(&as_h2)?,
+            zero_rtt: config.http3_0rtt,
             rcvbuf_bytes: Arc::new(AtomicU64::new(u64::MAX)),
         })
     }
@@ -140,7 +158,7 @@ fn over(ctx: &ThreadCtx, now: Instant) -> bool {
 }
 
 /// Opens a connection for a request of `phase`; a failure is recorded as that request's.
-async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Result<SendRequest, ErrorClass> {
+async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Result<Handle, ErrorClass> {
     match quic::open(ctx, phase).await {
         Ok(send) => Ok(send),
         Err((class, why)) => {
@@ -209,7 +227,9 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
                 }
             }
         }
-        if !connection_died && owed.get() == 0 {
+        // Without keep-alive the connection ends with its streams' requests: the loop opens
+        // the next one.
+        if !connection_died && owed.get() == 0 && ctx.keepalive {
             break;
         }
         let answered = ctx
@@ -230,7 +250,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
 }
 
 /// One stream's closed loop. Returns true when the connection died under it.
-async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: SendRequest, owed: Rc<Cell<u64>>) -> bool {
+async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Cell<u64>>) -> bool {
     loop {
         let now = Instant::now();
         if over(&ctx, now) {
@@ -254,10 +274,40 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: SendRequest, owed: Rc<Cell<u6
             ctx.recorder.borrow_mut().phase(phase).retried += 1;
         }
         match outcome {
+            Outcome::Done if !ctx.keepalive => return false,
             Outcome::Done | Outcome::Refused => {}
             Outcome::Died | Outcome::NotProcessed => return true,
         }
     }
+}
+
+/// One request's exchange on a new stream of `send`: its status, or how it failed.
+/// `went_early`: its stream opened before the 0-RTT handshake ended.
+async fn exchange(
+    h3: &H3Shared,
+    send: &mut SendRequest,
+    early: Option<&early::Early>,
+    traffic: &mut Traffic,
+    went_early: &mut bool,
+) -> Result<u16, ::h3::error::StreamError> {
+    let body = &h3.request.body;
+    let mut stream = send.send_request(h3.build()).await?;
+    *went_early = early.is_some_and(|e| e.take_early(stream.id()));
+    if !body.is_empty() {
+        stream.send_data(body.clone()).await?;
+        traffic.sent += body.len() as u64;
+    }
+    stream.finish().await?;
+    let response = stream.recv_response().await?;
+    traffic.first_byte = Some(Instant::now());
+    let status = response.status().as_u16();
+    while let Some(mut chunk) = stream.recv_data().await? {
+        let n = chunk.remaining();
+        chunk.advance(n);
+        traffic.received += n as u64;
+        traffic.unbooked += n as u64;
+    }
+    Ok(status)
 }
 
 /// How one request ended, for its stream.
@@ -273,33 +323,61 @@ pub(super) enum Outcome {
     NotProcessed,
 }
 
-/// Sends one request on a new stream of `send`'s connection and records the outcome (a
-/// request the server did not process is taken back: neither issued nor failed).
-async fn one_request(ctx: &ThreadCtx, send: &mut SendRequest, due: Due) -> Outcome {
+/// Sends one request on a new stream of `conn` and records the outcome (a request the
+/// server did not process is taken back: neither issued nor failed). A request that went as
+/// 0-RTT early data and was discarded by the server is sent again at once on the same
+/// connection, its handshake now over (counted in `retried`, timed from its first send).
+async fn one_request(ctx: &ThreadCtx, conn: &mut Handle, due: Due) -> Outcome {
     let h3 = &ctx.h3.as_ref().expect("HTTP/3 run").shared;
     let phase = due.phase;
     let sent_at = Instant::now();
     let deadline = tokio::time::Instant::from_std(sent_at + ctx.timeout);
     record_sent(ctx, phase);
     let mut traffic = Traffic::default();
-    let body = &h3.request.body;
     let exchange = async {
-        let mut stream = send.send_request(h3.build()).await?;
-        if !body.is_empty() {
-            stream.send_data(body.clone()).await?;
-            traffic.sent += body.len() as u64;
+        loop {
+            let mut went_early = false;
+            let outcome = exchange(
+                h3,
+                &mut conn.send,
+                conn.early.as_deref(),
+                &mut traffic,
+                &mut went_early,
+            )
+            .await;
+            let Some(early) = conn.early.as_deref() else {
+                return outcome;
+            };
+            quic::record_early_handshake(ctx, phase, early);
+            if !went_early {
+                return outcome;
+            }
+            early.early_ended();
+            let send_again = {
+                let mut rec = ctx.recorder.borrow_mut();
+                let stats = rec.phase(phase);
+                stats.early.counts.requests += 1;
+                match early.outcome() {
+                    early::Outcome::Accepted => {
+                        stats.early.counts.requests_accepted += 1;
+                        false
+                    }
+                    // Discarded unread: the server never saw it.
+                    early::Outcome::Rejected
+                        if outcome.is_err() && traffic.first_byte.is_none() =>
+                    {
+                        stats.early.counts.requests_rejected += 1;
+                        stats.retried += 1;
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if !send_again {
+                return outcome;
+            }
+            early.early_all_ended().await;
         }
-        stream.finish().await?;
-        let response = stream.recv_response().await?;
-        traffic.first_byte = Some(Instant::now());
-        let status = response.status().as_u16();
-        while let Some(mut chunk) = stream.recv_data().await? {
-            let n = chunk.remaining();
-            chunk.advance(n);
-            traffic.received += n as u64;
-            traffic.unbooked += n as u64;
-        }
-        Ok::<u16, ::h3::error::StreamError>(status)
     };
     let outcome = tokio::time::timeout_at(deadline, exchange).await;
     let failure = match outcome {

@@ -30,8 +30,27 @@ impl H3Server {
 
     /// A server that refuses every `every`th request with H3_REQUEST_REJECTED, unprocessed.
     fn rejecting(ca: &TestCa, every: Option<u64>) -> H3Server {
+        H3Server::with_tls(ca, every, |_| {})
+    }
+
+    /// A server that takes 0-RTT early data from sessions it resumes, through `tickets`.
+    fn zero_rtt(ca: &TestCa, tickets: Arc<Tickets>) -> H3Server {
+        H3Server::with_tls(ca, None, |tls| {
+            tls.max_early_data_size = u32::MAX;
+            // rustls takes early data only on single-use (stateful) tickets.
+            tls.ticketer = Arc::new(loadlab_testkit::NoTickets);
+            tls.session_storage = tickets;
+        })
+    }
+
+    fn with_tls(
+        ca: &TestCa,
+        every: Option<u64>,
+        edit: impl FnOnce(&mut rustls::ServerConfig),
+    ) -> H3Server {
         let mut tls = (*ca.server_config()).clone();
         tls.alpn_protocols = vec![b"h3".to_vec()];
+        edit(&mut tls);
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
         let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("UDP socket");
@@ -86,6 +105,63 @@ impl H3Server {
 
     fn answered(&self) -> u64 {
         self.answered.load(Ordering::SeqCst)
+    }
+}
+
+/// The server's session tickets (rustls's memory cache, single use), counting resumptions
+/// and refusing every `refuse_every`th ticket offered: that connection's handshake is then a
+/// full one, and its 0-RTT early data is rejected.
+#[derive(Debug)]
+struct Tickets {
+    cache: Arc<rustls::server::ServerSessionMemoryCache>,
+    refuse_every: Option<u64>,
+    offered: AtomicU64,
+    resumed: AtomicU64,
+    refused: AtomicU64,
+    stored: AtomicU64,
+}
+
+impl Tickets {
+    fn new(refuse_every: Option<u64>) -> Arc<Tickets> {
+        Arc::new(Tickets {
+            cache: rustls::server::ServerSessionMemoryCache::new(1024),
+            refuse_every,
+            offered: AtomicU64::new(0),
+            resumed: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            stored: AtomicU64::new(0),
+        })
+    }
+}
+
+impl rustls::server::StoresServerSessions for Tickets {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        self.stored.fetch_add(1, Ordering::SeqCst);
+        self.cache.put(key, value)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.cache.get(key)
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let n = self.offered.fetch_add(1, Ordering::SeqCst) + 1;
+        let session = self.cache.take(key);
+        if self
+            .refuse_every
+            .is_some_and(|every| n.is_multiple_of(every))
+        {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return None;
+        }
+        if session.is_some() {
+            self.resumed.fetch_add(1, Ordering::SeqCst);
+        }
+        session
+    }
+
+    fn can_cache(&self) -> bool {
+        true
     }
 }
 
@@ -336,4 +412,126 @@ fn h3_is_refused_without_https_or_with_http2() {
         ..h3("https://127.0.0.1:1/".into(), TlsSpec::default())
     };
     assert_eq!(streams.validate().unwrap().streams, 8);
+}
+
+/// `--http3-0rtt` with a connection a request a stream (`--no-keepalive`): every connection
+/// after the first tickets arrived resumes and sends its requests early; `refuse_every`: the
+/// server refuses that share of the tickets (full handshakes, early data rejected). Checks
+/// the counts against the server's and returns the result.
+fn zero_rtt_run(refuse_every: Option<u64>) -> RunResult {
+    let ca = TestCa::new();
+    let tickets = Tickets::new(refuse_every);
+    let server = H3Server::zero_rtt(&ca, tickets.clone());
+    let r = run_spec(RunSpec {
+        connections: Some(2),
+        streams: 5,
+        requests: Some(500),
+        keepalive: false,
+        http3_0rtt: true,
+        ..h3(server.url(), trusting(&ca))
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.completed, 500, "{:?}", m.error_details);
+    assert_eq!(m.requests.failed, 0, "{:?}", m.error_details);
+    assert_eq!(m.requests.issued, 500);
+    assert_eq!(settled_count(&server, 500), 500, "the server's count");
+    let early = m.early_data.clone().unwrap_or_else(|| {
+        panic!(
+            "no request went early: tickets stored {}, offered {}, resumed {}; {m:?}",
+            tickets.stored.load(Ordering::SeqCst),
+            tickets.offered.load(Ordering::SeqCst),
+            tickets.resumed.load(Ordering::SeqCst)
+        )
+    });
+    let (resumed, refused) = (
+        tickets.resumed.load(Ordering::SeqCst),
+        tickets.refused.load(Ordering::SeqCst),
+    );
+    // Each connection's handshake is counted once, as the server saw it.
+    assert_eq!(
+        m.connections_opened,
+        server.connections.load(Ordering::SeqCst)
+    );
+    assert_eq!(early.connections_accepted, resumed, "{early:?}");
+    assert_eq!(early.connections_rejected, refused, "{early:?}");
+    assert_eq!(early.connections, resumed + refused);
+    assert_eq!(m.tls_resumed, resumed);
+    assert_eq!(m.tls_resumed + m.tls_full, m.connections_opened);
+    // Every early request's fate is known (each handshake ended), and each rejected one
+    // was sent again, once, and answered.
+    assert_eq!(
+        early.requests,
+        early.requests_accepted + early.requests_rejected,
+        "{early:?}"
+    );
+    assert_eq!(m.retried, early.requests_rejected);
+    // Up to one early request a stream of each 0-RTT connection.
+    assert!(early.requests <= 5 * early.connections, "{early:?}");
+    let handshakes = early.handshake_us.as_ref().map(|h| h.count);
+    assert_eq!(handshakes, Some(early.connections));
+    // The others' handshakes are timed apart.
+    assert_eq!(
+        m.tls_handshake_us.as_ref().map(|h| h.count),
+        Some(m.connections_opened - early.connections)
+    );
+    r
+}
+
+#[test]
+fn h3_0rtt_resumed_connections_send_their_requests_early_and_count_them_apart() {
+    let r = zero_rtt_run(None);
+    let m = &r.measured;
+    let early = m.early_data.as_ref().unwrap();
+    // 100 connections of 5 requests: all but the first few resume, and their requests went
+    // before their handshakes ended, all taken.
+    assert!(m.connections_opened >= 100, "{}", m.connections_opened);
+    assert!(early.connections >= 90, "{early:?}");
+    assert!(early.requests_accepted >= early.connections, "{early:?}");
+    assert_eq!(early.requests_rejected, 0);
+    assert_eq!(early.connections_rejected, 0);
+}
+
+#[test]
+fn h3_0rtt_rejected_early_requests_are_sent_again_on_the_same_connection() {
+    let r = zero_rtt_run(Some(3));
+    let m = &r.measured;
+    let early = m.early_data.as_ref().unwrap();
+    assert!(early.connections_rejected >= 20, "{early:?}");
+    assert!(
+        early.requests_rejected >= early.connections_rejected,
+        "{early:?}"
+    );
+    // Sent again on the connection they went early on: no connection more for them.
+    assert!(m.connections_opened <= 102, "{}", m.connections_opened);
+}
+
+#[test]
+fn h3_0rtt_is_refused_without_http3_or_resumption() {
+    let without = RunSpec {
+        http3: false,
+        http3_0rtt: true,
+        ..h3("https://127.0.0.1:1/".into(), TlsSpec::default())
+    };
+    let e = without.validate().unwrap_err();
+    assert_eq!(e.setting, "http3_0rtt");
+    assert!(e.message.contains("--http3"), "{e}");
+    let no_resume = RunSpec {
+        http3_0rtt: true,
+        tls: TlsSpec {
+            resume: Some(false),
+            ..TlsSpec::default()
+        },
+        ..h3("https://127.0.0.1:1/".into(), TlsSpec::default())
+    };
+    let e = no_resume.validate().unwrap_err();
+    assert_eq!(e.setting, "http3_0rtt");
+    assert!(e.message.contains("--tls-resume off"), "{e}");
+    // Without keep-alive: a closed loop's connections only.
+    let open = RunSpec {
+        keepalive: false,
+        rate: Some(10.0),
+        duration: Some(Duration::from_secs(1)),
+        ..h3("https://127.0.0.1:1/".into(), TlsSpec::default())
+    };
+    assert_eq!(open.validate().unwrap_err().setting, "keepalive");
 }

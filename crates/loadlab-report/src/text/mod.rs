@@ -237,6 +237,9 @@ fn summary(r: &RunResult) -> String {
         }
         row(&mut s, "TLS", &line);
     }
+    if let Some(e) = &m.early_data {
+        row(&mut s, "0-RTT", &early_data_line(e));
+    }
     if let Some(w) = &r.warmup {
         let mut line = format!(
             "{} completed, {} failed in {:.2}s, {} requests/s",
@@ -429,6 +432,29 @@ pub fn grid(columns: &[String], rows: &[Vec<String>], left: usize) -> String {
         out.push('\n');
     }
     out
+}
+
+/// HTTP/3's 0-RTT (`--http3-0rtt`): its connections and the requests they sent early.
+fn early_data_line(e: &loadlab_result::EarlyData) -> String {
+    let mut line = format!(
+        "{} requests sent as early data: {} accepted, {} rejected (sent again); on {} \
+         connections ({} accepted, {} rejected)",
+        count(e.requests),
+        count(e.requests_accepted),
+        count(e.requests_rejected),
+        count(e.connections),
+        count(e.connections_accepted),
+        count(e.connections_rejected),
+    );
+    if let Some(h) = &e.handshake_us {
+        let _ = write!(
+            line,
+            ", their handshakes p50 {}, p99 {}",
+            duration_us(h.p50),
+            duration_us(h.p99)
+        );
+    }
+    line
 }
 
 #[cfg(test)]

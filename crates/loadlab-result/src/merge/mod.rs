@@ -14,8 +14,8 @@
 use crate::histogram::{decode_histogram, encode_histogram, new_histogram};
 use crate::latency::LatencySummary;
 use crate::run::{
-    Bytes, EncodedHistograms, GeneratorHealth, IntervalSummary, PartSummary, PhaseSummary,
-    Requests, RunResult, SCHEMA_VERSION,
+    Bytes, EarlyData, EncodedHistograms, GeneratorHealth, IntervalSummary, PartSummary,
+    PhaseSummary, Requests, RunResult, SCHEMA_VERSION,
 };
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -275,6 +275,7 @@ fn merge_phases(
         "send_lag",
         "scheduler_lag",
         "tls_handshake",
+        "early_handshake",
     ];
     for name in names {
         hists.insert(name, new_histogram());
@@ -299,6 +300,7 @@ fn merge_phases(
     };
     let (mut tls_resumed, mut tls_full, mut opened, mut failed_connects) = (0, 0, 0, 0);
     let (mut close_wait_s, mut close_wait_timeouts, mut retried) = (0.0, 0, 0);
+    let mut early: Option<EarlyData> = None;
     for (i, p) in &present {
         let h = &p.histograms;
         let encoded = [
@@ -309,6 +311,7 @@ fn merge_phases(
             h.send_lag.as_deref(),
             h.scheduler_lag.as_deref(),
             h.tls_handshake.as_deref(),
+            h.early_handshake.as_deref(),
         ];
         for (name, text) in names.iter().zip(encoded) {
             add_encoded(hists.get_mut(name).expect("inserted"), text, *i, name)?;
@@ -337,6 +340,9 @@ fn merge_phases(
         close_wait_s += p.close_wait_s;
         close_wait_timeouts += p.close_wait_timeouts;
         retried += p.retried;
+        if let Some(e) = &p.early_data {
+            early.get_or_insert_with(EarlyData::default).add_counts(e);
+        }
     }
     let rate = |n: u64| {
         if duration_s > 0.0 {
@@ -385,11 +391,16 @@ fn merge_phases(
             send_lag: encode_opt("send_lag"),
             scheduler_lag: encode_opt("scheduler_lag"),
             tls_handshake: encode_opt("tls_handshake"),
+            early_handshake: encode_opt("early_handshake"),
         },
         close_wait_s,
         close_wait_timeouts,
         retried,
         cliffs: crate::cliff::cliffs(&hists["latency"]),
+        early_data: early.map(|e| EarlyData {
+            handshake_us: summary("early_handshake"),
+            ..e
+        }),
     }))
 }
 

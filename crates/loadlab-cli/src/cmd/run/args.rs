@@ -256,6 +256,15 @@ pub struct RequestArgs {
     #[arg(long, help_heading = "HTTP/2", conflicts_with = "http2")]
     pub http3: bool,
 
+    /// HTTP/3: resume sessions with 0-RTT: a connection opened after the server gave a session
+    /// ticket sends its first requests (one a stream) before its handshake ends, as early
+    /// data, counted apart with what the server did with them (accepted, or rejected and
+    /// sent again). With --no-keepalive every connection carries one request a stream, so
+    /// each one after the first resumes. Early data can be replayed: load only what is safe
+    /// to receive twice
+    #[arg(long = "http3-0rtt", help_heading = "HTTP/2")]
+    pub http3_0rtt: bool,
+
     /// HTTP/2 and HTTP/3: concurrent streams per connection; the concurrency is -c x --streams.
     #[arg(long, default_value_t = 1, help_heading = "HTTP/2", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub streams: usize,
@@ -284,7 +293,8 @@ pub struct RequestArgs {
     #[arg(long, value_enum, help_heading = "TLS")]
     pub tls_version: Option<TlsVersionArg>,
 
-    /// Open a new TCP connection for every request (like ab without -k).
+    /// Open a new TCP connection for every request (like ab without -k); over HTTP/3, a
+    /// closed loop's connection carries one request a stream, then closes.
     #[arg(long)]
     pub no_keepalive: bool,
 }

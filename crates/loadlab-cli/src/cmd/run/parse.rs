@@ -66,6 +66,7 @@ impl RequestArgs {
             pm_qos: !self.no_pm_qos,
             http2: self.http2,
             http3: self.http3,
+            http3_0rtt: self.http3_0rtt,
             streams: self.streams,
             tls: TlsSpec {
                 insecure: self.insecure,
@@ -245,6 +246,7 @@ pub fn flag_for(setting: &str) -> &str {
         "busy_poll" => "--busy-poll",
         "http2" => "--http2",
         "http3" => "--http3",
+        "http3_0rtt" => "--http3-0rtt",
         "streams" => "--streams",
         "tls.ca" => "--cacert",
         "tls.cert" => "--cert",

@@ -5,7 +5,7 @@
 
 use super::super::exchange::{record_failure, Due, Traffic};
 use super::super::ThreadCtx;
-use super::{one_request, open_connection, Outcome, SendRequest};
+use super::{one_request, open_connection, Handle, Outcome};
 use crate::error::ErrorClass;
 use crate::stats::Phase;
 use std::cell::{Cell, RefCell};
@@ -21,7 +21,7 @@ pub(crate) struct Pool {
 }
 
 struct PooledConnection {
-    send: SendRequest,
+    send: Handle,
     slots: Cell<usize>,
     dead: Cell<bool>,
 }

@@ -1,12 +1,14 @@
 //! The QUIC side of HTTP/3: the client configuration (the run's rustls configuration, with
 //! ALPN h3), one UDP endpoint per worker thread (its receive buffer sized), and opening one
-//! connection: the QUIC handshake (transport and TLS in one), then HTTP/3's own set-up.
+//! connection: the QUIC handshake (transport and TLS in one), then HTTP/3's own set-up; with
+//! `--http3-0rtt` a connection holding a session ticket starts as a 0-RTT one (`early`).
 //! It records only the connection's opening; requests are `h3`'s.
 
 use super::super::exchange::Dialed;
 use super::super::{ThreadCtx, ThreadProgress};
 use super::classify;
-use super::SendRequest;
+use super::early::{Conn, Early};
+use super::Handle;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
 use crate::tls::TlsSettings;
@@ -22,13 +24,16 @@ use std::time::{Duration, Instant};
 pub const RCVBUF_BYTES: u64 = 4 << 20;
 
 /// The QUIC client configuration for a run: the rustls configuration the run built for TCP
-/// (its trust, client certificate, SNI name and resumption), offering h3 by ALPN. `Err`: why
-/// it cannot carry QUIC (TLS 1.2 only).
-pub(crate) fn client_config(tls: &TlsSettings) -> Result<quinn::ClientConfig, String> {
+/// (its trust, client certificate, SNI name and resumption), offering h3 by ALPN, and early
+/// data with `early_data` (`--http3-0rtt`: the requests sent early are counted apart).
+/// `Err`: why it cannot carry QUIC (TLS 1.2 only).
+pub(crate) fn client_config(
+    tls: &TlsSettings,
+    early_data: bool,
+) -> Result<quinn::ClientConfig, String> {
     let mut rustls_config = (**tls.connector.config()).clone();
     rustls_config.alpn_protocols = vec![b"h3".to_vec()];
-    // No 0-RTT: requests sent early would be counted as if the handshake were done.
-    rustls_config.enable_early_data = false;
+    rustls_config.enable_early_data = early_data;
     let crypto =
         quinn::crypto::rustls::QuicClientConfig::try_from(rustls_config).map_err(|_| {
             "QUIC carries only TLS 1.3 (with TLS_AES_128_GCM_SHA256); drop --tls-version 1.2"
@@ -140,15 +145,31 @@ pub(super) type OpenError = (ErrorClass, String);
 
 /// Opens an HTTP/3 connection: the QUIC handshake within `--connect-timeout`, recorded in
 /// `phase`'s connection figures as TCP's connect and TLS's handshake are (over QUIC they are
-/// one: both figures show it), then HTTP/3's set-up, with its driver spawned on the thread's
-/// task set. Nothing is recorded on failure: the caller fails a request with it.
-pub(super) async fn open(ctx: &ThreadCtx, phase: Phase) -> Result<SendRequest, OpenError> {
+/// one: both figures show it), then HTTP/3's own set-up, with its driver spawned on the
+/// thread's task set. Nothing is recorded on failure: the caller fails a request with it.
+///
+/// With `--http3-0rtt` and a session to resume, the connection is usable at once: its
+/// handshake ends while its first requests are under way, and is recorded by them
+/// (`record_early_handshake`).
+pub(super) async fn open(ctx: &ThreadCtx, phase: Phase) -> Result<Handle, OpenError> {
     let h3 = ctx.h3.as_ref().expect("HTTP/3 run");
     let endpoint = h3.endpoint(ctx.address)?;
     let started = Instant::now();
     let connecting = endpoint
         .connect(ctx.address, &h3.shared.server_name)
         .map_err(|e| (ErrorClass::ConnectError, format!("QUIC connect: {e}")))?;
+    let connecting = if h3.shared.zero_rtt {
+        match connecting.into_0rtt() {
+            Ok((connection, accepted)) => {
+                let early = Early::new(connection.clone(), accepted, started);
+                return set_up(ctx, connection, Some(early), ctx.connect_timeout).await;
+            }
+            // No session to resume (the run's first connections): a full handshake.
+            Err(connecting) => connecting,
+        }
+    } else {
+        connecting
+    };
     let connection = match tokio::time::timeout(ctx.connect_timeout, connecting).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => return Err(classify::handshake(&e, ctx.address)),
@@ -161,7 +182,18 @@ pub(super) async fn open(ctx: &ThreadCtx, phase: Phase) -> Result<SendRequest, O
     }
     .record(ctx, phase);
     let budget = ctx.connect_timeout.saturating_sub(took).max(MIN_H3_SETUP);
-    let setup = ::h3::client::new(h3_quinn::Connection::new(connection));
+    set_up(ctx, connection, None, budget).await
+}
+
+/// HTTP/3's set-up on a QUIC connection (its control stream and SETTINGS), its driver
+/// spawned on the thread's task set (with the 0-RTT handshake's watch).
+async fn set_up(
+    ctx: &ThreadCtx,
+    connection: quinn::Connection,
+    early: Option<std::rc::Rc<Early>>,
+    budget: Duration,
+) -> Result<Handle, OpenError> {
+    let setup = ::h3::client::new(Conn::new(connection, early.clone()));
     let (mut driver, send) = match tokio::time::timeout(budget, setup).await {
         Ok(Ok(pair)) => pair,
         Ok(Err(e)) => {
@@ -178,11 +210,42 @@ pub(super) async fn open(ctx: &ThreadCtx, phase: Phase) -> Result<SendRequest, O
         }
     };
     let open = Open::new(&ctx.progress);
+    if let Some(early) = &early {
+        tokio::task::spawn_local(early.clone().watch());
+    }
     tokio::task::spawn_local(async move {
         let _open = open;
         let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
     });
-    Ok(send)
+    Ok(Handle { send, early })
+}
+
+/// A 0-RTT connection's handshake in `phase`'s figures, once it has ended (by the first of
+/// its requests to end after it): the connection opened, its handshake in the connect
+/// figure and the early-data one (not in `tls_handshake_us`, which holds the handshakes
+/// that sent nothing early), resumed when the server took the early data.
+pub(super) fn record_early_handshake(ctx: &ThreadCtx, phase: Phase, early: &Early) {
+    use super::early::Outcome;
+    let outcome = early.outcome();
+    if matches!(outcome, Outcome::Underway | Outcome::Failed) || early.recorded.replace(true) {
+        return;
+    }
+    // Its watch may not have run yet (woken by the same turn that ended this request).
+    let took = early.handshake();
+    let mut rec = ctx.recorder.borrow_mut();
+    let stats = rec.phase(phase);
+    stats.connections_opened += 1;
+    stats.connect.saturating_record(took.as_nanos() as u64);
+    stats.early.record_handshake(took.as_nanos() as u64);
+    let e = &mut stats.early.counts;
+    e.connections += 1;
+    if outcome == Outcome::Accepted {
+        e.connections_accepted += 1;
+        stats.tls_resumed += 1;
+    } else {
+        e.connections_rejected += 1;
+        stats.tls_full += 1;
+    }
 }
 
 /// The least time HTTP/3's set-up is given after a handshake that took most of
