@@ -251,3 +251,79 @@ pub(super) fn record_early_handshake(ctx: &ThreadCtx, phase: Phase, early: &Earl
 /// The least time HTTP/3's set-up is given after a handshake that took most of
 /// `--connect-timeout`.
 const MIN_H3_SETUP: Duration = Duration::from_millis(100);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `UDP_GRO` from linux/udp.h (libc has it for some C libraries only).
+    const UDP_GRO: libc::c_int = 104;
+
+    fn int_option(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int) -> Option<i32> {
+        let mut value: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `fd` is the endpoint's open socket; `value` is a c_int and `len` its size.
+        let ok = unsafe {
+            libc::getsockopt(
+                fd,
+                level,
+                name,
+                (&mut value as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        } == 0;
+        ok.then_some(value)
+    }
+
+    /// The socket loadlab binds itself goes through quinn-udp's set-up: receive offload on
+    /// (GRO, where the kernel has it) and the receive buffer sized, what the thread got noted.
+    #[test]
+    fn the_endpoint_socket_has_gro_and_its_receive_buffer() {
+        let tls = crate::tls::TlsSpec::default()
+            .build("localhost", false)
+            .expect("TLS settings");
+        let client = client_config(&tls, false).expect("QUIC client configuration");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let got = AtomicU64::new(u64::MAX);
+        let target: SocketAddr = "127.0.0.1:443".parse().unwrap();
+        runtime.block_on(async {
+            let endpoint = bind(target, &client, &got).expect("endpoint");
+            let port = endpoint.local_addr().expect("bound").port();
+            // The endpoint's socket is the only UDP socket of this process on that port.
+            let fd = std::fs::read_dir("/proc/self/fd")
+                .expect("/proc/self/fd")
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .find(|&fd| {
+                    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+                    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+                    // SAFETY: `addr` is a sockaddr_storage and `len` its size; a descriptor
+                    // that is not a socket fails the call.
+                    let named = unsafe {
+                        libc::getsockname(
+                            fd,
+                            (&mut addr as *mut libc::sockaddr_storage).cast(),
+                            &mut len,
+                        )
+                    } == 0;
+                    let sin = (&addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>();
+                    // SAFETY: an AF_INET address fits a sockaddr_in.
+                    named
+                        && addr.ss_family == libc::AF_INET as libc::sa_family_t
+                        && u16::from_be(unsafe { (*sin).sin_port }) == port
+                        && int_option(fd, libc::SOL_SOCKET, libc::SO_TYPE) == Some(libc::SOCK_DGRAM)
+                })
+                .expect("the endpoint's socket");
+            match int_option(fd, libc::SOL_UDP, UDP_GRO) {
+                Some(on) => assert_eq!(on, 1, "quinn-udp turns UDP_GRO on"),
+                None => eprintln!("SKIPPED the GRO check: this kernel has no UDP_GRO"),
+            }
+            let rcvbuf = int_option(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).expect("SO_RCVBUF");
+            assert_eq!(got.load(Ordering::Relaxed), rcvbuf as u64 / 2);
+            assert!(got.load(Ordering::Relaxed) > 0);
+            drop(endpoint);
+        });
+    }
+}
