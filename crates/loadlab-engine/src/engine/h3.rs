@@ -385,6 +385,11 @@ async fn one_request(ctx: &ThreadCtx, conn: &mut Handle, due: Due) -> Outcome {
             record_success(ctx, &due, sent_at, status, &traffic);
             return Outcome::Done;
         }
+        // A 0-RTT connection whose handshake never ended: its requests went nowhere.
+        _ if conn.early.as_ref().is_some_and(|e| e.timed_out()) => {
+            let (class, why) = classify::no_handshake_reply(ctx.address);
+            StreamFailure::Connection(class, why)
+        }
         Ok(Err(e)) => classify::stream(&e),
         Err(_) => StreamFailure::Stream(ErrorClass::RequestTimeout, String::new()),
     };

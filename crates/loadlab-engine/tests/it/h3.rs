@@ -48,6 +48,17 @@ impl H3Server {
         every: Option<u64>,
         edit: impl FnOnce(&mut rustls::ServerConfig),
     ) -> H3Server {
+        H3Server::silent_after(ca, every, None, edit)
+    }
+
+    /// `silent_after`: once it has answered that many requests the server closes its
+    /// connections and its socket, and answers nothing more.
+    fn silent_after(
+        ca: &TestCa,
+        every: Option<u64>,
+        silent_after: Option<u64>,
+        edit: impl FnOnce(&mut rustls::ServerConfig),
+    ) -> H3Server {
         let mut tls = (*ca.server_config()).clone();
         tls.alpn_protocols = vec![b"h3".to_vec()];
         edit(&mut tls);
@@ -63,6 +74,8 @@ impl H3Server {
             rejected: rejected.clone(),
             seen: Arc::new(AtomicU64::new(0)),
             reject_every: every,
+            silent_after,
+            silence: Arc::new(tokio::sync::Notify::new()),
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         std::thread::spawn(move || {
@@ -78,6 +91,7 @@ impl H3Server {
                     Arc::new(quinn::TokioRuntime),
                 )
                 .expect("endpoint");
+                let silence = counts.silence.clone();
                 let accepting = async {
                     while let Some(incoming) = endpoint.accept().await {
                         tokio::spawn(serve(incoming, counts.clone()));
@@ -85,6 +99,7 @@ impl H3Server {
                 };
                 tokio::select! {
                     _ = stopped => {}
+                    _ = silence.notified() => {}
                     _ = accepting => {}
                 }
                 endpoint.close(0u32.into(), b"");
@@ -172,6 +187,8 @@ struct Counts {
     rejected: Arc<AtomicU64>,
     seen: Arc<AtomicU64>,
     reject_every: Option<u64>,
+    silent_after: Option<u64>,
+    silence: Arc<tokio::sync::Notify>,
 }
 
 async fn serve(incoming: quinn::Incoming, counts: Counts) {
@@ -206,7 +223,10 @@ async fn serve(incoming: quinn::Incoming, counts: Counts) {
                 && stream.send_data(Bytes::from_static(BODY)).await.is_ok()
                 && stream.finish().await.is_ok()
             {
-                counts.answered.fetch_add(1, Ordering::SeqCst);
+                let answered = counts.answered.fetch_add(1, Ordering::SeqCst) + 1;
+                if counts.silent_after == Some(answered) {
+                    counts.silence.notify_one();
+                }
             }
         });
     }
@@ -534,4 +554,43 @@ fn h3_0rtt_is_refused_without_http3_or_resumption() {
         ..h3("https://127.0.0.1:1/".into(), TlsSpec::default())
     };
     assert_eq!(open.validate().unwrap_err().setting, "keepalive");
+}
+
+#[test]
+fn h3_0rtt_handshakes_that_never_end_fail_as_connect_timeouts() {
+    let ca = TestCa::new();
+    let tickets = Tickets::new(None);
+    // Tickets enough for the 0-RTT connections that follow, then silence.
+    let server = H3Server::silent_after(&ca, None, Some(50), |tls| {
+        tls.max_early_data_size = u32::MAX;
+        tls.ticketer = Arc::new(loadlab_testkit::NoTickets);
+        tls.session_storage = tickets.clone();
+    });
+    let r = run_spec(RunSpec {
+        connections: Some(1),
+        streams: 5,
+        requests: Some(1_000),
+        keepalive: false,
+        http3_0rtt: true,
+        connect_timeout: Duration::from_millis(300),
+        give_up_after: Duration::from_secs(1),
+        threads: Some(1),
+        ..h3(server.url(), trusting(&ca))
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.completed, 50, "{:?}", m.error_details);
+    let early = m.early_data.as_ref().expect("requests went early");
+    // Early requests on connections whose handshake never ended: their fate unknown to the
+    // server, failed as the connect timeouts they are, not after --timeout.
+    assert!(
+        early.requests > early.requests_accepted + early.requests_rejected,
+        "{early:?}"
+    );
+    assert!(
+        m.errors.get("connect_timeout").is_some_and(|&n| n >= 5),
+        "{:?}",
+        m.errors
+    );
+    assert_eq!(m.errors.get("request_timeout"), None, "{:?}", m.errors);
+    assert!(m.error_details["connect_timeout"].contains("UDP port"));
 }

@@ -36,6 +36,8 @@ pub(crate) struct Early {
     ended: Cell<Option<Instant>>,
     /// The connection's handshake is in the figures (once).
     pub recorded: Cell<bool>,
+    /// The handshake did not end within `--connect-timeout` (the connection was closed).
+    timed_out: Cell<bool>,
 }
 
 /// How a 0-RTT connection's handshake ended.
@@ -67,16 +69,29 @@ impl Early {
             started,
             ended: Cell::new(None),
             recorded: Cell::new(false),
+            timed_out: Cell::new(false),
         })
     }
 
     /// Waits for the handshake's end and notes when it came (the connection's driver task
-    /// runs this beside h3's).
-    pub async fn watch(self: Rc<Self>) {
-        let _ = self.accepted.clone().await;
+    /// runs this beside h3's). A handshake that has not ended within `limit`
+    /// (`--connect-timeout`) ends the connection: its early requests fail as the connect
+    /// timeout they are, not after the request's own timeout.
+    pub async fn watch(self: Rc<Self>, limit: Duration) {
+        let ended = tokio::time::timeout(limit, self.accepted.clone()).await;
+        if ended.is_err() {
+            self.timed_out.set(true);
+            self.connection.close(0u32.into(), b"handshake timed out");
+            return;
+        }
         if self.ended.get().is_none() {
             self.ended.set(Some(Instant::now()));
         }
+    }
+
+    /// The handshake did not end within `--connect-timeout`.
+    pub fn timed_out(&self) -> bool {
+        self.timed_out.get()
     }
 
     /// The handshake's outcome now, without waiting.

@@ -211,7 +211,7 @@ async fn set_up(
     };
     let open = Open::new(&ctx.progress);
     if let Some(early) = &early {
-        tokio::task::spawn_local(early.clone().watch());
+        tokio::task::spawn_local(early.clone().watch(ctx.connect_timeout));
     }
     tokio::task::spawn_local(async move {
         let _open = open;
