@@ -594,3 +594,21 @@ fn h3_0rtt_handshakes_that_never_end_fail_as_connect_timeouts() {
     assert_eq!(m.errors.get("request_timeout"), None, "{:?}", m.errors);
     assert!(m.error_details["connect_timeout"].contains("UDP port"));
 }
+
+#[test]
+fn h3_without_keepalive_a_connection_carries_one_request_a_stream() {
+    let ca = TestCa::new();
+    let server = H3Server::start(&ca);
+    let r = run_spec(RunSpec {
+        connections: Some(2),
+        streams: 5,
+        requests: Some(200),
+        keepalive: false,
+        ..h3(server.url(), trusting(&ca))
+    });
+    check_exact(&r, &server, 200);
+    // 200 requests, at most 5 a connection (the last ones of each slot may carry fewer).
+    let opened = r.measured.connections_opened;
+    assert!((40..=42).contains(&opened), "{opened}");
+    assert_eq!(r.measured.early_data, None);
+}
