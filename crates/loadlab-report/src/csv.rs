@@ -229,6 +229,15 @@ fn measured(w: &mut Rows, r: &RunResult) -> io::Result<()> {
         w.put("tls_resumed", m.tls_resumed)?;
         w.put("tls_full", m.tls_full)?;
     }
+    if let Some(e) = &m.early_data {
+        w.put("early_data_connections", e.connections)?;
+        w.put("early_data_connections_accepted", e.connections_accepted)?;
+        w.put("early_data_connections_rejected", e.connections_rejected)?;
+        w.put("early_data_requests", e.requests)?;
+        w.put("early_data_requests_accepted", e.requests_accepted)?;
+        w.put("early_data_requests_rejected", e.requests_rejected)?;
+        w.latency("early_data_handshake", e.handshake_us.as_ref())?;
+    }
     w.put("connections_opened", m.connections_opened)?;
     w.put("connections_failed", m.connections_failed)?;
     for (code, n) in &m.status_codes {

@@ -109,6 +109,39 @@ fn csv_quotes_what_the_server_said() {
         .any(|r| r[3] == "warning" && r[4] == "'=HYPERLINK(\"http://example.invalid\",\"x\")"));
 }
 
+/// HTTP/3's 0-RTT figures (`--http3-0rtt`) get rows of their own, the text summary a line.
+#[test]
+fn early_data_in_csv_and_text() {
+    let mut r = fixture("ok.json");
+    r.measured.early_data = Some(loadlab_result::EarlyData {
+        connections: 9,
+        connections_accepted: 8,
+        connections_rejected: 1,
+        requests: 45,
+        requests_accepted: 40,
+        requests_rejected: 5,
+        handshake_us: None,
+    });
+    let rows = parse_csv(&render(&CsvExporter, &r));
+    let value = |metric: &str| {
+        rows.iter()
+            .find(|r| r[3] == metric)
+            .map(|r| r[4].clone())
+            .unwrap_or_else(|| panic!("no {metric} row"))
+    };
+    assert_eq!(value("early_data_requests"), "45");
+    assert_eq!(value("early_data_requests_rejected"), "5");
+    assert_eq!(value("early_data_connections_accepted"), "8");
+    let text = render(&loadlab_report::TextExporter, &r);
+    assert!(
+        text.contains("45 requests sent as early data: 40 accepted, 5 rejected (sent again); on 9 connections (8 accepted, 1 rejected)"),
+        "{text}"
+    );
+    // Without early data, no row.
+    let plain = parse_csv(&render(&CsvExporter, &fixture("ok.json")));
+    assert!(!plain.iter().any(|r| r[3].starts_with("early_data")));
+}
+
 /// Markdown shows the hostile strings as text: no tag, and no cell ends early (every row of
 /// a table has as many cells as its heading).
 #[test]
