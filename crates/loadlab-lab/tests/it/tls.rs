@@ -392,7 +392,7 @@ async fn the_resumption_check_fails_only_a_server_that_cannot_resume() {
     let resuming = server_config_for(certs.issued(), &[b"http/1.1"]).unwrap();
     let mut never = (*resuming).clone();
     never.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
-    never.ticketer = Arc::new(NoTickets);
+    never.ticketer = Arc::new(loadlab_testkit::NoTickets);
     never.send_tls13_tickets = 0;
     let options = VerifyOptions {
         content_dir: Some(built_lab().content_dir()),
@@ -431,25 +431,6 @@ async fn the_resumption_check_fails_only_a_server_that_cannot_resume() {
         (tls.resumption_tls13.as_str(), tls.resumption_tls12.as_str()),
         ("full handshake", "full handshake")
     );
-}
-
-/// A ticketer that never issues tickets (rustls's own is private).
-#[derive(Debug)]
-struct NoTickets;
-
-impl rustls::server::ProducesTickets for NoTickets {
-    fn enabled(&self) -> bool {
-        false
-    }
-    fn lifetime(&self) -> u32 {
-        0
-    }
-    fn encrypt(&self, _plain: &[u8]) -> Option<Vec<u8>> {
-        None
-    }
-    fn decrypt(&self, _cipher: &[u8]) -> Option<Vec<u8>> {
-        None
-    }
 }
 
 /// The HTTP/3 checks fail a server said to serve HTTP/3 that has nothing on its UDP port (a
