@@ -371,9 +371,7 @@ pub fn parse_token(text: &str) -> Result<&str, String> {
 }
 
 pub fn fingerprint(cert_der: &[u8]) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, cert_der);
-    let pairs: Vec<String> = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
-    format!("sha256:{}", pairs.join(":"))
+    loadlab_certs::fingerprint(cert_der)
 }
 
 /// [`fingerprint`] of the first certificate of a PEM chain (the server's own).

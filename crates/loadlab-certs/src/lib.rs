@@ -15,13 +15,14 @@
 //!
 //! Layout: [`Authority`] (the CA and what it issues), [`Issued`] (a certificate and its key),
 //! [`CertDir`] (the files), and the rustls configurations: [`server_config`],
-//! [`client_config`], whose trust is [`CacertVerifier`] (also what `run --cacert` uses).
+//! [`client_config`], and the one trust path of every client loadlab makes ([`trust`]:
+//! [`Trust`] and its [`Verifier`], which the engine, the metrics client and the agent use).
 
 /// The rustls this crate's configurations are made for, so callers name the same types.
 pub use rustls;
 
-mod trust;
-pub use trust::{is_ca_used_as_end_entity, CacertVerifier};
+pub mod trust;
+pub use trust::{fingerprint, is_ca_used_as_end_entity, provider, Trust, Verifier};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -237,10 +238,6 @@ fn write(path: &Path, contents: &str, mode: u32) -> Result<(), CertError> {
     file.write_all(contents.as_bytes()).map_err(io)
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// A rustls server configuration presenting `cert_pem` (a chain) with `key_pem`, offering
 /// `alpn`, with a session cache (TLS 1.2 session ids, TLS 1.3 stateful tickets) and a ticketer
 /// (stateless tickets), so clients can resume either way.
@@ -277,33 +274,61 @@ pub fn server_config_for(
     server_config(issued.cert_pem.as_bytes(), issued.key_pem.as_bytes(), alpn)
 }
 
-/// A rustls client configuration that trusts only the CA certificates in `ca_pem` (and a
-/// server presenting one of them as its own, see [`CacertVerifier`]), offers
-/// `alpn`, and allows `versions` (`None`: TLS 1.2 and 1.3). Session resumption is rustls's
-/// default: an in-memory cache of this configuration, so connections made with one
-/// configuration resume each other's sessions.
+/// The certificates of a PEM file's contents, in order; `what` names it in the errors
+/// ("the CA file"). Empty or not PEM is an error.
+pub fn parse_certificates(
+    pem: &[u8],
+    what: &str,
+) -> Result<Vec<CertificateDer<'static>>, CertError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| pem_error(what, e))?;
+    if certs.is_empty() {
+        return Err(CertError::Pem {
+            path: what.into(),
+            message: "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
+        });
+    }
+    Ok(certs)
+}
+
+/// A rustls client configuration builder over [`provider`], allowing `versions` (`None`:
+/// TLS 1.2 and 1.3) and trusting as `trust` says (see [`Verifier`]); the caller adds a client
+/// certificate or none.
+pub fn client_builder(
+    trust: &Trust,
+    versions: Option<&[&'static rustls::SupportedProtocolVersion]>,
+) -> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>, CertError>
+{
+    let verifier = Verifier::new(trust)?;
+    Ok(rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(versions.unwrap_or(rustls::DEFAULT_VERSIONS))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier)))
+}
+
+/// A rustls client configuration trusting as `trust` says, offering `alpn`, without a
+/// client certificate. Session resumption is rustls's default: an in-memory cache of this
+/// configuration, so connections made with one configuration resume each other's sessions.
+pub fn client_config_for(
+    trust: &Trust,
+    alpn: &[&[u8]],
+    versions: Option<&[&'static rustls::SupportedProtocolVersion]>,
+) -> Result<Arc<rustls::ClientConfig>, CertError> {
+    let mut config = client_builder(trust, versions)?.with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+/// [`client_config_for`] trusting only the CA certificates in `ca_pem` ([`Trust::Cacert`]:
+/// and a server presenting one of them as its own).
 pub fn client_config(
     ca_pem: &[u8],
     alpn: &[&[u8]],
     versions: Option<&[&'static rustls::SupportedProtocolVersion]>,
 ) -> Result<Arc<rustls::ClientConfig>, CertError> {
-    let certs = CertificateDer::pem_slice_iter(ca_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| pem_error("the CA file", e))?;
-    if certs.is_empty() {
-        return Err(CertError::Pem {
-            path: "the CA file".into(),
-            message: "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
-        });
-    }
-    let verifier = CacertVerifier::new(certs, provider())?;
-    let mut config = rustls::ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(versions.unwrap_or(rustls::DEFAULT_VERSIONS))?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Ok(Arc::new(config))
+    let certs = parse_certificates(ca_pem, "the CA file")?;
+    client_config_for(&Trust::Cacert(certs), alpn, versions)
 }
 
 /// Reads a PEM file, naming it in the error.

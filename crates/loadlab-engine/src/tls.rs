@@ -1,17 +1,14 @@
 //! TLS client settings, built once per run: trust (the built-in web roots, `--cacert`, or
-//! `--insecure`), client certificates for mutual TLS, protocol versions, session resumption
-//! and ALPN. rustls with the ring provider does the work; this module only assembles its
-//! configuration and turns its errors into failure classes a person can act on.
+//! `--insecure`: loadlab_certs's one verifier, as for every client loadlab makes), client
+//! certificates for mutual TLS, protocol versions, session resumption and ALPN. rustls with
+//! the ring provider does the work; this module only assembles its configuration and turns its errors into failure classes a person can act on.
 
 use crate::config::ConfigError;
 use crate::error::ErrorClass;
-use loadlab_certs::CacertVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use loadlab_certs::{CertError, Trust};
 use rustls::client::Resumption;
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::sync::Arc;
 
 mod advice;
@@ -72,67 +69,60 @@ fn reject(setting: &'static str, message: impl Into<String>) -> ConfigError {
 }
 
 impl TlsSpec {
-    /// Builds the client configuration for `host`, offering h2 by ALPN when `http2`.
-    pub fn build(&self, host: &str, http2: bool) -> Result<TlsSettings, ConfigError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let versions: &[&'static rustls::SupportedProtocolVersion] = match self.version {
-            None => rustls::DEFAULT_VERSIONS,
-            Some(TlsVersion::V1_2) => &[&rustls::version::TLS12],
-            Some(TlsVersion::V1_3) => &[&rustls::version::TLS13],
-        };
-        let builder = ClientConfig::builder_with_provider(provider.clone())
-            .with_protocol_versions(versions)
-            .map_err(|e| reject("tls.version", format!("not supported: {e}")))?;
-        let (builder, trust) = if self.insecure {
+    /// How the server is trusted: `--insecure`, `--cacert` or the built-in web roots.
+    fn trust(&self) -> Result<(Trust, String), ConfigError> {
+        if self.insecure {
             if self.ca_pem.is_some() {
                 return Err(reject(
                     "tls.insecure",
                     "skips verification, so --cacert would be ignored; give one of them",
                 ));
             }
-            (
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider))),
+            return Ok((
+                Trust::AnyCertificate,
                 "none: --insecure accepts any certificate".to_string(),
-            )
-        } else {
-            match &self.ca_pem {
-                Some(pem) => {
-                    let certs = CertificateDer::pem_slice_iter(pem)
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| {
-                            reject("tls.ca", format!("is not a PEM certificate file ({e})"))
-                        })?;
-                    if certs.is_empty() {
-                        return Err(reject(
-                            "tls.ca",
-                            "holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-                        ));
-                    }
-                    let n = certs.len();
-                    // webpki's checks, plus a server presenting one of these very
-                    // certificates as its own (`openssl req -x509` makes them CA:TRUE).
-                    let verifier = CacertVerifier::new(certs, provider.clone()).map_err(|e| {
-                        reject("tls.ca", format!("holds a certificate rustls rejects: {e}"))
-                    })?;
-                    (
-                        builder
-                            .dangerous()
-                            .with_custom_certificate_verifier(Arc::new(verifier)),
-                        format!("{n} CA certificate(s) from --cacert"),
-                    )
-                }
-                None => {
-                    let mut roots = RootCertStore::empty();
-                    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-                    (
-                        builder.with_root_certificates(roots),
-                        "the built-in web roots (Mozilla's, via webpki-roots)".to_string(),
-                    )
-                }
+            ));
+        }
+        match &self.ca_pem {
+            Some(pem) => {
+                let certs = loadlab_certs::parse_certificates(pem, "--cacert").map_err(|e| {
+                    let message = match e {
+                        CertError::Pem { message, .. } => message,
+                        e => e.to_string(),
+                    };
+                    reject("tls.ca", message)
+                })?;
+                let n = certs.len();
+                Ok((
+                    Trust::Cacert(certs),
+                    format!("{n} CA certificate(s) from --cacert"),
+                ))
             }
+            None => Ok((
+                Trust::WebRoots,
+                "the built-in web roots (Mozilla's, via webpki-roots)".to_string(),
+            )),
+        }
+    }
+
+    /// Builds the client configuration for `host`, offering h2 by ALPN when `http2`.
+    pub fn build(&self, host: &str, http2: bool) -> Result<TlsSettings, ConfigError> {
+        let versions: &[&'static rustls::SupportedProtocolVersion] = match self.version {
+            None => rustls::DEFAULT_VERSIONS,
+            Some(TlsVersion::V1_2) => &[&rustls::version::TLS12],
+            Some(TlsVersion::V1_3) => &[&rustls::version::TLS13],
         };
+        let (trust, trust_words) = self.trust()?;
+        // The one verifier loadlab has (loadlab_certs::Verifier): webpki's checks, plus a
+        // server presenting one of the --cacert certificates as its own (`openssl req -x509`
+        // makes them CA:TRUE).
+        let builder = loadlab_certs::client_builder(&trust, Some(versions)).map_err(|e| {
+            if self.ca_pem.is_some() {
+                reject("tls.ca", format!("holds a certificate rustls rejects: {e}"))
+            } else {
+                reject("tls.version", format!("not supported: {e}"))
+            }
+        })?;
         let mut config = match (&self.cert_pem, &self.key_pem) {
             (Some(cert), Some(key)) => {
                 let chain = CertificateDer::pem_slice_iter(cert)
@@ -172,59 +162,9 @@ impl TlsSpec {
             insecure: self.insecure,
             resume,
             version: self.version,
-            trust,
+            trust: trust_words,
             client_certificate: self.cert_pem.is_some(),
         })
-    }
-}
-
-/// `--insecure`: every certificate passes; signatures are still checked, so the handshake
-/// itself stays a real one.
-#[derive(Debug)]
-struct AcceptAnyCertificate(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 

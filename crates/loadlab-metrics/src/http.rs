@@ -1,13 +1,16 @@
 //! The blocking HTTP client that scraping, sending and querying share: `ureq` over rustls
-//! with ring (the workspace's one TLS stack), `http://` and `https://`, the system's roots or
-//! the CA file given, and a bearer token when the endpoint wants one. URLs are parsed by the
+//! with ring (the workspace's one TLS stack), `http://` and `https://`, trusting the system's
+//! roots or the CA file given by loadlab's one verifier (`loadlab_certs::Verifier`, the load
+//! engine's: a self-signed certificate given as the file is trusted as `--cacert` trusts it;
+//! see [`crate::tls`]), and a bearer token when the endpoint wants one. URLs are parsed by the
 //! `url` crate only. Every exchange is bounded by one timeout; it must not be used on the
 //! load's hot path, and the token never appears in an error or a `Debug` print.
 
+use loadlab_certs::rustls;
+use loadlab_certs::Trust;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
-use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 
 /// The longest body read from an endpoint (a node_exporter page is about 100 KB).
 const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
@@ -20,9 +23,9 @@ pub enum HttpError {
     Failed { url: String, problem: String },
     #[error("{url}: timed out after {timeout_ms} ms; raise the timeout or check the endpoint")]
     Timeout { url: String, timeout_ms: u128 },
-    #[error("{url}: the TLS handshake failed ({problem}); give the CA that signed its certificate with --metrics-cacert FILE")]
+    #[error("{url}: the TLS handshake failed ({problem}); give the CA that signed its certificate (or a self-signed certificate itself) with --metrics-cacert FILE")]
     Tls { url: String, problem: String },
-    #[error("{url}: the endpoint presents a CA certificate as its own (CaUsedAsEndEntity: `openssl req -x509` makes CA:TRUE ones), which TLS refuses even when trusted; serve a certificate signed by a CA and give that CA with --metrics-cacert FILE")]
+    #[error("{url}: the endpoint presents a self-signed (CA:TRUE) certificate that is not one of the trusted ones (CaUsedAsEndEntity); give that very certificate (the file its `openssl req -x509` wrote) or the CA that signed it with --metrics-cacert FILE")]
     CaAsOwn { url: String },
     #[error("{url}: {problem}; check the URL points at an HTTP endpoint")]
     BadResponse { url: String, problem: String },
@@ -59,25 +62,20 @@ impl HttpOptions {
             problem,
         };
         let pem = std::fs::read(path).map_err(|e| bad(format!("cannot read it ({e})")))?;
-        let certs = certificates(&pem).map_err(bad)?;
-        if certs.is_empty() {
-            return Err(bad(
-                "it holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
-            ));
-        }
+        certificates(path, &pem)?;
         Ok((path.to_string(), Arc::new(pem)))
     }
 }
 
-fn certificates(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
-    let mut certs = Vec::new();
-    for item in ureq::tls::parse_pem(pem) {
-        match item.map_err(|e| format!("it is not a PEM file ({e})"))? {
-            PemItem::Certificate(c) => certs.push(c),
-            _ => continue,
-        }
-    }
-    Ok(certs)
+/// The certificates of a `--metrics-cacert` file's contents (at least one).
+fn certificates(
+    file: &str,
+    pem: &[u8],
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, HttpError> {
+    loadlab_certs::parse_certificates(pem, "it").map_err(|e| HttpError::BadCa {
+        file: file.to_string(),
+        problem: e.to_string(),
+    })
 }
 
 /// Checks a URL a user typed for an endpoint: `http` or `https`, with a host.
@@ -112,16 +110,16 @@ pub struct Client {
 impl Client {
     /// `timeout` bounds each whole exchange (connect, TLS, send, read).
     pub fn new(options: &HttpOptions, timeout: Duration) -> Result<Client, HttpError> {
-        let roots = match &options.ca {
-            Some((file, pem)) => {
-                let certs = certificates(pem).map_err(|problem| HttpError::BadCa {
-                    file: file.clone(),
-                    problem,
-                })?;
-                RootCerts::new_with_certs(&certs)
-            }
-            None => RootCerts::PlatformVerifier,
+        let (trust, file) = match &options.ca {
+            Some((file, pem)) => (Trust::Cacert(certificates(file, pem)?), file.as_str()),
+            None => (Trust::SystemRoots, "the system's roots"),
         };
+        let tls = loadlab_certs::client_config_for(&trust, &[b"http/1.1"], None).map_err(|e| {
+            HttpError::BadCa {
+                file: file.to_string(),
+                problem: format!("cannot build the TLS client ({e})"),
+            }
+        })?;
         let config = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
@@ -129,10 +127,10 @@ impl Client {
             // Endpoints are named exactly: a proxy from the environment must not divert a
             // loopback scrape.
             .proxy(None)
-            .tls_config(TlsConfig::builder().root_certs(roots).build())
             .build();
+        let resolver = ureq::unversioned::resolver::DefaultResolver::default();
         Ok(Client {
-            agent: config.into(),
+            agent: ureq::Agent::with_parts(config, crate::tls::connector(tls), resolver),
             authorization: options.bearer_token.as_ref().map(|t| format!("Bearer {t}")),
             timeout,
         })
@@ -198,23 +196,28 @@ impl Client {
                 url,
                 problem: problem.to_string(),
             },
-            ureq::Error::Rustls(problem) => HttpError::Tls {
-                url,
-                problem: problem.to_string(),
-            },
-            e if e.to_string().contains("CaUsedAsEndEntity") => HttpError::CaAsOwn { url },
             ureq::Error::Io(io) => {
-                let problem = io.to_string();
-                // rustls reports a refused certificate as an I/O error.
-                if problem.contains("certificate") || problem.contains("Certificate") {
-                    HttpError::Tls { url, problem }
+                // rustls reports a refused handshake as an I/O error wrapping its own.
+                let tls = io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>());
+                if let Some(tls) = tls {
+                    if loadlab_certs::is_ca_used_as_end_entity(tls) {
+                        HttpError::CaAsOwn { url }
+                    } else {
+                        HttpError::Tls {
+                            url,
+                            problem: tls.to_string(),
+                        }
+                    }
                 } else if io.kind() == std::io::ErrorKind::ConnectionRefused {
                     HttpError::Failed {
                         url,
                         problem: "connection refused".into(),
                     }
                 } else {
-                    HttpError::Failed { url, problem }
+                    HttpError::Failed {
+                        url,
+                        problem: io.to_string(),
+                    }
                 }
             }
             ureq::Error::Protocol(p) => HttpError::BadResponse {

@@ -16,7 +16,7 @@
 //! [`promql`] asks a Prometheus server for a query over a run's window, after the run.
 //!
 //! [`http`] is the blocking HTTP client all three share (`ureq`: `http://` and `https://`, a
-//! CA file, a bearer token).
+//! CA file, a bearer token); `tls` puts loadlab's one verifier (`loadlab_certs`) under it.
 //!
 //! This crate does not print, does not depend on the engine or the session, and never panics
 //! on what an endpoint sends.
@@ -32,6 +32,7 @@ pub mod scraper;
 pub mod select;
 pub mod sender;
 pub mod text;
+mod tls;
 
 pub use figures::{IntervalFigures, RunLabels, Series, SeriesKind};
 pub use rates::{RateTracker, WellKnown};

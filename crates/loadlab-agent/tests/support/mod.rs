@@ -10,9 +10,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use loadlab_agent::protocol::{self, HEADER_NONCE, HEADER_PROTOCOL};
 use loadlab_agent::{AgentConfig, Token};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::ServerName;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -210,79 +208,14 @@ async fn send(addr: SocketAddr, client: Arc<rustls::ClientConfig>, req: Req) -> 
     }
 }
 
-/// Trusts exactly the certificate with this fingerprint.
+/// Trusts exactly the certificate with this fingerprint (loadlab_certs's one verifier, as
+/// the agent's client does).
 fn pinned_client(fingerprint: &str) -> Arc<rustls::ClientConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = Arc::new(Pinned {
-        want: protocol::parse_fingerprint(fingerprint).unwrap(),
-        provider: provider.clone(),
-    });
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
-}
-
-#[derive(Debug)]
-struct Pinned {
-    want: [u8; 32],
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let got = ring::digest::digest(&ring::digest::SHA256, end_entity.as_ref());
-        if got.as_ref() == self.want {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            Err(rustls::Error::General("fingerprint mismatch".into()))
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
+    let trust = loadlab_certs::Trust::Fingerprint {
+        sha256: protocol::parse_fingerprint(fingerprint).unwrap(),
+        flag: "the test's pin",
+    };
+    loadlab_certs::client_config_for(&trust, &[b"http/1.1"], None).unwrap()
 }
 
 /// Polls `check` every 20 ms until it holds or `limit` passes (a condition awaited, not a
