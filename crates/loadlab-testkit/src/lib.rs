@@ -8,13 +8,14 @@
 //!
 //! For hostile servers written step by step, [`ScriptedServer`] plays a [`Script`] of
 //! HTTP/1.1 bytes, waits and closes on every connection, and [`H2FrameServer`] an
-//! [`H2Script`] of raw HTTP/2 frames.
+//! [`H2Script`] of raw HTTP/2 frames. [`H3Server`] answers HTTP/3 over QUIC and counts.
 //!
 //! It must not be a dependency of anything but tests, nor listen anywhere but 127.0.0.1.
 
 mod background;
 pub mod h2frames;
 mod h2server;
+mod h3server;
 mod openssl;
 mod routes;
 mod scratch;
@@ -23,6 +24,7 @@ mod timed;
 mod tls;
 pub use h2frames::{H2FrameServer, H2Script, H2Step};
 pub use h2server::{H2Behavior, H2Counters, H2Server};
+pub use h3server::{H3Counters, H3Server, H3_BODY};
 pub use openssl::OpensslCert;
 pub use routes::{Answer, RouteCounters, RouteServer, Seen};
 pub use scratch::ScratchDir;

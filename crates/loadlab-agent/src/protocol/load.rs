@@ -44,6 +44,14 @@ pub struct WireLoad {
     pub pm_qos: bool,
     pub tls: WireTls,
     pub http2: bool,
+    /// `--http3`: HTTP/3 over QUIC (`streams` a connection, as for HTTP/2). Absent from an
+    /// older coordinator's load: HTTP/1.1 or HTTP/2 as it asked.
+    #[serde(default)]
+    pub http3: bool,
+    /// `--http3-0rtt`: each generator's connections that resume send early data (each
+    /// generator resumes the sessions its own connections made).
+    #[serde(default)]
+    pub http3_0rtt: bool,
     pub streams: usize,
     pub paths: Vec<String>,
     pub pace_ns: Option<u64>,
@@ -139,13 +147,6 @@ impl WireLoad {
             None => None,
             Some(s) => Some(WireScenario::of(&s.source)?),
         };
-        if spec.http3 {
-            return Err(
-                "--http3 is not carried to a generator fleet yet (a generator would speak \
-                 HTTP/1.1 or HTTP/2 instead): run HTTP/3 without --generators"
-                    .into(),
-            );
-        }
         let text =
             |b: &Option<Vec<u8>>| b.as_ref().map(|v| String::from_utf8_lossy(v).into_owned());
         Ok(WireLoad {
@@ -185,6 +186,8 @@ impl WireLoad {
                 }),
             },
             http2: spec.http2,
+            http3: spec.http3,
+            http3_0rtt: spec.http3_0rtt,
             streams: spec.streams,
             paths: spec.paths.clone(),
             pace_ns: spec.pace.map(ns),
@@ -251,6 +254,8 @@ impl WireLoad {
                 version,
             },
             http2: self.http2,
+            http3: self.http3,
+            http3_0rtt: self.http3_0rtt,
             streams: self.streams,
             paths: self.paths.clone(),
             generator_cpus: None,
@@ -340,7 +345,8 @@ mod tests {
                 version: Some(TlsVersion::V1_3),
                 ..TlsSpec::default()
             },
-            http2: true,
+            http3: true,
+            http3_0rtt: true,
             streams: 8,
             paths: vec!["/a".into(), "/b?x=1".into()],
             pace: Some(Duration::from_millis(5)),
@@ -365,6 +371,16 @@ mod tests {
         ));
         assert_eq!(spec2.shard, Some(shard));
         assert_eq!(spec2.pace, spec.pace);
+        // The protocol and its settings: a generator that dropped them would speak HTTP/1.1.
+        assert!(spec2.http3 && spec2.http3_0rtt && !spec2.http2);
+        assert_eq!(spec2.streams, 8);
+        // A load from a coordinator that knew no HTTP/3 reads as HTTP/1.1 or HTTP/2.
+        let mut old = serde_json::to_value(&wire).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        fields.remove("http3");
+        fields.remove("http3_0rtt");
+        let old: WireLoad = serde_json::from_value(old).unwrap();
+        assert!(!old.http3 && !old.http3_0rtt);
         let mut bad = back.clone();
         bad.shard_index = 3;
         assert!(bad.to_spec().unwrap_err().contains("shard"));

@@ -21,6 +21,8 @@ mod programs;
 mod cli;
 mod compare_tags;
 mod dist;
+mod fleet_h3;
+mod generators;
 mod hostile;
 mod import;
 mod interop;

@@ -139,75 +139,10 @@ fn a_malformed_scenario_exits_2_naming_the_step_and_the_field() {
     assert!(stderr.contains("--var NOPE="), "{stderr}");
 }
 
-/// `loadlab agent --generator` on loopback (port 0), stopped (by PID) when dropped.
-struct LoopbackGenerator {
-    child: std::process::Child,
-    url: String,
-    fingerprint: String,
-}
-
-impl LoopbackGenerator {
-    fn start(state: &std::path::Path) -> LoopbackGenerator {
-        use std::io::{BufRead, BufReader};
-        let mut child = Command::new(env!("CARGO_BIN_EXE_loadlab"))
-            .args([
-                "agent",
-                "--generator",
-                "--listen",
-                "127.0.0.1:0",
-                "--state-dir",
-            ])
-            .arg(state)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start the agent");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let (mut url, mut fingerprint) = (None, None);
-        let mut seen = Vec::new();
-        while fingerprint.is_none() {
-            let Some(Ok(line)) = lines.next() else { break };
-            if let Some(u) = line.split_whitespace().find(|w| w.starts_with("https://")) {
-                url.get_or_insert(u.to_string());
-            }
-            if let Some(f) = line.split_whitespace().find(|w| w.starts_with("sha256:")) {
-                fingerprint = Some(f.to_string());
-            }
-            seen.push(line);
-        }
-        // Its later output is drained, so that it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines.by_ref() {});
-        LoopbackGenerator {
-            url: url.unwrap_or_else(|| panic!("the agent printed no URL: {seen:#?}")),
-            fingerprint: fingerprint
-                .unwrap_or_else(|| panic!("the agent printed no fingerprint: {seen:#?}")),
-            child,
-        }
-    }
-}
-
-impl Drop for LoopbackGenerator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn a_scenario_travels_to_a_fleet_whole_and_its_shards_draw_different_feeder_rows() {
     let dir = tempdir("fleet-scenario");
-    let generators: Vec<LoopbackGenerator> = (0..2)
-        .map(|i| LoopbackGenerator::start(&dir.join(format!("gen{i}"))))
-        .collect();
-    let mut fleet = String::new();
-    for (i, g) in generators.iter().enumerate() {
-        fleet.push_str(&format!(
-            "[[generator]]\nname = \"gen{i}\"\nurl = \"{}\"\ntoken_file = \"gen{i}/token\"\n\
-             fingerprint = \"{}\"\n",
-            g.url, g.fingerprint
-        ));
-    }
-    std::fs::write(dir.join("fleet.toml"), fleet).unwrap();
+    let (generators, fleet) = crate::generators::loopback_fleet(&dir, 2);
     let server = RouteServer::start(|_: &Seen| response(200, "ok").into());
     // The feeder file lives beside the scenario, in a directory the agents never see: it
     // travels with the scenario. Rows drawn at random from 100,000: each shard's one user
@@ -233,7 +168,7 @@ fn a_scenario_travels_to_a_fleet_whole_and_its_shards_draw_different_feeder_rows
     let out = run(&[
         "run",
         "--generators",
-        dir.join("fleet.toml").to_str().unwrap(),
+        fleet.to_str().unwrap(),
         "--scenario",
         scenario.to_str().unwrap(),
         "-c",

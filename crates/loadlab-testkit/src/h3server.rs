@@ -1,0 +1,127 @@
+//! An HTTP/3 server on 127.0.0.1:0 over UDP (quinn and the h3 crates) for tests that need a
+//! QUIC server without a quirk: it answers every request 200 with a short body, and counts
+//! the QUIC connections it accepted and the requests whose response it finished, so that a
+//! test holds loadlab's counts against the server's own.
+//!
+//! It runs on its own thread with its own runtime (never the engine's event loop) and stops
+//! when dropped. It must not misbehave: the engine's own tests script the failures.
+
+use crate::TestCa;
+use bytes::Bytes;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The body of every answer.
+pub const H3_BODY: &[u8] = b"hello over h3";
+
+/// What the server has counted so far.
+#[derive(Clone, Default)]
+pub struct H3Counters {
+    connections: Arc<AtomicU64>,
+    answered: Arc<AtomicU64>,
+}
+
+impl H3Counters {
+    /// QUIC connections whose handshake ended.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Requests whose response (head, body and end of stream) was sent.
+    pub fn answered(&self) -> u64 {
+        self.answered.load(Ordering::SeqCst)
+    }
+}
+
+/// The server; it stops when dropped.
+pub struct H3Server {
+    addr: SocketAddr,
+    counters: H3Counters,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl H3Server {
+    /// Serves HTTP/3 with `ca`'s server certificate (for 127.0.0.1 and localhost), ALPN h3.
+    pub fn start(ca: &TestCa) -> H3Server {
+        let mut tls = (*ca.server_config()).clone();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
+        let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("UDP socket");
+        let addr = socket.local_addr().expect("its address");
+        let counters = H3Counters::default();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let counts = counters.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let endpoint = quinn::Endpoint::new(
+                    quinn::EndpointConfig::default(),
+                    Some(config),
+                    socket,
+                    Arc::new(quinn::TokioRuntime),
+                )
+                .expect("endpoint");
+                let accepting = async {
+                    while let Some(incoming) = endpoint.accept().await {
+                        tokio::spawn(serve(incoming, counts.clone()));
+                    }
+                };
+                tokio::select! {
+                    _ = stopped => {}
+                    _ = accepting => {}
+                }
+                endpoint.close(0u32.into(), b"");
+            });
+        });
+        H3Server {
+            addr,
+            counters,
+            _stop: stop,
+        }
+    }
+
+    /// `https://localhost:PORT/` (the certificate's name; the port is UDP's).
+    pub fn url(&self) -> String {
+        format!("https://localhost:{}/", self.addr.port())
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn counters(&self) -> H3Counters {
+        self.counters.clone()
+    }
+}
+
+async fn serve(incoming: quinn::Incoming, counts: H3Counters) {
+    let Ok(connection) = incoming.await else {
+        return;
+    };
+    counts.connections.fetch_add(1, Ordering::SeqCst);
+    let Ok(mut h3) =
+        h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(connection)).await
+    else {
+        return;
+    };
+    while let Ok(Some(resolver)) = h3.accept().await {
+        let counts = counts.clone();
+        tokio::spawn(async move {
+            let Ok((_request, mut stream)) = resolver.resolve_request().await else {
+                return;
+            };
+            let response = http::Response::builder().status(200).body(()).unwrap();
+            if stream.send_response(response).await.is_ok()
+                && stream.send_data(Bytes::from_static(H3_BODY)).await.is_ok()
+                && stream.finish().await.is_ok()
+            {
+                counts.answered.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    }
+}
