@@ -84,7 +84,8 @@ pub struct MetricsArgs {
     pub queries: Vec<String>,
 
     /// Trust the CA certificate(s) in this PEM file (instead of the system's roots) for
-    /// https:// --server-metrics, --metrics-out and --prometheus endpoints.
+    /// https:// --server-metrics, --metrics-out and --prometheus endpoints; a self-signed
+    /// certificate given as the file is trusted, as --cacert trusts it.
     #[arg(long, value_name = "FILE", help_heading = "Metrics")]
     pub metrics_cacert: Option<PathBuf>,
 
