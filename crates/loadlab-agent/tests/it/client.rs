@@ -145,6 +145,32 @@ fn a_wrong_token_or_fingerprint_names_the_fix() {
     assert!(err.to_string().contains("--agent-cacert"), "{err}");
 }
 
+/// `--agent-cacert` follows the one trust path (loadlab_certs::Verifier): an agent serving
+/// a certificate made by `openssl req -x509` (CA:TRUE, its own issuer) is trusted when that
+/// very certificate is the file, as `run --cacert` and `--metrics-cacert` trust it; another
+/// such certificate is refused before a request is sent.
+#[test]
+fn an_openssl_self_signed_agent_certificate_given_as_the_cacert_is_trusted() {
+    let san = "DNS:localhost,IP:127.0.0.1";
+    let served = loadlab_testkit::OpensslCert::req_x509("localhost", san);
+    let tls = served.server_config(&[b"http/1.1"]);
+    let agent = support::start(move |config| config.tls = tls);
+    let dir = tempfile::tempdir().unwrap();
+    let with_file = |name: &str, pem: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, pem).unwrap();
+        let mut e = endpoint(&agent, support::TOKEN, name);
+        e.fingerprint = None;
+        e.cacert = Some(path);
+        e
+    };
+    AgentClient::connect(&with_file("served", &served.cert_pem)).unwrap();
+    let other = loadlab_testkit::OpensslCert::req_x509("localhost", san);
+    let err = AgentClient::connect(&with_file("other", &other.cert_pem)).unwrap_err();
+    assert!(matches!(err, ClientError::Unreachable { .. }), "{err}");
+    assert!(err.to_string().contains("CaUsedAsEndEntity"), "{err}");
+}
+
 /// A session's own connection sits idle for a whole run while the keeper polls on another;
 /// the agent closes a connection idle for 10 s (its header timeout). The next call must go
 /// out on a new connection, not into the closed one (a capacity search's second probe lost
