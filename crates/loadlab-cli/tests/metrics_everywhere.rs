@@ -3,7 +3,9 @@
 //! series and whose live series Debian's Prometheus tells apart by arm; a capacity search
 //! whose every probe carries its own scrapes and run id; and an https endpoint behind a bearer
 //! token (a Python `ssl` server, its CA and certificate made by the `openssl` command line),
-//! scraped with `--metrics-cacert` and `--metrics-token-file`, its refusals counted and named.
+//! scraped with `--metrics-cacert` and `--metrics-token-file`, its refusals counted and named;
+//! and the same endpoint with the self-signed certificate `openssl req -x509` makes, trusted
+//! when `--metrics-cacert` names that very file (issue 45 item 3).
 //! Programs that are missing are SKIPPED (scripts/setup.sh installs them).
 
 mod common;
@@ -519,4 +521,88 @@ fn an_https_endpoint_behind_a_token_is_scraped_with_its_ca_and_refusals_are_name
         "{last}"
     );
     let _ = std::fs::remove_file(dir.join("run.json"));
+}
+
+/// `openssl req -x509` as users make a certificate for a local HTTPS service (CA:TRUE, its own
+/// issuer), into `NAME.pem` and `NAME.key`; None (SKIPPED) without the openssl command line.
+fn req_x509(dir: &Path, name: &str) -> Option<(PathBuf, PathBuf)> {
+    let (cert, key) = (format!("{name}.pem"), format!("{name}.key"));
+    let out = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out",
+        ])
+        .arg(&cert)
+        .args(["-subj", "/CN=localhost", "-addext"])
+        .arg("subjectAltName=DNS:localhost,IP:127.0.0.1")
+        .args(["-days", "30"])
+        .current_dir(dir)
+        .output();
+    let Ok(out) = out else {
+        println!("SKIPPED: the openssl command line is missing (apt-get install openssl)");
+        return None;
+    };
+    assert!(out.status.success(), "openssl req -x509: {}", stderr(&out));
+    Some((dir.join(cert), dir.join(key)))
+}
+
+/// Issue 45 item 3: `--metrics-cacert` trusts the self-signed certificate `openssl req -x509`
+/// makes when it is the file given, as `--cacert` does for the load; another such certificate
+/// is refused on every scrape with the reason and the flag that fixes it.
+#[test]
+fn metrics_cacert_trusts_the_openssl_self_signed_certificate_it_names() {
+    let dir = scratch("self-signed");
+    let Some((cert, key)) = req_x509(&dir, "served") else {
+        return;
+    };
+    let Some((other, _)) = req_x509(&dir, "other") else {
+        return;
+    };
+    if Command::new("python3").arg("--version").output().is_err() {
+        println!("SKIPPED: python3 is missing");
+        return;
+    }
+    let token = "h45-secret-token";
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let python_dir = dir.join("python");
+    std::fs::create_dir_all(&python_dir).unwrap();
+    let https = https_metrics(&python_dir, &cert, &key, token);
+    let url = format!("https://{}/metrics", https.addr);
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let endpoint = |cacert: &Path| -> Value {
+        let json = dir.join("run.json");
+        let out = Command::new(LOADLAB)
+            .args(["run", "-c", "1", "-n", "20", "-q"])
+            .args(["--server-metrics", &url, "--server-metrics-select"])
+            .arg("app_uptime_seconds")
+            .arg("--metrics-cacert")
+            .arg(cacert)
+            .arg("--metrics-token-file")
+            .arg(&token_file)
+            .arg("--json")
+            .arg(&json)
+            .arg(server.url("/"))
+            .output()
+            .unwrap();
+        // A failed scrape is never fatal.
+        assert!(out.status.success(), "{}", stderr(&out));
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        common::assert_valid(&r);
+        r["server_metrics"]["endpoints"][0].clone()
+    };
+    // The very certificate as the file: every scrape answers (at least the one at the start
+    // and the one at the stop, whatever the clock).
+    let e = endpoint(&cert);
+    assert_eq!(e["scrapes_failed"], 0, "{e}");
+    assert!(e["scrapes_ok"].as_u64().unwrap() >= 2, "{e}");
+    assert_eq!(e["series"][0]["series"], "app_uptime_seconds", "{e}");
+    // Another `req -x509` certificate: refused, named, with the fix.
+    let e = endpoint(&other);
+    assert_eq!(e["scrapes_ok"], 0, "{e}");
+    assert!(e["scrapes_failed"].as_u64().unwrap() >= 2, "{e}");
+    let last = e["last_error"].as_str().unwrap();
+    assert!(
+        last.contains("self-signed") && last.contains("--metrics-cacert FILE"),
+        "{last}"
+    );
 }
