@@ -22,6 +22,9 @@ fn ms(us: f64) -> f64 {
     us / 1_000.0
 }
 
+/// A percentile of a 3-significant-digit histogram is its bucket's value: up to 1/1024 off.
+const BUCKET: f64 = 1.0 / 1_024.0;
+
 #[test]
 fn response_time_of_a_10ms_server_at_1000_per_second() {
     let _serial = serial();
@@ -35,9 +38,26 @@ fn response_time_of_a_10ms_server_at_1000_per_second() {
     });
     let q = &r.measured.requests;
     assert_eq!(q.completed, 5_000, "{q:?} {:?}", r.measured.errors);
-    let p50 = ms(r.measured.latency_us.as_ref().unwrap().p50);
-    assert!((10.0..=11.0).contains(&p50), "p50 response time {p50} ms");
-    // Every second of the timeline offered and achieved about 1,000 requests/s.
+    // Invariants, not a wall-clock window (p50 within 10-11 ms failed on a busy machine): no
+    // response beats the server's 10 ms; each response time is its send lag plus its service
+    // time (from the actual send), so the medians are ordered and at most the worst lag apart.
+    let latency = r.measured.latency_us.as_ref().unwrap();
+    let service = r.measured.service_time_us.as_ref().unwrap();
+    let lag = r.measured.send_lag_us.as_ref().unwrap();
+    assert!(
+        latency.min >= common::reported_floor_us(10_000.0),
+        "{latency:?}"
+    );
+    assert!(
+        latency.p50 * (1.0 + BUCKET) >= service.p50,
+        "{latency:?} {service:?}"
+    );
+    assert!(
+        latency.p50 <= (service.p50 + lag.max) * (1.0 + BUCKET),
+        "{latency:?} {service:?} {lag:?}"
+    );
+    // Every second of the timeline offered exactly 1,000 requests/s, and the timeline holds
+    // every response (how many land in which second depends on the machine; the sum does not).
     // Responses due at the very end may land just after it: a sixth interval, offering 0.
     let measured: Vec<_> = r
         .timeline
@@ -47,8 +67,9 @@ fn response_time_of_a_10ms_server_at_1000_per_second() {
     assert_eq!(measured.len(), 5, "{:?}", r.timeline);
     for i in &measured[1..] {
         assert_eq!(i.offered_per_s, Some(1_000.0));
-        assert!((i.achieved_per_s - 1_000.0).abs() <= 20.0, "{i:?}");
     }
+    let in_timeline: u64 = r.timeline.iter().map(|i| i.completed).sum();
+    assert_eq!(in_timeline, 5_000, "{:?}", r.timeline);
     assert!(
         r.verdicts.iter().all(|v| !v.contains("could not keep up")),
         "{:?}",
@@ -80,8 +101,14 @@ fn coordinated_omission_open_versus_closed() {
     assert!(open_p99 >= 500.0, "open-loop p99 {open_p99} ms");
     // The requests due during the freeze went out when due, each on a connection of its
     // own: the target is stuck, and new connections are what an open loop owes it.
+    // (Held back for the freeze, they would lag by up to 1 s; the bound is 50 ms plus what
+    // the machine held loadlab's thread off its CPU, as the run measured it.)
     let open_lag_p99 = ms(open.measured.send_lag_us.as_ref().unwrap().p99);
-    assert!(open_lag_p99 < 50.0, "send lag p99 {open_lag_p99} ms");
+    let stalled = common::stalls_ms(&open);
+    assert!(
+        open_lag_p99 < 50.0 + stalled,
+        "send lag p99 {open_lag_p99} ms, stalls {stalled} ms"
+    );
     let accepted = server.counters().accepted();
     assert!(accepted >= 150, "{accepted} connections");
 
@@ -116,11 +143,21 @@ fn coordinated_omission_open_versus_closed() {
     let service_p50 = ms(m.service_time_us.as_ref().unwrap().p50);
     let response_p99 = ms(m.latency_us.as_ref().unwrap().p99);
     let send_lag_p99 = ms(m.send_lag_us.as_ref().unwrap().p99);
-    assert!(service_p50 < 5.0, "service p50 {service_p50} ms");
     assert!(response_p99 >= 500.0, "response p99 {response_p99} ms");
     assert!(
         send_lag_p99 >= 500.0,
         "requests waited for a connection: {send_lag_p99} ms"
+    );
+    // The wait is in the send lag, not the service time: the median service time is a small
+    // share of the lag's p99 (an order within this run, where "under 5 ms" was a wall-clock
+    // bound); the response time holds the lag (response = lag + service, request by request).
+    assert!(
+        service_p50 * 20.0 < send_lag_p99,
+        "service p50 {service_p50} ms, send lag p99 {send_lag_p99} ms"
+    );
+    assert!(
+        response_p99 * (1.0 + BUCKET) >= send_lag_p99,
+        "{response_p99} ms {send_lag_p99} ms"
     );
     assert!(m.connections_opened <= 10 && capped.warmup.is_none());
     // The README quotes these (cargo test --test open_loop -- --nocapture).
@@ -162,10 +199,16 @@ fn a_target_that_cannot_keep_up_is_named_and_nothing_is_lost() {
     // Requests that waited for one of the two busy connections waited for the target, not
     // for loadlab: the generator's lag counts only the time a connection was free (its
     // response in) while loadlab had not got to it, a poll's worth (50 us) on an idle
-    // machine. (Not a hard "no verdict": on a loaded machine loadlab's thread does wake
-    // late, and the verdict then rightly says so.)
+    // machine, and on a busy one what the machine held its thread off the CPU, which the run
+    // measures: the bound is 1 ms plus those stalls (waiting for the target would be 50 ms
+    // and more a request). (Not a hard "no verdict": on a loaded machine loadlab's thread
+    // does wake late, and the verdict then rightly says so.)
     let lag = r.measured.scheduler_lag_us.as_ref().unwrap();
-    assert!(lag.p90 < 1_000.0, "{lag:?}");
+    let stalled = common::stalls_ms(&r);
+    assert!(
+        lag.p90 < 1_000.0 + stalled * 1_000.0,
+        "{lag:?}, stalls {stalled} ms"
+    );
     assert_eq!(server.counters().accepted(), 2);
 }
 
@@ -240,8 +283,13 @@ fn batched_sends_keep_the_schedule_exact_and_the_lag_honest() {
     assert_eq!(m.requests.not_sent, 0);
     let lag = m.send_lag_us.as_ref().unwrap();
     assert_eq!(lag.count, 20_000);
-    // Generous: a loaded two-core machine wakes the thread late at times, and says so.
-    assert!(lag.p50 < 5_000.0, "{lag:?}");
+    // A loaded two-core machine wakes the thread late at times, and says so: the bound is
+    // 5 ms plus the run's own measured stalls (the thread's run-queue wait).
+    let stalled = common::stalls_ms(&r);
+    assert!(
+        lag.p50 < 5_000.0 + stalled * 1_000.0,
+        "{lag:?}, stalls {stalled} ms"
+    );
     // An early send is timed from when it left, so no response time is shorter than the
     // same request's service time: the shortest of each agree.
     let response = m.latency_us.as_ref().unwrap();
