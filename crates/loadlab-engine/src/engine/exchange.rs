@@ -49,6 +49,11 @@ pub(super) struct Traffic {
     pub first_byte: Option<Instant>,
     /// When the last bytes arrived, by the kernel's stamp (stamped connections only).
     pub last_rx: Option<Instant>,
+    /// When the last read returned (its bytes' stamp where there is one), or when the peer's
+    /// close was read: the response's end. One clock read per read, where the end was read
+    /// again after parsing (and the first byte's moment on the first read): a read ends
+    /// most responses, so that is one clock read fewer per request.
+    pub last_read: Option<Instant>,
 }
 
 /// What a caller wants of a response's bytes beyond where it ends: nothing for a plain run
@@ -203,6 +208,7 @@ impl Conn {
         self.next = (self.next + 1) % ctx.requests.len();
         let outcome = exchange(
             ctx,
+            sent_at,
             &request.bytes,
             request.body_at,
             stream,
@@ -288,6 +294,7 @@ impl Conn {
         let deadline = sent_at + ctx.timeout;
         let outcome = exchange(
             ctx,
+            sent_at,
             request,
             crate::http1::request::expect_continue_at(request),
             stream,
@@ -303,6 +310,7 @@ impl Conn {
                 self.alt_svc_seen(ctx);
                 let end = traffic
                     .last_rx
+                    .or(traffic.last_read)
                     .map_or_else(Instant::now, |rx| rx.max(sent_at));
                 if done.close || close_after || !ctx.keepalive {
                     self.finish_close(ctx, phase, &done).await;

@@ -37,7 +37,10 @@ pub(in crate::engine) fn record_success(
 ) -> Instant {
     // A stamped connection's response ended when its last bytes arrived; it may have been
     // read up to a tick later. Never before the request was sent, whatever the clocks did.
-    let end = t.last_rx.map_or_else(Instant::now, |rx| rx.max(sent_at));
+    let end = t
+        .last_rx
+        .or(t.last_read)
+        .map_or_else(Instant::now, |rx| rx.max(sent_at));
     let since_start = end - ctx.start;
     let mut rec = ctx.recorder.borrow_mut();
     settled(ctx, &mut rec);

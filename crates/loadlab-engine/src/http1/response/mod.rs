@@ -75,6 +75,8 @@ pub struct ResponseParser {
     alt_svc_watch: bool,
     /// The `Alt-Svc` fields read, joined, until taken.
     alt_svc: Option<String>,
+    /// The last header block parsed in full, and what it said (see `head::LastHead`).
+    last_head: head::LastHead,
 }
 
 impl ResponseParser {
@@ -90,6 +92,7 @@ impl ResponseParser {
             continued: false,
             alt_svc_watch: false,
             alt_svc: None,
+            last_head: head::LastHead::default(),
         }
     }
 

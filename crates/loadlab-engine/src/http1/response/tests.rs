@@ -310,3 +310,85 @@ fn alt_svc_is_read_only_when_watched() {
     run(&mut p, &[input]).unwrap();
     assert_eq!(p.take_alt_svc(), None, "not watched");
 }
+
+/// Responses a server might send one after another on a connection: the same block again
+/// (read from the memo), and blocks that differ from it in one field's value, in framing,
+/// in the close, in the status, or only in a byte of a field loadlab does not read.
+const SEQUENCE: &[&[u8]] = &[
+    b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:00 GMT\r\nContent-Length: 13\r\n\r\nHello, World!",
+    b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:00 GMT\r\nContent-Length: 13\r\n\r\nHello, World!",
+    b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:01 GMT\r\nContent-Length: 13\r\n\r\nHello, World!",
+    b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:01 GMT\r\nContent-Length: 3\r\n\r\nabc",
+    b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:01 GMT\r\nContent-Length: 3\r\n\r\nxyz",
+    b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:01 GMT\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:01 GMT\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+    b"HTTP/1.1 503 Busy\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:01 GMT\r\nContent-Length: 13\r\n\r\nHello, World!",
+    b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:01 GMT\r\nContent-Length: 13\r\nConnection: close\r\n\r\nHello, World!",
+];
+
+/// A parser that has read earlier responses says of each what a fresh one says, whether its
+/// block is read from the memo or parsed, wherever the reads cut it.
+#[test]
+fn a_repeated_header_block_is_read_as_parsing_reads_it() {
+    let fresh = |pieces: &[&[u8]]| run(&mut ResponseParser::new(false), pieces).unwrap();
+    let mut p = ResponseParser::new(false);
+    for (i, response) in SEQUENCE.iter().enumerate() {
+        let got = run(&mut p, &[response]).unwrap();
+        assert_eq!(got, fresh(&[response]), "response {i}");
+        // Again, cut at every byte: a cut block is parsed, a whole one may repeat.
+        for cut in 0..=response.len() {
+            let pieces = [&response[..cut], &response[cut..]];
+            let got = run(&mut p, &pieces).unwrap();
+            assert_eq!(got, fresh(&pieces), "response {i} cut at {cut}");
+        }
+    }
+    assert!(p.last_head.hits > 0, "the memo was never used");
+    // A HEAD request's answer repeats a GET's block: no body, whatever it says.
+    let mut p = ResponseParser::new(false);
+    run(&mut p, &[SEQUENCE[0]]).unwrap();
+    p.set_request_is_head(true);
+    let head = &SEQUENCE[0][..SEQUENCE[0].len() - 13];
+    let got = run(&mut p, &[head]).unwrap();
+    assert_eq!((got.len(), got[0].consumed), (1, head.len()));
+    assert_eq!(p.last_head.hits, 1);
+    // Malformed after a good block that it starts like: still malformed.
+    let mut p = ResponseParser::new(false);
+    run(&mut p, &[SEQUENCE[0]]).unwrap();
+    let bad = b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Sun, 29 Nov 2026 01:00:00 GMT\r\nContent-Length: 1x\r\n\r\n";
+    assert!(run(&mut p, &[bad]).is_err());
+}
+
+#[test]
+fn a_repeated_block_is_used_once_known_and_long_ones_are_not_kept() {
+    let mut p = ResponseParser::new(false);
+    run(&mut p, &[SEQUENCE[0], SEQUENCE[1], SEQUENCE[1]]).unwrap();
+    assert_eq!(p.last_head.hits, 2);
+    let long = format!(
+        "HTTP/1.1 200 OK\r\nX-Pad: {}\r\nContent-Length: 0\r\n\r\n",
+        "a".repeat(1024)
+    );
+    let mut p = ResponseParser::new(false);
+    let got = run(&mut p, &[long.as_bytes(), long.as_bytes()]).unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        p.last_head.hits, 0,
+        "a block over 1 KiB is parsed each time"
+    );
+}
+
+/// The memo keeps no Alt-Svc: a block read while the watch is on is parsed, even a repeat.
+#[test]
+fn a_watched_block_is_parsed_even_when_it_repeats() {
+    let input: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nAlt-Svc: h3=\":9\"\r\n\r\n";
+    let mut p = ResponseParser::new(false);
+    run(&mut p, &[input]).unwrap();
+    assert_eq!(p.take_alt_svc(), None, "not watched");
+    p.watch_alt_svc();
+    run(&mut p, &[input]).unwrap();
+    assert_eq!(p.take_alt_svc().as_deref(), Some("h3=\":9\""));
+    assert_eq!(p.last_head.hits, 0);
+    run(&mut p, &[input]).unwrap();
+    assert_eq!(p.last_head.hits, 1, "a repeat once the watch is over");
+}
