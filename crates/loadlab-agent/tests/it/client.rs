@@ -48,21 +48,23 @@ fn endpoint(agent: &support::Agent, token: &str, name: &str) -> Endpoint {
 }
 
 #[test]
-fn an_injected_clock_offset_is_recovered_within_a_millisecond() {
+fn an_injected_clock_offset_is_recovered_within_the_estimates_own_bound() {
     let agent = support::start(|c| c.clock = c.clock.with_offset_ms(-1_750));
     let (mut client, hello) =
         AgentClient::connect(&endpoint(&agent, support::TOKEN, "clock")).unwrap();
     assert_eq!(hello.protocol, 1);
     let estimate = client.estimate_clock(&LocalClock::new(), 8).unwrap();
+    // Half the round trip bounds the error (NTP's bound, from the estimate's own measured
+    // delay): on one host, with one monotonic clock, it holds on any machine. An absolute
+    // "within 1 ms" would test the machine's scheduling, not the estimate (docs/testing.md).
     let error_ns = (estimate.offset_ns + 1_750_000_000).abs();
+    println!("-1.75 s injected: {estimate:?}, off by {error_ns} ns");
     assert!(
-        error_ns < 1_000_000,
-        "offset {} ns, -1.75 s injected (uncertainty {} ns)",
+        error_ns <= estimate.uncertainty_ns + 1,
+        "offset {} ns, -1.75 s injected, off by {error_ns} ns, beyond the uncertainty {} ns",
         estimate.offset_ns,
         estimate.uncertainty_ns
     );
-    // Half the round trip bounds the error, and loopback is fast.
-    assert!(error_ns <= estimate.uncertainty_ns + 1, "{estimate:?}");
 }
 
 #[test]
@@ -190,7 +192,22 @@ fn a_call_after_the_agent_closed_an_idle_connection_goes_out_on_a_new_one() {
             lease_ms: Some(60_000),
         })
         .unwrap();
-    std::thread::sleep(Duration::from_secs(11));
+    // Waited for, not slept for (it slept a fixed 11 s): until the agent has closed the idle
+    // connection (our end of it no longer ESTABLISHED), which its 10 s header timeout does;
+    // 60 s is a hang, not a slow machine.
+    assert!(
+        established_to(agent.addr.port()),
+        "no connection to the agent"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while established_to(agent.addr.port()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never closed the idle connection (still ESTABLISHED to port {})",
+            agent.addr.port()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     client
         .start_sampling(
             &opened.session,
@@ -199,7 +216,18 @@ fn a_call_after_the_agent_closed_an_idle_connection_goes_out_on_a_new_one() {
                 port: None,
             },
         )
-        .expect("a call after 11 s idle");
+        .expect("a call after the agent closed the idle connection");
     client.stop_sampling(&opened.session).unwrap();
     client.close(&opened.session).unwrap();
+}
+
+/// Whether a TCP connection to 127.0.0.1:`port` is open both ways (ESTABLISHED, state 01 in
+/// /proc/net/tcp): once the agent closes it, our end moves to CLOSE_WAIT.
+fn established_to(port: u16) -> bool {
+    let table = std::fs::read_to_string("/proc/self/net/tcp").unwrap();
+    let remote = format!("0100007F:{port:04X}");
+    table.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.get(2) == Some(&remote.as_str()) && fields.get(3) == Some(&"01")
+    })
 }
