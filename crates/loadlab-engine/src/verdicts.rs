@@ -264,12 +264,12 @@ pub(crate) fn warnings(
         let asked = crate::engine::h3::RCVBUF_BYTES;
         if got < asked {
             out.push(format!(
-                "the UDP receive buffer of loadlab's QUIC sockets is {} KiB, not the {} KiB \
+                "the UDP receive buffer of loadlab's QUIC sockets is {}, not the {} \
                  asked: net.core.rmem_max caps it, and responses arriving faster than loadlab \
                  reads them beyond it are dropped by the kernel (QUIC resends them, late); \
                  raise it (sysctl -w net.core.rmem_max={}) or run as root",
-                got / 1024,
-                asked / 1024,
+                loadlab_result::format::bytes(got as f64),
+                loadlab_result::format::bytes(asked as f64),
                 asked * 2
             ));
         }

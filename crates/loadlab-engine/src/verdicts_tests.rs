@@ -210,7 +210,7 @@ fn a_udp_receive_buffer_capped_by_the_kernel_is_warned_of_with_the_fix() {
         .iter()
         .find(|w| w.contains("UDP receive buffer"))
         .expect("a warning");
-    assert!(w.contains("208 KiB, not the 4096 KiB asked"), "{w}");
+    assert!(w.contains("208 KiB, not the 4 MiB asked"), "{w}");
     assert!(w.contains("sysctl -w net.core.rmem_max=8388608"), "{w}");
     for fine in [Some(4 << 20), None] {
         let w = warnings_with_udp_rcvbuf(fine);

@@ -286,7 +286,7 @@ mod tests {
         assert_eq!(format(Micros, 94_400.0), "94.4 ms");
         assert_eq!(format(Micros, 700.0), "700 µs");
         assert_eq!(format(Fraction, 0.0125), "1.25%");
-        assert_eq!(format(Bytes, 2.3 * 1024.0 * 1024.0), "2.30 MiB");
+        assert_eq!(format(Bytes, 2.3 * 1024.0 * 1024.0), "2.3 MiB");
         assert_eq!(format(Cores, 0.084), "0.08 cores");
         assert!(METRICS.iter().all(|m| metric(m.key) == Some(m)));
     }

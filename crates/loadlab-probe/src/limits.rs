@@ -161,24 +161,6 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
     out.join(",")
 }
 
-/// `128 MiB`, `1.5 GiB`: sizes in messages and reports.
-pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else if value >= 100.0 || value.fract() == 0.0 {
-        format!("{value:.0} {}", UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 /// The number of CPUs the kernel has online.
 pub fn online_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -235,12 +217,5 @@ mod tests {
         assert!(parse_cpu_list(",", 8).is_err());
         assert_eq!(format_cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
         assert_eq!(format_cpu_list(&[1]), "1");
-    }
-
-    #[test]
-    fn byte_formatting() {
-        assert_eq!(format_bytes(512), "512 B");
-        assert_eq!(format_bytes(128 << 20), "128 MiB");
-        assert_eq!(format_bytes(3 << 29), "1.5 GiB");
     }
 }

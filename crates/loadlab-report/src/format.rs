@@ -24,21 +24,9 @@ pub fn rate(per_second: f64) -> String {
     format!("{}.{}", count(tenths / 10), tenths % 10)
 }
 
-/// A byte count in binary units: `512 B`, `1.50 KiB`, `12.3 MiB`.
-pub fn bytes(n: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{v:.0} B"),
-        _ if v < 10.0 => format!("{v:.2} {}", UNITS[unit]),
-        _ => format!("{v:.1} {}", UNITS[unit]),
-    }
-}
+/// A byte count in binary units: `512 B`, `1.5 KiB`, `12.3 MiB` (the one rule, in
+/// `loadlab_result::format`).
+pub use loadlab_result::format::bytes;
 
 #[cfg(test)]
 mod tests {
@@ -54,8 +42,5 @@ mod tests {
         assert_eq!(count(0), "0");
         assert_eq!(count(999), "999");
         assert_eq!(count(1_234_567), "1,234,567");
-        assert_eq!(bytes(512.0), "512 B");
-        assert_eq!(bytes(1536.0), "1.50 KiB");
-        assert_eq!(bytes(12.3 * 1024.0 * 1024.0), "12.3 MiB");
     }
 }

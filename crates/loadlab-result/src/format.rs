@@ -14,9 +14,69 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// A byte count in binary units, the one rule every crate prints sizes with: below 1 KiB in
+/// whole bytes (`512 B`); above, in the largest of KiB, MiB, GiB and TiB that leaves at least
+/// 1, to three significant figures with trailing zeros dropped (`1.54 MiB`, `1.5 GiB`,
+/// `12.3 MiB`, `471 KiB`, `4 MiB`, `208 KiB`). A float because rates are sizes too.
+pub fn bytes(n: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n;
+    let mut unit = 0;
+    // On while the figure as printed would reach 1024 (1023.7 KiB is `1 MiB`, not `1024 KiB`).
+    while unit + 1 < UNITS.len() && value >= 1023.5 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        return format!("{value:.0} B");
+    }
+    // The thresholds are where rounding carries into one more digit (9.996 is `10`, not `10.00`).
+    let text = if value < 9.995 {
+        format!("{value:.2}")
+    } else if value < 99.95 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.0}")
+    };
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_in_binary_units_with_one_rule_for_decimals() {
+        for (n, want) in [
+            (0.0, "0 B"),
+            (512.0, "512 B"),
+            (1023.0, "1023 B"),
+            (1023.6, "1 KiB"),
+            (1024.0, "1 KiB"),
+            (1536.0, "1.5 KiB"),
+            (1_075.0, "1.05 KiB"),
+            (9.996 * 1024.0, "10 KiB"),
+            (99.96 * 1024.0, "100 KiB"),
+            (157.0 * 1024.0, "157 KiB"),
+            (470.9 * 1024.0, "471 KiB"),
+            (212_992.0, "208 KiB"),
+            (1023.6 * 1024.0, "1 MiB"),
+            (1.54 * 1024.0 * 1024.0, "1.54 MiB"),
+            (4.0 * 1024.0 * 1024.0, "4 MiB"),
+            (12.3 * 1024.0 * 1024.0, "12.3 MiB"),
+            ((128u64 << 20) as f64, "128 MiB"),
+            ((3u64 << 29) as f64, "1.5 GiB"),
+            ((5u64 << 40) as f64, "5 TiB"),
+            ((3000u64 << 40) as f64, "3000 TiB"),
+        ] {
+            assert_eq!(bytes(n), want, "{n}");
+        }
+    }
 
     #[test]
     fn separators_every_three_digits_from_the_right() {

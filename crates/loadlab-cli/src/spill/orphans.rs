@@ -27,7 +27,7 @@ pub fn notice(orphans: &[Orphan]) -> Option<String> {
         lines.push(format!(
             "  {} ({}): loadlab recover {0} -o result.json",
             o.path.display(),
-            size(o.size_bytes)
+            loadlab_result::format::bytes(o.size_bytes as f64)
         ));
     }
     if orphans.len() > NAMED {
@@ -51,13 +51,5 @@ pub fn print_list() {
     }
     for o in orphans {
         println!("{}\t{}\t{}", o.path.display(), o.size_bytes, o.pid);
-    }
-}
-
-fn size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / 1_048_576.0),
-        b if b >= 1 << 10 => format!("{:.1} KB", b as f64 / 1_024.0),
-        b => format!("{b} bytes"),
     }
 }

@@ -357,7 +357,7 @@ fn spill_files_of_killed_runs_are_named_on_start_and_listed_never_deleted() {
     ok(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let named = format!(
-        "{} (2.0 KB): loadlab recover {}",
+        "{} (2 KiB): loadlab recover {}",
         orphan.display(),
         orphan.display()
     );

@@ -10,11 +10,7 @@ use loadlab_result::{Check, CheckStatus};
 
 /// `4 MiB`, `208 KiB`, `512 B`.
 fn size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
+    loadlab_result::format::bytes(bytes as f64)
 }
 
 pub fn udp_buffers(r: &Readings, p: &PlannedRun) -> Check {

@@ -3,6 +3,7 @@
 
 use super::mounts::*;
 use super::*;
+use loadlab_result::format;
 
 pub(super) fn create_v1(
     mounts: &Mounts,
@@ -87,12 +88,12 @@ pub(super) fn create_v1(
                     writes.push((memsw, bytes.to_string()));
                 }
                 apply(
-                    format_bytes(bytes),
+                    format::bytes(bytes as f64),
                     &writes,
                     format!("memory.limit_in_bytes={bytes} (swap included)"),
                 )
             }
-            None => not_held(format_bytes(bytes), missing("memory")),
+            None => not_held(format::bytes(bytes as f64), missing("memory")),
         });
     }
     if let Some(cpus) = &limits.pin {
@@ -161,7 +162,7 @@ pub(super) fn create_v2(
             writes.push((swap, "0".into()));
         }
         report.memory = Some(apply(
-            format_bytes(bytes),
+            format::bytes(bytes as f64),
             &writes,
             format!("memory.max={bytes}, memory.swap.max=0"),
         ));
@@ -206,7 +207,7 @@ pub(super) fn note_unapplied(limits: &Limits, report: &mut LimitsReport, reason:
         report.cpus = Some(not_held(format!("{cpus} cores"), reason.into()));
     }
     if let Some(bytes) = limits.memory {
-        report.memory = Some(not_held(format_bytes(bytes), reason.into()));
+        report.memory = Some(not_held(format::bytes(bytes as f64), reason.into()));
     }
     if let Some(cpus) = &limits.pin {
         report.pin = Some(not_held(

@@ -13,7 +13,7 @@
 //! A process joins the group in `pre_exec`, between fork and exec, so every thread and child
 //! it ever creates is inside; moving it afterwards would miss threads started meanwhile.
 
-use crate::limits::{self, format_bytes, format_cpu_list, Limits, LimitsMode, CPU_PERIOD_US};
+use crate::limits::{self, format_cpu_list, Limits, LimitsMode, CPU_PERIOD_US};
 use crate::ProbeError;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
