@@ -1,62 +1,12 @@
-//! `{{NAME}}` in templated strings, as the scenario format defines them: `{{NAME}}` is the
-//! variable `NAME`, `{{{{` is a literal `{{`. Only reading and escaping here; substitution is
+//! `{{NAME}}` in templated strings, read by the scenario format's grammar
+//! (`loadlab_scenario::placeholder`): `{{NAME}}` is the variable `NAME`, `{{{{` is a literal
+//! `{{`. Only writing (escaping, names from free text) here; substitution is
 //! the scenario engine's job (except [`substitute`], which an importer uses to compute a value
 //! it cannot leave templated, such as a basic-auth header).
 
-/// A variable name the scenario loader accepts: letters, digits, `_`, `.`, `-` and `$`
-/// (Postman's names are usually of this kind; others are refused with the fix).
-pub fn is_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$'))
-}
-
-/// One piece of a templated string.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece<'a> {
-    Text(&'a str),
-    /// `{{{{`: a literal `{{`.
-    Braces,
-    Var(&'a str),
-}
-
-/// Splits a templated string; an unclosed `{{` is an error (with the fix).
-pub fn pieces(s: &str) -> Result<Vec<Piece<'_>>, String> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(at) = rest.find("{{") {
-        if at > 0 {
-            out.push(Piece::Text(&rest[..at]));
-        }
-        let after = &rest[at + 2..];
-        if let Some(more) = after.strip_prefix("{{") {
-            out.push(Piece::Braces);
-            rest = more;
-            continue;
-        }
-        let end = after.find("}}").ok_or_else(|| {
-            format!("an unclosed `{{{{` in {s:?} (write `{{{{{{{{` for a literal `{{{{`)")
-        })?;
-        out.push(Piece::Var(&after[..end]));
-        rest = &after[end + 2..];
-    }
-    if !rest.is_empty() {
-        out.push(Piece::Text(rest));
-    }
-    Ok(out)
-}
-
-/// The variable names a templated string uses, in order.
-pub fn names(s: &str) -> Result<Vec<&str>, String> {
-    Ok(pieces(s)?
-        .into_iter()
-        .filter_map(|p| match p {
-            Piece::Var(name) => Some(name),
-            _ => None,
-        })
-        .collect())
-}
+/// The scenario format's own grammar (one reading of `{{NAME}}` for the file written and the
+/// loader that reads it back).
+pub use loadlab_scenario::placeholder::{is_name, names, pieces, Piece};
 
 /// A literal string made safe to write where a template is expected.
 pub fn escape(literal: &str) -> String {
@@ -113,22 +63,6 @@ pub fn name_from(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pieces_split_variables_and_literal_braces() {
-        assert_eq!(
-            pieces("https://{{URL}}/a{{{{b").unwrap(),
-            vec![
-                Piece::Text("https://"),
-                Piece::Var("URL"),
-                Piece::Text("/a"),
-                Piece::Braces,
-                Piece::Text("b"),
-            ]
-        );
-        assert_eq!(names("{{A}}{{B}}x").unwrap(), vec!["A", "B"]);
-        assert!(pieces("{{A").unwrap_err().contains("unclosed"));
-    }
 
     #[test]
     fn escaping_round_trips_through_pieces() {

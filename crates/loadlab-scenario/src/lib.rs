@@ -34,6 +34,7 @@ mod error;
 pub mod feeder;
 pub mod file;
 pub mod origin;
+pub mod placeholder;
 pub mod request;
 pub mod template;
 pub mod think;

@@ -4,7 +4,10 @@
 //! then, so a template that uses only those is a constant; only variables a capture or a
 //! feeder sets stay as slots, filled from the virtual user's values when a request is built.
 //! An unknown name is an error at load time, never an empty string at run time. `{{{{` is a
-//! literal `{{`. Rendering never allocates beyond growing the buffer it writes into.
+//! literal `{{`: the grammar is [`crate::placeholder`]'s, which the importers share. Rendering
+//! never allocates beyond growing the buffer it writes into.
+
+use crate::placeholder::{self, Piece};
 
 /// How a variable's value is escaped where it is put.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,25 +73,21 @@ impl Template {
         escape: Escape,
         lookup: &dyn Fn(&str) -> Lookup<'v>,
     ) -> Result<(), String> {
-        let mut rest = text;
-        while let Some(open) = rest.find("{{") {
-            self.push_escaped(&rest[..open], escape);
-            let after = &rest[open + 2..];
-            if let Some(tail) = after.strip_prefix("{{") {
-                self.push_escaped("{{", escape);
-                rest = tail;
-                continue;
-            }
-            let Some(close) = after.find("}}") else {
-                return Err(format!(
-                    "`{{{{` without a closing `}}}}` in `{text}`; write {{{{NAME}}}}, or {{{{{{{{ for a literal {{{{"
-                ));
+        for piece in placeholder::pieces(text)? {
+            let name = match piece {
+                Piece::Text(literal) => {
+                    self.push_escaped(literal, escape);
+                    continue;
+                }
+                Piece::Braces => {
+                    self.push_escaped("{{", escape);
+                    continue;
+                }
+                Piece::Var(name) => name,
             };
-            let name = after[..close].trim();
-            if name.is_empty() || !name.chars().all(is_name_char) {
+            if !placeholder::is_name(name) {
                 return Err(format!(
-                    "`{{{{{}}}}}` is not a variable name (letters, digits, _ . -)",
-                    &after[..close]
+                    "`{{{{{name}}}}}` is not a variable name (letters, digits, _ . - $)"
                 ));
             }
             match lookup(name) {
@@ -100,9 +99,7 @@ impl Template {
                     ))
                 }
             }
-            rest = &after[close + 2..];
         }
-        self.push_escaped(rest, escape);
         Ok(())
     }
 
@@ -198,10 +195,6 @@ impl Template {
         }
         n
     }
-}
-
-fn is_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '$')
 }
 
 fn write_escaped(bytes: &[u8], escape: Escape, out: &mut Vec<u8>) {

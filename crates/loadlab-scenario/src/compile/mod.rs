@@ -19,6 +19,7 @@ use crate::origin::parse_origin;
 use crate::template::{Escape, Lookup, Template};
 use crate::think::{parse_duration, Think};
 use crate::{Mode, Origin, Scenario, Step, VarSource, Variable};
+use loadlab_result::format::thousands;
 use request::{compile_requests, RequestCtx};
 use response::{compile_capture, compile_check};
 use std::cell::RefCell;
@@ -148,8 +149,8 @@ pub(crate) fn compile(
                  each step's figures, and the result and its reports carry them all): split \
                  the journey into several scenario files, or import fewer requests (a HAR \
                  recording's other hosts and static assets are left out unless asked for)",
-                thousands(file.steps.len()),
-                thousands(crate::MAX_STEPS)
+                thousands(file.steps.len() as u64),
+                thousands(crate::MAX_STEPS as u64)
             ),
         ));
     }
@@ -396,35 +397,18 @@ impl Variables {
     }
 }
 
-/// `12345` as `12,345`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn step_item(name: &str) -> String {
     format!("step `{name}`")
 }
 
 fn check_var_name(name: &str, item: &str, field: &str) -> Result<(), ScenarioError> {
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '$'));
-    if ok {
+    if crate::placeholder::is_name(name) {
         Ok(())
     } else {
         Err(invalid(
             item,
             field,
-            format!("`{name}` is not a variable name; use letters, digits, _ . and -"),
+            format!("`{name}` is not a variable name; use letters, digits, _ . - and $"),
         ))
     }
 }
