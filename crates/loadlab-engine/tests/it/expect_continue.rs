@@ -167,8 +167,9 @@ fn the_body_waits_for_the_servers_100_continue() {
     // One connection: the 100 and the final answer leave it reusable.
     assert_eq!(seen.connections.load(Ordering::SeqCst), 1);
     let latency = m.latency_us.as_ref().unwrap();
-    // The 100 sent the body, not the 1 s wait (50 waits would put the median above 1 s).
-    assert!(latency.p50 < 500_000.0, "waited out the 100: {latency:?}");
+    // The 100 sent the body, not the 1 s wait: 50 waits would put the median above 1 s, so
+    // that is the bound (it was 500 ms, half the wait, which only a busy machine reaches).
+    assert!(latency.p50 < 1_000_000.0, "waited out the 100: {latency:?}");
 }
 
 #[test]
