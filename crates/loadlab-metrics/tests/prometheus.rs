@@ -127,10 +127,13 @@ fn a_receiver_that_stalls_or_refuses_never_slows_the_sender() {
                 out.offer(f.clone());
             }
         }
+        // An offer that waited for the receiver would wait out at least one send timeout
+        // (300 ms above): offering all 200 takes less than that one timeout (it was a fixed
+        // 100 ms, a third of it, which a busy machine could break).
         let offer_ms = offering.elapsed().as_millis();
         assert!(
-            offer_ms < 100,
-            "{what}: offering 200 intervals took {offer_ms} ms"
+            offer_ms < 300,
+            "{what}: offering 200 intervals took {offer_ms} ms, a send timeout's worth"
         );
         let finishing = Instant::now();
         let report = out.finish(Duration::from_millis(500));
