@@ -21,9 +21,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-/// A request's body as the service reads it: the h3 stream's DATA frames.
+/// A request's body as the service reads it: the h3 stream's DATA frames. The stream sits in
+/// a `Mutex` only to make the body `Sync` (warp takes no other): it is reached through
+/// `get_mut`, which never locks.
 pub struct H3Body {
-    recv: h3::server::RequestStream<h3_quinn::RecvStream, Bytes>,
+    recv: std::sync::Mutex<h3::server::RequestStream<h3_quinn::RecvStream, Bytes>>,
     done: bool,
 }
 
@@ -38,7 +40,11 @@ impl Body for H3Body {
         if self.done {
             return Poll::Ready(None);
         }
-        match self.recv.poll_recv_data(cx) {
+        let recv = match self.recv.get_mut() {
+            Ok(recv) => recv,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match recv.poll_recv_data(cx) {
             Poll::Ready(Ok(Some(mut data))) => {
                 let n = data.remaining();
                 Poll::Ready(Some(Ok(Frame::data(data.copy_to_bytes(n)))))
@@ -69,6 +75,35 @@ pub fn endpoint(addr: SocketAddr, tls: &rustls::ServerConfig) -> Result<quinn::E
     quinn::Endpoint::server(config, addr).map_err(|e| {
         format!("cannot bind UDP {addr} for HTTP/3 (the TCP port's number): {e}").into()
     })
+}
+
+/// Serves HTTPS on `listener` (HTTP/1.1 and HTTP/2, [`crate::tls::serve`]) and HTTP/3 on its
+/// port number over UDP, each connection answered by a service from `make_service()`: the
+/// same routes whichever the protocol. A UDP port that cannot be bound fails start-up.
+pub async fn serve_with_tls<M, S, B>(
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    make_service: M,
+) -> Result<(), Error>
+where
+    M: Fn() -> S + Clone + Send + 'static,
+    S: Service<Request<H3Body>, Response = Response<B>>
+        + Service<Request<hyper::body::Incoming>, Response = Response<B>>
+        + Send
+        + Sync
+        + 'static,
+    <S as Service<Request<H3Body>>>::Future: Send + 'static,
+    <S as Service<Request<H3Body>>>::Error: std::fmt::Display,
+    <S as Service<Request<hyper::body::Incoming>>>::Future: Send + 'static,
+    <S as Service<Request<hyper::body::Incoming>>>::Error:
+        Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send,
+{
+    let quic = endpoint(listener.local_addr()?, &tls)?;
+    tokio::spawn(serve(quic, make_service.clone()));
+    crate::tls::serve(listener, tls, make_service).await
 }
 
 /// Serves HTTP/3 on `endpoint` until it closes: each connection in a task of its own, each
@@ -104,7 +139,10 @@ where
                         return;
                     };
                     let (send, recv) = stream.split();
-                    let request = request.map(|()| H3Body { recv, done: false });
+                    let request = request.map(|()| H3Body {
+                        recv: std::sync::Mutex::new(recv),
+                        done: false,
+                    });
                     let _ = answer(send, service.call(request)).await;
                 });
             }
@@ -132,12 +170,7 @@ where
         }
     };
     let (mut head, body) = response.into_parts();
-    if !head.headers.contains_key(DATE) {
-        let now = httpdate::fmt_http_date(std::time::SystemTime::now());
-        if let Ok(value) = HeaderValue::from_str(&now) {
-            head.headers.insert(DATE, value);
-        }
-    }
+    add_date(&mut head.headers);
     if let Some(len) = body.size_hint().exact() {
         head.headers.entry(CONTENT_LENGTH).or_insert(len.into());
     }
@@ -154,4 +187,14 @@ where
         }
     }
     send.finish().await
+}
+
+/// Adds `Date` (now) unless the service set one, as hyper does over HTTP/1.1 and HTTP/2.
+pub fn add_date(headers: &mut hyper::HeaderMap) {
+    if !headers.contains_key(DATE) {
+        let now = httpdate::fmt_http_date(std::time::SystemTime::now());
+        if let Ok(value) = HeaderValue::from_str(&now) {
+            headers.insert(DATE, value);
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! (or `WORKERS`), an `App` with shared `web::Data`, `route` registration
 //! and `DefaultHeaders` middleware for `Server`. Over HTTPS (`TLS_CERT`, `TLS_KEY`) it binds
 //! with `bind_rustls_0_23`, actix-web's own rustls listener, which offers `h2` and `http/1.1`
-//! by ALPN.
+//! by ALPN, and serves HTTP/3 on the same port number over UDP ([`h3`]: actix-web has none).
 
 use actix_web::http::header::{self, ContentType};
 use actix_web::http::StatusCode;
@@ -12,6 +12,7 @@ use lab_common::{params, startup, workload, AppState, BadParam, Config, Upstream
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod h3;
 mod upstream_grpc;
 
 type Shared = web::Data<AppState>;
@@ -38,7 +39,7 @@ fn run() -> Result<(), startup::Error> {
     let tls = startup::tls_config(&config, &[])?;
     let state = web::Data::new(AppState::load(&config)?);
     actix_web::rt::System::new().block_on(async move {
-        let server = HttpServer::new(move || {
+        let make_app = move || {
             App::new()
                 .app_data(state.clone())
                 .app_data(web::PayloadConfig::new(params::MAX_ECHO_BYTES))
@@ -61,13 +62,20 @@ fn run() -> Result<(), startup::Error> {
                 .route("/blogs/{id}", web::get().to(blog))
                 .route("/version", web::get().to(version))
                 .default_service(web::to(not_found))
-        })
-        .workers(config.workers)
-        .backlog(config.backlog);
+        };
+        let server = HttpServer::new(make_app.clone())
+            .workers(config.workers)
+            .backlog(config.backlog);
         let server = match tls {
             None => server.bind(config.bind_addr())?,
             Some(tls) => {
-                server.bind_rustls_0_23(config.bind_addr(), std::sync::Arc::unwrap_or_clone(tls))?
+                let server = server.bind_rustls_0_23(config.bind_addr(), (*tls).clone())?;
+                // HTTP/3 beside HTTPS, on the same port number over UDP, answered by the
+                // same App on as many arbiters as there are workers (capability `http3`).
+                if let Some(addr) = server.addrs().first() {
+                    h3::spawn(*addr, &tls, config.workers, make_app)?;
+                }
+                server
             }
         };
         for addr in server.addrs() {

@@ -27,16 +27,13 @@ fn main() -> ExitCode {
         let app = app(state);
         match tls {
             None => axum::serve(listener, app).await?,
+            // HTTPS, and HTTP/3 beside it on the same port number over UDP, serving the
+            // same Router (capability `http3`).
             Some(tls) => {
-                // HTTP/3 beside HTTPS, on the same port number over UDP, serving the same
-                // Router (capability `http3`).
-                let quic = lab_common::h3::endpoint(listener.local_addr()?, &tls)?;
-                let h3_app = app.clone();
-                tokio::spawn(lab_common::h3::serve(quic, move || {
-                    TowerToHyperService::new(h3_app.clone())
-                }));
-                lab_common::tls::serve(listener, tls, move || TowerToHyperService::new(app.clone()))
-                    .await?
+                lab_common::h3::serve_with_tls(listener, tls, move || {
+                    TowerToHyperService::new(app.clone())
+                })
+                .await?
             }
         }
         Ok(())

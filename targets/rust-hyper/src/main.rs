@@ -2,18 +2,22 @@
 //! hyper 1, the way hyper's server guide recommends: a tokio accept loop, one task per
 //! connection, `http1::Builder::serve_connection` with a `service_fn`, routing by `match`.
 //! Over HTTPS (`TLS_CERT`, `TLS_KEY`) the same service is served over tokio-rustls by
-//! hyper-util's `auto` builder (HTTP/1.1 or HTTP/2, as ALPN chose).
+//! hyper-util's `auto` builder (HTTP/1.1 or HTTP/2, as ALPN chose), and over HTTP/3 on the
+//! same port number over UDP (`lab_common::h3`: quinn and the h3 crates), by one [`App`]
+//! service for either body.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
+use hyper::body::Body;
 use hyper::header::{self, HeaderValue};
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
+use hyper::service::{service_fn, Service};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use lab_common::{params, startup, workload, AppState, BadParam, UpstreamError};
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,11 +36,8 @@ async fn serve(
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> Result<(), startup::Error> {
     if let Some(tls) = tls {
-        return lab_common::tls::serve(listener, tls, move || {
-            let state = state.clone();
-            service_fn(move |req| handle(state.clone(), req))
-        })
-        .await;
+        let app = App(state);
+        return lab_common::h3::serve_with_tls(listener, tls, move || app.clone()).await;
     }
     loop {
         let (stream, _) = match listener.accept().await {
@@ -62,6 +63,27 @@ async fn serve(
 
 type Reply = Response<Full<Bytes>>;
 
+/// The service over HTTPS and HTTP/3: [`handle`] as a `Service` for a request of any body
+/// (hyper's `Incoming` over TCP, h3's stream over QUIC), which one `service_fn` closure cannot
+/// be. Plain HTTP/1.1 keeps the `service_fn` of hyper's guide.
+#[derive(Clone)]
+struct App(Arc<AppState>);
+
+impl<B> Service<Request<B>> for App
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Reply;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Reply, Infallible>> + Send>>;
+
+    fn call(&self, req: Request<B>) -> Self::Future {
+        Box::pin(handle(self.0.clone(), req))
+    }
+}
+
 fn reply(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Reply {
     let mut response = Response::new(Full::new(body.into()));
     *response.status_mut() = status;
@@ -84,7 +106,11 @@ fn bad_request(err: BadParam) -> Reply {
     reply(StatusCode::BAD_REQUEST, TEXT, err.to_string())
 }
 
-async fn handle(state: Arc<AppState>, req: Request<Incoming>) -> Result<Reply, Infallible> {
+async fn handle<B>(state: Arc<AppState>, req: Request<B>) -> Result<Reply, Infallible>
+where
+    B: Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let query = req.uri().query().map(str::to_owned);
     let query = query.as_deref();
     let path = req.uri().path().to_owned();

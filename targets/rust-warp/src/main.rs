@@ -4,7 +4,8 @@
 //! `warp::serve(...).incoming(listener)` on a tokio multi-thread runtime. Over HTTPS
 //! (`TLS_CERT`, `TLS_KEY`; warp 0.4 has no TLS of its own) the same filter, as
 //! `warp::service`, is served by hyper-util over tokio-rustls, exactly as `warp::serve` serves
-//! it over TCP.
+//! it over TCP, and over HTTP/3 on the same port number over UDP (`lab_common::h3`: quinn and
+//! the h3 crates).
 
 use bytes::{Buf, BufMut, Bytes};
 use futures_util::{Stream, StreamExt};
@@ -27,8 +28,10 @@ fn main() -> ExitCode {
         let routes = routes(state);
         match tls {
             None => warp::serve(routes).incoming(listener).run().await,
+            // HTTPS, and HTTP/3 beside it on the same port number over UDP (capability
+            // `http3`), the same filter as a service.
             Some(tls) => {
-                lab_common::tls::serve(listener, tls, move || {
+                lab_common::h3::serve_with_tls(listener, tls, move || {
                     TowerToHyperService::new(warp::service(routes.clone()))
                 })
                 .await?
