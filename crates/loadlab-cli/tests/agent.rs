@@ -228,11 +228,13 @@ fn through_the_agent_the_servers_cpu_and_memory_are_the_ones_it_really_used() {
     let s = &doc["server"];
     assert_eq!(s["pid"], pid, "{s:#}");
     let agent_doc = &s["agent"];
-    // The injected offset is recovered within 1 ms.
+    // The injected offset is recovered within the estimate's own bound (half its lowest
+    // round trip, NTP's; on loopback about 0.1 ms): a fixed "within 1 ms" tested the load.
     let offset = agent_doc["clock_offset_s"].as_f64().unwrap();
+    let bound = agent_doc["clock_uncertainty_s"].as_f64().unwrap();
     assert!(
-        (offset - 2.5).abs() < 0.001,
-        "clock offset {offset} s, 2.5 s injected: {agent_doc:#}"
+        (offset - 2.5).abs() <= bound + 1e-9,
+        "clock offset {offset} s, 2.5 s injected, bound {bound} s: {agent_doc:#}"
     );
     // CPU per request: the agent's series against /proc, over the same run.
     let completed = doc["measured"]["requests"]["completed"].as_f64().unwrap();
@@ -247,12 +249,20 @@ fn through_the_agent_the_servers_cpu_and_memory_are_the_ones_it_really_used() {
     assert!(true_cpu_s > 0.2, "the server barely worked: {true_cpu_s} s");
     let per_request = (agent_cpu_s / completed, true_cpu_s / completed);
     let ratio = per_request.0 / per_request.1;
-    assert!(
-        (0.95..=1.05).contains(&ratio),
+    let says = format!(
         "CPU per request through the agent {:.2} µs, from /proc {:.2} µs ({ratio:.3})",
         per_request.0 * 1e6,
         per_request.1 * 1e6
     );
+    // Invariants, not a ±5% window (which a busy machine's edges broke): the agent's windows
+    // lie inside the test's two readings, so their CPU is at most what /proc counted between
+    // them (give or take a clock tick at each reading); and the server works only while
+    // loadlab sends, which the windows span, so they hold most of it (a window lost or
+    // mis-placed would leave far more out; the server idles before and after).
+    let tick_s = 1.0 / ticks;
+    assert!(agent_cpu_s <= true_cpu_s + 2.0 * tick_s, "{says}");
+    assert!(agent_cpu_s >= 0.5 * true_cpu_s, "{says}");
+    println!("{says}");
     let agent_rss = windows.last().unwrap()["rss_bytes"].as_f64().unwrap();
     let ratio = agent_rss / rss as f64;
     assert!(
@@ -669,8 +679,17 @@ fn a_sigkilled_agents_successor_leaves_no_process_cgroup_or_key_behind() {
     agent.kill();
     let _ = run.kill();
     let _ = run.wait();
-    // Only the direct child dies with the agent: its children live on.
-    std::thread::sleep(Duration::from_millis(300));
+    // Only the direct child dies with the agent: its children live on. Waited for (it slept
+    // a fixed 300 ms): until the direct child is gone, then its two children must remain.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while marked(&marker).len() > 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the agent's direct child outlived it: {:?}",
+            marked(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let orphans = marked(&marker);
     assert_eq!(orphans.len(), 2, "{orphans:?}");
     let successor = Agent::start(&lab, &dir, &[]);

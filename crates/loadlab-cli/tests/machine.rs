@@ -315,26 +315,29 @@ fn bandwidth_caps_hold_and_leave_nothing_behind() {
         assert!(out.status.success(), "{flag}: {}", stderr(&out));
         let r = json(&out);
         assert_valid(&r);
-        // 1 MiB at 2 MB/s is 0.524 s of payload, 0.549 s on the wire: the median of three
-        // fetches within 10% of the wire time (the margin covers a busy machine's scheduling;
-        // a cap that did not hold would be off by far more).
+        // 1 MiB at 2 MB/s is 0.524 s of payload, 0.549 s on the wire. The cap holds: the
+        // median of three fetches is not faster than the wire time (10% for the shaper's
+        // burst; uncapped, loopback takes milliseconds). Slower is what a busy machine makes
+        // it, so the upper bound only catches a cap set in the wrong unit (bits for bytes is
+        // 8 times slower), not the load: 3 times the wire time (it was within 10%).
         let p50_s = r["measured"]["latency_us"]["p50"].as_f64().unwrap() / 1e6;
         let want = wire_time_s(MIB, rate);
         assert!(
-            (p50_s / want - 1.0).abs() < 0.10,
-            "{flag}: 1 MiB took {p50_s:.3} s, expected {want:.3} s within 10%"
+            (0.9 * want..3.0 * want).contains(&p50_s),
+            "{flag}: 1 MiB took {p50_s:.3} s, expected {want:.3} s (at least 90%, under 3x)"
         );
         let link = &r["link"];
         for dir in ["up", "down"] {
             let d = &link[dir];
             assert_eq!(d["rate_bytes_per_s"].as_f64(), Some(rate), "{d}");
             // The calibration counts what the cap limits (frames on the wire): never above the
-            // cap by more than 5%, and not far below it. A busy machine (the other tests of
-            // this file run beside it) starves the calibration's sender: CI measured 4.62 MB/s
-            // under a 6 MB/s cap while the fetches above still took their wire time.
+            // cap by more than 5% (the cap is a ceiling on any machine). Below it is how much a
+            // busy machine starves the calibration's sender (CI measured 4.62 MB/s under a
+            // 6 MB/s cap while the fetches above still took their wire time), so the lower
+            // bound only catches a wrong unit (8 times off): a third of the cap (it was 0.7).
             let wire = d["calibrated_wire_bytes_per_s"].as_f64().unwrap();
             assert!(
-                wire / rate < 1.05 && wire / rate > 0.7,
+                wire / rate < 1.05 && wire / rate > 1.0 / 3.0,
                 "{flag} {dir}: calibrated {wire}"
             );
             // Payload is what is left of the wire's bytes after the frames' headers.

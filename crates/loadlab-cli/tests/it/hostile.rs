@@ -854,7 +854,6 @@ fn hostile_command_lines_are_refused_up_front() {
         (vec!["--seed", "-1", url], "--seed"),
     ];
     for (args, needle) in cases {
-        let started = Instant::now();
         let child = loadlab()
             .arg("run")
             .args(&args)
@@ -866,11 +865,8 @@ fn hostile_command_lines_are_refused_up_front() {
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
         assert!(!stderr.contains("use '-- -1'"), "{args:?}: {stderr}");
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{args:?} took {:?}",
-            started.elapsed()
-        );
+        // No "took under 10 s": a parse error takes milliseconds on an idle machine and
+        // whatever a busy one makes it; `finish`'s watchdog catches a run that went ahead.
     }
 }
 
