@@ -8,7 +8,6 @@ use clap::Args;
 use loadlab_experiment::analysis::{self, ArmRuns};
 use loadlab_experiment::table::{self, Format};
 use loadlab_result::RunResult;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
@@ -39,9 +38,8 @@ pub struct CompareArgs {
     #[arg(long, default_value = "3%")]
     pub margin: String,
 
-    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: crate::cmd::store_args::DbArgs,
 
     #[command(flatten)]
     pub gates: GateArgs,
@@ -58,8 +56,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("--margin {:?}: a percentage below 50, e.g. 3%", args.margin))?
         / 100.0;
     let gates = args.gates.parse()?;
-    let control = arm(&args.a, args.db.as_deref())?;
-    let test = arm(&args.b, args.db.as_deref())?;
+    let control = arm(&args.a, args.store.db.as_deref())?;
+    let test = arm(&args.b, args.store.db.as_deref())?;
     let opts = loadlab_compare::Options {
         equivalence_margin: margin,
         ..loadlab_compare::Options::default()

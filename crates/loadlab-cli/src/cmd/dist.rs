@@ -210,6 +210,7 @@ fn check_run_flags(raw: &[String], shards: u32, engine_sets: &[&str]) -> anyhow:
     };
     for flag in [
         "--save",
+        "--no-save",
         "--tag",
         "--db",
         "--report",

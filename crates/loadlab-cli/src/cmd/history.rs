@@ -70,9 +70,8 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
 
-    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: crate::cmd::store_args::DbArgs,
 }
 
 pub fn run(args: HistoryArgs) -> anyhow::Result<ExitCode> {
@@ -105,7 +104,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitCode> {
     if !matches!(format, "text" | "markdown" | "json") {
         bail!("--format {format:?}: use text, markdown or json");
     }
-    let store = crate::cmd::runs::open_store(args.db.as_deref())?;
+    let store = args.store.open()?;
     let filters = Filters {
         branch: args.branch.clone(),
         since: args.since.clone(),

@@ -43,17 +43,9 @@ pub struct MergedOutput {
     #[arg(long, value_name = "FILE")]
     pub report: Option<String>,
 
-    /// Keep the merged result in the results store (see `loadlab runs`).
-    #[arg(long)]
-    pub save: bool,
-
-    /// With --save: a name to find the run by later.
-    #[arg(long, value_name = "NAME", requires = "save")]
-    pub tag: Option<String>,
-
-    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    /// --save, --no-save, --tag and --db.
+    #[command(flatten)]
+    pub store: crate::cmd::store_args::StoreArgs,
 
     /// Print no human summary.
     #[arg(short = 'q', long)]
@@ -74,9 +66,7 @@ impl MergedOutput {
             Destination::open(p, "--report")?;
         }
         self.gates.parse()?;
-        if self.save {
-            crate::cmd::runs::open_store(self.db.as_deref())?;
-        }
+        self.store.open_if_saving(false)?;
         Ok(())
     }
 }
@@ -139,15 +129,13 @@ pub fn present(merged: RunResult, out: &MergedOutput, gave_none: bool) -> anyhow
     if !out.quiet {
         output::print_summary(&merged, matches!(output, Some(Destination::Stdout)))?;
     }
-    if out.save {
-        let store = crate::cmd::runs::open_store(out.db.as_deref())?;
-        let id = crate::cmd::runs::save(&store, &merged, out.tag.as_deref())?;
+    if let Some(store) = out.store.open_if_saving(false)? {
+        let tag = out.store.tag.as_deref();
+        let id = crate::cmd::runs::save(&store, &merged, tag)?;
         if !out.quiet {
             eprintln!(
                 "saved as run {id}{}",
-                out.tag
-                    .as_deref()
-                    .map_or(String::new(), |t| format!(" (tag {t})"))
+                tag.map_or(String::new(), |t| format!(" (tag {t})"))
             );
         }
     }

@@ -23,6 +23,7 @@ pub mod run;
 pub mod runs;
 pub mod server;
 pub mod shard;
+pub mod store_args;
 pub mod upstream;
 
 use crate::cli::{Cli, Command};

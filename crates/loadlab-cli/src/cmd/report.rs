@@ -35,17 +35,16 @@ pub struct ReportArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
 
-    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: crate::cmd::store_args::DbArgs,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let kind = kind_of(&args.output)?;
     crate::output::check_writable(&args.output, "-o")?;
     if let Some(pair) = &args.compare {
-        let control = crate::cmd::compare::arm(&pair[0], args.db.as_deref())?;
-        let test = crate::cmd::compare::arm(&pair[1], args.db.as_deref())?;
+        let control = crate::cmd::compare::arm(&pair[0], args.store.db.as_deref())?;
+        let test = crate::cmd::compare::arm(&pair[1], args.store.db.as_deref())?;
         let comparisons = analysis::compare(
             &[(
                 ArmRuns {
@@ -68,7 +67,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         if args.spec.is_empty() {
             bail!("give what to report: a run id, a tag, an experiment's name, or JSON files");
         }
-        let arms = runs_of(&args.spec, args.db.as_deref())?;
+        let arms = runs_of(&args.spec, args.store.db.as_deref())?;
         match arms {
             Arms::Runs(runs) => write(&args.output, kind, &runs, &[])?,
             Arms::Experiment(e) => {

@@ -20,9 +20,8 @@ use std::process::ExitCode;
 #[derive(Debug, Args)]
 #[command(about = "Runs kept in the results store: list, show, delete, export")]
 pub struct RunsArgs {
-    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
-    #[arg(long, value_name = "FILE", global = true)]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: crate::cmd::store_args::DbArgs,
 
     #[command(subcommand)]
     pub command: RunsCommand,
@@ -378,7 +377,7 @@ fn revision_of(r: &loadlab_store::RunRow) -> Option<String> {
 }
 
 pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(args.db.as_deref())?;
+    let store = args.store.open()?;
     match args.command {
         RunsCommand::List { tag, limit } => {
             let rows = store.list_runs(&Filter {

@@ -64,17 +64,9 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
-    /// Do not keep the probes' runs in the results store.
-    #[arg(long)]
-    pub no_save: bool,
-
-    /// The tag the probes' runs are kept under [default: capacity, or sweep].
-    #[arg(long, value_name = "NAME")]
-    pub tag: Option<String>,
-
-    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    /// --save, --no-save, --tag and --db.
+    #[command(flatten)]
+    pub store: crate::cmd::store_args::StoreArgs,
 
     #[command(flatten)]
     pub provenance: crate::cmd::runs::ProvenanceArgs,
@@ -252,11 +244,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
     if let Some(p) = &args.report {
         report_kind(p)?;
     }
-    let store = if args.no_save {
-        None
-    } else {
-        Some(crate::cmd::runs::open_store(args.db.as_deref())?)
-    };
+    let store = args.store.open_if_saving(true)?;
     let mut run = args.request.spec(&args.url)?;
     // The first probe's shape, so the spec validates now; each probe sets its own.
     run.rate = Some(1.0);
@@ -268,7 +256,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
         busy_poll: BusyPoll::Off,
     };
     let first_warmup = recommended_warmup(args);
-    let tag = args.tag.clone().unwrap_or_else(|| kind.to_string());
+    let tag = args.store.tag.clone().unwrap_or_else(|| kind.to_string());
     // Every probe scrapes and sends (its series under a run id of its own).
     let metrics = crate::cmd::run::metrics_plan(&args.metrics, Some(&tag), None)?;
     let mut session = Session::prepare(spec).map_err(flags_named)?;

@@ -58,9 +58,8 @@ pub struct ExperimentArgs {
     #[arg(long)]
     pub resume: bool,
 
-    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: crate::cmd::store_args::DbArgs,
 
     #[command(flatten)]
     pub provenance: crate::cmd::runs::ProvenanceArgs,
@@ -146,7 +145,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return Ok(ExitCode::SUCCESS);
     }
-    let store = crate::cmd::runs::open_store(args.db.as_deref())?;
+    let store = args.store.open()?;
     let control = Control::default();
     {
         let control = control.clone();
@@ -204,7 +203,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         "\n{} runs in {:.0} s, kept in {} (experiment {id})\n",
         by_arm.iter().map(Vec::len).sum::<usize>(),
         started.elapsed().as_secs_f64(),
-        crate::cmd::runs::db_path(args.db.as_deref()).display()
+        args.store.path().display()
     );
     let left_out = crate::cmd::runs::interrupted_runs(&store, id)?;
     if left_out > 0 {

@@ -139,17 +139,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<String>,
 
-    /// Keep the run in the results store (see `loadlab runs`).
-    #[arg(long)]
-    pub save: bool,
-
-    /// With --save: a name to find the run by later (`loadlab compare baseline candidate`).
-    #[arg(long, value_name = "NAME", requires = "save")]
-    pub tag: Option<String>,
-
-    /// The results store [default: $LOADLAB_DB, or loadlab.db here].
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    /// --save, --no-save, --tag and --db.
+    #[command(flatten)]
+    pub store: crate::cmd::store_args::StoreArgs,
 
     #[command(flatten)]
     pub provenance: crate::cmd::runs::ProvenanceArgs,

@@ -29,7 +29,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let spec = session_spec(&args)?;
     let metrics = metrics_plan(
         &args.metrics,
-        args.tag.as_deref(),
+        args.store.tag.as_deref(),
         args.shard.shard.map(|s| s.to_string()),
     )?;
     // Outputs, gates and the store are checked before anything starts, so a bad path or
@@ -54,11 +54,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let gates = args.gates.parse()?;
-    let store = if args.save {
-        Some(crate::cmd::runs::open_store(args.db.as_deref())?)
-    } else {
-        None
-    };
+    let store = args.store.open_if_saving(false)?;
     let machine = MachineOptions {
         strict: args.strict,
         ..MachineOptions::default()
@@ -80,7 +76,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     crate::cmd::generators::apply(fleet, &mut session, args.quiet)?;
     let save = store.as_ref().map(|store| crate::spill::run::Save {
         store,
-        meta: crate::cmd::runs::run_meta(args.tag.as_deref()),
+        meta: crate::cmd::runs::run_meta(args.store.tag.as_deref()),
     });
     let (result, code, saved) =
         execute_saving(&mut session, outputs, args.quiet, &metrics, save.as_ref())?;
@@ -91,7 +87,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if !args.quiet {
             eprintln!(
                 "saved as run {id}{}",
-                args.tag
+                args.store
+                    .tag
                     .as_deref()
                     .map_or(String::new(), |t| format!(" (tag {t})"))
             );
