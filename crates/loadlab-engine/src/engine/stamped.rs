@@ -270,16 +270,18 @@ mod tests {
         );
     }
 
-    /// A response that sat in the socket for 30 ms is stamped when it arrived, not when read.
+    /// A response that sat in the socket for 50 ms is stamped when it arrived, not when read.
     #[test]
     fn a_late_read_carries_the_arrival_time() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let (written, answered) = std::sync::mpsc::channel();
         let server = std::thread::spawn(move || {
             let (mut s, _) = listener.accept().unwrap();
             let mut buf = [0u8; 5];
             s.read_exact(&mut buf).unwrap();
             s.write_all(b"world").unwrap();
+            written.send(()).unwrap();
             let mut rest = Vec::new();
             let _ = s.read_to_end(&mut rest);
         });
@@ -292,16 +294,25 @@ mod tests {
             assert!(StampedTcp::enable_stamps(&tcp));
             let mut s = StampedTcp::new(tcp, StampClock::new()).unwrap();
             s.write_all(b"hello").await.unwrap();
-            // The answer arrives at once; read it 50 ms later.
+            // Waited for, not assumed: the server has written the answer (over loopback it is
+            // in our socket when its write returns), then it sits there 50 ms before the read.
+            // An order, not a guess at how soon a busy machine's server answers: the stamp is
+            // no later than the moment we knew the answer was in, so it predates the read by
+            // at least the 50 ms slept since.
+            answered
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the server answers");
+            let known_in = Instant::now();
             std::thread::sleep(Duration::from_millis(50));
             let before_read = Instant::now();
             let mut buf = [0u8; 16];
             let n = s.read(&mut buf).await.unwrap();
             assert_eq!(&buf[..n], b"world");
             let rx = s.last_rx().expect("a stamp");
+            assert!(rx <= known_in, "stamped after it was known to be in");
             let waited = before_read - rx;
             assert!(
-                waited >= Duration::from_millis(30),
+                waited >= Duration::from_millis(50),
                 "the stamp should predate the read by the 50 ms wait, was {waited:?}"
             );
             s.shutdown().await.unwrap();
