@@ -17,6 +17,7 @@
 //! Each importer returns an [`Imported`]: the TOML text, the notes, and the scenario itself
 //! (for tests and for callers that want to look before writing).
 
+pub mod address;
 pub mod curl;
 pub mod har;
 pub mod postman;

@@ -337,7 +337,9 @@ impl UniqueNames {
 }
 
 /// Splits a URL into its origin (`scheme://host:port`, or a leading `{{VAR}}` holding one)
-/// and the rest, which always starts with `/`.
+/// and the rest, which always starts with `/`. By hand, the one place: a template's text must
+/// come back as written (the `url` crate would lower-case or encode `{{NAME}}`, and refuses
+/// `{{PORT}}` as a port); whether a URL is one at all is `address`'s question.
 pub fn split_origin(url: &str) -> Option<(&str, String)> {
     let end = if let Some(at) = url.find("://") {
         let after = at + 3;
@@ -371,11 +373,7 @@ pub fn hoist_base_url(s: &mut Scenario) -> Option<String> {
     // A variable that holds a path as well (`https://h/api`) stays in every url: joining
     // "/x" to it would drop the path.
     let resolved = template::substitute(&base, |n| s.variable(n).map(str::to_string));
-    let after_scheme = resolved
-        .split_once("://")
-        .map(|(_, r)| r)
-        .unwrap_or(&resolved);
-    if after_scheme.trim_end_matches('/').contains('/') || !resolved.contains("://") {
+    if !crate::address::origin_only(&resolved) {
         return None;
     }
     for step in &mut s.steps {

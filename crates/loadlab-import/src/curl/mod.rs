@@ -217,7 +217,11 @@ pub fn import(command: &str, o: &Options) -> Result<Imported, ImportError> {
         .clone()
         .ok_or_else(|| ImportError::invalid(item, "url", "no URL in the command"))?;
     let request = build(p, url);
-    let name = format!("{} {}", request.method, path_of(&request.url));
+    let name = format!(
+        "{} {}",
+        request.method,
+        crate::address::path_of(&request.url)
+    );
     let mut s = Scenario {
         name: o.name.clone().unwrap_or_else(|| "curl".into()),
         ..Scenario::default()
@@ -334,7 +338,7 @@ fn url(u: String, p: &mut Parsed, notes: &mut Vec<Note>) {
         )));
         return;
     }
-    p.url = Some(if u.contains("://") || u.starts_with("{{") {
+    p.url = Some(if crate::address::has_scheme(&u) || u.starts_with("{{") {
         u
     } else {
         format!("http://{u}")
@@ -399,12 +403,4 @@ fn build(p: Parsed, url: String) -> Request {
         r.method = m;
     }
     r
-}
-
-fn path_of(url: &str) -> String {
-    let after = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-    match after.find('/') {
-        Some(at) => after[at..].split('?').next().unwrap_or("/").to_string(),
-        None => "/".to_string(),
-    }
 }

@@ -42,17 +42,20 @@ impl Entry {
         self.started_ms + self.time_ms.max(0.0)
     }
 
-    /// `host[:port]` of the URL, lower case.
+    /// `host[:port]` of the URL, lower case (empty for a URL with no host: `data:`).
     pub fn host(&self) -> String {
-        host_of(&self.url)
+        crate::address::absolute(&self.url)
+            .map(|url| crate::address::host(&url))
+            .unwrap_or_default()
     }
-}
 
-pub fn host_of(url: &str) -> String {
-    let after = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-    let authority = after.split(['/', '?', '#']).next().unwrap_or("");
-    let authority = authority.rsplit('@').next().unwrap_or(authority);
-    authority.to_ascii_lowercase()
+    /// Whether this is an http(s) request (not `data:`, `ws:`, `blob:`, ...), the only kind
+    /// replayed; an error names a URL the parser refuses.
+    pub fn is_web(&self) -> Result<bool, String> {
+        url::Url::parse(&self.url)
+            .map(|u| matches!(u.scheme(), "http" | "https"))
+            .map_err(|e| format!("{:?} is not a URL ({e})", self.url))
+    }
 }
 
 fn s(v: &Value, key: &str) -> String {
@@ -220,14 +223,5 @@ mod tests {
             90.0 * 60_000.0
         );
         assert_eq!(parse_time("yesterday"), None);
-    }
-
-    #[test]
-    fn hosts() {
-        assert_eq!(
-            host_of("https://App.example.com:8443/x?y"),
-            "app.example.com:8443"
-        );
-        assert_eq!(host_of("http://u:p@h/"), "h");
     }
 }

@@ -225,14 +225,22 @@ fn select<'a>(
     o: &Options,
     notes: &mut Vec<Note>,
 ) -> Result<Vec<&'a Entry>, ImportError> {
-    let web: Vec<&Entry> = all
-        .iter()
-        .filter(|e| e.url.starts_with("http://") || e.url.starts_with("https://"))
-        .collect();
-    if web.len() < all.len() {
+    let mut web: Vec<&Entry> = Vec::new();
+    let mut not_web = 0;
+    for e in all {
+        match e.is_web() {
+            Ok(true) => web.push(e),
+            Ok(false) => not_web += 1,
+            // One bad entry does not stop a recording of thousands: dropped, and said.
+            Err(why) => notes.push(Note::scenario(format!(
+                "entry {}: {why}: dropped (correct it in the recording to replay it)",
+                e.number
+            ))),
+        }
+    }
+    if not_web > 0 {
         notes.push(Note::scenario(format!(
-            "{} requests that are not http(s) (data:, ws:, ...) dropped",
-            all.len() - web.len()
+            "{not_web} requests that are not http(s) (data:, ws:, ...) dropped"
         )));
     }
     let Some(document) = web
@@ -248,7 +256,9 @@ fn select<'a>(
     };
     let hosts: Vec<String> = match &o.host {
         None => vec![document.host()],
-        Some(h) => vec![entry::host_of(h)],
+        Some(h) => {
+            vec![crate::address::host_named(h).map_err(|e| ImportError::invalid("--host", h, e))?]
+        }
     };
     // The other hosts in the order met, and as a set (a recording can name thousands).
     let mut other_hosts: Vec<String> = Vec::new();
@@ -400,18 +410,13 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The path (and query) of a URL, shortened for a step name.
+/// The path of a URL, shortened to 60 characters for a step name.
 fn path_of(url: &str) -> String {
-    let after = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-    let path = match after.find('/') {
-        Some(at) => &after[at..],
-        None => "/",
-    };
-    let path = path.split('?').next().unwrap_or("/");
+    let path = crate::address::path_of(url);
     if path.chars().count() > 60 {
         format!("{}...", path.chars().take(57).collect::<String>())
     } else {
-        path.to_string()
+        path
     }
 }
 

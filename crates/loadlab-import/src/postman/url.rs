@@ -120,7 +120,7 @@ fn replace_path_variable(url: &str, key: &str, value: &str) -> String {
 /// Postman sends a URL without a scheme over http.
 pub(super) fn with_scheme(url: &str, s: &Scenario) -> String {
     let resolved = template::substitute(url, |n| s.variable(n).map(str::to_string));
-    if resolved.contains("://") {
+    if crate::address::has_scheme(&resolved) {
         url.to_string()
     } else {
         format!("http://{url}")

@@ -537,3 +537,44 @@ fn control_characters_in_a_dropped_host_leave_the_file_readable() {
     let doc = read_back(&done.toml);
     assert_eq!(names_of(&doc).len(), 1);
 }
+
+/// Issue 44: recorded URLs are read by the `url` crate. An entry whose URL it refuses is
+/// dropped and named with the parser's reason (the rest of the recording still imports), and
+/// a `--host` that names no host is an error naming the flag.
+#[test]
+fn an_entry_whose_url_is_not_one_is_dropped_and_named() {
+    let har = r#"{"log":{"version":"1.2","entries":[
+      {"startedDateTime":"2026-01-01T00:00:00.000Z",
+       "request":{"method":"GET","url":"https://shop.test/","headers":[]},
+       "response":{"status":200,"headers":[]}},
+      {"startedDateTime":"2026-01-01T00:00:01.000Z",
+       "request":{"method":"GET","url":"https://shop.test:99999/cart","headers":[]},
+       "response":{"status":200,"headers":[]}}]}}"#;
+    let named = || Options {
+        label: "shop.har".into(),
+        ..Options::default()
+    };
+    let done = import(har, &named()).expect("imports");
+    let notes: Vec<String> = done.notes.iter().map(ToString::to_string).collect();
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "entry 2: \"https://shop.test:99999/cart\" is not a URL (invalid port number): dropped"
+        )),
+        "{notes:#?}"
+    );
+    assert_eq!(names_of(&read_back(&done.toml)).len(), 1);
+
+    let err = import(
+        har,
+        &Options {
+            host: Some("shop test".into()),
+            ..named()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("--host") && err.contains("is not a URL"),
+        "{err}"
+    );
+}
