@@ -233,10 +233,6 @@ fn interrupted_by(signal: i32) {
     // SAFETY: signalling our own child by its PID.
     unsafe { libc::kill(child.id() as i32, signal) };
     let out = child.wait_with_output().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "signal {signal} did not stop the run"
-    );
     // 128 + the signal: SIGINT 130, SIGTERM 143, SIGHUP 129.
     assert_eq!(out.status.code(), Some(128 + signal), "signal {signal}");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -245,6 +241,13 @@ fn interrupted_by(signal: i32) {
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_valid(&value);
     assert_eq!(value["interrupted"], true);
+    // The signal, not the 60 s deadline, ended it: by the run's own clock (the test's wall
+    // clock, "under 20 s", was a bound a busy machine could break).
+    let ran_s = value["measured"]["duration_s"].as_f64().unwrap();
+    assert!(
+        ran_s < 60.0,
+        "signal {signal} did not stop the run: {ran_s} s"
+    );
     // The server had answered 100 when the signal went; at most the 2 responses in flight on
     // the 2 connections may not have been read by then.
     assert!(value["measured"]["requests"]["completed"].as_u64().unwrap() >= 98);
