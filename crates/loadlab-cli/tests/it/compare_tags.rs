@@ -6,7 +6,30 @@
 use crate::common;
 use common::loadlab;
 use loadlab_testkit::{response, Behavior, TestServer};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The standard output of a command that must have succeeded.
+fn succeeded(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A server answering 200, and a store file in a directory of its own (removed first).
+fn server_and_store(name: &str) -> (TestServer, String, PathBuf, PathBuf) {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let url = server.url("/");
+    let dir = std::env::temp_dir().join(format!("loadlab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("loadlab.db");
+    (server, url, dir, db)
+}
 
 fn save(db: &Path, tag: &str, url: &str) {
     let out = loadlab()
@@ -18,11 +41,7 @@ fn save(db: &Path, tag: &str, url: &str) {
         .arg(url)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
 }
 
 fn compare(db: &Path, a: &str, b: &str) -> String {
@@ -31,23 +50,12 @@ fn compare(db: &Path, a: &str, b: &str) -> String {
         .arg(db)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    succeeded(&out)
 }
 
 #[test]
 fn a_tag_is_every_run_saved_with_it() {
-    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
-    let url = server.url("/");
-    let dir = std::env::temp_dir().join(format!("loadlab-compare-tags-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("loadlab.db");
+    let (_server, url, dir, db) = server_and_store("compare-tags");
     for _ in 0..3 {
         save(&db, "baseline", &url);
     }
@@ -71,17 +79,13 @@ fn a_tag_is_every_run_saved_with_it() {
 
 fn runs_list(db: &Path) -> String {
     // `--db` after the subcommand: the one StoreArgs declares it global, as `runs` did.
-    let out = loadlab()
-        .args(["runs", "list", "--db"])
-        .arg(db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    succeeded(
+        &loadlab()
+            .args(["runs", "list", "--db"])
+            .arg(db)
+            .output()
+            .unwrap(),
+    )
 }
 
 /// Issue 44: `--save`, `--no-save`, `--tag` and `--db` are one set of flags (StoreArgs) with
@@ -89,12 +93,7 @@ fn runs_list(db: &Path) -> String {
 /// required --save), `--no-save` with it is refused, and the last of --save/--no-save wins.
 #[test]
 fn a_tag_alone_keeps_the_run_and_no_save_keeps_nothing() {
-    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
-    let url = server.url("/");
-    let dir = std::env::temp_dir().join(format!("loadlab-store-args-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("loadlab.db");
+    let (_server, url, dir, db) = server_and_store("store-args");
     let run = |extra: &[&str]| {
         loadlab()
             .args(["run", "-q", "-n", "50", "-c", "1", "-t", "1"])
@@ -106,21 +105,11 @@ fn a_tag_alone_keeps_the_run_and_no_save_keeps_nothing() {
             .unwrap()
     };
 
-    let tagged = run(&["--tag", "solo"]);
-    assert!(
-        tagged.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tagged.stderr)
-    );
+    succeeded(&run(&["--tag", "solo"]));
     let list = runs_list(&db);
     assert_eq!(list.matches("solo").count(), 1, "{list}");
 
-    let unsaved = run(&["--save", "--no-save"]);
-    assert!(
-        unsaved.status.success(),
-        "{}",
-        String::from_utf8_lossy(&unsaved.stderr)
-    );
+    succeeded(&run(&["--save", "--no-save"]));
     assert_eq!(
         runs_list(&db).lines().count(),
         list.lines().count(),
