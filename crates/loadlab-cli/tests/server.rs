@@ -320,7 +320,15 @@ fn cgroups_are_removed_after_the_run_and_after_ctrl_c() {
             assert!(Instant::now() < deadline, "loadlab made no cgroup");
             std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(500));
+        // Mid-run: waited for (loadlab connected to its server), where a fixed 500 ms sleep
+        // let a slow start take the signal before the run began.
+        while !connected_to_its_server(pid) {
+            assert!(
+                Instant::now() < deadline,
+                "loadlab's server never had a connection"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         // SAFETY: a signal to the child this test started.
         unsafe { libc::kill(pid as i32, signal) };
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -799,4 +807,52 @@ fn loadlab_busy_polls_only_when_it_has_cpus_apart_from_the_server() {
         "{}",
         refused["load"]
     );
+}
+
+/// Whether a server loadlab (`pid`) launched into its cgroup has a connection established on
+/// a port it listens on: the run is under way. Read from the server's own socket inodes and
+/// its namespace's TCP tables.
+fn connected_to_its_server(pid: u32) -> bool {
+    let servers: Vec<u32> = groups_of(pid)
+        .iter()
+        .filter_map(|g| std::fs::read_to_string(g.join("cgroup.procs")).ok())
+        .flat_map(|t| t.lines().filter_map(|l| l.parse().ok()).collect::<Vec<_>>())
+        .collect();
+    servers.into_iter().any(|server| {
+        let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{server}/fd"))
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| std::fs::read_link(e.path()).ok())
+                    .filter_map(|l| {
+                        let l = l.to_string_lossy().into_owned();
+                        Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // (local port, state, inode) of each TCP socket in the server's namespace.
+        let sockets: Vec<(String, String, String)> = ["tcp", "tcp6"]
+            .iter()
+            .filter_map(|t| std::fs::read_to_string(format!("/proc/{server}/net/{t}")).ok())
+            .flat_map(|table| {
+                table
+                    .lines()
+                    .skip(1)
+                    .filter_map(|line| {
+                        let f: Vec<&str> = line.split_whitespace().collect();
+                        let port = f.get(1)?.rsplit(':').next()?.to_string();
+                        Some((port, f.get(3)?.to_string(), f.get(9)?.to_string()))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let listening: Vec<&String> = sockets
+            .iter()
+            .filter(|(_, state, inode)| state == "0A" && inodes.contains(inode))
+            .map(|(port, _, _)| port)
+            .collect();
+        sockets
+            .iter()
+            .any(|(port, state, _)| state == "01" && listening.contains(&port))
+    })
 }
