@@ -411,7 +411,7 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
         assert!(Instant::now() < deadline, "no link appeared for pid {pid}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_for_the_server_inside(pid);
     let namespace = links_of(pid)
         .into_iter()
         .find_map(|l| l.strip_prefix("/run/netns/").map(String::from))
@@ -466,6 +466,31 @@ fn a_killed_runs_link_is_removed_by_the_next_run() {
     assert!(still.is_empty(), "left running: {still:?}");
 }
 
+/// Waits until the server runs inside the namespace of loadlab's run `pid` (the fixture's
+/// binary among its processes): the run is past its start, where a fixed 1.5 s sleep let a
+/// slow start take the signal before the server existed.
+fn wait_for_the_server_inside(pid: u32) {
+    let fixture = std::fs::canonicalize(FIXTURE).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let namespace = links_of(pid)
+            .into_iter()
+            .find_map(|l| l.strip_prefix("/run/netns/").map(String::from));
+        let inside = namespace.as_deref().map(pids_in).unwrap_or_default();
+        if inside
+            .iter()
+            .any(|p| std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e == fixture))
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no server ran in {namespace:?} for pid {pid}: {inside:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The processes inside network namespace `name`.
 fn pids_in(name: &str) -> Vec<i32> {
     let out = Command::new("ip")
@@ -516,7 +541,7 @@ fn sigterm_and_errors_remove_the_link() {
         assert!(Instant::now() < deadline, "no link appeared for pid {pid}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_for_the_server_inside(pid);
     // SAFETY: kill(2) on the child this test started.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
