@@ -335,7 +335,21 @@ fn a_fleet_run_is_exact_and_a_killed_generator_is_named() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(4000));
+    // Mid-run: waited for (the server has connections from the run), then two seconds in;
+    // a fixed 4 s from the spawn let a slow fleet start lose gen2 before the run began.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = in_ns(&fleet.lab.server.0, "ss")
+            .args(["-Htn", "state", "established", "( sport = :8081 )"])
+            .output()
+            .unwrap();
+        if !out.stdout.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the fleet's run never connected");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_secs(2));
     fleet.generators[1].kill();
     let out = run.wait_with_output().unwrap();
     let doc: Value = serde_json::from_str(
