@@ -15,7 +15,7 @@ caddy_run() {
   "logging": {"logs": {
     "default": {"writer": {"output": "file", "filename": "$dir/error.log"},
                 "exclude": ["http.log.access"]},
-    "access": {"writer": {"output": "file", "filename": "$dir/access.log"},
+    "access": {"writer": {"output": "file", "filename": "$dir/access.log", "roll": false},
                "encoder": {"format": "json"}, "include": ["http.log.access"]}
   }},
   "apps": {
