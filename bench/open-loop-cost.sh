@@ -13,6 +13,7 @@
 #   RATES="5000 20000" SECS=3 ROUNDS=1 bash bench/open-loop-cost.sh    # a quick look
 #   LOADLAB=/tmp/old-loadlab TOOLS_RUN="loadlab" bash bench/open-loop-cost.sh   # another build
 #   EXTRA="--tick 1ms" bash bench/open-loop-cost.sh                    # loadlab flags to add
+#   THREADS=2 TOOLS_RUN=loadlab bash bench/open-loop-cost.sh           # loadlab -t2 (and closed)
 #
 # Installs oha (crates.io) into bench/tools if it is missing.
 set -euo pipefail
@@ -25,6 +26,7 @@ CLOSED=${CLOSED:-1}
 PORT=${PORT:-18183}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
+THREADS=${THREADS:-1}
 EXTRA=${EXTRA:-}
 TOOLS=$PWD/bench/tools
 mkdir -p "$TOOLS"
@@ -74,12 +76,12 @@ measure() { # tool rate
     loadlab)
         # shellcheck disable=SC2086
         /usr/bin/time -f "%U %S %w" -o "$OUT/time" "${PERF[@]}" taskset -c "$LOAD_CPU" \
-            "$LOADLAB" run -q -t1 --rate "$rate" $EXTRA -d "${SECS}s" --json "$OUT/l.json" "$URL" || true
+            "$LOADLAB" run -q -t"$THREADS" --rate "$rate" $EXTRA -d "${SECS}s" --json "$OUT/l.json" "$URL" || true
         read -r n lag < <(python3 -c "$completed" "$OUT/l.json")
         ;;
     closed)
         /usr/bin/time -f "%U %S %w" -o "$OUT/time" "${PERF[@]}" taskset -c "$LOAD_CPU" \
-            "$LOADLAB" run -q -t1 -c 50 -d "${SECS}s" --json "$OUT/l.json" "$URL" || true
+            "$LOADLAB" run -q -t"$THREADS" -c 50 -d "${SECS}s" --json "$OUT/l.json" "$URL" || true
         read -r n lag < <(python3 -c "$completed" "$OUT/l.json")
         ;;
     oha)
