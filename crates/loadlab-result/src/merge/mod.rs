@@ -14,12 +14,13 @@
 use crate::histogram::{decode_histogram, encode_histogram, new_histogram};
 use crate::latency::LatencySummary;
 use crate::run::{
-    Bytes, EarlyData, EncodedHistograms, GeneratorHealth, IntervalSummary, PartSummary,
-    PhaseSummary, Requests, RunResult, SCHEMA_VERSION,
+    Bytes, EarlyData, EncodedHistograms, IntervalSummary, PartSummary, PhaseSummary, Requests,
+    RunResult, SCHEMA_VERSION,
 };
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
+mod generator;
 mod scenario;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +124,7 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
         merged.measured.bytes.max_sent_per_s.max(busiest_interval);
     merged.timeline = timeline;
     merged.scenario = scenario::merge_scenarios(parts, mode, merged.measured.duration_s)?;
-    merged.generator = merge_generators(parts, merged.measured.requests.completed);
+    merged.generator = generator::merge(parts, merged.measured.requests.completed);
     match mode {
         Mode::Concurrent => {
             merged.load.connections = parts.iter().map(|p| p.load.connections).sum();
@@ -510,46 +511,5 @@ fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
-    }
-}
-
-fn merge_generators(parts: &[RunResult], completed: u64) -> GeneratorHealth {
-    let first = &parts[0].generator;
-    let user: f64 = parts.iter().map(|p| p.generator.cpu_user_s).sum();
-    let system: f64 = parts.iter().map(|p| p.generator.cpu_system_s).sum();
-    let warm_completed: u64 = parts
-        .iter()
-        .filter_map(|p| p.warmup.as_ref())
-        .map(|w| w.requests.completed)
-        .sum();
-    let all = completed + warm_completed;
-    GeneratorHealth {
-        cpu_user_s: user,
-        cpu_system_s: system,
-        cpu_s_per_100k_requests: (all > 0).then(|| (user + system) * 100_000.0 / all as f64),
-        thread_busy: parts
-            .iter()
-            .flat_map(|p| p.generator.thread_busy.iter().copied())
-            .collect(),
-        thread_waited_s: parts
-            .iter()
-            .flat_map(|p| p.generator.thread_waited_s.iter().copied())
-            .collect(),
-        nofile: first.nofile,
-        pm_qos: first.pm_qos.clone(),
-        max_steal: parts
-            .iter()
-            .filter_map(|p| p.generator.max_steal)
-            .reduce(f64::max),
-        busy_poll_idle_s: parts
-            .iter()
-            .filter_map(|p| p.generator.busy_poll_idle_s)
-            .reduce(|a, b| a + b),
-        // The parts' links are their own: the merge keeps the first saturated one (the load
-        // was capped there), else none (each part's stays in its own result).
-        link: parts
-            .iter()
-            .filter_map(|p| p.generator.link.clone())
-            .find(|l| l.saturated),
     }
 }
