@@ -10,6 +10,25 @@ use std::time::Duration;
 
 /// A target whose "build" copies its source to an artifact and logs each run.
 fn fake_target(lab: &Path, name: &str, toolchain: &str, run: &str) {
+    fake_target_built_by(
+        lab,
+        name,
+        toolchain,
+        "echo run >> builds.log && mkdir -p out && cp src/main.txt out/artifact",
+        "out/artifact",
+        run,
+    );
+}
+
+/// A fake target whose build is the shell command `build`, leaving `artifact`.
+fn fake_target_built_by(
+    lab: &Path,
+    name: &str,
+    toolchain: &str,
+    build: &str,
+    artifact: &str,
+    run: &str,
+) {
     let dir = lab.join(name);
     fs::create_dir_all(dir.join("src")).unwrap();
     fs::write(dir.join("src/main.txt"), "v1").unwrap();
@@ -26,8 +45,8 @@ toolchain_install = "apt-get install {name}-toolchain"
 sources = ["src"]
 warmup_secs = 1
 [build]
-command = ["sh", "-c", "echo run >> builds.log && mkdir -p out && cp src/main.txt out/artifact"]
-artifacts = ["out/artifact"]
+command = ["sh", "-c", {build:?}]
+artifacts = [{artifact:?}]
 [run]
 command = ["sh", "-c", {run:?}]
 "#
@@ -258,26 +277,15 @@ fn a_build_does_not_inherit_the_variables_of_the_test_that_started_it() {
         );
     }
     let tmp = tempfile::tempdir().unwrap();
+    fake_target_built_by(
+        tmp.path(),
+        "envprobe",
+        "\"sh\"",
+        "env > seen.env",
+        "seen.env",
+        "exit 0",
+    );
     let dir = tmp.path().join("envprobe");
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(
-        dir.join("target.toml"),
-        r#"
-name = "envprobe"
-language = "shell"
-framework = "none"
-framework_version = "0"
-toolchain = ["sh"]
-sources = ["target.toml"]
-warmup_secs = 1
-[build]
-command = ["sh", "-c", "env > seen.env"]
-artifacts = ["seen.env"]
-[run]
-command = ["sh", "-c", "exit 0"]
-"#,
-    )
-    .unwrap();
     let lab = Lab::open(tmp.path()).unwrap();
     let target = lab.target("envprobe").unwrap().clone();
     lab.build(&target, false).unwrap();
