@@ -63,6 +63,21 @@ impl Body for H3Body {
     }
 }
 
+/// A body the service did not read to its end (a handler that answers without it): the
+/// client is asked to stop sending with H3_NO_ERROR, as RFC 9114 4.1 says, rather than with
+/// the code 0 quinn sends for a stream dropped unread (not an HTTP/3 code at all).
+impl Drop for H3Body {
+    fn drop(&mut self) {
+        if !self.done {
+            let recv = match self.recv.get_mut() {
+                Ok(recv) => recv,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            recv.stop_sending(h3::error::Code::H3_NO_ERROR);
+        }
+    }
+}
+
 /// The QUIC endpoint for HTTPS served with `tls` (its certificate and key), bound to `addr`
 /// over UDP: the TCP listener's address, so HTTP/3 is on the same port number. Call it
 /// inside the tokio runtime that will serve it.

@@ -199,6 +199,16 @@ struct H3Payload {
     done: bool,
 }
 
+/// A body the `App` did not read to its end: the client is asked to stop sending with
+/// H3_NO_ERROR (RFC 9114 4.1), as `lab_common::h3::H3Body` does.
+impl Drop for H3Payload {
+    fn drop(&mut self) {
+        if !self.done {
+            self.recv.stop_sending(h3::error::Code::H3_NO_ERROR);
+        }
+    }
+}
+
 impl Stream for H3Payload {
     type Item = Result<Bytes, PayloadError>;
 

@@ -293,11 +293,7 @@ async fn exchange(
     let body = &h3.request.body;
     let mut stream = send.send_request(h3.build()).await?;
     *went_early = early.is_some_and(|e| e.take_early(stream.id()));
-    if !body.is_empty() {
-        stream.send_data(body.clone()).await?;
-        traffic.sent += body.len() as u64;
-    }
-    stream.finish().await?;
+    traffic.sent += send_body(&mut stream, body.clone()).await?;
     let response = stream.recv_response().await?;
     traffic.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
@@ -308,6 +304,33 @@ async fn exchange(
         traffic.unbooked += n as u64;
     }
     Ok(status)
+}
+
+/// Sends a request's `body` (none if empty) and ends the request; the body's bytes sent (none
+/// if the server stopped them). A server may answer before it has read the whole request and stop the client's
+/// sending (RFC 9114 4.1: STOP_SENDING with H3_NO_ERROR; a quinn server that drops a stream
+/// it has not read to the end sends code 0): that ends the sending, not the request, and a
+/// client must not discard the response. So a stop is not an error here: the response, read
+/// next, says how the request went (a server that refused it also reset the stream, and
+/// that reset is met there).
+pub async fn send_body<S>(
+    stream: &mut ::h3::client::RequestStream<S, Bytes>,
+    body: Bytes,
+) -> Result<u64, ::h3::error::StreamError>
+where
+    S: ::h3::quic::SendStream<Bytes>,
+{
+    let stopped = |sent: Result<(), ::h3::error::StreamError>| match sent {
+        Ok(()) => Ok(false),
+        Err(::h3::error::StreamError::RemoteTerminate { .. }) => Ok(true),
+        Err(e) => Err(e),
+    };
+    let len = body.len() as u64;
+    if len > 0 && stopped(stream.send_data(body).await)? {
+        return Ok(0);
+    }
+    stopped(stream.finish().await)?;
+    Ok(len)
 }
 
 /// How one request ended, for its stream.

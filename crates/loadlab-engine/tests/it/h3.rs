@@ -48,15 +48,18 @@ impl H3Server {
         every: Option<u64>,
         edit: impl FnOnce(&mut rustls::ServerConfig),
     ) -> H3Server {
-        H3Server::silent_after(ca, every, None, edit)
+        H3Server::silent_after(ca, every, None, false, edit)
     }
 
     /// `silent_after`: once it has answered that many requests the server closes its
-    /// connections and its socket, and answers nothing more.
+    /// connections and its socket, and answers nothing more. `stop_reading`: it answers
+    /// without reading the request, first asking the client to stop sending it (RFC 9114
+    /// 4.1, H3_NO_ERROR).
     fn silent_after(
         ca: &TestCa,
         every: Option<u64>,
         silent_after: Option<u64>,
+        stop_reading: bool,
         edit: impl FnOnce(&mut rustls::ServerConfig),
     ) -> H3Server {
         let mut tls = (*ca.server_config()).clone();
@@ -76,6 +79,7 @@ impl H3Server {
             reject_every: every,
             silent_after,
             silence: Arc::new(tokio::sync::Notify::new()),
+            stop_reading,
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         std::thread::spawn(move || {
@@ -189,6 +193,7 @@ struct Counts {
     reject_every: Option<u64>,
     silent_after: Option<u64>,
     silence: Arc<tokio::sync::Notify>,
+    stop_reading: bool,
 }
 
 async fn serve(incoming: quinn::Incoming, counts: Counts) {
@@ -217,6 +222,9 @@ async fn serve(incoming: quinn::Incoming, counts: Counts) {
                 stream.stop_stream(::h3::error::Code::H3_REQUEST_REJECTED);
                 stream.stop_sending(::h3::error::Code::H3_REQUEST_REJECTED);
                 return;
+            }
+            if counts.stop_reading {
+                stream.stop_sending(::h3::error::Code::H3_NO_ERROR);
             }
             let response = http::Response::builder().status(200).body(()).unwrap();
             if stream.send_response(response).await.is_ok()
@@ -561,7 +569,7 @@ fn h3_0rtt_handshakes_that_never_end_fail_as_connect_timeouts() {
     let ca = TestCa::new();
     let tickets = Tickets::new(None);
     // Tickets enough for the 0-RTT connections that follow, then silence.
-    let server = H3Server::silent_after(&ca, None, Some(50), |tls| {
+    let server = H3Server::silent_after(&ca, None, Some(50), false, |tls| {
         tls.max_early_data_size = u32::MAX;
         tls.ticketer = Arc::new(loadlab_testkit::NoTickets);
         tls.session_storage = tickets.clone();
@@ -611,4 +619,21 @@ fn h3_without_keepalive_a_connection_carries_one_request_a_stream() {
     let opened = r.measured.connections_opened;
     assert!((40..=42).contains(&opened), "{opened}");
     assert_eq!(r.measured.early_data, None);
+}
+
+/// A server may answer a request it has not read, and ask the client to stop sending it (RFC
+/// 9114 4.1): the response counts, and the client must not discard it. 4 MB bodies outrun
+/// the stream's flow-control window, so every request is still sending when it is stopped.
+#[test]
+fn h3_a_response_to_a_request_the_server_stopped_reading_counts() {
+    let ca = TestCa::new();
+    let server = H3Server::silent_after(&ca, None, None, true, |_| {});
+    let r = run_spec(RunSpec {
+        connections: Some(2),
+        requests: Some(40),
+        method: "POST".into(),
+        body: vec![b'x'; 4 << 20],
+        ..h3(server.url(), trusting(&ca))
+    });
+    check_exact(&r, &server, 40);
 }

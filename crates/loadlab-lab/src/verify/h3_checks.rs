@@ -91,10 +91,8 @@ impl H3Connection {
         let request = request.body(()).map_err(|e| e.to_string())?;
         let exchange = async {
             let mut stream = self.send.send_request(request).await?;
-            if !body.is_empty() {
-                stream.send_data(body).await?;
-            }
-            stream.finish().await?;
+            // A server may answer first and stop the request's sending (RFC 9114 4.1).
+            loadlab_engine::engine::h3_send_body(&mut stream, body).await?;
             let response = stream.recv_response().await?;
             let mut got = BytesMut::new();
             while let Some(mut chunk) = stream.recv_data().await? {
