@@ -44,8 +44,24 @@ pub struct H3Server {
 impl H3Server {
     /// Serves HTTP/3 with `ca`'s server certificate (for 127.0.0.1 and localhost), ALPN h3.
     pub fn start(ca: &TestCa) -> H3Server {
+        H3Server::with_tls(ca, |_| {})
+    }
+
+    /// As [`H3Server::start`], and takes 0-RTT early data from the sessions it resumes (each
+    /// ticket it gives is good for one resumption).
+    pub fn start_0rtt(ca: &TestCa) -> H3Server {
+        H3Server::with_tls(ca, |tls| {
+            tls.max_early_data_size = u32::MAX;
+            // rustls takes early data only on single-use (stateful) tickets.
+            tls.ticketer = Arc::new(crate::NoTickets);
+            tls.session_storage = rustls::server::ServerSessionMemoryCache::new(1024);
+        })
+    }
+
+    fn with_tls(ca: &TestCa, edit: impl FnOnce(&mut rustls::ServerConfig)) -> H3Server {
         let mut tls = (*ca.server_config()).clone();
         tls.alpn_protocols = vec![b"h3".to_vec()];
+        edit(&mut tls);
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
         let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("UDP socket");

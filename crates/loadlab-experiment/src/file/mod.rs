@@ -94,6 +94,11 @@ pub struct Experiment {
     /// comes from is not what is compared).
     #[serde(skip)]
     pub generators: Option<String>,
+    /// `[load] cacert`: the CAs (a PEM file, relative to the experiment file) that
+    /// `https://` variants' certificates chain to, as `--cacert`; absent: the built-in web
+    /// roots. Not in the plan's hash (how the server is trusted is not what is compared).
+    #[serde(skip)]
+    pub cacert: Option<String>,
 }
 
 /// Runs per arm when the file does not say: enough for 95% confidence with room to spare
@@ -130,6 +135,7 @@ impl Experiment {
             }
         };
         resolve(&mut experiment.base.scenario);
+        resolve(&mut experiment.cacert);
         resolve(&mut experiment.metrics.cacert);
         resolve(&mut experiment.metrics.token_file);
         // `generators` is resolved where it is read: it may be ansible:INVENTORY, k8s:NAME.

@@ -47,6 +47,12 @@ pub(super) struct RawLoad {
     pub(super) threads: Option<usize>,
     pub(super) keepalive: Option<bool>,
     pub(super) protocol: Option<String>,
+    /// `http2` and `http3` arms: concurrent streams per connection (`--streams`).
+    pub(super) streams: Option<usize>,
+    /// `http3` arms: resume with 0-RTT (`--http3-0rtt`).
+    pub(super) http3_0rtt: Option<bool>,
+    /// `https://` variants: trust these CAs (PEM, relative to the file), as `--cacert`.
+    pub(super) cacert: Option<String>,
     pub(super) path: Option<String>,
     pub(super) paths: Option<Vec<String>>,
     pub(super) method: Option<String>,

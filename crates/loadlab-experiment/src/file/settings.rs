@@ -5,13 +5,15 @@ use super::raw::RawLimits;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// `http1` (plain HTTP/1.1), `https` (HTTP/1.1 over TLS) or `http2`.
+/// `http1` (plain HTTP/1.1), `https` (HTTP/1.1 over TLS), `http2` (over TLS when the URL is
+/// `https://`, prior knowledge otherwise) or `http3` (QUIC, always encrypted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     Http1,
     Https,
     Http2,
+    Http3,
 }
 
 impl Protocol {
@@ -20,9 +22,30 @@ impl Protocol {
             "http1" | "http/1.1" => Ok(Protocol::Http1),
             "https" => Ok(Protocol::Https),
             "http2" | "h2" | "h2c" => Ok(Protocol::Http2),
+            "http3" | "h3" => Ok(Protocol::Http3),
             other => Err(format!(
-                "{key}: unknown protocol {other:?}; use http1, https or http2"
+                "{key}: unknown protocol {other:?}; use http1, https, http2 or http3"
             )),
+        }
+    }
+
+    /// The protocol carries concurrent streams on a connection (`[load] streams`).
+    pub fn multiplexed(self) -> bool {
+        matches!(self, Protocol::Http2 | Protocol::Http3)
+    }
+
+    /// The protocol only speaks over TLS, so its server must serve `https://`.
+    pub fn encrypted(self) -> bool {
+        matches!(self, Protocol::Https | Protocol::Http3)
+    }
+
+    /// As the file names it, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http1",
+            Protocol::Https => "https",
+            Protocol::Http2 => "http2",
+            Protocol::Http3 => "http3",
         }
     }
 }
@@ -37,6 +60,15 @@ pub struct Settings {
     pub threads: Option<usize>,
     pub keepalive: bool,
     pub protocol: Protocol,
+    /// `[load] http3_0rtt`: the arm's HTTP/3 connections that resume a session send their
+    /// first requests as 0-RTT early data (`--http3-0rtt`); only arms over `http3` take it.
+    /// Absent from the plan's hash when off, so plans from before it resume.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http3_0rtt: bool,
+    /// `[load] streams`: concurrent streams per connection of the arms over `http2` or
+    /// `http3` (`--streams`; absent: 1, and absent from the plan's hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<usize>,
     /// Sent in rotation on each connection.
     pub paths: Vec<String>,
     pub method: String,

@@ -54,6 +54,8 @@ impl RawExperiment {
                 Some(p) => Protocol::parse(p, "[load] protocol")?,
                 None => Protocol::Http1,
             },
+            http3_0rtt: l.http3_0rtt.unwrap_or(false),
+            streams: l.streams,
             paths,
             method: l.method.clone().unwrap_or_else(|| "GET".into()),
             headers: l.headers.clone(),
@@ -86,6 +88,26 @@ impl RawExperiment {
             return Err("duration: must be longer than 0; try duration = \"10s\"".into());
         }
         let axes = self.matrix.axes()?;
+        let protocols = protocols(base.protocol, &axes);
+        if let Some(streams) = base.streams {
+            if streams == 0 {
+                return Err("[load] streams = 0: must be at least 1; try streams = 10".into());
+            }
+            if !protocols.iter().any(|p| p.multiplexed()) {
+                return Err(
+                    "[load] streams: concurrent streams are HTTP/2's and HTTP/3's; set [load] \
+                     protocol = \"http2\" or \"http3\", or drop streams"
+                        .into(),
+                );
+            }
+        }
+        if base.http3_0rtt && !protocols.contains(&Protocol::Http3) {
+            return Err(
+                "[load] http3_0rtt: 0-RTT is HTTP/3's; set [load] protocol = \"http3\" (or put \
+                 \"http3\" in [matrix] protocol), or drop http3_0rtt"
+                    .into(),
+            );
+        }
         if self.variants.is_empty() {
             return Err(
                 "no [[variant]]: name at least one (two to compare), each with target, url or exec"
@@ -126,6 +148,9 @@ impl RawExperiment {
                     ))
                 }
             };
+            for p in protocols.iter().filter(|p| p.encrypted()) {
+                check_encrypted(&v.name, &source, *p)?;
+            }
             let limits = v.limits.clone().unwrap_or_default();
             let bandwidth =
                 Bandwidth::from_limits(&limits, &format!("[[variant]] {} limits", v.name))?;
@@ -219,7 +244,48 @@ impl RawExperiment {
             warmup_given: self.warmup.is_some(),
             metrics: self.metrics,
             generators: self.load.generators.clone(),
+            cacert: self.load.cacert.clone(),
         })
+    }
+}
+
+/// Every protocol some arm speaks: the `[load]` one unless `[matrix] protocol` replaces it
+/// (values checked when the axes were read).
+fn protocols(base: Protocol, axes: &[Axis]) -> Vec<Protocol> {
+    match axes.iter().find(|a| a.key == "protocol") {
+        Some(axis) => axis
+            .values
+            .iter()
+            .filter_map(|v| Protocol::parse(v, "[matrix] protocol").ok())
+            .collect(),
+        None => vec![base],
+    }
+}
+
+/// A protocol that only speaks over TLS (`https`, `http3`) needs a variant that serves it:
+/// an `https://` URL. Servers loadlab starts (lab targets, exec) are served plain HTTP here.
+fn check_encrypted(variant: &str, source: &Source, protocol: Protocol) -> Result<(), String> {
+    let why = match protocol {
+        Protocol::Http3 => "protocol http3 is QUIC, which is always encrypted (TLS 1.3)",
+        _ => "protocol https is HTTP/1.1 over TLS",
+    };
+    match source {
+        Source::Url(url) if url.starts_with("https://") => Ok(()),
+        Source::Url(url) => Err(format!(
+            "[[variant]] {variant}: {why}, but its url {url:?} is plain http: give the server's \
+             https:// URL (and [load] cacert = \"ca.pem\" when a private CA signed its \
+             certificate), or use protocol http1 or http2"
+        )),
+        Source::Target(name) => Err(format!(
+            "[[variant]] {variant}: {why}, but lab targets are served plain HTTP in experiments: \
+             start it with `loadlab lab serve {name} --tls` and give url = \"https://...\" and \
+             [load] cacert = \"CA path it printed\", or use protocol http1 or http2"
+        )),
+        Source::Exec(_) => Err(format!(
+            "[[variant]] {variant}: {why}, but exec commands are served plain HTTP in \
+             experiments: start the server over HTTPS yourself and give url = \"https://...\" \
+             (and [load] cacert), or use protocol http1 or http2"
+        )),
     }
 }
 

@@ -165,7 +165,7 @@ pub fn run(
     control: &Control,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Ending, RunError> {
-    let lab = preflight(experiment, plan, options, on_event)?;
+    let lab = preflight(experiment, options, on_event)?;
     let upstream = if experiment.upstream {
         Some(MockUpstream::start().map_err(RunError::Preflight)?)
     } else {

@@ -3,8 +3,7 @@
 //! a thread of its own for the whole experiment.
 
 use super::{open_lab, Event, Options, RunError};
-use crate::file::{Experiment, Protocol, Source};
-use crate::plan::Plan;
+use crate::file::{Experiment, Source};
 use loadlab_lab::verify::{verify_target, VerifyOptions};
 use loadlab_lab::{Lab, ServeOptions};
 
@@ -12,7 +11,6 @@ use loadlab_lab::{Lab, ServeOptions};
 /// health-checks every URL, before anything is measured.
 pub(super) fn preflight(
     experiment: &Experiment,
-    plan: &Plan,
     options: &Options,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Option<Lab>, RunError> {
@@ -28,16 +26,8 @@ pub(super) fn preflight(
             _ => None,
         })
         .collect();
-    for arm in &plan.arms {
-        let launched = !matches!(experiment.variants[arm.variant].source, Source::Url(_));
-        if launched && arm.settings.protocol == Protocol::Https {
-            return Err(err(format!(
-                "{}: protocol https needs a server that serves TLS; lab targets and exec \
-                 commands are loaded over plain HTTP here (use a url = \"https://...\" variant)",
-                arm.label
-            )));
-        }
-    }
+    // A protocol over TLS to a server served plain HTTP was refused when the file was read
+    // (`check_encrypted`), so what is launched here is served plain HTTP.
     let lab = if targets.is_empty() {
         None
     } else {

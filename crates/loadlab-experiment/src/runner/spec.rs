@@ -61,7 +61,7 @@ pub(super) fn session_spec(
         None => None,
     };
     let run = RunSpec {
-        url,
+        url: url.clone(),
         scenario,
         paths: if s.paths.len() > 1 {
             s.paths.clone()
@@ -80,6 +80,26 @@ pub(super) fn session_spec(
         timeout: Duration::from_secs_f64(s.timeout_s),
         keepalive: s.keepalive,
         http2: s.protocol == Protocol::Http2,
+        http3: s.protocol == Protocol::Http3,
+        // `[load] http3_0rtt` with a protocol axis is meant for the arms over HTTP/3.
+        http3_0rtt: s.http3_0rtt && s.protocol == Protocol::Http3,
+        streams: if s.protocol.multiplexed() {
+            s.streams.unwrap_or(1)
+        } else {
+            1
+        },
+        tls: loadlab_engine::tls::TlsSpec {
+            ca_pem: match &experiment.cacert {
+                // Only an https:// variant is trusted through it (a plain one has no TLS).
+                Some(path) if url.starts_with("https://") => {
+                    Some(std::fs::read(path).map_err(|e| {
+                        format!("[load] cacert {path:?}: cannot read it ({e}); check the path")
+                    })?)
+                }
+                _ => None,
+            },
+            ..Default::default()
+        },
         ..RunSpec::default()
     };
     let kind = match &variant.source {

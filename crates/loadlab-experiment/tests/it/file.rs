@@ -250,3 +250,98 @@ agent = "https://169.254.1.2:7070"
         assert!(err.contains(says), "{says}: {err}");
     }
 }
+
+/// `protocol = "http3"` (or `h3`) with the arms' streams and 0-RTT; the CA named relative to
+/// the file; what cannot speak it refused with the exact reason and fix.
+#[test]
+fn http3_arms_parse_and_need_https_variants() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("h3.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "h3"
+[load]
+connections = 2
+streams = 10
+keepalive = false
+http3_0rtt = true
+cacert = "certs/ca.pem"
+[matrix]
+protocol = ["h2", "h3"]
+[[variant]]
+name = "a"
+url = "https://127.0.0.1:8443/"
+"#,
+    )
+    .unwrap();
+    let e = Experiment::load(&file).unwrap();
+    assert_eq!(
+        e.cacert.as_deref().map(Path::new),
+        Some(dir.path().join("certs/ca.pem").as_path())
+    );
+    let plan = Plan::new(&e).unwrap();
+    let protocols: Vec<Protocol> = plan.arms.iter().map(|a| a.settings.protocol).collect();
+    assert_eq!(protocols, [Protocol::Http2, Protocol::Http3]);
+    let h3 = &plan.arms[1].settings;
+    assert_eq!(
+        (h3.streams, h3.http3_0rtt, h3.keepalive),
+        (Some(10), true, false)
+    );
+    assert!(Experiment::parse(
+        "name = \"x\"\n[load]\nprotocol = \"http3\"\n[[variant]]\nname=\"v\"\nurl=\"https://x\""
+    )
+    .is_ok());
+
+    let http3 = "name = \"x\"\n[load]\nprotocol = \"http3\"\n[[variant]]\nname=\"v\"\n";
+    let cases = [
+        (
+            format!("{http3}url=\"http://127.0.0.1:8080\""),
+            "[[variant]] v: protocol http3 is QUIC, which is always encrypted (TLS 1.3), but its \
+             url \"http://127.0.0.1:8080\" is plain http: give the server's https:// URL (and \
+             [load] cacert = \"ca.pem\" when a private CA signed its certificate), or use \
+             protocol http1 or http2",
+        ),
+        (
+            format!("{http3}target=\"rust-axum\""),
+            "[[variant]] v: protocol http3 is QUIC, which is always encrypted (TLS 1.3), but lab \
+             targets are served plain HTTP in experiments: start it with `loadlab lab serve \
+             rust-axum --tls` and give url = \"https://...\" and [load] cacert = \"CA path it \
+             printed\", or use protocol http1 or http2",
+        ),
+        (
+            format!("{http3}exec=\"./server\""),
+            "[[variant]] v: protocol http3 is QUIC, which is always encrypted (TLS 1.3), but exec \
+             commands are served plain HTTP in experiments: start the server over HTTPS yourself \
+             and give url = \"https://...\" (and [load] cacert), or use protocol http1 or http2",
+        ),
+        // A matrix value counts as the [load] one does, and so does https.
+        (
+            "name = \"x\"\n[matrix]\nprotocol = [\"http1\", \"https\"]\n[[variant]]\nname=\"v\"\nurl=\"http://x\"".into(),
+            "[[variant]] v: protocol https is HTTP/1.1 over TLS, but its url \"http://x\" is plain \
+             http: give the server's https:// URL (and [load] cacert = \"ca.pem\" when a private \
+             CA signed its certificate), or use protocol http1 or http2",
+        ),
+        (
+            "name = \"x\"\n[load]\nhttp3_0rtt = true\n[[variant]]\nname=\"v\"\nurl=\"https://x\"".into(),
+            "[load] http3_0rtt: 0-RTT is HTTP/3's; set [load] protocol = \"http3\" (or put \
+             \"http3\" in [matrix] protocol), or drop http3_0rtt",
+        ),
+        (
+            "name = \"x\"\n[load]\nstreams = 10\n[[variant]]\nname=\"v\"\nurl=\"https://x\"".into(),
+            "[load] streams: concurrent streams are HTTP/2's and HTTP/3's; set [load] protocol = \
+             \"http2\" or \"http3\", or drop streams",
+        ),
+        (
+            "name = \"x\"\n[load]\nprotocol = \"h3\"\nstreams = 0\n[[variant]]\nname=\"v\"\nurl=\"https://x\"".into(),
+            "[load] streams = 0: must be at least 1; try streams = 10",
+        ),
+        (
+            "name = \"x\"\n[load]\nprotocol = \"quic\"\n[[variant]]\nname=\"v\"\nurl=\"https://x\"".into(),
+            "[load] protocol: unknown protocol \"quic\"; use http1, https, http2 or http3",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(Experiment::parse(&text).unwrap_err(), want, "{text}");
+    }
+}

@@ -1,6 +1,7 @@
 //! The experiment crate's integration tests as one test binary (one link, not two): running
-//! an experiment against stand-in servers, and experiment files. A file added here must not
+//! an experiment against stand-in servers, over HTTP/3, and experiment files. A file added here must not
 //! write to a fixed path or depend on a global setting.
 
 mod experiment;
 mod file;
+mod h3;
