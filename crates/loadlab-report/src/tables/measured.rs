@@ -51,6 +51,11 @@ pub(super) fn summary(runs: &[Run]) -> Table {
         ("Time to first byte", phase(|m| m.ttfb_us.as_ref())),
         ("Connection setup", phase(|m| m.connect_us.as_ref())),
         ("TLS handshake", phase(|m| m.tls_handshake_us.as_ref())),
+        // HTTP/3's 0-RTT connections' handshakes, kept out of the TLS handshakes above.
+        (
+            "0-RTT handshake",
+            phase(|m| m.early_data.as_ref()?.handshake_us.as_ref()),
+        ),
     ] {
         f.row(&format!("{name} p50 / p99 / max"), |r| {
             pick(r).map(|l| {
@@ -105,6 +110,27 @@ pub(super) fn summary(runs: &[Run]) -> Table {
                 "{} of {}",
                 count(r.measured.tls_resumed),
                 count(r.measured.tls_resumed + r.measured.tls_full)
+            )
+        })
+    });
+    // HTTP/3's 0-RTT (`--http3-0rtt`), as the text summary's line says it.
+    f.row("0-RTT requests sent early", |r| {
+        r.measured.early_data.as_ref().map(|e| {
+            format!(
+                "{}: {} accepted, {} rejected (sent again)",
+                count(e.requests),
+                count(e.requests_accepted),
+                count(e.requests_rejected)
+            )
+        })
+    });
+    f.row("0-RTT connections", |r| {
+        r.measured.early_data.as_ref().map(|e| {
+            format!(
+                "{}: {} accepted, {} rejected",
+                count(e.connections),
+                count(e.connections_accepted),
+                count(e.connections_rejected)
             )
         })
     });

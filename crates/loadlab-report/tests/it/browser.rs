@@ -11,7 +11,7 @@ use loadlab_report::{html, render, HtmlExporter};
 use loadlab_result::RunResult;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use support::{artifact_dir, fixture, hostile_run, ten_minute_run, PAYLOADS};
+use support::{artifact_dir, fixture, hostile_run, ten_minute_run, with_early_data, PAYLOADS};
 use webdriver::{Driver, Session};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -229,6 +229,36 @@ fn reports_draw_in_a_real_browser() {
         check_page(&session, name, charts);
         screenshot(&session, name);
     }
+    // HTTP/3's 0-RTT figures: rows of the summary table, as a reader sees them.
+    browser.open(
+        &session,
+        "early-data",
+        &render(&HtmlExporter, &with_early_data(&ok, true)),
+    );
+    check_page(&session, "early-data", &DISTRIBUTION_ONLY);
+    let rows = session
+        .execute(
+            "return Array.from(document.querySelectorAll('#summary tbody tr')) \
+               .map(tr => Array.from(tr.cells).map(td => td.innerText)) \
+               .filter(cells => cells[0].startsWith('0-RTT'));",
+        )
+        .unwrap();
+    assert_eq!(
+        rows,
+        serde_json::json!([
+            [
+                "0-RTT handshake p50 / p99 / max",
+                "2.06 ms / 9.66 ms / 10.1 ms"
+            ],
+            [
+                "0-RTT requests sent early",
+                "45: 40 accepted, 5 rejected (sent again)"
+            ],
+            ["0-RTT connections", "9: 8 accepted, 1 rejected"],
+        ])
+    );
+    screenshot(&session, "early-data");
+
     // Overlaid: a run with a server and one without, each with its own series.
     let mut page = Vec::new();
     html::render_runs(

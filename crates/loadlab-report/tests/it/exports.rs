@@ -5,7 +5,7 @@
 use crate::support;
 
 use loadlab_report::{html, render, CsvExporter, HtmlExporter, MarkdownExporter};
-use support::{fixture, hostile_run, ten_minute_run, PAYLOADS};
+use support::{fixture, hostile_run, ten_minute_run, with_early_data, PAYLOADS};
 
 /// CSV rows end in CRLF (RFC 4180); snapshots hold them with plain newlines.
 fn csv(name: &str) -> String {
@@ -112,16 +112,7 @@ fn csv_quotes_what_the_server_said() {
 /// HTTP/3's 0-RTT figures (`--http3-0rtt`) get rows of their own, the text summary a line.
 #[test]
 fn early_data_in_csv_and_text() {
-    let mut r = fixture("ok.json");
-    r.measured.early_data = Some(loadlab_result::EarlyData {
-        connections: 9,
-        connections_accepted: 8,
-        connections_rejected: 1,
-        requests: 45,
-        requests_accepted: 40,
-        requests_rejected: 5,
-        handshake_us: None,
-    });
+    let r = with_early_data(&fixture("ok.json"), false);
     let rows = parse_csv(&render(&CsvExporter, &r));
     let value = |metric: &str| {
         rows.iter()
@@ -140,6 +131,54 @@ fn early_data_in_csv_and_text() {
     // Without early data, no row.
     let plain = parse_csv(&render(&CsvExporter, &fixture("ok.json")));
     assert!(!plain.iter().any(|r| r[3].starts_with("early_data")));
+}
+
+/// The Markdown and HTML reports show the 0-RTT figures in the summary, beside the TLS
+/// handshakes, only for a run that has them (another run's column says "–").
+#[test]
+fn early_data_in_markdown_and_html() {
+    let ok = fixture("ok.json");
+    let r = with_early_data(&ok, true);
+    let rows = [
+        [
+            "0-RTT handshake p50 / p99 / max",
+            "2.06 ms / 9.66 ms / 10.1 ms",
+        ],
+        [
+            "0-RTT requests sent early",
+            "45: 40 accepted, 5 rejected (sent again)",
+        ],
+        ["0-RTT connections", "9: 8 accepted, 1 rejected"],
+    ];
+    let markdown = render(&MarkdownExporter, &r);
+    let html = render(&HtmlExporter, &r);
+    for [metric, value] in rows {
+        let line = format!("| {metric} | {value} |");
+        assert!(markdown.lines().any(|l| l == line), "{line}\n{markdown}");
+        let row = format!("<tr><td>{metric}</td><td>{value}</td></tr>");
+        assert!(html.contains(&row), "{row}");
+    }
+    // The handshakes sit with the other latencies (last, after the TLS handshakes), the
+    // counts after the connections'.
+    let at = |needle: &str| markdown.find(needle).expect(needle);
+    assert!(at("| Latency p50") < at("| 0-RTT handshake"));
+    assert!(at("| 0-RTT handshake") < at("| Status codes"));
+    assert!(at("| Connections opened") < at("| 0-RTT requests"));
+    assert!(at("| 0-RTT requests") < at("| 0-RTT connections"));
+    assert!(at("| 0-RTT connections") < at("| Warm-up"));
+
+    // Without early data, no row; beside a run with it, a dash.
+    for page in [render(&MarkdownExporter, &ok), render(&HtmlExporter, &ok)] {
+        assert!(!page.contains("0-RTT"));
+    }
+    let mut side = Vec::new();
+    loadlab_report::markdown::render_runs(&[("h3", &r), ("plain", &ok)], &mut side).unwrap();
+    let side = String::from_utf8(side).unwrap();
+    assert!(
+        side.lines()
+            .any(|l| l == "| 0-RTT connections | 9: 8 accepted, 1 rejected | – |"),
+        "{side}"
+    );
 }
 
 /// Markdown shows the hostile strings as text: no tag, and no cell ends early (every row of
