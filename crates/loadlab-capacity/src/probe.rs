@@ -52,6 +52,10 @@ pub struct Measure {
     /// The server's CPU in cores.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_cpu_cores: Option<f64>,
+    /// The share of CPU periods in which the server ran out of its CPU quota (the kernel's
+    /// throttling count): above 0, the quota itself held the server back in this probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_throttled_share: Option<f64>,
     /// The server's resident memory at its peak in the probe.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_rss_bytes: Option<u64>,
@@ -139,6 +143,12 @@ impl Measure {
             trend_tau,
             server_cpu_share,
             server_cpu_cores,
+            server_throttled_share: server.and_then(|s| match (s.throttled_periods, s.periods) {
+                (Some(throttled), Some(periods)) if periods > 0 => {
+                    Some(throttled as f64 / periods as f64)
+                }
+                _ => None,
+            }),
             server_rss_bytes: server.map(|s| s.rss_bytes.max as u64),
             generator_busy: result
                 .generator

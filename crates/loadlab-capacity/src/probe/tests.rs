@@ -23,6 +23,7 @@ fn probe(offered: f64, achieved: f64, p99_ms: f64, errors: f64) -> Measure {
         late_p50_us: Some(p99_ms * 300.0),
         trend_tau: Some(0.9),
         server_cpu_share: Some(0.5),
+        server_throttled_share: None,
         server_cpu_cores: Some(0.5),
         server_rss_bytes: None,
         generator_busy: 0.5,
