@@ -618,10 +618,12 @@ fn killing_loadlab_lets_the_lease_stop_what_the_agent_launched() {
     let _ = run.kill();
     let _ = run.wait();
     let killed_at = Instant::now();
-    // The lease (1 s) runs out; the agent stops the server within lease + 0.25 s + 2 s.
+    // The lease (1 s) runs out; the agent stops the server, by its own clock within lease +
+    // 0.25 s + 2 s (the rule is `session::lease_expired`'s, tested there at instants chosen
+    // by the test). Here only a hang is timed: 30 s, far past any late wake-up.
     while !find().iter().all(|p| zombie(*p)) {
         assert!(
-            killed_at.elapsed() < Duration::from_secs(6),
+            killed_at.elapsed() < Duration::from_secs(30),
             "still running {:?} after the lease",
             find()
         );

@@ -26,19 +26,25 @@ pub(crate) fn first_requests(outcome: &RunOutcome) -> Option<(FirstRequests, u64
     }
     let latency = LatencySummary::from_histogram(&first.all)?;
     let rest = LatencySummary::from_histogram(&rest)?;
-    let slower = |a: f64, b: f64, factor: f64| a >= b * factor && a - b >= COLD_MIN_EXTRA_US;
     let in_warmup = first.all.len().saturating_sub(first.measured.len());
     Some((
         FirstRequests {
             requests: first.all.len(),
             window_s: first.last_end.as_secs_f64(),
-            cold_start: slower(latency.p50, rest.p50, COLD_P50_FACTOR)
-                || slower(latency.p90, rest.p90, COLD_P90_FACTOR),
+            cold_start: is_cold(&latency, &rest),
             latency_us: latency,
             rest_us: rest,
         },
         in_warmup,
     ))
+}
+
+/// Whether first requests with response times `first` against `rest` afterwards make a
+/// cold start: p50 at least twice the rest's, or p90 three times, and either at least 1 ms
+/// slower (a difference of microseconds is no cold start however large the ratio).
+pub fn is_cold(first: &LatencySummary, rest: &LatencySummary) -> bool {
+    let slower = |a: f64, b: f64, factor: f64| a >= b * factor && a - b >= COLD_MIN_EXTRA_US;
+    slower(first.p50, rest.p50, COLD_P50_FACTOR) || slower(first.p90, rest.p90, COLD_P90_FACTOR)
 }
 
 /// The cold-start verdict, or `None` when the first requests were not a cold start.
@@ -101,6 +107,30 @@ mod tests {
             rest_us: latency(200.0, 900.0),
             cold_start: true,
         }
+    }
+
+    /// p50 and p90 (p90 held apart from p50 here, unlike `latency`).
+    fn spread(p50_us: f64, p90_us: f64) -> LatencySummary {
+        LatencySummary {
+            p90: p90_us,
+            ..latency(p50_us, p90_us)
+        }
+    }
+
+    #[test]
+    fn a_cold_start_is_twice_the_p50_or_three_times_the_p90_and_a_millisecond_more() {
+        let rest = spread(500.0, 600.0);
+        // A warm server (figures of a real run of the fixture): no.
+        assert!(!is_cold(&spread(61.0, 141.0), &spread(36.0, 68.0)));
+        // p50 twice the rest's and 1 ms more: yes; 1 µs short of either: no.
+        assert!(is_cold(&spread(1_500.0, 600.0), &rest));
+        assert!(!is_cold(&spread(1_499.0, 600.0), &rest));
+        assert!(!is_cold(&spread(999.0, 600.0), &spread(499.0, 600.0)));
+        // p90 three times and 1 ms more, p50 unmoved: yes; 1 µs short: no.
+        assert!(is_cold(&spread(500.0, 1_800.0), &rest));
+        assert!(!is_cold(&spread(500.0, 1_799.0), &rest));
+        // Ten times slower, but by microseconds: no.
+        assert!(!is_cold(&spread(90.0, 200.0), &spread(9.0, 20.0)));
     }
 
     #[test]
