@@ -62,6 +62,9 @@ pub struct PhaseStats {
     pub retried: u64,
     /// HTTP/3 with `--http3-0rtt`: connections and requests that went as early data.
     pub early: EarlyStats,
+    /// HTTP/3: the UDP bytes its connections sent and received (`bytes_*` are DATA payload
+    /// there); None for the protocols whose `bytes_*` are already every byte.
+    pub wire: Option<loadlab_result::WireBytes>,
 }
 
 /// `--http3-0rtt`'s figures: the result's counts (`EarlyData`: connections that resumed with
@@ -120,6 +123,7 @@ impl Default for PhaseStats {
             close_wait_timeouts: 0,
             retried: 0,
             early: EarlyStats::default(),
+            wire: None,
         }
     }
 }
@@ -155,6 +159,9 @@ impl PhaseStats {
         self.close_wait_timeouts += other.close_wait_timeouts;
         self.retried += other.retried;
         self.early.merge(&other.early);
+        if let Some(w) = &other.wire {
+            self.wire.get_or_insert_with(Default::default).add(w);
+        }
         self.tls_resumed += other.tls_resumed;
         self.tls_full += other.tls_full;
         for (a, b) in self.error_details.iter_mut().zip(&other.error_details) {

@@ -92,6 +92,7 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
         retried: stats.retried,
         cliffs: loadlab_result::cliff::cliffs(&stats.latency),
         early_data: early_data(&stats.early),
+        wire_bytes: stats.wire.clone(),
     }
 }
 

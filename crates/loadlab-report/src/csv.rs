@@ -250,6 +250,10 @@ fn measured(w: &mut Rows, r: &RunResult) -> io::Result<()> {
     w.put("bytes_received_per_s", b.received_per_s)?;
     w.put("max_bytes_sent_per_s", b.max_sent_per_s)?;
     w.put("max_bytes_received_per_s", b.max_received_per_s)?;
+    if let Some(wire) = &m.wire_bytes {
+        w.put("wire_bytes_sent", wire.sent)?;
+        w.put("wire_bytes_received", wire.received)?;
+    }
     if let Some(warm) = &r.warmup {
         w.put("warmup_duration_s", warm.duration_s)?;
         w.put("warmup_requests_completed", warm.requests.completed)?;

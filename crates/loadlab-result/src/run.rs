@@ -333,6 +333,8 @@ pub struct PhaseSummary {
     pub errors: BTreeMap<String, u64>,
     /// For some classes, the first message seen (a certificate's problem, with the fix).
     pub error_details: BTreeMap<String, String>,
+    /// HTTP/1.1 and HTTP/2: every byte the connections wrote and read, before TLS; HTTP/3:
+    /// DATA payload alone (what crossed the wire is `wire_bytes`).
     pub bytes: Bytes,
     /// HdrHistograms (nanoseconds) in HdrHistogram's compressed V2 form, base64.
     pub histograms: EncodedHistograms,
@@ -357,6 +359,30 @@ pub struct PhaseSummary {
     /// they sent as early data. Absent when none did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_data: Option<EarlyData>,
+    /// HTTP/3: the bytes that crossed the wire, as UDP datagrams, beside `bytes` (which are
+    /// HTTP/3 DATA payload alone there). Absent for HTTP/1.1 and HTTP/2, whose `bytes`
+    /// are already every byte their connections wrote and read (before TLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_bytes: Option<WireBytes>,
+}
+
+/// HTTP/3's traffic as quinn counted it on each connection (`udp_tx.bytes`, `udp_rx.bytes`):
+/// the UDP payloads of the datagrams it sent and received, so QUIC's packet headers, its
+/// encryption, acknowledgements, the handshake and packets sent again are all in, and IP
+/// and UDP headers are not. Booked when each request ends, as what crossed its connection
+/// since the previous request there ended; what crosses after a connection's last request
+/// (its last acknowledgements, its close) is not counted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WireBytes {
+    pub sent: u64,
+    pub received: u64,
+}
+
+impl WireBytes {
+    pub fn add(&mut self, other: &WireBytes) {
+        self.sent += other.sent;
+        self.received += other.received;
+    }
 }
 
 /// HTTP/3's 0-RTT (`--http3-0rtt`): connections that resumed a session and sent their first

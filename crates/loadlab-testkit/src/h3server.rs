@@ -20,6 +20,9 @@ pub const H3_BODY: &[u8] = b"hello over h3";
 pub struct H3Counters {
     connections: Arc<AtomicU64>,
     answered: Arc<AtomicU64>,
+    closed: Arc<AtomicU64>,
+    udp_sent: Arc<AtomicU64>,
+    udp_received: Arc<AtomicU64>,
 }
 
 impl H3Counters {
@@ -31,6 +34,20 @@ impl H3Counters {
     /// Requests whose response (head, body and end of stream) was sent.
     pub fn answered(&self) -> u64 {
         self.answered.load(Ordering::SeqCst)
+    }
+
+    /// Connections that have closed, their bytes counted in `udp_sent` and `udp_received`.
+    pub fn closed(&self) -> u64 {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// The UDP payload bytes the closed connections sent and received, as quinn counted them
+    /// (`udp_tx.bytes`, `udp_rx.bytes`): the client's wire bytes seen from this side.
+    pub fn udp_bytes(&self) -> (u64, u64) {
+        (
+            self.udp_sent.load(Ordering::SeqCst),
+            self.udp_received.load(Ordering::SeqCst),
+        )
     }
 }
 
@@ -120,11 +137,26 @@ async fn serve(incoming: quinn::Incoming, counts: H3Counters) {
         return;
     };
     counts.connections.fetch_add(1, Ordering::SeqCst);
-    let Ok(mut h3) =
+    let quic = connection.clone();
+    if let Ok(mut h3) =
         h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(connection)).await
-    else {
-        return;
-    };
+    {
+        answer(&mut h3, &counts).await;
+    }
+    // Once closed, nothing more crosses: its counts are final.
+    quic.closed().await;
+    let udp = quic.stats();
+    counts
+        .udp_sent
+        .fetch_add(udp.udp_tx.bytes, Ordering::SeqCst);
+    counts
+        .udp_received
+        .fetch_add(udp.udp_rx.bytes, Ordering::SeqCst);
+    counts.closed.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Answers the connection's requests until it ends.
+async fn answer(h3: &mut h3::server::Connection<h3_quinn::Connection, Bytes>, counts: &H3Counters) {
     while let Ok(Some(resolver)) = h3.accept().await {
         let counts = counts.clone();
         tokio::spawn(async move {

@@ -3,8 +3,8 @@
 //! ends; in the open loop stream slots share a thread's pooled connections (`pool`). quinn
 //! does QUIC (`quic`: one UDP endpoint per worker thread, its receive buffer sized), the h3
 //! crates do HTTP/3; this module drives them and records each request as HTTP/2's are:
-//! latency from the send, status, payload (DATA) bytes. Failures are classified by
-//! `classify`.
+//! latency from the send, status, payload (DATA) bytes, and beside them the UDP bytes its
+//! connection carried (`wire`). Failures are classified by `classify`.
 //!
 //! When a connection dies (idle timeout, stateless reset, CONNECTION_CLOSE) its streams stop,
 //! their failures are counted, and the connection is opened again while the run goes on. A
@@ -25,6 +25,7 @@ mod classify;
 mod early;
 mod pool;
 mod quic;
+mod wire;
 
 use super::exchange::{
     back_off, backoff_after, note_detail, record_failure, record_sent, record_success, settled,
@@ -56,6 +57,8 @@ pub(super) struct Handle {
     send: SendRequest,
     /// A 0-RTT connection's handshake, whose first requests went early.
     early: Option<Rc<early::Early>>,
+    /// The connection's UDP bytes, booked as its requests end.
+    wire: Rc<wire::Wire>,
 }
 
 /// What every worker thread of an HTTP/3 run is given alike.
@@ -403,6 +406,7 @@ async fn one_request(ctx: &ThreadCtx, conn: &mut Handle, due: Due) -> Outcome {
         }
     };
     let outcome = tokio::time::timeout_at(deadline, exchange).await;
+    conn.wire.book(ctx, phase);
     let failure = match outcome {
         Ok(Ok(status)) => {
             record_success(ctx, &due, sent_at, status, &traffic);

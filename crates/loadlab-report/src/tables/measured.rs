@@ -96,6 +96,13 @@ pub(super) fn summary(runs: &[Run]) -> Table {
             bytes(b.received_per_s)
         ))
     });
+    // HTTP/3: beside its DATA payload above, the UDP bytes that crossed the wire.
+    f.row("On the wire (UDP), sent / received", |r| {
+        r.measured
+            .wire_bytes
+            .as_ref()
+            .map(|w| format!("{} / {}", bytes(w.sent as f64), bytes(w.received as f64)))
+    });
     f.row("Connections opened", |r| {
         let m = &r.measured;
         let mut s = count(m.connections_opened);

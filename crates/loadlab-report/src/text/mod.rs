@@ -177,24 +177,31 @@ fn summary(r: &RunResult) -> String {
         row(&mut s, "Retried", &line);
     }
     let b = &m.bytes;
+    // HTTP/3's `bytes` are DATA payload: the UDP bytes beside them say what crossed the wire.
+    let wire = |n: Option<u64>| match n {
+        Some(n) => format!("; {} on the wire (UDP)", bytes(n as f64)),
+        None => String::new(),
+    };
     row(
         &mut s,
         "Sent",
         &format!(
-            "{} ({}/s; busiest second {}/s)",
+            "{} ({}/s; busiest second {}/s){}",
             bytes(b.sent as f64),
             bytes(b.sent_per_s),
-            bytes(b.max_sent_per_s as f64)
+            bytes(b.max_sent_per_s as f64),
+            wire(m.wire_bytes.as_ref().map(|w| w.sent))
         ),
     );
     row(
         &mut s,
         "Received",
         &format!(
-            "{} ({}/s; busiest second {}/s)",
+            "{} ({}/s; busiest second {}/s){}",
             bytes(b.received as f64),
             bytes(b.received_per_s),
-            bytes(b.max_received_per_s as f64)
+            bytes(b.max_received_per_s as f64),
+            wire(m.wire_bytes.as_ref().map(|w| w.received))
         ),
     );
     let mut conns = format!("{} opened", count(m.connections_opened));

@@ -273,3 +273,37 @@ fn parse_csv(text: &str) -> Vec<Vec<String>> {
     }
     rows
 }
+
+/// HTTP/3's wire bytes (`measured.wire_bytes`, the UDP bytes beside the DATA payload in
+/// `bytes`) in every report, only for a run that has them.
+#[test]
+fn wire_bytes_in_every_report() {
+    let ok = fixture("ok.json");
+    let mut r = ok.clone();
+    r.measured.wire_bytes = Some(loadlab_result::WireBytes {
+        sent: 30_720,
+        received: 3_145_728,
+    });
+    let text = render(&loadlab_report::TextExporter, &r);
+    for line in ["; 30 KiB on the wire (UDP)", "; 3 MiB on the wire (UDP)"] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    let rows = parse_csv(&render(&CsvExporter, &r));
+    let value = |metric: &str| rows.iter().find(|r| r[3] == metric).map(|r| r[4].clone());
+    assert_eq!(value("wire_bytes_sent").as_deref(), Some("30720"));
+    assert_eq!(value("wire_bytes_received").as_deref(), Some("3145728"));
+    let row = "On the wire (UDP), sent / received";
+    let markdown = render(&MarkdownExporter, &r);
+    assert!(
+        markdown.contains(&format!("| {row} | 30 KiB / 3 MiB |")),
+        "{markdown}"
+    );
+    let html = render(&HtmlExporter, &r);
+    assert!(html.contains(&format!("<tr><td>{row}</td><td>30 KiB / 3 MiB</td></tr>")));
+
+    // Without them (HTTP/1.1 and HTTP/2, whose bytes are every byte already), nothing.
+    let plain = parse_csv(&render(&CsvExporter, &ok));
+    assert!(!plain.iter().any(|r| r[3].starts_with("wire_bytes")));
+    assert!(!render(&loadlab_report::TextExporter, &ok).contains("on the wire"));
+    assert!(!render(&MarkdownExporter, &ok).contains(row));
+}

@@ -15,7 +15,7 @@ use crate::histogram::{decode_histogram, encode_histogram, new_histogram};
 use crate::latency::LatencySummary;
 use crate::run::{
     Bytes, EarlyData, EncodedHistograms, IntervalSummary, PartSummary, PhaseSummary, Requests,
-    RunResult, SCHEMA_VERSION,
+    RunResult, WireBytes, SCHEMA_VERSION,
 };
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -302,6 +302,7 @@ fn merge_phases(
     let (mut tls_resumed, mut tls_full, mut opened, mut failed_connects) = (0, 0, 0, 0);
     let (mut close_wait_s, mut close_wait_timeouts, mut retried) = (0.0, 0, 0);
     let mut early: Option<EarlyData> = None;
+    let mut wire: Option<WireBytes> = None;
     for (i, p) in &present {
         let h = &p.histograms;
         let encoded = [
@@ -343,6 +344,9 @@ fn merge_phases(
         retried += p.retried;
         if let Some(e) = &p.early_data {
             early.get_or_insert_with(EarlyData::default).add_counts(e);
+        }
+        if let Some(w) = &p.wire_bytes {
+            wire.get_or_insert_with(WireBytes::default).add(w);
         }
     }
     let rate = |n: u64| {
@@ -402,6 +406,7 @@ fn merge_phases(
             handshake_us: summary("early_handshake"),
             ..e
         }),
+        wire_bytes: wire,
     }))
 }
 

@@ -193,6 +193,7 @@ async fn set_up(
     early: Option<std::rc::Rc<Early>>,
     budget: Duration,
 ) -> Result<Handle, OpenError> {
+    let wire = std::rc::Rc::new(super::wire::Wire::new(connection.clone()));
     let setup = ::h3::client::new(Conn::new(connection, early.clone()));
     let (mut driver, send) = match tokio::time::timeout(budget, setup).await {
         Ok(Ok(pair)) => pair,
@@ -217,7 +218,7 @@ async fn set_up(
         let _open = open;
         let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
     });
-    Ok(Handle { send, early })
+    Ok(Handle { send, early, wire })
 }
 
 /// A 0-RTT connection's handshake in `phase`'s figures, once it has ended (by the first of
