@@ -32,6 +32,47 @@ fn read(path: &Path) -> RunResult {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The shards' start, by what a loaded machine cannot break: every shard was told one
+/// instant and none began before it, the spread is the latest start less the earliest (by
+/// the shards' own records), and the merge warns exactly when the spread passes its bound.
+/// How close together three processes wake is the machine's to say: printed, not asserted.
+fn check_start(merged: &RunResult, shown: &str) {
+    let s = merged.shards.as_ref().unwrap();
+    let infos: Vec<_> = merged
+        .parts
+        .iter()
+        .map(|p| p.shard.as_ref().unwrap())
+        .collect();
+    let told = infos[0].start_at_unix_s.expect("--start-at");
+    let starts: Vec<f64> = infos.iter().map(|i| i.started_unix_s).collect();
+    for info in &infos {
+        assert_eq!(info.start_at_unix_s, Some(told), "{info:?}");
+        // Microseconds of rounding in the records, no more.
+        assert!(info.started_unix_s >= told - 1e-5, "began early: {info:?}");
+    }
+    let (earliest, latest) = starts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| {
+        (lo.min(t), hi.max(t))
+    });
+    assert!(
+        (s.start_spread_s - (latest - earliest)).abs() < 1e-5,
+        "{s:?} {starts:?}"
+    );
+    let warned = shown.contains("shards started ");
+    assert_eq!(
+        warned,
+        s.start_spread_s > s.start_spread_bound_s,
+        "{s:?}\n{shown}"
+    );
+    // And says which shard began late, exactly when one did.
+    let late = latest - told > s.start_spread_bound_s;
+    assert_eq!(late, shown.contains("started after --start-at"), "{shown}");
+    eprintln!(
+        "shards started {:.1} ms apart, the latest {:.1} ms after --start-at",
+        s.start_spread_s * 1e3,
+        (latest - told) * 1e3
+    );
+}
+
 /// `@UNIX_SECONDS` this far ahead.
 fn start_in(d: Duration) -> String {
     let at = SystemTime::now() + d;
@@ -119,11 +160,9 @@ fn three_shards_started_together_merge_to_the_servers_own_count() {
     );
     assert_eq!(merged.parts.len(), 3);
     assert!(merged.parts.iter().all(|p| p.issued == 300));
-    let s = merged.shards.unwrap();
+    let s = merged.shards.as_ref().unwrap();
     assert_eq!(s.reported, [1, 2, 3]);
-    // Three processes told one instant start within milliseconds; on a busy 2-core machine
-    // one may wake a few ms late, which the merge measures (and warns of past 10 ms).
-    assert!(s.start_spread_s < 0.25, "{s:?}");
+    check_start(&merged, &shown);
     assert!(
         merged
             .load
@@ -522,8 +561,7 @@ fn the_ansible_playbook_runs_three_shards_whose_merge_matches_the_servers_count(
     assert_eq!(merged.measured.requests.issued, 1_200);
     let s = merged.shards.as_ref().unwrap();
     assert_eq!((s.count, s.reported.as_slice()), (3, &[1, 2, 3][..]));
-    assert!(s.start_spread_s < 0.25, "{s:?}");
+    check_start(&merged, &shown);
     assert!(shown.contains("3 of 3 reported"), "{shown}");
-    assert!(!shown.contains("started after --start-at"), "{shown}");
     drop(lab);
 }
