@@ -1,7 +1,9 @@
 //! A scenario run's settings, checked: the scenario replaces the request flags, `--pace`
 //! paces a closed loop's connections, `--rate`/`--stages` make an open loop of iterations,
-//! `--new-connection-share` mixes new connections into keep-alive ones. A single-URL run with `--pace` or `--new-connection-share` becomes a
-//! one-step scenario, so that one runner does both.
+//! `--new-connection-share` mixes new connections into keep-alive ones. A single-URL run with
+//! `--pace` or `--new-connection-share` becomes a one-step scenario, so that one runner does
+//! both. Each runs over HTTP/1.1, HTTP/2 or HTTP/3: over the last two a virtual user holds
+//! one connection and sends each request on a stream of it (`engine::scenario::mux`).
 
 use super::{reject, ConfigError, Model, RunSpec, ScenarioRun};
 use loadlab_scenario::file::{BodyFile, OrderedMap, ScenarioFile, StepFile};
@@ -52,16 +54,14 @@ impl RunSpec {
         if !wants_runner {
             return Ok(None);
         }
-        if self.http2 {
+        if self.streams > 1 {
+            // A user's requests go one after another (a page's at once, as streams of its
+            // one connection): streams shared by several users are not what a user does.
             return Err(reject(
-                "http2",
-                "scenarios, --pace and --new-connection-share run over HTTP/1.1; drop --http2",
-            ));
-        }
-        if self.http3 {
-            return Err(reject(
-                "http3",
-                "scenarios, --pace and --new-connection-share run over HTTP/1.1; drop --http3",
+                "streams",
+                "a scenario's virtual user (and a paced one) holds its own connection and sends \
+                 a page's requests as concurrent streams on it; drop --streams and give more \
+                 users with -c (or --max-connections for --rate)",
             ));
         }
         if !self.paths.is_empty() {

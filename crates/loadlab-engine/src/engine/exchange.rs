@@ -68,7 +68,27 @@ impl Sink for () {
     fn bytes(&mut self, _: &[u8]) {}
 }
 
-/// How a scenario's request went (see [`Conn::send`]); the caller records it.
+/// What a caller wants of an HTTP/2 or HTTP/3 response beyond its status: nothing for a
+/// plain run (`()`), its header fields and perhaps its body for a scenario step (see
+/// `scenario::mux`). The protocol's library has parsed the response: there are no bytes of
+/// a head to keep, as over HTTP/1.1.
+pub(super) trait FieldSink {
+    /// The response's header fields (pseudo-headers removed), once they arrive.
+    fn head(&mut self, headers: http::HeaderMap);
+    /// A piece of the body, as it arrives (DATA payload).
+    fn data(&mut self, chunk: &[u8]);
+}
+
+impl FieldSink for () {
+    #[inline(always)]
+    fn head(&mut self, _: http::HeaderMap) {}
+    #[inline(always)]
+    fn data(&mut self, _: &[u8]) {}
+}
+
+/// How a request went, for a caller that records it itself: a scenario's (see
+/// [`Conn::send`] and `scenario::mux`), which judges the response first, and HTTP/2's and
+/// HTTP/3's, which share one exchange with the scenarios (recorded by [`record`]).
 pub(super) enum Sent {
     /// A full response. `end` is when it ended (before any wait for the server to close).
     Done {
@@ -79,8 +99,26 @@ pub(super) enum Sent {
     },
     /// Sent, and failed: the caller records the failure (`record_failure(.., true)`).
     Failed { class: ErrorClass, traffic: Traffic },
-    /// The connection could not be opened: already recorded as a failed request.
-    NotConnected(ErrorClass),
+    /// Never sent, and already recorded as a failed request: the connection could not be
+    /// opened, or (HTTP/2, HTTP/3) a scenario's request is not one the protocol can carry.
+    NotSent(ErrorClass),
+}
+
+/// Records a request's outcome as a plain run does: an answer is a success whatever its
+/// status (a scenario judges it first instead).
+pub(super) fn record(ctx: &ThreadCtx, due: &Due, sent: Sent) {
+    match sent {
+        Sent::Done {
+            status,
+            sent_at,
+            traffic,
+            ..
+        } => {
+            record_success(ctx, due, sent_at, status, &traffic);
+        }
+        Sent::Failed { class, traffic } => record_failure(ctx, due.phase, class, &traffic, true),
+        Sent::NotSent(_) => {}
+    }
 }
 
 /// When a request was meant to go, and when the generator got to it.
@@ -280,7 +318,7 @@ impl Conn {
                     self.failed_connects = self.failed_connects.saturating_add(1);
                     note_detail(ctx, phase, class, detail);
                     record_failure(ctx, phase, class, &Traffic::default(), false);
-                    return Sent::NotConnected(class);
+                    return Sent::NotSent(class);
                 }
             }
         }

@@ -11,8 +11,8 @@
 //! HTTP/2 are payload (DATA frame) bytes, not header or framing bytes.
 
 use super::exchange::{
-    connect, note_detail, record_failure, record_sent, record_success, settled, Due, Io, Stream,
-    Traffic,
+    connect, note_detail, record, record_failure, record_sent, settled, Due, FieldSink, Io, Sent,
+    Stream, Traffic,
 };
 use super::ThreadCtx;
 use crate::error::ErrorClass;
@@ -54,21 +54,12 @@ impl H2Request {
         let mut authority = config.url.authority.clone();
         let mut headers = http::HeaderMap::new();
         for (name, value) in &config.headers {
-            // HTTP/2 carries the host in :authority and has no connection-specific headers.
+            // HTTP/2 carries the host in :authority.
             if name.eq_ignore_ascii_case("host") {
                 authority = value.clone();
                 continue;
             }
-            if [
-                "connection",
-                "keep-alive",
-                "transfer-encoding",
-                "upgrade",
-                "proxy-connection",
-            ]
-            .iter()
-            .any(|h| name.eq_ignore_ascii_case(h))
-            {
+            if is_connection_specific(name) {
                 continue;
             }
             if let (Ok(n), Ok(v)) = (
@@ -92,7 +83,7 @@ impl H2Request {
         })
     }
 
-    fn build(&self) -> http::Request<()> {
+    pub(super) fn build(&self) -> http::Request<()> {
         let mut req = http::Request::new(());
         *req.method_mut() = self.method.clone();
         let i = self.next.get();
@@ -101,6 +92,20 @@ impl H2Request {
         *req.headers_mut() = self.headers.clone();
         req
     }
+}
+
+/// Whether a header is HTTP/1.1's alone: connection-specific, which HTTP/2 and HTTP/3 forbid
+/// (RFC 9113 8.2.2, RFC 9114 4.2); a request carrying one is malformed.
+pub(super) fn is_connection_specific(name: &str) -> bool {
+    [
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "upgrade",
+        "proxy-connection",
+    ]
+    .iter()
+    .any(|h| name.eq_ignore_ascii_case(h))
 }
 
 fn over(ctx: &ThreadCtx, now: Instant) -> bool {
@@ -133,7 +138,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
             ctx.budget_spent.set(true);
             break;
         }
-        let Some(send) = open_connection(&ctx, phase).await else {
+        let Ok(send) = open_connection(&ctx, phase).await else {
             failures = failures.saturating_add(1);
             // Requests owed to a connection that cannot be opened are failed with it, so a
             // server that is gone does not keep this loop alive.
@@ -205,7 +210,19 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Cell
             intended: None,
             noticed: now,
         };
-        let outcome = one_request(&ctx, &send, due).await;
+        let request = ctx.h2.as_ref().expect("HTTP/2 run");
+        let (outcome, sent) = one_request(
+            &ctx,
+            &send,
+            phase,
+            request.build(),
+            request.body.clone(),
+            &mut (),
+        )
+        .await;
+        if let Some(sent) = sent {
+            record(&ctx, &due, sent);
+        }
         if matches!(outcome, Outcome::Refused | Outcome::NotProcessed) {
             // Owed: sent first on the next stream (issued once, by that send); counted as
             // retried each time it is put back.
@@ -241,26 +258,29 @@ fn not_processed(e: &h2::Error) -> bool {
             || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)))
 }
 
-/// Sends one request on a stream of `send`'s connection and records the outcome (a request
-/// the server did not process is taken back: neither issued nor failed).
-async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Outcome {
-    let request = ctx.h2.as_ref().expect("HTTP/2 run");
-    let phase = due.phase;
+/// Sends one request on a stream of `send`'s connection: `request`'s head and `body`, its
+/// response's header fields and body handed to `sink` (`()` for a plain run). It records the
+/// send and takes back a request the server did not process (neither issued nor failed:
+/// `None`, with [`Outcome::Refused`] or [`Outcome::NotProcessed`]); the caller records the
+/// rest (`exchange::record`, or a scenario's judgement) from the [`Sent`] it gets.
+pub(super) async fn one_request<S: FieldSink>(
+    ctx: &ThreadCtx,
+    send: &SendRequest<Bytes>,
+    phase: Phase,
+    request: http::Request<()>,
+    body: Bytes,
+    sink: &mut S,
+) -> (Outcome, Option<Sent>) {
     // Waits for a free stream under the server's SETTINGS_MAX_CONCURRENT_STREAMS.
     let mut ready = match send.clone().ready().await {
         Ok(s) => s,
         // The request never left, and the server is going away: send it on another.
-        Err(e) if not_processed(&e) => return Outcome::NotProcessed,
+        Err(e) if not_processed(&e) => return (Outcome::NotProcessed, None),
         Err(e) => {
             // The request never left: a connection-level failure.
-            record_failure(
-                ctx,
-                phase,
-                classify(ctx, phase, &e),
-                &Traffic::default(),
-                false,
-            );
-            return Outcome::Died;
+            let class = classify(ctx, phase, &e);
+            record_failure(ctx, phase, class, &Traffic::default(), false);
+            return (Outcome::Died, Some(Sent::NotSent(class)));
         }
     };
     let sent_at = Instant::now();
@@ -276,13 +296,13 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
         classify(ctx, phase, e)
     };
     let exchange = async {
-        let end_of_stream = request.body.is_empty();
+        let end_of_stream = body.is_empty();
         let (response, mut body_tx) = ready
-            .send_request(request.build(), end_of_stream)
+            .send_request(request, end_of_stream)
             .map_err(|e| classify(ctx, phase, &e))?;
         if !end_of_stream {
             body_tx
-                .send_data(request.body.clone(), true)
+                .send_data(body, true)
                 .map_err(|e| classify(ctx, phase, &e))?;
         }
         let response = response.await.map_err(|e| classify(ctx, phase, &e))?;
@@ -294,9 +314,11 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
                 w.seen(&value);
             }
         }
-        let mut body = response.into_body();
+        let (head, mut body) = response.into_parts();
+        sink.head(head.headers);
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(|e| classify(ctx, phase, &e))?;
+            sink.data(&chunk);
             let _ = body.flow_control().release_capacity(chunk.len());
         }
         Ok::<u16, ErrorClass>(status)
@@ -313,8 +335,15 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
     traffic.unbooked = read;
     match outcome {
         Ok(status) => {
-            record_success(ctx, &due, sent_at, status, &traffic);
-            Outcome::Done
+            let end = Instant::now();
+            traffic.last_read = Some(end);
+            let sent = Sent::Done {
+                status,
+                sent_at,
+                end,
+                traffic,
+            };
+            (Outcome::Done, Some(sent))
         }
         Err(_) if unprocessed.get().is_some() && traffic.first_byte.is_none() => {
             let mut rec = ctx.recorder.borrow_mut();
@@ -323,14 +352,13 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
             stats.issued -= 1;
             stats.bytes_sent += traffic.sent - traffic.booked_sent;
             if unprocessed.get() == Some(true) {
-                Outcome::Refused
+                (Outcome::Refused, None)
             } else {
-                Outcome::NotProcessed
+                (Outcome::NotProcessed, None)
             }
         }
         Err(class) => {
-            record_failure(ctx, phase, class, &traffic, true);
-            if matches!(
+            let outcome = if matches!(
                 class,
                 ErrorClass::GoAway
                     | ErrorClass::ConnectionReset
@@ -341,7 +369,8 @@ async fn one_request(ctx: &ThreadCtx, send: &SendRequest<Bytes>, due: Due) -> Ou
                 Outcome::Died
             } else {
                 Outcome::Done
-            }
+            };
+            (outcome, Some(Sent::Failed { class, traffic }))
         }
     }
 }
@@ -396,15 +425,18 @@ fn classify(ctx: &ThreadCtx, phase: Phase, e: &h2::Error) -> ErrorClass {
     class
 }
 
-/// Opens an HTTP/2 connection and starts its driver. Failures are recorded as the failure of
-/// a request of `phase`.
-async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<Bytes>> {
+/// Opens an HTTP/2 connection and starts its driver. A failure is recorded as the failure of
+/// a request of `phase`, and its class returned.
+pub(super) async fn open_connection(
+    ctx: &ThreadCtx,
+    phase: Phase,
+) -> Result<SendRequest<Bytes>, ErrorClass> {
     let io = match connect(ctx, phase).await {
         Ok(s) => s,
         Err((class, detail)) => {
             note_detail(ctx, phase, class, detail);
             record_failure(ctx, phase, class, &Traffic::default(), false);
-            return None;
+            return Err(class);
         }
     };
     match handshake(io, ctx.tls.is_some(), ctx.h2_wire.clone()).await {
@@ -412,12 +444,12 @@ async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Option<SendRequest<By
             if let Some(w) = &ctx.alt_svc {
                 w.connection_opened();
             }
-            Some(send)
+            Ok(send)
         }
         Err((class, detail)) => {
             note_detail(ctx, phase, class, Some(detail));
             record_failure(ctx, phase, class, &Traffic::default(), false);
-            None
+            Err(class)
         }
     }
 }

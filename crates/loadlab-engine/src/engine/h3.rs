@@ -28,8 +28,8 @@ mod quic;
 mod wire;
 
 use super::exchange::{
-    back_off, backoff_after, note_detail, record_failure, record_sent, record_success, settled,
-    Due, Traffic,
+    back_off, backoff_after, note_detail, record, record_failure, record_sent, settled, Due,
+    FieldSink, Sent, Traffic,
 };
 use super::h2::H2Request;
 use super::ThreadCtx;
@@ -161,7 +161,7 @@ fn over(ctx: &ThreadCtx, now: Instant) -> bool {
 }
 
 /// Opens a connection for a request of `phase`; a failure is recorded as that request's.
-async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Result<Handle, ErrorClass> {
+pub(super) async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Result<Handle, ErrorClass> {
     match quic::open(ctx, phase).await {
         Ok(send) => Ok(send),
         Err((class, why)) => {
@@ -271,7 +271,19 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Cell<u64>>) 
             intended: None,
             noticed: now,
         };
-        let outcome = one_request(&ctx, &mut send, due).await;
+        let h3 = &ctx.h3.as_ref().expect("HTTP/3 run").shared;
+        let (outcome, sent) = one_request(
+            &ctx,
+            &mut send,
+            phase,
+            || h3.build(),
+            h3.request.body.clone(),
+            &mut (),
+        )
+        .await;
+        if let Some(sent) = sent {
+            record(&ctx, &due, sent);
+        }
         if matches!(outcome, Outcome::Refused | Outcome::NotProcessed) {
             owed.set(owed.get() + 1);
             ctx.recorder.borrow_mut().phase(phase).retried += 1;
@@ -284,25 +296,34 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Cell<u64>>) 
     }
 }
 
-/// One request's exchange on a new stream of `send`: its status, or how it failed.
-/// `went_early`: its stream opened before the 0-RTT handshake ended.
-async fn exchange(
-    h3: &H3Shared,
+/// One request's exchange on a new stream of `send`: its status, or how it failed; the
+/// response's header fields and body go to `sink`. `went_early`: its stream opened before
+/// the 0-RTT handshake ended.
+async fn exchange<S: FieldSink>(
     send: &mut SendRequest,
+    request: http::Request<()>,
+    body: Bytes,
+    sink: &mut S,
     early: Option<&early::Early>,
     traffic: &mut Traffic,
     went_early: &mut bool,
 ) -> Result<u16, ::h3::error::StreamError> {
-    let body = &h3.request.body;
-    let mut stream = send.send_request(h3.build()).await?;
+    let mut stream = send.send_request(request).await?;
     *went_early = early.is_some_and(|e| e.take_early(stream.id()));
-    traffic.sent += send_body(&mut stream, body.clone()).await?;
+    traffic.sent += send_body(&mut stream, body).await?;
     let response = stream.recv_response().await?;
     traffic.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
+    sink.head(response.into_parts().0.headers);
     while let Some(mut chunk) = stream.recv_data().await? {
         let n = chunk.remaining();
-        chunk.advance(n);
+        // Most DATA frames arrive in one piece (`chunk()` is then all of it).
+        while chunk.has_remaining() {
+            let piece = chunk.chunk();
+            sink.data(piece);
+            let len = piece.len();
+            chunk.advance(len);
+        }
         traffic.received += n as u64;
         traffic.unbooked += n as u64;
     }
@@ -349,13 +370,20 @@ pub(super) enum Outcome {
     NotProcessed,
 }
 
-/// Sends one request on a new stream of `conn` and records the outcome (a request the
-/// server did not process is taken back: neither issued nor failed). A request that went as
-/// 0-RTT early data and was discarded by the server is sent again at once on the same
-/// connection, its handshake now over (counted in `retried`, timed from its first send).
-async fn one_request(ctx: &ThreadCtx, conn: &mut Handle, due: Due) -> Outcome {
-    let h3 = &ctx.h3.as_ref().expect("HTTP/3 run").shared;
-    let phase = due.phase;
+/// Sends one request on a new stream of `conn`, as HTTP/2's `one_request` does (the request
+/// `build` makes and `body`, the response's fields and body to `sink`; the caller records
+/// the [`Sent`], a request the server did not process is taken back: `None`). A request
+/// that went as 0-RTT early data and was discarded by the server is sent again at once on
+/// the same connection, its handshake now over (counted in `retried`, timed from its first
+/// send).
+pub(super) async fn one_request<S: FieldSink>(
+    ctx: &ThreadCtx,
+    conn: &mut Handle,
+    phase: Phase,
+    build: impl Fn() -> http::Request<()>,
+    body: Bytes,
+    sink: &mut S,
+) -> (Outcome, Option<Sent>) {
     let sent_at = Instant::now();
     let deadline = tokio::time::Instant::from_std(sent_at + ctx.timeout);
     record_sent(ctx, phase);
@@ -364,8 +392,10 @@ async fn one_request(ctx: &ThreadCtx, conn: &mut Handle, due: Due) -> Outcome {
         loop {
             let mut went_early = false;
             let outcome = exchange(
-                h3,
                 &mut conn.send,
+                build(),
+                body.clone(),
+                sink,
                 conn.early.as_deref(),
                 &mut traffic,
                 &mut went_early,
@@ -409,8 +439,15 @@ async fn one_request(ctx: &ThreadCtx, conn: &mut Handle, due: Due) -> Outcome {
     conn.wire.book(ctx, phase);
     let failure = match outcome {
         Ok(Ok(status)) => {
-            record_success(ctx, &due, sent_at, status, &traffic);
-            return Outcome::Done;
+            let end = Instant::now();
+            traffic.last_read = Some(end);
+            let sent = Sent::Done {
+                status,
+                sent_at,
+                end,
+                traffic,
+            };
+            return (Outcome::Done, Some(sent));
         }
         // A 0-RTT connection whose handshake never ended: its requests went nowhere.
         _ if conn.early.as_ref().is_some_and(|e| e.timed_out()) => {
@@ -428,9 +465,9 @@ async fn one_request(ctx: &ThreadCtx, conn: &mut Handle, due: Due) -> Outcome {
             stats.issued -= 1;
             stats.bytes_sent += traffic.sent - traffic.booked_sent;
             if stream_only {
-                Outcome::Refused
+                (Outcome::Refused, None)
             } else {
-                Outcome::NotProcessed
+                (Outcome::NotProcessed, None)
             }
         }
         StreamFailure::NotProcessed { stream_only } => {
@@ -443,24 +480,22 @@ async fn one_request(ctx: &ThreadCtx, conn: &mut Handle, due: Due) -> Outcome {
                 (ErrorClass::GoAway, "the server went away (GOAWAY)")
             };
             note_detail(ctx, phase, class, Some(why.into()));
-            record_failure(ctx, phase, class, &traffic, true);
-            if stream_only {
+            let outcome = if stream_only {
                 Outcome::Done
             } else {
                 Outcome::Died
-            }
+            };
+            (outcome, Some(Sent::Failed { class, traffic }))
         }
         StreamFailure::Connection(class, why) => {
             note_detail(ctx, phase, class, Some(why));
-            record_failure(ctx, phase, class, &traffic, true);
-            Outcome::Died
+            (Outcome::Died, Some(Sent::Failed { class, traffic }))
         }
         StreamFailure::Stream(class, why) => {
             if !why.is_empty() {
                 note_detail(ctx, phase, class, Some(why));
             }
-            record_failure(ctx, phase, class, &traffic, true);
-            Outcome::Done
+            (Outcome::Done, Some(Sent::Failed { class, traffic }))
         }
     }
 }

@@ -20,6 +20,7 @@ mod nothing_listens;
 mod parser_props;
 mod partial_interval;
 mod scenario;
+mod scenario_mux;
 mod shard_props;
 mod tls;
 mod tls_advice;

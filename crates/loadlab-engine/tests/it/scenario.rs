@@ -478,11 +478,13 @@ fn a_scenario_refuses_flags_that_it_replaces() {
             "scenario",
         ),
         (
+            // A user's streams are its own (a page's requests); more users, not streams.
             RunSpec {
                 http2: true,
+                streams: 10,
                 ..spec(s.clone(), 1, 1)
             },
-            "http2",
+            "streams",
         ),
         (
             RunSpec {

@@ -2,7 +2,7 @@
 //! carrying up to `--streams` of them, and a new one opens only when all are busy. It must
 //! not send again what the server did not process: the open loop's schedule moves on.
 
-use super::super::exchange::{record_failure, Due, Traffic};
+use super::super::exchange::{record, record_failure, Due, Traffic};
 use super::super::ThreadCtx;
 use super::{one_request, open_connection, Outcome};
 use crate::error::ErrorClass;
@@ -91,7 +91,7 @@ impl super::super::open::Carrier for Slot {
             let send = open_connection(ctx, phase).await;
             pool.opening.set(false);
             pool.opened.notify_waiters();
-            let Some(send) = send else {
+            let Ok(send) = send else {
                 return false;
             };
             let mut connections = pool.connections.borrow_mut();
@@ -116,7 +116,20 @@ impl super::super::open::Carrier for Slot {
         };
         // The open loop does not send again a request the server did not process (its
         // schedule moves on): it is counted as issued and failed, as before.
-        match one_request(ctx, &c.send, due).await {
+        let request = ctx.h2.as_ref().expect("HTTP/2 run");
+        let (outcome, sent) = one_request(
+            ctx,
+            &c.send,
+            due.phase,
+            request.build(),
+            request.body.clone(),
+            &mut (),
+        )
+        .await;
+        if let Some(sent) = sent {
+            record(ctx, &due, sent);
+        }
+        match outcome {
             Outcome::Done => {}
             Outcome::Died => {
                 c.dead.set(true);

@@ -3,7 +3,7 @@
 //! only when all are busy. It must not send again what the server did not process: the open
 //! loop's schedule moves on.
 
-use super::super::exchange::{record_failure, Due, Traffic};
+use super::super::exchange::{record, record_failure, Due, Traffic};
 use super::super::ThreadCtx;
 use super::{one_request, open_connection, Handle, Outcome};
 use crate::error::ErrorClass;
@@ -103,7 +103,20 @@ impl super::super::open::Carrier for Slot {
         let mut send = c.send.clone();
         // The open loop does not send again a request the server did not process (its
         // schedule moves on): it is counted as issued and failed.
-        match one_request(ctx, &mut send, due).await {
+        let h3 = &ctx.h3.as_ref().expect("HTTP/3 run").shared;
+        let (outcome, sent) = one_request(
+            ctx,
+            &mut send,
+            due.phase,
+            || h3.build(),
+            h3.request.body.clone(),
+            &mut (),
+        )
+        .await;
+        if let Some(sent) = sent {
+            record(ctx, &due, sent);
+        }
+        match outcome {
             Outcome::Done => {}
             Outcome::Died => {
                 c.dead.set(true);

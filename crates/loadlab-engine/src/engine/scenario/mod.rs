@@ -5,6 +5,10 @@
 //! period, measured from the slot); with `--new-connection-share` that share of requests
 //! asks for `Connection: close` and the next one opens a new connection.
 //!
+//! Over HTTP/1.1 a user holds up to six connections (`Lane`s: one for its steps, more for a
+//! page); over HTTP/2 and HTTP/3 one connection, a stream per request (`mux`). Everything
+//! else, judging a response included (`judge`), is the same for the three protocols.
+//!
 //! Every request is counted twice: in the run's own figures, as any request is (so the
 //! run's latency, timeline and verdicts hold for scenarios too), and in its step's
 //! ([`crate::steps`]). A constant request is written from bytes encoded at load; only a
@@ -12,10 +16,14 @@
 //! into the user's buffer. Nothing here does arithmetic on time a test would need a clock for:
 //! think times come from the scenario crate, pacing from [`pacer`].
 //!
-//! - `wire`: a step's response kept and judged; `page`: a page's requests over up to six
-//!   connections at once; `pacer`: `--pace`'s slots; `open`: an open loop of iterations
-//!   (`--rate`), each a new user whose steps are measured from when they were due.
+//! - `judge`: a step's response judged (cookies, decompression, captures, checks), for
+//!   every protocol; `wire`: an HTTP/1.1 response kept for it; `mux`: a user's HTTP/2 or
+//!   HTTP/3 connection and its responses; `page`: a page's requests at once (over up to six
+//!   connections, or as streams); `pacer`: `--pace`'s slots; `open`: an open loop of
+//!   iterations (`--rate`), each a new user whose steps are measured from when they were due.
 
+mod judge;
+mod mux;
 pub(in crate::engine) mod open;
 pub(crate) mod pacer;
 mod page;
@@ -26,7 +34,9 @@ use super::ThreadCtx;
 use crate::config::ScenarioRun;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
+use judge::Kept;
 use loadlab_scenario::{CookieJar, Mode, Request, Rng, Step, Verdict};
+use mux::MuxLane;
 use pacer::Pacer;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -51,11 +61,29 @@ impl Lane {
     }
 }
 
+/// How a virtual user reaches the server: kept from one iteration to the next (an open
+/// loop's finished iterations hand theirs on).
+enum Carrier {
+    /// HTTP/1.1: `lanes[0]` carries every step; a page opens up to six.
+    Lanes(Vec<Lane>),
+    /// HTTP/2 or HTTP/3: one connection, a stream per request.
+    Mux(Box<MuxLane>),
+}
+
+impl Carrier {
+    fn new(ctx: &ThreadCtx) -> Carrier {
+        if ctx.h2.is_some() || ctx.h3.is_some() {
+            Carrier::Mux(Box::default())
+        } else {
+            Carrier::Lanes(vec![Lane::new(ctx)])
+        }
+    }
+}
+
 /// A virtual user.
 struct User {
     index: usize,
-    /// `lanes[0]` carries every step; a page opens up to six.
-    lanes: Vec<Lane>,
+    carrier: Carrier,
     jar: CookieJar,
     values: Vec<String>,
     rng: Rng,
@@ -79,10 +107,10 @@ struct Slot {
 }
 
 impl User {
-    fn new(ctx: &ThreadCtx, run: &ScenarioRun, index: usize, lanes: Vec<Lane>) -> User {
+    fn new(ctx: &ThreadCtx, run: &ScenarioRun, index: usize, carrier: Carrier) -> User {
         User {
             index,
-            lanes,
+            carrier,
             jar: CookieJar::default(),
             values: run.scenario.new_values(),
             rng: Rng::for_user(run.seed, index),
@@ -109,7 +137,7 @@ enum StepEnd {
 
 /// Runs virtual user number `index` (across threads) until the run ends.
 pub(super) async fn drive(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, index: usize) {
-    let mut user = User::new(&ctx, &run, index, vec![Lane::new(&ctx)]);
+    let mut user = User::new(&ctx, &run, index, Carrier::new(&ctx));
     let mut iteration: u64 = 0;
     while !ended(&ctx, Instant::now()) {
         run.scenario
@@ -273,23 +301,45 @@ async fn run_step(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize)
     }
     let close = new_connection(run, &mut user.rng);
     let User {
-        lanes, jar, values, ..
+        carrier,
+        jar,
+        values,
+        ..
     } = user;
-    let Lane { conn, wire, buf } = &mut lanes[0];
     let request = &step.requests[0];
-    wire.reset(step.needs_body());
-    let bytes = request_bytes(request, values, jar, close, buf);
     let due = Due {
         phase,
         intended,
         noticed: scheduled.map_or(now, |(_, noticed)| noticed),
     };
-    let sent = conn
-        .send(ctx, phase, bytes, request.is_head(), close, wire)
-        .await;
-    let (passed, end) = finish(ctx, step, i, &due, sent, wire, values, jar);
+    let (passed, end, backoff) = match carrier {
+        Carrier::Lanes(lanes) => {
+            let Lane { conn, wire, buf } = &mut lanes[0];
+            wire.reset(step.needs_body());
+            let bytes = request_bytes(request, values, jar, close, buf);
+            let sent = conn
+                .send(ctx, phase, bytes, request.is_head(), close, wire)
+                .await;
+            let (passed, end) = finish(ctx, step, i, &due, sent, wire, values, jar);
+            (passed, end, conn.backoff())
+        }
+        Carrier::Mux(lane) => {
+            let MuxLane { mux, fields, buf } = &mut **lane;
+            fields.reset(step.needs_body());
+            let sent = match mux::prepare(ctx, phase, request, values, jar, buf) {
+                Ok(out) => match mux.send(ctx, phase, &out, close, fields).await {
+                    Some(sent) => sent,
+                    None => return StepEnd::Stop,
+                },
+                Err(not_sent) => not_sent,
+            };
+            let (passed, end) = finish(ctx, step, i, &due, sent, fields, values, jar);
+            mux.step_ended();
+            (passed, end, mux.backoff())
+        }
+    };
     if !passed {
-        if let Some(wait) = conn.backoff() {
+        if let Some(wait) = backoff {
             back_off(ctx, wait).await;
         }
     }
@@ -310,13 +360,13 @@ fn finish(
     i: usize,
     due: &Due,
     sent: Sent,
-    wire: &mut Wire,
+    kept: &mut impl Kept,
     values: &mut [String],
     jar: &mut CookieJar,
 ) -> (bool, Instant) {
     let measured = due.phase == Phase::Measured;
     match sent {
-        Sent::NotConnected(class) => {
+        Sent::NotSent(class) => {
             if measured {
                 with_step(ctx, i, |s| {
                     s.issued += 1;
@@ -344,7 +394,7 @@ fn finish(
             end,
             traffic,
         } => {
-            let read = wire.read(step, status, traffic.received, values, jar);
+            let read = kept.read(step, status, traffic.received, values, jar);
             let passed = read.verdict == Verdict::Pass;
             if passed {
                 record_success(ctx, due, sent_at, status, &traffic);

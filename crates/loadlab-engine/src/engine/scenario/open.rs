@@ -13,7 +13,7 @@
 //!
 //! Iterations due by the end of the schedule but never started are counted as not sent.
 
-use super::{run_iteration, Lane, Slot, User};
+use super::{run_iteration, Carrier, Slot, User};
 use crate::config::ScenarioRun;
 use crate::engine::timer::PreciseTimer;
 use crate::engine::ThreadCtx;
@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 /// What a thread's dispatcher and its running iterations share.
 struct Pool {
     /// Connections of finished iterations, kept alive for the next ones.
-    idle: RefCell<Vec<Vec<Lane>>>,
+    idle: RefCell<Vec<Carrier>>,
     running: Cell<usize>,
     /// Iterations this thread started: the next one is the run's iteration
     /// `first + started * step` (its user index, feeder row and random stream).
@@ -113,19 +113,19 @@ pub(in crate::engine) async fn run(
 /// end, and that wait is in their first step's time).
 async fn iterate(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, pool: Rc<Pool>, mut slot: Slot) {
     let open = ctx.open.as_ref().expect("open-loop thread");
-    let mut lanes = pool
+    let mut carrier = pool
         .idle
         .borrow_mut()
         .pop()
-        .unwrap_or_else(|| vec![Lane::new(&ctx)]);
+        .unwrap_or_else(|| Carrier::new(&ctx));
     loop {
         let index = pool.next_index();
-        let mut user = User::new(&ctx, &run, index, lanes);
+        let mut user = User::new(&ctx, &run, index, carrier);
         user.open = true;
         user.due = Some(slot);
         run.scenario.feed(index, 0, &mut user.rng, &mut user.values);
         let on = run_iteration(&ctx, &run, &mut user).await;
-        lanes = user.lanes;
+        carrier = user.carrier;
         let now = Instant::now();
         if !on || ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d) {
             break;
@@ -135,7 +135,7 @@ async fn iterate(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, pool: Rc<Pool>, mut 
             None => break,
         }
     }
-    pool.idle.borrow_mut().push(lanes);
+    pool.idle.borrow_mut().push(carrier);
     pool.running.set(pool.running.get() - 1);
     pool.freed.notify_one();
 }

@@ -1,17 +1,13 @@
-//! A scenario step's response as its captures and checks see it. While the response arrives,
-//! [`Wire`] keeps its header block, and its body only when the step needs it (a JSON path, a
-//! regex, a body check) or the body is compressed (to weigh it decoded). Afterwards
-//! [`Wire::read`] takes the cookies, de-chunks and decompresses what was kept (gzip, deflate, br), and asks the
-//! scenario crate for the verdict. Buffers keep their capacity from one response to the next,
-//! so a steady virtual user does not allocate here.
+//! A scenario step's HTTP/1.1 response as its captures and checks see it. While the response
+//! arrives, [`Wire`] keeps its header block, and its body only when the step needs it (a JSON
+//! path, a regex, a body check) or the body is compressed (to weigh it decoded). Afterwards
+//! [`Wire::read`] parses the head, de-chunks the body and hands both to `judge`, which
+//! HTTP/2 and HTTP/3 share. Buffers keep their capacity from one response to the next, so a
+//! steady virtual user does not allocate here.
 
 use super::super::exchange::Sink;
-use loadlab_scenario::{CookieJar, Response, Step, Verdict};
-use std::io::Read as _;
-
-/// The most bytes of one response kept for checks; beyond it the body is cut (and a check
-/// on the part cut away fails, saying what it looked for).
-const MAX_KEPT_BYTES: usize = 16 << 20;
+use super::judge::{judge, Kept, Read, MAX_KEPT_BYTES};
+use loadlab_scenario::{CookieJar, Step};
 
 #[derive(Default)]
 pub(super) struct Wire {
@@ -62,15 +58,6 @@ fn is_interim(head: &[u8]) -> bool {
         && &head[9..12] != b"101"
 }
 
-/// What a step's response came to.
-pub(super) struct Read {
-    pub verdict: Verdict,
-    /// `Content-Encoding`, as a name the statistics keep (`identity` when none).
-    pub encoding: &'static str,
-    /// The response's bytes with a compressed body counted at its decompressed size.
-    pub decoded_bytes: u64,
-}
-
 impl Wire {
     /// Ready for the next response; `keep_body` when the step's checks read the body.
     pub fn reset(&mut self, keep_body: bool) {
@@ -78,10 +65,11 @@ impl Wire {
         self.head_end = None;
         self.keep_body = keep_body;
     }
+}
 
-    /// Judges the response just received (`status` from the parser, `received` its bytes on
-    /// the wire): cookies into the jar, captures into `values`, checks run.
-    pub fn read(
+impl Kept for Wire {
+    /// `status` from the engine's parser, `received` the response's bytes on the wire.
+    fn read(
         &mut self,
         step: &Step,
         status: u16,
@@ -101,76 +89,19 @@ impl Wire {
         let mut parsed = httparse::Response::new(&mut slots);
         // The engine's parser already accepted this header block.
         let _ = parsed.parse(&raw[..head_end]);
-        let mut encoding = "identity";
-        let mut chunked = false;
-        for h in parsed.headers.iter() {
-            if h.name.eq_ignore_ascii_case("set-cookie") {
-                jar.set(h.value);
-            } else if h.name.eq_ignore_ascii_case("content-encoding") {
-                encoding = encoding_name(h.value);
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = contains_ignore_case(h.value, b"chunked");
-            }
-        }
+        let chunked = parsed.headers.iter().any(|h| {
+            h.name.eq_ignore_ascii_case("transfer-encoding")
+                && contains_ignore_case(h.value, b"chunked")
+        });
         let mut body_bytes: &[u8] = &raw[head_end..];
         if chunked && !body_bytes.is_empty() {
             dechunk(body_bytes, body);
             body_bytes = body;
         }
-        let mut decoded_bytes = received;
-        if matches!(encoding, "gzip" | "deflate" | "br") && !body_bytes.is_empty() {
-            decoded.clear();
-            let ok = decode(encoding, body_bytes, decoded);
-            if ok {
-                decoded_bytes = received - body_bytes.len() as u64 + decoded.len() as u64;
-                body_bytes = decoded;
-            }
-        }
-        // Header values for captures only when a capture may read them: a Vec that is never
-        // pushed to does not allocate.
-        let mut headers: Vec<(&str, &[u8])> = Vec::new();
-        if !step.captures.is_empty() {
-            headers.extend(parsed.headers.iter().map(|h| (h.name, h.value)));
-        }
-        let response = Response {
-            status,
-            headers: &headers,
-            body: body_bytes,
-        };
-        Read {
-            verdict: step.judge(&response, values),
-            encoding,
-            decoded_bytes,
-        }
-    }
-}
-
-/// Decodes a gzip, deflate or br body into `out`; false when it does not decode.
-fn decode(encoding: &str, body: &[u8], out: &mut Vec<u8>) -> bool {
-    match encoding {
-        "gzip" => flate2::read::MultiGzDecoder::new(body)
-            .read_to_end(out)
-            .is_ok(),
-        "br" => brotli_decompressor::Decompressor::new(body, 4096)
-            .read_to_end(out)
-            .is_ok(),
-        _ => flate2::read::ZlibDecoder::new(body)
-            .read_to_end(out)
-            .is_ok(),
-    }
-}
-
-fn encoding_name(value: &[u8]) -> &'static str {
-    let v = value.trim_ascii();
-    for name in ["gzip", "deflate", "br", "zstd", "identity"] {
-        if v.eq_ignore_ascii_case(name.as_bytes()) {
-            return name;
-        }
-    }
-    if v.eq_ignore_ascii_case(b"x-gzip") {
-        "gzip"
-    } else {
-        "other"
+        let fields = || parsed.headers.iter().map(|h| (h.name, h.value));
+        judge(
+            step, status, fields, body_bytes, received, values, jar, decoded,
+        )
     }
 }
 
@@ -215,24 +146,6 @@ fn dechunk(mut data: &[u8], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// What nginx 1.22's brotli filter (libnginx-mod-http-brotli-filter) sent for four
-    /// lines of text, `Content-Encoding: br` (issue 29: br was not decoded, gzip was).
-    const NGINX_BR: &[u8] = &[
-        161, 184, 7, 0, 32, 234, 182, 110, 73, 11, 73, 186, 173, 253, 122, 225, 48, 29, 200, 131,
-        176, 1, 7, 14, 105, 192, 22, 14, 108, 55, 150, 109, 158, 141, 178, 69, 115, 248, 83, 49, 7,
-        12, 83, 71, 213, 233, 12, 48, 111, 64, 27, 21, 191, 182, 164, 72, 184, 78, 247, 70, 0,
-    ];
-
-    #[test]
-    fn br_bodies_decode_like_gzip() {
-        let line = "loadlab brotli: a compressible line of text for every server.\n";
-        let mut out = Vec::new();
-        assert!(decode("br", NGINX_BR, &mut out));
-        assert_eq!(String::from_utf8(out).unwrap(), line.repeat(4));
-        let mut out = Vec::new();
-        assert!(!decode("br", b"not brotli at all", &mut out));
-    }
 
     #[test]
     fn chunked_bodies_are_joined() {
