@@ -101,7 +101,7 @@ pub(super) enum Sent {
     Failed { class: ErrorClass, traffic: Traffic },
     /// Never sent, and already recorded as a failed request: the connection could not be
     /// opened, or (HTTP/2, HTTP/3) a scenario's request is not one the protocol can carry.
-    NotSent(ErrorClass),
+    Unsent(ErrorClass),
 }
 
 /// Records a request's outcome as a plain run does: an answer is a success whatever its
@@ -117,7 +117,7 @@ pub(super) fn record(ctx: &ThreadCtx, due: &Due, sent: Sent) {
             record_success(ctx, due, sent_at, status, &traffic);
         }
         Sent::Failed { class, traffic } => record_failure(ctx, due.phase, class, &traffic, true),
-        Sent::NotSent(_) => {}
+        Sent::Unsent(_) => {}
     }
 }
 
@@ -318,7 +318,7 @@ impl Conn {
                     self.failed_connects = self.failed_connects.saturating_add(1);
                     note_detail(ctx, phase, class, detail);
                     record_failure(ctx, phase, class, &Traffic::default(), false);
-                    return Sent::NotSent(class);
+                    return Sent::Unsent(class);
                 }
             }
         }

@@ -280,7 +280,7 @@ pub(super) async fn one_request<S: FieldSink>(
             // The request never left: a connection-level failure.
             let class = classify(ctx, phase, &e);
             record_failure(ctx, phase, class, &Traffic::default(), false);
-            return (Outcome::Died, Some(Sent::NotSent(class)));
+            return (Outcome::Died, Some(Sent::Unsent(class)));
         }
     };
     let sent_at = Instant::now();

@@ -366,7 +366,7 @@ fn finish(
 ) -> (bool, Instant) {
     let measured = due.phase == Phase::Measured;
     match sent {
-        Sent::NotSent(class) => {
+        Sent::Unsent(class) => {
             if measured {
                 with_step(ctx, i, |s| {
                     s.issued += 1;

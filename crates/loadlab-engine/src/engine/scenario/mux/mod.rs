@@ -97,7 +97,7 @@ pub(super) fn prepare(
             let why = format!("a scenario's request cannot go over {protocol}: {why}");
             note_detail(ctx, phase, class, Some(why));
             record_failure(ctx, phase, class, &Traffic::default(), false);
-            Err(Sent::NotSent(class))
+            Err(Sent::Unsent(class))
         }
     }
 }
@@ -124,7 +124,7 @@ impl Mux {
         loop {
             let open = match self.connection(ctx, phase).await {
                 Ok(open) => open,
-                Err(class) => return Some(Sent::NotSent(class)),
+                Err(class) => return Some(Sent::Unsent(class)),
             };
             let (died, again, sent) = match &open.handle {
                 Handle::H2(send) => {
