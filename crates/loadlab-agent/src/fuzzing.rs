@@ -118,8 +118,8 @@ mod tests {
             }
         }
         assert!(seen >= 2, "the agent's seeds are missing");
-        let good = b"POST\nport=80&after=3\nauthorization: Bearer 0123456789abcdef0123456789abcdef\nx-loadlab-agent-protocol: 1\nx-loadlab-nonce: 0123456789abcdef0123456789abcdef\n\n{\"server\":{\"kind\":\"pid\",\"pid\":1},\"client\":\"c\"}";
-        let out = parse_request("0123456789abcdef0123456789abcdef", good);
+        let good = format!("POST\nport=80&after=3\nauthorization: Bearer 0123456789abcdef0123456789abcdef\nx-loadlab-agent-protocol: {}\nx-loadlab-nonce: 0123456789abcdef0123456789abcdef\n\n{{\"server\":{{\"kind\":\"pid\",\"pid\":1}},\"client\":\"c\"}}", crate::protocol::PROTOCOL);
+        let out = parse_request("0123456789abcdef0123456789abcdef", good.as_bytes());
         assert_eq!(out[0], "admit: Ok(())");
         assert!(out.iter().any(|l| l == "port: Ok(Some(80))"), "{out:?}");
         assert!(out.iter().any(|l| l.contains("pid 1")), "{out:?}");

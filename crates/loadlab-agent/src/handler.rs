@@ -1,5 +1,5 @@
 //! One request: admission (token, protocol, nonce), routing, the body read within its
-//! bound, and the endpoints of protocol 1.
+//! bound, and the protocol's endpoints.
 //!
 //! It must not block the runtime: launches, stops and sampler joins run on blocking
 //! threads. It never runs a command unless the agent was started with `--allow-exec`.
@@ -109,7 +109,7 @@ async fn answer(
             let wait_ms = query_number(&query, "wait_ms")?
                 .unwrap_or(0)
                 .min(MAX_WAIT_MS);
-            let batch = crate::load::batch(run, after, Duration::from_millis(wait_ms)).await;
+            let batch = crate::load::batch(run, after, Duration::from_millis(wait_ms)).await?;
             Ok(json(StatusCode::OK, &batch))
         }
         ["v1", "loads", id, "stop"] => {

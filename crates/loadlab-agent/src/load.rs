@@ -3,6 +3,13 @@
 //! coordinator to read as they come (`/v1/loads/{id}/intervals`, long-polled), then its
 //! result. One load at a time; a lease stops it when the coordinator stops asking.
 //!
+//! Memory stays flat however long the load: a read `after=N` acknowledges the first N
+//! intervals, which are dropped (the coordinator has them; a read repeated with the same N,
+//! after a lost answer, still finds what followed them), and the result goes back without a
+//! timeline, since every interval of it has already travelled. What is held is what finished
+//! since the last read, and at most a lease's worth when the coordinator stops reading (the
+//! lease then stops the load and frees it).
+//!
 //! It must not read files a client names (the load carries every file's contents) nor
 //! print; the engine runs on a thread of its own, never on the agent's runtime.
 
@@ -15,6 +22,7 @@ use hyper::StatusCode;
 use loadlab_engine::collector::IntervalSink;
 use loadlab_engine::RunControl;
 use loadlab_result::{IntervalSummary, RunResult};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,7 +36,11 @@ pub(crate) const NO_GENERATOR: &str = "this agent was started without --generato
 #[derive(Default)]
 pub(crate) struct Produced {
     header: Option<RunResult>,
-    intervals: Vec<IntervalSummary>,
+    /// The finished intervals the coordinator has not acknowledged yet, oldest first.
+    intervals: VecDeque<IntervalSummary>,
+    /// How many intervals were acknowledged and dropped: the absolute index of
+    /// `intervals[0]`, so that `after` keeps counting from the load's first interval.
+    acknowledged: u64,
     done: bool,
     result: Option<RunResult>,
     error: Option<String>,
@@ -86,7 +98,7 @@ impl IntervalSink for Keep {
     }
 
     fn interval(&mut self, interval: &IntervalSummary) -> Result<(), String> {
-        lock(&self.produced).intervals.push(interval.clone());
+        lock(&self.produced).intervals.push_back(interval.clone());
         self.changed.notify_waiters();
         Ok(())
     }
@@ -194,14 +206,12 @@ pub(crate) fn start(
                 match outcome {
                     Some(Ok(outcome)) => {
                         let mut result = loadlab_engine::summarize(&config, &outcome);
-                        // With a sink the engine keeps totals only: the timeline is what
-                        // the sink was given.
-                        result.timeline = p.intervals.clone();
                         if let Some(verdict) = link.as_ref().and_then(saturated) {
                             result.verdicts.push(verdict);
                         }
                         result.generator.link = link;
                         agreed_start(&mut result, &config, start_at_ns, agreed_ns);
+                        without_timeline(&mut result);
                         p.result = Some(result);
                     }
                     Some(Err(e)) => p.error = Some(e.to_string()),
@@ -241,6 +251,17 @@ pub(crate) fn start(
             lease_ms: lease.as_millis() as u64,
         },
     ))
+}
+
+/// The shard's result as it travels: no timeline (each interval went to the coordinator as
+/// it finished, and it merges them itself), its own part summary kept instead, since that is
+/// the one figure the merge takes from a shard's timeline (its offered rate). With a sink
+/// the engine's timeline holds counts only, so this summary is what it would have given.
+fn without_timeline(result: &mut RunResult) {
+    if let Ok(alone) = loadlab_result::merge(std::slice::from_ref(result)) {
+        result.parts = alone.parts;
+    }
+    result.timeline = Vec::new();
 }
 
 /// Records the coordinator's agreed instant as the shard's start, and its real start on the
@@ -305,9 +326,18 @@ pub(crate) fn find(state: &State, id: &str) -> Result<Arc<LoadRun>, Refusal> {
     }
 }
 
-/// `GET /v1/loads/{id}/intervals?after=N&wait_ms=M`: waits up to `wait` for something new.
-pub(crate) async fn batch(run: Arc<LoadRun>, after: u64, wait: Duration) -> LoadBatch {
+/// `GET /v1/loads/{id}/intervals?after=N&wait_ms=M`: acknowledges the first N intervals
+/// (dropped: the coordinator has them) and waits up to `wait` for something after them.
+/// Intervals from N on stay until a later read acknowledges them, so a read repeated with
+/// the same N (its answer lost) gets the same intervals. N below what an earlier read
+/// acknowledged is refused: those intervals are gone.
+pub(crate) async fn batch(
+    run: Arc<LoadRun>,
+    after: u64,
+    wait: Duration,
+) -> Result<LoadBatch, Refusal> {
     run.renew();
+    acknowledge(&mut lock(&run.produced), after)?;
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         let notified = run.changed.notified();
@@ -315,20 +345,45 @@ pub(crate) async fn batch(run: Arc<LoadRun>, after: u64, wait: Duration) -> Load
         notified.as_mut().enable();
         {
             let p = lock(&run.produced);
-            let fresh = p.intervals.len() as u64 > after;
-            if fresh || p.done || tokio::time::Instant::now() >= deadline {
+            let produced = p.acknowledged + p.intervals.len() as u64;
+            if produced > after || p.done || tokio::time::Instant::now() >= deadline {
                 run.renew();
-                let from = (after as usize).min(p.intervals.len());
-                return LoadBatch {
+                let from = after.min(produced);
+                return Ok(LoadBatch {
                     header: if after == 0 { p.header.clone() } else { None },
-                    intervals: p.intervals[from..].to_vec(),
-                    after: from as u64,
+                    intervals: p
+                        .intervals
+                        .iter()
+                        .skip((from - p.acknowledged) as usize)
+                        .cloned()
+                        .collect(),
+                    after: from,
+                    held: p.intervals.len() as u64,
                     done: p.done,
                     result: p.result.clone(),
                     error: p.error.clone(),
-                };
+                });
             }
         }
         let _ = tokio::time::timeout_at(deadline, notified).await;
     }
+}
+
+/// Drops the intervals before `after` (never one not yet produced), or refuses an `after`
+/// below what was already dropped.
+fn acknowledge(p: &mut Produced, after: u64) -> Result<(), Refusal> {
+    if after < p.acknowledged {
+        return Err(Refusal::new(
+            StatusCode::GONE,
+            format!(
+                "after={after}: the first {0} intervals were acknowledged by an earlier read \
+                 and are no longer held; ask with after={0} or more",
+                p.acknowledged
+            ),
+        ));
+    }
+    let drop = (after - p.acknowledged).min(p.intervals.len() as u64);
+    p.intervals.drain(..drop as usize);
+    p.acknowledged += drop;
+    Ok(())
 }

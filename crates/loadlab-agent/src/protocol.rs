@@ -16,6 +16,11 @@
 //!                                                       renews the lease)
 //! POST   /v1/sessions/{id}/sampling/stop             -> Stopped (kernel counter delta)
 //! DELETE /v1/sessions/{id}                           -> Closed (stops what it launched)
+//! POST   /v1/loads                  StartLoad        -> 201 LoadStarted | 409 ErrorBody{busy}
+//! GET    /v1/loads/{id}/intervals?after=N&wait_ms=M  -> LoadBatch (long poll; acknowledges
+//!                                                       the first N, which are dropped)
+//! POST   /v1/loads/{id}/stop                         -> stops the load (its result follows)
+//! DELETE /v1/loads/{id}                              -> closes it
 //! ```
 //!
 //! Data only: no I/O here. A change of meaning of any field is a new [`PROTOCOL`]; a new
@@ -24,7 +29,10 @@
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks. Each side refuses another, naming both.
-pub const PROTOCOL: u32 = 1;
+/// 2: a load's result travels without its timeline (its intervals came in the batches, each
+/// acknowledged and dropped by the agent); a coordinator of protocol 1 would have taken the
+/// empty timeline for the shard's, so the two are refused to each other.
+pub const PROTOCOL: u32 = 2;
 /// On every request and every response: the protocol version, in decimal.
 pub const HEADER_PROTOCOL: &str = "x-loadlab-agent-protocol";
 /// On every POST and DELETE: 32 hexadecimal characters, never reused (replay protection).

@@ -122,14 +122,22 @@ pub struct LoadStarted {
 }
 
 /// `GET /v1/loads/{id}/intervals?after=N&wait_ms=M`: the intervals after the N-th, the
-/// header once the run has started, and the shard's result once it has ended.
+/// header once the run has started, and the shard's result once it has ended. The request
+/// acknowledges the first N: the agent drops them (`410` to a later read below N), so that
+/// what it holds does not grow with the load's length.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct LoadBatch {
     pub header: Option<RunResult>,
     pub intervals: Vec<IntervalSummary>,
     /// How many intervals precede the first one here.
     pub after: u64,
+    /// How many finished intervals the agent holds for this load as it answers (those from
+    /// `after` on): what the coordinator has not acknowledged, never the whole load.
+    pub held: u64,
     pub done: bool,
+    /// The shard's result. Its `timeline` is empty (since protocol 2): every interval came
+    /// in a batch's `intervals`, and the coordinator builds the timeline from those. Its
+    /// `parts` holds the shard's own summary (the merge takes it from there).
     pub result: Option<RunResult>,
     /// Why the shard could not run (the engine's error), once done.
     pub error: Option<String>,

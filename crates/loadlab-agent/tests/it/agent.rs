@@ -4,7 +4,7 @@ use crate::support;
 
 use loadlab_agent::protocol::{
     ClockStamps, Closed, Hello, HostInfo, LaunchOptions, OpenSession, Opened, SampleBatch,
-    ServerRequest, StartSampling, Stopped, HEADER_PROTOCOL, MAX_BODY_BYTES,
+    ServerRequest, StartSampling, Stopped, HEADER_PROTOCOL, MAX_BODY_BYTES, PROTOCOL,
 };
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -24,9 +24,12 @@ fn hello_answers_with_the_protocol_header() {
     let agent = start(|_| {});
     let answer = agent.get("/v1/hello");
     assert_eq!(answer.status, 200);
-    assert_eq!(answer.headers[HEADER_PROTOCOL], "1");
+    assert_eq!(
+        answer.headers[HEADER_PROTOCOL],
+        PROTOCOL.to_string().as_str()
+    );
     let hello: Hello = answer.json();
-    assert_eq!(hello.protocol, 1);
+    assert_eq!(hello.protocol, PROTOCOL);
     assert!(!hello.allow_exec);
     assert_eq!(hello.lease_ms, 10_000);
     assert!(hello.busy.is_none());
@@ -70,15 +73,19 @@ fn a_replayed_nonce_and_another_protocol_are_refused() {
     short.nonce = Some("abc".into());
     assert_eq!(agent.call(short).status, 400);
 
-    let mut old = Req::new("GET", "/v1/hello");
-    old.protocol = Some("2".into());
-    let answer = agent.call(old);
-    assert_eq!(answer.status, 400);
-    let error = answer.error().error;
-    assert!(
-        error.contains("speaks protocol 1") && error.contains("sent 2"),
-        "{error}"
-    );
+    // An older client and a newer one are both refused, each naming both versions.
+    for other in [PROTOCOL - 1, PROTOCOL + 1] {
+        let mut req = Req::new("GET", "/v1/hello");
+        req.protocol = Some(other.to_string());
+        let answer = agent.call(req);
+        assert_eq!(answer.status, 400);
+        let error = answer.error().error;
+        assert!(
+            error.contains(&format!("speaks protocol {PROTOCOL}"))
+                && error.contains(&format!("sent {other}")),
+            "{error}"
+        );
+    }
     let mut none = Req::new("GET", "/v1/hello");
     none.protocol = None;
     assert_eq!(agent.call(none).status, 400);
@@ -91,7 +98,7 @@ fn bad_requests_are_refused_with_the_field_at_fault() {
     // writing a body the agent will not read would see its connection reset instead).
     let answer = agent.raw(&format!(
         "POST /v1/sessions HTTP/1.1\r\nhost: agent\r\nauthorization: Bearer {}\r\n\
-         {HEADER_PROTOCOL}: 1\r\nx-loadlab-nonce: {}\r\ncontent-length: {}\r\n\r\n",
+         {HEADER_PROTOCOL}: {PROTOCOL}\r\nx-loadlab-nonce: {}\r\ncontent-length: {}\r\n\r\n",
         support::TOKEN,
         support::fresh_nonce(),
         MAX_BODY_BYTES + 1
@@ -352,7 +359,7 @@ fn the_generators_client_recovers_the_offset_and_runs_a_session() {
         cacert: None,
     };
     let (mut client, hello) = loadlab_agent::client::AgentClient::connect(&endpoint).unwrap();
-    assert_eq!(hello.protocol, 1);
+    assert_eq!(hello.protocol, loadlab_agent::protocol::PROTOCOL);
     let local = loadlab_agent::clock::LocalClock::new();
     let estimate = client.estimate_clock(&local, 16).unwrap();
     let error_ns = (estimate.offset_ns + 7_250_000_000).abs();

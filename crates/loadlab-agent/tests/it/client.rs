@@ -11,7 +11,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 /// An endpoint with its token file, which is removed when this drops.
-struct Endpoint {
+pub(crate) struct Endpoint {
     endpoint: AgentEndpoint,
     _token_file: tempfile::TempPath,
 }
@@ -29,7 +29,7 @@ impl std::ops::DerefMut for Endpoint {
     }
 }
 
-fn endpoint(agent: &support::Agent, token: &str, name: &str) -> Endpoint {
+pub(crate) fn endpoint(agent: &support::Agent, token: &str, name: &str) -> Endpoint {
     let mut file = tempfile::Builder::new()
         .prefix(&format!("loadlab-agent-client-{name}-"))
         .tempfile()
@@ -52,7 +52,7 @@ fn an_injected_clock_offset_is_recovered_within_the_estimates_own_bound() {
     let agent = support::start(|c| c.clock = c.clock.with_offset_ms(-1_750));
     let (mut client, hello) =
         AgentClient::connect(&endpoint(&agent, support::TOKEN, "clock")).unwrap();
-    assert_eq!(hello.protocol, 1);
+    assert_eq!(hello.protocol, loadlab_agent::protocol::PROTOCOL);
     let estimate = client.estimate_clock(&LocalClock::new(), 8).unwrap();
     // Half the round trip bounds the error (NTP's bound, from the estimate's own measured
     // delay): on one host, with one monotonic clock, it holds on any machine. An absolute

@@ -6,7 +6,7 @@ use crate::support;
 
 use loadlab_agent::protocol::{
     Hello, LaunchOptions, OpenSession, Opened, SampleBatch, ServerRequest, StartSampling,
-    HEADER_PROTOCOL,
+    HEADER_PROTOCOL, PROTOCOL,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -238,7 +238,10 @@ fn idle_unauthenticated_connections_cannot_lock_out_a_client() {
     // The agent has taken them all (and dropped the oldest): the token still gets in.
     let answer = agent.get("/v1/hello");
     assert_eq!(answer.status, 200);
-    assert_eq!(answer.headers[HEADER_PROTOCOL], "1");
+    assert_eq!(
+        answer.headers[HEADER_PROTOCOL],
+        PROTOCOL.to_string().as_str()
+    );
     drop(idle);
 }
 
@@ -248,7 +251,7 @@ fn a_slow_body_is_timed_out() {
     let agent = start(|_| {});
     let head = format!(
         "POST /v1/sessions HTTP/1.1\r\nhost: agent\r\nauthorization: Bearer {}\r\n\
-         {HEADER_PROTOCOL}: 1\r\nx-loadlab-nonce: {}\r\ncontent-length: 100\r\n\r\n{{",
+         {HEADER_PROTOCOL}: {PROTOCOL}\r\nx-loadlab-nonce: {}\r\ncontent-length: 100\r\n\r\n{{",
         support::TOKEN,
         support::fresh_nonce(),
     );
