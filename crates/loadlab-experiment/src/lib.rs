@@ -4,7 +4,8 @@
 //! # Layout
 //!
 //! - [`file`]: experiment files (TOML), checked into an [`Experiment`].
-//! - [`warmup`]: each lab target's recommended warm-up, for a file that sets none.
+//! - [`targets`]: the lab targets' manifests, read before planning: what the arms' protocols
+//!   need of them (HTTP/3), and [`warmup`], each one's recommended warm-up.
 //! - [`plan`]: arms (variants under the matrix's axis values) and runs in randomized blocks,
 //!   with a hash that says whether an interrupted experiment can be resumed.
 //! - [`runner`]: runs the plan through sessions (verifying every target and URL first) and
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod plan;
 pub mod runner;
 pub mod table;
+pub mod targets;
 pub mod warmup;
 
 pub use file::Experiment;

@@ -2,11 +2,11 @@
 //! needs tens of seconds) applied to an experiment whose file sets no `warmup` of its own;
 //! the file's `warmup`, or `--warmup`, always wins. Applied to the [`Experiment`] before it is
 //! planned, so the plan, its expected time and its hash show the warm-up each arm gets. Reads
-//! manifests only: builds and runs nothing, and prints nothing (it returns notes).
+//! manifests only: builds and runs nothing, and prints nothing (it returns notes). The lab is
+//! read by [`crate::targets`].
 
 use crate::file::{Experiment, Source};
 use loadlab_lab::Lab;
-use std::path::Path;
 
 impl Experiment {
     /// Sets every arm's warm-up (`--warmup`), over the file's and any target's.
@@ -47,22 +47,5 @@ impl Experiment {
             ));
         }
         Ok(notes)
-    }
-
-    /// [`Experiment::apply_target_warmups`] with the lab at `targets` (or the nearest
-    /// `targets/` above the working directory), opened only when a lab-target variant needs it.
-    pub fn apply_target_warmups_from(
-        &mut self,
-        targets: Option<&Path>,
-    ) -> Result<Vec<String>, String> {
-        let any_target = self
-            .variants
-            .iter()
-            .any(|v| matches!(v.source, Source::Target(_)) && v.agent.is_none());
-        if self.warmup_given || !any_target {
-            return Ok(Vec::new());
-        }
-        let lab = crate::runner::open_lab(targets).map_err(|e| e.to_string())?;
-        self.apply_target_warmups(&lab)
     }
 }

@@ -19,7 +19,18 @@ impl Background {
         F: FnOnce(TcpListener) -> Fut + Send + 'static,
         Fut: Future<Output = ()>,
     {
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        Background::start_on(0, accept_loop)
+    }
+
+    /// [`Background::start`] on 127.0.0.1:`port` (0: any free one), for a server standing in
+    /// for one that was told its port.
+    pub fn start_on<F, Fut>(port: u16, accept_loop: F) -> Background
+    where
+        F: FnOnce(TcpListener) -> Fut + Send + 'static,
+        Fut: Future<Output = ()>,
+    {
+        let std_listener = std::net::TcpListener::bind(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("bind 127.0.0.1:{port}: {e}"));
         std_listener.set_nonblocking(true).expect("nonblocking");
         let addr = std_listener.local_addr().expect("local addr");
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

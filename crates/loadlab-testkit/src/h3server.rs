@@ -1,7 +1,7 @@
-//! An HTTP/3 server on 127.0.0.1:0 over UDP (quinn and the h3 crates) for tests that need a
-//! QUIC server without a quirk: it answers every request 200 with a short body, and counts
-//! the QUIC connections it accepted and the requests whose response it finished, so that a
-//! test holds loadlab's counts against the server's own.
+//! An HTTP/3 server on 127.0.0.1 over UDP (any free port, or one given) with quinn and the
+//! h3 crates, for tests that need a QUIC server without a quirk: it answers every request 200
+//! with a short body, and counts the QUIC connections it accepted and the requests whose
+//! response it finished, so that a test holds loadlab's counts against the server's own.
 //!
 //! It runs on its own thread with its own runtime (never the engine's event loop) and stops
 //! when dropped. It must not misbehave: the engine's own tests script the failures.
@@ -75,13 +75,25 @@ impl H3Server {
         })
     }
 
+    /// Serves HTTP/3 on 127.0.0.1:`port` over UDP with `tls` (its ALPN replaced by h3): a
+    /// stand-in for a server that was given its port and certificate (a lab target's `PORT`,
+    /// `TLS_CERT` and `TLS_KEY`), beside its HTTPS on the same port number over TCP.
+    pub fn start_on(port: u16, tls: &rustls::ServerConfig) -> H3Server {
+        H3Server::bind(port, tls.clone())
+    }
+
     fn with_tls(ca: &TestCa, edit: impl FnOnce(&mut rustls::ServerConfig)) -> H3Server {
         let mut tls = (*ca.server_config()).clone();
-        tls.alpn_protocols = vec![b"h3".to_vec()];
         edit(&mut tls);
+        H3Server::bind(0, tls)
+    }
+
+    fn bind(port: u16, mut tls: rustls::ServerConfig) -> H3Server {
+        tls.alpn_protocols = vec![b"h3".to_vec()];
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
         let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("UDP socket");
+        let socket = std::net::UdpSocket::bind(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("UDP socket on 127.0.0.1:{port}: {e}"));
         let addr = socket.local_addr().expect("its address");
         let counters = H3Counters::default();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

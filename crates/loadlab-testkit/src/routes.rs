@@ -135,11 +135,30 @@ impl RouteServer {
         Self::start_with(Arc::new(handler), Some(ca.server_config()))
     }
 
+    /// The same over TLS on 127.0.0.1:`port` with a configuration the test made: a stand-in
+    /// for a server that was given its port and certificate (a lab target's `PORT`,
+    /// `TLS_CERT` and `TLS_KEY`).
+    pub fn start_tls_on(
+        handler: impl Fn(&Seen) -> Answer + Send + Sync + 'static,
+        port: u16,
+        config: Arc<rustls::ServerConfig>,
+    ) -> RouteServer {
+        Self::start_at(port, Arc::new(handler), Some(config))
+    }
+
     fn start_with(handler: Arc<Handler>, tls: Option<Arc<rustls::ServerConfig>>) -> RouteServer {
+        Self::start_at(0, handler, tls)
+    }
+
+    fn start_at(
+        port: u16,
+        handler: Arc<Handler>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> RouteServer {
         let counters = Arc::new(RouteCounters::default());
         let c = counters.clone();
         let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-        let background = Background::start(move |listener| async move {
+        let background = Background::start_on(port, move |listener| async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;

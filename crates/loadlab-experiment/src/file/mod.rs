@@ -155,4 +155,10 @@ impl Experiment {
         let raw: raw::RawExperiment = toml::from_str(text).map_err(|e| e.to_string())?;
         raw.validate()
     }
+
+    /// Every protocol some arm speaks: the `[load]` one, or the `[matrix] protocol` values
+    /// that replace it. Variants do not set their own, so every variant speaks all of them.
+    pub fn protocols(&self) -> Vec<Protocol> {
+        validate::protocols(self.base.protocol, &self.axes)
+    }
 }

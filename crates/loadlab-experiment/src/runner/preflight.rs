@@ -26,14 +26,18 @@ pub(super) fn preflight(
             _ => None,
         })
         .collect();
-    // A protocol over TLS to a server served plain HTTP was refused when the file was read
-    // (`check_encrypted`), so what is launched here is served plain HTTP.
     let lab = if targets.is_empty() {
         None
     } else {
         let lab = open_lab(options.targets.as_deref()).map_err(|e| err(e.to_string()))?;
+        // Read before planning too (`read_lab_targets_from`); checked again here for a caller
+        // that did not, before anything is built.
+        experiment.check_target_capabilities(&lab).map_err(err)?;
         Some(lab)
     };
+    // Launched servers are served over TLS in the arms whose protocol is encrypted; verified
+    // so then (HTTPS, and HTTP/3 for a target that declares it), as the runs will load them.
+    let over_tls = experiment.protocols().iter().any(|p| p.encrypted());
     if let Some(lab) = &lab {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -50,6 +54,7 @@ pub(super) fn preflight(
             on_event(Event::Verifying(name.to_string()));
             let verify = VerifyOptions {
                 content_dir: Some(lab.content_dir()),
+                tls: over_tls,
                 ..VerifyOptions::default()
             };
             let report = runtime

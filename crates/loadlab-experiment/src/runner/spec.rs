@@ -118,6 +118,11 @@ pub(super) fn session_spec(
         spec.mode = mode;
         spec.env = s.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         spec.healthz = s.healthz.clone();
+        // A server loadlab starts speaks the arm's protocol: over TLS (https, http3) it gets
+        // a throwaway CA and certificate (`TLS_CERT`, `TLS_KEY`) that the run alone trusts, so
+        // the URL is https:// and `[load] cacert` (for URL variants) plays no part. http2
+        // stays prior knowledge over plain TCP (h2c), as to a plain URL.
+        spec.tls = s.protocol.encrypted() && spec.launches();
         match &variant.agent {
             Some(a) => {
                 // Limits are parsed on the agent's host, against its CPUs.

@@ -2,6 +2,7 @@
 //! in randomized blocks, interrupted, resumed from the first missing run, and compared; and a
 //! lab target's recommended warm-up applied when the file sets none.
 
+use crate::stand_in::StandIn;
 use loadlab_experiment::analysis::{self, ArmRuns};
 use loadlab_experiment::plan::{Arm, PlannedRun};
 use loadlab_experiment::runner::{self, Control, Ending, Event, RunSink};
@@ -176,111 +177,74 @@ url = "{}"
     assert!(ratio > 3.0, "ratio {ratio}");
 }
 
-/// A lab of one stand-in target whose manifest recommends a warm-up of `warmup_secs`. The
-/// session gives a launched target its port (`PORT`), so the stand-in, a shell script, hands
-/// its port to this test through a FIFO, waits on a second FIFO until the test serves that
-/// port ([`serve_stand_in`]), then prints its address line and waits to be stopped: the lab
-/// launches, watches and stops a real process while this test answers the requests.
-fn stand_in_lab(warmup_secs: u64) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("CONTRACT.md"), "stand-in lab\n").unwrap();
-    let target = dir.path().join("stand-in");
-    std::fs::create_dir(&target).unwrap();
-    for fifo in ["port.fifo", "ready.fifo"] {
-        let status = std::process::Command::new("mkfifo")
-            .arg(target.join(fifo))
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    std::fs::write(
-        target.join("target.toml"),
-        format!(
-            r#"name = "stand-in"
-language = "sh"
-framework = "none"
-framework_version = "0"
-sources = ["target.toml"]
-warmup_secs = {warmup_secs}
-[build]
-command = ["true"]
-artifacts = ["target.toml"]
-[run]
-command = ["sh", "-c", "echo $PORT > port.fifo; read ok < ready.fifo; echo listening on 127.0.0.1:$PORT; exec sleep 60"]
-"#
-        ),
-    )
-    .unwrap();
-    dir
-}
-
-/// Answers the stand-in's next start: reads its port from `port.fifo`, serves `200 ok` to
-/// every request on it (HTTP/1.1, kept alive), then says so on `ready.fifo`.
-fn serve_stand_in(lab: &std::path::Path) -> std::thread::JoinHandle<()> {
+/// Answers the stand-in's next start ([`StandIn`]): serves `200 ok` to every request on its
+/// port (HTTP/1.1, kept alive), then lets it go on.
+fn serve_stand_in(stand_in: &StandIn) {
     use std::io::{BufRead, BufReader, Write};
-    let dir = lab.join("stand-in");
+    let start = stand_in.next_start();
+    let listener = std::net::TcpListener::bind(("127.0.0.1", start.port))
+        .expect("the stand-in's port is free");
     std::thread::spawn(move || {
-        let port = std::fs::read_to_string(dir.join("port.fifo")).unwrap();
-        let listener = std::net::TcpListener::bind(("127.0.0.1", port.trim().parse().unwrap()))
-            .expect("the stand-in's port is free");
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { break };
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    let mut line = String::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                loop {
+                    // A request: lines up to the empty one (GETs, no body).
                     loop {
-                        // A request: lines up to the empty one (GETs, no body).
-                        loop {
-                            line.clear();
-                            match reader.read_line(&mut line) {
-                                Ok(0) | Err(_) => return,
-                                Ok(_) if line == "\r\n" => break,
-                                Ok(_) => {}
-                            }
-                        }
-                        if stream.write_all(&response(200, "ok")).is_err() {
-                            return;
+                        line.clear();
+                        match reader.read_line(&mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) if line == "\r\n" => break,
+                            Ok(_) => {}
                         }
                     }
-                });
-            }
-        });
-        std::fs::write(dir.join("ready.fifo"), "ok\n").unwrap();
-    })
+                    if stream.write_all(&response(200, "ok")).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    stand_in.ready();
 }
 
 /// The one run of a one-variant experiment on the stand-in lab, from `file`: the arm's
 /// planned warm-up and the run's result.
-fn run_on_stand_in(file: &str, lab: &std::path::Path) -> (f64, Vec<String>, RunResult) {
+fn run_on_stand_in(file: &str, stand_in: &StandIn) -> (f64, Vec<String>, RunResult) {
     let mut experiment = Experiment::parse(file).unwrap();
-    let notes = experiment.apply_target_warmups_from(Some(lab)).unwrap();
+    let notes = experiment
+        .read_lab_targets_from(Some(stand_in.lab()))
+        .unwrap();
     let plan = Plan::new(&experiment).unwrap();
     let planned = plan.arms[0].settings.warmup_s;
-    let stand_in = serve_stand_in(lab);
     let mut sink = Memory::default();
     let options = runner::Options {
-        targets: Some(lab.to_path_buf()),
+        targets: Some(stand_in.lab().to_path_buf()),
         skip_verify: true,
         ..runner::Options::default()
     };
-    let ending = runner::run(
-        &experiment,
-        &plan,
-        &mut sink,
-        &options,
-        &Control::default(),
-        &mut |_| {},
-    )
-    .unwrap();
-    assert_eq!(ending, Ending::Complete);
-    stand_in.join().unwrap();
+    std::thread::scope(|scope| {
+        let serving = scope.spawn(|| serve_stand_in(stand_in));
+        let ending = runner::run(
+            &experiment,
+            &plan,
+            &mut sink,
+            &options,
+            &Control::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(ending, Ending::Complete);
+        serving.join().unwrap();
+    });
     (planned, notes, sink.runs.pop().unwrap().2)
 }
 
 #[test]
 fn a_targets_recommended_warmup_applies_unless_the_file_sets_one() {
-    let lab = stand_in_lab(1);
+    let stand_in = StandIn::new(1, &[]);
     let file = r#"
 name = "warmups"
 repetitions = 1
@@ -296,7 +260,7 @@ target = "stand-in"
 
     // No warmup in the file: the manifest's 1 s, in the plan and in the run's warm-up phase
     // (the file's default would be 2 s).
-    let (planned, notes, result) = run_on_stand_in(file, lab.path());
+    let (planned, notes, result) = run_on_stand_in(file, &stand_in);
     assert_eq!(planned, 1.0);
     assert!(
         notes.len() == 1 && notes[0].contains("warm-up 1s"),
@@ -313,7 +277,7 @@ target = "stand-in"
 
     // The file's own warmup overrides the manifest's.
     let own = file.replace("cooldown", "warmup = \"200ms\"\ncooldown");
-    let (planned, notes, result) = run_on_stand_in(&own, lab.path());
+    let (planned, notes, result) = run_on_stand_in(&own, &stand_in);
     assert_eq!(planned, 0.2);
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(result.load.warmup_s, 0.2);
@@ -324,7 +288,7 @@ target = "stand-in"
     let mut experiment = Experiment::parse(file).unwrap();
     experiment.set_warmup(0.5);
     assert!(experiment
-        .apply_target_warmups_from(Some(lab.path()))
+        .read_lab_targets_from(Some(stand_in.lab()))
         .unwrap()
         .is_empty());
     assert_eq!(

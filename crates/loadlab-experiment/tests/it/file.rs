@@ -252,9 +252,9 @@ agent = "https://169.254.1.2:7070"
 }
 
 /// `protocol = "http3"` (or `h3`) with the arms' streams and 0-RTT; the CA named relative to
-/// the file; what cannot speak it refused with the exact reason and fix.
+/// the file; a plain URL, which cannot speak it, refused with the exact reason and fix.
 #[test]
-fn http3_arms_parse_and_need_https_variants() {
+fn http3_arms_parse_and_need_https_or_launched_variants() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("h3.toml");
     std::fs::write(
@@ -294,6 +294,11 @@ url = "https://127.0.0.1:8443/"
     .is_ok());
 
     let http3 = "name = \"x\"\n[load]\nprotocol = \"http3\"\n[[variant]]\nname=\"v\"\n";
+    // A server loadlab starts is served over HTTPS (and HTTP/3) with a throwaway certificate.
+    for source in ["target=\"rust-axum\"", "exec=\"./server\""] {
+        let e = Experiment::parse(&format!("{http3}{source}")).unwrap();
+        assert_eq!(e.protocols(), [Protocol::Http3], "{source}");
+    }
     let cases = [
         (
             format!("{http3}url=\"http://127.0.0.1:8080\""),
@@ -301,19 +306,6 @@ url = "https://127.0.0.1:8443/"
              url \"http://127.0.0.1:8080\" is plain http: give the server's https:// URL (and \
              [load] cacert = \"ca.pem\" when a private CA signed its certificate), or use \
              protocol http1 or http2",
-        ),
-        (
-            format!("{http3}target=\"rust-axum\""),
-            "[[variant]] v: protocol http3 is QUIC, which is always encrypted (TLS 1.3), but lab \
-             targets are served plain HTTP in experiments: start it with `loadlab lab serve \
-             rust-axum --tls` and give url = \"https://...\" and [load] cacert = \"CA path it \
-             printed\", or use protocol http1 or http2",
-        ),
-        (
-            format!("{http3}exec=\"./server\""),
-            "[[variant]] v: protocol http3 is QUIC, which is always encrypted (TLS 1.3), but exec \
-             commands are served plain HTTP in experiments: start the server over HTTPS yourself \
-             and give url = \"https://...\" (and [load] cacert), or use protocol http1 or http2",
         ),
         // A matrix value counts as the [load] one does, and so does https.
         (

@@ -118,9 +118,11 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
             loadlab_experiment::file::duration_s(w, "--warmup").map_err(anyhow::Error::msg)?,
         );
     }
-    // A file without its own warmup gives each lab target the warm-up its manifest asks for.
+    // The lab targets' manifests: an http3 arm on a target that does not serve HTTP/3 is
+    // refused here, before a plan is shown; and a file without its own warmup gives each
+    // target the warm-up its manifest asks for.
     for note in experiment
-        .apply_target_warmups_from(args.targets.as_deref())
+        .read_lab_targets_from(args.targets.as_deref())
         .map_err(anyhow::Error::msg)?
     {
         eprintln!("{note}");
