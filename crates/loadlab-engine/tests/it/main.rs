@@ -16,6 +16,7 @@ mod expect_continue;
 mod h2_retry;
 mod h3;
 mod http2;
+mod mux_server;
 mod nothing_listens;
 mod parser_props;
 mod partial_interval;
