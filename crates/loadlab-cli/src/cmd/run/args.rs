@@ -74,7 +74,8 @@ pub struct RunArgs {
     pub pace: Option<Duration>,
 
     /// Send this share of requests (0 to 1) on a new connection of their own (Connection:
-    /// close), the rest over keep-alive; each new connection's setup is counted apart.
+    /// close; over HTTP/2 and HTTP/3 the connection ends after the request's step), the rest
+    /// over keep-alive; each new connection's setup is counted apart.
     #[arg(long, value_name = "SHARE", help_heading = "Scenarios", allow_hyphen_values = true, value_parser = share)]
     pub new_connection_share: Option<f64>,
 
