@@ -15,6 +15,8 @@
 //! agent client) nor print: what a person should know comes back as notes and warnings.
 
 mod run;
+#[cfg(test)]
+mod run_tests;
 mod source;
 
 pub use source::FleetSource;

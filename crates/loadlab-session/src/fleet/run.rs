@@ -7,6 +7,13 @@
 //! results merge exactly (`merge_shards`): counts and histograms added, each shard's health
 //! kept beside the whole, a missing shard named, and the run marked partial.
 //!
+//! Memory stays flat over a long run, as one generator's does: each read acknowledges what
+//! the generator sent (it drops them), the shards' results come without timelines, and the
+//! run's timeline is the merged intervals handed to the sink, read back from it by the
+//! caller as for one generator (`Spill::read_back`); here only their counts are kept, as the
+//! engine keeps them (whole intervals only when no sink takes them). Intervals wait here only
+//! for a slower generator's same interval ([`StreamReport::max_held_intervals`]).
+//!
 //! It must not judge the merged figures (the engine's verdicts came with each shard; the
 //! merge keeps them per part) nor print.
 
@@ -117,6 +124,9 @@ impl Fleet {
         let parts: Vec<Part> = self.generators.iter().map(Part::new).collect();
         let merged = Merger {
             parts,
+            timeline: Vec::new(),
+            busiest_sent_per_s: 0,
+            max_held: 0,
             sink,
             progress,
             headers: vec![None; n],
@@ -132,7 +142,7 @@ impl Fleet {
         }
         control.finish_external(StreamReport {
             intervals_written: merged.written,
-            max_held_intervals: 0,
+            max_held_intervals: merged.max_held,
             error: merged.error.clone(),
         });
         merged.finish(count)
@@ -222,6 +232,16 @@ fn poll(
 /// Merges the generators' intervals as they come and hands them to the run's sink.
 struct Merger {
     parts: Vec<Part>,
+    /// The run's timeline as the engine would keep it: each merged interval's counts when a
+    /// sink takes the intervals (the caller reads them back from it, whole), the intervals
+    /// themselves when none does (nothing else holds them then).
+    timeline: Vec<IntervalSummary>,
+    /// The busiest merged interval's bytes sent per second, measured part: with the shards'
+    /// own busiest seconds, a lower bound of the whole load's (as `merge` takes it from a
+    /// merged timeline; the shards' timelines no longer travel).
+    busiest_sent_per_s: u64,
+    /// The most intervals waiting at once for a slower generator's same interval.
+    max_held: usize,
     sink: Option<Box<dyn loadlab_engine::collector::IntervalSink>>,
     progress: Vec<Arc<ThreadProgress>>,
     headers: Vec<Option<RunResult>>,
@@ -250,6 +270,8 @@ impl Merger {
                             .fetch_add(iv.failed, Ordering::Relaxed);
                     }
                     self.parts[i].pending.extend(ivs);
+                    let held = self.parts.iter().map(|p| p.pending.len()).sum();
+                    self.max_held = self.max_held.max(held);
                 }
                 Event::Done(i, Ok(result)) => self.parts[i].result = Some(*result),
                 Event::Done(i, Err(why)) => {
@@ -274,9 +296,10 @@ impl Merger {
     }
 
     /// The sink's header, once every generator still running has sent its own: their merge
-    /// (the whole load's head), else the first.
+    /// (the whole load's head), else the first. Without a sink the merge starts all the
+    /// same: the run's timeline is made of what it merges.
     fn start_sink(&mut self) {
-        if self.started_sink || self.sink.is_none() {
+        if self.started_sink {
             return;
         }
         let waiting = self
@@ -291,10 +314,12 @@ impl Merger {
         let Some(first) = heads.first().cloned() else {
             return;
         };
-        let head = loadlab_result::merge_shards(&heads).unwrap_or(first);
         self.started_sink = true;
-        if let Some(Err(e)) = self.sink.as_mut().map(|s| s.start(&head)) {
-            self.error.get_or_insert(e);
+        if let Some(sink) = self.sink.as_mut() {
+            let head = loadlab_result::merge_shards(&heads).unwrap_or(first);
+            if let Err(e) = sink.start(&head) {
+                self.error.get_or_insert(e);
+            }
         }
     }
 
@@ -342,11 +367,25 @@ impl Merger {
             }
         }
         self.written += 1;
+        self.keep(merged);
+    }
+
+    /// Adds a merged interval to the run's own timeline (see [`Merger::timeline`]).
+    fn keep(&mut self, mut merged: IntervalSummary) {
+        if !merged.warmup && merged.duration_s > 0.0 {
+            let per_s = (merged.bytes_sent as f64 / merged.duration_s) as u64;
+            self.busiest_sent_per_s = self.busiest_sent_per_s.max(per_s);
+        }
+        if self.sink.is_some() {
+            merged.histogram = None;
+            (merged.p50_us, merged.p90_us, merged.p99_us, merged.max_us) = (None, None, None, None);
+        }
+        self.timeline.push(merged);
     }
 
     /// The shards' results merged; a generator lost or failed is named, and the run is
     /// marked partial (its shard shows as missing).
-    fn finish(self, count: u32) -> Result<RunResult, SessionError> {
+    fn finish(mut self, count: u32) -> Result<RunResult, SessionError> {
         let results: Vec<RunResult> = self.parts.iter().filter_map(|p| p.result.clone()).collect();
         if results.is_empty() {
             let why: Vec<String> = self
@@ -368,6 +407,10 @@ impl Merger {
         }
         let mut merged = loadlab_result::merge_shards(&results)
             .map_err(|e| SessionError::Invalid(format!("the fleet's shards: {e}")))?;
+        // Every interval received, a lost generator's too: the shards' results carry none.
+        merged.timeline = std::mem::take(&mut self.timeline);
+        let bytes = &mut merged.measured.bytes;
+        bytes.max_sent_per_s = bytes.max_sent_per_s.max(self.busiest_sent_per_s);
         // A generator whose link was saturated capped the load: named, and the merged
         // result's link is its (the first such).
         let mut capped = None;
