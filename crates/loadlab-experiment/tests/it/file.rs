@@ -40,6 +40,30 @@ fn the_portfolio_migration_reads_as_post_000_ran_it() {
     assert_ne!(Plan::new(&other).unwrap().hash, plan.hash);
 }
 
+/// Post 000's question over HTTP/3: both targets launched over TLS with the run's own CA (no
+/// cacert), and the repository's lab (its manifests read, nothing built) says both serve it.
+#[test]
+fn the_portfolio_migration_over_http3_reads_and_its_targets_serve_it() {
+    let mut e = scenario("portfolio-migration-h3.toml");
+    assert_eq!(e.protocols(), [Protocol::Http3]);
+    assert_eq!(e.base.streams, Some(6));
+    assert_eq!(e.cacert, None);
+    let sources: Vec<&Source> = e.variants.iter().map(|v| &v.source).collect();
+    assert_eq!(
+        sources,
+        [
+            &Source::Target("rust-actix-web".into()),
+            &Source::Target("rust-axum".into())
+        ]
+    );
+    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../targets");
+    // The file sets its warm-up, so the targets' recommended ones leave no note.
+    assert_eq!(e.read_lab_targets_from(Some(&lab)), Ok(Vec::new()));
+    let plan = Plan::new(&e).unwrap();
+    assert_eq!(plan.arms.len(), 2);
+    assert_eq!(plan.runs.len(), 10);
+}
+
 #[test]
 fn a_matrix_multiplies_the_arms() {
     let e = scenario("workers-and-backlog.toml");

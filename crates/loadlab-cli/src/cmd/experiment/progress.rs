@@ -3,7 +3,7 @@
 //! event of the runner. Decides nothing.
 
 use super::comparisons::control_arm;
-use loadlab_experiment::file::Source;
+use loadlab_experiment::file::{Protocol, Source};
 use loadlab_experiment::runner::Event;
 use loadlab_experiment::{Experiment, Plan};
 
@@ -29,10 +29,17 @@ pub(super) fn print_plan(experiment: &Experiment, plan: &Plan) {
     );
     for arm in &plan.arms {
         let s = &arm.settings;
-        let load = match (s.rate, s.connections) {
+        let mut load = match (s.rate, s.connections) {
             (Some(r), _) => format!("{r} requests/s"),
             (None, c) => format!("{} connections", c.unwrap_or(50)),
         };
+        // The protocol, unless plain HTTP/1.1: a launched server is served over TLS for it.
+        if s.protocol != Protocol::Http1 {
+            load.push_str(&format!(" over {}", s.protocol.name()));
+            if let Some(streams) = s.streams.filter(|_| s.protocol.multiplexed()) {
+                load.push_str(&format!(" ({streams} streams a connection)"));
+            }
+        }
         let limits: Vec<String> = [
             s.cpus.map(|c| format!("cpus {c}")),
             s.memory.as_ref().map(|m| format!("memory {m}")),
