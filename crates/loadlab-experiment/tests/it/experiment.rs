@@ -9,6 +9,7 @@ use loadlab_experiment::runner::{self, Control, Ending, Event, RunSink};
 use loadlab_experiment::{Experiment, Plan};
 use loadlab_result::RunResult;
 use loadlab_testkit::{response, Behavior, TestServer, TimedServer, Timing};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Keeps runs in memory, as the store keeps them on disk.
@@ -212,7 +213,7 @@ fn serve_stand_in(stand_in: &StandIn) {
 
 /// The one run of a one-variant experiment on the stand-in lab, from `file`: the arm's
 /// planned warm-up and the run's result.
-fn run_on_stand_in(file: &str, stand_in: &StandIn) -> (f64, Vec<String>, RunResult) {
+fn run_on_stand_in(file: &str, stand_in: &Arc<StandIn>) -> (f64, Vec<String>, RunResult) {
     let mut experiment = Experiment::parse(file).unwrap();
     let notes = experiment
         .read_lab_targets_from(Some(stand_in.lab()))
@@ -225,26 +226,29 @@ fn run_on_stand_in(file: &str, stand_in: &StandIn) -> (f64, Vec<String>, RunResu
         skip_verify: true,
         ..runner::Options::default()
     };
-    std::thread::scope(|scope| {
-        let serving = scope.spawn(|| serve_stand_in(stand_in));
-        let ending = runner::run(
-            &experiment,
-            &plan,
-            &mut sink,
-            &options,
-            &Control::default(),
-            &mut |_| {},
-        )
-        .unwrap();
-        assert_eq!(ending, Ending::Complete);
-        serving.join().unwrap();
+    // Not a scoped thread: if the run fails, the test fails instead of waiting on a start
+    // that never comes.
+    let serving = std::thread::spawn({
+        let stand_in = stand_in.clone();
+        move || serve_stand_in(&stand_in)
     });
+    let ending = runner::run(
+        &experiment,
+        &plan,
+        &mut sink,
+        &options,
+        &Control::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(ending, Ending::Complete);
+    serving.join().unwrap();
     (planned, notes, sink.runs.pop().unwrap().2)
 }
 
 #[test]
 fn a_targets_recommended_warmup_applies_unless_the_file_sets_one() {
-    let stand_in = StandIn::new(1, &[]);
+    let stand_in = Arc::new(StandIn::new(1, &[]));
     let file = r#"
 name = "warmups"
 repetitions = 1

@@ -9,7 +9,7 @@ use loadlab_experiment::runner::{self, Control, Ending, Event, RunSink};
 use loadlab_experiment::{Experiment, Plan};
 use loadlab_result::RunResult;
 use loadlab_testkit::{response, H3Server, RouteServer, H3_BODY};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Keeps nothing: each run is checked as it finishes, against the servers of that run.
@@ -106,7 +106,7 @@ fn check_run(label: &str, result: &RunResult, served: &Served) {
 
 #[test]
 fn an_experiment_launches_a_target_and_a_command_over_https_and_http3() {
-    let stand_in = StandIn::new(0, &["http3"]);
+    let stand_in = Arc::new(StandIn::new(0, &["http3"]));
     let file = format!(
         r#"
 name = "launched-tls"
@@ -141,35 +141,38 @@ exec = "{}"
         ..runner::Options::default()
     };
     // The servers of the run going on: put there at its start, taken (and so stopped) when
-    // it finishes, before the next run starts.
-    let current: Mutex<Option<Served>> = Mutex::new(None);
-    let mut checked = Vec::new();
-    std::thread::scope(|scope| {
-        let serving = scope.spawn(|| {
-            for _ in 0..plan.runs.len() {
+    // it finishes, before the next run starts. Not a scoped thread: if a run fails, the test
+    // fails instead of waiting on a start that never comes.
+    let current: Arc<Mutex<Option<Served>>> = Arc::default();
+    let runs = plan.runs.len();
+    let serving = std::thread::spawn({
+        let (stand_in, current) = (stand_in.clone(), current.clone());
+        move || {
+            for _ in 0..runs {
                 let served = serve_over_tls(&stand_in);
                 let previous = current.lock().unwrap().replace(served);
                 assert!(previous.is_none(), "a run's servers were not checked");
             }
-        });
-        let ending = runner::run(
-            &experiment,
-            &plan,
-            &mut Discard,
-            &options,
-            &Control::default(),
-            &mut |event| {
-                if let Event::Finished { label, result, .. } = event {
-                    let served = current.lock().unwrap().take().expect("the run's servers");
-                    check_run(&label, &result, &served);
-                    checked.push(label);
-                }
-            },
-        )
-        .unwrap();
-        assert_eq!(ending, Ending::Complete);
-        serving.join().unwrap();
+        }
     });
+    let mut checked = Vec::new();
+    let ending = runner::run(
+        &experiment,
+        &plan,
+        &mut Discard,
+        &options,
+        &Control::default(),
+        &mut |event| {
+            if let Event::Finished { label, result, .. } = event {
+                let served = current.lock().unwrap().take().expect("the run's servers");
+                check_run(&label, &result, &served);
+                checked.push(label);
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(ending, Ending::Complete);
+    serving.join().unwrap();
     checked.sort();
     assert_eq!(
         checked,
