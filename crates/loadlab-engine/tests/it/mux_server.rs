@@ -174,8 +174,27 @@ impl MuxServer {
 
     /// HTTP/3 over QUIC with `ca`'s certificate, ALPN h3.
     pub fn h3(handler: Arc<Handler>, ca: &TestCa) -> MuxServer {
+        MuxServer::h3_with(handler, ca, |_| {})
+    }
+
+    /// As [`MuxServer::h3`], and takes 0-RTT early data from the sessions it resumes.
+    pub fn h3_0rtt(handler: Arc<Handler>, ca: &TestCa) -> MuxServer {
+        MuxServer::h3_with(handler, ca, |tls| {
+            tls.max_early_data_size = u32::MAX;
+            // rustls takes early data only on single-use (stateful) tickets.
+            tls.ticketer = Arc::new(loadlab_testkit::NoTickets);
+            tls.session_storage = rustls::server::ServerSessionMemoryCache::new(1024);
+        })
+    }
+
+    fn h3_with(
+        handler: Arc<Handler>,
+        ca: &TestCa,
+        edit: impl FnOnce(&mut rustls::ServerConfig),
+    ) -> MuxServer {
         let mut tls = (*ca.server_config()).clone();
         tls.alpn_protocols = vec![b"h3".to_vec()];
+        edit(&mut tls);
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
         let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();

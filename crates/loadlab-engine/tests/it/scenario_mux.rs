@@ -398,6 +398,40 @@ fn every_step_on_a_new_connection_over_h2_and_http3() {
     }
 }
 
+/// `--http3-0rtt`: with a new connection each step, every connection after the first tickets
+/// arrived resumes and sends the step's requests (a page's four too) as early data, which the
+/// server takes; each counted once, as over 1-RTT.
+#[test]
+fn a_scenario_over_http3_sends_early_data_on_resumed_connections() {
+    let ca = TestCa::new();
+    let refused = Arc::new(AtomicU64::new(0));
+    let server = MuxServer::h3_0rtt(app(refused.clone()), &ca);
+    let r = common::run_within(
+        RunSpec {
+            scenario: Some(scenario(&server.url(true))),
+            http3: true,
+            http3_0rtt: true,
+            tls: trusting(&ca),
+            connections: Some(1),
+            threads: Some(1),
+            requests: Some(2 * PER_ITERATION),
+            new_connection_share: Some(1.0),
+            pm_qos: false,
+            ..RunSpec::default()
+        },
+        Duration::from_secs(60),
+    );
+    assert_counts(&r, &server, &refused, "H3 0-RTT");
+    assert_eq!(server.counts.connections(), 2 * 5);
+    let early = r.measured.early_data.as_ref().expect("requests went early");
+    // The first connection had no ticket to resume; each later one did.
+    assert_eq!(early.connections, 2 * 5 - 1, "{early:?}");
+    assert_eq!(early.connections_accepted, early.connections, "{early:?}");
+    assert_eq!(early.requests, early.requests_accepted, "{early:?}");
+    assert!(early.requests >= early.connections, "{early:?}");
+    assert_eq!(r.measured.retried, 0);
+}
+
 /// A request the server refused unprocessed is sent again on the user's connection: counted
 /// once as issued and completed, and in `retried` as often as it was refused.
 #[test]
