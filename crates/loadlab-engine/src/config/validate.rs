@@ -35,7 +35,8 @@ impl RunSpec {
         if self.http2 && !self.keepalive {
             return Err(reject(
                 "keepalive",
-                "does not apply to HTTP/2, whose point is one long connection; drop it",
+                "does not apply to HTTP/2, whose point is one long connection; drop it (for a \
+                 new connection per request, give --new-connection-share 1)",
             ));
         }
         let tls = if url.https {

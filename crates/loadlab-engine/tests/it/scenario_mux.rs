@@ -549,3 +549,41 @@ fn a_paced_single_url_runs_over_http3() {
     );
     assert_eq!(server.counts.connections(), 2, "a connection per user");
 }
+
+/// What `--no-keepalive --http2`'s refusal offers instead: `--new-connection-share 1` on a
+/// single URL sends each request on a connection of its own over HTTP/2.
+#[test]
+fn a_new_connection_per_request_over_h2c_on_a_single_url() {
+    let handler: Arc<Handler> = Arc::new(|_: &Seen| Reply {
+        status: 200,
+        body: b"ok".to_vec(),
+        ..Reply::default()
+    });
+    let server = MuxServer::h2(handler, None);
+    let spec = RunSpec {
+        url: format!("{}/", server.url(false)),
+        http2: true,
+        connections: Some(1),
+        threads: Some(1),
+        requests: Some(5),
+        pm_qos: false,
+        ..RunSpec::default()
+    };
+    let refused = RunSpec {
+        keepalive: false,
+        ..spec.clone()
+    };
+    let e = refused.validate().unwrap_err();
+    assert!(e.message.contains("--new-connection-share 1"), "{e}");
+    let r = common::run_within(
+        RunSpec {
+            new_connection_share: Some(1.0),
+            ..spec
+        },
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.measured.requests.completed, 5);
+    assert_eq!(server.counts.requests(), 5);
+    assert_eq!(server.counts.connections(), 5);
+    assert_eq!(r.measured.connections_opened, 5);
+}
