@@ -617,6 +617,9 @@ fn a_lab_target_runs_over_https_with_a_throwaway_certificate() {
         "{}",
         r["target"]
     );
+    // Trusted through the run's own CA, and said so (not "from --cacert", never given).
+    let trust = r["target"]["tls"]["trust"].as_str().unwrap_or_default();
+    assert!(trust.contains("the run's throwaway CA (--tls)"), "{trust}");
     let m = &r["measured"];
     assert!(f(m, &["status_codes", "200"]) >= 200.0, "{m}");
     let (full, resumed) = (f(m, &["tls_full"]), f(m, &["tls_resumed"]));

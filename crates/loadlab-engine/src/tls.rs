@@ -27,6 +27,9 @@ pub struct TlsSpec {
     pub insecure: bool,
     /// Trust these CA certificates instead of the built-in web roots (`--cacert`).
     pub ca_pem: Option<Vec<u8>>,
+    /// Where `ca_pem` came from, for the result's words on trust: `--cacert` when `None`;
+    /// a session that made the CA itself (`--tls`, an agent's launched server) says so.
+    pub ca_from: Option<String>,
     /// Client certificate chain and key for mutual TLS (`--cert`, `--key`).
     pub cert_pem: Option<Vec<u8>>,
     pub key_pem: Option<Vec<u8>>,
@@ -95,7 +98,10 @@ impl TlsSpec {
                 let n = certs.len();
                 Ok((
                     Trust::Cacert(certs),
-                    format!("{n} CA certificate(s) from --cacert"),
+                    format!(
+                        "{n} CA certificate(s) from {}",
+                        self.ca_from.as_deref().unwrap_or("--cacert")
+                    ),
                 ))
             }
             None => Ok((

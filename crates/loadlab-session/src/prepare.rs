@@ -131,6 +131,7 @@ impl Session {
             let certs = loadlab_certs::CertDir::create(server_ip.as_slice())
                 .map_err(|e| SessionError::Invalid(format!("--tls: {e}")))?;
             run.tls.ca_pem = Some(certs.ca_pem().as_bytes().to_vec());
+            run.tls.ca_from = Some("the run's throwaway CA (--tls)".into());
             notes.push(format!(
                 "serving HTTPS with a throwaway CA and certificate in {} (removed after the run)",
                 certs.path().display()
@@ -246,6 +247,7 @@ impl Session {
         if let Some(ca) = &opened.ca_pem {
             refuse_own_trust(&run, " on the agent's host")?;
             run.tls.ca_pem = Some(ca.as_bytes().to_vec());
+            run.tls.ca_from = Some("the agent's throwaway CA (--tls on its host)".into());
         }
         run.busy_poll = busy_poll == BusyPoll::On;
         let config = run.validate()?;

@@ -256,6 +256,7 @@ impl WireLoad {
             tls: TlsSpec {
                 insecure: self.tls.insecure,
                 ca_pem: bytes(&self.tls.ca_pem),
+                ca_from: None,
                 cert_pem: bytes(&self.tls.cert_pem),
                 key_pem: bytes(&self.tls.key_pem),
                 resume: self.tls.resume,

@@ -37,10 +37,10 @@ use crate::sys;
 pub use budget::Abandoned;
 use budget::SharedBudget;
 pub use control::{PartObserver, ProgressSnapshot, RunControl, ThreadProgress};
+pub use h3::send_body as h3_send_body;
 /// The receive buffer an HTTP/3 run asks for each worker thread's UDP socket, in bytes (for
 /// the machine's checks of `net.core.rmem_max`).
 pub use h3::RCVBUF_BYTES as H3_UDP_RCVBUF_BYTES;
-pub use h3::send_body as h3_send_body;
 pub(crate) use scenario::pacer::offered_per_s;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;

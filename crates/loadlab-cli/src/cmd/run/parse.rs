@@ -71,6 +71,7 @@ impl RequestArgs {
             tls: TlsSpec {
                 insecure: self.insecure,
                 ca_pem: read_pem(&self.cacert, "--cacert")?,
+                ca_from: None,
                 cert_pem: read_pem(&self.cert, "--cert")?,
                 key_pem: read_pem(&self.key, "--key")?,
                 resume: self.tls_resume.map(|r| r == OnOff::On),
