@@ -496,6 +496,23 @@ fn bad_server_flags_exit_2_naming_the_fix() {
         ),
         (&["run", "--exec", "true", "--pin", "99", "/"], "--pin"),
         (&["run", "/plaintext"], "--target NAME or --exec CMD"),
+        // node-http declares no http3 capability: refused before it starts, the ones that
+        // do named.
+        (
+            &[
+                "run",
+                "--target",
+                "node-http",
+                "--targets",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../../targets"),
+                "--tls",
+                "--http3",
+                "-n",
+                "1",
+                "/plaintext",
+            ],
+            "target node-http does not serve HTTP/3",
+        ),
         (
             &["run", "--pid", "999999999", "http://127.0.0.1:9/"],
             "no such running process",

@@ -31,12 +31,7 @@ impl Experiment {
             if target.has(HTTP3) {
                 continue;
             }
-            let serving: Vec<&str> = lab
-                .targets()
-                .iter()
-                .filter(|t| t.has(HTTP3))
-                .map(|t| t.name())
-                .collect();
+            let serving = lab.with_capability(HTTP3);
             let fix = if serving.is_empty() {
                 ", nor does any target in this lab: use protocol https or http2, or give a target \
                  HTTP/3 as targets/CONTRACT.md says"

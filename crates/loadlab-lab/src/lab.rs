@@ -165,6 +165,16 @@ impl Lab {
             })
     }
 
+    /// The names of the targets that declare `capability` (such as `http3`), in the lab's
+    /// order: what a refusal of a target without it offers instead.
+    pub fn with_capability(&self, capability: &str) -> Vec<&str> {
+        self.targets
+            .iter()
+            .filter(|t| t.has(capability))
+            .map(|t| t.name())
+            .collect()
+    }
+
     /// `NAME` as one target, or `all` as every target.
     pub fn select(&self, name: &str) -> Result<Vec<&Target>, LabError> {
         if name == "all" {

@@ -186,7 +186,8 @@ impl Session {
         }
         let server = match &server {
             Some(spec) => {
-                let (started, note) = Server::start(spec, port, link.as_ref(), certs.as_ref())?;
+                let (started, note) =
+                    Server::start(spec, port, link.as_ref(), certs.as_ref(), run.http3)?;
                 notes.push(note);
                 Some((ServerSide::Local(started), machine::backlog_env(spec)))
             }

@@ -235,12 +235,13 @@ pub struct Server {
 impl Server {
     /// Launches (on `port`, which the caller chose so that the URL is known before; inside
     /// `link`'s namespace when there is one) or attaches. Returns the server and a line for a
-    /// person.
+    /// person. `http3`: the run is over HTTP/3, which a lab target must declare it serves.
     pub(crate) fn start(
         spec: &ServerSpec,
         port: u16,
         link: Option<&loadlab_machine::Link>,
         certs: Option<&loadlab_certs::CertDir>,
+        http3: bool,
     ) -> Result<(Server, String), SessionError> {
         let tls = certs.map(ServeTls::from_dir);
         let health_tls = tls.as_ref().map(ServeTls::client_config).transpose()?;
@@ -284,6 +285,18 @@ impl Server {
                     tls: tls.clone(),
                     ..ServeOptions::default()
                 };
+                if http3 && !lab.target(name)?.has(loadlab_lab::manifest::HTTP3) {
+                    let serving = lab.with_capability(loadlab_lab::manifest::HTTP3);
+                    return Err(SessionError::Invalid(format!(
+                        "--http3: target {name} does not serve HTTP/3 (its target.toml declares no \
+                         capabilities = [\"http3\"]), so every request would fail; {}",
+                        if serving.is_empty() {
+                            "no target in this lab does: drop --http3".to_string()
+                        } else {
+                            format!("targets that do: {}; or drop --http3", serving.join(", "))
+                        }
+                    )));
+                }
                 let mut command = lab.command(name, &options)?;
                 command.envs(spec.env.iter().map(|(k, v)| (k, v)));
                 Some(launch(command, name.clone(), Readiness::AddressLine))
