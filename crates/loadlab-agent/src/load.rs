@@ -20,6 +20,8 @@ use crate::session::lock;
 use crate::state::State;
 use hyper::StatusCode;
 use loadlab_engine::collector::IntervalSink;
+use loadlab_machine::counters;
+use loadlab_machine::netns::Scope;
 use loadlab_engine::RunControl;
 use loadlab_result::{IntervalSummary, RunResult};
 use std::collections::VecDeque;
@@ -108,6 +110,33 @@ impl IntervalSink for Keep {
     }
 }
 
+/// This host's UDP counters since `before` in the shard's result (`kernel`, UDP's alone:
+/// its TCP counters are other traffic's). Datagrams the kernel dropped for a full receive
+/// buffer are said, naming this host (a fleet's merge keeps every generator's words), and
+/// take the blame for falling behind off the target, as the session does for one generator.
+fn udp_counters(result: &mut RunResult, before: &counters::Snapshot) {
+    let after = counters::snapshot(&[Scope::Own], None);
+    let Some(k) = counters::delta(before, &after, counters::describe(&[Scope::Own]), None) else {
+        return;
+    };
+    let host = crate::host::hostname();
+    if let Some(dropped) = k.udp.map(|u| u.receive_buffer_errors).filter(|n| *n > 0) {
+        loadlab_engine::verdicts::spare_the_target(
+            &mut result.verdicts,
+            &format!(
+                "the kernel of generator host {host} dropped {} datagrams for a full receive \
+                 buffer",
+                loadlab_result::format::thousands(dropped)
+            ),
+        );
+    }
+    let found = counters::udp_findings(&k);
+    result
+        .warnings
+        .extend(found.warnings.into_iter().map(|w| format!("on {host}: {w}")));
+    result.kernel = Some(k);
+}
+
 /// `POST /v1/loads`: checks the load, takes the load slot, and starts the engine's thread,
 /// which waits for the agreed instant.
 pub(crate) fn start(
@@ -190,8 +219,14 @@ pub(crate) fn start(
                 // (a second or so early: the idle bytes are few).
                 let ahead =
                     Duration::from_nanos(start_at_ns.saturating_sub(clock.now_ns()).max(0) as u64);
+                // Over QUIC, this host's UDP counters over the shard: datagrams its kernel
+                // dropped are this generator's loss, not the server's.
+                let mut udp = None;
                 let outcome = (!control.is_stopped()).then(|| {
                     nics = Some((loadlab_machine::nic::snapshot(), Instant::now() + ahead));
+                    if config.http3 {
+                        udp = Some(counters::snapshot(&[Scope::Own], None));
+                    }
                     loadlab_engine::run(&config, &control)
                 });
                 let link = nics.and_then(|(before, at)| {
@@ -210,6 +245,9 @@ pub(crate) fn start(
                             result.verdicts.push(verdict);
                         }
                         result.generator.link = link;
+                        if let Some(before) = &udp {
+                            udp_counters(&mut result, before);
+                        }
                         agreed_start(&mut result, &config, start_at_ns, agreed_ns);
                         without_timeline(&mut result);
                         p.result = Some(result);

@@ -151,3 +151,51 @@ fn a_load_nobody_reads_is_dropped_when_its_lease_runs_out() {
         "{gone}"
     );
 }
+
+/// A shard over HTTP/3 carries this host's UDP counters over its run (`kernel.udp`, TCP's
+/// left at zero: they would be other traffic's), so datagrams a generator's kernel dropped
+/// reach the coordinator as that generator's; here none were dropped, and the datagrams the
+/// kernel delivered on this host are at least the responses loadlab read.
+#[test]
+fn a_shard_over_http3_carries_its_hosts_udp_counters() {
+    let ca = loadlab_testkit::TestCa::new();
+    let server = loadlab_testkit::H3Server::start(&ca);
+    let agent = start(|c| c.generator = true);
+    let ep = endpoint(&agent, support::TOKEN, "udp");
+    let (mut client, _) = AgentClient::connect(&ep).unwrap();
+    let spec = RunSpec {
+        url: server.url(),
+        http3: true,
+        connections: Some(2),
+        requests: Some(200),
+        tls: loadlab_engine::tls::TlsSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            ..Default::default()
+        },
+        ..RunSpec::default()
+    };
+    let id = client.start_load(&start_load(&spec, 10_000)).unwrap().load;
+    let mut after = 0;
+    let result = loop {
+        let batch = client
+            .load_batch(&id, after, Duration::from_millis(1000))
+            .unwrap();
+        after += batch.intervals.len() as u64;
+        if batch.done {
+            break batch
+                .result
+                .unwrap_or_else(|| panic!("no result: {:?}", batch.error));
+        }
+    };
+    client.close_load(&id).unwrap();
+    assert_eq!(result.measured.requests.completed, 200);
+    let kernel = result.kernel.expect("the host's counters over the shard");
+    let udp = kernel.udp.expect("UDP's counters");
+    assert!(udp.datagrams_received >= 200, "{udp:?}");
+    assert_eq!(udp.receive_buffer_errors, 0, "{udp:?}");
+    assert!(
+        !result.warnings.iter().any(|w| w.contains("datagram")),
+        "{:?}",
+        result.warnings
+    );
+}

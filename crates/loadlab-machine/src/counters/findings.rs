@@ -140,6 +140,20 @@ pub fn findings(k: &KernelCounters, ctx: &Context) -> Findings {
 /// counts its bookkeeping against the same limit.
 pub const RMEM_MAX_FIX: u64 = 2 * loadlab_engine::engine::H3_UDP_RCVBUF_BYTES;
 
+/// UDP's findings alone, for a host that is only a generator of a fleet's QUIC load (its TCP
+/// counters are other traffic's: the agent's own connection to the coordinator).
+pub fn udp_findings(k: &KernelCounters) -> Findings {
+    let mut f = Findings::default();
+    let ctx = Context {
+        server_local: false,
+        backlog_env: None,
+        issued: 0,
+        quic: true,
+    };
+    udp_drops(&mut f, k, &ctx);
+    f
+}
+
 /// Datagrams the kernel dropped for a full receive buffer over a run over QUIC: a warning,
 /// never a verdict against the server (its work did not lose them, the buffers did).
 fn udp_drops(f: &mut Findings, k: &KernelCounters, ctx: &Context) {
@@ -369,5 +383,14 @@ mod tests {
             })
         });
         assert_eq!(findings(&clean, &quic(true)), Findings::default());
+        // A fleet's generator host: UDP's words alone, as for a remote server, whatever its
+        // TCP counters say (the agent's own connection's, not the load's).
+        let busy_tcp = counters(|k| {
+            k.udp = dropped.udp;
+            k.listen_overflows = 50;
+            k.resets_received = 50;
+        });
+        assert_eq!(udp_findings(&busy_tcp), remote);
+        assert_eq!(udp_findings(&clean), Findings::default());
     }
 }
