@@ -20,9 +20,9 @@ use crate::session::lock;
 use crate::state::State;
 use hyper::StatusCode;
 use loadlab_engine::collector::IntervalSink;
+use loadlab_engine::RunControl;
 use loadlab_machine::counters;
 use loadlab_machine::netns::Scope;
-use loadlab_engine::RunControl;
 use loadlab_result::{IntervalSummary, RunResult};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -131,9 +131,12 @@ fn udp_counters(result: &mut RunResult, before: &counters::Snapshot) {
         );
     }
     let found = counters::udp_findings(&k);
-    result
-        .warnings
-        .extend(found.warnings.into_iter().map(|w| format!("on {host}: {w}")));
+    result.warnings.extend(
+        found
+            .warnings
+            .into_iter()
+            .map(|w| format!("on {host}: {w}")),
+    );
     result.kernel = Some(k);
 }
 
