@@ -129,6 +129,9 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
         Mode::Concurrent => {
             merged.load.connections = parts.iter().map(|p| p.load.connections).sum();
             merged.load.threads = parts.iter().map(|p| p.load.threads).sum();
+            // A count-bound run dealt its count out: the parts' shares add up to it (of the
+            // parts merged: a missing shard's share is not in it, nor in the figures).
+            merged.load.requests = parts.iter().map(|p| p.load.requests).sum();
             merged.verdicts = union(parts.iter().map(|p| &p.verdicts));
             merged.warnings = union(parts.iter().map(|p| &p.warnings));
             merged.notes = union(parts.iter().map(|p| &p.notes));

@@ -130,6 +130,25 @@ fn a_missing_shard_is_named_and_the_rest_merged() {
     assert!(m.shard.is_none());
 }
 
+/// A count-bound run's shards each carry their share of `-n`: the merge's `load.requests`
+/// is the whole (it showed the first shard's share), and of the parts merged when one is
+/// missing; a time-bound run has none.
+#[test]
+fn the_merged_request_count_is_the_shares_added() {
+    let with_share = |index, share| {
+        let mut r = shard(&[1_000_000; 10], index, 3, 0.0);
+        r.load.requests = Some(share);
+        r
+    };
+    let all = [with_share(1, 334), with_share(2, 333), with_share(3, 333)];
+    assert_eq!(merge_shards(&all).unwrap().load.requests, Some(1_000));
+    let two = [with_share(1, 334), with_share(3, 333)];
+    assert_eq!(merge_shards(&two).unwrap().load.requests, Some(667));
+    let timed = [shard(&[1], 1, 2, 0.0), shard(&[1], 2, 2, 0.0)];
+    assert_eq!(timed[0].load.requests, None);
+    assert_eq!(merge_shards(&timed).unwrap().load.requests, None);
+}
+
 #[test]
 fn shards_of_different_runs_are_refused() {
     let a = shard(&[1_000], 1, 3, 0.0);
