@@ -36,6 +36,7 @@ pub mod latency;
 pub mod machine;
 pub mod merge;
 pub mod metrics;
+pub mod parts;
 pub mod run;
 pub mod scenario;
 pub mod server;

@@ -11,7 +11,8 @@
 //! anyone's figures.
 
 use crate::merge::{merge, MergeError};
-use crate::run::{RunResult, ShardInfo, ShardsSummary};
+use crate::parts::{ShardInfo, ShardsSummary};
+use crate::run::RunResult;
 
 /// Shards that started further apart than this are reported: over a 10 s run, 10 ms is 0.1%
 /// of the time at a load the target saw only in part.
