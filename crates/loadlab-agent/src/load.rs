@@ -120,16 +120,7 @@ fn udp_counters(result: &mut RunResult, before: &counters::Snapshot) {
         return;
     };
     let host = crate::host::hostname();
-    if let Some(dropped) = k.udp.map(|u| u.receive_buffer_errors).filter(|n| *n > 0) {
-        loadlab_engine::verdicts::spare_the_target(
-            &mut result.verdicts,
-            &format!(
-                "the kernel of generator host {host} dropped {} datagrams for a full receive \
-                 buffer",
-                loadlab_result::format::thousands(dropped)
-            ),
-        );
-    }
+    counters::spare_the_target_for_udp_drops(&mut result.verdicts, &k, Some(&host));
     let found = counters::udp_findings(&k);
     result.warnings.extend(
         found

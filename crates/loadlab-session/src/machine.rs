@@ -370,15 +370,7 @@ impl Measured {
                     quic,
                 },
             );
-            if let Some(dropped) = k.udp.map(|u| u.receive_buffer_errors).filter(|n| *n > 0) {
-                loadlab_engine::verdicts::spare_the_target(
-                    &mut result.verdicts,
-                    &format!(
-                        "the kernel dropped {} datagrams for a full receive buffer",
-                        loadlab_result::format::thousands(dropped)
-                    ),
-                );
-            }
+            counters::spare_the_target_for_udp_drops(&mut result.verdicts, &k, None);
             result.verdicts.extend(found.verdicts);
             result.warnings.extend(found.warnings);
             result.kernel = Some(k);

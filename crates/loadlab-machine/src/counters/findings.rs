@@ -140,6 +140,31 @@ pub fn findings(k: &KernelCounters, ctx: &Context) -> Findings {
 /// counts its bookkeeping against the same limit.
 pub const RMEM_MAX_FIX: u64 = 2 * loadlab_engine::engine::H3_UDP_RCVBUF_BYTES;
 
+/// Takes a "could not keep up" verdict off the target when the kernel dropped datagrams for a
+/// full receive buffer over a QUIC run (those losses are the machine's: QUIC resent them
+/// after a loss timer). `host`: the generator host whose kernel it was, when not this run's
+/// own machine. Returns whether there were drops.
+pub fn spare_the_target_for_udp_drops(
+    verdicts: &mut [String],
+    k: &KernelCounters,
+    host: Option<&str>,
+) -> bool {
+    let Some(dropped) = k.udp.map(|u| u.receive_buffer_errors).filter(|n| *n > 0) else {
+        return false;
+    };
+    let whose = host.map_or("the kernel".to_string(), |h| {
+        format!("the kernel of generator host {h}")
+    });
+    loadlab_engine::verdicts::spare_the_target(
+        verdicts,
+        &format!(
+            "{whose} dropped {} datagrams for a full receive buffer",
+            thousands(dropped)
+        ),
+    );
+    true
+}
+
 /// UDP's findings alone, for a host that is only a generator of a fleet's QUIC load (its TCP
 /// counters are other traffic's: the agent's own connection to the coordinator).
 pub fn udp_findings(k: &KernelCounters) -> Findings {
@@ -392,5 +417,46 @@ mod tests {
         });
         assert_eq!(udp_findings(&busy_tcp), remote);
         assert_eq!(udp_findings(&clean), Findings::default());
+    }
+
+    #[test]
+    fn udp_drops_take_a_could_not_keep_up_verdict_off_the_target_naming_the_host() {
+        let behind = || {
+            vec![format!(
+                "{}: 900 requests/s completed while 1,000 were due",
+                loadlab_engine::verdicts::TARGET_BEHIND
+            )]
+        };
+        let dropped = counters(|k| {
+            k.udp = Some(UdpCounters {
+                receive_buffer_errors: 1234,
+                ..UdpCounters::default()
+            })
+        });
+        let mut verdicts = behind();
+        assert!(spare_the_target_for_udp_drops(
+            &mut verdicts,
+            &dropped,
+            Some("gen2")
+        ));
+        assert!(
+            verdicts[0].contains("the kernel of generator host gen2 dropped 1,234 datagrams"),
+            "{verdicts:?}"
+        );
+        let mut verdicts = behind();
+        assert!(spare_the_target_for_udp_drops(
+            &mut verdicts,
+            &dropped,
+            None
+        ));
+        assert!(
+            verdicts[0].contains("meanwhile the kernel dropped 1,234 datagrams"),
+            "{verdicts:?}"
+        );
+        // Nothing dropped: the verdict stands.
+        let clean = counters(|k| k.udp = Some(UdpCounters::default()));
+        let mut verdicts = behind();
+        assert!(!spare_the_target_for_udp_drops(&mut verdicts, &clean, None));
+        assert_eq!(verdicts, behind());
     }
 }

@@ -228,7 +228,7 @@ pub fn delta(
 
 mod findings;
 mod udp;
-pub use findings::{findings, udp_findings, Context, Findings};
+pub use findings::{findings, spare_the_target_for_udp_drops, udp_findings, Context, Findings};
 pub use udp::Udp;
 
 #[cfg(test)]
