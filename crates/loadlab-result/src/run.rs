@@ -223,6 +223,15 @@ pub struct IntervalSummary {
     pub server: Option<crate::server::IntervalResources>,
 }
 
+impl IntervalSummary {
+    /// Bytes sent per second over this interval, for a measured one with a length (what a
+    /// merge takes the busiest of, beside the parts' own busiest seconds).
+    pub fn measured_sent_per_s(&self) -> Option<u64> {
+        (!self.warmup && self.duration_s > 0.0)
+            .then(|| (self.bytes_sent as f64 / self.duration_s) as u64)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseSummary {
     pub duration_s: f64,

@@ -116,8 +116,7 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
     merged.in_flight_at_end = parts.iter().map(|p| p.in_flight_at_end).sum();
     let busiest_interval = timeline
         .iter()
-        .filter(|i| !i.warmup && i.duration_s > 0.0)
-        .map(|i| (i.bytes_sent as f64 / i.duration_s) as u64)
+        .filter_map(IntervalSummary::measured_sent_per_s)
         .max()
         .unwrap_or(0);
     merged.measured.bytes.max_sent_per_s =

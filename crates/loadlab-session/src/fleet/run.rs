@@ -125,7 +125,6 @@ impl Fleet {
         let merged = Merger {
             parts,
             timeline: Vec::new(),
-            busiest_sent_per_s: 0,
             max_held: 0,
             sink,
             progress,
@@ -236,10 +235,6 @@ struct Merger {
     /// sink takes the intervals (the caller reads them back from it, whole), the intervals
     /// themselves when none does (nothing else holds them then).
     timeline: Vec<IntervalSummary>,
-    /// The busiest merged interval's bytes sent per second, measured part: with the shards'
-    /// own busiest seconds, a lower bound of the whole load's (as `merge` takes it from a
-    /// merged timeline; the shards' timelines no longer travel).
-    busiest_sent_per_s: u64,
     /// The most intervals waiting at once for a slower generator's same interval.
     max_held: usize,
     sink: Option<Box<dyn loadlab_engine::collector::IntervalSink>>,
@@ -372,10 +367,6 @@ impl Merger {
 
     /// Adds a merged interval to the run's own timeline (see [`Merger::timeline`]).
     fn keep(&mut self, mut merged: IntervalSummary) {
-        if !merged.warmup && merged.duration_s > 0.0 {
-            let per_s = (merged.bytes_sent as f64 / merged.duration_s) as u64;
-            self.busiest_sent_per_s = self.busiest_sent_per_s.max(per_s);
-        }
         if self.sink.is_some() {
             merged.histogram = None;
             (merged.p50_us, merged.p90_us, merged.p99_us, merged.max_us) = (None, None, None, None);
@@ -409,8 +400,17 @@ impl Merger {
             .map_err(|e| SessionError::Invalid(format!("the fleet's shards: {e}")))?;
         // Every interval received, a lost generator's too: the shards' results carry none.
         merged.timeline = std::mem::take(&mut self.timeline);
+        // The busiest merged interval, beside the shards' own busiest seconds: a lower bound
+        // of the whole load's, as `merge` takes it (the shards' timelines no longer travel;
+        // the intervals kept here keep their bytes).
+        let busiest = merged
+            .timeline
+            .iter()
+            .filter_map(IntervalSummary::measured_sent_per_s)
+            .max()
+            .unwrap_or(0);
         let bytes = &mut merged.measured.bytes;
-        bytes.max_sent_per_s = bytes.max_sent_per_s.max(self.busiest_sent_per_s);
+        bytes.max_sent_per_s = bytes.max_sent_per_s.max(busiest);
         // A generator whose link was saturated capped the load: named, and the merged
         // result's link is its (the first such).
         let mut capped = None;
