@@ -21,7 +21,7 @@ const LOCAL_SAN: &str = "DNS:localhost,IP:127.0.0.1";
 const PAGE: &str = "# TYPE app_up gauge\napp_up 1\n";
 
 /// An HTTPS `/metrics` endpoint on 127.0.0.1:0 presenting `cert`, answering every request
-/// of each connection with [`PAGE`]; counts the requests it answered. Its thread ends with
+/// of each connection with [`PAGE`]; counts the requests it answers (on reading each one). Its thread ends with
 /// the test process.
 struct Endpoint {
     addr: SocketAddr,
@@ -71,10 +71,12 @@ fn serve(config: Arc<rustls::ServerConfig>, tcp: std::net::TcpStream, answered: 
              Content-Length: {}\r\n\r\n{PAGE}",
             PAGE.len()
         );
+        // Counted before the answer is written, so a scraper holding its answer always finds
+        // it counted (counted after, the test thread could read the count first: CI saw 1 of 2).
+        answered.fetch_add(1, Ordering::SeqCst);
         if tls.get_mut().write_all(response.as_bytes()).is_err() {
             return;
         }
-        answered.fetch_add(1, Ordering::SeqCst);
     }
 }
 
