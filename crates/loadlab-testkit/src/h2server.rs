@@ -19,6 +19,9 @@ pub struct H2Behavior {
     pub max_concurrent_streams: Option<u32>,
     /// Send this `Alt-Svc` header with every response (`h3=":443"`: an HTTP/3 offer).
     pub alt_svc: Option<&'static str>,
+    /// Go away on every connection before any request (GOAWAY with NO_ERROR and last stream
+    /// id 0: nothing processed, every request may be sent again elsewhere).
+    pub go_away_at_once: bool,
 }
 
 #[derive(Debug, Default)]
@@ -98,6 +101,12 @@ where
     let Ok(mut conn) = builder.handshake::<_, Bytes>(io).await else {
         return;
     };
+    if behavior.go_away_at_once {
+        conn.abrupt_shutdown(h2::Reason::NO_ERROR);
+        // Driven to its end (the GOAWAY written, the connection closed); nothing accepted.
+        while let Some(Ok(_)) = conn.accept().await {}
+        return;
+    }
     let open = Arc::new(AtomicU64::new(0));
     let mut on_this_connection = 0u64;
     while let Some(Ok((request, mut respond))) = conn.accept().await {

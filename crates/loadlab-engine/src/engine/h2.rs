@@ -7,13 +7,16 @@
 //! counted, and the connection is opened again while the run goes on. A request the server
 //! says it did not process (a stream above a graceful GOAWAY's last stream id, RFC 9113
 //! 6.8, or refused with REFUSED_STREAM, 8.7) is not a failure: it is sent again on the next
-//! connection (closed loop), as its own request, not counted as issued twice. Bytes counted for
+//! connection (closed loop), as its own request, not counted as issued twice; at most five
+//! times, then it is counted failed (`unprocessed`). Bytes counted for
 //! HTTP/2 are payload (DATA frame) bytes, not header or framing bytes.
 
 use super::exchange::{
     connect, note_detail, record, record_failure, record_sent, settled, Due, FieldSink, Io, Sent,
     Stream, Traffic,
 };
+pub(super) use super::unprocessed::Outcome;
+use super::unprocessed::Owed;
 use super::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
@@ -119,13 +122,13 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
     // connects do, instead of reopening thousands of times a second.
     let mut failures: u32 = 0;
     // Requests the server did not process, to send again (their budget already taken).
-    let owed = Rc::new(Cell::new(0u64));
+    let owed = Rc::new(Owed::default());
     loop {
         if let Some(wait) = super::exchange::backoff_after(failures) {
             super::exchange::back_off(&ctx, wait).await;
         }
         let now = Instant::now();
-        if over(&ctx, now) || (ctx.budget_spent.get() && owed.get() == 0) {
+        if over(&ctx, now) || (ctx.budget_spent.get() && owed.is_empty()) {
             break;
         }
         let phase = ctx.phase_at(now);
@@ -133,23 +136,28 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
         // from the budget (`-n`), failed with the connect if that fails, else sent first on
         // it. Without this a refused connect cost nothing, and a count-bounded run against a
         // port nothing listens on never ended.
-        let claimed = owed.get() == 0;
+        let claimed = owed.is_empty();
         if claimed && phase == Phase::Measured && !ctx.budget.take() {
             ctx.budget_spent.set(true);
             break;
         }
-        let Ok(send) = open_connection(&ctx, phase).await else {
-            failures = failures.saturating_add(1);
-            // Requests owed to a connection that cannot be opened are failed with it, so a
-            // server that is gone does not keep this loop alive.
-            for _ in 0..owed.replace(0) {
-                record_failure(&ctx, phase, ErrorClass::GoAway, &Traffic::default(), false);
+        let send = match open_connection(&ctx, phase).await {
+            Ok(send) => send,
+            Err(class) => {
+                failures = failures.saturating_add(1);
+                // The failed connect was one request's failure (the claimed one, or one
+                // owed: not counted twice); the others owed fail with it, so a server that
+                // is gone does not keep this loop alive.
+                let rest = owed.clear().saturating_sub(usize::from(!claimed));
+                for _ in 0..rest {
+                    record_failure(&ctx, phase, class, &Traffic::default(), false);
+                }
+                continue;
             }
-            continue;
         };
         if claimed && phase == Phase::Measured {
             // Not a retry: the request the connect was made for, its budget already taken.
-            owed.set(1);
+            owed.claim();
         }
         let answered_before = ctx
             .progress
@@ -170,7 +178,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
                 }
             }
         }
-        if !connection_died && owed.get() == 0 {
+        if !connection_died && owed.is_empty() {
             break;
         }
         let answered = ctx
@@ -182,6 +190,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
         } else {
             failures.saturating_add(1)
         };
+        owed.after_connection(&ctx, failures);
     }
     let live = ctx.live_connections.get() - 1;
     ctx.live_connections.set(live);
@@ -192,19 +201,21 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
 
 /// One stream's closed loop. Returns true when the connection died under it. A request the
 /// server did not process is owed (`owed`) and sent first on the next connection.
-async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Cell<u64>>) -> bool {
+async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Owed>) -> bool {
     loop {
         let now = Instant::now();
         if over(&ctx, now) {
             return false;
         }
         let phase = ctx.phase_at(now);
-        if owed.get() > 0 {
-            owed.set(owed.get() - 1);
-        } else if phase == Phase::Measured && !ctx.budget.take() {
-            ctx.budget_spent.set(true);
-            return false;
-        }
+        let refusals = match owed.take() {
+            Some(refusals) => refusals,
+            None if phase == Phase::Measured && !ctx.budget.take() => {
+                ctx.budget_spent.set(true);
+                return false;
+            }
+            None => 0,
+        };
         let due = Due {
             phase,
             intended: None,
@@ -223,30 +234,14 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Cell
         if let Some(sent) = sent {
             record(&ctx, &due, sent);
         }
-        if matches!(outcome, Outcome::Refused | Outcome::NotProcessed) {
-            // Owed: sent first on the next stream (issued once, by that send); counted as
-            // retried each time it is put back.
-            owed.set(owed.get() + 1);
-            ctx.recorder.borrow_mut().phase(phase).retried += 1;
-        }
+        // Owed: sent first on the next stream (issued once, by that send; counted as
+        // retried each time it is put back), within `unprocessed`'s bounds.
+        owed.put_back(&ctx, phase, refusals, outcome);
         match outcome {
             Outcome::Done | Outcome::Refused => {}
             Outcome::Died | Outcome::NotProcessed => return true,
         }
     }
-}
-
-/// How one request ended, for its stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Outcome {
-    /// Answered, or failed on a connection still usable.
-    Done,
-    /// Failed with the connection (counted as failed): the stream needs another connection.
-    Died,
-    /// The server refused the stream (REFUSED_STREAM; not counted): send it again here.
-    Refused,
-    /// The server is going away without processing it (not counted): send it on another.
-    NotProcessed,
 }
 
 /// True when the server said it did not process the stream, so it may be sent again (RFC
@@ -291,7 +286,10 @@ pub(super) async fn one_request<S: FieldSink>(
     let unprocessed = Cell::new(None);
     let classify = |ctx: &ThreadCtx, phase: Phase, e: &h2::Error| {
         if not_processed(e) {
+            // Not a failure unless it came after the response began (said below), or is
+            // given up (`unprocessed`): its code is not a failure's reason.
             unprocessed.set(Some(e.is_reset()));
+            return ErrorClass::from_h2(e);
         }
         classify(ctx, phase, e)
     };
@@ -358,6 +356,14 @@ pub(super) async fn one_request<S: FieldSink>(
             }
         }
         Err(class) => {
+            if let Some(stream_only) = unprocessed.get() {
+                let why = if stream_only {
+                    "the server reset the stream with REFUSED_STREAM after answering"
+                } else {
+                    "the server went away (GOAWAY) after answering"
+                };
+                note_detail(ctx, phase, class, Some(why.into()));
+            }
             let outcome = if matches!(
                 class,
                 ErrorClass::GoAway

@@ -10,7 +10,8 @@
 //! their failures are counted, and the connection is opened again while the run goes on. A
 //! request the server says it did not process (a stream reset with H3_REQUEST_REJECTED, RFC
 //! 9114 4.1.1, or a GOAWAY received before it was sent) is sent again on the next stream
-//! (closed loop), counted as `retried`, not as issued twice.
+//! (closed loop), counted as `retried`, not as issued twice; at most five times, then it is
+//! counted failed (`unprocessed`).
 //!
 //! With `--http3-0rtt` a connection that resumes a session sends its first requests as early
 //! data (`early`); they are counted apart, and one the server discarded (0-RTT rejected) is
@@ -32,12 +33,14 @@ use super::exchange::{
     FieldSink, Sent, Traffic,
 };
 use super::h2::H2Request;
+pub(super) use super::unprocessed::Outcome;
+use super::unprocessed::Owed;
 use super::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
 use bytes::{Buf, Bytes};
 use classify::StreamFailure;
-use std::cell::{Cell, OnceCell};
+use std::cell::OnceCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
@@ -177,18 +180,18 @@ pub(super) async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Result<Han
 pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
     let mut failures: u32 = 0;
     // Requests the server did not process, to send again (their budget already taken).
-    let owed = Rc::new(Cell::new(0u64));
+    let owed = Rc::new(Owed::default());
     loop {
         if let Some(wait) = backoff_after(failures) {
             back_off(&ctx, wait).await;
         }
         let now = Instant::now();
-        if over(&ctx, now) || (ctx.budget_spent.get() && owed.get() == 0) {
+        if over(&ctx, now) || (ctx.budget_spent.get() && owed.is_empty()) {
             break;
         }
         let phase = ctx.phase_at(now);
         // A connection is opened for a request: one taken from the budget, or one owed.
-        let claimed = owed.get() == 0;
+        let claimed = owed.is_empty();
         if claimed && phase == Phase::Measured && !ctx.budget.take() {
             ctx.budget_spent.set(true);
             break;
@@ -200,7 +203,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
                 // The failed connect was one request's failure (the claimed one, or one
                 // owed); the others owed fail with it, so a server that is gone does not
                 // keep this loop alive.
-                let rest = owed.replace(0).saturating_sub(u64::from(!claimed));
+                let rest = owed.clear().saturating_sub(usize::from(!claimed));
                 for _ in 0..rest {
                     record_failure(&ctx, phase, class, &Traffic::default(), false);
                 }
@@ -209,7 +212,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
         };
         if claimed && phase == Phase::Measured {
             // The request the connection was opened for: its budget is taken.
-            owed.set(1);
+            owed.claim();
         }
         let answered_before = ctx
             .progress
@@ -232,7 +235,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
         }
         // Without keep-alive the connection ends with its streams' requests: the loop opens
         // the next one.
-        if !connection_died && owed.get() == 0 && ctx.keepalive {
+        if !connection_died && owed.is_empty() && ctx.keepalive {
             break;
         }
         let answered = ctx
@@ -244,6 +247,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
         } else {
             failures.saturating_add(1)
         };
+        owed.after_connection(&ctx, failures);
     }
     let live = ctx.live_connections.get() - 1;
     ctx.live_connections.set(live);
@@ -253,19 +257,21 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
 }
 
 /// One stream's closed loop. Returns true when the connection died under it.
-async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Cell<u64>>) -> bool {
+async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Owed>) -> bool {
     loop {
         let now = Instant::now();
         if over(&ctx, now) {
             return false;
         }
         let phase = ctx.phase_at(now);
-        if owed.get() > 0 {
-            owed.set(owed.get() - 1);
-        } else if phase == Phase::Measured && !ctx.budget.take() {
-            ctx.budget_spent.set(true);
-            return false;
-        }
+        let refusals = match owed.take() {
+            Some(refusals) => refusals,
+            None if phase == Phase::Measured && !ctx.budget.take() => {
+                ctx.budget_spent.set(true);
+                return false;
+            }
+            None => 0,
+        };
         let due = Due {
             phase,
             intended: None,
@@ -284,10 +290,7 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Cell<u64>>) 
         if let Some(sent) = sent {
             record(&ctx, &due, sent);
         }
-        if matches!(outcome, Outcome::Refused | Outcome::NotProcessed) {
-            owed.set(owed.get() + 1);
-            ctx.recorder.borrow_mut().phase(phase).retried += 1;
-        }
+        owed.put_back(&ctx, phase, refusals, outcome);
         match outcome {
             Outcome::Done if !ctx.keepalive => return false,
             Outcome::Done | Outcome::Refused => {}
@@ -355,19 +358,6 @@ where
     }
     stopped(stream.finish().await)?;
     Ok(len)
-}
-
-/// How one request ended, for its stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Outcome {
-    /// Answered, or failed on a connection still usable.
-    Done,
-    /// Failed with the connection (counted): the stream needs another connection.
-    Died,
-    /// The server refused the stream (H3_REQUEST_REJECTED; not counted): send it again.
-    Refused,
-    /// The server is going away without processing it (not counted): send it on another.
-    NotProcessed,
 }
 
 /// Sends one request on a new stream of `conn`, as HTTP/2's `one_request` does (the request

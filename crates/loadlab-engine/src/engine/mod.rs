@@ -27,6 +27,7 @@ mod stamped;
 mod steal;
 mod thread;
 mod timer;
+mod unprocessed;
 mod worker;
 
 use crate::config::{RunConfig, Stop};

@@ -20,6 +20,7 @@ mod mux_server;
 mod nothing_listens;
 mod parser_props;
 mod partial_interval;
+mod refused_streams;
 mod scenario;
 mod scenario_mux;
 mod shard_props;

@@ -23,6 +23,7 @@ mod fields;
 mod request;
 
 use super::super::exchange::{backoff_after, note_detail, record_failure, Sent, Traffic};
+use super::super::unprocessed::{send_again, Outcome};
 use super::super::{h2, h3, ThreadCtx};
 use super::ended;
 use crate::error::ErrorClass;
@@ -121,37 +122,34 @@ impl Mux {
         close: bool,
         fields: &mut Fields,
     ) -> Option<Sent> {
+        // Times the request was sent and not processed by the server.
+        let mut sends = 0;
         loop {
             let open = match self.connection(ctx, phase).await {
                 Ok(open) => open,
                 Err(class) => return Some(Sent::Unsent(class)),
             };
-            let (died, again, sent) = match &open.handle {
+            let (outcome, sent) = match &open.handle {
                 Handle::H2(send) => {
                     let head = request::copy(&out.head);
-                    let (outcome, sent) =
-                        h2::one_request(ctx, send, phase, head, out.body.clone(), fields).await;
-                    use h2::Outcome as O;
-                    let died = matches!(outcome, O::Died | O::NotProcessed);
-                    (died, matches!(outcome, O::Refused | O::NotProcessed), sent)
+                    h2::one_request(ctx, send, phase, head, out.body.clone(), fields).await
                 }
                 Handle::H3(handle) => {
                     let mut handle = handle.clone();
                     let build = || request::copy(&out.head);
-                    let (outcome, sent) =
-                        h3::one_request(ctx, &mut handle, phase, build, out.body.clone(), fields)
-                            .await;
-                    use h3::Outcome as O;
-                    let died = matches!(outcome, O::Died | O::NotProcessed);
-                    (died, matches!(outcome, O::Refused | O::NotProcessed), sent)
+                    h3::one_request(ctx, &mut handle, phase, build, out.body.clone(), fields).await
                 }
             };
-            if died {
+            if matches!(outcome, Outcome::Died | Outcome::NotProcessed) {
                 open.dead.set(true);
             }
-            if again {
-                // Not processed: taken back by the exchange, sent again (its budget taken).
-                ctx.recorder.borrow_mut().phase(phase).retried += 1;
+            if let Some(how) = outcome.unprocessed() {
+                // Not processed: taken back by the exchange, sent again (its budget taken),
+                // at most `MAX_SENDS` times.
+                sends += 1;
+                if let Err(class) = send_again(ctx, phase, sends, how) {
+                    return Some(Sent::Unsent(class));
+                }
                 if ended(ctx, std::time::Instant::now()) {
                     return None;
                 }

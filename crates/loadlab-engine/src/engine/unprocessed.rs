@@ -1,0 +1,150 @@
+//! Requests a server said it did not process, sent again by a closed loop over HTTP/2
+//! (REFUSED_STREAM, or a graceful GOAWAY below them: RFC 9113 8.7 and 6.8) or HTTP/3
+//! (H3_REQUEST_REJECTED, or a GOAWAY before them: RFC 9114 4.1.1 and 5.2). Such a request may
+//! be sent again, and a closed loop does so: the refusal is neither a failure nor a second
+//! request (it is counted in `retried`). But not without end: a server that refused every
+//! stream kept a count-bounded run (`-n`) going for as long as it lived. So a request whose
+//! stream is refused is sent at most [`MAX_SENDS`] times, and the requests owed to a
+//! connection slot whose last [`MAX_SENDS`] connections went away without answering anything
+//! are given up; either way they are counted as failed, with the reason. (A GOAWAY is counted
+//! by connection, not by request: the streams of a connection going away meet it before
+//! their requests leave, and one request may meet it on several of them.)
+
+use super::exchange::{note_detail, record_failure, Traffic};
+use super::ThreadCtx;
+use crate::error::ErrorClass;
+use crate::stats::Phase;
+use std::cell::RefCell;
+
+/// The most times one request is sent when the server does not process it. Enough for the
+/// refusals a healthy server makes (streams opened before its SETTINGS arrived, or in flight
+/// across a graceful GOAWAY, refused once each); a request refused this many times in a row
+/// is refused for good.
+pub(super) const MAX_SENDS: u8 = 5;
+
+/// How one request on a stream (HTTP/2 or HTTP/3) ended, for the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// Answered, or failed on a connection still usable.
+    Done,
+    /// Failed with the connection (counted as failed): the stream needs another connection.
+    Died,
+    /// The server refused the stream (REFUSED_STREAM, H3_REQUEST_REJECTED; not counted):
+    /// send it again on this connection.
+    Refused,
+    /// The server is going away without processing it (not counted): send it on another.
+    NotProcessed,
+}
+
+impl Outcome {
+    /// How the server did not process the request, if it did not.
+    pub fn unprocessed(self) -> Option<Unprocessed> {
+        match self {
+            Outcome::Refused => Some(Unprocessed::Stream),
+            Outcome::NotProcessed => Some(Unprocessed::Connection),
+            Outcome::Done | Outcome::Died => None,
+        }
+    }
+}
+
+/// How the server did not process a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unprocessed {
+    /// It refused the stream; the connection goes on (REFUSED_STREAM, H3_REQUEST_REJECTED).
+    Stream,
+    /// It is going away without processing it (a GOAWAY below its stream).
+    Connection,
+}
+
+/// After the `sends`-th send of a request the server did not process (`how`): `Ok` when it
+/// goes again (counted as retried); else it was counted failed, as the open loop counts a
+/// refusal it never sends again (its class comes back), with the reason.
+pub(super) fn send_again(
+    ctx: &ThreadCtx,
+    phase: Phase,
+    sends: u8,
+    how: Unprocessed,
+) -> Result<(), ErrorClass> {
+    if sends < MAX_SENDS {
+        ctx.recorder.borrow_mut().phase(phase).retried += 1;
+        return Ok(());
+    }
+    let (class, code) = match (how, ctx.h3.is_some()) {
+        (Unprocessed::Stream, false) => (ErrorClass::StreamReset, "REFUSED_STREAM"),
+        (Unprocessed::Stream, true) => (ErrorClass::StreamReset, "H3_REQUEST_REJECTED"),
+        (Unprocessed::Connection, _) => (ErrorClass::GoAway, "GOAWAY before its stream"),
+    };
+    let why = format!(
+        "the server did not process the same request {MAX_SENDS} times in a row ({code}): \
+         counted as failed instead of sent again"
+    );
+    note_detail(ctx, phase, class, Some(why));
+    record_failure(ctx, phase, class, &Traffic::default(), false);
+    Err(class)
+}
+
+/// The owed requests of one connection slot, shared by its streams: for each, the times its
+/// stream was refused. Their budget (`-n`) is already taken.
+#[derive(Default)]
+pub(super) struct Owed(RefCell<Vec<u8>>);
+
+impl Owed {
+    pub fn is_empty(&self) -> bool {
+        self.0.borrow().is_empty()
+    }
+
+    /// A request not sent yet, whose budget is taken (a connection was opened for it).
+    pub fn claim(&self) {
+        self.0.borrow_mut().push(0);
+    }
+
+    /// The next owed request: the times its stream was refused so far.
+    pub fn take(&self) -> Option<u8> {
+        self.0.borrow_mut().pop()
+    }
+
+    /// Empties the slot's debt (its connection cannot be opened): how many were owed.
+    pub fn clear(&self) -> usize {
+        std::mem::take(&mut *self.0.borrow_mut()).len()
+    }
+
+    /// After a request (refused `refusals` times before) ended with `outcome`: one the
+    /// server did not process is owed again, or counted failed (see [`send_again`]).
+    pub fn put_back(&self, ctx: &ThreadCtx, phase: Phase, refusals: u8, outcome: Outcome) {
+        match outcome {
+            Outcome::Refused => {
+                if send_again(ctx, phase, refusals + 1, Unprocessed::Stream).is_ok() {
+                    self.0.borrow_mut().push(refusals + 1);
+                }
+            }
+            Outcome::NotProcessed => {
+                ctx.recorder.borrow_mut().phase(phase).retried += 1;
+                self.0.borrow_mut().push(refusals);
+            }
+            Outcome::Done | Outcome::Died => {}
+        }
+    }
+
+    /// After a connection of the slot ended, `silent` being how many in a row answered
+    /// nothing: at [`MAX_SENDS`], what is owed is counted failed (a server that goes away
+    /// before every request would otherwise be asked again without end).
+    pub fn after_connection(&self, ctx: &ThreadCtx, silent: u32) {
+        if silent < u32::from(MAX_SENDS) {
+            return;
+        }
+        let owed = self.clear();
+        if owed == 0 {
+            return;
+        }
+        let (phase, class) = (ctx.phase_at(std::time::Instant::now()), ErrorClass::GoAway);
+        let why = format!(
+            "the server went away {MAX_SENDS} connections in a row without answering a \
+             request (GOAWAY before its stream): the requests owed counted as failed instead \
+             of sent again"
+        );
+        note_detail(ctx, phase, class, Some(why));
+        for _ in 0..owed {
+            record_failure(ctx, phase, class, &Traffic::default(), false);
+        }
+    }
+}
