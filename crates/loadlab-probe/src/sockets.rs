@@ -316,9 +316,12 @@ pub struct SentBytes {
 const PORTS_EVERY: u32 = 10;
 
 impl SentBytes {
-    /// The running total after looking at the server's sockets now. The first call sets the
-    /// baseline (bytes sent before sampling began do not count). `None` when the kernel's
-    /// socket diagnostics are unavailable.
+    /// The running total after looking at the server's sockets now. The first call that
+    /// finds them sets the baseline (bytes sent before sampling began do not count). `None`
+    /// when the kernel's socket diagnostics are unavailable, or when no socket of the server
+    /// listens on TCP: what it sends is then not seen here (a server whose socket another
+    /// process holds, or one serving over UDP only, HTTP/3, for which the kernel keeps no
+    /// byte counters), unknown rather than 0.
     pub fn update(&mut self, pids: &[u32]) -> Option<u64> {
         if self.samples.is_multiple_of(PORTS_EVERY) {
             let inodes: Vec<u32> = pids.iter().flat_map(|&p| socket_inodes(p)).collect();
@@ -335,7 +338,7 @@ impl SentBytes {
         self.samples += 1;
         let mut now = HashMap::new();
         let sockets = match self.ports.as_slice() {
-            [] => Vec::new(),
+            [] => return None,
             [one] => tcp_sockets(Some(*one)).ok()?,
             many => {
                 let mut all = tcp_sockets(None).ok()?;

@@ -31,6 +31,21 @@ pub struct ServerReport {
     pub agent: Option<AgentReport>,
 }
 
+impl ServerReport {
+    /// Forgets the bytes the server sent: they are counted over TCP only (the kernel keeps
+    /// byte counters per TCP socket, not per UDP socket), so for a run over HTTP/3 they are
+    /// not the load's (0, or the TCP of another client), and are better unknown.
+    pub fn forget_sent_bytes(&mut self) {
+        if let Some(summary) = self.summary.as_mut() {
+            summary.sent_bytes = None;
+            summary.sent_per_s = None;
+        }
+        for window in &mut self.samples {
+            window.sent_bytes = None;
+        }
+    }
+}
+
 /// The server's host seen through its agent (`--agent`): who answered, how its clock was
 /// placed on loadlab's timeline, its kernel's TCP counters, and whether the agent was lost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

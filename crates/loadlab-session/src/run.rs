@@ -110,7 +110,7 @@ impl Session {
         }
         let mut server_died = false;
         if let (Some(server), Some(origin)) = (self.server.as_mut(), control.started_at()) {
-            let report = match server {
+            let mut report = match server {
                 ServerSide::Local(s) => s.finish(origin, span),
                 ServerSide::Remote(r) => {
                     let issued = result.measured.requests.issued;
@@ -127,6 +127,10 @@ impl Session {
                     report
                 }
             };
+            // The server's bytes are counted over TCP: not the load's over HTTP/3 (UDP).
+            if result.load.protocol == "h3" {
+                report.forget_sent_bytes();
+            }
             server_died = report.exit.is_some();
             // The run stopped because the server died, not because someone stopped it.
             if server_died && died.load(Ordering::Acquire) {

@@ -102,6 +102,22 @@ fn check_run(label: &str, result: &RunResult, served: &Served) {
         );
         assert_eq!(served.h3.counters().connections(), 0, "{label}");
     }
+    // The launched stand-in holds no socket (the test serves its port): what it sent is
+    // unknown, not 0 B/s, on either protocol.
+    let server = result.server.as_ref().expect("the launched server sampled");
+    let summary = server
+        .summary
+        .as_ref()
+        .expect("a summary of the measured phase");
+    assert_eq!(
+        (summary.sent_bytes, summary.sent_per_s.is_some()),
+        (None, false),
+        "{label}"
+    );
+    assert!(
+        server.samples.iter().all(|w| w.sent_bytes.is_none()),
+        "{label}"
+    );
 }
 
 #[test]
