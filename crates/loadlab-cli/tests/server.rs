@@ -279,6 +279,62 @@ fn attaching_by_pid_samples_a_running_server() {
     assert!(f(&r, &["server", "summary", "cpu_cores", "max"]) > 0.0);
 }
 
+/// A server's sent bytes are read from its TCP sockets, which the kernel counts; it keeps no
+/// such counters for UDP. Sampling a process (this test's) that serves HTTPS and HTTP/3 on
+/// one port: over HTTPS its sent bytes are what loadlab received; over HTTP/3 they are
+/// absent (unknown), not the TCP socket's 0 B/s shown as the load's.
+#[test]
+fn a_servers_sent_bytes_are_counted_over_tcp_and_unknown_over_http3() {
+    let _serial = serial();
+    let ca = loadlab_testkit::TestCa::new();
+    let dir = loadlab_testkit::ScratchDir::new("sent-bytes");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let config = ca.server_config();
+    let port = loadlab_probe::launch::free_port().unwrap();
+    let _h3 = loadlab_testkit::H3Server::start_on(port, &config);
+    let _https = loadlab_testkit::RouteServer::start_tls_on(
+        |_| loadlab_testkit::response(200, "ok").into(),
+        port,
+        config,
+    );
+    let pid = std::process::id().to_string();
+    let url = format!("https://127.0.0.1:{port}/");
+    let ca_file = ca_file.display().to_string();
+    for http3 in [false, true] {
+        let mut args = vec![
+            "run", "--pid", &pid, "--cacert", &ca_file, "-c", "2", "-d", "1s", "-q", "--json", "-",
+        ];
+        if http3 {
+            args.push("--http3");
+        }
+        args.push(&url);
+        let out = run_within(&args, Duration::from_secs(30));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = json_of(&out);
+        assert_valid(&r);
+        assert!(f(&r, &["measured", "requests", "completed"]) > 0.0);
+        let summary = &r["server"]["summary"];
+        if http3 {
+            assert_eq!(r["load"]["protocol"], "h3");
+            assert!(summary["sent_bytes"].is_null(), "{summary}");
+            assert!(summary["sent_per_s"].is_null(), "{summary}");
+        } else {
+            // TLS records and handshakes on top of the bodies loadlab counted.
+            let sent = f(&r, &["server", "summary", "sent_bytes"]);
+            let received = f(&r, &["measured", "bytes", "received"]);
+            assert!(
+                sent >= received * 0.85,
+                "server sent {sent} B, loadlab received {received} B"
+            );
+        }
+    }
+}
+
 #[test]
 fn cgroups_are_removed_after_the_run_and_after_ctrl_c() {
     let _serial = serial();
@@ -811,8 +867,9 @@ fn limits_that_cannot_hold_stop_the_run_unless_best_effort() {
     assert!(r["measured"]["requests"]["completed"].as_u64().unwrap() > 0);
 }
 
-/// A closed loop against a server pinned apart polls for responses, and says why; sharing
-/// CPUs with the server, or with `--no-busy-poll`, it sleeps.
+/// A closed loop over HTTPS against a server pinned apart polls for responses, and says why;
+/// sharing CPUs with the server, with `--no-busy-poll`, or over cleartext HTTP/1.1 (where
+/// polling measured slower than sleeping), it sleeps.
 #[test]
 fn loadlab_busy_polls_only_when_it_has_cpus_apart_from_the_server() {
     let _serial = serial();
@@ -821,8 +878,22 @@ fn loadlab_busy_polls_only_when_it_has_cpus_apart_from_the_server() {
         eprintln!("skipped: pinning apart needs two CPUs");
         return;
     }
+    // An HTTPS server launched with the run's throwaway certificate, as users launch one.
+    let https = "exec openssl s_server -quiet -accept $HOST:$PORT -cert $TLS_CERT \
+                 -key $TLS_KEY -www";
     let base = [
-        "--exec", FIXTURE, "-c", "2", "-d", "1s", "-q", "--json", "-",
+        "--exec",
+        https,
+        "--tls",
+        "--healthz",
+        "/",
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "-q",
+        "--json",
+        "-",
     ];
     let run = |extra: &[&str]| {
         let mut args = vec!["run"];
@@ -831,6 +902,15 @@ fn loadlab_busy_polls_only_when_it_has_cpus_apart_from_the_server() {
         args.push("/");
         ok_json(&args)
     };
+    let cleartext = ok_json(&[
+        "run", "--exec", FIXTURE, "--pin", "0", "-c", "2", "-d", "1s", "-q", "--json", "-", "/",
+    ]);
+    assert_eq!(
+        cleartext["load"]["busy_poll"],
+        Value::Null,
+        "{}",
+        cleartext["load"]
+    );
     let apart = run(&["--pin", "0"]);
     assert_eq!(apart["load"]["busy_poll"], true, "{}", apart["load"]);
     let why = apart["load"]["busy_poll_why"].as_str().unwrap();

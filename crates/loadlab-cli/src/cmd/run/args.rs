@@ -117,8 +117,8 @@ pub struct RunArgs {
 
     /// Closed loop: poll for responses instead of sleeping between them, so the server never
     /// pays to wake loadlab (on one machine, an interrupt on the server's CPU). It takes a
-    /// core per thread. Chosen by default when the server is on this machine (found by its
-    /// listening port) and may not run on any CPU loadlab may use.
+    /// core per thread. Chosen by default over HTTPS/1.1 when the server is on this machine
+    /// (found by its listening port) and may not run on any CPU loadlab may use.
     #[arg(long)]
     pub busy_poll: bool,
 
