@@ -29,10 +29,10 @@ pub fn busy_poll_auto(config: &RunConfig) -> Option<String> {
     // polling showed no gain there against nginx (0.85x to 1.02x of sleeping, within this
     // VM's noise), where over HTTPS/1.1 it added a third. Over HTTP/3 it cost: 69k/s at
     // 0.91 CPU-s per 100k requests polling, 84k/s at 0.43 sleeping (bench/vs-h3.sh's server).
-    // Over cleartext HTTP/1.1 it cost: against nginx pinned apart on a 2-core AMD EPYC VM,
-    // polling's median rate was 0.82x to 0.95x of sleeping's in each of five interleaved
-    // runs, at a higher CPU per request in every one (`NO_BUSY_POLL=1 bash bench/vs-wrk.sh`
-    // and others, 29 Nov 2026: docs/generator.md), where over HTTPS it added a third.
+    // Over cleartext HTTP/1.1 it showed no gain: against nginx pinned apart on a 2-core AMD
+    // EPYC VM, polling's median rate was 0.82x to 1.07x of sleeping's in six interleaved
+    // runs (below 1 in five), at a higher CPU per request in five (`bench/vs-wrk.sh` and
+    // others, 29 Nov 2026: docs/generator.md), where over HTTPS it added a third.
     if config.is_open_loop() || config.http2 || config.http3 || config.tls.is_none() {
         return None;
     }
