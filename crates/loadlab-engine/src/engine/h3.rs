@@ -200,13 +200,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
             Ok(send) => send,
             Err(class) => {
                 failures = failures.saturating_add(1);
-                // The failed connect was one request's failure (the claimed one, or one
-                // owed); the others owed fail with it, so a server that is gone does not
-                // keep this loop alive.
-                let rest = owed.clear().saturating_sub(usize::from(!claimed));
-                for _ in 0..rest {
-                    record_failure(&ctx, phase, class, &Traffic::default(), false);
-                }
+                owed.connect_failed(&ctx, phase, class, claimed);
                 continue;
             }
         };

@@ -103,9 +103,20 @@ impl Owed {
         self.0.borrow_mut().pop()
     }
 
-    /// Empties the slot's debt (its connection cannot be opened): how many were owed.
-    pub fn clear(&self) -> usize {
+    /// Empties the slot's debt: how many were owed.
+    fn clear(&self) -> usize {
         std::mem::take(&mut *self.0.borrow_mut()).len()
+    }
+
+    /// The connection opened for the slot's next request failed, counted by the connect as
+    /// that request's failure (the one `claimed` from the budget, or one owed: not counted
+    /// twice): the others owed fail with it, so that a server that is gone does not keep the
+    /// slot's loop alive.
+    pub fn connect_failed(&self, ctx: &ThreadCtx, phase: Phase, class: ErrorClass, claimed: bool) {
+        let rest = self.clear().saturating_sub(usize::from(!claimed));
+        for _ in 0..rest {
+            record_failure(ctx, phase, class, &Traffic::default(), false);
+        }
     }
 
     /// After a request (refused `refusals` times before) ended with `outcome`: one the
