@@ -202,13 +202,8 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Owed
             return false;
         }
         let phase = ctx.phase_at(now);
-        let refusals = match owed.take() {
-            Some(refusals) => refusals,
-            None if phase == Phase::Measured && !ctx.budget.take() => {
-                ctx.budget_spent.set(true);
-                return false;
-            }
-            None => 0,
+        let Some(refusals) = owed.next_request(&ctx, phase) else {
+            return false;
         };
         let due = Due {
             phase,

@@ -98,9 +98,18 @@ impl Owed {
         self.0.borrow_mut().push(0);
     }
 
-    /// The next owed request: the times its stream was refused so far.
-    pub fn take(&self) -> Option<u8> {
-        self.0.borrow_mut().pop()
+    /// A stream's next request: one owed (the times its stream was refused so far), else
+    /// one taken from the budget (`-n`; none refused yet). `None` when the budget is spent
+    /// (and the thread told so).
+    pub fn next_request(&self, ctx: &ThreadCtx, phase: Phase) -> Option<u8> {
+        if let Some(refusals) = self.0.borrow_mut().pop() {
+            return Some(refusals);
+        }
+        if phase == Phase::Measured && !ctx.budget.take() {
+            ctx.budget_spent.set(true);
+            return None;
+        }
+        Some(0)
     }
 
     /// Empties the slot's debt: how many were owed.
