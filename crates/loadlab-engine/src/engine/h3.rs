@@ -47,7 +47,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub(crate) use pool::{Pool, Slot};
+use pool::Pool;
+pub(crate) use pool::Slot;
 pub(crate) use quic::client_config;
 pub use quic::RCVBUF_BYTES;
 
@@ -118,7 +119,7 @@ impl H3Shared {
 pub(crate) struct H3Thread {
     shared: H3Shared,
     endpoint: OnceCell<Result<quinn::Endpoint, quic::OpenError>>,
-    pub pool: Pool,
+    pub(super) pool: Pool,
 }
 
 impl H3Thread {

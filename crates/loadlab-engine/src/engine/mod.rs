@@ -22,6 +22,7 @@ mod h2_preface;
 pub(crate) mod h3;
 mod open;
 mod pacing;
+mod pool;
 mod scenario;
 mod stamped;
 mod steal;

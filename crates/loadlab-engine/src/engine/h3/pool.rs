@@ -1,108 +1,42 @@
-//! An open loop's HTTP/3 connections, as HTTP/2's (`h2::pool`): stream slots share a
-//! thread's pooled connections, each carrying up to `--streams` of them, and a new one opens
-//! only when all are busy. It must not send again what the server did not process: the open
-//! loop's schedule moves on.
+//! An open loop's HTTP/3 connections: stream slots share a thread's pooled connections
+//! (`engine::pool`, as HTTP/2's), each carrying up to `--streams` of them; this module sends
+//! the request. It must not send again what the server did not process: the open loop's
+//! schedule moves on.
 
-use super::super::exchange::{record, record_failure, Due, Traffic};
+use super::super::exchange::{record, Due};
+use super::super::pool::Attached;
 use super::super::ThreadCtx;
-use super::{one_request, open_connection, Handle, Outcome};
-use crate::error::ErrorClass;
+use super::{one_request, open_connection, Handle};
 use crate::stats::Phase;
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 
 /// An open-loop thread's HTTP/3 connections, shared by its stream slots.
-#[derive(Default)]
-pub(crate) struct Pool {
-    connections: RefCell<Vec<Rc<PooledConnection>>>,
-    /// A connection is being opened: slots wait for it rather than open their own.
-    opening: Cell<bool>,
-    opened: tokio::sync::Notify,
-}
-
-struct PooledConnection {
-    send: Handle,
-    slots: Cell<usize>,
-    dead: Cell<bool>,
-}
+pub(in crate::engine) type Pool = super::super::pool::Pool<Handle>;
 
 /// An open loop's stream slot: one request at a time, on a pooled connection with a free
-/// slot.
-pub(crate) struct Slot {
-    on: Option<Rc<PooledConnection>>,
-}
+/// stream.
+pub(crate) struct Slot(Attached<Handle>);
 
 impl Slot {
     pub fn new() -> Slot {
-        Slot { on: None }
-    }
-
-    fn detach(&mut self) {
-        if let Some(c) = self.on.take() {
-            c.slots.set(c.slots.get() - 1);
-        }
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.detach();
+        Slot(Attached::new())
     }
 }
 
 impl super::super::open::Carrier for Slot {
     async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool {
         let pool = &ctx.h3.as_ref().expect("HTTP/3 run").pool;
-        loop {
-            if self.on.as_ref().is_some_and(|c| !c.dead.get()) {
-                return true;
-            }
-            self.detach();
-            let free = pool
-                .connections
-                .borrow()
-                .iter()
-                .find(|c| !c.dead.get() && c.slots.get() < ctx.streams)
-                .cloned();
-            if let Some(c) = free {
-                c.slots.set(c.slots.get() + 1);
-                self.on = Some(c);
-                return true;
-            }
-            if pool.opening.get() {
-                pool.opened.notified().await;
-                continue;
-            }
-            pool.opening.set(true);
-            let send = open_connection(ctx, phase).await;
-            pool.opening.set(false);
-            pool.opened.notify_waiters();
-            let Ok(send) = send else {
-                return false;
-            };
-            let mut connections = pool.connections.borrow_mut();
-            connections.retain(|c| !c.dead.get() || c.slots.get() > 0);
-            let c = Rc::new(PooledConnection {
-                send,
-                slots: Cell::new(1),
-                dead: Cell::new(false),
-            });
-            connections.push(c.clone());
-            self.on = Some(c);
-            return true;
-        }
+        let open = || open_connection(ctx, phase);
+        self.0.connect(pool, ctx.streams, open).await
     }
 
     async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
         if !self.connect(ctx, due.phase).await {
             return;
         }
-        let Some(c) = self.on.clone() else {
+        let Some(c) = self.0.connection() else {
             return;
         };
         let mut send = c.send.clone();
-        // The open loop does not send again a request the server did not process (its
-        // schedule moves on): it is counted as issued and failed.
         let h3 = &ctx.h3.as_ref().expect("HTTP/3 run").shared;
         let (outcome, sent) = one_request(
             ctx,
@@ -116,32 +50,6 @@ impl super::super::open::Carrier for Slot {
         if let Some(sent) = sent {
             record(ctx, &due, sent);
         }
-        match outcome {
-            Outcome::Done => {}
-            Outcome::Died => {
-                c.dead.set(true);
-                self.detach();
-            }
-            Outcome::Refused => {
-                record_failure(
-                    ctx,
-                    due.phase,
-                    ErrorClass::StreamReset,
-                    &Traffic::default(),
-                    false,
-                );
-            }
-            Outcome::NotProcessed => {
-                record_failure(
-                    ctx,
-                    due.phase,
-                    ErrorClass::GoAway,
-                    &Traffic::default(),
-                    false,
-                );
-                c.dead.set(true);
-                self.detach();
-            }
-        }
+        self.0.settle(ctx, due.phase, &c, outcome);
     }
 }

@@ -23,6 +23,7 @@ mod fields;
 mod request;
 
 use super::super::exchange::{backoff_after, note_detail, record_failure, Sent, Traffic};
+use super::super::pool::Opener;
 use super::super::unprocessed::{send_again, Outcome};
 use super::super::{h2, h3, ThreadCtx};
 use super::ended;
@@ -53,10 +54,9 @@ enum Handle {
 #[derive(Default)]
 pub(super) struct Mux {
     current: RefCell<Option<Rc<Open>>>,
-    /// A connection is being opened: a page's other streams wait for it rather than open
-    /// their own.
-    opening: Cell<bool>,
-    opened: tokio::sync::Notify,
+    /// One connection opened at a time: a page's other streams wait for it rather than
+    /// open their own.
+    opener: Opener,
     /// Connects that failed in a row (reset by one that works), for the back-off.
     failed_connects: Cell<u32>,
     /// A request drawn for a new connection was answered: the connection ends with the step.
@@ -178,18 +178,16 @@ impl Mux {
             if let Some(open) = self.current.borrow().as_ref().filter(|o| !o.dead.get()) {
                 return Ok(open.clone());
             }
-            if self.opening.get() {
-                self.opened.notified().await;
-                continue;
-            }
-            self.opening.set(true);
-            let handle = if ctx.h3.is_some() {
-                h3::open_connection(ctx, phase).await.map(Handle::H3)
-            } else {
-                h2::open_connection(ctx, phase).await.map(Handle::H2)
+            let open = async {
+                if ctx.h3.is_some() {
+                    h3::open_connection(ctx, phase).await.map(Handle::H3)
+                } else {
+                    h2::open_connection(ctx, phase).await.map(Handle::H2)
+                }
             };
-            self.opening.set(false);
-            self.opened.notify_waiters();
+            let Some(handle) = self.opener.open_or_wait(open).await else {
+                continue;
+            };
             let handle = match handle {
                 Ok(handle) => handle,
                 Err(class) => {
