@@ -317,11 +317,13 @@ fn a_servers_sent_bytes_are_counted_over_tcp_and_unknown_over_http3() {
             assert!(summary["sent_bytes"].is_null(), "{summary}");
             assert!(summary["sent_per_s"].is_null(), "{summary}");
         } else {
-            // TLS records and handshakes on top of the bodies loadlab counted.
+            // Counted, and of the load's size: TLS records and handshakes come on top of the
+            // bytes loadlab counted, the sample windows' edges off it (their agreement over
+            // plain HTTP is `attaching_by_pid_samples_a_running_server`'s).
             let sent = f(&r, &["server", "summary", "sent_bytes"]);
             let received = f(&r, &["measured", "bytes", "received"]);
             assert!(
-                sent >= received * 0.85,
+                sent >= received * 0.5,
                 "server sent {sent} B, loadlab received {received} B"
             );
         }
