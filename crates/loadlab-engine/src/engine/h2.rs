@@ -15,8 +15,7 @@ use super::exchange::{
     connect, note_detail, record, record_failure, record_sent, settled, Due, FieldSink, Io, Sent,
     Stream, Traffic,
 };
-pub(super) use super::unprocessed::Outcome;
-use super::unprocessed::Owed;
+use super::unprocessed::{Outcome, Owed};
 use super::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
@@ -226,9 +225,8 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Owed
         // Owed: sent first on the next stream (issued once, by that send; counted as
         // retried each time it is put back), within `unprocessed`'s bounds.
         owed.put_back(&ctx, phase, refusals, outcome);
-        match outcome {
-            Outcome::Done | Outcome::Refused => {}
-            Outcome::Died | Outcome::NotProcessed => return true,
+        if outcome.ends_connection() {
+            return true;
         }
     }
 }

@@ -33,8 +33,7 @@ use super::exchange::{
     FieldSink, Sent, Traffic,
 };
 use super::h2::H2Request;
-pub(super) use super::unprocessed::Outcome;
-use super::unprocessed::Owed;
+use super::unprocessed::{Outcome, Owed};
 use super::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
@@ -281,10 +280,11 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Owed>) -> bo
             record(&ctx, &due, sent);
         }
         owed.put_back(&ctx, phase, refusals, outcome);
-        match outcome {
-            Outcome::Done if !ctx.keepalive => return false,
-            Outcome::Done | Outcome::Refused => {}
-            Outcome::Died | Outcome::NotProcessed => return true,
+        if outcome.ends_connection() {
+            return true;
+        }
+        if outcome == Outcome::Done && !ctx.keepalive {
+            return false;
         }
     }
 }

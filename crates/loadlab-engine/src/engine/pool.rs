@@ -113,15 +113,10 @@ impl<S> Attached<S> {
     /// request the server did not process is counted as issued and failed (the open loop
     /// does not send it again).
     pub fn settle(&mut self, ctx: &ThreadCtx, phase: Phase, c: &Pooled<S>, outcome: Outcome) {
-        let unprocessed = match outcome {
-            Outcome::Done | Outcome::Died => None,
-            Outcome::Refused => Some(ErrorClass::StreamReset),
-            Outcome::NotProcessed => Some(ErrorClass::GoAway),
-        };
-        if let Some(class) = unprocessed {
-            record_failure(ctx, phase, class, &Traffic::default(), false);
+        if let Some(how) = outcome.unprocessed() {
+            record_failure(ctx, phase, how.class(), &Traffic::default(), false);
         }
-        if matches!(outcome, Outcome::Died | Outcome::NotProcessed) {
+        if outcome.ends_connection() {
             c.dead.set(true);
             self.detach();
         }

@@ -45,6 +45,11 @@ impl Outcome {
             Outcome::Done | Outcome::Died => None,
         }
     }
+
+    /// The connection cannot carry the stream's next request: it died, or is going away.
+    pub fn ends_connection(self) -> bool {
+        matches!(self, Outcome::Died | Outcome::NotProcessed)
+    }
 }
 
 /// How the server did not process a request.
@@ -54,6 +59,16 @@ pub(super) enum Unprocessed {
     Stream,
     /// It is going away without processing it (a GOAWAY below its stream).
     Connection,
+}
+
+impl Unprocessed {
+    /// The class of such a request counted failed (given up, or never sent again).
+    pub fn class(self) -> ErrorClass {
+        match self {
+            Unprocessed::Stream => ErrorClass::StreamReset,
+            Unprocessed::Connection => ErrorClass::GoAway,
+        }
+    }
 }
 
 /// After the `sends`-th send of a request the server did not process (`how`): `Ok` when it
@@ -69,10 +84,11 @@ pub(super) fn send_again(
         ctx.recorder.borrow_mut().phase(phase).retried += 1;
         return Ok(());
     }
-    let (class, code) = match (how, ctx.h3.is_some()) {
-        (Unprocessed::Stream, false) => (ErrorClass::StreamReset, "REFUSED_STREAM"),
-        (Unprocessed::Stream, true) => (ErrorClass::StreamReset, "H3_REQUEST_REJECTED"),
-        (Unprocessed::Connection, _) => (ErrorClass::GoAway, "GOAWAY before its stream"),
+    let class = how.class();
+    let code = match (how, ctx.h3.is_some()) {
+        (Unprocessed::Stream, false) => "REFUSED_STREAM",
+        (Unprocessed::Stream, true) => "H3_REQUEST_REJECTED",
+        (Unprocessed::Connection, _) => "GOAWAY before its stream",
     };
     let why = format!(
         "the server did not process the same request {MAX_SENDS} times in a row ({code}): \

@@ -24,7 +24,7 @@ mod request;
 
 use super::super::exchange::{backoff_after, note_detail, record_failure, Sent, Traffic};
 use super::super::pool::Opener;
-use super::super::unprocessed::{send_again, Outcome};
+use super::super::unprocessed::send_again;
 use super::super::{h2, h3, ThreadCtx};
 use super::ended;
 use crate::error::ErrorClass;
@@ -140,7 +140,7 @@ impl Mux {
                     h3::one_request(ctx, &mut handle, phase, build, out.body.clone(), fields).await
                 }
             };
-            if matches!(outcome, Outcome::Died | Outcome::NotProcessed) {
+            if outcome.ends_connection() {
                 open.dead.set(true);
             }
             if let Some(how) = outcome.unprocessed() {
