@@ -323,7 +323,9 @@ impl SentBytes {
     /// process holds, or one serving over UDP only, HTTP/3, for which the kernel keeps no
     /// byte counters), unknown rather than 0.
     pub fn update(&mut self, pids: &[u32]) -> Option<u64> {
-        if self.samples.is_multiple_of(PORTS_EVERY) {
+        // Until a listening port is found (a launched server binds after its first
+        // samples), on every sample: the first ones of the measured time must not miss it.
+        if self.ports.is_empty() || self.samples.is_multiple_of(PORTS_EVERY) {
             let inodes: Vec<u32> = pids.iter().flat_map(|&p| socket_inodes(p)).collect();
             let all = tcp_sockets(None).ok()?;
             let mut ports: Vec<u16> = all
@@ -432,6 +434,22 @@ mod tests {
         })
         .join()
         .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    }
+
+    /// A server that listens only after sampling began (a launched one binds after its first
+    /// samples): unknown until then, found at the first sample after, not up to
+    /// `PORTS_EVERY` samples later (the measured time's first windows would miss it).
+    #[test]
+    fn a_server_listening_late_is_found_at_the_next_sample() {
+        in_a_netns_of_its_own(|| {
+            let me = std::process::id();
+            let mut sent = SentBytes::default();
+            for _ in 0..3 {
+                assert_eq!(sent.update(&[me]), None, "no listening socket yet: unknown");
+            }
+            let _listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            assert_eq!(sent.update(&[me]), Some(0));
+        });
     }
 
     #[test]
