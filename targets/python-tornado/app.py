@@ -203,8 +203,11 @@ def make_app(upstream_client: httpclient.AsyncHTTPClient) -> web.Application:
 
 
 def server_tls() -> ssl.SSLContext | None:
-    """HTTPS only when TLS_CERT/TLS_KEY are set: HTTPServer's ssl_options, one context per
-    process (Tornado speaks HTTP/1.1 only; it offers no HTTP/2)."""
+    """HTTPS only when TLS_CERT/TLS_KEY are set: HTTPServer's ssl_options (Tornado speaks
+    HTTP/1.1 only; it offers no HTTP/2). Made once, before the workers fork, so that they share
+    its session-ticket keys (OpenSSL draws them when the context is made): a ticket one worker
+    issued resumes on whichever worker accepts the next connection. One context per worker
+    resumed only on the worker that issued the ticket, and at times on none of 16."""
     if not config.tls:
         return None
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -212,11 +215,11 @@ def server_tls() -> ssl.SSLContext | None:
     return context
 
 
-async def serve(sockets) -> None:
+async def serve(sockets, tls: ssl.SSLContext | None) -> None:
     # AsyncHTTPClient() is one shared instance per event loop: this process's pooled client.
     # An https:// upstream is trusted by UPSTREAM_CA when it is set (curl's default CA store
     # otherwise): each fetch names it (ca_certs=None is the default).
-    server = HTTPServer(make_app(httpclient.AsyncHTTPClient()), ssl_options=server_tls())
+    server = HTTPServer(make_app(httpclient.AsyncHTTPClient()), ssl_options=tls)
     server.add_sockets(sockets)
     await asyncio.Event().wait()
 
@@ -230,6 +233,7 @@ def main() -> None:
     except OSError as error:
         contract.config_error(f"cannot listen on {config.host}:{config.port}: {error} (pick another PORT or HOST)")
     host, port = sockets[0].getsockname()[:2]
+    tls = server_tls()
     # Flushed before forking, so no child inherits a buffered copy of the line.
     sys.stdout.write(f"listening on {'[' + host + ']' if ':' in host else host}:{port}\n")
     sys.stdout.flush()
@@ -237,7 +241,7 @@ def main() -> None:
         # The parent waits for its children and restarts one that dies; each child returns here.
         process.fork_processes(config.workers)
         contract.die_with_parent()
-    asyncio.run(serve(sockets))
+    asyncio.run(serve(sockets, tls))
 
 
 if __name__ == "__main__":
