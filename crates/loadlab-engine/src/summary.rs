@@ -238,6 +238,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         shards: None,
         scenario: crate::steps::summarize(config, outcome.recorder.scenario.as_ref(), measured_len),
         server_metrics: None,
+        path: Vec::new(),
     };
     stamp_start(&mut result, config, outcome.started_at);
     result

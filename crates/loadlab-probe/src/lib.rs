@@ -6,6 +6,7 @@
 //!   throttling and OOM kills, and is deleted when the run ends, including after Ctrl-C.
 //! - [`affinity`]: the CPUs a process may run on, and the processes serving a local port.
 //! - [`sockets`]: the bytes the server sent its clients, from the kernel's socket counters.
+//! - [`tcp_info`]: the fields of a connection's `tcp_info` (round trips, bytes, chrono stats).
 //! - [`procfs`]: per-process figures from `/proc` (RSS, threads, descriptors, CPU time through the process CPU clock).
 //! - [`launch`]: starts a server inside its cgroup, times its start-up to the first good
 //!   health check, and kills it (by PID) when dropped.
@@ -31,6 +32,7 @@ pub mod report;
 pub mod sampler;
 pub mod shell;
 pub mod sockets;
+pub mod tcp_info;
 
 pub use cgroup::Cgroup;
 pub use launch::{Launch, Launched, NetnsEntry, Readiness};

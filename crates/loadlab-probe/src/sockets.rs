@@ -1,7 +1,9 @@
 //! Bytes a server sent over TCP, from the kernel's own per-socket counters (`sock_diag`, the
 //! interface `ss` uses): for every socket of the server's listening port, `tcpi_bytes_acked`,
 //! what the peer acknowledged. `/proc/PID/io` cannot serve here: it counts `write(2)` but not
-//! `send(2)`, which Rust's std and tokio use, so it reads 0 for a Rust server.
+//! `send(2)`, which Rust's std and tokio use, so it reads 0 for a Rust server. The same dump
+//! gives each connection's whole `tcp_info` ([`crate::tcp_info`]): the path's figures, from
+//! either end ([`tcp_sockets_to`]: a generator's connections to a port).
 //!
 //! Written by hand: one read-only dump request in a kernel ABI that does not change; the
 //! netlink crates would bring four dependencies and an API that moves between versions.
@@ -16,8 +18,6 @@ const INET_DIAG_REQ_BYTECODE: u16 = 1;
 const INET_DIAG_BC_S_EQ: u8 = 11;
 const INET_DIAG_BC_D_EQ: u8 = 12;
 const TCP_LISTEN: u32 = 10;
-/// `tcp_info.tcpi_bytes_acked` (linux/tcp.h): after 104 bytes of counters and two u64 rates.
-const BYTES_ACKED_OFFSET: usize = 120;
 
 /// One TCP socket as the kernel describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,11 @@ pub struct SocketInfo {
     pub listening: bool,
     /// `None` when the kernel gave no `tcp_info` (a listener, a socket being torn down).
     pub bytes_acked: Option<u64>,
+    /// The rest of its `tcp_info` (round trips, bytes received, chrono stats).
+    pub tcp: Option<crate::tcp_info::TcpStats>,
+    /// Bytes sent and not yet acknowledged, or not yet sent (`idiag_wqueue`); 0 for a
+    /// listener.
+    pub send_queue_bytes: u32,
 }
 
 /// Every TCP socket (IPv4 and IPv6) in this network namespace, or those with local port
@@ -37,6 +42,16 @@ pub fn tcp_sockets(port: Option<u16>) -> std::io::Result<Vec<SocketInfo>> {
     Ok(query(ALL_STATES, filter)?
         .into_iter()
         .map(|s| s.info)
+        .collect())
+}
+
+/// Every TCP socket (IPv4 and IPv6) in this network namespace whose remote port is `port`:
+/// a client's connections to a server on that port (a generator's own, seen from its side).
+pub fn tcp_sockets_to(port: u16) -> std::io::Result<Vec<SocketInfo>> {
+    Ok(query(ALL_STATES, Filter::Remote(port))?
+        .into_iter()
+        .map(|s| s.info)
+        .filter(|s| !s.listening)
         .collect())
 }
 
@@ -75,6 +90,8 @@ enum Filter {
     Any,
     /// The local port.
     Local(u16),
+    /// The remote port.
+    Remote(u16),
     /// The local or the remote port.
     Either(u16),
 }
@@ -100,6 +117,7 @@ fn query(states: u32, filter: Filter) -> std::io::Result<Vec<Raw>> {
                 s.retain(|x| match filter {
                     Filter::Any => true,
                     Filter::Local(p) => x.raw.info.local_port == p,
+                    Filter::Remote(p) => x.remote_port == p,
                     Filter::Either(p) => x.raw.info.local_port == p || x.remote_port == p,
                 });
                 out.extend(s.into_iter().map(|r| r.raw));
@@ -186,6 +204,7 @@ fn request(family: u8, states: u32, filter: Filter) -> Vec<u8> {
         Filter::Any => {}
         // "S_EQ: on a match go on to the end (+8), else past it (+12)".
         Filter::Local(port) => op(&mut ops, INET_DIAG_BC_S_EQ, 8, 12, port),
+        Filter::Remote(port) => op(&mut ops, INET_DIAG_BC_D_EQ, 8, 12, port),
         // "S_EQ: on a match to the end (+16), else to the next test (+8)"; then
         // "D_EQ: on a match to the end (+8), else past it (+12)".
         Filter::Either(port) => {
@@ -243,7 +262,12 @@ fn parse(data: &[u8], out: &mut Vec<Parsed>) -> std::io::Result<bool> {
                     inode: u32_ne(msg, 68),
                     listening: msg[1] as u32 == TCP_LISTEN,
                     bytes_acked: None,
+                    tcp: None,
+                    send_queue_bytes: 0,
                 };
+                if !info.listening {
+                    info.send_queue_bytes = u32_ne(msg, 60);
+                }
                 // Attributes: (len u16, type u16, payload), each padded to 4 bytes.
                 let mut a = 72;
                 while a + 4 <= msg.len() {
@@ -252,14 +276,9 @@ fn parse(data: &[u8], out: &mut Vec<Parsed>) -> std::io::Result<bool> {
                         break;
                     }
                     let payload = &msg[a + 4..a + alen];
-                    if u16_ne(msg, a + 2) == INET_DIAG_INFO
-                        && payload.len() >= BYTES_ACKED_OFFSET + 8
-                    {
-                        info.bytes_acked = Some(u64::from_ne_bytes(
-                            payload[BYTES_ACKED_OFFSET..BYTES_ACKED_OFFSET + 8]
-                                .try_into()
-                                .expect("8 bytes"),
-                        ));
+                    if u16_ne(msg, a + 2) == INET_DIAG_INFO {
+                        info.tcp = crate::tcp_info::TcpStats::parse(payload);
+                        info.bytes_acked = info.tcp.and_then(|t| t.bytes_acked);
                     }
                     a += (alen + 3) & !3;
                 }

@@ -16,6 +16,8 @@
 //!   of requests beyond it.
 //! - [`histogram`]: the histogram bounds and codec (HdrHistogram's compressed V2, base64).
 //! - [`failure`]: the failure classes' names and explanations.
+//! - [`path`]: the path between each generator and the server, from both ends' TCP stacks,
+//!   and the rule that tells a queue on the path from one in the server.
 //! - [`machine`]: the machine and the wire around a run: preflight checks, the kernel's TCP
 //!   counters, the shaped link.
 //! - [`attach`]: joins a server report to a run's result, with the verdicts it calls for.
@@ -37,6 +39,7 @@ pub mod machine;
 pub mod merge;
 pub mod metrics;
 pub mod parts;
+pub mod path;
 pub mod run;
 pub mod scenario;
 pub mod server;

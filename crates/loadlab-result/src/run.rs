@@ -76,6 +76,10 @@ pub struct RunResult {
     /// timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<crate::metrics::ServerMetrics>,
+    /// The path to the server as each end's TCP stack saw it: every generator's connections,
+    /// and the server's when its agent sampled them (docs/path.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<crate::path::PathReport>,
 }
 
 /// The first requests of a run, reported apart from the steady state.

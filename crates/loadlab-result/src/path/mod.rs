@@ -1,0 +1,226 @@
+//! The path between a generator and the server, as each end's TCP stack saw it: per
+//! timeline interval, the goodput, the round trip against the path's minimum, and (at the
+//! sending end) how much of the time the sockets were busy and what held them back. A
+//! generator's own connections are always seen (the kernel's `tcp_info`, no agent needed);
+//! the server's, when its agent samples them. [`rule`] turns them into a verdict: a queue
+//! on the path, not in the server; the server; or not enough evidence to say.
+//!
+//! Data and pure functions only: the sampling is `loadlab-machine`'s (`path`).
+
+use serde::{Deserialize, Serialize};
+
+pub mod rule;
+
+pub use rule::{judge, verdicts, Evidence, PathVerdict};
+
+/// One sample window of one end's sockets: the deltas since the previous sample, and the
+/// round trips at the sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathWindow {
+    /// End of the window, seconds from the run's start.
+    pub t_s: f64,
+    pub dt_s: f64,
+    /// Connections seen at the sample.
+    pub sockets: u32,
+    pub received_bytes: u64,
+    /// Bytes sent and acknowledged by the peer.
+    pub acked_bytes: u64,
+    /// The median of the connections' smoothed round trips (`tcpi_rtt`), µs.
+    pub rtt_us: Option<f64>,
+    /// The lowest of the connections' minimum round trips (`tcpi_min_rtt`), µs.
+    pub min_rtt_us: Option<f64>,
+    /// The median of the connections' receiver-side estimates (`tcpi_rcv_rtt`), µs.
+    pub rcv_rtt_us: Option<f64>,
+    /// Sender chrono stats over the window, summed over the connections, µs.
+    pub busy_us: Option<u64>,
+    pub rwnd_limited_us: Option<u64>,
+    pub sndbuf_limited_us: Option<u64>,
+    /// At the sample, summed over the connections: bytes the application wrote and the
+    /// kernel had not sent, and bytes sent or unsent and not yet acknowledged.
+    pub notsent_bytes: Option<u64>,
+    pub send_queue_bytes: u64,
+    /// The connections' delivery rates summed, bytes/s.
+    pub delivery_rate: Option<u64>,
+}
+
+/// One end's path figures within one interval of the run's timeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathInterval {
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub warmup: bool,
+    /// The most connections seen at once.
+    pub sockets: u32,
+    /// Bytes per second received, and sent and acknowledged, over all connections.
+    pub received_per_s: f64,
+    pub acked_per_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rtt_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcv_rtt_us: Option<f64>,
+    /// The share of the connections' time with data in flight or waiting to be sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_share: Option<f64>,
+    /// Of that busy time, the share held back by the congestion window (the network), not
+    /// by the peer's receive window nor by the send buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_limited_share: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notsent_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_queue_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate_per_s: Option<f64>,
+}
+
+impl PathInterval {
+    /// The interval's goodput: the busier direction's bytes per second (responses coming
+    /// in, or request bodies going out).
+    pub fn goodput_per_s(&self) -> f64 {
+        self.received_per_s.max(self.acked_per_s)
+    }
+}
+
+/// One end of the run's path: a generator's connections (this machine's, or a fleet
+/// generator's, named), or the server's, sampled by its agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathReport {
+    /// "generator" or "server".
+    pub side: String,
+    /// The fleet generator this is, by name; `None` for this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
+    /// "tcp" (the kernel's `tcp_info`) or "quic" (quinn's estimates: round trips only).
+    pub transport: String,
+    /// The path's lowest round trip over the run, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rtt_us: Option<f64>,
+    /// This generator's median response time over the measured time, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_p50_us: Option<f64>,
+    pub intervals: Vec<PathInterval>,
+}
+
+/// The windows ending in each timeline interval `(start_s, duration_s, warmup)`, joined:
+/// byte counts summed, round trips the mean of the windows' medians, queues at their
+/// highest, chrono shares over the windows' time.
+pub fn intervals(windows: &[PathWindow], timeline: &[(f64, f64, bool)]) -> Vec<PathInterval> {
+    timeline
+        .iter()
+        .filter_map(|&(start_s, duration_s, warmup)| {
+            let end = start_s + duration_s;
+            let inside: Vec<&PathWindow> = windows
+                .iter()
+                .filter(|w| w.t_s > start_s && w.t_s <= end + 1e-9)
+                .collect();
+            let time: f64 = inside.iter().map(|w| w.dt_s).sum();
+            if inside.is_empty() || time <= 0.0 {
+                return None;
+            }
+            let mean = |f: fn(&PathWindow) -> Option<f64>| {
+                let v: Vec<f64> = inside.iter().filter_map(|w| f(w)).collect();
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            };
+            let sum = |f: fn(&PathWindow) -> Option<u64>| -> Option<u64> {
+                inside.iter().map(|w| f(w)).sum::<Option<u64>>()
+            };
+            // Socket-time: each window's connections over its length.
+            let socket_us: f64 = inside.iter().map(|w| w.sockets as f64 * w.dt_s * 1e6).sum();
+            let busy = sum(|w| w.busy_us);
+            let limited = sum(|w| Some(w.rwnd_limited_us? + w.sndbuf_limited_us?));
+            Some(PathInterval {
+                start_s,
+                duration_s,
+                warmup,
+                sockets: inside.iter().map(|w| w.sockets).max().unwrap_or(0),
+                received_per_s: inside.iter().map(|w| w.received_bytes).sum::<u64>() as f64 / time,
+                acked_per_s: inside.iter().map(|w| w.acked_bytes).sum::<u64>() as f64 / time,
+                rtt_us: mean(|w| w.rtt_us),
+                min_rtt_us: inside
+                    .iter()
+                    .filter_map(|w| w.min_rtt_us)
+                    .min_by(f64::total_cmp),
+                rcv_rtt_us: mean(|w| w.rcv_rtt_us),
+                busy_share: busy
+                    .filter(|_| socket_us > 0.0)
+                    .map(|b| (b as f64 / socket_us).min(1.0)),
+                network_limited_share: match (busy, limited) {
+                    (Some(b), Some(l)) if b > 0 => Some(b.saturating_sub(l) as f64 / b as f64),
+                    _ => None,
+                },
+                notsent_bytes: inside.iter().filter_map(|w| w.notsent_bytes).max(),
+                send_queue_bytes: inside.iter().map(|w| w.send_queue_bytes).max(),
+                delivery_rate_per_s: mean(|w| w.delivery_rate.map(|r| r as f64)),
+            })
+        })
+        .collect()
+}
+
+impl PathReport {
+    /// A report of `side` from its windows, placed on the run's timeline.
+    pub fn of(side: &str, transport: &str, windows: &[PathWindow], run: &crate::RunResult) -> Self {
+        let timeline: Vec<(f64, f64, bool)> = run
+            .timeline
+            .iter()
+            .map(|i| (i.start_s, i.duration_s, i.warmup))
+            .collect();
+        PathReport {
+            side: side.into(),
+            generator: None,
+            transport: transport.into(),
+            min_rtt_us: windows
+                .iter()
+                .filter_map(|w| w.min_rtt_us)
+                .min_by(f64::total_cmp),
+            response_p50_us: run.measured.latency_us.as_ref().map(|l| l.p50),
+            intervals: intervals(windows, &timeline),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(t_s: f64, received: u64, rtt: f64, busy: u64, rwnd: u64) -> PathWindow {
+        PathWindow {
+            t_s,
+            dt_s: 0.5,
+            sockets: 2,
+            received_bytes: received,
+            rtt_us: Some(rtt),
+            min_rtt_us: Some(rtt / 10.0),
+            busy_us: Some(busy),
+            rwnd_limited_us: Some(rwnd),
+            sndbuf_limited_us: Some(0),
+            send_queue_bytes: 10,
+            ..PathWindow::default()
+        }
+    }
+
+    #[test]
+    fn windows_join_into_the_timelines_intervals() {
+        let windows = [
+            w(0.5, 1_000, 100.0, 500_000, 0),
+            w(1.0, 3_000, 300.0, 500_000, 250_000),
+            w(1.5, 500, 50.0, 0, 0),
+        ];
+        let out = intervals(
+            &windows,
+            &[(0.0, 1.0, false), (1.0, 1.0, false), (9.0, 1.0, false)],
+        );
+        assert_eq!(out.len(), 2, "an interval no window ended in is left out");
+        let first = &out[0];
+        assert_eq!(first.received_per_s, 4_000.0);
+        assert_eq!(first.rtt_us, Some(200.0));
+        assert_eq!(first.min_rtt_us, Some(10.0));
+        // 2 sockets over 1 s: 2 s of socket time, 1 s of it busy; a quarter of the busy
+        // time waited on the peer's window.
+        assert_eq!(first.busy_share, Some(0.5));
+        assert_eq!(first.network_limited_share, Some(0.75));
+        assert_eq!(out[1].network_limited_share, None, "never busy: no share");
+        assert_eq!(out[1].goodput_per_s(), 1_000.0);
+    }
+}

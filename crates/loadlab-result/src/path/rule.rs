@@ -1,0 +1,258 @@
+//! The rule that tells a queue on the path from a queue in the server (issue 52), pure and
+//! tested on tables; its thresholds are written in docs/path.md.
+//!
+//! Both limits look alike from far away: the requests per second stop rising and the
+//! response times grow. What differs is where the waiting happens. A standing queue on the
+//! path (a capped link's buffer) holds every segment, the ACKs of the generator's requests
+//! included, so the generator's smoothed round trip grows by the queue's delay while its
+//! goodput stays flat at the link's figure. A slow server holds the requests in its own
+//! queue, behind its socket: the round trip stays near the path's minimum.
+//!
+//! Delayed ACKs blur this, and the thresholds are set with them in mind (measured on Linux
+//! 6.18 in namespaces): a server that answers late ACKs a request late, at the latest when
+//! its delayed-ACK timer fires (40 ms on Linux, `TCP_DELACK_MIN`), so a busy server can lift
+//! the generator's round trip by tens of milliseconds (7.3 ms at 1 connection and a 7.6 ms
+//! response time; 10-16 ms at 64 connections and 72 ms); a 10 Mbit/s cap with a 100 ms
+//! buffer lifted it by 100 ms at a 122 ms response time. So a queue is called the path's only
+//! when it is past the delayed-ACK bound with margin (60 ms) AND explains at least half of
+//! the response time; it is called not the path's when it is under 20 ms or under a fifth of
+//! the response time; between the two, inconclusive. The receiver's own estimate
+//! (`tcpi_rcv_rtt`) is kept as data but not used: it includes the server's time, and swung
+//! from 11 ms to 460 ms between the connections of one slow server.
+//!
+//! The server's sockets, when its agent samples them, settle the middle band: a path that
+//! limits keeps them busy with data in flight (cwnd-limited) most of the time; a server
+//! that limits leaves them idle between answers.
+
+use super::{PathInterval, PathReport};
+
+/// The queue's delay (round trip less its minimum) past which it can be the path's: above
+/// Linux's delayed-ACK bound (40 ms), with margin.
+pub const QUEUE_US: f64 = 60_000.0;
+/// ... and the share of the median response time it must explain.
+pub const QUEUE_SHARE: f64 = 0.5;
+/// Under this delay, or under this share of the response time, it is not the path's.
+pub const NO_QUEUE_US: f64 = 20_000.0;
+pub const NO_QUEUE_SHARE: f64 = 0.2;
+/// Flat: every measured interval's goodput within this share of their median.
+pub const FLAT_SHARE: f64 = 0.15;
+/// The server's sockets: busy (data in flight) this share of their time, and of that
+/// network-limited this share, is a path that limits; busy under `SENDER_IDLE`, not.
+pub const SENDER_BUSY: f64 = 0.8;
+pub const SENDER_NETWORK: f64 = 0.8;
+pub const SENDER_IDLE: f64 = 0.3;
+/// Fewer measured intervals than this are not enough to call a figure flat.
+pub const MIN_INTERVALS: usize = 2;
+
+/// What the rule reads about one generator's path over one measured span.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    /// The fleet generator, by name; `None` for this machine.
+    pub generator: Option<String>,
+    /// Each measured interval's goodput, bytes/s.
+    pub goodput_per_s: Vec<f64>,
+    /// The median over the measured intervals of the connections' smoothed round trip, µs.
+    pub rtt_us: Option<f64>,
+    pub min_rtt_us: Option<f64>,
+    /// The generator's median response time, µs.
+    pub response_p50_us: Option<f64>,
+    /// The server's sockets (its agent's sampling), over the measured intervals.
+    pub sender_busy_share: Option<f64>,
+    pub sender_network_limited_share: Option<f64>,
+}
+
+impl Evidence {
+    /// From a generator's report, and the server's when its agent sampled it.
+    pub fn of(generator: &PathReport, server: Option<&PathReport>) -> Evidence {
+        let measured = |r: &PathReport| -> Vec<PathInterval> {
+            r.intervals.iter().filter(|i| !i.warmup).copied().collect()
+        };
+        let mine = measured(generator);
+        let theirs = server.map(measured).unwrap_or_default();
+        let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        Evidence {
+            generator: generator.generator.clone(),
+            goodput_per_s: mine.iter().map(PathInterval::goodput_per_s).collect(),
+            rtt_us: median(mine.iter().filter_map(|i| i.rtt_us).collect()),
+            min_rtt_us: generator.min_rtt_us,
+            response_p50_us: generator.response_p50_us,
+            sender_busy_share: mean(theirs.iter().filter_map(|i| i.busy_share).collect()),
+            sender_network_limited_share: mean(
+                theirs
+                    .iter()
+                    .filter_map(|i| i.network_limited_share)
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The goodput's median, bytes/s.
+    pub fn goodput(&self) -> Option<f64> {
+        median(self.goodput_per_s.clone())
+    }
+
+    /// Every interval's goodput within [`FLAT_SHARE`] of the median.
+    pub fn flat(&self) -> bool {
+        match self.goodput() {
+            Some(m) if m > 0.0 && self.goodput_per_s.len() >= MIN_INTERVALS => self
+                .goodput_per_s
+                .iter()
+                .all(|g| (g - m).abs() <= FLAT_SHARE * m),
+            _ => false,
+        }
+    }
+}
+
+/// Where the waiting was, for one generator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PathVerdict {
+    /// A queue on the path to this generator: its goodput, round trip and minimum.
+    Path {
+        generator: Option<String>,
+        goodput_bits_per_s: f64,
+        rtt_us: f64,
+        min_rtt_us: f64,
+    },
+    /// The path's round trip does not explain the waiting: it was beyond the path.
+    NotPath { why: String },
+    /// Not enough evidence either way, and why.
+    Inconclusive { why: String },
+}
+
+impl PathVerdict {
+    pub fn is_path(&self) -> bool {
+        matches!(self, PathVerdict::Path { .. })
+    }
+
+    /// In words, e.g. "the path to generator g1 carried 9.6 Mbit/s in every interval, with
+    /// its round trip at 35x its minimum (101 ms against 2.9 ms): a queue on the path, not in
+    /// the server".
+    pub fn describe(&self) -> String {
+        match self {
+            PathVerdict::Path {
+                generator,
+                goodput_bits_per_s,
+                rtt_us,
+                min_rtt_us,
+            } => format!(
+                "the path to {} carried {:.1} Mbit/s in every interval, with its round trip \
+                 at {}x its minimum ({} against {}): a queue on the path, not in the server",
+                who(generator.as_deref()),
+                goodput_bits_per_s / 1e6,
+                crate::format::thousands((rtt_us / min_rtt_us.max(1.0)).round() as u64),
+                ms(*rtt_us),
+                ms(*min_rtt_us)
+            ),
+            PathVerdict::NotPath { why } | PathVerdict::Inconclusive { why } => why.clone(),
+        }
+    }
+}
+
+/// "generator g1", or "this machine".
+pub fn who(generator: Option<&str>) -> String {
+    generator.map_or("this machine".to_string(), |g| format!("generator {g}"))
+}
+
+fn ms(us: f64) -> String {
+    if us >= 10_000.0 {
+        format!("{:.0} ms", us / 1_000.0)
+    } else {
+        format!("{:.2} ms", us / 1_000.0)
+    }
+}
+
+/// The rule (see the module's comment).
+pub fn judge(e: &Evidence) -> PathVerdict {
+    let name = who(e.generator.as_deref());
+    let (Some(rtt), Some(min), Some(p50)) = (e.rtt_us, e.min_rtt_us, e.response_p50_us) else {
+        return PathVerdict::Inconclusive {
+            why: format!("no round trip was measured on the path to {name}"),
+        };
+    };
+    let queue = (rtt - min).max(0.0);
+    let share = if p50 > 0.0 { queue / p50 } else { 0.0 };
+    let sender_busy = e.sender_busy_share.zip(e.sender_network_limited_share);
+    let sender_says_path =
+        sender_busy.is_some_and(|(b, n)| b >= SENDER_BUSY && n >= SENDER_NETWORK);
+    let sender_says_idle = sender_busy.is_some_and(|(b, _)| b < SENDER_IDLE);
+    let path = || PathVerdict::Path {
+        generator: e.generator.clone(),
+        goodput_bits_per_s: e.goodput().unwrap_or(0.0) * 8.0,
+        rtt_us: rtt,
+        min_rtt_us: min,
+    };
+    let queued = queue >= QUEUE_US && share >= QUEUE_SHARE;
+    let unqueued = queue < NO_QUEUE_US || share < NO_QUEUE_SHARE;
+    let sender = |b: (f64, f64)| {
+        format!(
+            "the server's sockets were busy {:.0}% of the time, network-limited {:.0}% of that",
+            b.0 * 100.0,
+            b.1 * 100.0
+        )
+    };
+    match (queued, unqueued) {
+        (true, _) if !e.flat() => PathVerdict::Inconclusive {
+            why: format!(
+                "the round trip to {name} rose {} over its minimum, but its goodput was not \
+                 flat at one figure: not enough to blame the path",
+                ms(queue)
+            ),
+        },
+        (true, _) if sender_says_idle => PathVerdict::Inconclusive {
+            why: format!(
+                "the round trip to {name} rose {} over its minimum, but {}: the evidence \
+                 disagrees",
+                ms(queue),
+                sender(sender_busy.unwrap_or_default())
+            ),
+        },
+        (true, _) => path(),
+        (false, true) if !sender_says_path => PathVerdict::NotPath {
+            why: format!(
+                "no queue on the path to {name}: its round trip was {} over its minimum, {:.0}% \
+                 of the median response time",
+                ms(queue),
+                share * 100.0
+            ),
+        },
+        _ if sender_says_path && e.flat() => path(),
+        _ => PathVerdict::Inconclusive {
+            why: format!(
+                "the round trip to {name} rose {} over its minimum ({:.0}% of the median response \
+                 time): between a path's queue and a busy server's delayed ACKs{}",
+                ms(queue),
+                share * 100.0,
+                sender_busy.map_or(String::new(), |b| format!("; {}", sender(b)))
+            ),
+        },
+    }
+}
+
+/// The run's verdicts about its paths: one line per generator whose path held a queue (with
+/// the server's report, when its agent sampled one).
+pub fn verdicts(result: &crate::RunResult) -> Vec<PathVerdict> {
+    let server = result.path.iter().find(|r| r.side == "server");
+    result
+        .path
+        .iter()
+        .filter(|r| r.side == "generator")
+        .map(|r| judge(&Evidence::of(r, server)))
+        .collect()
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+#[cfg(test)]
+#[path = "rule_tests.rs"]
+mod tests;

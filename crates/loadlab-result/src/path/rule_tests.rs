@@ -1,0 +1,178 @@
+//! The rule on tables: each row a case measured in namespaces (docs/path.md), or the edge of
+//! a threshold.
+
+use super::*;
+
+/// A generator's evidence: goodput per interval in Mbit/s, round trip and minimum in ms,
+/// median response time in ms.
+fn e(goodput_mbit: &[f64], rtt_ms: f64, min_ms: f64, p50_ms: f64) -> Evidence {
+    Evidence {
+        generator: Some("g1".into()),
+        goodput_per_s: goodput_mbit.iter().map(|m| m * 1e6 / 8.0).collect(),
+        rtt_us: Some(rtt_ms * 1e3),
+        min_rtt_us: Some(min_ms * 1e3),
+        response_p50_us: Some(p50_ms * 1e3),
+        ..Evidence::default()
+    }
+}
+
+fn with_server(mut ev: Evidence, busy: f64, network: f64) -> Evidence {
+    ev.sender_busy_share = Some(busy);
+    ev.sender_network_limited_share = Some(network);
+    ev
+}
+
+#[derive(Debug, PartialEq)]
+enum Kind {
+    Path,
+    NotPath,
+    Inconclusive,
+}
+
+fn kind(v: &PathVerdict) -> Kind {
+    match v {
+        PathVerdict::Path { .. } => Kind::Path,
+        PathVerdict::NotPath { .. } => Kind::NotPath,
+        PathVerdict::Inconclusive { .. } => Kind::Inconclusive,
+    }
+}
+
+#[test]
+fn the_rule_on_its_table() {
+    let flat = [9.6, 9.5, 9.7, 9.6];
+    let rows: Vec<(&str, Evidence, Kind)> = vec![
+        // Measured: a 10 Mbit/s cap with a 100 ms buffer on the far side, 12 KB answers.
+        ("capped downlink", e(&flat, 101.0, 0.01, 122.0), Kind::Path),
+        // Measured: a serial server, 4 ms an answer, 64 connections, no cap.
+        (
+            "slow server, many connections",
+            e(&[86.0, 85.0, 86.5], 16.0, 0.005, 72.0),
+            Kind::NotPath,
+        ),
+        // Measured: one connection; its ACK rides on the answer, so the round trip is the
+        // response time, but short.
+        (
+            "slow server, one connection",
+            e(&[14.0, 14.1], 7.6, 0.005, 7.6),
+            Kind::NotPath,
+        ),
+        // A busy event-loop server's delayed ACK at its 40 ms bound, answers at 300 ms.
+        (
+            "delayed ACKs at their bound",
+            e(&[20.0, 20.0], 40.0, 0.05, 300.0),
+            Kind::NotPath,
+        ),
+        // Delay but no cap: the minimum is the delay.
+        (
+            "40 ms of delay, no cap",
+            e(&[50.0, 80.0, 65.0], 41.0, 40.0, 45.0),
+            Kind::NotPath,
+        ),
+        // Large answers from a CPU-bound server over a wide path.
+        (
+            "large answers, wide path",
+            e(&[800.0, 810.0], 1.2, 0.1, 90.0),
+            Kind::NotPath,
+        ),
+        // A queue, but the goodput is not one figure: something else moved.
+        (
+            "queue, goodput not flat",
+            e(&[9.6, 4.0, 9.6], 101.0, 0.01, 122.0),
+            Kind::Inconclusive,
+        ),
+        // A queue past the bound that explains a third of the response time.
+        (
+            "queue, a third of the wait",
+            e(&flat, 70.0, 0.1, 210.0),
+            Kind::Inconclusive,
+        ),
+        // The middle band: 45 ms over the minimum is a delayed ACK's size.
+        ("middle band", e(&flat, 45.0, 0.1, 60.0), Kind::Inconclusive),
+        // ... which the server's sockets settle: busy and network-limited.
+        (
+            "middle band, server busy sending",
+            with_server(e(&flat, 45.0, 0.1, 60.0), 0.95, 0.91),
+            Kind::Path,
+        ),
+        // ... or idle: the evidence disagrees with a queue on the path.
+        (
+            "queue but the server's sockets idle",
+            with_server(e(&flat, 101.0, 0.01, 122.0), 0.05, 0.9),
+            Kind::Inconclusive,
+        ),
+        (
+            "one interval only",
+            e(&[9.6], 101.0, 0.01, 122.0),
+            Kind::Inconclusive,
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (case, ev, want) in rows {
+        let got = judge(&ev);
+        if kind(&got) != want {
+            wrong.push(format!("{case}: want {want:?}, got {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_round_trip_is_inconclusive_and_said_so() {
+    let mut ev = e(&[9.6, 9.6], 101.0, 0.01, 122.0);
+    ev.rtt_us = None;
+    let v = judge(&ev);
+    assert_eq!(kind(&v), Kind::Inconclusive);
+    assert!(v.describe().contains("no round trip"), "{}", v.describe());
+}
+
+#[test]
+fn a_path_verdict_names_the_generator_its_goodput_and_its_inflation() {
+    let v = judge(&e(&[9.6, 9.6, 9.6], 101.5, 2.9, 120.0));
+    assert_eq!(
+        v.describe(),
+        "the path to generator g1 carried 9.6 Mbit/s in every interval, with its round trip \
+         at 35x its minimum (102 ms against 2.90 ms): a queue on the path, not in the server"
+    );
+    let mut mine = e(&[9.6, 9.6], 101.0, 0.01, 122.0);
+    mine.generator = None;
+    assert!(judge(&mine)
+        .describe()
+        .starts_with("the path to this machine carried"));
+}
+
+#[test]
+fn evidence_from_reports_reads_measured_intervals_only() {
+    let iv = |warmup: bool, received: f64, rtt: f64| PathInterval {
+        warmup,
+        received_per_s: received,
+        rtt_us: Some(rtt),
+        ..PathInterval::default()
+    };
+    let report = PathReport {
+        side: "generator".into(),
+        generator: Some("g2".into()),
+        transport: "tcp".into(),
+        min_rtt_us: Some(10.0),
+        response_p50_us: Some(120_000.0),
+        intervals: vec![
+            iv(true, 1.0, 5.0),
+            iv(false, 1.2e6, 100_000.0),
+            iv(false, 1.2e6, 102_000.0),
+        ],
+    };
+    let server = PathReport {
+        side: "server".into(),
+        generator: None,
+        intervals: vec![PathInterval {
+            busy_share: Some(0.9),
+            network_limited_share: Some(0.95),
+            ..PathInterval::default()
+        }],
+        ..report.clone()
+    };
+    let ev = Evidence::of(&report, Some(&server));
+    assert_eq!(ev.goodput_per_s, vec![1.2e6, 1.2e6]);
+    assert_eq!(ev.rtt_us, Some(101_000.0));
+    assert_eq!(ev.sender_busy_share, Some(0.9));
+    assert!(judge(&ev).is_path());
+}
