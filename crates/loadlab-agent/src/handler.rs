@@ -204,6 +204,14 @@ async fn answer(
             session.renew(Instant::now());
             Ok(json(StatusCode::OK, &batch))
         }
+        ["v1", "path", "listen"] => {
+            allow(&[Method::POST])?;
+            crate::path::listen(local, read_json(req).await?).await
+        }
+        ["v1", "path", "check"] => {
+            allow(&[Method::POST])?;
+            crate::path::check(read_json(req).await?).await
+        }
         _ => Err(Refusal::new(
             StatusCode::NOT_FOUND,
             format!(

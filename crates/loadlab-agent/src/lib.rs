@@ -7,7 +7,8 @@
 //!   CLI); `state` (the one session slot, the token, nonce and protocol checks), `handler`
 //!   (routing, bodies, the endpoints), `open` (a session's start), `attach` and `launch`
 //!   (finding or starting the server), `session` (sampling into a ring, kernel counters,
-//!   the lease, stopping), `host` (the host's facts), `reply` (JSON answers and refusals).
+//!   the lease, stopping), `host` (the host's facts), `reply` (JSON answers and refusals),
+//!   `path` (the path check's bulk transfers, issue 52).
 //! - [`config`]: [`AgentConfig`], [`Token`] (redacted), the agent's [`Clock`], [`AgentError`].
 //! - [`client`]: the generator's side: a blocking client of one agent (lead's file).
 //! - [`clock`]: one clock for two hosts (NTP's four timestamps), pure arithmetic.
@@ -28,6 +29,7 @@ mod host;
 mod launch;
 mod load;
 mod open;
+mod path;
 pub mod protocol;
 mod reply;
 pub mod server;

@@ -21,6 +21,10 @@
 //!                                                       the first N, which are dropped)
 //! POST   /v1/loads/{id}/stop                         -> stops the load (its result follows)
 //! DELETE /v1/loads/{id}                              -> closes it
+//! POST   /v1/path/listen            PathListen       -> PathTicket (a port and a single-use
+//!                                                       ticket for one bulk check)
+//! POST   /v1/path/check             PathCheck        -> PathGoodput (bulk both ways to a
+//!                                                       listening agent; see [`path`])
 //! ```
 //!
 //! Data only: no I/O here. A change of meaning of any field is a new [`PROTOCOL`]; a new
@@ -418,6 +422,7 @@ pub fn parse_fingerprint(s: &str) -> Result<[u8; 32], String> {
 }
 
 pub mod load;
+pub mod path;
 
 #[cfg(test)]
 mod tests;

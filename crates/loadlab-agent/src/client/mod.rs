@@ -15,8 +15,11 @@
 //! timeouts, refusals) in `transport`, the token and the TLS trust in `trust`.
 
 mod calls;
+mod path;
 mod transport;
 mod trust;
+
+pub use path::measure_path;
 
 use crate::protocol::{self, ErrorBody, Hello, PROTOCOL};
 use bytes::Bytes;

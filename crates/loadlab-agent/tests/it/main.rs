@@ -11,3 +11,4 @@ mod agent;
 mod client;
 mod load;
 mod safety;
+mod path;
