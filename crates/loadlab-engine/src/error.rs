@@ -30,13 +30,31 @@ pub enum ErrorClass {
     Status,
     /// A scenario step's check (or capture) failed on a full response.
     CheckFailed,
+    // gRPC: a call that ended with a status other than OK, one class per code (see
+    // `grpc::status`), in the codes' order.
+    GrpcCancelled,
+    GrpcUnknown,
+    GrpcInvalidArgument,
+    GrpcDeadlineExceeded,
+    GrpcNotFound,
+    GrpcAlreadyExists,
+    GrpcPermissionDenied,
+    GrpcResourceExhausted,
+    GrpcFailedPrecondition,
+    GrpcAborted,
+    GrpcOutOfRange,
+    GrpcUnimplemented,
+    GrpcInternal,
+    GrpcUnavailable,
+    GrpcDataLoss,
+    GrpcUnauthenticated,
 }
 
 // Names and explanations live in the result crate's table, indexed by the class.
 const _: () = assert!(ErrorClass::ALL.len() == loadlab_result::failure::FAILURE_CLASSES.len());
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 18] = [
+    pub const ALL: [ErrorClass; 34] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -55,6 +73,22 @@ impl ErrorClass {
         ErrorClass::ExtraBytes,
         ErrorClass::Status,
         ErrorClass::CheckFailed,
+        ErrorClass::GrpcCancelled,
+        ErrorClass::GrpcUnknown,
+        ErrorClass::GrpcInvalidArgument,
+        ErrorClass::GrpcDeadlineExceeded,
+        ErrorClass::GrpcNotFound,
+        ErrorClass::GrpcAlreadyExists,
+        ErrorClass::GrpcPermissionDenied,
+        ErrorClass::GrpcResourceExhausted,
+        ErrorClass::GrpcFailedPrecondition,
+        ErrorClass::GrpcAborted,
+        ErrorClass::GrpcOutOfRange,
+        ErrorClass::GrpcUnimplemented,
+        ErrorClass::GrpcInternal,
+        ErrorClass::GrpcUnavailable,
+        ErrorClass::GrpcDataLoss,
+        ErrorClass::GrpcUnauthenticated,
     ];
     pub const COUNT: usize = Self::ALL.len();
 

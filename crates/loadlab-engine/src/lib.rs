@@ -4,6 +4,9 @@
 //!
 //! - [`config`]: what a user asked for ([`RunSpec`]) and the checked form the engine runs
 //!   ([`RunConfig`]). Every rejection names the flag and the fix.
+//! - [`grpc`]: gRPC calls: `.proto` files compiled at run time, the request message from
+//!   JSON, the five-byte framing, status codes as failure classes; sent on the HTTP/2
+//!   engine's connections (`engine::h2::grpc` reads the answers).
 //! - [`http1`]: the request, encoded once; an incremental response parser that finds where
 //!   each response ends without copying bodies.
 //! - [`engine`]: worker threads, each a single-threaded event loop driving its connections
@@ -31,6 +34,7 @@ pub mod cold_start;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod grpc;
 pub mod http1;
 pub mod summary;
 pub mod verdicts;

@@ -34,6 +34,22 @@ pub const FAILURE_CLASSES: &[(&str, &str)] = &[
         "check_failed",
         "a scenario step's check or capture failed on a full response (see the step's checks)",
     ),
+    ("grpc_cancelled", "gRPC CANCELLED: the call was cancelled (usually by the caller; from a server, often a proxy's)"),
+    ("grpc_unknown", "gRPC UNKNOWN: an unknown error (a server's exception, or an HTTP status that is not a gRPC answer)"),
+    ("grpc_invalid_argument", "gRPC INVALID_ARGUMENT: the server refused the request message (check --data against the method)"),
+    ("grpc_deadline_exceeded", "gRPC DEADLINE_EXCEEDED: the server's deadline passed (--deadline, sent as grpc-timeout; loadlab's own --timeout is request_timeout)"),
+    ("grpc_not_found", "gRPC NOT_FOUND: the server found no such entity"),
+    ("grpc_already_exists", "gRPC ALREADY_EXISTS: the entity the call creates already exists"),
+    ("grpc_permission_denied", "gRPC PERMISSION_DENIED: the caller may not do this (check the metadata given with -H)"),
+    ("grpc_resource_exhausted", "gRPC RESOURCE_EXHAUSTED: the server ran out of a resource, or a quota or rate limit said no"),
+    ("grpc_failed_precondition", "gRPC FAILED_PRECONDITION: the system is not in the state the call needs"),
+    ("grpc_aborted", "gRPC ABORTED: the call was aborted (a concurrency conflict)"),
+    ("grpc_out_of_range", "gRPC OUT_OF_RANGE: the call asked past a valid range"),
+    ("grpc_unimplemented", "gRPC UNIMPLEMENTED: the server does not implement this method (check --grpc)"),
+    ("grpc_internal", "gRPC INTERNAL: the server (or its gRPC library) hit an internal error"),
+    ("grpc_unavailable", "gRPC UNAVAILABLE: the service is unavailable (overloaded, restarting, or a proxy found no backend)"),
+    ("grpc_data_loss", "gRPC DATA_LOSS: unrecoverable data loss or corruption"),
+    ("grpc_unauthenticated", "gRPC UNAUTHENTICATED: the call carried no valid credentials (check the metadata given with -H)"),
 ];
 
 /// The explanation of a failure class by its name, e.g. `connect_refused`.

@@ -13,6 +13,7 @@
 //! It must not be a dependency of anything but tests, nor listen anywhere but 127.0.0.1.
 
 mod background;
+pub mod grpc;
 pub mod h2frames;
 mod h2server;
 mod h3server;
@@ -22,6 +23,7 @@ mod scratch;
 mod scripted;
 mod timed;
 mod tls;
+pub use grpc::{grpc_frame, GrpcAnswer, GrpcCounters, GrpcServer};
 pub use h2frames::{H2FrameServer, H2Script, H2Step};
 pub use h2server::{H2Behavior, H2Counters, H2Server};
 pub use h3server::{H3Counters, H3Server, H3_BODY};

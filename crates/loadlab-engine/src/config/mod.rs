@@ -6,6 +6,7 @@
 //! - this module: the types ([`RunSpec`], [`RunConfig`], [`ConfigError`]);
 //! - `validate`: the checks, from a spec to a config;
 //! - `request`: the URL, the method and the headers;
+//! - `grpc`: a gRPC run checked and made into its HTTP/2 request;
 //! - `scenario`: a scenario run's settings (pace, connection policy), and the one-step
 //!   scenario a paced single-URL run becomes.
 
@@ -81,6 +82,9 @@ pub struct RunSpec {
     /// A run bounded by `-n` gives up the rest of its count once nothing has answered for
     /// this long while every connection it tried failed to open (the target went away).
     pub give_up_after: Duration,
+    /// `--grpc`: every request is this gRPC call (prepared: schema compiled, message
+    /// encoded), over HTTP/2; see [`crate::grpc`].
+    pub grpc: Option<Arc<crate::grpc::Call>>,
 }
 
 /// [`RunSpec::give_up_after`] unless set: long enough for a server restarting on purpose,
@@ -128,6 +132,7 @@ impl Default for RunSpec {
             new_connection_share: None,
             seed: 1,
             give_up_after: GIVE_UP_AFTER,
+            grpc: None,
         }
     }
 }
@@ -219,6 +224,8 @@ pub struct RunConfig {
     pub scenario: Option<Arc<ScenarioRun>>,
     /// See [`RunSpec::give_up_after`].
     pub give_up_after: Duration,
+    /// A gRPC run's call (then `http2` is set and the request is its POST).
+    pub grpc: Option<Arc<crate::grpc::Call>>,
 }
 
 /// A scenario and how it is run.
@@ -289,6 +296,7 @@ pub const DEFAULT_CONNECTIONS: usize = 50;
 /// The open loop's connection cap when `--max-connections` is not given.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
+mod grpc;
 mod request;
 mod scenario;
 mod sharding;

@@ -14,6 +14,11 @@ pub const MAX_RATE: f64 = 10_000_000.0;
 
 impl RunSpec {
     pub fn validate(&self) -> Result<RunConfig, ConfigError> {
+        if let Some(call) = &self.grpc {
+            let mut config = self.as_grpc_http2(call)?.validate()?;
+            config.grpc = Some(call.clone());
+            return Ok(config);
+        }
         let url = parse_url(&self.effective_url())?;
         let t = &self.tls;
         let tls_flags = t.insecure
@@ -169,6 +174,7 @@ impl RunSpec {
             shard: None,
             scenario,
             give_up_after: self.give_up_after,
+            grpc: None,
         }
         .with_shard(self, whole_connections, whole_stop))
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Live counters of one worker thread, written by it alone, read by progress displays.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ThreadProgress {
     pub completed: AtomicU64,
     pub failed: AtomicU64,
@@ -18,6 +18,19 @@ pub struct ThreadProgress {
     pub in_flight: AtomicU64,
     /// Connections open now: counted as each opens, and no longer as it is dropped.
     pub connections_open: AtomicU64,
+}
+
+// By hand: `Default` is derived for arrays of at most 32, and there are more classes.
+impl Default for ThreadProgress {
+    fn default() -> Self {
+        ThreadProgress {
+            completed: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            failed_by_class: std::array::from_fn(|_| AtomicU64::new(0)),
+            in_flight: AtomicU64::new(0),
+            connections_open: AtomicU64::new(0),
+        }
+    }
 }
 
 /// Lets another thread stop a run (Ctrl-C) and watch its progress.
@@ -66,7 +79,7 @@ impl std::fmt::Debug for SinkSlot {
 }
 
 /// A snapshot for progress bars.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct ProgressSnapshot {
     pub elapsed: Duration,
     pub completed: u64,
@@ -80,6 +93,21 @@ pub struct ProgressSnapshot {
     /// The run is driven elsewhere (a fleet's shards): `in_flight` and `connections_open`
     /// are not known here (they read 0).
     pub remote: bool,
+}
+
+// By hand, as `ThreadProgress`'s.
+impl Default for ProgressSnapshot {
+    fn default() -> Self {
+        ProgressSnapshot {
+            elapsed: Duration::ZERO,
+            completed: 0,
+            failed: 0,
+            failed_by_class: [0; ErrorClass::COUNT],
+            in_flight: 0,
+            connections_open: 0,
+            remote: false,
+        }
+    }
 }
 
 impl ProgressSnapshot {

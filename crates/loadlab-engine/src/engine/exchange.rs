@@ -77,6 +77,11 @@ pub(super) trait FieldSink {
     fn head(&mut self, headers: http::HeaderMap);
     /// A piece of the body, as it arrives (DATA payload).
     fn data(&mut self, chunk: &[u8]);
+    /// Whether the response's trailers are read (gRPC's status is in them); a plain run
+    /// does not wait on them.
+    const TRAILERS: bool = false;
+    /// The response's trailers, when [`FieldSink::TRAILERS`] and it had some.
+    fn trailers(&mut self, _trailers: http::HeaderMap) {}
 }
 
 impl FieldSink for () {

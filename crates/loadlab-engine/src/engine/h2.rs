@@ -26,6 +26,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 mod counted;
+mod grpc;
 mod pool;
 pub(crate) use counted::WireBytes;
 pub(crate) use pool::Pool;
@@ -41,6 +42,8 @@ pub(crate) struct H2Request {
     pub next: std::cell::Cell<usize>,
     pub headers: http::HeaderMap,
     pub body: Bytes,
+    /// A gRPC run's call: each answer is judged by its gRPC status (see `grpc`).
+    pub grpc: Option<std::sync::Arc<crate::grpc::Call>>,
 }
 
 impl H2Request {
@@ -82,6 +85,7 @@ impl H2Request {
             next: std::cell::Cell::new(0),
             headers,
             body: Bytes::from(config.body.clone()),
+            grpc: config.grpc.clone(),
         })
     }
 
@@ -209,19 +213,7 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Owed
             intended: None,
             noticed: now,
         };
-        let request = ctx.h2.as_ref().expect("HTTP/2 run");
-        let (outcome, sent) = one_request(
-            &ctx,
-            &send,
-            phase,
-            request.build(),
-            request.body.clone(),
-            &mut (),
-        )
-        .await;
-        if let Some(sent) = sent {
-            record(&ctx, &due, sent);
-        }
+        let outcome = plain_request(&ctx, &send, &due).await;
         // Owed: sent first on the next stream (issued once, by that send; counted as
         // retried each time it is put back), within `unprocessed`'s bounds.
         owed.put_back(&ctx, phase, refusals, outcome);
@@ -229,6 +221,28 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Owed
             return true;
         }
     }
+}
+
+/// A plain run's request (not a scenario's) on `send`'s connection, recorded: the run's
+/// HTTP/2 request, or its gRPC call (judged by its status). The closed and the open loop's
+/// one way to send.
+pub(super) async fn plain_request(
+    ctx: &ThreadCtx,
+    send: &SendRequest<Bytes>,
+    due: &Due,
+) -> Outcome {
+    let request = ctx.h2.as_ref().expect("HTTP/2 run");
+    let (outcome, sent) = match &request.grpc {
+        Some(call) => grpc::unary(ctx, send, due.phase, call).await,
+        None => {
+            let (head, body) = (request.build(), request.body.clone());
+            one_request(ctx, send, due.phase, head, body, &mut ()).await
+        }
+    };
+    if let Some(sent) = sent {
+        record(ctx, due, sent);
+    }
+    outcome
 }
 
 /// True when the server said it did not process the stream, so it may be sent again (RFC
@@ -305,6 +319,12 @@ pub(super) async fn one_request<S: FieldSink>(
             let chunk = chunk.map_err(|e| classify(ctx, phase, &e))?;
             sink.data(&chunk);
             let _ = body.flow_control().release_capacity(chunk.len());
+        }
+        if S::TRAILERS {
+            let trailers = body.trailers().await;
+            if let Some(t) = trailers.map_err(|e| classify(ctx, phase, &e))? {
+                sink.trailers(t);
+            }
         }
         Ok::<u16, ErrorClass>(status)
     };

@@ -13,6 +13,7 @@ mod alt_svc;
 mod cacert_openssl;
 mod engine;
 mod expect_continue;
+mod grpc;
 mod h2_retry;
 mod h3;
 mod http2;

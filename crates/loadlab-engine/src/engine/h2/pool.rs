@@ -3,10 +3,10 @@
 //! the request. It must not send again what the server did not process: the open loop's
 //! schedule moves on.
 
-use super::super::exchange::{record, Due};
+use super::super::exchange::Due;
 use super::super::pool::Attached;
 use super::super::ThreadCtx;
-use super::{one_request, open_connection};
+use super::{open_connection, plain_request};
 use crate::stats::Phase;
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -37,19 +37,7 @@ impl super::super::open::Carrier for Slot {
         let Some(c) = self.0.connection() else {
             return;
         };
-        let request = ctx.h2.as_ref().expect("HTTP/2 run");
-        let (outcome, sent) = one_request(
-            ctx,
-            &c.send,
-            due.phase,
-            request.build(),
-            request.body.clone(),
-            &mut (),
-        )
-        .await;
-        if let Some(sent) = sent {
-            record(ctx, &due, sent);
-        }
+        let outcome = plain_request(ctx, &c.send, &due).await;
         self.0.settle(ctx, due.phase, &c, outcome);
     }
 }

@@ -1,0 +1,286 @@
+//! A gRPC call on the engine's HTTP/2 connections: the request is the run's HTTP/2 request
+//! (a POST to `/package.Service/Method`, framed once: see `crate::grpc`), sent by
+//! `h2::one_request` like any other, so connections, streams, timeouts, GOAWAY and
+//! RST_STREAM are HTTP/2's own rules; this module reads the answer as gRPC and judges it.
+//!
+//! A call succeeds only when it ends with `grpc-status: 0` and, being unary, carried exactly
+//! one well-framed message. Any other status is a failure of that code's own class, with the
+//! server's `grpc-message` (decoded, escaped) kept as the class's detail; broken framing, a
+//! missing status or a non-gRPC answer is `malformed_response`, saying which. Nothing of the
+//! response is kept beyond counters: memory stays the same whatever the server sends.
+
+use super::super::exchange::{note_detail, FieldSink, Sent};
+use super::super::unprocessed::Outcome;
+use super::super::ThreadCtx;
+use super::one_request;
+use crate::error::ErrorClass;
+use crate::grpc::frame::Decoder;
+use crate::grpc::{status, Call, CallKind};
+use crate::stats::Phase;
+use bytes::Bytes;
+use h2::client::SendRequest;
+
+/// What a response said, read as it arrives.
+struct Answer {
+    decoder: Decoder,
+    /// The content type was gRPC's (`application/grpc`, with or without a `+format`).
+    grpc_content_type: bool,
+    /// `grpc-status`, raw, from the trailers (or the headers of a trailers-only answer).
+    status: Option<Bytes>,
+    /// `grpc-message`, raw.
+    message: Option<Bytes>,
+}
+
+impl Answer {
+    fn new(call: &Call) -> Answer {
+        Answer {
+            decoder: Decoder::new(call.max_message_bytes),
+            grpc_content_type: false,
+            status: None,
+            message: None,
+        }
+    }
+
+    fn take_status(&mut self, fields: &http::HeaderMap) {
+        if let Some(s) = fields.get("grpc-status") {
+            self.status = Some(Bytes::copy_from_slice(s.as_bytes()));
+            self.message = fields
+                .get("grpc-message")
+                .map(|m| Bytes::copy_from_slice(m.as_bytes()));
+        }
+    }
+}
+
+impl FieldSink for Answer {
+    const TRAILERS: bool = true;
+
+    fn head(&mut self, headers: http::HeaderMap) {
+        self.grpc_content_type = headers
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| is_grpc_content_type(v.as_bytes()));
+        if headers
+            .get("grpc-encoding")
+            .is_some_and(|e| e.as_bytes() != b"identity")
+        {
+            self.decoder.allow_compressed();
+        }
+        // A trailers-only answer (an error, usually) carries its status in the headers.
+        self.take_status(&headers);
+    }
+
+    fn data(&mut self, chunk: &[u8]) {
+        self.decoder.feed(chunk);
+    }
+
+    fn trailers(&mut self, trailers: http::HeaderMap) {
+        self.take_status(&trailers);
+    }
+}
+
+/// `application/grpc`, or `application/grpc+proto` and the like (gRPC's HTTP/2 protocol).
+fn is_grpc_content_type(value: &[u8]) -> bool {
+    let rest = value.strip_prefix(b"application/grpc");
+    rest.is_some_and(|r| r.is_empty() || r[0] == b'+' || r[0] == b';')
+}
+
+/// The verdict on a full answer: `Ok(())`, or the failure's class and what to tell the user.
+fn judge(call: &Call, http_status: u16, answer: &mut Answer) -> Result<(), (ErrorClass, String)> {
+    let malformed = |why: String| (ErrorClass::MalformedResponse, why);
+    if http_status != 200 {
+        let code = status::code_of_http_status(http_status);
+        let class = status::class_of(code).unwrap_or(ErrorClass::GrpcUnknown);
+        return Err((
+            class,
+            format!(
+                "HTTP status {http_status}, not a gRPC answer (a proxy's, or a server that does \
+                 not serve gRPC here): read as {}, as gRPC clients do",
+                status::CODES[code as usize]
+            ),
+        ));
+    }
+    answer.decoder.finish();
+    let Some(raw) = answer.status.as_ref() else {
+        return Err(malformed(
+            "the answer ended without grpc-status (no trailers): not a gRPC server, or the \
+             call was cut"
+                .into(),
+        ));
+    };
+    let Some(code) = status::parse_code(raw) else {
+        return Err(malformed(format!(
+            "grpc-status is {}, not a number",
+            status::message_text(raw)
+        )));
+    };
+    if let Some(class) = status::class_of(code) {
+        let name = status::CODES
+            .get(code as usize)
+            .copied()
+            .unwrap_or("UNKNOWN");
+        let said = match &answer.message {
+            Some(m) => format!(": {}", status::message_text(m)),
+            None => String::new(),
+        };
+        return Err((class, format!("the server answered {name} ({code}){said}")));
+    }
+    if !answer.grpc_content_type {
+        return Err(malformed(
+            "the answer's content-type is not application/grpc".into(),
+        ));
+    }
+    if let Some(e) = &answer.decoder.error {
+        return Err(malformed(e.to_string()));
+    }
+    if call.kind == CallKind::Unary && answer.decoder.messages != 1 {
+        return Err(malformed(format!(
+            "a unary call was answered OK with {} messages, not one",
+            answer.decoder.messages
+        )));
+    }
+    Ok(())
+}
+
+/// One unary call on `send`'s connection, judged: an answer that is not a gRPC success comes
+/// back as [`Sent::Failed`] of its class (its detail noted), for the caller to record.
+pub(in crate::engine) async fn unary(
+    ctx: &ThreadCtx,
+    send: &SendRequest<Bytes>,
+    phase: Phase,
+    call: &Call,
+) -> (Outcome, Option<Sent>) {
+    let request = ctx.h2.as_ref().expect("HTTP/2 run");
+    let mut answer = Answer::new(call);
+    let (outcome, sent) = one_request(
+        ctx,
+        send,
+        phase,
+        request.build(),
+        call.body.clone(),
+        &mut answer,
+    )
+    .await;
+    let sent = match sent {
+        Some(Sent::Done {
+            status,
+            sent_at,
+            end,
+            traffic,
+        }) => match judge(call, status, &mut answer) {
+            Ok(()) => Some(Sent::Done {
+                status,
+                sent_at,
+                end,
+                traffic,
+            }),
+            Err((class, why)) => {
+                note_detail(ctx, phase, class, Some(why));
+                Some(Sent::Failed { class, traffic })
+            }
+        },
+        other => other,
+    };
+    (outcome, sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grpc::frame::encode;
+
+    fn call() -> Call {
+        Call {
+            path: "/s/m".into(),
+            kind: CallKind::Unary,
+            body: Bytes::new(),
+            headers: Vec::new(),
+            deadline: None,
+            max_message_bytes: 100,
+            input: String::new(),
+            output: String::new(),
+        }
+    }
+
+    fn fields(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
+        let mut map = http::HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(*k, http::HeaderValue::from_str(v).unwrap());
+        }
+        map
+    }
+
+    /// The verdict on headers, DATA and trailers as a server sent them.
+    fn verdict(
+        http: u16,
+        head: &[(&'static str, &str)],
+        data: &[u8],
+        trailers: &[(&'static str, &str)],
+    ) -> Result<(), (ErrorClass, String)> {
+        let call = call();
+        let mut a = Answer::new(&call);
+        a.head(fields(head));
+        a.data(data);
+        a.trailers(fields(trailers));
+        judge(&call, http, &mut a)
+    }
+
+    const GRPC: (&str, &str) = ("content-type", "application/grpc");
+
+    #[test]
+    fn answers_judged() {
+        let one = encode(b"ok", false);
+        assert_eq!(verdict(200, &[GRPC], &one, &[("grpc-status", "0")]), Ok(()));
+        // Trailers-only: the status in the headers, no DATA.
+        let r = verdict(
+            200,
+            &[GRPC, ("grpc-status", "5"), ("grpc-message", "no%20such")],
+            &[],
+            &[],
+        );
+        assert_eq!(
+            r,
+            Err((
+                ErrorClass::GrpcNotFound,
+                "the server answered NOT_FOUND (5): no such".into()
+            ))
+        );
+        // A hostile message: control characters shown escaped.
+        let r = verdict(
+            200,
+            &[GRPC],
+            &[],
+            &[("grpc-status", "13"), ("grpc-message", "a%1B[31mb")],
+        );
+        assert_eq!(
+            r.unwrap_err().1,
+            "the server answered INTERNAL (13): a\\u{1b}[31mb"
+        );
+        let (class, why) = verdict(503, &[], b"<html>", &[]).unwrap_err();
+        assert_eq!(class, ErrorClass::GrpcUnavailable);
+        assert!(why.contains("HTTP status 503"), "{why}");
+    }
+
+    #[test]
+    fn malformed_answers_say_why() {
+        let one = encode(b"ok", false);
+        let two = [one.clone(), one.clone()].concat();
+        let ok = [("grpc-status", "0")];
+        for (http_head, data, trailers, words) in [
+            (&[GRPC][..], &one[..], &[][..], "without grpc-status"),
+            (&[GRPC], &one, &[("grpc-status", "x")], "not a number"),
+            (&[], &one, &ok, "content-type"),
+            (&[GRPC], &two, &ok, "2 messages"),
+            (&[GRPC], &[], &ok, "0 messages"),
+            (&[GRPC], &one[..4], &ok, "short of the message"),
+            (&[GRPC], &[0, 0, 0, 1, 0], &ok, "more than the 100"),
+            (&[GRPC], &encode(b"z", true), &ok, "without announcing"),
+        ] {
+            let (class, why) = verdict(200, http_head, data, trailers).unwrap_err();
+            assert_eq!(class, ErrorClass::MalformedResponse, "{why}");
+            assert!(why.contains(words), "{why}");
+        }
+        let announced = [GRPC, ("grpc-encoding", "gzip")];
+        assert_eq!(verdict(200, &announced, &encode(b"z", true), &ok), Ok(()));
+        assert!(is_grpc_content_type(b"application/grpc+proto"));
+        assert!(!is_grpc_content_type(b"application/grpcx"));
+    }
+}

@@ -1,0 +1,185 @@
+//! gRPC calls as load: what a user asks for ([`GrpcSpec`]), made once into a [`Call`] the
+//! engine sends over its own HTTP/2 connections (see `docs/grpc.md` for why not tonic).
+//!
+//! - this module: the spec, the prepared call, and the one error type;
+//! - `schema`: `.proto` files compiled at run time, the method found, the message from JSON;
+//! - `frame`: the five-byte Length-Prefixed-Message framing, and a bounded response walker;
+//! - `status`: status codes as failure classes, `grpc-message`, `grpc-timeout`.
+//!
+//! The hot path (`engine::h2::grpc`) reads a response's headers, DATA and trailers through
+//! these pieces; nothing here does network I/O or knows a flag's spelling (errors name the
+//! setting as `--grpc`'s group does, the CLI's only).
+
+pub mod frame;
+pub mod schema;
+pub mod status;
+
+use bytes::Bytes;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A response message larger than this is refused unless raised: gRPC's own default
+/// receive limit (4 MiB), so loadlab accepts what a gRPC client of the service would.
+pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 4 << 20;
+
+/// The largest request message loadlab sends: held in memory and sent whole on every call.
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
+
+/// The request message, as given.
+#[derive(Debug, Clone)]
+pub enum Data {
+    /// The protobuf JSON mapping of the method's input (`--data`).
+    Json(String),
+    /// The message's bytes, already encoded (`--data-file`).
+    Binary(Vec<u8>),
+}
+
+/// What a user asked for: the method, where its schema is, the message and the call's
+/// options. Checked and made into a [`Call`] by [`GrpcSpec::prepare`].
+#[derive(Debug, Clone)]
+pub struct GrpcSpec {
+    /// `package.Service/Method`.
+    pub method: String,
+    /// `.proto` files declaring the service (their imports found through `includes`).
+    pub protos: Vec<PathBuf>,
+    pub includes: Vec<PathBuf>,
+    pub data: Data,
+    /// Sent as `grpc-timeout` on every call: the server's deadline.
+    pub deadline: Option<Duration>,
+    /// Compress the request message with gzip (`grpc-encoding: gzip`).
+    pub gzip: bool,
+    /// The largest response message accepted (a larger one fails the call, unread).
+    pub max_message_bytes: u32,
+}
+
+/// How a method streams, from its declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    Unary,
+    ServerStreaming,
+    ClientStreaming,
+    Bidi,
+}
+
+impl CallKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            CallKind::Unary => "unary",
+            CallKind::ServerStreaming => "server streaming",
+            CallKind::ClientStreaming => "client streaming",
+            CallKind::Bidi => "bidirectional streaming",
+        }
+    }
+}
+
+/// A call ready to send, the same for every call of the run: made once, before the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// `/package.Service/Method`: the HTTP/2 request's path.
+    pub path: String,
+    pub kind: CallKind,
+    /// The request message, framed (and compressed, with gzip).
+    pub body: Bytes,
+    /// The call's own header fields (content type, `te`, timeout, encoding), in the order
+    /// sent, after the user's metadata.
+    pub headers: Vec<(String, String)>,
+    pub deadline: Option<Duration>,
+    pub max_message_bytes: u32,
+    /// The input and output types' full names, for the reports.
+    pub input: String,
+    pub output: String,
+}
+
+/// Why a gRPC call cannot be made. Each names its setting and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrpcError {
+    #[error("--proto: {0}")]
+    Proto(String),
+    #[error("--grpc: {0}")]
+    Method(String),
+    #[error("--data: {0}")]
+    Data(String),
+    #[error("--grpc-max-message: {0}")]
+    Limit(String),
+}
+
+impl GrpcSpec {
+    /// Compiles the schema, finds the method and encodes the message: every check done
+    /// here, once, so the run only sends.
+    pub fn prepare(&self) -> Result<Call, GrpcError> {
+        if self.protos.is_empty() {
+            return Err(GrpcError::Proto(
+                "a gRPC run needs the service's .proto file: give --proto FILE (and -I DIR for \
+                 the folders its imports are under)"
+                    .into(),
+            ));
+        }
+        if self.max_message_bytes == 0 {
+            return Err(GrpcError::Limit(
+                "must be at least 1 byte; the default is 4194304 (4 MiB, gRPC's own)".into(),
+            ));
+        }
+        let pool = schema::compile(&self.protos, &self.includes)?;
+        let method = schema::find_method(&pool, &self.method)?;
+        let kind = schema::kind(&method);
+        if kind != CallKind::Unary {
+            return Err(GrpcError::Method(format!(
+                "{} is a {} method; this version of loadlab loads unary methods only (streams \
+                 are planned: docs/grpc.md)",
+                method.full_name(),
+                kind.describe()
+            )));
+        }
+        let message = match &self.data {
+            Data::Json(json) => schema::message_from_json(&method, json)?,
+            Data::Binary(bytes) => {
+                schema::check_binary(&method, bytes)?;
+                bytes.clone()
+            }
+        };
+        if message.len() > MAX_REQUEST_BYTES {
+            return Err(GrpcError::Data(format!(
+                "the message is {} bytes, more than the 64 MiB loadlab sends as one message",
+                message.len()
+            )));
+        }
+        let mut headers = vec![
+            ("content-type".to_string(), "application/grpc".to_string()),
+            // gRPC requires it: it tells proxies the client reads trailers.
+            ("te".to_string(), "trailers".to_string()),
+            (
+                "grpc-accept-encoding".to_string(),
+                "identity,gzip".to_string(),
+            ),
+        ];
+        if let Some(d) = self.deadline {
+            headers.push(("grpc-timeout".to_string(), status::timeout_header(d)));
+        }
+        if self.gzip {
+            headers.push(("grpc-encoding".to_string(), "gzip".to_string()));
+        }
+        let service = method.parent_service();
+        Ok(Call {
+            path: format!("/{}/{}", service.full_name(), method.name()),
+            kind,
+            body: frame::encode(&message, self.gzip),
+            headers,
+            deadline: self.deadline,
+            max_message_bytes: self.max_message_bytes,
+            input: method.input().full_name().to_string(),
+            output: method.output().full_name().to_string(),
+        })
+    }
+}
+
+/// Header fields a gRPC call sets itself; given with `-H`, they would contradict it.
+pub const RESERVED_HEADERS: [&str; 5] = [
+    "content-type",
+    "te",
+    "grpc-timeout",
+    "grpc-encoding",
+    "grpc-accept-encoding",
+];
+
+#[cfg(test)]
+mod tests;
