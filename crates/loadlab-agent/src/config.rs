@@ -112,9 +112,11 @@ pub struct AgentConfig {
     /// Whether a request may run a command line (`--allow-exec`): remote code execution by
     /// design, so off unless the person who started the agent said so.
     pub allow_exec: bool,
-    /// The lab whose targets may be launched by name (`--targets`); else discovered from
-    /// the current directory.
+    /// The lab whose targets may be launched by name, chosen once at start and checked
+    /// ([`crate::lab::choose`]): `None`, no launch by name (see `no_lab`).
     pub targets_dir: Option<PathBuf>,
+    /// Why there is no lab, said to a launch by name when `targets_dir` is `None`.
+    pub no_lab: String,
     /// What `ServerRequest::Default` means (`--pid/--cgroup/--port/--container`).
     pub default_server: Option<ServerRequest>,
     /// How long a session lives without a request.
@@ -139,6 +141,7 @@ impl AgentConfig {
             tls,
             allow_exec: false,
             targets_dir: None,
+            no_lab: "this agent was started without a lab: restart it with --targets DIR".into(),
             default_server: None,
             lease: Duration::from_secs(10),
             clock: Clock::new(),

@@ -267,10 +267,17 @@ async fn close(state: &Arc<State>, id: &str) -> Result<Reply, Refusal> {
         *slot = Slot::Closing(session.busy.clone());
         session
     };
-    let s = session.clone();
-    let stopped = blocking(move || s.close()).await;
-    *lock(&state.slot) = Slot::Free;
-    Ok(json(StatusCode::OK, &Closed { stopped: stopped? }))
+    // In a task of its own, which frees the slot: a client gone mid-stop (its request
+    // dropped) must not leave the slot closing for ever.
+    let guard = crate::open::FreeOnDrop(Some(state.clone()));
+    let stopped = tokio::spawn(async move {
+        let stopped = blocking(move || session.close()).await;
+        drop(guard);
+        stopped
+    })
+    .await
+    .map_err(|e| Refusal::internal(format!("the agent failed inside: {e}")))??;
+    Ok(json(StatusCode::OK, &Closed { stopped }))
 }
 
 /// Runs `f` on a blocking thread.

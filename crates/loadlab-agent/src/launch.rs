@@ -20,6 +20,8 @@ pub(crate) enum What<'a> {
     Target {
         name: &'a str,
         targets_dir: Option<&'a Path>,
+        /// Why there is no lab, when `targets_dir` is `None`.
+        no_lab_reason: &'a str,
     },
     Exec(&'a str),
 }
@@ -173,22 +175,30 @@ pub(crate) fn start(
         .map_err(Refusal::internal)?;
     let addr = SocketAddr::new(host, port);
     let (command, description, readiness) = match what {
-        What::Target { name, targets_dir } => {
+        What::Target {
+            name,
+            targets_dir,
+            no_lab_reason,
+        } => {
             let no_lab = |e: loadlab_lab::LabError| {
                 Refusal::new(
                     hyper::StatusCode::CONFLICT,
                     format!("{e} (on the agent's host)"),
                 )
             };
-            let lab = match targets_dir {
-                Some(dir) => Lab::open(dir).map_err(no_lab)?,
-                None => {
-                    let cwd = std::env::current_dir().map_err(|e| {
-                        Refusal::internal(format!("cannot read the current directory: {e}"))
-                    })?;
-                    Lab::discover(&cwd).map_err(no_lab)?
-                }
+            // The lab was chosen and checked at start; never looked for again here (the
+            // working directory's parents are not the agent's to trust).
+            let Some(dir) = targets_dir else {
+                return Err(Refusal::new(hyper::StatusCode::CONFLICT, no_lab_reason));
             };
+            let untrusted = |why: String| {
+                Refusal::new(
+                    hyper::StatusCode::CONFLICT,
+                    format!("the agent refuses to run its lab's target {name}: {why}"),
+                )
+            };
+            crate::lab::check_path(dir).map_err(untrusted)?;
+            let lab = Lab::open(dir).map_err(no_lab)?;
             let serve = ServeOptions {
                 port,
                 host,
@@ -206,6 +216,8 @@ pub(crate) fn start(
             let command = lab
                 .command(name, &serve)
                 .map_err(|e| Refusal::field("server.name", e.to_string()))?;
+            // Every file it is about to run, now: the lab may have changed since the start.
+            crate::lab::check_target(lab.root(), target).map_err(untrusted)?;
             (command, name.to_string(), Readiness::AddressLine)
         }
         What::Exec(cmd) => {

@@ -9,6 +9,8 @@
 //!   (finding or starting the server), `session` (sampling into a ring, kernel counters,
 //!   the lease, stopping), `host` (the host's facts), `reply` (JSON answers and refusals),
 //!   `path` (the path check's bulk transfers, issue 52).
+//! - [`lab`]: the lab, chosen once at start, and the ownership and mode check of every file
+//!   it runs (StrictModes).
 //! - [`config`]: [`AgentConfig`], [`Token`] (redacted), the agent's [`Clock`], [`AgentError`].
 //! - [`client`]: the generator's side: a blocking client of one agent (lead's file).
 //! - [`clock`]: one clock for two hosts (NTP's four timestamps), pure arithmetic.
@@ -26,6 +28,7 @@ pub mod config;
 pub mod fuzzing;
 mod handler;
 mod host;
+pub mod lab;
 mod launch;
 mod load;
 mod open;

@@ -82,29 +82,62 @@ pub(crate) async fn open(
         }
         *slot = Slot::Opening(busy.clone());
     }
-    let targets_dir = state.config.targets_dir.clone();
-    let host = local.ip();
-    let state_dir = state.config.state_dir.clone();
-    let resolved =
-        blocking(move || hold(&server, targets_dir.as_deref(), host, state_dir.as_deref())).await;
-    let held = match resolved.and_then(|r| r) {
-        Ok(held) => held,
-        Err(refusal) => {
-            *lock(&state.slot) = Slot::Free;
-            return Err(refusal);
-        }
-    };
-    let opened = opened(&busy.session, &held, host, lease);
-    let session = Arc::new(Session::new(
-        busy.session.clone(),
-        busy,
-        lease,
-        held,
-        state.config.clock,
-        state.config.state_dir.clone(),
-    ));
-    *lock(&state.slot) = Slot::Open(session);
+    // The launch and the slot's next state belong to a task of their own, not to this
+    // request: a client that goes away mid-launch (Ctrl-C, a cut network) drops this future,
+    // and the slot must still end Open (under the lease, which then runs out) or Free.
+    let guard = FreeOnDrop(Some(state.clone()));
+    let state = state.clone();
+    let task = tokio::spawn(async move {
+        let targets_dir = state.config.targets_dir.clone();
+        let no_lab = state.config.no_lab.clone();
+        let host = local.ip();
+        let state_dir = state.config.state_dir.clone();
+        let held = blocking(move || {
+            hold(
+                &server,
+                targets_dir.as_deref(),
+                &no_lab,
+                host,
+                state_dir.as_deref(),
+            )
+        })
+        .await
+        .and_then(|r| r)?;
+        let opened = opened(&busy.session, &held, host, lease);
+        let session = Arc::new(Session::new(
+            busy.session.clone(),
+            busy,
+            lease,
+            held,
+            state.config.clock,
+            state.config.state_dir.clone(),
+        ));
+        *lock(&state.slot) = Slot::Open(session);
+        guard.keep();
+        Ok(opened)
+    });
+    let opened = task
+        .await
+        .map_err(|e| Refusal::internal(format!("the agent failed inside: {e}")))??;
     Ok(json(StatusCode::CREATED, &opened))
+}
+
+/// Frees the session slot when dropped, unless [`FreeOnDrop::keep`] was called: a launch or
+/// a stop that fails, panics or is cancelled never leaves the slot opening or closing.
+pub(crate) struct FreeOnDrop(pub Option<Arc<State>>);
+
+impl FreeOnDrop {
+    pub fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for FreeOnDrop {
+    fn drop(&mut self) {
+        if let Some(state) = self.0.take() {
+            *lock(&state.slot) = Slot::Free;
+        }
+    }
 }
 
 fn state_busy(slot: &Slot) -> Option<&Busy> {
@@ -119,6 +152,7 @@ fn state_busy(slot: &Slot) -> Option<&Busy> {
 fn hold(
     server: &ServerRequest,
     targets_dir: Option<&std::path::Path>,
+    no_lab_reason: &str,
     host: std::net::IpAddr,
     state_dir: Option<&crate::state_dir::StateDir>,
 ) -> Result<Held, Refusal> {
@@ -131,7 +165,11 @@ fn hold(
             return Err(Refusal::field("server", "no default server here"));
         }
         ServerRequest::Target { name, launch } => {
-            let what = What::Target { name, targets_dir };
+            let what = What::Target {
+                name,
+                targets_dir,
+                no_lab_reason,
+            };
             return Ok(launched(launch::start(what, launch, host, state_dir)?));
         }
         ServerRequest::Exec { command, launch } => {

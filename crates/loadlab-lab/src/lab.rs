@@ -121,18 +121,27 @@ impl Lab {
     /// Finds the `targets/` directory from `start` upwards (the first ancestor that has a
     /// `targets/CONTRACT.md`, or `start` itself if it is one) and opens it.
     pub fn discover(start: &Path) -> Result<Self, LabError> {
+        match Lab::find(start) {
+            Some(dir) => Lab::open(&dir),
+            None => Err(LabError::NoTargetsDir {
+                searched_from: start.to_path_buf(),
+            }),
+        }
+    }
+
+    /// Where [`Lab::discover`] would open a lab from `start`, without reading it: a caller
+    /// that runs what a lab holds (the agent) checks who may write it first.
+    pub fn find(start: &Path) -> Option<PathBuf> {
         for dir in start.ancestors() {
             if dir.join(CONTRACT_FILE).is_file() && dir.file_name() == Some("targets".as_ref()) {
-                return Lab::open(dir);
+                return Some(dir.to_path_buf());
             }
             let candidate = dir.join("targets");
             if candidate.join(CONTRACT_FILE).is_file() {
-                return Lab::open(&candidate);
+                return Some(candidate);
             }
         }
-        Err(LabError::NoTargetsDir {
-            searched_from: start.to_path_buf(),
-        })
+        None
     }
 
     /// The `targets/` directory.

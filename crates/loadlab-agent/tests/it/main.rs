@@ -8,7 +8,8 @@
 mod support;
 
 mod agent;
+mod audit;
 mod client;
 mod load;
-mod safety;
 mod path;
+mod safety;

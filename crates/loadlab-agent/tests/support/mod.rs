@@ -160,6 +160,51 @@ impl Agent {
         })
     }
 
+    /// Sends `bytes` over a new TLS connection from a thread of its own and holds the
+    /// connection, reading nothing, until the returned sender is dropped: a client that goes
+    /// away in the middle of its request.
+    pub fn send_and_hold(&self, bytes: &str) -> std::sync::mpsc::Sender<()> {
+        use tokio::io::AsyncWriteExt;
+        let (addr, client, bytes) = (self.addr, self.client.clone(), bytes.to_string());
+        let (hold, held) = std::sync::mpsc::channel::<()>();
+        let (sent, wait_sent) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let tls = runtime.block_on(async move {
+                let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+                let mut tls = tokio_rustls::TlsConnector::from(client)
+                    .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
+                    .await
+                    .unwrap();
+                tls.write_all(bytes.as_bytes()).await.unwrap();
+                tls.flush().await.unwrap();
+                tls
+            });
+            let _ = sent.send(());
+            let _ = held.recv();
+            drop(tls);
+            drop(runtime);
+        });
+        wait_sent.recv().unwrap();
+        hold
+    }
+
+    /// A request as `send_and_hold` writes it: head and body, with the token.
+    pub fn raw_request(method: &str, path: &str, body: &[u8]) -> String {
+        format!(
+            "{method} {path} HTTP/1.1\r\nhost: agent\r\nauthorization: Bearer {TOKEN}\r\n\
+             {HEADER_PROTOCOL}: {}\r\n{HEADER_NONCE}: {}\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n{}",
+            protocol::PROTOCOL,
+            fresh_nonce(),
+            body.len(),
+            String::from_utf8_lossy(body)
+        )
+    }
+
     pub fn get(&self, path: &str) -> Answer {
         self.call(Req::new("GET", path))
     }

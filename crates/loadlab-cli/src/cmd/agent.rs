@@ -115,7 +115,20 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
     let mut config = AgentConfig::new(token, tls);
     config.allow_exec = args.allow_exec;
     config.generator = args.generator;
-    config.targets_dir = args.targets.clone();
+    // Chosen once, here, and checked (who may write it): never looked for again per launch.
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let lab = match loadlab_agent::lab::choose(args.targets.as_deref(), &cwd)? {
+        loadlab_agent::lab::Chosen::Taken(dir) => {
+            let line = format!("{} (targets launched by name)", dir.display());
+            config.targets_dir = Some(dir);
+            line
+        }
+        loadlab_agent::lab::Chosen::None(why) => {
+            let line = format!("none: {why}");
+            config.no_lab = why;
+            line
+        }
+    };
     config.lease = args.lease;
     config.clock = Clock::new().with_offset_ms(args.test_clock_offset_ms);
     let state = std::sync::Arc::new(state);
@@ -150,6 +163,7 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
         token_path.display()
     );
     println!("  attaches to: {watching}");
+    println!("  lab:         {lab}");
     println!(
         "  exec:        {}",
         if args.allow_exec {
