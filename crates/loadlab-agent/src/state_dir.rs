@@ -19,6 +19,10 @@
 //! recorded cgroups (and in groups of its prefix when its PID is free), every process that
 //! carries its marker (children that escaped a cgroup, or hosts without one), each killed by
 //! identity (pidfd); then the cgroups; then the key material. It says what it removed.
+//! Before it trusts the record, `run/`, the record and `nonces` must belong to the agent's
+//! user and be writable by no one else, and the record is taken only as far as an agent
+//! could have written it (its cgroups under this agent's parents, named with the recorded
+//! agent's prefix): a forged record kills nothing outside loadlab's own groups.
 //!
 //! It must not print (the CLI does) and must not decide what a request may do.
 
@@ -127,9 +131,25 @@ impl StateDir {
             )));
         }
         let run = root.join("run");
+        // What is kept here decides what the agent kills and which nonces it refuses:
+        // another user able to write any of it could make it kill anything.
+        for (path, what) in [
+            (run.clone(), "the state dir's run/"),
+            (run.join("agent.json"), "the state dir's run/agent.json"),
+            (root.join("nonces"), "the state dir's nonces"),
+        ] {
+            if std::fs::symlink_metadata(&path).is_ok() {
+                check_owner_and_mode(&path, what, false)?;
+            }
+        }
         let mut reaped = match std::fs::read(run.join("agent.json")) {
             Ok(bytes) => match serde_json::from_slice::<Record>(&bytes) {
-                Ok(old) => reap(&old),
+                Ok(old) => {
+                    let mut said = Vec::new();
+                    let old = old.trusted(&mut said);
+                    said.extend(reap(&old));
+                    said
+                }
                 Err(e) => vec![format!(
                     "could not read {} ({e}); its cgroups, if any, are left for a person",
                     run.join("agent.json").display()
@@ -268,6 +288,70 @@ impl StateDir {
     }
 }
 
+impl Record {
+    /// The record as far as an agent could have written it (another agent of this host, of
+    /// the same cgroup layout): cgroups under the parents this agent would use and named with
+    /// the recorded agent's prefix, an instance id of 32 hexadecimal characters. Whatever
+    /// else it names is dropped, and said in `said`: a forged record must not make the agent
+    /// kill what is in a cgroup it names.
+    fn trusted(mut self, said: &mut Vec<String>) -> Record {
+        let parents = loadlab_probe::cgroup::parents_for_new();
+        let prefix = loadlab_probe::cgroup::name_prefix(self.pid);
+        if self.pid <= 1 || self.cgroup_prefix != prefix {
+            if !self.cgroup_prefix.is_empty() {
+                said.push(format!(
+                    "ignored the cgroup prefix {:?} of run/agent.json: an agent of pid {} \
+                     writes {prefix:?}",
+                    self.cgroup_prefix, self.pid
+                ));
+            }
+            self.cgroup_prefix = String::new();
+        }
+        let (kept, odd): (Vec<PathBuf>, Vec<PathBuf>) = self
+            .cgroup_parents
+            .into_iter()
+            .partition(|p| parents.contains(p));
+        self.cgroup_parents = kept;
+        for p in odd {
+            said.push(format!(
+                "ignored the cgroup parent {} of run/agent.json: this agent makes its cgroups \
+                 elsewhere",
+                p.display()
+            ));
+        }
+        let made_by_it = |dir: &PathBuf| {
+            let named = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !prefix.is_empty() && n.starts_with(&prefix));
+            named
+                && dir
+                    .parent()
+                    .is_some_and(|p| parents.iter().any(|q| q.as_path() == p))
+        };
+        let (kept, odd): (Vec<PathBuf>, Vec<PathBuf>) =
+            self.cgroups.into_iter().partition(made_by_it);
+        self.cgroups = kept;
+        for dir in odd {
+            said.push(format!(
+                "ignored the cgroup {} of run/agent.json: not one an agent of pid {} makes \
+                 (named {prefix}*, under {}); nothing in it was signalled",
+                dir.display(),
+                self.pid,
+                parents
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if self.instance.len() != 32 || !self.instance.bytes().all(|b| b.is_ascii_hexdigit()) {
+            self.instance = String::new();
+        }
+        self
+    }
+}
+
 /// Kills and removes what the agent of `old` left.
 fn reap(old: &Record) -> Vec<String> {
     let mut done = Vec::new();
@@ -333,107 +417,4 @@ pub(crate) fn random_hex(bytes: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt as _;
-
-    fn private_dir() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-        dir
-    }
-
-    #[test]
-    fn a_second_agent_on_the_same_state_dir_is_refused() {
-        let dir = private_dir();
-        let (first, reaped) = StateDir::open(dir.path()).unwrap();
-        assert!(reaped.is_empty(), "{reaped:?}");
-        let err = StateDir::open(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("another agent is running"), "{err}");
-        drop(first);
-        assert!(StateDir::open(dir.path()).is_ok());
-    }
-
-    #[test]
-    fn a_world_writable_state_dir_and_a_readable_key_are_refused() {
-        let dir = private_dir();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let err = StateDir::open(dir.path()).unwrap_err().to_string();
-        assert!(
-            err.contains("written by others") && err.contains("chmod 700"),
-            "{err}"
-        );
-        let key = dir.path().join("key.pem");
-        std::fs::write(&key, "k").unwrap();
-        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let err = check_owner_and_mode(&key, "the key", true)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("read by others") && err.contains("chmod 600"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn nonces_outlive_the_agent_and_the_log_is_compacted() {
-        let dir = private_dir();
-        let (state, _) = StateDir::open(dir.path()).unwrap();
-        for i in 0..10u8 {
-            state.append_nonce(&[i; 16]);
-        }
-        drop(state);
-        let (state, _) = StateDir::open(dir.path()).unwrap();
-        let kept = state.load_nonces(4);
-        assert_eq!(kept, vec![[6; 16], [7; 16], [8; 16], [9; 16]]);
-        // 10 > 2 * 4: compacted to the 4 kept.
-        assert_eq!(
-            std::fs::metadata(dir.path().join("nonces")).unwrap().len(),
-            64
-        );
-    }
-
-    #[test]
-    fn the_address_is_recorded_once_listening_and_not_kept_for_a_successor() {
-        let dir = private_dir();
-        let record = |dir: &Path| -> serde_json::Value {
-            serde_json::from_slice(&std::fs::read(dir.join("run/agent.json")).unwrap()).unwrap()
-        };
-        let (state, _) = StateDir::open(dir.path()).unwrap();
-        assert!(record(dir.path()).get("listening").is_none());
-        state
-            .note_listening(Listening {
-                url: "https://10.0.0.11:7070".into(),
-                fingerprint: "sha256:00".into(),
-                token_file: dir.path().join("token"),
-                generator: true,
-            })
-            .unwrap();
-        let r = record(dir.path());
-        assert_eq!(r["pid"], std::process::id());
-        assert_eq!(r["listening"]["url"], "https://10.0.0.11:7070");
-        assert_eq!(r["listening"]["generator"], true);
-        drop(state);
-        // A dead agent's address must not pass for its successor's before it listens.
-        let (_state, _) = StateDir::open(dir.path()).unwrap();
-        assert!(record(dir.path()).get("listening").is_none());
-    }
-
-    #[test]
-    fn key_material_left_in_run_is_removed_at_start() {
-        let dir = private_dir();
-        let (state, _) = StateDir::open(dir.path()).unwrap();
-        let certs = loadlab_certs::CertDir::create_in(&state.run_dir(), &[]).unwrap();
-        let key = certs.key_path();
-        // SIGKILL: no destructor runs.
-        std::mem::forget(certs);
-        drop(state);
-        assert!(key.exists());
-        let (_state, reaped) = StateDir::open(dir.path()).unwrap();
-        assert!(!key.exists());
-        assert!(
-            reaped.iter().any(|l| l.contains("certificate and key")),
-            "{reaped:?}"
-        );
-    }
-}
+mod tests;
