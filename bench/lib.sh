@@ -36,11 +36,11 @@ server_cpu() {
 }
 
 # Alternates run_<tool> functions (each prints "requests cpu_seconds") for $ROUNDS rounds,
-# then prints each tool's median requests/s and CPU per 100k requests, the ratio of each
-# other tool to the first (of the medians, and the median of each round's ratio to the first
-# tool's round beside it), and how busy the server's core was. A server whose core was full
-# sets the rate whatever the generator: then requests/s compares nothing, and the generators
-# differ in their CPU per request only.
+# then prints each tool's median requests/s and CPU per 100k requests, how busy the server's
+# core was, and each loadlab arm against every other tool as paired rounds: the ratio within
+# each round, their centre and its exact 95% interval (bench/paired.py; 6 rounds at least).
+# A server whose core was full sets the rate whatever the generator: then requests/s compares
+# nothing, and the generators differ in their CPU per request only.
 alternate() { # tool...
     : > "$OUT/rounds.txt"
     for round in $(seq "$ROUNDS"); do
@@ -53,40 +53,13 @@ alternate() { # tool...
             echo "$round $tool $n $cpu $server" >> "$OUT/rounds.txt"
             awk -v r="$round" -v t="$tool" -v n="$n" -v c="$cpu" -v s="$SECS" -v v="$server" 'BEGIN {
                 busy = v == "-" ? "" : sprintf("  server core %3.0f%% busy", v * 100 / s)
-                printf "round %d  %-16s %10.0f requests/s  %.2f CPU-s per 100k requests%s\n", r, t, n / s, c * 100000 / n, busy }'
+                printf "round %d  %-16s %10.0f requests/s  %.2f CPU-s per 100k requests%s\n", r, t, n / s, n > 0 ? c * 100000 / n : 0, busy }'
         done
     done
-    python3 - "$OUT/rounds.txt" "$SECS" "$@" <<'PY'
-import statistics, sys
-rows = [l.split() for l in open(sys.argv[1])]
-secs, tools = float(sys.argv[2]), sys.argv[3:]
-runs = {t: {int(r): (int(n), float(c), None if v == "-" else float(v))
-            for r, tt, n, c, v in rows if tt == t} for t in tools}
-med = {}
-for tool in tools:
-    rs = runs[tool].values()
-    busy = [v / secs for _, _, v in rs if v is not None]
-    med[tool] = (statistics.median(n / secs for n, _, _ in rs),
-                 statistics.median(c * 100000 / n for n, c, _ in rs),
-                 statistics.median(busy) if busy else None)
-print(f"\n{'tool':<16} {'median requests/s':>18} {'CPU-s per 100k':>15} {'server core busy':>17}")
-for tool, (rps, cpu, busy) in med.items():
-    b = f"{busy * 100:.0f}%" if busy is not None else "-"
-    print(f"{tool:<16} {rps:>18,.0f} {cpu:>15.2f} {b:>17}")
-base = tools[0]
-print()
-for ours in tools[1:]:
-    paired = [runs[ours][r][0] / runs[base][r][0] for r in runs[ours] if r in runs[base]]
-    paired_cpu = [(runs[ours][r][1] / runs[ours][r][0]) / (runs[base][r][1] / runs[base][r][0])
-                  for r in runs[ours] if r in runs[base]]
-    print(f"{ours}/{base}: requests/s {med[ours][0] / med[base][0]:.3f}x, "
-          f"CPU per request {med[ours][1] / med[base][1]:.3f}x (lower is better); "
-          f"round by round, medians: {statistics.median(paired):.3f}x and "
-          f"{statistics.median(paired_cpu):.3f}x")
-full = [t for t in tools if med[t][2] is not None and med[t][2] >= 0.95]
-if full:
-    print(f"\nthe server's core was at least 95% busy (median of the rounds) under {', '.join(full)}: "
-          "there the rate is the server's limit, not the generator's, and requests/s compares "
-          "the server's cost per request under each tool; the generators differ in CPU per request.")
-PY
+    python3 bench/paired.py summary "$OUT/rounds.txt" "$SECS" "$@"
+}
+
+# The machine, for a figure's caption: "2 CPUs, AMD EPYC 7B13".
+machine() {
+    echo "$(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # loadlab against h2load over HTTP/2 (h2 over TLS): nginx pinned to core 0, each generator
-# pinned to core 1, 1 thread, 4 connections x 25 streams, 10 s, alternating, 3 rounds.
+# pinned to core 1, 1 thread, 4 connections x 25 streams, 10 s, alternating, 6 rounds; the
+# medians, then loadlab's CPU per request and rate against h2load's as paired rounds (the
+# ratio within each round, their centre with its exact 95% interval: bench/paired.py).
 #
 #   bash bench/vs-h2load.sh
 #   ROUNDS=1 SECS=3 bash bench/vs-h2load.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-6}
 SECS=${SECS:-10}
 CONNS=${CONNS:-4}
 STREAMS=${STREAMS:-25}

@@ -3,9 +3,11 @@
 # speak both on one port: the engine's h3_bench_server example (HTTP/2 over TCP, HTTP/3 over
 # UDP, one thread; quinn) and Debian's Caddy 2.6 (quic-go; a static 200, its JSON access log
 # on), each pinned to core 0; each generator pinned to core 1, 1 thread, 4 connections x 25
-# streams, 10 s, alternating, 3 rounds per server. Each run's 200s are checked against the
-# server's own count: h3_bench_server's (GET /__count), Caddy's access log (its lines for the
-# run's protocol, "proto":"HTTP/3.0" or "HTTP/2.0"). The server counts every request it
+# streams, 10 s, alternating, 6 rounds per server; loadlab's arms against oha as paired
+# rounds (the ratio within each round, their centre with its exact 95% interval:
+# bench/paired.py). Each run's 200s are checked against the server's own count:
+# h3_bench_server's (GET /__count), Caddy's access log (its lines for the run's protocol,
+# "proto":"HTTP/3.0" or "HTTP/2.0"). The server counts every request it
 # answered, the generator only those that ended before its clock did: the server's count must
 # exceed the generator's by at most the requests in flight at the end (-c x --streams), and a
 # run outside that is marked MISMATCH (the script then exits 1).
@@ -20,7 +22,7 @@
 #   NO_BUILD=1 bash bench/vs-h3.sh      # the release binaries as they are
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-6}
 SECS=${SECS:-10}
 CONNS=${CONNS:-4}
 STREAMS=${STREAMS:-25}

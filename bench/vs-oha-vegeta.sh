@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # loadlab against oha and vegeta in an open loop (fixed arrival rates), on one machine:
 # nginx pinned to core 0, each generator pinned to core 1, 10 s per run, rates 5,000,
-# 20,000 and 50,000 requests/s, tools interleaved. Prints, per tool and rate: achieved rate,
-# send lag p99 where the tool reports it, generator CPU seconds per 100,000 requests, and
-# p50/p99 latency (oha with --latency-correction, so all three measure from the intended time).
+# 20,000 and 50,000 requests/s, tools interleaved, 6 rounds. Prints, per tool and rate:
+# achieved rate, send lag p99 where the tool reports it, generator CPU seconds per 100,000
+# requests, and p50/p99 latency (oha with --latency-correction, so all three measure from the
+# intended time); then loadlab's CPU per request against oha's and vegeta's as paired rounds
+# (the ratio within each round and rate, their centre with its exact 95% interval:
+# bench/paired.py; 6 rounds at least).
 #
 # loadlab runs twice: as it is (each request sent when due) and with --tick 1ms, oha's own
 # timer resolution (sends batched per millisecond, the wait counted in send lag).
@@ -18,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RATES=${RATES:-"5000 20000 50000"}
 SECS=${SECS:-10}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-6}
 GENERATORS=${GENERATORS:-"loadlab loadlab-tick oha vegeta"}
 PORT=${PORT:-18182}
 SERVER_CPU=${SERVER_CPU:-0}
@@ -56,7 +59,7 @@ start_nginx bench/nginx.conf "http://127.0.0.1:$PORT/"
 URL="http://127.0.0.1:$PORT/"
 
 
-echo "tool rate achieved send_lag_p99_ms cpu_s_per_100k p50_ms p99_ms" > "$OUT/results.txt"
+echo "round tool rate achieved send_lag_p99_ms cpu_s_per_100k p50_ms p99_ms" > "$OUT/results.txt"
 for round in $(seq "$ROUNDS"); do
 for rate in $RATES; do
     for tool in $GENERATORS; do
@@ -65,7 +68,7 @@ for rate in $RATES; do
             tick=()
             [ "$tool" = loadlab-tick ] && tick=(--tick 1ms)
             timed "$LOADLAB" run -q -t1 --rate "$rate" "${tick[@]}" -d "${SECS}s" --json "$OUT/l.json" "$URL"
-            python3 - "$OUT/l.json" "$(cpu_seconds)" "$rate" "$tool" >> "$OUT/results.txt" <<'PY'
+            python3 - "$OUT/l.json" "$(cpu_seconds)" "$rate" "$tool" <<'PY' | sed "s/^/$round /" >> "$OUT/results.txt"
 import json, sys
 r = json.load(open(sys.argv[1])); m = r["measured"]; cpu = float(sys.argv[2])
 n = m["requests"]["completed"] + (r["warmup"] or {"requests": {"completed": 0}})["requests"]["completed"]
@@ -76,7 +79,7 @@ PY
         oha)
             timed "$OHA" -q "$rate" -z "${SECS}s" -c 50 --latency-correction --no-tui \
                 --output-format json "$URL" > "$OUT/o.json"
-            python3 - "$OUT/o.json" "$(cpu_seconds)" "$rate" "$SECS" >> "$OUT/results.txt" <<'PY'
+            python3 - "$OUT/o.json" "$(cpu_seconds)" "$rate" "$SECS" <<'PY' | sed "s/^/$round /" >> "$OUT/results.txt"
 import json, sys
 r = json.load(open(sys.argv[1])); cpu = float(sys.argv[2]); secs = float(sys.argv[4])
 s = r["summary"]; n = sum(r.get("statusCodeDistribution", {}).values())
@@ -88,7 +91,7 @@ PY
         vegeta)
             echo "GET $URL" | timed "$VEGETA" attack -rate="$rate/s" -duration="${SECS}s" > "$OUT/v.bin"
             "$VEGETA" report -type=json < "$OUT/v.bin" > "$OUT/v.json"
-            python3 - "$OUT/v.json" "$(cpu_seconds)" "$rate" >> "$OUT/results.txt" <<'PY'
+            python3 - "$OUT/v.json" "$(cpu_seconds)" "$rate" <<'PY' | sed "s/^/$round /" >> "$OUT/results.txt"
 import json, sys
 r = json.load(open(sys.argv[1])); cpu = float(sys.argv[2]); l = r["latencies"]
 n = r["requests"]
@@ -97,17 +100,20 @@ print("vegeta", sys.argv[3], round(r["throughput"]), "-", round(cpu * 1e5 / max(
 PY
             ;;
         esac
-        echo "round $round: $(tail -1 "$OUT/results.txt")"
+        echo "round $(tail -1 "$OUT/results.txt")"
     done
 done
 done
 echo
 python3 - "$OUT/results.txt" <<'PY'
 import statistics, sys
+sys.path.insert(0, "bench")
+from paired import describe
 rows = [l.split() for l in open(sys.argv[1])][1:]
-groups = {}
-for tool, rate, *vals in rows:
+groups, by_round = {}, {}
+for rnd, tool, rate, *vals in rows:
     groups.setdefault((tool, rate), []).append(vals)
+    by_round[(rnd, tool, rate)] = vals
 def med(vals, i):
     xs = [float(v[i]) for v in vals if v[i] != "-"]
     return statistics.median(xs) if xs else None
@@ -138,5 +144,19 @@ for tool in sorted({t for t, _ in groups}):
             if t == tool and m[0] is not None and m[0] >= 0.99 * float(r)
             and (m[1] is None or m[1] < 1.0)]
     print(f"highest rate held by {tool}: {max(held) if held else 0}/s of the rates tried")
+# Each loadlab arm's CPU per request against each peer's in the same round and at the same
+# rate (bench/paired.py: the centre of the rounds' ratios and its exact 95% interval). The
+# rate is fixed in an open loop: the achieved rates compare nothing while both hold it.
+print("\npaired rounds, CPU per request (each round's ratio to the peer's run at the same rate):")
+rounds = sorted({rnd for rnd, _, _ in by_round}, key=int)
+for rate in sorted({r for _, r in groups}, key=int):
+    for ours in ("loadlab", "loadlab-tick"):
+        for peer in ("oha", "vegeta"):
+            ratios = [float(by_round[(r, ours, rate)][2]) / float(by_round[(r, peer, rate)][2])
+                      for r in rounds
+                      if (r, ours, rate) in by_round and (r, peer, rate) in by_round
+                      and float(by_round[(r, peer, rate)][2]) > 0]
+            if ratios:
+                print(f"{rate:>6}/s  {ours}/{peer}: {describe(ratios, lower_is_better=True)}")
 PY
 echo "raw output: $OUT"

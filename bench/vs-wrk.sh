@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
-# loadlab against wrk, closed loop over HTTP/1.1 keep-alive, on one machine:
-# nginx pinned to core 0, each generator pinned to core 1, 1 thread, 50 connections, 10 s,
-# alternating tools, 3 rounds. Prints median requests/s, the ratio loadlab/wrk, and generator
-# CPU seconds per 100,000 requests. Then holds 10,000 connections for 10 s.
+# loadlab against wrk and against the io_uring floor (bench/uring-floor: the least CPU a
+# closed-loop client spends per request here), closed loop over HTTP/1.1 keep-alive, on one
+# machine: nginx pinned to core 0, each client pinned to core 1, 1 thread, 50 connections,
+# 10 s, the three interleaved in each round, 10 rounds. Prints each round, the medians, and
+# loadlab's CPU per request and rate against each as paired rounds: the ratio within each
+# round, their centre with its exact 95% interval (bench/paired.py, loadlab compare's rule in
+# its paired form; 6 rounds at least). Then holds 10,000 connections for 10 s, and closes
+# with the headline: loadlab against wrk and against the floor, and whether its CPU per
+# request is within 2% of the floor's (GOAL=1.02).
 #
-#   bash bench/vs-wrk.sh            # the full benchmark (about 2 minutes)
-#   ROUNDS=1 SECS=3 bash bench/vs-wrk.sh   # a quick look
+#   bash bench/vs-wrk.sh            # the full benchmark (about 6 minutes)
+#   ROUNDS=2 SECS=1 bash bench/vs-wrk.sh   # a smoke run: the script works (no interval)
 #   OLD_LOADLAB=/path/to/old/loadlab bash bench/vs-wrk.sh   # also an older build, same rounds
 #   SAME_REQUEST=0 bash bench/vs-wrk.sh    # wrk sends its own request (Host only)
 #   BUSY_POLL=1 bash bench/vs-wrk.sh       # also loadlab --busy-poll (polling for responses)
+#   NO_FLOOR=1 bash bench/vs-wrk.sh        # without the floor (no io_uring here)
 #
 # Do not run it while anything else (a build) uses the CPU: the numbers would be noise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-10}
 SECS=${SECS:-10}
 CONNS=${CONNS:-50}
 PORT=${PORT:-18181}
 BIG=${BIG:-10000}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
+GOAL=${GOAL:-1.02}
 
 need() { command -v "$1" >/dev/null 2>&1; }
 missing=()
@@ -31,8 +38,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-cargo build --release -q -p loadlab-cli
-LOADLAB=$PWD/target/release/loadlab
+# NO_BUILD=1: the binaries as they are (LOADLAB= another loadlab, e.g. a debug one for a
+# smoke run of the script).
+if [ "${NO_BUILD:-0}" != 1 ]; then
+    cargo build --release -q -p loadlab-cli
+    [ "${NO_FLOOR:-0}" = 1 ] || cargo build --release -q --manifest-path bench/uring-floor/Cargo.toml
+fi
+LOADLAB=${LOADLAB:-$PWD/target/release/loadlab}
+FLOOR=$PWD/bench/uring-floor/target/release/uring-floor
 OUT=$PWD/bench/out/vs-wrk-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 source bench/lib.sh
@@ -62,6 +75,13 @@ run_loadlab() {
     echo "$n $(cpu_seconds)"
 }
 
+# The floor sends the request loadlab sends (its User-Agent and Accept) whatever SAME_REQUEST.
+run_uring_floor() {
+    timed "$FLOOR" "127.0.0.1:$PORT" "$CONNS" "$SECS" "loadlab/$("$LOADLAB" --version | awk '{print $2}')" \
+        > "$OUT/floor.txt" 2>> "$OUT/floor.log"
+    echo "$(awk '{print $1}' "$OUT/floor.txt") $(cpu_seconds)"
+}
+
 run_loadlab_old() {
     timed "$OLD_LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --json "$OUT/loadlab-old.json" "$URL"
     local n
@@ -81,6 +101,7 @@ run_loadlab_polling() {
 }
 
 tools=(wrk loadlab)
+[ "${NO_FLOOR:-0}" = 1 ] || tools+=(uring_floor)
 [ -n "${OLD_LOADLAB:-}" ] && tools+=(loadlab_old)
 [ "${BUSY_POLL:-0}" = 1 ] && tools+=(loadlab_polling)
 alternate "${tools[@]}"
@@ -100,4 +121,9 @@ print(f"connections opened {opened:,}, completed {m['requests']['completed']:,},
 for w in r["warnings"]:
     print("warning:", w)
 PY
+peers=(wrk)
+[ "${NO_FLOOR:-0}" = 1 ] || peers+=("uring_floor:$GOAL")
+echo
+echo "== loadlab, $ROUNDS paired rounds of ${SECS} s ($(machine); nginx on core $SERVER_CPU, each client on core $LOAD_CPU)"
+python3 bench/paired.py headline "$OUT/rounds.txt" loadlab "${peers[@]}"
 echo "raw output: $OUT"
