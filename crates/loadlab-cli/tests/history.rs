@@ -77,7 +77,12 @@ fn fixture() -> RunResult {
 
 /// Revision `k`'s runs, saved as `loadlab run --save --tag bar --revision REV` saves them.
 fn save_revision(store: &Store, base: &RunResult, rng: &mut Rng, k: usize) {
-    for run in 0..RUNS {
+    save_named(store, base, rng, k, &revision(k), RUNS);
+}
+
+/// `runs` runs of the `k`th revision, named `name`, in the series `bar`.
+fn save_named(store: &Store, base: &RunResult, rng: &mut Rng, k: usize, name: &str, runs: usize) {
+    for run in 0..runs {
         let mut r = base.clone();
         r.started_at = format!(
             "2026-11-{:02}T{:02}:{:02}:00.000Z",
@@ -95,7 +100,7 @@ fn save_revision(store: &Store, base: &RunResult, rng: &mut Rng, k: usize) {
             tag: Some("bar".into()),
             environment: Some(json!({"cpu_model": "bar CPU", "kernel": "6.1.0",
                                       "loadlab_version": "0.1.0"})),
-            revision: Some(revision(k)),
+            revision: Some(name.to_string()),
             branch: Some("main".into()),
             ..RunMeta::default()
         };
@@ -384,4 +389,107 @@ fn saved_runs_know_their_revision_and_branch() {
         shown.contains(&format!("measured revision {} on topic", &head[..12])),
         "{shown}"
     );
+}
+
+/// Hostile names and filters (issue 51): a stored revision's control characters never
+/// reach the terminal; tags sharing 12 characters read apart (the gate once said "at
+/// v1.0.0-beta.: the change began at v1.0.0-beta."); an ambiguous `--since` prefix, an
+/// impossible date and a `--last` out of range are refused, naming the fix; `--last` says
+/// how many older revisions it left out; and `run --revision` with a control character is
+/// refused before any load.
+#[test]
+fn hostile_revisions_and_filters_are_refused_or_escaped() {
+    let dir = ScratchDir::new("history-hostile");
+    let db = dir.path().join("loadlab.db");
+    let store = Store::open(&db).unwrap();
+    let base = fixture();
+    let mut rng = Rng(51);
+    let names: Vec<String> = (1..=8)
+        .map(|k| match k {
+            // Saved before control characters were refused (or straight into the file).
+            5 => "v1.0.0-beta.5\u{1b}[2J\u{7}\r\nFAKE: all good".to_string(),
+            k => format!("v1.0.0-beta.{k}"),
+        })
+        .collect();
+    for (k, name) in names.iter().enumerate() {
+        save_named(&store, &base, &mut rng, k, name, 2);
+    }
+    drop(store);
+    let printed = |out: &Output| {
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "raw control characters: {text:?}"
+        );
+        text
+    };
+    for format in ["text", "markdown"] {
+        let out = loadlab(&db, &["bar", "--metric", "p99", "--format", format]);
+        let text = printed(&out);
+        assert!(out.status.success(), "{text}");
+        for k in [1, 2, 8] {
+            assert!(text.contains(&format!("v1.0.0-beta.{k}")), "{text}");
+        }
+        assert!(
+            text.contains("v1.0.0-beta.5\\u{1b}[2J\\u{7}\\r\\nFAKE"),
+            "{text}"
+        );
+        assert!(!text.contains("beta. "), "a tag is never cut: {text}");
+    }
+
+    let refused: &[(&[&str], &str)] = &[
+        (
+            &["bar", "--since", "v1.0.0-beta"],
+            "8 revisions of this series start with it (v1.0.0-beta.1, v1.0.0-beta.2",
+        ),
+        (&["bar", "--since", "2026-13-45"], "there is no month 13"),
+        (
+            &["bar", "--since", "2026-02-30"],
+            "2026-02 has days 1 to 28",
+        ),
+        (&["bar", "--last", "0"], "from 1 to 2000"),
+        (&["bar", "--last", "12000"], "from 1 to 2000"),
+    ];
+    for (args, want) in refused {
+        let out = loadlab(&db, args);
+        let text = printed(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.contains(want), "{args:?}: {text}");
+    }
+    let out = loadlab(&db, &["bar", "--since", "v1.0.0-beta.7", "--metric", "p99"]);
+    let text = printed(&out);
+    assert!(text.contains("history of bar: 2 revisions"), "{text}");
+
+    let out = loadlab(&db, &["bar", "--last", "3", "--metric", "p99"]);
+    let text = printed(&out);
+    assert!(
+        text.contains(
+            "history of bar: the newest 3 of 8 revisions (5 older left out: --last N to change)"
+        ),
+        "{text}"
+    );
+    let out = loadlab(&db, &["bar", "--last", "3", "--format", "json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["revisions_left_out"], 5);
+    assert_eq!(json["metrics"][0]["revisions"].as_array().unwrap().len(), 3);
+
+    // Refused before any load: the URL is never tried (nothing listens on port 9).
+    for flag in ["--revision", "--branch"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+            .args(["run", "http://127.0.0.1:9/", "-n", "1", "--save", "--db"])
+            .arg(&db)
+            .args([flag, "abc\u{1b}]0;title\u{7}\r\nFAKE"])
+            .output()
+            .unwrap();
+        let text = printed(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {text}");
+        assert!(
+            text.contains(&format!("{flag} \"abc\\u{{1b}}]0;title\\u{{7}}\\r\\nFAKE\": it holds the control character \\u{{1b}}")),
+            "{flag}: {text}"
+        );
+    }
 }

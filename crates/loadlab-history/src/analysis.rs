@@ -149,6 +149,8 @@ pub struct History {
     pub environments: Vec<String>,
     pub metrics: Vec<MetricHistory>,
     pub runs_without_revision: usize,
+    /// Older revisions left out (`--last`): the history holds the newest ones only.
+    pub revisions_left_out: usize,
 }
 
 /// Builds the history of `points` (in order) on each of `metrics`.
@@ -159,6 +161,26 @@ pub fn analyse(
     metrics: &[Metric],
     opts: &Options,
 ) -> History {
+    analyse_with_progress(
+        series,
+        points,
+        runs_without_revision,
+        metrics,
+        opts,
+        &mut |_, _| {},
+    )
+}
+
+/// [`analyse`], calling `progress(metric, k)` as it starts on the `k`th of `metrics`: a
+/// long history takes seconds a metric, and a terminal can say how far it is.
+pub fn analyse_with_progress(
+    series: &str,
+    points: &[Point],
+    runs_without_revision: usize,
+    metrics: &[Metric],
+    opts: &Options,
+    progress: &mut dyn FnMut(Metric, usize),
+) -> History {
     let mut environments: Vec<String> = Vec::new();
     for p in points {
         if !environments.contains(&p.environment) {
@@ -167,13 +189,18 @@ pub fn analyse(
     }
     let metrics = metrics
         .iter()
-        .map(|&m| metric_history(m, points, &environments, opts))
+        .enumerate()
+        .map(|(k, &m)| {
+            progress(m, k);
+            metric_history(m, points, &environments, opts)
+        })
         .collect();
     History {
         series: series.to_string(),
         environments,
         metrics,
         runs_without_revision,
+        revisions_left_out: 0,
     }
 }
 
@@ -357,14 +384,23 @@ fn newest_check(
     // that split is surest (the smallest p: a split inside the change, or before it, mixes
     // changed and unchanged runs on one side and separates them less well). It is the
     // newest revision's doing only if that is the newest revision itself.
+    // Cheapest first, and the same answer as `judge` then `stands_out`: the Mann-Whitney p
+    // (O(runs)) and the revisions' spread before the Hodges-Lehmann interval, whose
+    // pairwise differences number before × after and are needed only for a split that
+    // is significant and stands out (few, where nothing changed).
     let surest = (start + 1..=last)
         .filter_map(|from| {
-            let (size, p, m) = judge(
-                &pooled(columns, &idx[start..from]),
-                &pooled(columns, &idx[from..=last]),
-            )?;
-            m.filter(|_| stands_out(&idx[start..from], &idx[from..=last]))
-                .map(|d| (from, size, p, d))
+            let (before, after) = (
+                pooled(columns, &idx[start..from]),
+                pooled(columns, &idx[from..=last]),
+            );
+            let p = mann_whitney(&before, &after).p_value;
+            if p >= 1.0 - opts.gate_confidence || !stands_out(&idx[start..from], &idx[from..=last])
+            {
+                return None;
+            }
+            let (size, p, m) = judge(&before, &after)?;
+            m.map(|d| (from, size, p, d))
         })
         .min_by(|a, b| a.2.total_cmp(&b.2));
     check.verdict = match (moved, surest) {

@@ -54,6 +54,10 @@ pub struct Options {
     pub permutations: usize,
     /// The fewest values on either side of a split.
     pub min_size: usize,
+    /// Splits one permutation test may evaluate, all its shuffles together (a window of
+    /// len values costs about len²): past it, fewer shuffles ([`permutations_for`]). The
+    /// default keeps all 999 up to 250 values, and so every answer on such a series.
+    pub permutation_budget: usize,
     /// Seeds the shuffles, so that the same series always gives the same answer.
     pub seed: u64,
     /// Clip each value to within [`TAME_SCALES`] noise scales of the median of its five
@@ -70,6 +74,7 @@ impl Default for Options {
         Options {
             alpha: 0.01,
             permutations: 999,
+            permutation_budget: 999 * 250 * 250,
             min_size: 3,
             seed: 0x6c6f_6164_6c61_6221,
             tame: true,
@@ -126,7 +131,21 @@ fn q_of(within_x: f64, within_y: f64, between: f64, n: usize, m: usize) -> f64 {
 /// window is too short to split with `min_size` values on each side. With `search_end`, Y
 /// runs from τ to the best end κ (the paper's search, which finds a change that reverts
 /// within the window); else to the window's end (MongoDB's).
+///
+/// O(len²) time and O(len) memory: the sums of distances are updated as τ and κ move, in
+/// the same order as the pair-by-pair definition sums them, so q is the same to the bit.
 pub fn best_split(window: &[f64], min_size: usize, search_end: bool) -> Option<(usize, f64)> {
+    best_split_until(window, min_size, search_end, f64::INFINITY)
+}
+
+/// [`best_split`], but it may stop at the first split whose q reaches `enough`: a
+/// permutation test only asks whether a shuffled window's best reaches the observed q.
+fn best_split_until(
+    window: &[f64],
+    min_size: usize,
+    search_end: bool,
+    enough: f64,
+) -> Option<(usize, f64)> {
     let min_size = min_size.max(1);
     let len = window.len();
     if len < 2 * min_size {
@@ -138,34 +157,39 @@ pub fn best_split(window: &[f64], min_size: usize, search_end: bool) -> Option<(
             .map(|tau| (tau, q[tau]))
             .fold(None, keep_larger);
     }
-    // below[k][t] = Σ_{i<t} |w_i - w_k|: each step of κ then costs O(1), the window O(len²).
-    let below: Vec<Vec<f64>> = (0..len)
+    // diag[k] = Σ_{i<k} |w_i - w_k|; to_x[k] = Σ_{i<τ} |w_i - w_k| for the τ at hand (kept
+    // for k ≥ τ only, the ones κ reaches). Each step of κ then costs O(1).
+    let diag: Vec<f64> = (0..len)
         .map(|k| {
-            let mut row = Vec::with_capacity(len + 1);
-            let mut sum = 0.0;
-            row.push(0.0);
-            for i in 0..len {
-                sum += (window[i] - window[k]).abs();
-                row.push(sum);
-            }
-            row
+            window[..k]
+                .iter()
+                .fold(0.0, |s, w| s + (w - window[k]).abs())
         })
         .collect();
+    let mut to_x = vec![0.0; len];
     let mut best = None;
     let mut within_x = 0.0;
     for tau in 1..=len - min_size {
-        within_x += below[tau - 1][tau - 1];
+        within_x += diag[tau - 1];
+        let joined = window[tau - 1];
+        for (sum, w) in to_x[tau..].iter_mut().zip(&window[tau..]) {
+            *sum += (joined - w).abs();
+        }
         if tau < min_size {
             continue;
         }
         let (mut within_y, mut between) = (0.0, 0.0);
-        for (kappa, row) in below.iter().enumerate().skip(tau) {
+        for kappa in tau..len {
             // Add window[kappa] to Y = window[tau..kappa].
-            within_y += row[kappa] - row[tau];
-            between += row[tau];
+            within_y += diag[kappa] - to_x[kappa];
+            between += to_x[kappa];
             let m = kappa + 1 - tau;
             if m >= min_size {
-                best = keep_larger(best, (tau, q_of(within_x, within_y, between, tau, m)));
+                let q = q_of(within_x, within_y, between, tau, m);
+                if q >= enough {
+                    return Some((tau, q));
+                }
+                best = keep_larger(best, (tau, q));
             }
         }
     }
@@ -178,6 +202,21 @@ fn keep_larger(best: Option<(usize, f64)>, c: (usize, f64)) -> Option<(usize, f6
         Some(b) if b.1 >= c.1 => Some(b),
         _ => Some(c),
     }
+}
+
+/// The shuffles one permutation test takes: [`Options::permutations`], fewer when that many
+/// would evaluate more than [`Options::permutation_budget`] splits (about len² per window
+/// of len values), but never so few that p could not go below alpha / 2.
+pub fn permutations_for(windows: &[(usize, usize)], opts: &Options) -> usize {
+    let per_shuffle: usize = windows
+        .iter()
+        .map(|&(a, b)| b - a)
+        .filter(|&len| len >= 2 * opts.min_size.max(1))
+        .map(|len| len * len)
+        .sum();
+    let fewest = (2.0 / opts.alpha).ceil() as usize - 1;
+    let afforded = opts.permutation_budget / per_shuffle.max(1);
+    opts.permutations.min(afforded.max(fewest))
 }
 
 /// The change points of `values`, in index order.
@@ -217,21 +256,28 @@ pub fn e_divisive(values: &[f64], opts: &Options) -> Vec<ChangePoint> {
         let Some((index, q)) = best else {
             break;
         };
+        let permutations = permutations_for(&windows, opts);
+        // Once enough shuffles reached q, p > alpha whatever the others do: the test (and
+        // the search) stops there; p is reported only for a split that is kept.
+        let p_of = |at_least: usize| (1 + at_least) as f64 / (1 + permutations) as f64;
         let mut shuffled = values.to_vec();
         let mut at_least = 0usize;
-        for _ in 0..opts.permutations {
-            let mut most = f64::NEG_INFINITY;
+        for _ in 0..permutations {
+            let mut reached = false;
             for &(a, b) in &windows {
+                // Every window is shuffled, reached or not, so the draws stay the same.
                 rng.shuffle(&mut shuffled[a..b]);
-                if let Some((_, q)) = best_split(&shuffled[a..b], opts.min_size, opts.search_end) {
-                    most = most.max(q);
+                if !reached {
+                    let best = best_split_until(&shuffled[a..b], opts.min_size, opts.search_end, q);
+                    reached = best.is_some_and(|(_, most)| most >= q);
                 }
             }
-            if most >= q {
-                at_least += 1;
+            at_least += usize::from(reached);
+            if p_of(at_least) > opts.alpha {
+                break;
             }
         }
-        let p_value = (1 + at_least) as f64 / (1 + opts.permutations) as f64;
+        let p_value = p_of(at_least);
         if p_value > opts.alpha {
             break;
         }
@@ -305,137 +351,4 @@ impl SplitMix64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// q by its definition, pair by pair, to check the O(n²) update against.
-    fn q_direct(values: &[f64], tau: usize) -> f64 {
-        let (x, y) = values.split_at(tau);
-        if x.is_empty() || y.is_empty() {
-            return 0.0;
-        }
-        let mean = |a: &[f64], b: &[f64]| {
-            a.iter()
-                .flat_map(|u| b.iter().map(move |v| (u - v).abs()))
-                .sum::<f64>()
-                / (a.len() * b.len()) as f64
-        };
-        let (n, m) = (x.len() as f64, y.len() as f64);
-        n * m / (n + m) * (2.0 * mean(x, y) - mean(x, x) - mean(y, y))
-    }
-
-    #[test]
-    fn q_values_match_the_definition() {
-        let values = [1.0, 3.0, 2.0, 8.0, 9.5, 7.0, 8.2, 1.5];
-        let q = q_values(&values);
-        for (tau, got) in q.iter().enumerate() {
-            let want = q_direct(&values, tau);
-            assert!((got - want).abs() < 1e-12, "τ={tau}: {got} against {want}");
-        }
-    }
-
-    /// A hand-computed case: [0, 0, 1, 1] split in the middle: mean|x-y| = 1, within 0, so
-    /// E = 2 and q = 2·2/4·2 = 2; at τ=1, X=[0], Y=[0,1,1]: mean|x-y| = 2/3, within Y
-    /// 4/9, E = 4/3 - 4/9 = 8/9, q = 3/4 · 8/9 = 2/3.
-    #[test]
-    fn known_q_values() {
-        let q = q_values(&[0.0, 0.0, 1.0, 1.0]);
-        let want = [0.0, 2.0 / 3.0, 2.0, 2.0 / 3.0];
-        for (got, want) in q.iter().zip(want) {
-            assert!((got - want).abs() < 1e-12, "{q:?}");
-        }
-    }
-
-    #[test]
-    fn short_or_constant_series_have_no_change_point() {
-        let opts = Options::default();
-        for series in [vec![], vec![1.0], vec![1.0; 5], vec![2.0; 40]] {
-            assert!(e_divisive(&series, &opts).is_empty(), "{series:?}");
-        }
-    }
-
-    /// Table: exact steps with no noise are found exactly, as one or several change points.
-    #[test]
-    fn noiseless_steps_are_found_where_they_are() {
-        let step = |levels: &[(usize, f64)]| -> Vec<f64> {
-            levels
-                .iter()
-                .flat_map(|&(n, v)| std::iter::repeat_n(v, n))
-                .collect()
-        };
-        type Levels = &'static [(usize, f64)];
-        let cases: &[(Levels, &[usize])] = &[
-            (&[(10, 0.0), (10, 1.0)], &[10]),
-            (&[(20, 0.0), (5, 0.5)], &[20]),
-            (&[(10, 0.0), (10, 1.0), (10, 0.0)], &[10, 20]),
-            (&[(8, 0.0), (8, 0.3), (8, 0.9), (8, 0.2)], &[8, 16, 24]),
-        ];
-        for (levels, want) in cases {
-            let got: Vec<usize> = e_divisive(&step(levels), &Options::default())
-                .iter()
-                .map(|c| c.index)
-                .collect();
-            assert_eq!(&got, want, "{levels:?}");
-        }
-    }
-
-    #[test]
-    fn a_change_shorter_than_min_size_at_the_end_is_not_split_off() {
-        let mut values = vec![0.0; 20];
-        values.extend([1.0, 1.0]);
-        assert!(e_divisive(&values, &Options::default()).is_empty());
-        values.push(1.0);
-        let found = e_divisive(&values, &Options::default());
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].index, 20);
-    }
-
-    #[test]
-    fn the_same_series_and_seed_give_the_same_p_values() {
-        let values: Vec<f64> = (0..30).map(|i| ((i * 7919) % 13) as f64 / 13.0).collect();
-        let a = e_divisive(&values, &Options::default());
-        let b = e_divisive(&values, &Options::default());
-        assert_eq!(a, b);
-    }
-
-    /// Table: what taming keeps (steps, noiseless series, ordinary noise) and what it clips
-    /// (one wild value, to its neighbours' median plus four noise scales).
-    #[test]
-    fn taming_clips_a_wild_value_and_keeps_steps() {
-        let noise = [0.0, 0.1, -0.1, 0.05, -0.05, 0.1, 0.0, -0.1, 0.05, 0.0];
-        let cases: Vec<(Vec<f64>, Vec<f64>)> = vec![
-            (vec![], vec![]),
-            (vec![1.0; 6], vec![1.0; 6]),
-            (
-                vec![0.0, 0.0, 0.0, 5.0, 5.0, 5.0],
-                vec![0.0, 0.0, 0.0, 5.0, 5.0, 5.0],
-            ),
-            (noise.to_vec(), noise.to_vec()),
-        ];
-        for (input, want) in cases {
-            assert_eq!(tame(&input), want, "{input:?}");
-        }
-        let step: Vec<f64> = noise
-            .iter()
-            .enumerate()
-            .map(|(i, v)| v + if i >= 5 { 3.0 } else { 0.0 })
-            .collect();
-        assert_eq!(tame(&step), step, "a step of 30 noise scales passes");
-        let mut wild = noise.to_vec();
-        wild[4] = 100.0;
-        let tamed = tame(&wild);
-        assert!(tamed[4] < 1.0, "{tamed:?}");
-        assert_eq!(tamed[..4], wild[..4]);
-        assert_eq!(tamed[5..], wild[5..]);
-    }
-
-    #[test]
-    fn the_shuffle_is_a_permutation() {
-        let mut rng = SplitMix64(7);
-        let mut v: Vec<f64> = (0..50).map(f64::from).collect();
-        rng.shuffle(&mut v);
-        assert_ne!(v, (0..50).map(f64::from).collect::<Vec<_>>());
-        v.sort_by(f64::total_cmp);
-        assert_eq!(v, (0..50).map(f64::from).collect::<Vec<_>>());
-    }
-}
+mod tests;

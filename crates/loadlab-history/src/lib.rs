@@ -23,7 +23,9 @@ pub mod provenance;
 pub mod render;
 pub mod series;
 
-pub use analysis::{analyse, Change, Direction, History, MetricHistory, Newest, NewestCheck};
+pub use analysis::{
+    analyse, analyse_with_progress, Change, Direction, History, MetricHistory, Newest, NewestCheck,
+};
 pub use metric::Metric;
 pub use series::Filters;
 
@@ -39,13 +41,15 @@ pub enum HistoryError {
     Filter(String),
 }
 
-/// The history of `spec` (a tag, or `EXPERIMENT:variant`) in `store`, on `metrics`.
+/// The history of `spec` (a tag, or `EXPERIMENT:variant`) in `store`, on `metrics`;
+/// `progress(revisions, metric, k)` as the analysis starts on the `k`th of them.
 pub fn history(
     store: &Store,
     spec: &str,
     filters: &Filters,
     metrics: &[Metric],
     opts: &analysis::Options,
+    progress: &mut dyn FnMut(usize, Metric, usize),
 ) -> Result<History, HistoryError> {
     let runs = store.series_runs(&Series::parse(spec))?;
     let assembled = series::assemble(&runs, filters).map_err(HistoryError::Filter)?;
@@ -64,11 +68,15 @@ pub fn history(
         };
         return Err(HistoryError::Filter(why));
     }
-    Ok(analyse(
+    let revisions = assembled.points.len();
+    let mut history = analyse_with_progress(
         spec,
         &assembled.points,
         assembled.without_revision,
         metrics,
         opts,
-    ))
+        &mut |metric, k| progress(revisions, metric, k),
+    );
+    history.revisions_left_out = assembled.left_out;
+    Ok(history)
 }

@@ -62,7 +62,10 @@ pub fn resolve(
     var: &dyn Fn(&str) -> Option<String>,
     git: &dyn Fn(&[&str]) -> Option<String>,
 ) -> Provenance {
-    let non_empty = |v: Option<String>| v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let non_empty = |v: Option<String>| {
+        v.map(|s| printable(s.trim().to_string()))
+            .filter(|s| !s.is_empty())
+    };
     let from_vars = |names: &[&'static str]| {
         names
             .iter()
@@ -89,6 +92,31 @@ pub fn resolve(
         revision,
         branch,
         revision_from,
+    }
+}
+
+/// A revision or branch given on the command line: refused when it holds a control
+/// character (an escape, a bell, a line break), which every listing of runs would otherwise
+/// carry to a terminal. The error names the flag and shows the value escaped.
+pub fn check_flag(flag: &str, value: &str) -> Result<(), String> {
+    match value.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!(
+            "{flag} \"{}\": it holds the control character {}; give the {} as plain text \
+             (a commit hash, a tag, a branch name)",
+            value.escape_debug(),
+            c.escape_debug(),
+            flag.trim_start_matches('-')
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A value from a CI variable or git, kept as text that prints safely: a control character
+/// in it is escaped (`escape_debug`), as a peer's text is, not dropped.
+fn printable(value: String) -> String {
+    match value.chars().any(char::is_control) {
+        true => value.escape_debug().to_string(),
+        false => value,
     }
 }
 
@@ -213,5 +241,38 @@ mod tests {
                 "case {i}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod control_tests {
+    use super::*;
+
+    /// Table: what the flags refuse (ESC, BEL, CR LF, NUL, DEL) with the value escaped in
+    /// the error, and what they take (hashes, tags, Unicode names).
+    #[test]
+    fn flags_refuse_control_characters() {
+        for bad in [
+            "abc\u{1b}[2J",
+            "v1\u{7}",
+            "main\r\nFAKE: ok",
+            "a\0b",
+            "x\u{7f}",
+        ] {
+            let e = check_flag("--revision", bad).unwrap_err();
+            assert!(e.contains("control character"), "{e}");
+            assert!(!e.chars().any(char::is_control), "{e:?}");
+        }
+        for good in ["1a2b3c4d5e6f", "v1.0.0-beta.1", "feature/é", ""] {
+            assert_eq!(check_flag("--branch", good), Ok(()), "{good}");
+        }
+    }
+
+    /// A CI variable or git's answer with a control character is kept escaped.
+    #[test]
+    fn variables_with_control_characters_are_kept_escaped() {
+        let var = |name: &str| (name == "GITHUB_SHA").then(|| "abc\u{1b}]0;x\u{7}".to_string());
+        let p = resolve(None, None, &var, &|_| None);
+        assert_eq!(p.revision.as_deref(), Some("abc\\u{1b}]0;x\\u{7}"));
     }
 }

@@ -8,8 +8,11 @@ use clap::Args;
 use loadlab_experiment::gates::GateOutcome;
 use loadlab_experiment::junit::{self, Case};
 use loadlab_history::analysis::Options;
+use loadlab_history::render::Names;
+use loadlab_history::series::{LAST_DEFAULT, LAST_MAX};
 use loadlab_history::{render, Filters, History, Metric, Newest};
 use loadlab_report::html::history::{HistoryChart, HistoryPage, RevisionRuns};
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -47,6 +50,11 @@ pub struct HistoryArgs {
     /// Only runs saved on this branch.
     #[arg(long, value_name = "NAME")]
     pub branch: Option<String>,
+
+    /// Only the newest N revisions (after --since), at most 2000: the change-point search
+    /// takes time as the square of a history's length [default: 500].
+    #[arg(long, value_name = "N", value_parser = parse_last)]
+    pub last: Option<usize>,
 
     /// text, markdown (for a pull request comment) or json.
     #[arg(long, default_value = "text")]
@@ -108,14 +116,19 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitCode> {
     let filters = Filters {
         branch: args.branch.clone(),
         since: args.since.clone(),
+        last: Some(args.last.unwrap_or(LAST_DEFAULT)),
     };
+    let mut bar = Analysing::new(metrics.len());
     let history = loadlab_history::history(
         &store,
         &args.series,
         &filters,
         &metrics,
         &Options::default(),
-    )?;
+        &mut |revisions, metric, k| bar.show(revisions, metric, k),
+    );
+    bar.finish();
+    let history = history?;
     match format {
         "json" => println!("{}", serde_json::to_string_pretty(&history)?),
         "markdown" => print!("{}", render::markdown(&history)),
@@ -152,12 +165,13 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitCode> {
 /// The gate, one case per metric: fails when the newest revision starts a change for the
 /// worse; could not decide when its runs are too few.
 fn judge(history: &History) -> Vec<Case> {
+    let names = Names::of(history);
     history
         .metrics
         .iter()
         .filter_map(|m| {
             let newest = m.newest.as_ref()?;
-            let line = render::newest_line(m, newest);
+            let line = render::newest_line(m, newest, &names);
             let outcome = match newest.verdict {
                 Newest::Regression { .. } => GateOutcome::Fail(line),
                 Newest::TooFewRuns { .. } => GateOutcome::Inconclusive(line),
@@ -211,10 +225,11 @@ fn page_of(h: &History) -> HistoryPage {
             }
         }
     }
+    let names = Names::of(h);
     let verdicts = h
         .metrics
         .iter()
-        .filter_map(|m| m.newest.as_ref().map(|n| render::newest_line(m, n)))
+        .filter_map(|m| m.newest.as_ref().map(|n| render::newest_line(m, n, &names)))
         .collect();
     HistoryPage {
         title: format!("loadlab history: {}", h.series),
@@ -222,5 +237,62 @@ fn page_of(h: &History) -> HistoryPage {
         charts,
         revisions,
         environments: h.environments.clone(),
+    }
+}
+
+/// `--last N`: 1 to [`LAST_MAX`].
+fn parse_last(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=LAST_MAX).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "give a number of revisions from 1 to {LAST_MAX} (the change-point search takes \
+             time as the square of it; --since narrows a longer history)"
+        )),
+    }
+}
+
+/// Which metric the analysis is at, on standard error when it is a terminal and the
+/// history is long enough to take a while.
+struct Analysing {
+    bar: Option<indicatif::ProgressBar>,
+    metrics: usize,
+}
+
+impl Analysing {
+    /// Below this many revisions the analysis takes well under a second: nothing shown.
+    const LONG: usize = 200;
+
+    fn new(metrics: usize) -> Analysing {
+        Analysing { bar: None, metrics }
+    }
+
+    fn show(&mut self, revisions: usize, metric: Metric, k: usize) {
+        if self.bar.is_none() && revisions >= Self::LONG && std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(self.metrics as u64),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} metrics, {elapsed} {msg}",
+                )
+                .expect("static template"),
+            );
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
+            self.bar = Some(bar);
+        }
+        if let Some(bar) = &self.bar {
+            bar.set_position(k as u64);
+            bar.set_message(format!(
+                "finding change points in {} over {revisions} revisions",
+                metric.name()
+            ));
+        }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
     }
 }

@@ -32,7 +32,7 @@ use std::process::ExitCode;
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => {
-            runs::set_provenance(&args.provenance);
+            runs::set_provenance(&args.provenance)?;
             run::run(*args)
         }
         Command::Demo(args) => demo::run(args),
@@ -40,7 +40,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lab(args) => lab::run(args),
         Command::Upstream(args) => upstream::run(args),
         Command::Experiment(args) => {
-            runs::set_provenance(&args.provenance);
+            runs::set_provenance(&args.provenance)?;
             experiment::run(*args)
         }
         Command::Compare(args) => compare::run(args),
@@ -48,11 +48,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::History(args) => history::run(*args),
         Command::Report(args) => report::run(args),
         Command::Capacity(args) => {
-            runs::set_provenance(&args.probe.provenance);
+            runs::set_provenance(&args.probe.provenance)?;
             capacity::capacity(*args)
         }
         Command::Sweep(args) => {
-            runs::set_provenance(&args.probe.provenance);
+            runs::set_provenance(&args.probe.provenance)?;
             capacity::sweep(*args)
         }
         Command::Merge(args) => merge::run(args),

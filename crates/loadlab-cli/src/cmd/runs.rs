@@ -140,9 +140,17 @@ pub struct ProvenanceArgs {
 /// them through every saving call.
 static PROVENANCE_FLAGS: std::sync::OnceLock<ProvenanceArgs> = std::sync::OnceLock::new();
 
-/// Called by `dispatch` with the command's `--revision` and `--branch`, before it runs.
-pub fn set_provenance(args: &ProvenanceArgs) {
+/// Called by `dispatch` with the command's `--revision` and `--branch`, before it runs:
+/// refused here, before any load, when one holds a control character.
+pub fn set_provenance(args: &ProvenanceArgs) -> anyhow::Result<()> {
+    use loadlab_history::provenance::check_flag;
+    for (flag, value) in [("--revision", &args.revision), ("--branch", &args.branch)] {
+        if let Some(value) = value {
+            check_flag(flag, value).map_err(anyhow::Error::msg)?;
+        }
+    }
     let _ = PROVENANCE_FLAGS.set(args.clone());
+    Ok(())
 }
 
 /// The revision and branch saved runs measured: resolved once, when the first run is saved.
@@ -370,8 +378,10 @@ fn revision_of(r: &loadlab_store::RunRow) -> Option<String> {
     } else {
         rev
     };
+    // Escaped: a store may hold runs saved before control characters were refused.
+    let short = short.escape_debug();
     Some(match &r.branch {
-        Some(b) => format!("revision {short} on {b}"),
+        Some(b) => format!("revision {short} on {}", b.escape_debug()),
         None => format!("revision {short}"),
     })
 }
