@@ -35,12 +35,12 @@ pub struct Point {
 }
 
 /// The revisions a history takes unless told (`--last`): the detector's time grows as the
-/// square of a history's length (about 1 s for these on four metrics, against 4 minutes for
-/// 12,000), and the newest revisions are the ones a gate asks about.
+/// square of a history's length (about 2 s for these on four metrics, with changes in them,
+/// on a 2-core machine), and the newest revisions are the ones a gate asks about.
 pub const LAST_DEFAULT: usize = 500;
 
-/// The most `--last` takes: the time (about 20 s on four metrics) and memory (the size of
-/// each change, from every pair of runs either side of it) stay bounded.
+/// The most `--last` takes, so time (about 17 s on four metrics) and memory (a change's
+/// size comes from every pair of runs either side of it) stay bounded.
 pub const LAST_MAX: usize = 2000;
 
 /// Which runs a history takes.
