@@ -216,12 +216,17 @@ pub(crate) fn start(
                 // Over QUIC, this host's UDP counters over the shard: datagrams its kernel
                 // dropped are this generator's loss, not the server's.
                 let mut udp = None;
+                // This generator's own connections: the path's figures (docs/path.md).
+                let mut path = None;
                 let outcome = (!control.is_stopped()).then(|| {
                     nics = Some((loadlab_machine::nic::snapshot(), Instant::now() + ahead));
                     if config.http3 {
                         udp = Some(counters::snapshot(&[Scope::Own], None));
                     }
-                    loadlab_engine::run(&config, &control)
+                    let watch = loadlab_machine::path::PathWatch::for_run(&config, &control);
+                    let outcome = loadlab_engine::run(&config, &control);
+                    path = watch.map(loadlab_machine::path::PathWatch::finish);
+                    outcome
                 });
                 let link = nics.and_then(|(before, at)| {
                     loadlab_machine::nic::busiest(
@@ -243,6 +248,15 @@ pub(crate) fn start(
                             udp_counters(&mut result, before);
                         }
                         agreed_start(&mut result, &config, start_at_ns, agreed_ns);
+                        if let Some(windows) = &path {
+                            let report = loadlab_result::path::PathReport::of(
+                                "generator",
+                                "tcp",
+                                windows,
+                                &result,
+                            );
+                            result.path.push(report);
+                        }
                         without_timeline(&mut result);
                         p.result = Some(result);
                     }

@@ -232,7 +232,16 @@ pub fn run_search(
     }
     // What held the load back, in the last probe it did: a thread, lateness, or a
     // generator's link ("eth0 of generator gen2 ... saturated").
-    if matches!(finding, Finding::GeneratorLimit { .. }) {
+    // A queue on a generator's path is named for what it is: no capacity for the server.
+    let on_path = matches!(finding, Finding::GeneratorLimit { .. })
+        .then(|| crate::path::no_capacity(&records))
+        .flatten();
+    if let Some(said) = on_path {
+        verdict = match &stopped_by {
+            Some(why) => format!("{said} (stopped: {why})"),
+            None => said,
+        };
+    } else if matches!(finding, Finding::GeneratorLimit { .. }) {
         if let Some(why) = records
             .iter()
             .rev()

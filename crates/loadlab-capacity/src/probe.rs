@@ -8,6 +8,8 @@ use loadlab_engine::verdicts::{BUSY_THRESHOLD, LATE_SCHEDULER_P99_US, MIN_LATE_R
 use loadlab_result::{decode_histogram, RunResult};
 use serde::{Deserialize, Serialize};
 
+pub use crate::path::PathEvidence;
+
 /// The figures of one probe's measured phase that the judgment and the tables use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measure {
@@ -73,6 +75,9 @@ pub struct Measure {
     /// probe is partial, judged as interrupted, and the search stops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_generator: Option<String>,
+    /// Each generator's path in this probe, judged by the path rule (docs/path.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<PathEvidence>,
     pub interrupted: bool,
     pub server_died: bool,
 }
@@ -187,6 +192,7 @@ impl Measure {
                     )
                 }),
             lost_generator: result.partial(),
+            path: PathEvidence::of(result),
             interrupted: result.interrupted || result.partial().is_some(),
             server_died,
         }
@@ -311,7 +317,8 @@ fn cpu_count(requested: &str) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
-/// Whether loadlab itself can explain what a probe missed, and how: a worker thread
+/// Whether loadlab's side can explain what a probe missed, and how: a queue on a
+/// generator's path (the path rule, docs/path.md), a generator's saturated link, a worker thread
 /// saturated explains anything; lateness (by the engine's own test: p99 over 1 ms, and at
 /// least three requests that late) explains a miss only when it is a fair share of the
 /// response times (a quarter of their p99): 1.4 ms late does not explain a 950 ms p99.
@@ -320,6 +327,13 @@ pub fn generator_limited(m: &Measure) -> Option<String> {
     if let Some(link) = &m.generator_link {
         why.push(link.clone());
     }
+    // A queue on a generator's path: the load did not reach the server as offered.
+    why.extend(
+        m.path
+            .iter()
+            .filter(|p| p.is_path())
+            .map(|p| p.said.clone()),
+    );
     if m.generator_busy >= BUSY_THRESHOLD {
         why.push(format!(
             "a worker thread was busy {:.0}% of the time",
@@ -441,7 +455,9 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
                 // Errors are the service's, unless the generator's own link was saturated:
                 // requests stuck behind it time out whatever the server does.
                 the_service_s |= o.metric == Metric::ServerCpu
-                    || (o.metric == Metric::Errors && m.generator_link.is_none());
+                    || (o.metric == Metric::Errors
+                        && m.generator_link.is_none()
+                        && !m.path.iter().any(PathEvidence::is_path));
                 beyond_latency |= matches!(o.metric, Metric::Errors | Metric::ServerCpu);
             }
             Some(_) => {}
@@ -499,4 +515,4 @@ fn show_ms(us: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

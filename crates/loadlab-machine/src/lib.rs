@@ -13,6 +13,8 @@
 //! - [`netns`]: doing a thing inside another network namespace from a thread of its own.
 //! - [`nic`]: a generator's own link over a run: the busiest interface's bytes and what it
 //!   can carry (a `tbf` rate, a NIC's speed), saturated or not.
+//! - [`path`]: the path as one end's TCP stack sees it (a generator's connections, or the
+//!   server's), sampled through `sock_diag` on a thread through a run.
 //! - [`rate`]: bandwidth as people write it (`2MBps`: megabytes per second).
 //! - [`link`]: a network namespace for the server behind a veth pair shaped by `tbf` (and
 //!   `netem`), calibrated before the run and removed after it, stale ones swept by name.
@@ -26,6 +28,7 @@ pub mod counters;
 pub mod link;
 pub mod netns;
 pub mod nic;
+pub mod path;
 pub mod plan;
 pub mod rate;
 pub mod reader;

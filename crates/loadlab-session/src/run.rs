@@ -1,6 +1,7 @@
 //! [`Session::run`]: one measured run with the server sampled beside it (here, or on the
 //! agent's host), the machine's counters read over the measured window, the metrics
-//! scraped and sent, and the result returned with the server's side attached.
+//! scraped and sent, the generator's own connections sampled for the path's figures
+//! (docs/path.md), and the result returned with the server's side attached.
 
 use crate::{machine, metrics, spill, ServerSide, Session, SessionError, SessionOutcome};
 use loadlab_engine::RunControl;
@@ -73,10 +74,21 @@ impl Session {
             }),
             None => {
                 let window = machine::Window::open(&self.config, self.link.as_ref(), control);
+                let path = loadlab_machine::path::PathWatch::for_run(&self.config, control);
                 let outcome = loadlab_engine::run(&self.config, control);
                 let measured = window.close(self.link.as_ref());
+                let path = path.map(loadlab_machine::path::PathWatch::finish);
                 outcome.map_err(SessionError::from).map(|o| {
-                    let result = loadlab_engine::summarize(&self.config, &o);
+                    let mut result = loadlab_engine::summarize(&self.config, &o);
+                    if let Some(windows) = path {
+                        let report = loadlab_result::path::PathReport::of(
+                            "generator",
+                            "tcp",
+                            &windows,
+                            &result,
+                        );
+                        result.path.push(report);
+                    }
                     let from = o.warmup.min(o.elapsed).as_secs_f64();
                     (result, (from, o.elapsed.as_secs_f64()), measured)
                 })
@@ -138,6 +150,9 @@ impl Session {
             }
             loadlab_result::attach_server(&mut result, report);
         }
+        // A queue on the path to a generator is named, whichever end saw it.
+        let on_path = loadlab_result::path::run_verdicts(&result);
+        result.verdicts.extend(on_path);
         let metrics_notes = metrics_run
             .map(|m| m.finish(control, &mut result))
             .unwrap_or_default();

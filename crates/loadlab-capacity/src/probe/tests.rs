@@ -3,7 +3,7 @@
 use super::*;
 use crate::objective::parse_slo;
 
-fn probe(offered: f64, achieved: f64, p99_ms: f64, errors: f64) -> Measure {
+pub(crate) fn probe(offered: f64, achieved: f64, p99_ms: f64, errors: f64) -> Measure {
     Measure {
         offered_per_s: Some(offered),
         connections: None,
@@ -31,6 +31,7 @@ fn probe(offered: f64, achieved: f64, p99_ms: f64, errors: f64) -> Measure {
         generator_late_requests: 0,
         generator_link: None,
         lost_generator: None,
+        path: Vec::new(),
         interrupted: false,
         server_died: false,
     }

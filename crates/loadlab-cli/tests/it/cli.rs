@@ -140,6 +140,9 @@ fn json_result_follows_the_schema() {
     assert_valid(&value);
     assert_eq!(value["measured"]["requests"]["completed"], 500);
     assert!(value["warmup"].is_object());
+    // The generator's own connections, sampled for the path's figures (docs/path.md).
+    assert_eq!(value["path"][0]["side"], "generator", "{}", value["path"]);
+    assert_eq!(value["path"][0]["transport"], "tcp");
     // The human summary went to standard output.
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("500 completed of 500 issued"), "{stdout}");

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod rule;
 
-pub use rule::{judge, verdicts, Evidence, PathVerdict};
+pub use rule::{judge, run_verdicts, verdicts, Evidence, PathVerdict};
 
 /// One sample window of one end's sockets: the deltas since the previous sample, and the
 /// round trips at the sample.

@@ -240,6 +240,21 @@ pub fn verdicts(result: &crate::RunResult) -> Vec<PathVerdict> {
         .collect()
 }
 
+/// The run's verdict lines about its paths: each generator whose path held the queue,
+/// named, so that the response times are not taken for the server's.
+pub fn run_verdicts(result: &crate::RunResult) -> Vec<String> {
+    verdicts(result)
+        .iter()
+        .filter(|v| v.is_path())
+        .map(|v| {
+            format!(
+                "{}: these response times are not the server's (docs/path.md)",
+                v.describe()
+            )
+        })
+        .collect()
+}
+
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;

@@ -411,6 +411,18 @@ impl Merger {
             .unwrap_or(0);
         let bytes = &mut merged.measured.bytes;
         bytes.max_sent_per_s = bytes.max_sent_per_s.max(busiest);
+        // Each generator's path, named (docs/path.md).
+        merged.path = self
+            .parts
+            .iter()
+            .flat_map(|p| {
+                let reports = p.result.as_ref().map_or(&[][..], |r| &r.path[..]);
+                reports.iter().map(|r| loadlab_result::path::PathReport {
+                    generator: Some(p.name.clone()),
+                    ..r.clone()
+                })
+            })
+            .collect();
         // A generator whose link was saturated capped the load: named, and the merged
         // result's link is its (the first such).
         let mut capped = None;

@@ -1,0 +1,157 @@
+//! The path rule (docs/path.md, `loadlab_result::path::rule`) in a capacity search: each
+//! probe's generators judged ([`PathEvidence`], kept in the probe's record), and the
+//! search's verdict when a path, not the server, held the load back: no capacity is claimed
+//! for the server.
+
+use crate::report::ProbeRecord;
+use loadlab_result::RunResult;
+use serde::{Deserialize, Serialize};
+
+/// One generator's path in a probe: the rule's verdict and the figures it read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathEvidence {
+    /// The fleet generator; `None` for this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
+    /// "path" (a queue on the path), "not_path" or "inconclusive".
+    pub verdict: String,
+    /// The median interval's goodput, bits/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_bits_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rtt_us: Option<f64>,
+    /// The rule's words.
+    pub said: String,
+}
+
+impl PathEvidence {
+    /// Every generator's path in `result`, judged.
+    pub fn of(result: &RunResult) -> Vec<PathEvidence> {
+        use loadlab_result::path::{judge, Evidence, PathVerdict};
+        let server = result.path.iter().find(|r| r.side == "server");
+        result
+            .path
+            .iter()
+            .filter(|r| r.side == "generator")
+            .map(|r| {
+                let e = Evidence::of(r, server);
+                let v = judge(&e);
+                PathEvidence {
+                    generator: r.generator.clone(),
+                    verdict: match v {
+                        PathVerdict::Path { .. } => "path",
+                        PathVerdict::NotPath { .. } => "not_path",
+                        PathVerdict::Inconclusive { .. } => "inconclusive",
+                    }
+                    .into(),
+                    goodput_bits_per_s: e.goodput().map(|g| g * 8.0),
+                    rtt_us: e.rtt_us,
+                    min_rtt_us: e.min_rtt_us,
+                    said: v.describe(),
+                }
+            })
+            .collect()
+    }
+
+    pub fn is_path(&self) -> bool {
+        self.verdict == "path"
+    }
+}
+
+/// The search's verdict when a queue on a generator's path held back the probes that
+/// missed: "no capacity found for the server: the path to generator g1 carried 9.6 Mbit/s in
+/// every missed probe, with its round trip at 35x its minimum (...): a queue on the path,
+/// not in the server". `None` when no missed probe was put down to a path.
+pub fn no_capacity(records: &[ProbeRecord]) -> Option<String> {
+    let held: Vec<&PathEvidence> = records
+        .iter()
+        .filter(|r| r.judgment.generator_limited.is_some())
+        .flat_map(|r| r.measure.path.iter().filter(|p| p.is_path()))
+        .collect();
+    let last = *held.last()?;
+    let same: Vec<f64> = held
+        .iter()
+        .filter(|p| p.generator == last.generator)
+        .filter_map(|p| p.goodput_bits_per_s)
+        .collect();
+    let (lo, hi) = same
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &g| (lo.min(g), hi.max(g)));
+    let carried = if hi <= lo * (1.0 + loadlab_result::path::rule::FLAT_SHARE) {
+        format!("{:.1} Mbit/s in every missed probe", hi / 1e6)
+    } else {
+        format!(
+            "{:.1}-{:.1} Mbit/s in the missed probes",
+            lo / 1e6,
+            hi / 1e6
+        )
+    };
+    let (rtt, min) = (last.rtt_us.unwrap_or(0.0), last.min_rtt_us.unwrap_or(0.0));
+    Some(format!(
+        "no capacity found for the server: the path to {} carried {carried}, with its round \
+         trip at {}x its minimum ({:.0} ms against {:.2} ms): a queue on the path, not in the \
+         server; run from a generator with a wider path, or add generators",
+        loadlab_result::path::rule::who(last.generator.as_deref()),
+        loadlab_result::format::thousands((rtt / min.max(1.0)).round() as u64),
+        rtt / 1e3,
+        min / 1e3
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evidence(generator: &str, verdict: &str, mbit: f64) -> PathEvidence {
+        PathEvidence {
+            generator: Some(generator.into()),
+            verdict: verdict.into(),
+            goodput_bits_per_s: Some(mbit * 1e6),
+            rtt_us: Some(101_500.0),
+            min_rtt_us: Some(2_900.0),
+            said: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_search_names_the_path_that_held_every_missed_probe() {
+        let record = |limited: bool, path: Vec<PathEvidence>| {
+            let mut measure = crate::probe::tests::probe(100.0, 90.0, 500.0, 0.0);
+            measure.path = path;
+            ProbeRecord {
+                index: 1,
+                round: Some(0),
+                measure,
+                judgment: crate::probe::Judgment {
+                    pass: false,
+                    missed: vec!["p99".into()],
+                    generator_limited: limited.then(|| "a queue".to_string()),
+                    marginal: false,
+                },
+                run_id: None,
+            }
+        };
+        let records = vec![
+            record(false, vec![evidence("g1", "not_path", 5.0)]),
+            record(
+                true,
+                vec![evidence("g1", "path", 9.6), evidence("g2", "not_path", 4.0)],
+            ),
+            record(true, vec![evidence("g1", "path", 9.55)]),
+        ];
+        assert_eq!(
+            no_capacity(&records).unwrap(),
+            "no capacity found for the server: the path to generator g1 carried 9.6 Mbit/s in \
+             every missed probe, with its round trip at 35x its minimum (102 ms against 2.90 \
+             ms): a queue on the path, not in the server; run from a generator with a wider \
+             path, or add generators"
+        );
+        assert_eq!(
+            no_capacity(&records[..1]),
+            None,
+            "no path held a probe back"
+        );
+    }
+}

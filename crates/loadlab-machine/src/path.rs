@@ -1,0 +1,310 @@
+//! The path as one end's TCP stack sees it, sampled through `sock_diag`
+//! ([`loadlab_probe::sockets`]): a generator's own connections to the server's port, or the
+//! server's connections on its listening port. Each sample becomes a
+//! [`PathWindow`] (the deltas since the last one); [`PathWatch`] samples on a thread of its
+//! own through a run, on absolute deadlines, and hands the windows back placed on the run's
+//! clock. What they mean is `loadlab_result::path`'s rule; this module only reads.
+
+use loadlab_engine::RunControl;
+use loadlab_probe::sockets::{self, SocketInfo};
+use loadlab_probe::tcp_info::TcpStats;
+use loadlab_result::path::PathWindow;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Whose sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Connections whose remote port is this (a generator's, to the server).
+    Generator { port: u16 },
+    /// Connections on this local port (the server's), listeners left out.
+    Server { port: u16 },
+}
+
+impl Side {
+    fn sockets(self) -> std::io::Result<Vec<SocketInfo>> {
+        match self {
+            Side::Generator { port } => sockets::tcp_sockets_to(port),
+            Side::Server { port } => Ok(sockets::tcp_sockets(Some(port))?
+                .into_iter()
+                .filter(|s| !s.listening)
+                .collect()),
+        }
+    }
+}
+
+/// The counters a window is the delta of, per connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Counters {
+    received: u64,
+    acked: u64,
+    busy: u64,
+    rwnd: u64,
+    sndbuf: u64,
+}
+
+impl Counters {
+    fn of(t: &TcpStats) -> Counters {
+        Counters {
+            received: t.bytes_received.unwrap_or(0),
+            acked: t.bytes_acked.unwrap_or(0),
+            busy: t.busy_us.unwrap_or(0),
+            rwnd: t.rwnd_limited_us.unwrap_or(0),
+            sndbuf: t.sndbuf_limited_us.unwrap_or(0),
+        }
+    }
+}
+
+/// Samples one side's sockets; each call gives the window since the previous one.
+#[derive(Debug)]
+pub struct PathSampler {
+    side: Side,
+    last: HashMap<u64, Counters>,
+    last_at: Option<Instant>,
+}
+
+impl PathSampler {
+    pub fn new(side: Side) -> PathSampler {
+        PathSampler {
+            side,
+            last: HashMap::new(),
+            last_at: None,
+        }
+    }
+
+    /// The window since the last call (`t_s` left 0 for the caller to place); `None` on the
+    /// first call (the baseline), or when the kernel's socket diagnostics are unavailable.
+    pub fn sample(&mut self) -> Option<PathWindow> {
+        let now = Instant::now();
+        let found = self.side.sockets().ok()?;
+        let seen: Vec<(u64, TcpStats, u32)> = found
+            .iter()
+            .filter_map(|s| Some((s.cookie, s.tcp?, s.send_queue_bytes)))
+            .collect();
+        let first = self.last_at.is_none();
+        let window = window(&self.last, &seen, first);
+        self.last = seen.iter().map(|(c, t, _)| (*c, Counters::of(t))).collect();
+        let before = self.last_at.replace(now)?;
+        Some(PathWindow {
+            dt_s: (now - before).as_secs_f64(),
+            ..window
+        })
+    }
+}
+
+/// The window between `last` (each connection's counters at the previous sample) and
+/// `now`. A connection new since then counts from 0 (it opened in the window), unless this
+/// is the `first` sample, which only sets the baseline.
+fn window(last: &HashMap<u64, Counters>, now: &[(u64, TcpStats, u32)], first: bool) -> PathWindow {
+    let mut w = PathWindow {
+        sockets: now.len() as u32,
+        ..PathWindow::default()
+    };
+    let (mut busy, mut rwnd, mut sndbuf) = (0u64, 0u64, 0u64);
+    let mut chrono = false;
+    let (mut notsent, mut rate) = (None::<u64>, None::<u64>);
+    for (cookie, t, queue) in now {
+        let c = Counters::of(t);
+        let before =
+            last.get(cookie)
+                .copied()
+                .unwrap_or(if first { c } else { Counters::default() });
+        w.received_bytes += c.received.saturating_sub(before.received);
+        w.acked_bytes += c.acked.saturating_sub(before.acked);
+        if t.busy_us.is_some() {
+            chrono = true;
+            busy += c.busy.saturating_sub(before.busy);
+            rwnd += c.rwnd.saturating_sub(before.rwnd);
+            sndbuf += c.sndbuf.saturating_sub(before.sndbuf);
+        }
+        if let Some(n) = t.notsent_bytes {
+            notsent = Some(notsent.unwrap_or(0) + n as u64);
+        }
+        if let Some(r) = t.delivery_rate {
+            rate = Some(rate.unwrap_or(0) + r);
+        }
+        w.send_queue_bytes += *queue as u64;
+    }
+    if chrono {
+        (w.busy_us, w.rwnd_limited_us, w.sndbuf_limited_us) =
+            (Some(busy), Some(rwnd), Some(sndbuf));
+    }
+    (w.notsent_bytes, w.delivery_rate) = (notsent, rate);
+    // A connection that has not yet sent data has no round trip (0): left out.
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| v[v.len() / 2])
+    };
+    w.rtt_us = median(
+        now.iter()
+            .map(|(_, t, _)| t.rtt_us as f64)
+            .filter(|&r| r > 0.0)
+            .collect(),
+    );
+    w.rcv_rtt_us = median(
+        now.iter()
+            .map(|(_, t, _)| t.rcv_rtt_us as f64)
+            .filter(|&r| r > 0.0)
+            .collect(),
+    );
+    // The kernel reports "no sample yet" as ~0U.
+    w.min_rtt_us = now
+        .iter()
+        .filter_map(|(_, t, _)| t.min_rtt_us)
+        .filter(|&m| m > 0 && m != u32::MAX)
+        .min()
+        .map(f64::from);
+    w
+}
+
+/// How often [`PathWatch`] samples: several windows in each interval of a second.
+pub const PERIOD: Duration = Duration::from_millis(200);
+
+/// Samples one side's sockets on a thread of its own from the run's start until
+/// [`PathWatch::finish`].
+pub struct PathWatch {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Vec<PathWindow>>>,
+}
+
+impl PathWatch {
+    /// Starts watching: the baseline is taken when `control` says the run started.
+    pub fn start(side: Side, control: &RunControl, period: Duration) -> PathWatch {
+        let done = Arc::new(AtomicBool::new(false));
+        let (flag, control) = (done.clone(), control.clone());
+        let thread = std::thread::Builder::new()
+            .name("loadlab-path".into())
+            .spawn(move || {
+                let quit = || flag.load(Ordering::Acquire);
+                let origin = loop {
+                    if let Some(s) = control.started_at() {
+                        break s;
+                    }
+                    if quit() || control.is_stopped() {
+                        return Vec::new();
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                };
+                let mut sampler = PathSampler::new(side);
+                let mut windows = Vec::new();
+                let mut next = origin;
+                loop {
+                    if let Some(mut w) = sampler.sample() {
+                        w.t_s = origin.elapsed().as_secs_f64();
+                        windows.push(w);
+                    }
+                    if quit() {
+                        return windows;
+                    }
+                    next += period;
+                    while Instant::now() < next {
+                        if quit() {
+                            break;
+                        }
+                        std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
+                    }
+                }
+            })
+            .ok();
+        PathWatch { done, thread }
+    }
+
+    /// The generator's own connections through a run of `config`: over TCP (HTTP/1.1 and
+    /// HTTP/2) only; over QUIC the kernel keeps no per-connection figures.
+    pub fn for_run(config: &loadlab_engine::RunConfig, control: &RunControl) -> Option<PathWatch> {
+        (!config.http3).then(|| {
+            PathWatch::start(
+                Side::Generator {
+                    port: config.url.port,
+                },
+                control,
+                PERIOD,
+            )
+        })
+    }
+
+    /// Stops watching (one last sample closes the run's last interval) and returns the
+    /// windows, `t_s` from the run's start.
+    pub fn finish(mut self) -> Vec<PathWindow> {
+        self.done.store(true, Ordering::Release);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for PathWatch {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn stats(received: u64, rtt: u32, min: u32, busy: u64) -> TcpStats {
+        TcpStats {
+            rtt_us: rtt,
+            min_rtt_us: Some(min),
+            bytes_received: Some(received),
+            busy_us: Some(busy),
+            rwnd_limited_us: Some(0),
+            sndbuf_limited_us: Some(0),
+            ..TcpStats::default()
+        }
+    }
+
+    #[test]
+    fn a_window_is_the_delta_and_new_connections_count_from_zero() {
+        let last: HashMap<u64, Counters> = [(1, Counters::of(&stats(1_000, 0, 0, 10)))].into();
+        let now = [
+            (1, stats(4_000, 900, 50, 30), 100),
+            (2, stats(500, 100, 40, 5), 0),
+            (3, stats(0, 0, u32::MAX, 0), 0),
+        ];
+        let w = window(&last, &now, false);
+        assert_eq!(w.received_bytes, 3_000 + 500);
+        assert_eq!(w.busy_us, Some(20 + 5));
+        assert_eq!(
+            w.rtt_us,
+            Some(900.0),
+            "the median of those with a round trip"
+        );
+        assert_eq!(w.min_rtt_us, Some(40.0));
+        assert_eq!(w.send_queue_bytes, 100);
+        // The first sample is a baseline: nothing before it counts.
+        assert_eq!(window(&HashMap::new(), &now, true).received_bytes, 0);
+    }
+
+    /// A real connection: the generator's side sees what it received, and a round trip.
+    #[test]
+    fn a_generators_connection_is_seen_from_its_side() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut sampler = PathSampler::new(Side::Generator { port });
+        let mut client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        assert_eq!(sampler.sample(), None, "the first sample is the baseline");
+        client.write_all(b"GET").unwrap();
+        server.read_exact(&mut [0u8; 3]).unwrap();
+        server.write_all(&[7u8; 50_000]).unwrap();
+        client.read_exact(&mut vec![0u8; 50_000]).unwrap();
+        let w = sampler.sample().expect("sock_diag answers");
+        // Other tests' connections to other ports are not this port's.
+        assert!(w.sockets >= 1);
+        assert!(w.received_bytes >= 50_000, "{w:?}");
+        assert!(w.rtt_us.is_some_and(|r| r > 0.0), "{w:?}");
+        let mut server_side = PathSampler::new(Side::Server { port });
+        server_side.sample();
+        server.write_all(&[7u8; 10_000]).unwrap();
+        client.read_exact(&mut vec![0u8; 10_000]).unwrap();
+        let w = server_side.sample().unwrap();
+        assert_eq!(w.sockets, 1, "the listener is not a connection");
+        assert!(w.busy_us.is_some(), "the sender's chrono stats: {w:?}");
+    }
+}
