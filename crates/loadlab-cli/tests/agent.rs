@@ -8,7 +8,6 @@
 //! Needs root and iproute2: without them each test prints SKIPPED and passes.
 
 mod common;
-#[allow(dead_code)] // bind_in: for tests that bind inside a namespace themselves
 mod netns;
 
 use common::assert_valid;

@@ -10,13 +10,11 @@
 //! Needs root and iproute2 with tbf: without them each test prints SKIPPED and passes.
 
 mod common;
-#[allow(dead_code)] // bind_in: for tests that bind inside a namespace themselves
 mod netns;
 
 use common::serial;
 use loadlab_testkit::ScratchDir;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -30,13 +28,7 @@ const SERVICE_US: &str = "500";
 const LINK: &str = "16mbit";
 const BODY_BYTES: usize = 2_000;
 
-fn in_ns(ns: &str, program: &str) -> Command {
-    let mut c = Command::new("nsenter");
-    c.arg(format!("--net=/run/netns/{ns}"))
-        .arg("--")
-        .arg(program);
-    c
-}
+use netns::in_ns;
 
 fn text(out: &Output) -> String {
     format!(
@@ -47,54 +39,11 @@ fn text(out: &Output) -> String {
 }
 
 /// A `loadlab agent --generator` in a host namespace, killed when dropped.
-struct Generator {
-    child: Child,
-    entry: String,
-}
+type Generator = netns::Agent;
 
-impl Generator {
-    fn start(name: &str, ns: &str, addr: std::net::Ipv4Addr, dir: &Path) -> Generator {
-        let state = dir.join(format!("state-{name}"));
-        let mut child = in_ns(ns, LOADLAB)
-            .args(["agent", "--generator", "--listen", &format!("{addr}:7070")])
-            .arg("--state-dir")
-            .arg(&state)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the agent");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut fingerprint = None;
-        while fingerprint.is_none() && Instant::now() < deadline {
-            let Some(Ok(line)) = lines.next() else { break };
-            fingerprint = line
-                .split_whitespace()
-                .find(|w| w.starts_with("sha256:"))
-                .map(str::to_string);
-        }
-        std::thread::spawn(move || for _ in lines.by_ref() {});
-        let fingerprint = fingerprint.expect("the agent printed its fingerprint");
-        Generator {
-            child,
-            entry: format!(
-                "[[generator]]\nname = \"{name}\"\nurl = \"https://{addr}:7070\"\ntoken_file = \
-                 \"{}\"\nfingerprint = \"{fingerprint}\"\n",
-                state.join("token").display()
-            ),
-        }
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Generator {
-    fn drop(&mut self) {
-        self.kill();
-    }
+fn generator(name: &str, ns: &str, addr: std::net::Ipv4Addr, dir: &Path) -> Generator {
+    let listen = std::net::SocketAddr::from((addr, 7070));
+    netns::Agent::start(LOADLAB, name, ns, listen, dir, &["--generator"])
 }
 
 /// The hosts: the server, the coordinator, three generators with capped links.
@@ -140,7 +89,7 @@ impl Fleet {
         let generators = lab.hosts[1..]
             .iter()
             .enumerate()
-            .map(|(i, (ns, addr))| Generator::start(&format!("gen{}", i + 1), ns, *addr, &dir))
+            .map(|(i, (ns, addr))| generator(&format!("gen{}", i + 1), ns, *addr, &dir))
             .collect();
         let body = dir.join("body");
         std::fs::write(&body, vec![b'x'; BODY_BYTES]).unwrap();

@@ -163,6 +163,15 @@ impl Session {
         }
     }
 
+    /// The server's agent, when the server is on another host (`--agent`): the end of
+    /// every generator's path that the fleet's path check measures.
+    pub fn server_agent(&self) -> Option<&AgentEndpoint> {
+        match &self.server {
+            Some(ServerSide::Remote(r)) => Some(r.endpoint()),
+            _ => None,
+        }
+    }
+
     /// Scrapes, sends and asks `plan` around every later run (an empty plan: nothing). A
     /// caller running many runs changes the labels between them with
     /// [`Session::metrics_mut`].

@@ -81,6 +81,13 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         .map(|p| Destination::open(p, "--json"))
         .transpose()?;
     let plan = describe(&args.run);
+    // Kept for the fleet's path check before the spec goes to the machine's checks.
+    let server_agent = spec
+        .server
+        .as_ref()
+        .and_then(|s| s.agent.as_ref())
+        .map(|a| a.endpoint.clone());
+    let path_config = spec.run.validate().ok();
     let checks =
         loadlab_session::machine::doctor(spec, SAMPLE).map_err(crate::cmd::run::flags_named)?;
     if let Some(dest) = &json {
@@ -121,6 +128,16 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("WARN  {warning}");
                 }
                 fleet_warned = !check.warnings.is_empty();
+                // With the server's agent too: each generator's path to it, both ways.
+                if let (Some(server), Some(config)) = (&server_agent, &path_config) {
+                    let named = crate::cmd::generators::path::check(
+                        &fleet,
+                        server,
+                        config,
+                        args.run.quiet,
+                    );
+                    fleet_warned |= named > 0;
+                }
             }
             Err(e) => {
                 eprintln!("FAIL  {e}");

@@ -2,7 +2,15 @@
 //! its own), each with its own address in 198.18.0.0/24, the range set aside for benchmarking
 //! network devices (RFC 2544), so that it can never be anyone's real network. Nothing is
 //! added to the machine's own namespace; dropping the [`Lab`] deletes every namespace, and the
-//! veth pairs go with them, also when a test fails.
+//! veth pairs and qdiscs go with them, also when a test fails.
+//!
+//! A provider's cap (issue 52) goes where a provider puts it: on the bridge's side of a
+//! host's veth ([`Lab::cap_down`]: the host's downlink; [`Lab::cap_into_server`]: the way
+//! every request travels), where the host's own interface shows nothing. [`Agent`] is a
+//! `loadlab agent` in a namespace (a generator, or the server's), stopped when dropped.
+
+// Each test binary uses its part of the harness.
+#![allow(dead_code)]
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::AsRawFd as _;
@@ -17,7 +25,11 @@ pub struct Lab {
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
+    run("ip", args)
+}
+
+fn run(program: &str, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(program)
         .args(args)
         .output()
         .map_err(|e| format!("cannot run ip: {e}"))?;
@@ -25,7 +37,7 @@ fn ip(args: &[&str]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "ip {}: {}",
+            "{program} {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         ))
@@ -95,6 +107,140 @@ impl Lab {
         })
         .join()
         .expect("the binding thread")
+    }
+}
+
+impl Lab {
+    /// The bridge's namespace (the provider's side of every link).
+    fn bridge(&self) -> &str {
+        &self.namespaces[0]
+    }
+
+    /// Caps what reaches host `host` (0-based, as in `hosts`) at `rate` (`tc` units, such as
+    /// `10mbit`): a `tbf` on the bridge's port toward it, invisible from the host.
+    pub fn cap_down(&self, host: usize, rate: &str) -> Result<(), String> {
+        self.tbf(&format!("p{}", host + 1), rate)
+    }
+
+    /// Caps what reaches the server from every host (the requests' way) at `rate`.
+    pub fn cap_into_server(&self, rate: &str) -> Result<(), String> {
+        self.tbf("p0", rate)
+    }
+
+    fn tbf(&self, port: &str, rate: &str) -> Result<(), String> {
+        // A provider's buffer: 100 ms of queue before it drops, as a switch or a modem holds.
+        run(
+            "tc",
+            &[
+                "-n",
+                self.bridge(),
+                "qdisc",
+                "add",
+                "dev",
+                port,
+                "root",
+                "tbf",
+                "rate",
+                rate,
+                "burst",
+                "32kb",
+                "latency",
+                "100ms",
+            ],
+        )
+    }
+}
+
+/// `program` run inside namespace `ns` (`nsenter --net`, as a user would).
+pub fn in_ns(ns: &str, program: &str) -> Command {
+    let mut c = Command::new("nsenter");
+    c.arg(format!("--net=/run/netns/{ns}"))
+        .arg("--")
+        .arg(program);
+    c
+}
+
+/// A `loadlab agent` in a namespace, stopped when dropped.
+pub struct Agent {
+    child: std::process::Child,
+    pub url: String,
+    pub token_file: std::path::PathBuf,
+    pub fingerprint: String,
+    /// Its `[[generator]]` table for a fleet file.
+    pub entry: String,
+}
+
+impl Agent {
+    /// `loadlab agent ARGS --listen ADDR:PORT` in `ns`, its state under `dir`; waits for the
+    /// fingerprint it prints.
+    pub fn start(
+        loadlab: &str,
+        name: &str,
+        ns: &str,
+        listen: SocketAddr,
+        dir: &std::path::Path,
+        args: &[&str],
+    ) -> Agent {
+        use std::io::BufRead as _;
+        let state = dir.join(format!("state-{name}"));
+        let mut child = in_ns(ns, loadlab)
+            .arg("agent")
+            .args(args)
+            .args(["--listen", &listen.to_string()])
+            .arg("--state-dir")
+            .arg(&state)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the agent");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut fingerprint = None;
+        while fingerprint.is_none() && std::time::Instant::now() < deadline {
+            let Some(Ok(line)) = lines.next() else { break };
+            fingerprint = line
+                .split_whitespace()
+                .find(|w| w.starts_with("sha256:"))
+                .map(str::to_string);
+        }
+        std::thread::spawn(move || for _ in lines.by_ref() {});
+        let fingerprint = fingerprint.expect("the agent printed its fingerprint");
+        let url = format!("https://{listen}");
+        let token_file = state.join("token");
+        Agent {
+            child,
+            entry: format!(
+                "[[generator]]\nname = \"{name}\"\nurl = \"{url}\"\ntoken_file = \"{}\"\n\
+                 fingerprint = \"{fingerprint}\"\n",
+                token_file.display()
+            ),
+            url,
+            token_file,
+            fingerprint,
+        }
+    }
+
+    /// The flags that point a run at this agent as the server's (`--agent ...`).
+    pub fn flags(&self) -> Vec<String> {
+        vec![
+            "--agent".into(),
+            self.url.clone(),
+            "--agent-token-file".into(),
+            self.token_file.display().to_string(),
+            "--agent-fingerprint".into(),
+            self.fingerprint.clone(),
+        ]
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

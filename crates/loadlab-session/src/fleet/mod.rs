@@ -7,6 +7,8 @@
 //!   limits and TIME_WAIT are read, its clock is compared);
 //! - `source`: the forms `--generators` takes (a file, an Ansible inventory, a cluster's
 //!   agents), parsed;
+//! - [`path`]: the path between the server's host and each generator's, measured both ways
+//!   before the load, and the rule that names a path that would set the figure (issue 52);
 //! - `run`: one run over the fleet: the shards started, their intervals read live and merged
 //!   exactly into the caller's sink (so progress, stop rules and windowed gates work as for
 //!   one generator), a lost generator named, and the shards' results merged.
@@ -14,6 +16,7 @@
 //! It must not read files (the CLI hands over the file's text; token files are read by the
 //! agent client) nor print: what a person should know comes back as notes and warnings.
 
+pub mod path;
 mod run;
 #[cfg(test)]
 mod run_tests;

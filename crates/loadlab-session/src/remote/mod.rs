@@ -126,6 +126,11 @@ impl Remote {
         })
     }
 
+    /// The agent this session talks to (for the fleet's path check).
+    pub(crate) fn endpoint(&self) -> &AgentEndpoint {
+        self.client.endpoint()
+    }
+
     pub(crate) fn opened(&self) -> &Opened {
         &self.opened
     }

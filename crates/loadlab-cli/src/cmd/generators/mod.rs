@@ -7,6 +7,7 @@
 
 mod ansible;
 mod k8s;
+pub mod path;
 
 use anyhow::Context as _;
 use clap::Args;
@@ -101,6 +102,10 @@ pub fn apply(
     }
     for warning in check.warnings {
         eprintln!("warning: {warning}");
+    }
+    // With the server's agent, each generator's path to it is measured before any load.
+    if let Some(server) = session.server_agent() {
+        path::check(&fleet, server, session.config(), quiet);
     }
     session.set_fleet(fleet);
     Ok(())

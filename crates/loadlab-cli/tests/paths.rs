@@ -1,0 +1,164 @@
+//! The limit loadlab cannot see on its own host (issue 52): a path between generator and
+//! server that carries less than the server serves. Test hosts are network namespaces (see
+//! `netns`): a server host running the fixture (a serial server, 240 requests/s, answering
+//! 12 KB) and the server's `loadlab agent`, a coordinator's host, and three generator hosts
+//! each running `loadlab agent --generator`. The cap goes where a provider puts it: on the
+//! bridge's side of a generator's link, invisible to the generator.
+//!
+//! Needs root and iproute2 with tbf: without them each test prints SKIPPED and passes.
+
+mod common;
+mod netns;
+
+use common::serial;
+use loadlab_testkit::ScratchDir;
+use netns::{in_ns, Agent, Lab};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Output, Stdio};
+
+const LOADLAB: &str = env!("CARGO_BIN_EXE_loadlab");
+const FIXTURE: &str = env!("CARGO_BIN_EXE_loadlab-fixture");
+/// 240 requests/s, one at a time.
+const SERVICE_US: &str = "4166";
+/// The answer: 12 KB, as in the issue.
+const PATH: &str = "/bytes?n=12288";
+
+/// The server host (fixture and agent), the coordinator's host, three generators.
+struct Hosts {
+    lab: Lab,
+    server: Child,
+    server_agent: Agent,
+    generators: Vec<Agent>,
+    dir: ScratchDir,
+}
+
+impl Hosts {
+    fn new(name: &str) -> Option<Hosts> {
+        let lab = match Lab::new(4) {
+            Ok(lab) => lab,
+            Err(e) => {
+                eprintln!("SKIPPED: no test hosts here ({e})");
+                return None;
+            }
+        };
+        let dir = ScratchDir::new(&format!("paths-{name}"));
+        let (sns, saddr) = lab.server.clone();
+        let server = in_ns(&sns, FIXTURE)
+            .args(["--service-us", SERVICE_US])
+            .env("HOST", saddr.to_string())
+            .env("PORT", "8081")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server_agent = Agent::start(
+            LOADLAB,
+            "server",
+            &sns,
+            SocketAddr::from((saddr, 7071)),
+            &dir,
+            &["--port", "8081"],
+        );
+        let generators = lab.hosts[1..]
+            .iter()
+            .enumerate()
+            .map(|(i, (ns, addr))| {
+                let name = format!("gen{}", i + 1);
+                let listen = SocketAddr::from((*addr, 7070));
+                Agent::start(LOADLAB, &name, ns, listen, &dir, &["--generator"])
+            })
+            .collect();
+        Some(Hosts {
+            lab,
+            server,
+            server_agent,
+            generators,
+            dir,
+        })
+    }
+
+    fn fleet_file(&self) -> PathBuf {
+        let text: Vec<String> = self.generators.iter().map(|g| g.entry.clone()).collect();
+        let path = self.dir.join("fleet.toml");
+        std::fs::write(&path, text.join("\n")).unwrap();
+        path
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}:8081{PATH}", self.lab.server.1)
+    }
+
+    /// `loadlab ARGS` on the coordinator's host.
+    fn loadlab(&self, args: &[String]) -> Output {
+        in_ns(&self.lab.hosts[0].0, LOADLAB)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `loadlab doctor` with the fleet and the server's agent checks each generator's path both
+/// ways. Uncapped, no path is named; with gen1's downlink capped at 10 Mbit/s on the
+/// bridge's side (its own interface shows nothing), gen1 and only gen1 is named, with what
+/// its path carried, before any load is sent.
+#[test]
+fn doctor_names_the_one_capped_generator_of_three_and_no_path_when_none_is() {
+    let _serial = serial();
+    let Some(hosts) = Hosts::new("doctor") else {
+        return;
+    };
+    let mut args: Vec<String> = ["doctor", "--rate", "240", "--generators"]
+        .map(String::from)
+        .to_vec();
+    args.push(hosts.fleet_file().display().to_string());
+    args.extend(hosts.server_agent.flags());
+    args.push(hosts.url());
+
+    let out = hosts.loadlab(&args);
+    let said = text(&out);
+    assert!(
+        said.contains("the paths from the server's host to the generators"),
+        "{said}"
+    );
+    assert!(!said.contains("warning: the path"), "uncapped:\n{said}");
+
+    hosts.lab.cap_down(1, "10mbit").unwrap();
+    let out = hosts.loadlab(&args);
+    let said = text(&out);
+    eprintln!("{said}");
+    let named: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("warning: the path"))
+        .collect();
+    assert_eq!(named.len(), 1, "capped gen1:\n{said}");
+    assert!(
+        named[0].contains("from the server to generator gen1 carried"),
+        "{said}"
+    );
+    // What it carried: the cap, within the transfer's slow start and the tbf's burst.
+    let mbit: f64 = named[0]
+        .split("carried ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!((7.0..11.0).contains(&mbit), "{mbit} Mbit/s:\n{said}");
+}
