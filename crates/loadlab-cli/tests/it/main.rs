@@ -23,6 +23,7 @@ mod compare_tags;
 mod dist;
 mod fleet_h3;
 mod generators;
+mod grpc;
 mod hostile;
 mod import;
 mod interop;

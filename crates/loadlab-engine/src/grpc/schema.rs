@@ -42,7 +42,8 @@ pub fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPoo
     Ok(compiler.descriptor_pool())
 }
 
-/// protox's error, with the file it was found in when its own text does not say.
+/// protox's error, with the file it was found in when its own text does not say, and the
+/// line and column its span points at.
 fn describe(e: &protox::Error, proto: Option<&Path>) -> String {
     let text = e.to_string();
     let file = match (e.file(), proto) {
@@ -50,7 +51,18 @@ fn describe(e: &protox::Error, proto: Option<&Path>) -> String {
         (None, Some(p)) => format!("{}: ", p.display()),
         _ => String::new(),
     };
-    format!("{file}{text}; fix the file, or give the folder its imports are under with -I")
+    let at = line_and_column(e)
+        .map(|(line, column)| format!(" (line {line}, column {column})"))
+        .unwrap_or_default();
+    format!("{file}{text}{at}; fix the file, or give the folder its imports are under with -I")
+}
+
+/// Where a parse or check error points, 1-based, when protox says.
+fn line_and_column(e: &protox::Error) -> Option<(usize, usize)> {
+    use miette::Diagnostic as _;
+    let label = e.labels()?.next()?;
+    let contents = e.source_code()?.read_span(label.inner(), 0, 0).ok()?;
+    Some((contents.line() + 1, contents.column() + 1))
 }
 
 /// `package.Service/Method` (a leading `/` allowed, as in a gRPC path) in `pool`.

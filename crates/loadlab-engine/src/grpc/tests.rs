@@ -129,7 +129,7 @@ fn bad_input_is_named() {
         ),
         (
             spec(vec![p.path("broken.proto")], vec![], "a/b", "{}"),
-            "broken.proto",
+            "broken.proto: expected an integer, but found ';' (line 2, column 23)",
         ),
         // The import is under a folder not given with -I.
         (

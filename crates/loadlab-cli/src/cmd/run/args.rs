@@ -290,4 +290,7 @@ pub struct RequestArgs {
     /// closed loop's connection carries one request a stream, then closes.
     #[arg(long)]
     pub no_keepalive: bool,
+    /// --grpc and its group.
+    #[command(flatten)]
+    pub grpc: super::grpc_args::GrpcArgs,
 }

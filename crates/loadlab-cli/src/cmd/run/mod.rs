@@ -3,13 +3,15 @@
 //! writes the result. The JSON file is opened before the run starts so a bad path fails in
 //! a second, not after a long run.
 //!
-//! `args.rs` declares the flags, `parse.rs` turns them into a session spec, `execute.rs`
-//! runs a prepared session; `metrics_args.rs` declares the flags that wire it to Prometheus
-//! and OTLP (`--server-metrics`, `--metrics-out`, `--prometheus --query`), shared with
-//! experiment, capacity and sweep (the session runs them); this glues them.
+//! `args.rs` declares the flags (`grpc_args.rs` the gRPC group), `parse.rs` turns them into
+//! a session spec, `execute.rs` runs a prepared session; `metrics_args.rs` declares the flags
+//! that wire it to Prometheus and OTLP (`--server-metrics`, `--metrics-out`, `--prometheus
+//! --query`), shared with experiment, capacity and sweep (the session runs them); this glues
+//! them.
 
 mod args;
 mod execute;
+mod grpc_args;
 mod metrics_args;
 mod parse;
 

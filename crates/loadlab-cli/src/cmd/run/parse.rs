@@ -80,6 +80,7 @@ impl RequestArgs {
                     TlsVersionArg::V1_3 => TlsVersion::V1_3,
                 }),
             },
+            grpc: self.grpc.call()?,
             ..RunSpec::default()
         })
     }
@@ -259,6 +260,8 @@ pub fn flag_for(setting: &str) -> &str {
         "pace" => "--pace",
         "new_connection_share" => "--new-connection-share",
         "paths" => "--path",
+        "body" => "--body",
+        "deadline" => "--deadline",
         other => other,
     }
 }
