@@ -157,24 +157,22 @@ fn best_split_until(
             .map(|tau| (tau, q[tau]))
             .fold(None, keep_larger);
     }
-    // diag[k] = Σ_{i<k} |w_i - w_k|; to_x[k] = Σ_{i<τ} |w_i - w_k| for the τ at hand (kept
-    // for k ≥ τ only, the ones κ reaches). Each step of κ then costs O(1).
-    let diag: Vec<f64> = (0..len)
-        .map(|k| {
-            window[..k]
-                .iter()
-                .fold(0.0, |s, w| s + (w - window[k]).abs())
-        })
-        .collect();
+    // to_x[k] = Σ_{i<τ} |w_i - w_k| for the τ at hand, kept for k ≥ τ only (the ones κ
+    // reaches); diag[k] = Σ_{i<k} |w_i - w_k|, which is to_x[k] when τ reaches k. A first
+    // pass of τ fills diag (each τ's update runs over k at once, where summing each diag
+    // alone would wait on every addition), the second searches. Each step of κ costs O(1).
     let mut to_x = vec![0.0; len];
+    let mut diag = vec![0.0; len];
+    for tau in 1..len {
+        add_to_x(&mut to_x, window, tau);
+        diag[tau] = to_x[tau];
+    }
+    to_x.fill(0.0);
     let mut best = None;
     let mut within_x = 0.0;
     for tau in 1..=len - min_size {
         within_x += diag[tau - 1];
-        let joined = window[tau - 1];
-        for (sum, w) in to_x[tau..].iter_mut().zip(&window[tau..]) {
-            *sum += (joined - w).abs();
-        }
+        add_to_x(&mut to_x, window, tau);
         if tau < min_size {
             continue;
         }
@@ -194,6 +192,14 @@ fn best_split_until(
         }
     }
     best
+}
+
+/// τ moves past `window[τ - 1]`: its distance to each later value joins their sums to X.
+fn add_to_x(to_x: &mut [f64], window: &[f64], tau: usize) {
+    let joined = window[tau - 1];
+    for (sum, w) in to_x[tau..].iter_mut().zip(&window[tau..]) {
+        *sum += (joined - w).abs();
+    }
 }
 
 /// The earlier of two equal splits wins, so ties resolve the same way every time.
