@@ -98,6 +98,8 @@ async fn answer(
         }
         ["v1", "loads"] => {
             allow(&[Method::POST])?;
+            // Role and slot first: a refused load is refused before its body is read.
+            let _receiving = crate::load::admit(state)?;
             let start: crate::protocol::load::StartLoad =
                 read_json_up_to(req, crate::protocol::load::MAX_LOAD_BYTES).await?;
             crate::load::start(state, start, state.config.lease)
@@ -232,7 +234,7 @@ fn hello(state: &State) -> Hello {
         cgroup: crate::host::cgroup_version(),
         allow_exec: state.config.allow_exec,
         lease_ms: state.config.lease.as_millis() as u64,
-        busy: state.busy(),
+        busy: state.busy().map(crate::protocol::Busy::without_id),
         default_server: state
             .config
             .default_server
@@ -241,8 +243,7 @@ fn hello(state: &State) -> Hello {
         generator: state.config.generator,
         load_busy: lock(&state.load)
             .as_ref()
-            .filter(|l| !l.done())
-            .map(|l| l.busy.clone()),
+            .map(|l| l.busy.clone().without_id()),
     }
 }
 

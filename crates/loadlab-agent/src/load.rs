@@ -31,6 +31,9 @@ use std::time::{Duration, Instant};
 /// The longest a load may wait for its start: the coordinator asks for a second or so.
 const MAX_START_AHEAD: Duration = Duration::from_secs(60);
 
+/// A load's threads per CPU of this host, at most.
+pub(crate) const MAX_THREADS_PER_CPU: usize = 4;
+
 pub(crate) const NO_GENERATOR: &str = "this agent was started without --generator: it does \
     not send load; start it with --generator on a host meant to generate load";
 
@@ -84,6 +87,49 @@ impl LoadRun {
     pub fn done(&self) -> bool {
         lock(&self.produced).done
     }
+
+    /// The 409 for another coordinator's load while this one holds the slot: running, or
+    /// ended with its result kept for its coordinator until it closes the load (after
+    /// reading it, a read whose answer was lost can be repeated) or its lease runs out.
+    pub fn refuse_another(&self) -> Result<(), Refusal> {
+        let why = if self.done() {
+            "has ended, and its result is kept until its coordinator closes it or its lease \
+             runs out"
+        } else {
+            "is being sent"
+        };
+        Err(Refusal {
+            busy: Some(Box::new(self.busy.clone())),
+            ..Refusal::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "busy: the load for run {} from host {} {why}; this agent sends one load at \
+                     a time",
+                    self.busy.run.as_deref().unwrap_or("(unnamed)"),
+                    self.busy.client
+                ),
+            )
+        })
+    }
+}
+
+/// Before a load's body is read (up to 16 MiB): the role, the load slot, and one body read
+/// at a time. The permit is held while the body is read; a request refused here is refused
+/// without reading a byte of its body.
+pub(crate) fn admit(state: &State) -> Result<tokio::sync::OwnedSemaphorePermit, Refusal> {
+    if !state.config.generator {
+        return Err(Refusal::new(StatusCode::FORBIDDEN, NO_GENERATOR));
+    }
+    if let Some(held) = lock(&state.load).as_ref() {
+        held.refuse_another()?;
+    }
+    state.load_body.clone().try_acquire_owned().map_err(|_| {
+        Refusal::new(
+            StatusCode::CONFLICT,
+            "busy: another load's request is being received; this agent sends one load at a \
+             time",
+        )
+    })
 }
 
 /// Hands the engine's finished intervals to the coordinator's reader.
@@ -141,6 +187,10 @@ pub(crate) fn start(
     if !state.config.generator {
         return Err(Refusal::new(StatusCode::FORBIDDEN, NO_GENERATOR));
     }
+    crate::open::check_name("client", &start.client)?;
+    if let Some(run) = &start.run {
+        crate::open::check_name("run", run)?;
+    }
     let mut spec = start
         .load
         .to_spec()
@@ -150,6 +200,18 @@ pub(crate) fn start(
     spec.start_at = u64::try_from(start.start_at_ns)
         .ok()
         .map(|ns| std::time::UNIX_EPOCH + Duration::from_nanos(ns));
+    let cpus = crate::host::cpus().max(1);
+    if let Some(threads) = spec.threads.filter(|t| *t > MAX_THREADS_PER_CPU * cpus) {
+        return Err(Refusal::field(
+            "load.threads",
+            format!(
+                "threads {threads} is more than {MAX_THREADS_PER_CPU} per CPU of this host \
+                 ({cpus} CPUs, so at most {}): more threads than cores only contend; give \
+                 fewer, or leave it out for one per core",
+                MAX_THREADS_PER_CPU * cpus
+            ),
+        ));
+    }
     let config = spec
         .validate()
         .map_err(|e| Refusal::field("load", e.to_string()))?;
@@ -178,22 +240,10 @@ pub(crate) fn start(
     };
     let mut slot = lock(&state.load);
     if let Some(held) = slot.as_ref() {
-        if !held.done() {
-            return Err(Refusal {
-                busy: Some(Box::new(held.busy.clone())),
-                ..Refusal::new(
-                    StatusCode::CONFLICT,
-                    format!(
-                        "busy sending load for run {} from host {}: this agent sends one load \
-                         at a time",
-                        held.busy.run.as_deref().unwrap_or("(unnamed)"),
-                        held.busy.client
-                    ),
-                )
-            });
-        }
+        held.refuse_another()?;
     }
-    let id = crate::state_dir::random_hex(8);
+    // 128 random bits: with the token, the id is what lets a coordinator read its result.
+    let id = crate::state_dir::random_hex(16);
     let control = RunControl::new();
     let produced: Arc<Mutex<Produced>> = Arc::default();
     let changed: Arc<tokio::sync::Notify> = Arc::default();

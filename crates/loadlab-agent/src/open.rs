@@ -27,6 +27,10 @@ pub(crate) async fn open(
     local: SocketAddr,
     open: OpenSession,
 ) -> Result<Reply, Refusal> {
+    check_name("client", &open.client)?;
+    if let Some(run) = &open.run {
+        check_name("run", run)?;
+    }
     let lease = match open.lease_ms {
         None => state.config.lease,
         Some(ms) if (100..=MAX_LEASE_MS).contains(&ms) => Duration::from_millis(ms),
@@ -249,10 +253,34 @@ fn opened(id: &str, held: &Held, host: std::net::IpAddr, lease: Duration) -> Ope
     opened
 }
 
-/// A session id: 16 random hex characters.
+/// A session id: 128 random bits as hex (with the token, the right to act on the session).
 fn new_id() -> String {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 8];
-    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::state_dir::random_hex(16)
+}
+
+/// The most bytes of a client's or a run's name: shown in `hello` and in a 409 to others.
+pub(crate) const MAX_NAME_BYTES: usize = 128;
+
+/// A name a client gives itself (`client`, `run`): at most [`MAX_NAME_BYTES`], no control
+/// characters (it is shown to other clients, and printed on their terminals).
+pub(crate) fn check_name(field: &str, value: &str) -> Result<(), Refusal> {
+    if value.len() > MAX_NAME_BYTES {
+        return Err(Refusal::field(
+            field,
+            format!(
+                "{field} is {} bytes long, more than {MAX_NAME_BYTES}: give a shorter name",
+                value.len()
+            ),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(Refusal::field(
+            field,
+            format!(
+                "{field} holds control characters (escapes, line breaks): give a name of \
+                 printable characters"
+            ),
+        ));
+    }
+    Ok(())
 }

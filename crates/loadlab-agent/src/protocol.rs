@@ -77,12 +77,24 @@ pub struct Hello {
 /// Who holds the agent.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Busy {
+    /// Empty as shown to others (hello, a 409): with the token, a session's or a load's id
+    /// is the right to act on it or read its result.
     pub session: String,
-    /// The generator's host name, as it said.
+    /// The generator's host name, as it said (at most 128 bytes, no control characters).
     pub client: String,
-    /// The run id or label, as it said.
+    /// The run id or label, as it said (the same bounds).
     pub run: Option<String>,
     pub since_unix_s: f64,
+}
+
+impl Busy {
+    /// As shown to anyone but its holder: without its id.
+    pub fn without_id(self) -> Busy {
+        Busy {
+            session: String::new(),
+            ..self
+        }
+    }
 }
 
 /// `POST /v1/clock`: the agent's clock (unix ns) when the request arrived and when the

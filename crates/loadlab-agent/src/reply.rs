@@ -70,7 +70,7 @@ impl Refusal {
             &ErrorBody {
                 error: self.error,
                 field: self.field,
-                busy: self.busy.map(|b| *b),
+                busy: self.busy.map(|b| b.without_id()),
             },
         );
         if unauthorized {

@@ -31,6 +31,9 @@ pub(crate) struct State {
     /// The load being sent in the generator role (one at a time), kept after it ends until
     /// its coordinator closes it or its lease runs out.
     pub load: Mutex<Option<Arc<crate::load::LoadRun>>>,
+    /// One load body (up to 16 MiB) read at a time: concurrent starts are refused before
+    /// their bodies are read.
+    pub load_body: Arc<tokio::sync::Semaphore>,
     nonces: Mutex<Nonces>,
 }
 
@@ -54,6 +57,7 @@ impl State {
             config,
             slot: Mutex::new(Slot::Free),
             load: Mutex::default(),
+            load_body: Arc::new(tokio::sync::Semaphore::new(1)),
             nonces: Mutex::new(nonces),
         }
     }

@@ -182,7 +182,8 @@ fn attach_by_pid_samples_a_growing_cpu_and_is_one_at_a_time() {
         "{}",
         busy.error
     );
-    assert_eq!(busy.busy.unwrap().session, opened.session);
+    // Who holds it, but not its id: with the token, the id is the right to act on it.
+    assert_eq!(busy.busy.unwrap().session, "");
 
     let base = format!("/v1/sessions/{}", opened.session);
     let start_sampling = StartSampling {
@@ -352,6 +353,12 @@ fn the_generators_client_recovers_the_offset_and_runs_a_session() {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, support::TOKEN).unwrap();
+    // Private, as the client requires of a token file.
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
     let endpoint = loadlab_agent::client::AgentEndpoint {
         url: format!("https://{}", agent.addr),
         token_file,

@@ -9,6 +9,7 @@ mod support;
 
 mod agent;
 mod audit;
+mod bounds;
 mod client;
 mod load;
 mod path;
