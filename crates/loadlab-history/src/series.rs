@@ -39,7 +39,7 @@ pub struct Point {
 /// on a 2-core machine), and the newest revisions are the ones a gate asks about.
 pub const LAST_DEFAULT: usize = 500;
 
-/// The most `--last` takes, so time (about 17 s on four metrics) and memory (a change's
+/// The most `--last` takes, so time (about 15 s on four metrics) and memory (a change's
 /// size comes from every pair of runs either side of it) stay bounded.
 pub const LAST_MAX: usize = 2000;
 
