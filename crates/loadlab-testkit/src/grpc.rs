@@ -21,6 +21,10 @@ pub struct GrpcAnswer {
     pub data: Vec<Bytes>,
     /// Trailers; `None`: the answer ends with its last DATA (or its headers).
     pub trailers: Option<Vec<(&'static str, String)>>,
+    /// Instead of answering: reset the stream with this code (RST_STREAM).
+    pub reset: Option<h2::Reason>,
+    /// Hold the answer this long first (a server slower than the client's timeout).
+    pub delay: std::time::Duration,
 }
 
 /// A Length-Prefixed-Message: flag 0, the length, the bytes.
@@ -43,6 +47,8 @@ impl GrpcAnswer {
             headers: grpc_headers(),
             data: vec![grpc_frame(&[0x0a, 2, b'o', b'k'])],
             trailers: Some(vec![("grpc-status", "0".into())]),
+            reset: None,
+            delay: std::time::Duration::ZERO,
         }
     }
 
@@ -53,23 +59,22 @@ impl GrpcAnswer {
         headers.push(("grpc-status", code.to_string()));
         headers.push(("grpc-message", message.to_string()));
         GrpcAnswer {
-            http_status: 200,
             headers,
             data: Vec::new(),
             trailers: None,
+            ..GrpcAnswer::ok()
         }
     }
 
     /// `code` with `message` in trailers, after headers and no message.
     pub fn status(code: u32, message: &str) -> GrpcAnswer {
         GrpcAnswer {
-            http_status: 200,
-            headers: grpc_headers(),
             data: Vec::new(),
             trailers: Some(vec![
                 ("grpc-status", code.to_string()),
                 ("grpc-message", message.to_string()),
             ]),
+            ..GrpcAnswer::ok()
         }
     }
 
@@ -159,6 +164,13 @@ async fn serve(tcp: tokio::net::TcpStream, answers: Arc<Vec<GrpcAnswer>>, c: Arc
                 c.request_bytes
                     .fetch_add(chunk.len() as u64, Ordering::SeqCst);
                 let _ = body.flow_control().release_capacity(chunk.len());
+            }
+            if !answer.delay.is_zero() {
+                tokio::time::sleep(answer.delay).await;
+            }
+            if let Some(reason) = answer.reset {
+                respond.send_reset(reason);
+                return;
             }
             let mut head = http::Response::builder().status(answer.http_status);
             for (k, v) in &answer.headers {

@@ -87,10 +87,7 @@ fn unary_open_loop_completes_exactly_what_the_server_counts() {
     let m = &r.measured;
     assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
     assert!(m.requests.completed >= 1_000, "{}", m.requests.completed);
-    assert_eq!(
-        m.requests.completed,
-        up.grpc_requests
-    );
+    assert_eq!(m.requests.completed, up.grpc_requests);
 }
 
 /// A run of 17 calls on one stream: call k answered with status k, once each.
@@ -163,6 +160,7 @@ fn hostile_answers_are_named_failures() {
             headers: vec![("content-type", "text/html".into())],
             data: vec![bytes::Bytes::from_static(b"<html>busy</html>")],
             trailers: None,
+            ..GrpcAnswer::ok()
         },
     ];
     let server = GrpcServer::start(answers);
@@ -242,4 +240,45 @@ fn an_http1_server_is_a_protocol_error_saying_so() {
     assert_eq!(m.requests.failed, 3, "{:?}", m.errors);
     let detail = m.error_details.values().next().cloned().unwrap_or_default();
     assert!(detail.contains("HTTP/1"), "{:?}", m.error_details);
+}
+
+/// The server's deadline and loadlab's own timeout are told apart; a reset stream is the
+/// server's RST_STREAM, with its code.
+#[test]
+fn deadline_exceeded_timeout_and_reset_are_three_classes() {
+    let answers = vec![
+        GrpcAnswer::trailers_only(4, "Deadline%20Exceeded"),
+        GrpcAnswer {
+            delay: Duration::from_secs(5),
+            ..GrpcAnswer::ok()
+        },
+        GrpcAnswer {
+            reset: Some(h2::Reason::CANCEL),
+            ..GrpcAnswer::ok()
+        },
+    ];
+    let server = GrpcServer::start(answers);
+    let call = GrpcSpec {
+        deadline: Some(Duration::from_millis(100)),
+        ..upstream_call()
+    };
+    let r = common::run_within(
+        RunSpec {
+            connections: Some(1),
+            threads: Some(1),
+            requests: Some(3),
+            timeout: Duration::from_millis(150),
+            ..grpc(server.url(), call)
+        },
+        Duration::from_secs(30),
+    );
+    let m = &r.measured;
+    for class in ["grpc_deadline_exceeded", "request_timeout", "stream_reset"] {
+        assert_eq!(m.errors.get(class), Some(&1), "{class}: {:?}", m.errors);
+    }
+    assert!(
+        m.error_details["stream_reset"].contains("CANCEL"),
+        "{:?}",
+        m.error_details
+    );
 }
