@@ -770,3 +770,115 @@ fn ansible_inventory_starts_generator_agents_reuses_them_and_stops_them() {
     drop(server);
     drop(lab);
 }
+
+/// The limit loadlab cannot see (issue 52): a generator host whose downlink is capped where a
+/// provider caps it (10 Mbit/s on the bridge's side, invisible from the host) runs against a
+/// fast server answering 12 KB: the run names a queue on its path (docs/path.md). A host with
+/// an uncapped path runs against a CPU-bound server (240 requests/s, one at a time): its
+/// response times are as long, and no path is blamed.
+#[test]
+fn a_capped_downlink_is_named_as_the_path_and_a_cpu_bound_server_behind_a_wide_one_is_not() {
+    let _serial = serial();
+    let lab = match netns::Lab::new(2) {
+        Ok(lab) => lab,
+        Err(e) => {
+            eprintln!("SKIPPED: no test hosts here ({e})");
+            return;
+        }
+    };
+    if let Err(e) = lab.cap_down(0, "10mbit") {
+        eprintln!("SKIPPED: tc cannot shape a link here ({e})");
+        return;
+    }
+    let dir = ScratchDir::new("fleet-path-verdict");
+    let (sns, saddr) = lab.server.clone();
+    // A server listening in the server's namespace, killed when dropped.
+    struct Server(Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let serve = |port: &str, args: &[&str]| {
+        let mut child = in_ns(&sns, FIXTURE)
+            .args(args)
+            .arg("--print-address")
+            .env("HOST", saddr.to_string())
+            .env("PORT", port)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert!(line.starts_with("listening on"), "{line}");
+        Server(child)
+    };
+    let _fast = serve("8081", &[]);
+    let _serial_server = serve("8082", &["--service-us", "4166"]);
+    let run = |host: usize, port: u16, name: &str| -> Value {
+        let json = dir.join(name);
+        let out = in_ns(&lab.hosts[host].0, LOADLAB)
+            .args([
+                "run",
+                "--no-save",
+                "-q",
+                "-c",
+                "16",
+                "-d",
+                "2s",
+                "--warmup",
+                "500ms",
+            ])
+            .arg("--json")
+            .arg(&json)
+            .arg(format!("http://{saddr}:{port}/bytes?n=12288"))
+            .output()
+            .unwrap();
+        std::fs::read_to_string(&json)
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap_or_else(|e| panic!("no result ({e}): {}", text(&out)))
+    };
+    let on_path = |doc: &Value| {
+        doc["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|v| v.contains("a queue on the path"))
+            .map(str::to_string)
+    };
+    let capped = run(0, 8081, "capped.json");
+    let said = on_path(&capped).unwrap_or_else(|| {
+        panic!(
+            "the capped path is not named: {}\n{}",
+            capped["verdicts"], capped["path"]
+        )
+    });
+    eprintln!("capped: {said}");
+    assert!(said.contains("the path to this machine carried"), "{said}");
+    // The evidence: the generator's goodput at the cap (10 Mbit/s, less TCP's and HTTP's
+    // overhead and the bucket's bursts), its round trip tens of milliseconds over the minimum.
+    let report = &capped["path"][0];
+    assert_eq!(report["side"], "generator");
+    let measured: Vec<&Value> = report["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["warmup"] == false)
+        .collect();
+    for i in &measured {
+        let mbit = i["received_per_s"].as_f64().unwrap() * 8.0 / 1e6;
+        assert!((7.0..=10.5).contains(&mbit), "{mbit} Mbit/s: {i}");
+    }
+    let cpu = run(1, 8082, "cpu.json");
+    assert_eq!(on_path(&cpu), None, "{}", cpu["verdicts"]);
+    // It was the server's limit, with response times of the same order.
+    let p50 = cpu["measured"]["latency_us"]["p50"].as_f64().unwrap();
+    assert!(p50 > 20_000.0, "the CPU-bound server queued: p50 {p50} us");
+}
