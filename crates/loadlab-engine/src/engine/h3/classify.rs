@@ -16,6 +16,26 @@ fn tls_alert(code: quinn::TransportErrorCode) -> Option<u8> {
     (0x100..0x200).contains(&code).then(|| (code - 0x100) as u8)
 }
 
+/// Text from the server (a CONNECTION_CLOSE's reason phrase, rustls's words about its
+/// certificate), as every server string is put in a result: `escape_debug`, so a control
+/// character, a terminal's escape or a line break is shown, not obeyed, in `run` and in
+/// `runs show` alike.
+fn escaped(text: &str) -> String {
+    text.escape_debug().to_string()
+}
+
+/// A server's CONNECTION_CLOSE: its code, and its reason phrase (the server's bytes) escaped.
+fn close_text(close: &quinn::ConnectionClose) -> String {
+    let code = close.error_code;
+    if close.reason.is_empty() {
+        return code.to_string();
+    }
+    format!(
+        "{code}: \"{}\"",
+        escaped(&String::from_utf8_lossy(&close.reason))
+    )
+}
+
 /// No reply to the handshake within `--connect-timeout`.
 pub(super) fn no_handshake_reply(address: SocketAddr) -> (ErrorClass, String) {
     (
@@ -45,17 +65,17 @@ pub(super) fn handshake(e: &quinn::ConnectionError, address: SocketAddr) -> (Err
                     format!(
                         "the server's certificate is not trusted ({}): give its CA with --cacert, \
                      or --insecure for a test server",
-                        t.reason
+                        escaped(&t.reason)
                     ),
                 )
             }
             Some(_) => (
                 ErrorClass::TlsHandshake,
-                format!("the QUIC handshake's TLS failed: {}", t.reason),
+                format!("the QUIC handshake's TLS failed: {}", escaped(&t.reason)),
             ),
             None => (
                 ErrorClass::ConnectError,
-                format!("the QUIC handshake failed: {t}"),
+                format!("the QUIC handshake failed: {}", escaped(&t.to_string())),
             ),
         },
         // The server ended it.
@@ -83,7 +103,10 @@ pub(super) fn handshake(e: &quinn::ConnectionError, address: SocketAddr) -> (Err
             ),
             None => (
                 ErrorClass::ConnectError,
-                format!("the server closed the QUIC handshake: {close}"),
+                format!(
+                    "the server closed the QUIC handshake: {}",
+                    close_text(close)
+                ),
             ),
         },
         E::VersionMismatch => (
@@ -96,7 +119,7 @@ pub(super) fn handshake(e: &quinn::ConnectionError, address: SocketAddr) -> (Err
         ),
         other => (
             ErrorClass::ConnectError,
-            format!("the QUIC handshake failed: {other}"),
+            format!("the QUIC handshake failed: {}", escaped(&other.to_string())),
         ),
     }
 }
@@ -113,7 +136,10 @@ fn quic_lost(e: &quinn::ConnectionError) -> (ErrorClass, String) {
         ),
         E::ConnectionClosed(close) => (
             ErrorClass::ConnectionReset,
-            format!("the server closed the QUIC connection: {close}"),
+            format!(
+                "the server closed the QUIC connection: {}",
+                close_text(close)
+            ),
         ),
         E::ApplicationClosed(close) => (
             ErrorClass::GoAway,
@@ -124,13 +150,19 @@ fn quic_lost(e: &quinn::ConnectionError) -> (ErrorClass, String) {
         ),
         E::TransportError(t) => (
             ErrorClass::ProtocolError,
-            format!("the server broke QUIC; loadlab closed the connection: {t}"),
+            format!(
+                "the server broke QUIC; loadlab closed the connection: {}",
+                escaped(&t.to_string())
+            ),
         ),
         E::LocallyClosed => (
             ErrorClass::ClosedBeforeResponse,
             "the connection was closed by loadlab".into(),
         ),
-        other => (ErrorClass::IoError, format!("QUIC: {other}")),
+        other => (
+            ErrorClass::IoError,
+            format!("QUIC: {}", escaped(&other.to_string())),
+        ),
     }
 }
 
@@ -162,7 +194,10 @@ pub(super) fn connection(e: &::h3::error::ConnectionError) -> (ErrorClass, Strin
             ..
         } => match inner.downcast_ref::<quinn::ConnectionError>() {
             Some(q) => quic_lost(q),
-            None => (ErrorClass::IoError, format!("QUIC: {inner}")),
+            None => (
+                ErrorClass::IoError,
+                format!("QUIC: {}", escaped(&inner.to_string())),
+            ),
         },
         C::Remote {
             0: I::InternalError(why),
@@ -264,6 +299,39 @@ mod tests {
             ErrorClass::ConnectRefused
         );
         assert!(ErrorClass::ConnectRefused.is_connect_failure());
+    }
+
+    /// Issue 51, item 5: a CONNECTION_CLOSE's reason phrase is the server's bytes; in the
+    /// detail a terminal is shown, they are escaped (it cleared the screen, set the title,
+    /// rang the bell and forged a line "FAKE: all requests succeeded").
+    #[test]
+    fn a_close_reason_is_escaped_where_it_enters_the_result() {
+        let at: SocketAddr = "127.0.0.1:4433".parse().unwrap();
+        let hostile = "\u{1b}[2J\u{1b}]0;title\u{7}\r\nFAKE: all requests succeeded";
+        let close = E::ConnectionClosed(ConnectionClose {
+            error_code: TransportErrorCode::PROTOCOL_VIOLATION,
+            frame_type: None,
+            reason: bytes::Bytes::from(hostile),
+        });
+        let app = E::ApplicationClosed(quinn::ApplicationClose {
+            error_code: quinn::VarInt::from_u32(0x100),
+            reason: bytes::Bytes::from(hostile),
+        });
+        for why in [
+            handshake(&close, at).1,
+            quic_lost(&close).1,
+            handshake(&app, at).1,
+        ] {
+            assert!(why.contains("FAKE: all requests succeeded"), "{why}");
+            assert!(
+                !why.chars().any(|c| c.is_control()),
+                "a control character reached the detail: {why:?}"
+            );
+            assert!(
+                why.contains("\\u{1b}[2J") && why.contains("\\r\\nFAKE"),
+                "{why}"
+            );
+        }
     }
 
     #[test]
