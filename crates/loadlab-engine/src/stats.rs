@@ -275,6 +275,10 @@ pub struct Recorder {
     pub first: FirstRecorder,
     /// A scenario run: per-step figures (measured part only).
     pub scenario: Option<crate::steps::ScenarioStats>,
+    /// HTTP/2 and HTTP/3: the most streams a server allowed open at once on a connection
+    /// while it held back one of the `--streams` asked (0: it never did; see
+    /// `engine::streams`).
+    pub streams_allowed: usize,
 }
 
 /// How many completed requests make up a run's "first requests", compared with the rest to
@@ -324,6 +328,7 @@ impl Recorder {
         self.timeline.merge(&other.timeline);
         self.in_flight += other.in_flight;
         self.first.merge(&other.first);
+        self.streams_allowed = self.streams_allowed.max(other.streams_allowed);
         match (&mut self.scenario, &other.scenario) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.scenario = Some(b.clone()),

@@ -154,7 +154,28 @@ pub(crate) fn verdicts(
             .map(|p| p.connections_opened)
             .sum();
         let held_back = behind && config.scenario.is_none() && opened < config.connections as u64;
-        if due > 0 && (unsent_blames || (in_time as f64) < due as f64 * KEEP_UP_SHARE) {
+        // No connection ever opened (a port nothing answers on, a handshake never finished):
+        // every request sent failed to connect, and what fell due waited for connects, not
+        // for busy connections.
+        let r = &measured.requests;
+        let unreachable = r.completed == 0
+            && r.failed == r.issued
+            && r.failed == measured.connections_failed
+            && config.scenario.is_none();
+        if due > 0 && unreachable {
+            let mut line = format!(
+                "no connection to the target opened: of {due} requests that fell due none was \
+                 answered"
+            );
+            if unsent > 0 {
+                line.push_str(&format!(
+                    "; {unsent} were never sent because they waited for a connection that \
+                     failed to open or was still opening when the run ended, not for a busy one"
+                ));
+            }
+            line.push_str(" (see the errors and warnings: is the target reachable?)");
+            out.push(line);
+        } else if due > 0 && (unsent_blames || (in_time as f64) < due as f64 * KEEP_UP_SHARE) {
             let secs = ran.as_secs_f64().max(1e-9);
             let (completed_per_s, due_per_s) = (in_time as f64 / secs, due as f64 / secs);
             let mut line = if held_back {
@@ -177,6 +198,12 @@ pub(crate) fn verdicts(
                 ));
             } else if unsent > 0 && held_back {
                 line.push_str(&format!("; {unsent} requests were never sent"));
+            } else if unsent > 0 && measured.connections_failed > 0 {
+                line.push_str(&format!(
+                    "; {unsent} requests were never sent because every connection was busy (cap \
+                     {}) or failed to open ({} connects failed: see the errors)",
+                    config.connections, measured.connections_failed
+                ));
             } else if unsent > 0 {
                 line.push_str(&format!(
                     "; {unsent} requests were never sent because every connection was busy (cap {})",
@@ -274,6 +301,16 @@ pub(crate) fn warnings(
             ));
         }
     }
+    let allowed = outcome.recorder.streams_allowed;
+    if allowed > 0 && allowed < config.streams {
+        out.push(format!(
+            "--streams asked for {} concurrent streams on each connection; the server allowed \
+             at most {allowed} at once (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, QUIC's stream \
+             limit), so no connection carried more: for more concurrency give more connections \
+             (-c)",
+            config.streams
+        ));
+    }
     if let Some(steal) = outcome.steal.iter().cloned().reduce(f64::max) {
         if steal >= STEAL_WARNING {
             out.push(format!(
@@ -288,8 +325,9 @@ pub(crate) fn warnings(
         out.push(format!(
             "no measured request was sent: {} due waited for a connection still opening when \
              the run ended (a TCP connect never answered: SYNs dropped by a firewall or a full \
-             accept queue; over TLS, a handshake the server never answered); loadlab waits up \
-             to --connect-timeout ({}) for each",
+             accept queue; over TLS, a handshake the server never answered; over QUIC, no \
+             handshake reply on the UDP port: nothing listening there, or a server that ignores \
+             it or answers garbage); loadlab waits up to --connect-timeout ({}) for each",
             r.not_sent,
             seconds_or_ms(config.connect_timeout.as_secs_f64())
         ));

@@ -39,6 +39,27 @@ fn url_parts() {
 fn rejections_name_the_flag_and_the_fix() {
     let cases: &[(RunSpec, &str, &str)] = &[
         (spec("localhost:8080/"), "url", "http://localhost:8080/"),
+        // Issue 51, item 6: streams are bounded as connections are (4294967296 aborted on a
+        // failed allocation; 1,000,000 on one connection took 1.6-2.7 GB).
+        (
+            RunSpec {
+                http2: true,
+                streams: 4_294_967_296,
+                ..spec("http://a/")
+            },
+            "streams",
+            "4294967296 streams on a connection, more than one loadlab carries (1000000)",
+        ),
+        (
+            RunSpec {
+                http2: true,
+                streams: 1_000,
+                connections: Some(10_000),
+                ..spec("http://a/")
+            },
+            "streams",
+            "10000 connections x 1000 streams is 10000000 requests at once",
+        ),
         (spec("ftp://x/"), "url", "use http://"),
         (
             RunSpec {

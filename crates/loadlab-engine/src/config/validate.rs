@@ -30,6 +30,26 @@ impl RunSpec {
         if self.streams == 0 {
             return Err(reject("streams", "must be at least 1; try --streams 10"));
         }
+        // Each stream is a request under way, as each connection is: the same bound.
+        let concurrent = self.streams.saturating_mul(self.connections.unwrap_or(1));
+        if concurrent > MAX_CONNECTIONS {
+            let what = match self.connections {
+                Some(c) if c > 1 => format!(
+                    "{c} connections x {} streams is {concurrent} requests at once",
+                    self.streams
+                ),
+                _ => format!("{} streams on a connection", self.streams),
+            };
+            return Err(reject(
+                "streams",
+                format!(
+                    "{what}, more than one loadlab carries ({MAX_CONNECTIONS}); servers allow \
+                     100 to 1,000 streams at once on a connection (HTTP/2's \
+                     SETTINGS_MAX_CONCURRENT_STREAMS, QUIC's stream limit): give fewer, with \
+                     more connections (-c), or run several loadlab processes (shards)"
+                ),
+            ));
+        }
         if self.streams > 1 && !self.http2 && !self.http3 {
             return Err(reject(
                 "streams",

@@ -16,7 +16,9 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio::time::Sleep;
 
-pub(super) use record::{note_detail, record_failure, record_sent, record_success, settled};
+pub(super) use record::{
+    note_detail, record_failure, record_sent, record_success, settled, unsent_if_abandoned,
+};
 pub(super) use stream::{connect, dial, Dialed, Dialer, Io, Stream};
 use wire::{await_close, exchange};
 

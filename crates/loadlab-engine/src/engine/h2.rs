@@ -160,21 +160,12 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
             .progress
             .completed
             .load(std::sync::atomic::Ordering::Relaxed);
-        let mut streams = tokio::task::JoinSet::new();
-        for _ in 0..ctx.streams {
-            streams.spawn_local(stream_loop(ctx.clone(), send.clone(), owed.clone()));
-        }
+        // Streams start as the server's SETTINGS_MAX_CONCURRENT_STREAMS lets them open.
+        let credit = Rc::new(super::streams::Credit::default());
+        let held_at = || Some(send.current_max_send_streams());
+        let stream = || stream_loop(ctx.clone(), send.clone(), owed.clone(), credit.clone());
+        let connection_died = super::streams::run(&ctx, &credit, held_at, stream).await;
         drop(send);
-        let mut connection_died = false;
-        while let Some(outcome) = streams.join_next().await {
-            match outcome {
-                Ok(died) => connection_died |= died,
-                Err(_) => {
-                    ctx.crashed.set(true);
-                    ctx.stop.stop();
-                }
-            }
-        }
         if !connection_died && owed.is_empty() {
             break;
         }
@@ -198,7 +189,12 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
 
 /// One stream's closed loop. Returns true when the connection died under it. A request the
 /// server did not process is owed (`owed`) and sent first on the next connection.
-async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Owed>) -> bool {
+async fn stream_loop(
+    ctx: Rc<ThreadCtx>,
+    send: SendRequest<Bytes>,
+    owed: Rc<Owed>,
+    credit: Rc<super::streams::Credit>,
+) -> bool {
     loop {
         let now = Instant::now();
         if over(&ctx, now) {
@@ -217,6 +213,7 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, send: SendRequest<Bytes>, owed: Rc<Owed
         // Owed: sent first on the next stream (issued once, by that send; counted as
         // retried each time it is put back), within `unprocessed`'s bounds.
         owed.put_back(&ctx, phase, refusals, outcome);
+        credit.request_ended();
         if outcome.ends_connection() {
             return true;
         }

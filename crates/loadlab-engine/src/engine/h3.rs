@@ -4,7 +4,8 @@
 //! does QUIC (`quic`: one UDP endpoint per worker thread, its receive buffer sized), the h3
 //! crates do HTTP/3; this module drives them and records each request as HTTP/2's are:
 //! latency from the send, status, payload (DATA) bytes, and beside them the UDP bytes its
-//! connection carried (`wire`). Failures are classified by `classify`.
+//! connection carried (`wire`). Failures are classified by `classify`. Version Negotiation
+//! packets listing v1 are dropped as they arrive (`bogus_vn`).
 //!
 //! When a connection dies (idle timeout, stateless reset, CONNECTION_CLOSE) its streams stop,
 //! their failures are counted, and the connection is opened again while the run goes on. A
@@ -22,6 +23,7 @@
 //! It must not time a request from before its stream was asked for (a wait for the server's
 //! stream credit is the server's, and counts).
 
+mod bogus_vn;
 mod classify;
 mod early;
 mod pool;
@@ -29,8 +31,8 @@ mod quic;
 mod wire;
 
 use super::exchange::{
-    back_off, backoff_after, note_detail, record, record_failure, record_sent, settled, Due,
-    FieldSink, Sent, Traffic,
+    back_off, backoff_after, note_detail, record, record_failure, record_sent, settled,
+    unsent_if_abandoned, Due, FieldSink, Sent, Traffic,
 };
 use super::h2::H2Request;
 use super::unprocessed::{Outcome, Owed};
@@ -62,6 +64,8 @@ pub(super) struct Handle {
     early: Option<Rc<early::Early>>,
     /// The connection's UDP bytes, booked as its requests end.
     wire: Rc<wire::Wire>,
+    /// Its streams waiting for QUIC's stream credit, and open (see `streams`).
+    credit: Rc<super::streams::Credit>,
 }
 
 /// What every worker thread of an HTTP/3 run is given alike.
@@ -163,9 +167,10 @@ fn over(ctx: &ThreadCtx, now: Instant) -> bool {
     ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
 }
 
-/// Opens a connection for a request of `phase`; a failure is recorded as that request's.
+/// Opens a connection for a request of `phase`; a failure is recorded as that request's, and
+/// an opening the run's end abandoned leaves it due and never sent, as over TCP.
 pub(super) async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Result<Handle, ErrorClass> {
-    match quic::open(ctx, phase).await {
+    match unsent_if_abandoned(ctx, phase, quic::open(ctx, phase)).await {
         Ok(send) => Ok(send),
         Err((class, why)) => {
             note_detail(ctx, phase, class, Some(why));
@@ -212,21 +217,12 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
             .progress
             .completed
             .load(std::sync::atomic::Ordering::Relaxed);
-        let mut streams = tokio::task::JoinSet::new();
-        for _ in 0..ctx.streams {
-            streams.spawn_local(stream_loop(ctx.clone(), send.clone(), owed.clone()));
-        }
+        // Streams start as the server's stream credit lets them open.
+        let credit = send.credit.clone();
+        let held_at = || credit.held_at();
+        let stream = || stream_loop(ctx.clone(), send.clone(), owed.clone());
+        let connection_died = super::streams::run(&ctx, &credit, held_at, stream).await;
         drop(send);
-        let mut connection_died = false;
-        while let Some(outcome) = streams.join_next().await {
-            match outcome {
-                Ok(died) => connection_died |= died,
-                Err(_) => {
-                    ctx.crashed.set(true);
-                    ctx.stop.stop();
-                }
-            }
-        }
         // Without keep-alive the connection ends with its streams' requests: the loop opens
         // the next one.
         if !connection_died && owed.is_empty() && ctx.keepalive {
@@ -280,6 +276,7 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Owed>) -> bo
             record(&ctx, &due, sent);
         }
         owed.put_back(&ctx, phase, refusals, outcome);
+        send.credit.request_ended();
         if outcome.ends_connection() {
             return true;
         }
@@ -289,19 +286,22 @@ async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Owed>) -> bo
     }
 }
 
-/// One request's exchange on a new stream of `send`: its status, or how it failed; the
+/// One request's exchange on a new stream of `conn`: its status, or how it failed; the
 /// response's header fields and body go to `sink`. `went_early`: its stream opened before
 /// the 0-RTT handshake ended.
 async fn exchange<S: FieldSink>(
-    send: &mut SendRequest,
+    conn: &mut Handle,
     request: http::Request<()>,
     body: Bytes,
     sink: &mut S,
-    early: Option<&early::Early>,
     traffic: &mut Traffic,
     went_early: &mut bool,
 ) -> Result<u16, ::h3::error::StreamError> {
-    let mut stream = send.send_request(request).await?;
+    // Until the stream opens it waits for QUIC's stream credit: the server's limit.
+    let mut asking = conn.credit.asking();
+    let mut stream = conn.send.send_request(request).await?;
+    asking.opened();
+    let early = conn.early.as_deref();
     *went_early = early.is_some_and(|e| e.take_early(stream.id()));
     traffic.sent += send_body(&mut stream, body).await?;
     let response = stream.recv_response().await?;
@@ -372,11 +372,10 @@ pub(super) async fn one_request<S: FieldSink>(
         loop {
             let mut went_early = false;
             let outcome = exchange(
-                &mut conn.send,
+                conn,
                 build(),
                 body.clone(),
                 sink,
-                conn.early.as_deref(),
                 &mut traffic,
                 &mut went_early,
             )

@@ -26,6 +26,7 @@ mod pool;
 mod scenario;
 mod stamped;
 mod steal;
+mod streams;
 mod thread;
 mod timer;
 mod unprocessed;

@@ -93,7 +93,7 @@ pub(super) fn thread(
             let schedule = async {
                 match &ctx.scenario {
                     Some(run) => scenario::open::run(ctx.clone(), run.clone(), numbering).await,
-                    None => open::run(ctx.clone(), preopened).await,
+                    None => open::run(ctx.clone(), preopened, wall_start).await,
                 }
             };
             tokio::select! {

@@ -25,5 +25,7 @@ mod refused_streams;
 mod scenario;
 mod scenario_mux;
 mod shard_props;
+mod stream_limit;
 mod tls;
 mod tls_advice;
+mod unanswered;

@@ -9,6 +9,44 @@ use crate::stats::Phase;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+/// Opens a connection (`open`: over TCP, TLS or QUIC) for a request of `phase`. A closed
+/// loop's opening the run's end abandoned (a SYN, a TLS or QUIC handshake never answered,
+/// within a --connect-timeout longer than the run) leaves the request it was opened for due
+/// and never sent, and it is counted so: the one rule for every protocol. Without it such a
+/// run was "0 of 0 issued", no verdict, exit 0. An open loop counts these itself
+/// (`OpenState::unsent`: taken by a connection still connecting), so it is left out here.
+pub(in crate::engine) async fn unsent_if_abandoned<T>(
+    ctx: &ThreadCtx,
+    phase: Phase,
+    open: impl std::future::Future<Output = T>,
+) -> T {
+    let mut unfinished = Unfinished {
+        ctx,
+        phase,
+        armed: true,
+    };
+    let opened = open.await;
+    unfinished.armed = false;
+    opened
+}
+
+/// See [`unsent_if_abandoned`]: armed while the opening is under way.
+struct Unfinished<'a> {
+    ctx: &'a ThreadCtx,
+    phase: Phase,
+    armed: bool,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if self.armed && self.ctx.open.is_none() {
+            if let Ok(mut rec) = self.ctx.recorder.try_borrow_mut() {
+                rec.phase(self.phase).not_sent += 1;
+            }
+        }
+    }
+}
+
 /// A request is sent: one more issued in `phase`, and one more in flight, on the recorder
 /// and in the thread's live count.
 pub(in crate::engine) fn record_sent(ctx: &ThreadCtx, phase: Phase) {

@@ -168,38 +168,12 @@ pub(in crate::engine) type DialError = (ErrorClass, Option<String>);
 
 /// Opens a connection and records it in `phase`'s stats: TCP, then TLS for https.
 pub(in crate::engine) async fn connect(ctx: &ThreadCtx, phase: Phase) -> Result<Stream, DialError> {
-    let mut unfinished = Unfinished {
-        ctx,
-        phase,
-        armed: true,
-    };
-    let (dialed, outcome) = dial(&Dialer::of(ctx)).await;
-    unfinished.armed = false;
+    let (dialed, outcome) =
+        super::record::unsent_if_abandoned(ctx, phase, dial(&Dialer::of(ctx))).await;
     if let Some(d) = dialed {
         d.record(ctx, phase);
     }
     outcome
-}
-
-/// A closed loop's connect the run's end abandoned (a SYN or a TLS handshake never answered,
-/// within a --connect-timeout longer than the run): the request it was opened for was due and
-/// never sent, and is counted so. Without it such a run was "0 of 0 issued", no verdict, exit
-/// 0. An open loop counts these itself (`OpenState::unsent`: taken by a connection still
-/// connecting), so it is left out here.
-struct Unfinished<'a> {
-    ctx: &'a ThreadCtx,
-    phase: Phase,
-    armed: bool,
-}
-
-impl Drop for Unfinished<'_> {
-    fn drop(&mut self) {
-        if self.armed && self.ctx.open.is_none() {
-            if let Ok(mut rec) = self.ctx.recorder.try_borrow_mut() {
-                rec.phase(self.phase).not_sent += 1;
-            }
-        }
-    }
 }
 
 /// Opens a connection: TCP, then TLS for https. What it took comes back whenever the TCP

@@ -27,7 +27,9 @@ impl Slot {
 impl super::super::open::Carrier for Slot {
     async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool {
         let open = || open_connection(ctx, phase);
-        self.0.connect(&ctx.h2_pool, ctx.streams, open).await
+        self.0
+            .connect(ctx, phase, &ctx.h2_pool, ctx.streams, open)
+            .await
     }
 
     async fn request(&mut self, ctx: &ThreadCtx, due: Due) {

@@ -26,7 +26,7 @@ impl super::super::open::Carrier for Slot {
     async fn connect(&mut self, ctx: &ThreadCtx, phase: Phase) -> bool {
         let pool = &ctx.h3.as_ref().expect("HTTP/3 run").pool;
         let open = || open_connection(ctx, phase);
-        self.0.connect(pool, ctx.streams, open).await
+        self.0.connect(ctx, phase, pool, ctx.streams, open).await
     }
 
     async fn request(&mut self, ctx: &ThreadCtx, due: Due) {

@@ -53,7 +53,7 @@ pub(crate) fn client_config(
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
 
 /// Binds a thread's endpoint: one UDP socket on an ephemeral port that all the thread's
-/// connections share (QUIC tells them apart by connection id). The socket's receive buffer
+/// connections share (QUIC tells them apart by connection id), read through `bogus_vn`. The socket's receive buffer
 /// is sized to [`RCVBUF_BYTES`]; the least any thread got goes to `rcvbuf`, for the result's
 /// warning.
 pub(super) fn bind(
@@ -69,11 +69,15 @@ pub(super) fn bind(
     let socket = UdpSocket::bind(local)?;
     let got = size_receive_buffer(&socket, RCVBUF_BYTES);
     rcvbuf.fetch_min(got, Ordering::Relaxed);
-    let mut endpoint = quinn::Endpoint::new(
+    // Version Negotiation packets listing v1 are dropped before quinn reads them
+    // (`bogus_vn`).
+    let runtime = Arc::new(quinn::TokioRuntime);
+    let socket = quinn::Runtime::wrap_udp_socket(&*runtime, socket)?;
+    let mut endpoint = quinn::Endpoint::new_with_abstract_socket(
         quinn::EndpointConfig::default(),
         None,
-        socket,
-        Arc::new(quinn::TokioRuntime),
+        Arc::new(super::bogus_vn::DropBogusVn(socket)),
+        runtime,
     )?;
     endpoint.set_default_client_config(client.clone());
     Ok(endpoint)
@@ -218,7 +222,12 @@ async fn set_up(
         let _open = open;
         let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
     });
-    Ok(Handle { send, early, wire })
+    Ok(Handle {
+        send,
+        early,
+        wire,
+        credit: Default::default(),
+    })
 }
 
 /// A 0-RTT connection's handshake in `phase`'s figures, once it has ended (by the first of

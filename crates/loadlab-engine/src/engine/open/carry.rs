@@ -69,13 +69,16 @@ async fn carry(ctx: Rc<ThreadCtx>, first: Option<Due>, mut conn: impl Carrier) {
             open.dispatcher_wake.notify_one();
         }
         // A failed connect was recorded as the first request's failure; the slot then takes
-        // the next due request and tries again.
+        // the next due request and tries again, while the run is on: past its end a connect
+        // tried again for a request due before it made a run against a server that never
+        // answers last a --connect-timeout more per try (15.6 s for -d 2s).
         now = Instant::now();
         next = if connected {
             Some(first)
         } else {
-            let next = open
-                .take_due(now)
+            let next = (now < deadline && !ctx.stop.is_stopped())
+                .then(|| open.take_due(now))
+                .flatten()
                 .map(|t| due(&ctx, t, open.noticed(t, now, None)));
             if next.is_none() {
                 open.busy.set(open.busy.get() - 1);

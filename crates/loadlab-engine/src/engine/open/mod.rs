@@ -171,8 +171,9 @@ fn due(ctx: &ThreadCtx, intended: Instant, noticed: Instant) -> Due {
 /// steps aside (see `run_woken_tasks`), with no poll of the kernel in between.
 ///
 /// Connections opened before the start (`preopened`) wait in the pool for the first requests
-/// (HTTP/2's in the thread's pool of connections, for the stream slots).
-pub(super) async fn run(ctx: Rc<ThreadCtx>, preopened: Vec<(Opened, Dialed)>) {
+/// (HTTP/2's in the thread's pool of connections, for the stream slots). `began`: when the
+/// thread began opening them, for [`connects_end`].
+pub(super) async fn run(ctx: Rc<ThreadCtx>, preopened: Vec<(Opened, Dialed)>, began: Instant) {
     let open = ctx.open.as_ref().expect("open-loop thread");
     if let Some((_, first)) = preopened.first() {
         // Until responses tell, a response takes about a connect's round trip.
@@ -194,15 +195,29 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>, preopened: Vec<(Opened, Dialed)>) {
     let done = Rc::new(Notify::new());
     let signal = done.clone();
     let task_ctx = ctx.clone();
+    let connects_end = connects_end(&ctx, began);
     super::spawn_guarded(&ctx, async move {
-        dispatch(task_ctx).await;
+        dispatch(task_ctx, connects_end).await;
         signal.notify_one();
     });
     // A panic in the dispatcher stops the run (spawn_guarded), which ends this wait's caller.
     done.notified().await;
 }
 
-async fn dispatch(ctx: Rc<ThreadCtx>) {
+/// The run's rule for its end: within its duration plus one --connect-timeout, whatever the
+/// target does. Past the schedule's end the open loop waits for the requests it sent (each
+/// bounded by --timeout), and for connections still opening until one --connect-timeout
+/// after the thread began opening connections, less the time that took before the start
+/// (`preopen` waits up to one itself): a connection still opening then is given up, its
+/// request due and never sent (`OpenState::unsent`). Without it a run against a server that
+/// never answers lasted a connect timeout before its start and another after its end.
+fn connects_end(ctx: &ThreadCtx, began: Instant) -> Instant {
+    let deadline = ctx.deadline.expect("open loops end by time");
+    let before_start = ctx.start.saturating_duration_since(began);
+    deadline + ctx.connect_timeout.saturating_sub(before_start)
+}
+
+async fn dispatch(ctx: Rc<ThreadCtx>, connects_end: Instant) {
     let open = ctx.open.as_ref().expect("open-loop thread");
     let deadline = ctx.deadline.expect("open loops end by time");
     // Over plain HTTP/1.1 the thread sleeps between due times (or ticks), not in the event
@@ -317,8 +332,12 @@ async fn dispatch(ctx: Rc<ThreadCtx>) {
             None => tokio::time::sleep_until(wake_at.into()).await,
         }
     }
-    // The schedule is over: let requests in flight finish (each is bounded by --timeout).
+    // The schedule is over: let requests in flight finish (each is bounded by --timeout),
+    // and connections still opening until `connects_end`.
     while open.busy.get() > 0 && !ctx.stop.is_stopped() {
+        if Instant::now() >= connects_end && ctx.recorder.borrow().in_flight == 0 {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }

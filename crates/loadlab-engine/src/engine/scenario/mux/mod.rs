@@ -23,7 +23,7 @@ mod fields;
 mod request;
 
 use super::super::exchange::{backoff_after, note_detail, record_failure, Sent, Traffic};
-use super::super::pool::Opener;
+use super::super::pool::{Opener, Opening};
 use super::super::unprocessed::send_again;
 use super::super::{h2, h3, ThreadCtx};
 use super::ended;
@@ -185,12 +185,18 @@ impl Mux {
                     h2::open_connection(ctx, phase).await.map(Handle::H2)
                 }
             };
-            let Some(handle) = self.opener.open_or_wait(open).await else {
-                continue;
-            };
-            let handle = match handle {
-                Ok(handle) => handle,
-                Err(class) => {
+            let handle = match self.opener.open_or_wait(open).await {
+                Opening::Here(Ok(handle)) => handle,
+                Opening::LookAgain => continue,
+                Opening::FailedThere(class) => {
+                    // The opening this stream waited for failed: its request fails with it,
+                    // as the opener's did.
+                    record_failure(ctx, phase, class, &Traffic::default(), false);
+                    self.failed_connects
+                        .set(self.failed_connects.get().saturating_add(1));
+                    return Err(class);
+                }
+                Opening::Here(Err(class)) => {
                     self.failed_connects
                         .set(self.failed_connects.get().saturating_add(1));
                     return Err(class);
