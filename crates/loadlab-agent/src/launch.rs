@@ -134,6 +134,20 @@ pub(crate) fn check_env(
     Ok(())
 }
 
+/// The most `WORKERS` a launch from another host may ask for: each may be a process (the
+/// forking targets), and a million of them is a fork bomb under the agent's user.
+pub(crate) const MAX_WORKERS: u64 = 1024;
+
+fn check_workers(name: &str, value: &str) -> Result<(), String> {
+    match value.parse::<u64>() {
+        Ok(n) if name == "WORKERS" && n > MAX_WORKERS => Err(format!(
+            "WORKERS={n} is more than {MAX_WORKERS}, the most a launch through the agent may \
+             ask for (each worker may be a process)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A free port on `host` (the launched server binds it a moment later).
 fn free_port(host: IpAddr) -> Result<u16, Refusal> {
     std::net::TcpListener::bind((host, 0))
@@ -211,7 +225,8 @@ pub(crate) fn start(
                 .target(name)
                 .map_err(|e| Refusal::field("server.name", e.to_string()))?;
             check_env(&options.env, |k, v| {
-                target.check_knob(k, v).map_err(|e| e.0)
+                target.check_knob(k, v).map_err(|e| e.0)?;
+                check_workers(k, v)
             })?;
             let command = lab
                 .command(name, &serve)

@@ -105,6 +105,11 @@ pub async fn run(
             "max_connections must be at least 1".into(),
         ));
     }
+    // A launched server's PID stays its own until its session ends only because the agent
+    // reaps it: with SIGCHLD inherited as ignored (some launchers and init scripts do), the
+    // kernel reaps children at their exit and their PIDs can be reused while a session still
+    // names them. SAFETY: sets a disposition to the default; installs no handler.
+    unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
     let state = Arc::new(State::new(config));
     let acceptor = tokio_rustls::TlsAcceptor::from(state.config.tls.clone());
     let tracked = Arc::new(Mutex::new(Connections::default()));

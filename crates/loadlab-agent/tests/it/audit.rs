@@ -279,3 +279,88 @@ fn a_client_gone_mid_stop_does_not_wedge_the_agent() {
     );
     assert_eq!(attach.status, 201);
 }
+
+/// `WORKERS` through the agent is at most 1024 (each may be a process of a forking
+/// target): more is refused with 403 naming the bound. Before the fix, up to 1,000,000.
+#[test]
+fn workers_through_the_agent_are_bounded() {
+    let lab = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../targets");
+    let agent = start(|c| c.targets_dir = Some(lab));
+    let answer = agent.post(
+        "/v1/sessions",
+        &open(ServerRequest::Target {
+            name: "python-flask".into(),
+            launch: LaunchOptions {
+                env: vec![("WORKERS".into(), "5000".into())],
+                ..LaunchOptions::default()
+            },
+        }),
+    );
+    assert_eq!(
+        answer.status,
+        403,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let error = answer.error();
+    assert_eq!(error.field.as_deref(), Some("server.env.WORKERS"));
+    assert!(error.error.contains("1024"), "{}", error.error);
+}
+
+/// Whether this process ignores SIGCHLD (`SigIgn` in /proc/self/status).
+fn sigchld_ignored() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .map(|m| u64::from_str_radix(m.trim(), 16).unwrap())
+        .unwrap();
+    mask & (1 << (libc::SIGCHLD - 1)) != 0
+}
+
+/// Run by [`an_inherited_ignored_sigchld_is_reset`] in a process of its own (this test
+/// binary again), started with SIGCHLD ignored: the agent must reset it.
+#[test]
+fn sigchld_helper() {
+    if std::env::var_os("LOADLAB_SIGCHLD_HELPER").is_none() {
+        return;
+    }
+    assert!(
+        sigchld_ignored(),
+        "the helper was not started with SIGCHLD ignored"
+    );
+    let ca = loadlab_certs::Authority::new("sigchld").unwrap();
+    let tls =
+        loadlab_certs::server_config_for(&ca.issue_loopback(&[]).unwrap(), &[b"http/1.1"]).unwrap();
+    let config = loadlab_agent::AgentConfig::new(loadlab_agent::Token::new(support::TOKEN), tls);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    loadlab_agent::serve(listener, config, async {}).unwrap();
+    assert!(!sigchld_ignored(), "SIGCHLD is still ignored");
+}
+
+/// An agent started with SIGCHLD ignored (inherited) resets it to the default, so that its
+/// launched servers' PIDs stay theirs until it reaps them. Before the fix it kept it ignored.
+#[test]
+fn an_inherited_ignored_sigchld_is_reset() {
+    use std::os::unix::process::CommandExt as _;
+    let mut helper = std::process::Command::new(std::env::current_exe().unwrap());
+    helper
+        .args([
+            "--exact",
+            "audit::sigchld_helper",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("LOADLAB_SIGCHLD_HELPER", "1");
+    // SAFETY: signal(2) between fork and exec is async-signal-safe.
+    unsafe {
+        helper.pre_exec(|| {
+            libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = helper.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
