@@ -1,6 +1,7 @@
 //! One method per agent endpoint (hello, host, clock, sessions, sampling, samples), each a
-//! call with its path, body and timeout. How a call goes over the wire is in `transport`.
+//! call with its path, body, timeout and the most bytes its reply may have. How a call goes over the wire is in `transport`.
 
+use super::transport::{MAX_LOAD_BATCH_BYTES, MAX_SAMPLES_REPLY_BYTES};
 use super::{AgentClient, ClientError, Result};
 use crate::clock::{Estimate, Exchange, LocalClock};
 use crate::protocol::load::{LoadBatch, LoadStarted, StartLoad};
@@ -82,7 +83,7 @@ impl AgentClient {
 
     /// Samples after `after` (a seq), waiting up to `wait` for the first.
     pub fn samples(&mut self, session: &str, after: u64, wait: Duration) -> Result<SampleBatch> {
-        self.call(
+        self.call_up_to(
             "GET",
             &format!(
                 "/v1/sessions/{session}/samples?after={after}&wait_ms={}",
@@ -90,6 +91,7 @@ impl AgentClient {
             ),
             None,
             self.timeout + wait,
+            MAX_SAMPLES_REPLY_BYTES,
         )
     }
 
@@ -109,7 +111,7 @@ impl AgentClient {
 
     /// The load's intervals after the `after`-th, waiting up to `wait` for a new one.
     pub fn load_batch(&mut self, load: &str, after: u64, wait: Duration) -> Result<LoadBatch> {
-        self.call(
+        self.call_up_to(
             "GET",
             &format!(
                 "/v1/loads/{load}/intervals?after={after}&wait_ms={}",
@@ -117,6 +119,7 @@ impl AgentClient {
             ),
             None,
             self.timeout + wait,
+            MAX_LOAD_BATCH_BYTES,
         )
     }
 

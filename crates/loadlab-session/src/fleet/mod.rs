@@ -19,6 +19,8 @@
 pub mod path;
 mod run;
 #[cfg(test)]
+mod refused_tests;
+#[cfg(test)]
 mod run_tests;
 mod source;
 

@@ -19,7 +19,7 @@
 
 use super::{Fleet, Generator};
 use crate::SessionError;
-use loadlab_agent::client::AgentClient;
+use loadlab_agent::client::{AgentClient, ClientError};
 use loadlab_agent::clock::LocalClock;
 use loadlab_agent::protocol::load::{LoadBatch, StartLoad, WireLoad};
 use loadlab_engine::collector::StreamReport;
@@ -48,6 +48,8 @@ enum Event {
     Intervals(usize, Vec<IntervalSummary>),
     Done(usize, Result<Box<RunResult>, String>),
     Lost(usize, String),
+    /// Its reply was refused: why.
+    Refused(usize, String),
 }
 
 /// A generator during the run.
@@ -215,6 +217,17 @@ fn poll(
                     return;
                 }
             }
+            // A reply this loadlab cannot take (too long, not the protocol's) comes again
+            // the same way: the generator is given up at once and asked to close its load
+            // (else its lease ends it).
+            Err(e @ ClientError::Protocol(..)) => {
+                let at = Instant::now()
+                    .saturating_duration_since(start)
+                    .as_secs_f64();
+                let _ = tx.send(Event::Refused(i, format!("at {at:.1} s: {e}")));
+                let _ = client.close_load(&id);
+                return;
+            }
             Err(e) => {
                 let since = *failing_since.get_or_insert_with(Instant::now);
                 if since.elapsed() >= LOST_AFTER {
@@ -276,6 +289,10 @@ impl Merger {
                 Event::Lost(i, why) => {
                     let at = self.start.elapsed().as_secs_f64();
                     self.parts[i].gone = Some((at, format!("it stopped answering {why}")));
+                }
+                Event::Refused(i, why) => {
+                    let at = self.start.elapsed().as_secs_f64();
+                    self.parts[i].gone = Some((at, format!("its reply was refused {why}")));
                 }
             }
             self.start_sink();

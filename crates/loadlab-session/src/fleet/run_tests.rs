@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
 /// `loadlab agent --generator` in-process on 127.0.0.1:0, stopped when dropped.
-struct Agent {
+pub(super) struct Agent {
     stop: Arc<Mutex<(bool, Option<Waker>)>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -41,7 +41,23 @@ impl Drop for Agent {
     }
 }
 
-fn generator(dir: &ScratchDir, name: &str) -> (Agent, Generator) {
+/// The agents' token in a file as the agent makes its own: private (0600), else the client
+/// refuses it.
+pub(super) fn token_file(dir: &ScratchDir, name: &str) -> std::path::PathBuf {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = dir.path().join(format!("{name}.token"));
+    let mut file = std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .unwrap();
+    writeln!(file, "{TOKEN}").unwrap();
+    path
+}
+
+pub(super) fn generator(dir: &ScratchDir, name: &str) -> (Agent, Generator) {
     let ca = loadlab_certs::Authority::new("fleet-test").unwrap();
     let issued = ca.issue_loopback(&[]).unwrap();
     let fingerprint = loadlab_agent::protocol::fingerprint(issued.cert_der.as_ref());
@@ -64,8 +80,7 @@ fn generator(dir: &ScratchDir, name: &str) -> (Agent, Generator) {
     let thread = std::thread::spawn(move || {
         let _ = loadlab_agent::serve(listener, config, shutdown);
     });
-    let token_file = dir.path().join(format!("{name}.token"));
-    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let token_file = token_file(dir, name);
     let g = Generator {
         name: name.into(),
         endpoint: AgentEndpoint {
