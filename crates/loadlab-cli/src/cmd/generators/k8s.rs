@@ -114,6 +114,8 @@ fn in_memory_file(bytes: &[u8]) -> std::io::Result<PathBuf> {
     // SAFETY: `fd` was just made and nothing else owns it.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut file = std::fs::File::from(owned);
+    // Private (fchmod), as the agent client wants every token file: a memfd is made 0777.
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     file.write_all(bytes)?;
     let seals = libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
     // SAFETY: fcntl on a descriptor this function owns.
