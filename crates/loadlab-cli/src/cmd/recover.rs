@@ -14,8 +14,13 @@ use std::process::ExitCode;
     about = "Turn the spill file of a killed run into a valid, partial result",
     after_help = "The result is marked interrupted, with a warning naming the file and the \
                   time of the last interval written; its counts, latency and bytes are the \
-                  exact merge of the intervals written. Exit codes: 0 recovered; 1 a \
-                  --fail-if gate failed; 2 the file is not a spill file or has no header.\n\n\
+                  exact merge of the intervals written. A last record cut short by the kill \
+                  is left out and said; a whole record that fails its check (damage, not a \
+                  kill) is skipped and named, and the intact records after it are \
+                  recovered. Exit codes: 0 recovered; 1 a --fail-if gate failed; 2 the file \
+                  is not a spill file, has no header, or holds an interval no run writes; 5 \
+                  recovered, but damaged records were skipped (the result is written and \
+                  says which).\n\n\
                   Examples:\n  loadlab recover run.json.spill -o run.json --report run.html\n  \
                   loadlab recover --list"
 )]
@@ -39,7 +44,13 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     args.out.check()?;
-    let mut result = crate::spill::recover::recover(file)?;
+    let recovered = crate::spill::recover::recover(file)?;
+    // Said on stderr whatever else is printed (-q included): the figures lack intervals.
+    if let Some(said) = recovered.damage.describe(&file.display().to_string()) {
+        eprintln!("warning: {said}");
+    }
+    let mut result = recovered.result;
     crate::cmd::runs::redact(&mut result);
-    present(result, &args.out, false)
+    // Damaged records were skipped: the result is written, and the exit says it is short.
+    present(result, &args.out, recovered.damage.records > 0)
 }

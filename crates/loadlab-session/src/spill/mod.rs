@@ -124,13 +124,71 @@ impl SpillWriter {
     }
 }
 
-/// Reads a spill file's header, then its intervals one at a time; a torn last record (a kill in the middle of a
-/// write) ends the stream and is counted in [`SpillReader::torn_bytes`], never an error.
+/// Reads a spill file's header, then its intervals one at a time.
+///
+/// A kill can only cut the last record short: the writer appends each record, its newline
+/// last, in one write. So a last line without its newline is a torn tail, left out and
+/// counted in [`SpillReader::torn_bytes`], never an error. A whole line (newline and all)
+/// that fails its check (its length prefix, or JSON that is no interval) is something else:
+/// the file was damaged or altered. Such a record is skipped and named in
+/// [`SpillReader::damage`], and the intact records after it are read on: each record is a
+/// line of its own, so one damaged record does not take the others with it.
 pub struct SpillReader<R> {
     input: R,
     line: Vec<u8>,
     pub torn_bytes: usize,
+    /// The records that failed their check with their newline whole (not a torn tail).
+    pub damage: Damage,
+    /// The number of the next record (the header is record 0, the first interval 1).
+    record: u64,
     pub path: PathBuf,
+}
+
+/// Records of a spill file that failed their check although whole: what the reader
+/// skipped, to be reported.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Damage {
+    /// How many records were skipped.
+    pub records: u64,
+    /// The first ones skipped (record numbers, the first interval being 1), at most
+    /// [`Damage::NAMED`].
+    pub first: Vec<u64>,
+    /// Intact intervals read after the first damaged record.
+    pub intervals_after: u64,
+}
+
+impl Damage {
+    /// How many damaged records are named by number; the rest are counted.
+    pub const NAMED: usize = 10;
+
+    fn note(&mut self, record: u64) {
+        self.records += 1;
+        if self.first.len() < Damage::NAMED {
+            self.first.push(record);
+        }
+    }
+
+    /// A sentence for the result's warnings, or `None` when nothing was damaged.
+    pub fn describe(&self, source: &str) -> Option<String> {
+        if self.records == 0 {
+            return None;
+        }
+        let named: Vec<String> = self.first.iter().map(u64::to_string).collect();
+        let more = if self.records > self.first.len() as u64 {
+            format!(" and {} more", self.records - self.first.len() as u64)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "DAMAGED: {source} has {} damaged record{} (interval record{} {}{more}, counting              the first interval as 1): whole lines that fail their length or JSON check,              which no kill leaves (a kill cuts only the last record short). They were              skipped, so the figures lack their intervals; the {} intact interval{} after              the first damaged one were recovered. The file was altered or its disk damaged              it: recover from an unaltered copy if there is one",
+            self.records,
+            if self.records == 1 { "" } else { "s" },
+            if self.first.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            self.intervals_after,
+            if self.intervals_after == 1 { "" } else { "s" },
+        ))
+    }
 }
 
 impl SpillReader<BufReader<File>> {
@@ -166,15 +224,17 @@ impl<R: BufRead> SpillReader<R> {
             input,
             line: Vec::new(),
             torn_bytes: 0,
+            damage: Damage::default(),
+            record: 0,
             path: path.to_path_buf(),
         })
     }
 
     /// The header: the first record, which [`SpillWriter::create`] made durable.
     pub fn header(&mut self) -> anyhow::Result<RunResult> {
-        let parsed = match self.next_json()? {
-            Some(json) => serde_json::from_slice(json).ok(),
-            None => None,
+        let parsed = match self.next_line()? {
+            Line::Whole => json_of(&self.line).and_then(|j| serde_json::from_slice(j).ok()),
+            Line::Torn | Line::End => None,
         };
         parsed.ok_or_else(|| {
             anyhow::anyhow!(
@@ -185,43 +245,76 @@ impl<R: BufRead> SpillReader<R> {
         })
     }
 
-    /// The next whole interval, `None` at the end or at a torn tail.
+    /// The next whole interval, `None` at the end or at a torn tail; damaged records on the
+    /// way are skipped and noted in [`SpillReader::damage`].
     pub fn next_interval(&mut self) -> anyhow::Result<Option<IntervalSummary>> {
-        let Some(json) = self.next_json()? else {
-            return Ok(None);
-        };
-        match serde_json::from_slice(json) {
-            Ok(interval) => Ok(Some(interval)),
-            Err(_) => {
-                self.discard_rest();
-                Ok(None)
+        loop {
+            let record = self.record;
+            match self.next_line()? {
+                Line::End => return Ok(None),
+                Line::Torn => {
+                    self.torn_bytes = self.line.len();
+                    return Ok(None);
+                }
+                Line::Whole => {}
+            }
+            let parsed = json_of(&self.line).and_then(|j| serde_json::from_slice(j).ok());
+            match parsed {
+                Some(interval) => {
+                    if self.damage.records > 0 {
+                        self.damage.intervals_after += 1;
+                    }
+                    return Ok(Some(interval));
+                }
+                None => self.damage.note(record),
             }
         }
     }
 
-    /// The next record's JSON when it is whole (`LEN JSON\n`, `LEN` its length).
-    fn next_json(&mut self) -> anyhow::Result<Option<&[u8]>> {
+    /// Reads the next line into `self.line`: whole (its newline read), the file's torn last
+    /// line (no newline before the end), or the end. A line longer than any record is read
+    /// through to its newline and kept only in part, which fails its check.
+    fn next_line(&mut self) -> anyhow::Result<Line> {
         self.line.clear();
-        let n = (&mut self.input)
-            .take(MAX_RECORD_BYTES as u64 + 32)
-            .read_until(b'\n', &mut self.line)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", self.path.display()))?;
+        let cap = MAX_RECORD_BYTES as u64 + 32;
+        let read = |input: &mut R, into: &mut Vec<u8>, cap: u64| {
+            input
+                .take(cap)
+                .read_until(b'\n', into)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", self.path.display()))
+        };
+        let n = read(&mut self.input, &mut self.line, cap)?;
         if n == 0 {
-            return Ok(None);
+            return Ok(Line::End);
         }
-        if json_of(&self.line).is_none() {
-            self.discard_rest();
-            return Ok(None);
+        self.record += 1;
+        if self.line.ends_with(b"\n") {
+            return Ok(Line::Whole);
         }
-        Ok(json_of(&self.line))
-    }
-
-    /// A torn record ends the file: whatever follows it is not trusted either.
-    fn discard_rest(&mut self) {
+        if (n as u64) < cap {
+            return Ok(Line::Torn);
+        }
+        // Over-long: skip to its newline, a bounded piece at a time.
         let mut rest = Vec::new();
-        let _ = self.input.read_to_end(&mut rest);
-        self.torn_bytes = self.line.len() + rest.len();
+        loop {
+            rest.clear();
+            let m = read(&mut self.input, &mut rest, cap)?;
+            if m == 0 {
+                return Ok(Line::Torn);
+            }
+            if rest.ends_with(b"\n") {
+                // Whole, and too long: its check fails on the part kept.
+                return Ok(Line::Whole);
+            }
+        }
     }
+}
+
+/// What [`SpillReader::next_line`] found.
+enum Line {
+    Whole,
+    Torn,
+    End,
 }
 
 /// The JSON of `LEN JSON\n` when `LEN` is its length, else `None` (a torn record).

@@ -64,7 +64,7 @@ pub fn rebuild_timeline(
 pub fn recover_run(store: &Store, run: RunId) -> anyhow::Result<RunResult> {
     let header = store.run(run)?.result;
     let written = store.interval_count(run)?;
-    let mut recovery = Recovery::new(Some(written));
+    let mut recovery = Recovery::new(Some(written), &header)?;
     store.for_each_interval(run, |iv| recovery.push(iv))?;
     let source = format!("run {run} of the results store {}", store.path().display());
     recovery.finish(header, &source, "")

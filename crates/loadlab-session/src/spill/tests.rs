@@ -24,8 +24,10 @@ fn header() -> RunResult {
 /// a debug build a millisecond, 20,000 of them would take the test's time.
 const DISTINCT: u64 = 16;
 
-fn templates() -> &'static [String] {
-    static T: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+/// Each distinct histogram, encoded, with its median, 90th and 99th percentiles and maximum
+/// (µs), which an interval carries as read from it.
+fn templates() -> &'static [(String, [f64; 4])] {
+    static T: std::sync::OnceLock<Vec<(String, [f64; 4])>> = std::sync::OnceLock::new();
     T.get_or_init(|| {
         (0..DISTINCT)
             .map(|j| {
@@ -33,7 +35,14 @@ fn templates() -> &'static [String] {
                 for k in 0..50u64 {
                     h.saturating_record(20_000 + (j * 7_919 + k * 104_729) % 5_000_000);
                 }
-                encode_histogram(&h)
+                let us = |v: u64| v as f64 / 1_000.0;
+                let q = [
+                    us(h.value_at_quantile(0.5)),
+                    us(h.value_at_quantile(0.9)),
+                    us(h.value_at_quantile(0.99)),
+                    us(h.max()),
+                ];
+                (encode_histogram(&h), q)
             })
             .collect()
     })
@@ -42,6 +51,7 @@ fn templates() -> &'static [String] {
 /// A second of a synthetic run: deterministic, its counts different every interval. Built
 /// from JSON, as a reader sees it, so that fields added later take their defaults.
 fn interval(i: u64) -> IntervalSummary {
+    let (histogram, q) = &templates()[(i % DISTINCT) as usize];
     serde_json::from_value(serde_json::json!({
         "start_s": i as f64,
         "duration_s": 1.0,
@@ -51,14 +61,14 @@ fn interval(i: u64) -> IntervalSummary {
         "achieved_per_s": 50.0,
         "completed": 50,
         "failed": i % 3,
-        "p50_us": 1_000.0,
-        "p90_us": 2_000.0,
-        "p99_us": 3_000.0,
-        "max_us": 4_000.0,
+        "p50_us": q[0],
+        "p90_us": q[1],
+        "p99_us": q[2],
+        "max_us": q[3],
         "bytes_sent": 50 * 80,
         "bytes_received": 50 * 120 + i,
         "steal": null,
-        "histogram": templates()[(i % DISTINCT) as usize],
+        "histogram": histogram,
     }))
     .expect("an interval")
 }
@@ -191,7 +201,7 @@ fn sigkill_mid_run_then_recover_gives_the_written_intervals() {
     }
     child.kill().expect("SIGKILL");
     let _ = child.wait();
-    let result = recover(&path).expect("recovered");
+    let result = recover(&path).expect("recovered").result;
     let mut reader = SpillReader::open(&path).expect("opened");
     reader.header().expect("header");
     let (mut count, mut completed, mut last_end) = (0u64, 0u64, 0.0f64);
@@ -233,7 +243,7 @@ fn a_torn_last_record_is_left_out_and_counted() {
         .open(&path)
         .expect("opened");
     file.set_len(len - 10).expect("truncated");
-    let result = recover(&path).expect("recovered");
+    let result = recover(&path).expect("recovered").result;
     let _ = std::fs::remove_file(&path);
     assert_eq!(result.timeline.len(), 2);
     assert_eq!(result.measured.requests.completed, 100);
@@ -243,6 +253,89 @@ fn a_torn_last_record_is_left_out_and_counted() {
         .last()
         .expect("warning")
         .contains("cut short"));
+}
+
+/// Issue 51: a record damaged in the middle was called "cut short by the kill" and every
+/// intact interval after it dropped silently. A whole line that fails its check is damage
+/// (a kill only cuts the last record short): skipped, named by number, and the intact
+/// intervals after it recovered; a torn tail after them is still the kill's.
+#[test]
+fn damaged_records_in_the_middle_are_skipped_named_and_the_rest_recovered() {
+    let path = temp_path("damaged");
+    let t0 = Instant::now();
+    let mut w = SpillWriter::create(&path, &header(), t0).expect("created");
+    for i in 0..10 {
+        w.append(&interval(i), t0).expect("appended");
+    }
+    w.finish(t0).expect("finished");
+    let text = std::fs::read(&path).expect("written");
+    let mut lines: Vec<Vec<u8>> = text
+        .split_inclusive(|b| *b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
+    // Lines: the magic, the header, then interval records 1 to 10. Record 4's JSON loses
+    // its opening brace (its length still right); record 6's length is off by one.
+    let json_start = lines[5].iter().position(|b| *b == b'{').expect("JSON");
+    lines[5][json_start] = b'[';
+    lines[7].insert(0, b'1');
+    // And a torn tail: half of an eleventh record, no newline.
+    let eleventh = lines[11].clone();
+    lines.push(eleventh[..eleventh.len() / 2].to_vec());
+    std::fs::write(&path, lines.concat()).expect("altered");
+    let recovered = recover(&path).expect("recovered");
+    let _ = std::fs::remove_file(&path);
+    let (result, damage) = (recovered.result, recovered.damage);
+    assert_eq!((damage.records, damage.first.as_slice()), (2, &[4, 6][..]));
+    assert_eq!(damage.intervals_after, 5, "intervals 5, 7, 8, 9 and 10");
+    assert_eq!(result.timeline.len(), 8);
+    assert_eq!(result.measured.requests.completed, 8 * 50);
+    let starts: Vec<f64> = result.timeline.iter().map(|i| i.start_s).collect();
+    assert_eq!(starts, [0.0, 1.0, 2.0, 4.0, 6.0, 7.0, 8.0, 9.0]);
+    let first = &result.warnings[0];
+    assert!(
+        first.starts_with("DAMAGED") && first.contains("interval records 4, 6"),
+        "{first}"
+    );
+    assert!(first.contains("the 5 intact intervals after"), "{first}");
+    let last = result.warnings.last().expect("a warning");
+    assert!(last.contains("cut short by the kill"), "{last}");
+}
+
+/// Issue 51: an escape in the header's URL reached the terminal raw. What no run writes
+/// there comes back escaped, and the result says the file was altered.
+#[test]
+fn control_characters_in_the_header_come_back_escaped() {
+    let path = temp_path("escaped");
+    let mut h = header();
+    h.target.url = "http://x/\u{1b}]0;pwned\u{7}\r\nFAKE: all requests succeeded".into();
+    h.warnings.push("a line\nand another\u{1b}[2J".into());
+    let t0 = Instant::now();
+    let mut w = SpillWriter::create(&path, &h, t0).expect("created");
+    w.append(&interval(0), t0).expect("appended");
+    w.finish(t0).expect("finished");
+    let result = recover(&path).expect("recovered").result;
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        result.target.url,
+        "http://x/\\u{1b}]0;pwned\\u{7}\\r\\nFAKE: all requests succeeded"
+    );
+    let json = serde_json::to_string(&result).expect("JSON");
+    assert!(
+        !json.contains("\\u001b") && !json.contains("\\u0007"),
+        "{json}"
+    );
+    assert!(result
+        .warnings
+        .iter()
+        .any(|w| w == "a line\nand another\\u{1b}[2J"));
+    assert!(
+        result
+            .warnings
+            .iter()
+            .any(|w| w.contains("control characters, shown escaped")),
+        "{:?}",
+        result.warnings
+    );
 }
 
 #[test]
@@ -329,6 +422,28 @@ fn altered_intervals_are_refused_naming_what_is_wrong() {
                 altered(&|iv| iv.bytes_received = 1),
             ],
             "bytes received",
+        ),
+        // Issue 51: a duration of 1e-300 s made 1.8e18 requests/s; one past the run's
+        // interval, or another interval's histogram, was taken as well.
+        (
+            "tiny",
+            vec![altered(&|iv| iv.duration_s = 1e-300)],
+            "lasts 1e-300 s, not between 0.001 s and the run's interval of 1 s",
+        ),
+        (
+            "wide",
+            vec![altered(&|iv| iv.duration_s = 1.5)],
+            "lasts 1.5 s, not between",
+        ),
+        (
+            "swapped",
+            vec![altered(&|iv| iv.histogram = interval(2).histogram)],
+            "another interval's histogram",
+        ),
+        (
+            "recounted",
+            vec![altered(&|iv| iv.completed = 49)],
+            "50 response times for 49 requests completed",
         ),
     ];
     for (name, intervals, phrase) in cases {
