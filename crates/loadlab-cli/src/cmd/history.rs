@@ -214,9 +214,12 @@ fn page_of(h: &History) -> HistoryPage {
         })
         .collect();
     let mut revisions: Vec<RevisionRuns> = Vec::new();
+    // Each revision once, found in a set: a search of the list per revision would cost
+    // the square of a long history.
+    let mut listed = std::collections::HashSet::new();
     for m in &h.metrics {
         for r in &m.revisions {
-            if !revisions.iter().any(|x| x.revision == r.revision) {
+            if listed.insert(r.revision.as_str()) {
                 revisions.push(RevisionRuns {
                     revision: r.revision.clone(),
                     first_started_at: r.first_started_at.clone(),
