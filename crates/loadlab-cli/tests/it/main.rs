@@ -25,6 +25,7 @@ mod fleet_h3;
 mod generators;
 mod grpc;
 mod hostile;
+mod hostile_fleet;
 mod import;
 mod interop;
 mod metrics;

@@ -11,6 +11,7 @@
 //! on a command line. It must not stop agents: that is a run of the playbook by hand
 //! (`-e loadlab_generators_state=stopped`), as docs/distributed.md says.
 
+use super::ansible_said::{parse_failure, safe_host_name, tail, unanswered};
 use anyhow::{bail, Context as _};
 use loadlab_session::fleet::Fleet;
 use serde_json::Value;
@@ -127,7 +128,11 @@ pub fn fleet(inventory: &Path, group: Option<&str>) -> anyhow::Result<Fleet> {
         let _ = std::fs::remove_file(dir.join(stale));
     }
     if let Ok(entries) = std::fs::read_dir(&dir) {
-        for host in entries.flatten().filter(|e| e.path().is_dir()) {
+        // A directory of its own, not a link out (the entry's own type, not its target's).
+        for host in entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        {
             for stale in ["generator.json", "failed.json"] {
                 let _ = std::fs::remove_file(host.path().join(stale));
             }
@@ -175,6 +180,17 @@ pub fn fleet(inventory: &Path, group: Option<&str>) -> anyhow::Result<Fleet> {
         )
     })?;
     let ansible_log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    // Ansible warns that it could not parse an inventory and goes on with no hosts: its
+    // reason is the answer, not "no hosts".
+    if let Some(said) = parse_failure(&ansible_log) {
+        bail!(
+            "--generators {source}: Ansible could not parse the inventory {}; it said:\n{said}\n\
+             (its whole output: {}; `ansible-inventory -i {} --graph` checks the inventory)",
+            inventory.display(),
+            log_path.display(),
+            inventory.display()
+        );
+    }
     let Some(hosts) = read_json(&dir.join("hosts.json"))? else {
         bail!(
             "--generators {source}: ansible-playbook ({status}) did not run the playbook {}; \
@@ -185,6 +201,17 @@ pub fn fleet(inventory: &Path, group: Option<&str>) -> anyhow::Result<Fleet> {
         );
     };
     let hosts = Hosts::from(&hosts);
+    // Each host names a directory here: a name that could lead out of it is refused before
+    // any path is made of it (the playbook refuses it too, before it writes anything).
+    if let Some(bad) = hosts.hosts.iter().find(|h| !safe_host_name(h)) {
+        bail!(
+            "--generators {source}: the inventory host {:?} cannot name a directory (letters, \
+             digits, '_', '.', '-' and ':' only, not starting with '.' or '-'): rename it in \
+             {} and give its address as ansible_host",
+            bad.escape_debug().to_string(),
+            inventory.display()
+        );
+    }
     if hosts.hosts.is_empty() {
         let groups: Vec<&str> = hosts
             .groups
@@ -210,6 +237,13 @@ pub fn fleet(inventory: &Path, group: Option<&str>) -> anyhow::Result<Fleet> {
     let (mut started, mut reused) = (Vec::new(), Vec::new());
     for host in &hosts.hosts {
         let host_dir = dir.join(host);
+        if std::fs::symlink_metadata(&host_dir).is_ok_and(|m| !m.is_dir()) {
+            bail!(
+                "--generators {source}: {} is not a directory the playbook made (a link or a \
+                 file); remove it and run again",
+                host_dir.display()
+            );
+        }
         if let Some(failed) = read_json(&host_dir.join("failed.json"))? {
             failures.push(describe_failure(host, &Failed::from(&failed)));
             continue;
@@ -221,9 +255,19 @@ pub fn fleet(inventory: &Path, group: Option<&str>) -> anyhow::Result<Fleet> {
         };
         let agent = Agent::from(&agent, &path)?;
         let token = host_dir.join("token");
+        // A file of its own, not a link out: chmod follows links.
+        let fetched = std::fs::symlink_metadata(&token)
+            .with_context(|| format!("{host}: no token fetched at {}", token.display()))?;
+        if !fetched.is_file() {
+            bail!(
+                "--generators {source}: {host}: {} is not a file the playbook fetched (a link \
+                 or another kind of file); remove it and run again",
+                token.display()
+            );
+        }
         // Private already (umask 077); said again in case the playbook was replaced.
         std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("{host}: no token fetched at {}", token.display()))?;
+            .with_context(|| format!("{host}: cannot make {} private", token.display()))?;
         let list = if agent.started {
             &mut started
         } else {
@@ -373,57 +417,26 @@ fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The last `n` non-empty lines of `text`, indented.
-fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
+/// A host's failure as the playbook's rescue wrote it: its words and its agent's log are the
+/// host's, escaped (`escape_debug`) before they reach a terminal.
 fn describe_failure(host: &str, f: &Failed) -> String {
-    let mut said = format!("{host}: {}", f.message.trim());
-    if !f.task.is_empty() && !said.contains(&f.task) {
-        said.push_str(&format!(" (in the playbook's task \"{}\")", f.task));
+    let shown = |s: &str| s.escape_debug().to_string();
+    let mut said = format!("{host}: {}", shown(f.message.trim()));
+    if !f.task.is_empty() && !said.contains(&shown(&f.task)) {
+        said.push_str(&format!(" (in the playbook's task \"{}\")", shown(&f.task)));
     }
     if !f.log_tail.is_empty() {
         said.push_str(&format!(
             "\n    the agent's log ({} on {host}) ends:\n{}",
-            f.log,
+            shown(&f.log),
             f.log_tail
                 .iter()
-                .map(|l| format!("      {l}"))
+                .map(|l| format!("      {}", shown(l)))
                 .collect::<Vec<_>>()
                 .join("\n")
         ));
     }
     said
-}
-
-/// A host the playbook left no word about: unreachable, or stopped before its tasks ran.
-fn unanswered(host: &str, inventory: &Path, ansible_log: &str, log_path: &Path) -> String {
-    let tag = format!("[{host}]");
-    let said: Vec<&str> = ansible_log
-        .lines()
-        .filter(|l| l.contains(&tag) && (l.contains("UNREACHABLE") || l.contains("fatal")))
-        .collect();
-    if said.is_empty() {
-        format!(
-            "{host}: the playbook reported nothing for it (see {})",
-            log_path.display()
-        )
-    } else if said.iter().any(|l| l.contains("UNREACHABLE")) {
-        format!(
-            "{host}: Ansible could not reach it; check that `ansible -i {} {host} -m ping` \
-             answers: {}",
-            inventory.display(),
-            said.join(" ").trim()
-        )
-    } else {
-        format!("{host}: {}", said.join(" ").trim())
-    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! across them.
 
 mod ansible;
+mod ansible_said;
 mod k8s;
 pub mod path;
 
