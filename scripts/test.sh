@@ -217,10 +217,21 @@ else
     ci_tmp=$(mktemp -d)
     limits=strict
     [ "$(id -u)" -eq 0 ] || limits=best-effort
+    # Its progress on stderr is shown and kept: the showcase must not warn against itself.
     "$loadlab" experiment scenarios/portfolio-migration.toml \
         --repetitions 2 --duration 2s --warmup 1s --limits "$limits" \
-        --db "$ci_tmp/ci.db" --report "$ci_tmp/portfolio.html" > "$ci_tmp/table.txt"
+        --db "$ci_tmp/ci.db" --report "$ci_tmp/portfolio.html" 2>&1 > "$ci_tmp/table.txt" \
+        | tee "$ci_tmp/progress.txt"
     grep -q "axum against portfolio-migration:actix-web" "$ci_tmp/table.txt"
+    # With two CPUs or more each framework runs on one of its own, loadlab on the others
+    # (issue 56); on one CPU they must share it, and the warning is then the truth.
+    if [ "$(nproc)" -ge 2 ]; then
+        grep -q "placement: the server on CPU .*, loadlab on CPU .* (apart by default" "$ci_tmp/progress.txt"
+        if grep "cpu_sharing" "$ci_tmp/progress.txt"; then
+            echo "the flagship warned cpu_sharing on $(nproc) CPUs" >&2
+            exit 1
+        fi
+    fi
     grep -q "inconclusive" "$ci_tmp/table.txt"
     test -s "$ci_tmp/portfolio.html"
     [ "$("$loadlab" runs list --db "$ci_tmp/ci.db" | grep -c " experiment ")" -eq 4 ]

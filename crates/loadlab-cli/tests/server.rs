@@ -620,7 +620,10 @@ fn a_lab_target_runs_pinned_with_loadlab_on_the_other_cores() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("loadlab runs on CPUs 0"), "{stderr}");
+    assert!(
+        stderr.contains("placement: the server on CPU 1, loadlab on CPU 0"),
+        "{stderr}"
+    );
     let r = json_of(&out);
     assert_valid(&r);
     let server = &r["server"];

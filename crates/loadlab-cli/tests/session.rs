@@ -136,6 +136,8 @@ fn launched() -> ServerSpec {
 
 #[test]
 fn fifty_sessions_in_a_row_leave_nothing_behind() {
+    // Counts this process's children and cgroups: no other test of it may launch meanwhile.
+    let _serial = common::serial();
     let server = loadlab_testkit::TestServer::start(loadlab_testkit::Behavior::Fixed(
         loadlab_testkit::response(200, "ok"),
     ));
@@ -151,6 +153,56 @@ fn fifty_sessions_in_a_row_leave_nothing_behind() {
         }
     }
     assert_eq!(settle_to(&baseline), baseline);
+}
+
+/// A launched server under a quota goes on a CPU of its own and loadlab on the others, where
+/// the machine has a CPU to spare, and the notes say where each runs: the flagship's first run
+/// warned `cpu_sharing` against itself on two CPUs (issue 56). Best-effort, so that without
+/// root the pin still holds through the server's affinity mask.
+#[test]
+fn a_server_under_a_quota_is_placed_apart_from_loadlab() {
+    let _serial = common::serial();
+    let Some(ours) = loadlab_probe::affinity::of(0).filter(|cpus| cpus.len() >= 2) else {
+        eprintln!("skipped: placing apart needs two CPUs");
+        return;
+    };
+    let last = *ours.iter().next_back().unwrap();
+    let rest: Vec<usize> = ours.iter().copied().filter(|&c| c != last).collect();
+    let mut spec = ServerSpec::new(ServerKind::Exec(FIXTURE.to_string()));
+    spec.healthz = "/".into();
+    spec.limits.cpus = Some(0.08);
+    spec.mode = LimitsMode::BestEffort;
+    let mut s = Session::prepare(SessionSpec {
+        run: RunSpec {
+            url: "/".into(),
+            connections: Some(2),
+            duration: Some(Duration::from_millis(150)),
+            pm_qos: false,
+            ..RunSpec::default()
+        },
+        server: Some(spec),
+        busy_poll: BusyPoll::Off,
+    })
+    .expect("session prepares");
+    let notes = s.notes().join("\n");
+    assert!(
+        notes.contains(&format!(
+            "placement: the server on CPU {last}, loadlab on CPU {} (apart by default",
+            loadlab_probe::limits::format_cpu_list(&rest)
+        )),
+        "{notes}"
+    );
+    assert!(!notes.contains("cpu_sharing"), "{notes}");
+    assert_eq!(s.config().generator_cpus.as_ref(), Some(&rest));
+    let out = s.run(&RunControl::new()).expect("session runs");
+    assert!(out.result.measured.requests.completed > 0);
+    let server = out
+        .result
+        .server
+        .as_ref()
+        .expect("a launched server's figures");
+    let pin = server.limits.as_ref().and_then(|l| l.pin.as_ref());
+    assert!(pin.is_some_and(|p| p.applied), "{pin:?}");
 }
 
 /// `loadlab lab serve` killed with SIGKILL: its target dies with it.

@@ -2,7 +2,7 @@
 //! runs left swept, the shaped link and the run's certificates made, the URL completed, and
 //! the server launched or attached, on this machine or through an agent. It runs no load.
 
-use crate::{machine, placement, remote, server};
+use crate::{machine, placement, remote};
 use crate::{
     BusyPoll, MachineOptions, Server, ServerSide, ServerSpec, Session, SessionError, SessionSpec,
 };
@@ -88,7 +88,7 @@ impl Session {
     ) -> Result<Session, SessionError> {
         let SessionSpec {
             mut run,
-            server,
+            mut server,
             busy_poll,
         } = spec;
         let mut notes = Vec::new();
@@ -163,13 +163,17 @@ impl Session {
                 run.url
             )));
         }
-        if let Some(free) = server.as_ref().and_then(ServerSpec::generator_cpus) {
-            run.threads = run.threads.or(Some(free.len()));
-            notes.push(format!(
-                "loadlab runs on CPUs {} (the server has the others)",
-                server::cpus(&free)
-            ));
-            run.generator_cpus = Some(free);
+        let placed = server.as_mut().and_then(placement::place_apart);
+        if let Some(spec) = &server {
+            let (why, free) = match placed {
+                Some((why, free)) => (Some(why), Some(free)),
+                None => (None, spec.generator_cpus()),
+            };
+            if let (Some(free), Some(pin)) = (free, &spec.limits.pin) {
+                run.threads = run.threads.or(Some(free.len()));
+                notes.push(placement::describe(pin, &free, why.as_deref()));
+                run.generator_cpus = Some(free);
+            }
         }
         run.busy_poll = busy_poll == BusyPoll::On;
         let config = run.validate()?;

@@ -129,19 +129,22 @@ pub(super) fn show(e: &Event) {
             run.block + 1
         ),
         Event::Note(n) => {
-            if n.starts_with("started ")
-                || n.starts_with("busy-polling")
-                || n.starts_with("loadlab runs")
-            {
+            if n.starts_with("started ") || n.starts_with("busy-polling") {
                 return;
             }
-            // The machine's checks run before every run: say each finding once.
-            if n.starts_with("WARN ") || n.starts_with("FAIL ") {
+            // The machine's checks and the placement come before every run: say each finding
+            // once, and each placement once (arms with other quotas may be placed otherwise).
+            let placement = n.starts_with("placement: ");
+            if placement || n.starts_with("WARN ") || n.starts_with("FAIL ") {
                 thread_local! {
                     static SAID: std::cell::RefCell<std::collections::HashSet<String>> =
                         Default::default();
                 }
-                let key = n.split(':').next().unwrap_or(n).to_string();
+                let key = if placement {
+                    n.clone()
+                } else {
+                    n.split(':').next().unwrap_or(n).to_string()
+                };
                 if !SAID.with(|s| s.borrow_mut().insert(key)) {
                     return;
                 }
