@@ -256,8 +256,15 @@ pub fn plan(config: &RunConfig) -> String {
         config.url.original.clone()
     };
     // A scenario's steps carry their own methods and paths: its plan names the host only.
-    let method_and_target = match &config.scenario {
-        Some(run) if !run.implicit => config.url.original.trim_end_matches('/').to_string(),
+    let method_and_target = match (&config.scenario, &config.grpc) {
+        (Some(run), _) if !run.implicit => config.url.original.trim_end_matches('/').to_string(),
+        // A gRPC call is named by its method, on the server's origin.
+        (_, Some(call)) => format!(
+            "gRPC {} {} on {}",
+            call.kind.describe(),
+            call.path.trim_start_matches('/'),
+            config.url.origin()
+        ),
         _ => format!("{} {target}", config.method),
     };
     format!(
@@ -403,6 +410,8 @@ fn load_model(config: &RunConfig) -> LoadModel {
         rx_stamps: config.sleeps_between_sends(),
         protocol: if config.http3 {
             "h3"
+        } else if config.grpc.is_some() {
+            "grpc"
         } else if config.http2 {
             "h2"
         } else {

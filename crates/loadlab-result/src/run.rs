@@ -179,7 +179,7 @@ pub struct LoadModel {
     /// not woken by each response, and responses were timed by the kernel's receive stamps.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rx_stamps: bool,
-    /// `http/1.1` or `h2`.
+    /// `http/1.1`, `h2`, `h3`, or `grpc` (gRPC calls over HTTP/2).
     pub protocol: String,
     /// HTTP/2 streams per connection (1 for HTTP/1.1).
     pub streams: usize,

@@ -108,6 +108,17 @@ pub struct GrpcServer {
 impl GrpcServer {
     /// h2c on 127.0.0.1:0, answering calls with `answers` in rotation.
     pub fn start(answers: Vec<GrpcAnswer>) -> GrpcServer {
+        Self::start_with(answers, None)
+    }
+
+    /// Over TLS (h2 agreed by ALPN), with a certificate from `ca`.
+    pub fn start_tls(answers: Vec<GrpcAnswer>, ca: &crate::TestCa) -> GrpcServer {
+        let mut config = (*ca.server_config()).clone();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Self::start_with(answers, Some(Arc::new(config)))
+    }
+
+    fn start_with(answers: Vec<GrpcAnswer>, tls: Option<Arc<rustls::ServerConfig>>) -> GrpcServer {
         assert!(
             !answers.is_empty(),
             "a GrpcServer needs at least one answer"
@@ -116,12 +127,23 @@ impl GrpcServer {
         let c = counters.clone();
         let answers = Arc::new(answers);
         let background = Background::start(move |listener| async move {
+            let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
                     continue;
                 };
                 c.connections.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(serve(tcp, answers.clone(), c.clone()));
+                let (answers, c, acceptor) = (answers.clone(), c.clone(), acceptor.clone());
+                tokio::spawn(async move {
+                    match acceptor {
+                        Some(a) => {
+                            if let Ok(tls) = a.accept(tcp).await {
+                                serve(tls, answers, c).await;
+                            }
+                        }
+                        None => serve(tcp, answers, c).await,
+                    }
+                });
             }
         });
         GrpcServer {
@@ -143,8 +165,11 @@ impl GrpcServer {
     }
 }
 
-async fn serve(tcp: tokio::net::TcpStream, answers: Arc<Vec<GrpcAnswer>>, c: Arc<GrpcCounters>) {
-    let Ok(mut conn) = h2::server::handshake(tcp).await else {
+async fn serve<T>(io: T, answers: Arc<Vec<GrpcAnswer>>, c: Arc<GrpcCounters>)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let Ok(mut conn) = h2::server::handshake(io).await else {
         return;
     };
     while let Some(Ok((request, mut respond))) = conn.accept().await {

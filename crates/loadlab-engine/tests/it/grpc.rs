@@ -74,6 +74,8 @@ fn unary_closed_loop_completes_exactly_what_the_server_counts() {
     assert_eq!(up.grpc_requests, 3_000);
     assert_eq!(up.grpc_connections, 4);
     assert_eq!(r.load.connections, 4);
+    assert_eq!(r.load.protocol, "grpc");
+    assert_eq!(r.load.streams, 8);
 }
 
 #[test]
@@ -281,4 +283,39 @@ fn deadline_exceeded_timeout_and_reset_are_three_classes() {
         "{:?}",
         m.error_details
     );
+}
+
+/// Over TLS, h2 agreed by ALPN, with the TLS flags of any https run.
+#[test]
+fn unary_over_tls() {
+    let ca = loadlab_testkit::TestCa::new();
+    let server = GrpcServer::start_tls(vec![GrpcAnswer::ok()], &ca);
+    let r = common::run_within(
+        RunSpec {
+            connections: Some(2),
+            streams: 4,
+            requests: Some(200),
+            tls: loadlab_engine::tls::TlsSpec {
+                ca_pem: Some(ca.pem().into_bytes()),
+                ..Default::default()
+            },
+            ..grpc(
+                format!("https://localhost:{}", server.addr().port()),
+                upstream_call(),
+            )
+        },
+        Duration::from_secs(30),
+    );
+    let m = &r.measured;
+    assert_eq!(
+        m.requests.completed, 200,
+        "{:?} {:?}",
+        m.errors, m.error_details
+    );
+    assert_eq!(m.tls_full + m.tls_resumed, 2);
+    let calls = server
+        .counters()
+        .calls
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(calls, 200);
 }
