@@ -54,11 +54,18 @@ pub fn history(
     let runs = store.series_runs(&Series::parse(spec))?;
     let assembled = series::assemble(&runs, filters).map_err(HistoryError::Filter)?;
     if assembled.points.is_empty() {
+        // What the user typed, escaped as it is shown back.
+        let spec = spec.escape_debug();
         let why = match (&filters.branch, &filters.since) {
             (Some(b), _) if runs.iter().all(|r| r.row.branch.as_ref() != Some(b)) => {
-                format!("no run of {spec} was saved on branch {b}; drop --branch or check it")
+                format!(
+                    "no run of {spec} was saved on branch {}; drop --branch or check it",
+                    b.escape_debug()
+                )
             }
-            (_, Some(since)) => format!("no revision of {spec} since {since}"),
+            (_, Some(since)) => {
+                format!("no revision of {spec} since {}", since.escape_debug())
+            }
             _ => format!(
                 "none of the {} runs of {spec} knows its revision: save runs with \
                  --revision REV (CI variables such as GITHUB_SHA and a git checkout are read \

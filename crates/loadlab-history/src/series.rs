@@ -48,9 +48,9 @@ pub const LAST_MAX: usize = 2000;
 pub struct Filters {
     /// Only runs saved with this branch.
     pub branch: Option<String>,
-    /// A date (`2026-11-01`, or a full RFC 3339 time): revisions first measured then or
-    /// later. Anything else is a revision (or a prefix of one, at least 4 characters): that
-    /// revision and those after it.
+    /// A date (`2026-11-01`, or a time in UTC, `2026-11-01T10:00:30Z`): revisions first
+    /// measured then or later; an impossible one is an error. Anything else is a revision
+    /// (or the start of just one, at least 4 characters): that revision and those after it.
     pub since: Option<String>,
     /// Only the newest this many revisions (after `since`); `None` for all.
     pub last: Option<usize>,
