@@ -53,7 +53,7 @@ alternate() { # tool...
             echo "$round $tool $n $cpu $server" >> "$OUT/rounds.txt"
             awk -v r="$round" -v t="$tool" -v n="$n" -v c="$cpu" -v s="$SECS" -v v="$server" 'BEGIN {
                 busy = v == "-" ? "" : sprintf("  server core %3.0f%% busy", v * 100 / s)
-                printf "round %d  %-16s %10.0f requests/s  %.2f CPU-s per 100k requests%s\n", r, t, n / s, n > 0 ? c * 100000 / n : 0, busy }'
+                printf "round %d  %-16s %10.0f requests/s  %.2f CPU-s per 100k requests%s\n", r, t, n / s, (n > 0 ? c * 100000 / n : 0), busy }'
         done
     done
     python3 bench/paired.py summary "$OUT/rounds.txt" "$SECS" "$@"

@@ -25,8 +25,9 @@ need openssl || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-cargo build --release -q -p loadlab-cli
-LOADLAB=$PWD/target/release/loadlab
+# NO_BUILD=1: the binary as it is (LOADLAB= another one, e.g. a debug build for a smoke run).
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --release -q -p loadlab-cli
+LOADLAB=${LOADLAB:-$PWD/target/release/loadlab}
 OUT=$PWD/bench/out/vs-h2load-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 bash bench/make-cert.sh "$OUT"

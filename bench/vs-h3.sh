@@ -43,7 +43,7 @@ if [ "${NO_BUILD:-}" != 1 ]; then
     cargo build --release -q -p loadlab-cli
     cargo build --release -q -p loadlab-engine --example h3_bench_server
 fi
-LOADLAB=$PWD/target/release/loadlab
+LOADLAB=${LOADLAB:-$PWD/target/release/loadlab}
 SERVER=$PWD/target/release/examples/h3_bench_server
 OHA=$PWD/target/bench-tools/bin/oha
 if [ ! -x "$OHA" ] && [ "${NO_OHA:-}" != 1 ]; then

@@ -50,8 +50,9 @@ if [ ! -x "$VEGETA" ]; then
     VEGETA=$TOOLS/vegeta
 fi
 
-cargo build --release -q -p loadlab-cli
-LOADLAB=$PWD/target/release/loadlab
+# NO_BUILD=1: the binary as it is (LOADLAB= another one, e.g. a debug build for a smoke run).
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --release -q -p loadlab-cli
+LOADLAB=${LOADLAB:-$PWD/target/release/loadlab}
 OUT=$PWD/bench/out/vs-oha-vegeta-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 source bench/lib.sh
