@@ -45,25 +45,31 @@ pub enum StoreError {
     },
     #[error("no run with id {0}: see `loadlab runs list`")]
     NoRun(RunId),
-    #[error("no run is tagged `{0}`: see `loadlab runs list`")]
+    #[error("no run is tagged `{}`: see `loadlab runs list`", .0.escape_debug())]
     NoTag(String),
     #[error(
-        "no completed run of a scenario named `{0}` (its file's `name`): check it with \
-         `loadlab runs show ID`"
+        "no completed run of a scenario named `{}` (its file's `name`): check it with \
+         `loadlab runs show ID`",
+        .0.escape_debug()
     )]
     NoScenario(String),
     #[error("no experiment with id {0}: see `loadlab runs list`")]
     NoExperimentId(ExperimentId),
-    #[error("no experiment is named `{0}`: see `loadlab runs list`")]
+    #[error("no experiment is named `{}`: see `loadlab runs list`", .0.escape_debug())]
     NoExperiment(String),
     #[error(
         "no completed run of variant `{variant}` in any experiment named `{experiment}`: \
-         check both names with `loadlab runs list`"
+         check both names with `loadlab runs list`",
+        variant = variant.escape_debug(),
+        experiment = experiment.escape_debug()
     )]
     EmptyVariant { experiment: String, variant: String },
     #[error(
         "experiment `{experiment}` (id {id}) has no completed run of variant `{variant}`; \
-         its variants: {known}"
+         its variants: {known}",
+        experiment = experiment.escape_debug(),
+        variant = variant.escape_debug(),
+        known = known.escape_debug()
     )]
     NoVariant {
         experiment: String,
@@ -73,11 +79,12 @@ pub enum StoreError {
         known: String,
     },
     #[error(
-        "`{0}` names no run: give a run id (42), a tag (baseline: every run with it; \
-         baseline@last: the latest alone) or EXPERIMENT:variant; see `loadlab runs list`"
+        "`{}` names no run: give a run id (42), a tag (baseline: every run with it; \
+         baseline@last: the latest alone) or EXPERIMENT:variant; see `loadlab runs list`",
+        .0.escape_debug()
     )]
     Unresolvable(String),
-    #[error("the tag `{tag}` is not allowed: {why}")]
+    #[error("the tag `{}` is not allowed: {why}", tag.escape_debug())]
     InvalidTag { tag: String, why: &'static str },
     #[error(
         "experiment {experiment} already has a completed run of `{variant}` in block {block}: \

@@ -112,6 +112,16 @@ fn what_names_nothing_is_a_clear_error() {
         message("bench:fast"),
         "no experiment is named `bench`: see `loadlab runs list`"
     );
+    // What the user typed is echoed escaped: a tag or a name holding a terminal escape
+    // must not clear the screen or forge a line when the error is printed.
+    assert_eq!(
+        message("night\u{1b}[2J\r\nFAKE"),
+        "no run is tagged `night\\u{1b}[2J\\r\\nFAKE`: see `loadlab runs list`"
+    );
+    assert_eq!(
+        message("be\u{7}nch:fast"),
+        "no experiment is named `be\\u{7}nch`: see `loadlab runs list`"
+    );
     assert_eq!(
         message("speed:medium"),
         format!(
