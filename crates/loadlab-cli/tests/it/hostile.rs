@@ -290,6 +290,65 @@ fn a_tls_handshake_never_answered_is_a_failed_run() {
     drop(silent);
 }
 
+/// Issue 51, item 3: HTTP/3 against a UDP port nothing listens on, in a run shorter than
+/// --connect-timeout, was "0 of 0 issued", no error, exit 0. As over TCP and TLS, the
+/// requests that waited for the handshakes are due and never sent, and the run failed.
+#[test]
+fn an_http3_handshake_never_answered_is_a_failed_run() {
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("https://127.0.0.1:{port}/");
+    let ran = run(
+        "h3-nothing",
+        &["--http3", "-c", "2", "-d", "1s", "--connect-timeout", "10m"],
+        &url,
+    );
+    assert_eq!(ran.requests(), (0, 0, 0));
+    assert_eq!(ran.json["measured"]["requests"]["not_sent"], 2);
+    assert!(ran.says("verdicts", "nothing succeeded"), "{}", ran.json);
+    assert!(ran.says("warnings", "over QUIC"), "{}", ran.json);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+}
+
+/// Issue 51, item 4: an open loop against a server that never lets a connection open ran
+/// far past its end (HTTP/2 and HTTP/3 tried one connection at a time, a --connect-timeout
+/// each: 50 s for -d 2s; HTTP/1.1 15.6 s) and blamed busy connections. Each protocol ends
+/// within its duration plus one connect timeout, and says no connection opened.
+#[test]
+fn an_open_loop_that_never_connects_ends_on_time_and_says_why() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp = format!("https://127.0.0.1:{}/", silent.local_addr().unwrap().port());
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let quic = format!("https://127.0.0.1:{}/", udp.local_addr().unwrap().port());
+    let load = ["--rate", "10", "-d", "1s", "--connect-timeout", "1s"];
+    for (name, protocol, url) in [
+        ("open-h1", None, &tcp),
+        ("open-h2", Some("--http2"), &tcp),
+        ("open-h3", Some("--http3"), &quic),
+    ] {
+        let args: Vec<&str> = load.iter().copied().chain(protocol).collect();
+        let began = Instant::now();
+        let ran = run(name, &args, url);
+        // 1 s of run and 1 s of connect timeout, and the process's start and end.
+        let took = began.elapsed();
+        assert!(took < Duration::from_secs(4), "{name}: {took:?}");
+        assert!(
+            ran.says("verdicts", "no connection to the target opened"),
+            "{name}: {}",
+            ran.json["verdicts"]
+        );
+        assert!(
+            !ran.says("verdicts", "every connection was busy"),
+            "{name}: {}",
+            ran.json["verdicts"]
+        );
+        assert_eq!(ran.code, Some(2), "{name}: {}", ran.stderr);
+    }
+    drop((silent, udp));
+}
+
 /// Case 9: a server that reads requests and never answers. Nothing failed and nothing
 /// completed: the result says the server stalled, not that every request failed.
 #[test]
@@ -852,6 +911,19 @@ fn hostile_command_lines_are_refused_up_front() {
             "'--streams <STREAMS>': `-1` is not a count",
         ),
         (vec!["--seed", "-1", url], "--seed"),
+        // Issue 51, item 6: bounded as -c is (4294967296 aborted on a failed allocation).
+        (
+            vec!["--http2", "--streams", "4294967296", url],
+            "4294967296 streams on a connection, more than one loadlab carries",
+        ),
+        (
+            vec!["--http3", "--streams", "100000000", "https://127.0.0.1:9/"],
+            "100000000 streams on a connection",
+        ),
+        (
+            vec!["--http2", "-c", "10", "--streams", "1000000", url],
+            "10 connections x 1000000 streams",
+        ),
     ];
     for (args, needle) in cases {
         let child = loadlab()
