@@ -162,3 +162,78 @@ fn doctor_names_the_one_capped_generator_of_three_and_no_path_when_none_is() {
         .unwrap_or_else(|| panic!("{said}"));
     assert!((7.0..11.0).contains(&mbit), "{mbit} Mbit/s:\n{said}");
 }
+
+/// `loadlab capacity` over `fleet` with short probes, from the coordinator's host, with the
+/// server's agent; the capacity document.
+fn capacity(hosts: &Hosts, fleet: &std::path::Path, name: &str) -> (String, serde_json::Value) {
+    let json = hosts.dir.join(format!("{name}.json"));
+    let mut args: Vec<String> = [
+        "capacity",
+        "--no-save",
+        "-q",
+        "--slo",
+        "p99<100ms",
+        "-d",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--cooldown",
+        "300ms",
+        "--tolerance",
+        "0.08",
+        "--start",
+        "120",
+        "--max-rate",
+        "480",
+        "--repeats",
+        "1",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push("--generators".into());
+    args.push(fleet.display().to_string());
+    args.extend(hosts.server_agent.flags());
+    args.extend(["--json".into(), json.display().to_string(), hosts.url()]);
+    let out = hosts.loadlab(&args);
+    let said = text(&out);
+    let doc = std::fs::read_to_string(&json)
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or_else(|e| panic!("no capacity document ({e}): {said}"));
+    (said, doc)
+}
+
+/// The bar, end to end: the CPU-bound serial server (240/s) behind uncapped paths
+/// gets its capacity over three generators with no path blamed; one generator behind a
+/// 10 Mbit/s downlink (97 answers of 12 KB a second) is named before any probe and no
+/// capacity is claimed for the server (it printed "capacity 96.9/s" as the server's).
+#[test]
+fn capacity_is_the_servers_uncapped_and_never_the_paths_when_one_generator_is_capped() {
+    let _serial = serial();
+    let Some(hosts) = Hosts::new("capacity") else {
+        return;
+    };
+    let (said, doc) = capacity(&hosts, &hosts.fleet_file(), "uncapped");
+    assert_eq!(doc["finding"]["kind"], "capacity", "{said}");
+    let found = doc["finding"]["estimate"].as_f64().unwrap();
+    eprintln!("uncapped, three generators: {found}/s (the server serves 240/s)");
+    assert!((190.0..=252.0).contains(&found), "{found}: {said}");
+    assert!(!said.contains("warning: the path"), "{said}");
+    assert!(
+        !doc["verdict"].to_string().contains("path"),
+        "{}",
+        doc["verdict"]
+    );
+
+    hosts.lab.cap_down(1, "10mbit").unwrap();
+    let one = hosts.dir.join("gen1.toml");
+    std::fs::write(&one, &hosts.generators[0].entry).unwrap();
+    let (said, doc) = capacity(&hosts, &one, "capped");
+    eprintln!("gen1 capped: {}\n{said}", doc["verdict"]);
+    assert_ne!(doc["finding"]["kind"], "capacity", "{said}");
+    let verdict = doc["verdict"].as_str().unwrap_or_default();
+    assert!(
+        verdict.contains("no capacity found for the server"),
+        "{verdict}\n{said}"
+    );
+    assert!(verdict.contains("gen1"), "{verdict}");
+}

@@ -130,13 +130,9 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 fleet_warned = !check.warnings.is_empty();
                 // With the server's agent too: each generator's path to it, both ways.
                 if let (Some(server), Some(config)) = (&server_agent, &path_config) {
-                    let named = crate::cmd::generators::path::check(
-                        &fleet,
-                        server,
-                        config,
-                        args.run.quiet,
-                    );
-                    fleet_warned |= named > 0;
+                    let paths =
+                        crate::cmd::generators::path::check(&fleet, server, config, args.run.quiet);
+                    fleet_warned |= paths.named > 0;
                 }
             }
             Err(e) => {

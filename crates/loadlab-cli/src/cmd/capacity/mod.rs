@@ -221,6 +221,8 @@ struct Prepared {
     shape: ProbeShape,
     store: Option<Store>,
     tag: String,
+    /// The fleet's paths, measured before the first probe (issue 52).
+    paths: crate::cmd::generators::path::PathCheck,
 }
 
 /// Checks every flag and output path, then prepares the session (the server starts here).
@@ -261,7 +263,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
     let metrics = crate::cmd::run::metrics_plan(&args.metrics, Some(&tag), None)?;
     let mut session = Session::prepare(spec).map_err(flags_named)?;
     session.set_metrics(metrics);
-    crate::cmd::generators::apply(args.generators.fleet()?, &mut session, args.quiet)?;
+    let paths = crate::cmd::generators::apply(args.generators.fleet()?, &mut session, args.quiet)?;
     if !args.quiet {
         for note in session.notes() {
             eprintln!("{note}");
@@ -285,6 +287,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
         },
         store,
         tag,
+        paths,
     })
 }
 
@@ -322,6 +325,7 @@ fn finish(
         criteria,
         store,
         tag,
+        paths,
         ..
     } = prepared;
     let stop = Arc::new(Stop::new());
@@ -346,7 +350,8 @@ fn finish(
         failed_to_save: None,
         streamed: None,
     };
-    let report = go(&mut session, &stop, &mut events).map_err(flags_named)?;
+    let mut report = go(&mut session, &stop, &mut events).map_err(flags_named)?;
+    crate::cmd::generators::path::claim(&mut report, &paths);
     drop(session);
     if let Some(e) = events.failed_to_save.take() {
         eprintln!("warning: {e}");

@@ -86,9 +86,9 @@ pub fn apply(
     fleet: Option<Fleet>,
     session: &mut loadlab_session::Session,
     quiet: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<path::PathCheck> {
     let Some(fleet) = fleet else {
-        return Ok(());
+        return Ok(path::PathCheck::default());
     };
     let config = session.config();
     let check = fleet.check(config.connections, Some(config.url.port))?;
@@ -105,9 +105,10 @@ pub fn apply(
         eprintln!("warning: {warning}");
     }
     // With the server's agent, each generator's path to it is measured before any load.
-    if let Some(server) = session.server_agent() {
-        path::check(&fleet, server, session.config(), quiet);
-    }
+    let paths = match session.server_agent() {
+        Some(server) => path::check(&fleet, server, session.config(), quiet),
+        None => path::PathCheck::default(),
+    };
     session.set_fleet(fleet);
-    Ok(())
+    Ok(paths)
 }
