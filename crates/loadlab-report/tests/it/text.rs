@@ -30,6 +30,33 @@ fn the_summary_names_requests_sent_again_when_there_were_some() {
     assert!(line.contains("not processed"), "{line}");
 }
 
+/// Issue 51, item 5: a result holding a server's words raw in a failure's detail (saved
+/// before the engine escaped them, or edited) shows their control characters escaped, in
+/// `run`'s summary and in `runs show` alike, and one already escaped is shown as it is.
+#[test]
+fn a_detail_with_control_characters_is_shown_escaped() {
+    let mut result = fixture("refused.json");
+    let key = result.measured.errors.keys().next().unwrap().clone();
+    let raw = "the server closed the QUIC connection: \u{1b}[2J\u{1b}]0;owned\u{7}\r\nFAKE: all requests succeeded";
+    result
+        .measured
+        .error_details
+        .insert(key.clone(), raw.into());
+    let text = render(&TextExporter, &result);
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{text:?}"
+    );
+    assert!(
+        text.contains("\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\r\\nFAKE: all requests succeeded"),
+        "{text}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("FAKE")), "{text}");
+    let escaped = raw.escape_debug().to_string();
+    result.measured.error_details.insert(key, escaped.clone());
+    assert!(render(&TextExporter, &result).contains(&escaped));
+}
+
 /// Notes (the server's HTTP/3 offer) close the summary, and only when there are some.
 #[test]
 fn the_summary_ends_with_the_notes_when_there_are_some() {
