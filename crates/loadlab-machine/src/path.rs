@@ -5,6 +5,7 @@
 //! own through a run, on absolute deadlines, and hands the windows back placed on the run's
 //! clock. What they mean is `loadlab_result::path`'s rule; this module only reads.
 
+use crate::netns::Scope;
 use loadlab_engine::RunControl;
 use loadlab_probe::sockets::{self, SocketInfo};
 use loadlab_probe::tcp_info::TcpStats;
@@ -132,20 +133,33 @@ fn window(last: &HashMap<u64, Counters>, now: &[(u64, TcpStats, u32)], first: bo
             (Some(busy), Some(rwnd), Some(sndbuf));
     }
     (w.notsent_bytes, w.delivery_rate) = (notsent, rate);
-    // A connection that has not yet sent data has no round trip (0): left out.
+    // Round trips of the connections that carried bytes in the window only: an idle one
+    // (an open loop's spare connections) keeps the estimate of its last exchange, which
+    // says nothing of the path now. One that has not yet sent data has none (0): left out.
+    let active: Vec<&TcpStats> = now
+        .iter()
+        .filter(|(cookie, t, _)| {
+            let c = Counters::of(t);
+            let before = last.get(cookie).copied().unwrap_or_default();
+            first || c.received > before.received || c.acked > before.acked
+        })
+        .map(|(_, t, _)| t)
+        .collect();
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         (!v.is_empty()).then(|| v[v.len() / 2])
     };
     w.rtt_us = median(
-        now.iter()
-            .map(|(_, t, _)| t.rtt_us as f64)
+        active
+            .iter()
+            .map(|t| t.rtt_us as f64)
             .filter(|&r| r > 0.0)
             .collect(),
     );
     w.rcv_rtt_us = median(
-        now.iter()
-            .map(|(_, t, _)| t.rcv_rtt_us as f64)
+        active
+            .iter()
+            .map(|t| t.rcv_rtt_us as f64)
             .filter(|&r| r > 0.0)
             .collect(),
     );
@@ -172,11 +186,29 @@ pub struct PathWatch {
 impl PathWatch {
     /// Starts watching: the baseline is taken when `control` says the run started.
     pub fn start(side: Side, control: &RunControl, period: Duration) -> PathWatch {
+        PathWatch::start_in(Scope::Own, side, control, period)
+    }
+
+    /// [`PathWatch::start`] with the sockets read in `scope`'s network namespace (a server
+    /// behind a shaped link has one of its own): the thread enters it first.
+    pub fn start_in(scope: Scope, side: Side, control: &RunControl, period: Duration) -> PathWatch {
         let done = Arc::new(AtomicBool::new(false));
         let (flag, control) = (done.clone(), control.clone());
         let thread = std::thread::Builder::new()
             .name("loadlab-path".into())
             .spawn(move || {
+                if let Scope::Netns(path) = &scope {
+                    let entered = std::fs::File::open(path).is_ok_and(|f| {
+                        let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+                        // SAFETY: setns(2) on a descriptor this thread owns; it moves this
+                        // thread only, which ends with the watch.
+                        let rc = unsafe { libc::setns(fd, libc::CLONE_NEWNET) };
+                        rc == 0
+                    });
+                    if !entered {
+                        return Vec::new();
+                    }
+                }
                 let quit = || flag.load(Ordering::Acquire);
                 let origin = loop {
                     if let Some(s) = control.started_at() {
@@ -225,6 +257,25 @@ impl PathWatch {
         })
     }
 
+    /// The server's connections through a run of `config`, when the server is on this
+    /// machine (`scope`: its namespace); over TCP only.
+    pub fn for_server(
+        config: &loadlab_engine::RunConfig,
+        control: &RunControl,
+        scope: Scope,
+    ) -> Option<PathWatch> {
+        (!config.http3).then(|| {
+            PathWatch::start_in(
+                scope,
+                Side::Server {
+                    port: config.url.port,
+                },
+                control,
+                PERIOD,
+            )
+        })
+    }
+
     /// Stops watching (one last sample closes the run's last interval) and returns the
     /// windows, `t_s` from the run's start.
     pub fn finish(mut self) -> Vec<PathWindow> {
@@ -262,10 +313,14 @@ mod tests {
     #[test]
     fn a_window_is_the_delta_and_new_connections_count_from_zero() {
         let last: HashMap<u64, Counters> = [(1, Counters::of(&stats(1_000, 0, 0, 10)))].into();
+        let idle = Counters::of(&stats(9_000, 0, 0, 0));
+        let last: HashMap<u64, Counters> = last.into_iter().chain([(4, idle)]).collect();
         let now = [
             (1, stats(4_000, 900, 50, 30), 100),
             (2, stats(500, 100, 40, 5), 0),
             (3, stats(0, 0, u32::MAX, 0), 0),
+            // Idle through the window: its old round trip is not the path's now.
+            (4, stats(9_000, 5, 60, 0), 0),
         ];
         let w = window(&last, &now, false);
         assert_eq!(w.received_bytes, 3_000 + 500);

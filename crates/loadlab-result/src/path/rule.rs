@@ -243,16 +243,49 @@ pub fn verdicts(result: &crate::RunResult) -> Vec<PathVerdict> {
 /// The run's verdict lines about its paths: each generator whose path held the queue,
 /// named, so that the response times are not taken for the server's.
 pub fn run_verdicts(result: &crate::RunResult) -> Vec<String> {
+    let server = server_side(result).map_or(String::new(), |w| format!("; {w}"));
     verdicts(result)
         .iter()
         .filter(|v| v.is_path())
         .map(|v| {
             format!(
-                "{}: these response times are not the server's (docs/path.md)",
+                "{}{server}: these response times are not the server's (docs/path.md)",
                 v.describe()
             )
         })
         .collect()
+}
+
+/// The server's side in words, when its connections were sampled: "the server was 38% busy
+/// while its sockets were network-limited 91% of the time" (its CPU, of its quota or of one
+/// core; its connections' time waiting on the congestion window).
+pub fn server_side(result: &crate::RunResult) -> Option<String> {
+    let report = result.path.iter().find(|r| r.side == "server")?;
+    let measured: Vec<&PathInterval> = report.intervals.iter().filter(|i| !i.warmup).collect();
+    let network: Vec<f64> = measured
+        .iter()
+        .filter_map(|i| Some(i.busy_share? * i.network_limited_share.unwrap_or(0.0)))
+        .collect();
+    if network.is_empty() {
+        return None;
+    }
+    let network = network.iter().sum::<f64>() / network.len() as f64;
+    let cpu = result
+        .server
+        .as_ref()
+        .and_then(|s| s.summary.as_ref())
+        .map(|s| s.cpu_quota_share.map_or(s.cpu_cores.mean, |q| q.mean));
+    Some(match cpu {
+        Some(cpu) => format!(
+            "the server was {:.0}% busy while its sockets were network-limited {:.0}% of the time",
+            cpu * 100.0,
+            network * 100.0
+        ),
+        None => format!(
+            "the server's sockets were network-limited {:.0}% of the time",
+            network * 100.0
+        ),
+    })
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
