@@ -237,3 +237,42 @@ fn capacity_is_the_servers_uncapped_and_never_the_paths_when_one_generator_is_ca
     );
     assert!(verdict.contains("gen1"), "{verdict}");
 }
+
+/// Across a fleet: gen1 behind a 4 Mbit/s downlink, its share of 150/s (50/s of 12 KB, 5
+/// Mbit/s) beyond it, the others' shares and the server (62% busy) comfortable: the run
+/// names gen1 as departing from the others at the same share, in its verdicts and the JSON.
+#[test]
+fn a_run_names_the_generator_whose_response_time_departs_from_the_others() {
+    let _serial = serial();
+    let Some(hosts) = Hosts::new("departure") else {
+        return;
+    };
+    hosts.lab.cap_down(1, "4mbit").unwrap();
+    let json = hosts.dir.join("run.json");
+    let mut args: Vec<String> = ["run", "-q", "--rate", "150", "-d", "2s", "--generators"]
+        .map(String::from)
+        .to_vec();
+    args.push(hosts.fleet_file().display().to_string());
+    args.extend(["--json".into(), json.display().to_string(), hosts.url()]);
+    let out = hosts.loadlab(&args);
+    let said = text(&out);
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {said}")),
+    )
+    .unwrap();
+    let verdicts: Vec<&str> = doc["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .filter(|v| v.contains("at the same share"))
+        .collect();
+    eprintln!("{verdicts:#?}");
+    assert_eq!(verdicts.len(), 1, "{said}\n{}", doc["verdicts"]);
+    assert!(verdicts[0].starts_with("generator gen1"), "{}", verdicts[0]);
+    assert!(
+        verdicts[0].contains("its path, not the server"),
+        "{}",
+        verdicts[0]
+    );
+}

@@ -135,7 +135,7 @@ impl Lab {
                 "-n",
                 self.bridge(),
                 "qdisc",
-                "add",
+                "replace",
                 "dev",
                 port,
                 "root",

@@ -7,6 +7,8 @@
 //!   limits and TIME_WAIT are read, its clock is compared);
 //! - `source`: the forms `--generators` takes (a file, an Ansible inventory, a cluster's
 //!   agents), parsed;
+//! - [`departure`]: a generator whose response time or goodput departs from the others' at
+//!   the same share, named (its path, not the server);
 //! - [`path`]: the path between the server's host and each generator's, measured both ways
 //!   before the load, and the rule that names a path that would set the figure (issue 52);
 //! - `run`: one run over the fleet: the shards started, their intervals read live and merged
@@ -16,6 +18,7 @@
 //! It must not read files (the CLI hands over the file's text; token files are read by the
 //! agent client) nor print: what a person should know comes back as notes and warnings.
 
+pub mod departure;
 pub mod path;
 mod run;
 #[cfg(test)]

@@ -440,6 +440,24 @@ impl Merger {
                 })
             })
             .collect();
+        // A generator whose response time or goodput departs from the others' at the same
+        // share is named: its path, not the server (issue 52).
+        let shares: Vec<super::departure::ShareFigures> = self
+            .parts
+            .iter()
+            .filter(|p| p.gone.is_none())
+            .filter_map(|p| {
+                let r = p.result.as_ref()?;
+                Some(super::departure::ShareFigures {
+                    generator: p.name.clone(),
+                    p50_us: r.measured.latency_us.as_ref().map(|l| l.p50),
+                    received_per_s: r.measured.bytes.received_per_s,
+                })
+            })
+            .collect();
+        merged
+            .verdicts
+            .extend(super::departure::departures(&shares));
         // A generator whose link was saturated capped the load: named, and the merged
         // result's link is its (the first such).
         let mut capped = None;
