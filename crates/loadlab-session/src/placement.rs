@@ -97,6 +97,12 @@ pub(crate) fn place_apart(server: &mut ServerSpec) -> Option<(String, Vec<usize>
     if !server.launches() || server.agent.is_some() || server.limits.pin.is_some() {
         return None;
     }
+    // A pin nobody asked for must never make a run fail: in strict mode an unheld pin is
+    // refused, so without a cpuset controller the two stay together (and the machine's
+    // `cpu_sharing` check says so); best-effort pins by the affinity mask instead.
+    if server.mode == loadlab_probe::LimitsMode::Strict && !loadlab_probe::cgroup::can_pin() {
+        return None;
+    }
     let available = loadlab_probe::affinity::of(0)?;
     let pin = apart(quota, &available)?;
     let why = format!(

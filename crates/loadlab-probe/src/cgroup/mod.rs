@@ -65,6 +65,26 @@ pub fn cleanup_all() {
     }
 }
 
+/// Whether a group made here can hold a CPU pin (a cpuset controller, v1 or v2): where it
+/// cannot, a pin is applied as an affinity mask in best-effort mode and refused in strict
+/// mode, so a pin loadlab would choose by itself must not be asked for there.
+pub fn can_pin() -> bool {
+    let mounts = read_mounts();
+    if mounts
+        .v1
+        .iter()
+        .any(|m| m.controllers.iter().any(|c| c == "cpuset"))
+    {
+        return true;
+    }
+    mounts.v2.as_ref().is_some_and(|m| {
+        std::fs::read_to_string(m.point.join("cgroup.controllers"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .any(|c| c == "cpuset")
+    })
+}
+
 /// The start of the name of every group a process with this PID creates: `loadlab-PID-`.
 pub fn name_prefix(pid: u32) -> String {
     format!("loadlab-{pid}-")
