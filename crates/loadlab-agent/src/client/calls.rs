@@ -60,7 +60,12 @@ impl AgentClient {
                 }
                 _ => Duration::ZERO,
             };
-        self.call("POST", "/v1/sessions", Some(json(request)?), timeout)
+        let mut opened: Opened =
+            self.call("POST", "/v1/sessions", Some(json(request)?), timeout)?;
+        // What the agent says of the server reaches notes and results.
+        super::shown(&mut opened.description);
+        opened.notes.iter_mut().for_each(super::shown);
+        Ok(opened)
     }
 
     pub fn renew(&mut self, session: &str) -> Result<Lease> {

@@ -98,6 +98,15 @@ impl ClientError {
 
 type Result<T> = std::result::Result<T, ClientError>;
 
+/// A peer's text as a terminal may show it: escaped (`escape_debug`, as the engine shows
+/// every peer's text) when it holds a control character, as it is otherwise (so that an
+/// agent's ordinary sentences keep their quotes).
+pub(crate) fn shown(text: &mut String) {
+    if text.chars().any(char::is_control) {
+        *text = text.escape_debug().to_string();
+    }
+}
+
 /// The longest a kept-alive connection may sit idle and still be reused. The agent closes a
 /// connection that sends no request for 10 s (its header timeout), and this client's
 /// connection task runs only inside a call, so it cannot notice the close in between: a
@@ -140,9 +149,30 @@ impl AgentClient {
     /// speaks another protocol.
     pub fn connect(endpoint: &AgentEndpoint) -> Result<(AgentClient, Hello)> {
         let mut client = AgentClient::new(endpoint)?;
-        let hello = client.hello()?;
+        let mut hello = client.hello()?;
         if hello.protocol != PROTOCOL {
             return Err(ClientError::other_protocol(&endpoint.url, hello.protocol));
+        }
+        // Its words reach notes, refusals and results: shown as every peer's text is.
+        let Hello {
+            agent_version,
+            hostname,
+            kernel,
+            cgroup,
+            busy,
+            default_server,
+            load_busy,
+            ..
+        } = &mut hello;
+        for text in [agent_version, hostname, kernel] {
+            shown(text);
+        }
+        for text in [cgroup, default_server].into_iter().flatten() {
+            shown(text);
+        }
+        for b in [busy, load_busy].into_iter().flatten() {
+            shown(&mut b.client);
+            b.run.iter_mut().for_each(shown);
         }
         Ok((client, hello))
     }

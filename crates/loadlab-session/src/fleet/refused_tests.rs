@@ -30,6 +30,9 @@ enum Endless {
 /// then fails the test on what it says, instead of holding the test for ever.
 const GIVE_UP_BYTES: u64 = 256 << 20;
 
+/// The fake's host name, with a terminal's screen clear and a forged line in it.
+const HOSTNAME: &str = "fake\u{1b}[2J\r\nFAKE: all requests succeeded";
+
 /// What the coordinator may hold beyond a reply's bound: what the loopback sockets' buffers
 /// and TLS records in flight hold when it hangs up.
 const SLACK_BYTES: u64 = 16 << 20;
@@ -158,7 +161,7 @@ fn serve(
             ("GET", "/v1/hello") => (
                 "200 OK",
                 serde_json::json!({
-                    "protocol": PROTOCOL, "agent_version": "fake", "hostname": "fake",
+                    "protocol": PROTOCOL, "agent_version": "fake", "hostname": HOSTNAME,
                     "cpus": 1, "kernel": "fake", "cgroup": null, "allow_exec": false,
                     "lease_ms": 10_000, "busy": null, "default_server": null,
                     "generator": true, "load_busy": null,
@@ -261,4 +264,21 @@ fn an_endless_hello_is_refused_at_its_bound() {
         written <= (4 << 20) + SLACK_BYTES,
         "the coordinator took {written} bytes of one reply"
     );
+}
+
+/// What an agent says of itself reaches the fleet's notes escaped, as every peer's text is.
+#[test]
+fn a_generators_words_come_back_escaped() {
+    let dir = ScratchDir::new("fleet-escaped-hello");
+    let fake = FakeAgent::start(Endless::Intervals);
+    let fleet = Fleet {
+        generators: vec![fake.generator(&dir)],
+    };
+    let check = fleet.check(1, None).unwrap();
+    let note = &check.notes[0];
+    assert!(
+        note.contains("fake\\u{1b}[2J\\r\\nFAKE: all requests succeeded"),
+        "{note}"
+    );
+    assert!(!note.contains('\u{1b}') && !note.contains('\n'), "{note}");
 }

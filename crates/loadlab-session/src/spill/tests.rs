@@ -508,5 +508,9 @@ fn a_merged_stored_timeline_says_so_and_keeps_every_interval() {
         assert_eq!(full.timeline.len() as u64, written);
         assert_eq!(full.timeline[5], interval(5));
     }
-    let _ = std::fs::remove_file(&path);
+    // Closed first: an open store keeps its -wal and -shm files beside it.
+    drop(store);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
 }
