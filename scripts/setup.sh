@@ -182,6 +182,24 @@ else
         "Install python3 and python3-venv, then re-run" >&2
 fi
 
+# The gRPC interop test (crates/loadlab-cli/tests/it/grpc.rs) loads grpcio's own Health
+# service, pinned, from PyPI into a virtualenv under target/; without it that test prints
+# SKIPPED and passes.
+GRPCIO_VERSION=1.85.4
+GRPCIO_HEALTH_VERSION=1.85.1
+grpc_venv=target/grpc-venv
+if [[ -x $grpc_venv/bin/python ]] \
+    && "$grpc_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('grpcio') != '$GRPCIO_VERSION' or m.version('grpcio-health-checking') != '$GRPCIO_HEALTH_VERSION')" 2>/dev/null; then
+    echo "setup: grpcio $GRPCIO_VERSION present in $grpc_venv"
+elif need python3 && python3 -m venv "$grpc_venv" >/dev/null 2>&1; then
+    echo "setup: installing grpcio $GRPCIO_VERSION into $grpc_venv"
+    "$grpc_venv/bin/pip" install -q --disable-pip-version-check \
+        "grpcio==$GRPCIO_VERSION" "grpcio-health-checking==$GRPCIO_HEALTH_VERSION"
+else
+    echo "setup: python3 with venv is missing; the gRPC interop test will be skipped." \
+        "Install python3 and python3-venv, then re-run" >&2
+fi
+
 # The book (docs/, an mdBook) is built by ship.rs's book test, which follows every link of
 # the built pages. mdbook is not packaged for Debian 12: cargo builds it from crates.io, pinned,
 # without its serve/watch/search features (the test needs none) and unoptimised (half the

@@ -108,24 +108,43 @@ pub struct GrpcServer {
 impl GrpcServer {
     /// h2c on 127.0.0.1:0, answering calls with `answers` in rotation.
     pub fn start(answers: Vec<GrpcAnswer>) -> GrpcServer {
-        Self::start_with(answers, None)
+        Self::start_with(answers, None, None)
+    }
+
+    /// [`GrpcServer::start`], serving reflection too on `path`'s service
+    /// (`grpc.reflection.v1` or `v1alpha`: the other answers UNIMPLEMENTED) from `files`
+    /// (serialized FileDescriptorProtos, a file after its imports; see `Script::reflection`).
+    /// Reflection calls are not counted in `calls`.
+    pub fn start_reflecting(
+        answers: Vec<GrpcAnswer>,
+        path: &'static str,
+        files: Vec<Vec<u8>>,
+    ) -> GrpcServer {
+        Self::start_with(answers, None, Some((path, files)))
     }
 
     /// Over TLS (h2 agreed by ALPN), with a certificate from `ca`.
     pub fn start_tls(answers: Vec<GrpcAnswer>, ca: &crate::TestCa) -> GrpcServer {
         let mut config = (*ca.server_config()).clone();
         config.alpn_protocols = vec![b"h2".to_vec()];
-        Self::start_with(answers, Some(Arc::new(config)))
+        Self::start_with(answers, Some(Arc::new(config)), None)
     }
 
-    fn start_with(answers: Vec<GrpcAnswer>, tls: Option<Arc<rustls::ServerConfig>>) -> GrpcServer {
+    fn start_with(
+        answers: Vec<GrpcAnswer>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        reflection: Option<(&'static str, Vec<Vec<u8>>)>,
+    ) -> GrpcServer {
         assert!(
             !answers.is_empty(),
             "a GrpcServer needs at least one answer"
         );
         let counters = Arc::new(GrpcCounters::default());
         let c = counters.clone();
-        let answers = Arc::new(answers);
+        let answers = Arc::new(Script {
+            answers,
+            reflection,
+        });
         let background = Background::start(move |listener| async move {
             let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
             loop {
@@ -165,7 +184,69 @@ impl GrpcServer {
     }
 }
 
-async fn serve<T>(io: T, answers: Arc<Vec<GrpcAnswer>>, c: Arc<GrpcCounters>)
+/// What the server answers: the calls' script, and reflection.
+struct Script {
+    answers: Vec<GrpcAnswer>,
+    reflection: Option<(&'static str, Vec<Vec<u8>>)>,
+}
+
+impl Script {
+    /// The answer to a reflection call on `path` asking `request` (its DATA, framed); `None`
+    /// for another call. A question by file name gets that file; one by symbol gets the last
+    /// file alone (protox lists a file after its imports), so a client must ask for each
+    /// import by name.
+    fn reflection(&self, path: &str, request: &[u8]) -> Option<GrpcAnswer> {
+        if !path.starts_with("/grpc.reflection.") {
+            return None;
+        }
+        let Some((_, files)) = self.reflection.as_ref().filter(|(p, _)| *p == path) else {
+            return Some(GrpcAnswer::trailers_only(12, "unknown%20service"));
+        };
+        let mut answer: Vec<&Vec<u8>> = Vec::new();
+        let mut fields = request.get(5..).unwrap_or_default();
+        // ServerReflectionRequest: host (1), file_by_filename (3), file_containing_symbol (4);
+        // every value short enough for a one-byte length.
+        while let [tag, len, rest @ ..] = fields {
+            let (value, next) = rest.split_at((*len as usize).min(rest.len()));
+            match tag {
+                0x1a => answer.extend(files.iter().filter(|f| name_of(f) == value)),
+                0x22 => answer.extend(files.last()),
+                _ => {}
+            }
+            fields = next;
+        }
+        // ServerReflectionResponse{file_descriptor_response (4):
+        // FileDescriptorResponse{file_descriptor_proto (1): each file}}.
+        let mut inner = Vec::new();
+        for file in answer {
+            inner.push(0x0a);
+            varint(&mut inner, file.len());
+            inner.extend_from_slice(file);
+        }
+        let mut outer = vec![0x22];
+        varint(&mut outer, inner.len());
+        outer.extend_from_slice(&inner);
+        Some(GrpcAnswer::ok_with_data(vec![grpc_frame(&outer)]))
+    }
+}
+
+/// A serialized FileDescriptorProto's name: its first field (1), as protox writes it.
+fn name_of(file: &[u8]) -> &[u8] {
+    match file {
+        [0x0a, len, rest @ ..] => &rest[..(*len as usize).min(rest.len())],
+        _ => &[],
+    }
+}
+
+fn varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+async fn serve<T>(io: T, answers: Arc<Script>, c: Arc<GrpcCounters>)
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -173,8 +254,15 @@ where
         return;
     };
     while let Some(Ok((request, mut respond))) = conn.accept().await {
-        let n = c.calls.fetch_add(1, Ordering::SeqCst);
-        let answer = answers[(n % answers.len() as u64) as usize].clone();
+        let path = request.uri().path().to_string();
+        let reflection = path.starts_with("/grpc.reflection.");
+        let mut answer = if reflection {
+            GrpcAnswer::ok()
+        } else {
+            let n = c.calls.fetch_add(1, Ordering::SeqCst);
+            let script = &answers.answers;
+            script[(n % script.len() as u64) as usize].clone()
+        };
         let seen: Vec<(String, String)> = request
             .headers()
             .iter()
@@ -182,13 +270,20 @@ where
             .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
             .collect();
         *c.last_headers.lock().unwrap() = seen;
-        let c = c.clone();
+        let (c, script) = (c.clone(), answers.clone());
         tokio::spawn(async move {
             let mut body = request.into_body();
+            let mut asked = Vec::new();
             while let Some(Ok(chunk)) = body.data().await {
                 c.request_bytes
                     .fetch_add(chunk.len() as u64, Ordering::SeqCst);
+                if reflection {
+                    asked.extend_from_slice(&chunk);
+                }
                 let _ = body.flow_control().release_capacity(chunk.len());
+            }
+            if let Some(reflected) = script.reflection(&path, &asked) {
+                answer = reflected;
             }
             if !answer.delay.is_zero() {
                 tokio::time::sleep(answer.delay).await;

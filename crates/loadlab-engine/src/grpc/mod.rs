@@ -3,14 +3,16 @@
 //!
 //! - this module: the spec, the prepared call, and the one error type;
 //! - `schema`: `.proto` files compiled at run time, the method found, the message from JSON;
+//! - `reflect`: or the schema asked of the server (server reflection), before the run;
 //! - `frame`: the five-byte Length-Prefixed-Message framing, and a bounded response walker;
 //! - `status`: status codes as failure classes, `grpc-message`, `grpc-timeout`.
 //!
 //! The hot path (`engine::h2::grpc`) reads a response's headers, DATA and trailers through
-//! these pieces; nothing here does network I/O or knows a flag's spelling (errors name the
-//! setting as `--grpc`'s group does, the CLI's only).
+//! these pieces; nothing here knows a flag's spelling (errors name the setting as `--grpc`'s
+//! group does, the CLI's only), and only `reflect` talks to the server.
 
 pub mod frame;
+pub mod reflect;
 pub mod schema;
 pub mod status;
 
@@ -43,6 +45,8 @@ pub struct GrpcSpec {
     /// `.proto` files declaring the service (their imports found through `includes`).
     pub protos: Vec<PathBuf>,
     pub includes: Vec<PathBuf>,
+    /// Without `protos`: ask the server for the schema (server reflection) here.
+    pub reflect: Option<reflect::Target>,
     pub data: Data,
     /// Sent as `grpc-timeout` on every call: the server's deadline.
     pub deadline: Option<Duration>,
@@ -101,16 +105,19 @@ pub enum GrpcError {
     Data(String),
     #[error("--grpc-max-message: {0}")]
     Limit(String),
+    #[error("--reflect: {0}")]
+    Reflection(String),
 }
 
 impl GrpcSpec {
     /// Compiles the schema, finds the method and encodes the message: every check done
     /// here, once, so the run only sends.
     pub fn prepare(&self) -> Result<Call, GrpcError> {
-        if self.protos.is_empty() {
+        if self.protos.is_empty() && self.reflect.is_none() {
             return Err(GrpcError::Proto(
-                "a gRPC run needs the service's .proto file: give --proto FILE (and -I DIR for \
-                 the folders its imports are under)"
+                "a gRPC run needs the service's schema: give its .proto file with --proto FILE \
+                 (and -I DIR for the folders its imports are under), or --reflect to ask the \
+                 server"
                     .into(),
             ));
         }
@@ -119,7 +126,10 @@ impl GrpcSpec {
                 "must be at least 1 byte; the default is 4194304 (4 MiB, gRPC's own)".into(),
             ));
         }
-        let pool = schema::compile(&self.protos, &self.includes)?;
+        let pool = match &self.reflect {
+            Some(target) if self.protos.is_empty() => reflect::fetch(target, &self.method)?,
+            _ => schema::compile(&self.protos, &self.includes)?,
+        };
         let method = schema::find_method(&pool, &self.method)?;
         let kind = schema::kind(&method);
         if kind != CallKind::Unary {

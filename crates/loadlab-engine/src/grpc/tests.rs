@@ -49,6 +49,7 @@ fn spec(protos: Vec<PathBuf>, includes: Vec<PathBuf>, method: &str, json: &str) 
         method: method.into(),
         protos,
         includes,
+        reflect: None,
         data: Data::Json(json.into()),
         deadline: None,
         gzip: false,

@@ -19,6 +19,7 @@ fn upstream_call() -> GrpcSpec {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../loadlab-upstream/proto/upstream.proto")
         ],
         includes: Vec::new(),
+        reflect: None,
         data: Data::Json("{}".into()),
         deadline: None,
         gzip: false,
@@ -318,4 +319,62 @@ fn unary_over_tls() {
         .calls
         .load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(calls, 200);
+}
+
+/// The descriptors of the upstream's `.proto` (last) and, `with_imports`, its imports,
+/// serialized, as a server's reflection sends them: the testkit answers a question by the
+/// service's name with its file alone, so the client asks for each import by name.
+fn upstream_descriptors(with_imports: bool) -> Vec<Vec<u8>> {
+    use prost::Message as _;
+    let proto = upstream_call().protos[0].clone();
+    let mut compiler = protox::Compiler::new([proto.parent().unwrap()]).unwrap();
+    compiler.include_imports(with_imports);
+    compiler.open_file(&proto).unwrap();
+    let set = compiler.file_descriptor_set();
+    set.file.iter().map(|f| f.encode_to_vec()).collect()
+}
+
+fn reflecting(server: &GrpcServer) -> GrpcSpec {
+    GrpcSpec {
+        protos: Vec::new(),
+        reflect: Some(loadlab_engine::grpc::reflect::Target {
+            host: "127.0.0.1".into(),
+            port: server.addr().port(),
+            authority: server.addr().to_string(),
+            tls: None,
+            timeout: Duration::from_secs(5),
+        }),
+        ..upstream_call()
+    }
+}
+
+#[test]
+fn reflection_gives_the_schema_v1_or_v1alpha() {
+    let v1 = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+    let v1alpha = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+    for path in [v1, v1alpha] {
+        let files = upstream_descriptors(true);
+        let server = GrpcServer::start_reflecting(vec![GrpcAnswer::ok()], path, files);
+        let call = reflecting(&server).prepare();
+        let call = call.unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(call.path, "/loadlab.upstream.v1.Upstream/Call");
+        assert_eq!(call.output, "google.protobuf.BytesValue");
+    }
+}
+
+#[test]
+fn reflection_refused_or_incomplete_is_an_error_saying_so() {
+    let server = GrpcServer::start(vec![GrpcAnswer::ok()]);
+    let err = reflecting(&server).prepare().unwrap_err().to_string();
+    assert!(
+        err.starts_with("--reflect: the server does not serve reflection"),
+        "{err}"
+    );
+    assert!(err.contains("--proto"), "{err}");
+    // A server whose reflection sends the service's file but never its imports.
+    let v1 = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+    let only_service = upstream_descriptors(false);
+    let server = GrpcServer::start_reflecting(vec![GrpcAnswer::ok()], v1, only_service);
+    let err = reflecting(&server).prepare().unwrap_err().to_string();
+    assert!(err.contains("did not send google/protobuf/"), "{err}");
 }

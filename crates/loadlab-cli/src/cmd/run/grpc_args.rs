@@ -6,7 +6,10 @@
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use loadlab_engine::grpc::{Call, Data, GrpcSpec, DEFAULT_MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES};
+use loadlab_engine::grpc::{
+    reflect, Call, Data, GrpcSpec, DEFAULT_MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES,
+};
+use loadlab_engine::tls::TlsSpec;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +34,16 @@ pub struct GrpcArgs {
     /// well-known types.
     #[arg(long, value_name = "FILE", requires = "grpc", help_heading = "gRPC")]
     pub proto: Vec<PathBuf>,
+
+    /// Ask the server for the schema (gRPC server reflection, v1 or v1alpha) instead of
+    /// --proto, once, before the run.
+    #[arg(
+        long,
+        requires = "grpc",
+        conflicts_with = "proto",
+        help_heading = "gRPC"
+    )]
+    pub reflect: bool,
 
     /// A folder the .proto files' imports are under (repeat for more), as protoc's -I.
     #[arg(
@@ -75,8 +88,14 @@ pub struct GrpcArgs {
 }
 
 impl GrpcArgs {
-    /// The prepared call, or `None` without `--grpc`.
-    pub fn call(&self) -> anyhow::Result<Option<Arc<Call>>> {
+    /// The prepared call, or `None` without `--grpc`. With `--reflect`, the schema is asked
+    /// of the server at `url` (over TLS with `tls`), within `timeout`.
+    pub fn call(
+        &self,
+        url: &str,
+        tls: &TlsSpec,
+        timeout: Duration,
+    ) -> anyhow::Result<Option<Arc<Call>>> {
         let Some(method) = &self.grpc else {
             return Ok(None);
         };
@@ -89,6 +108,10 @@ impl GrpcArgs {
             method: method.clone(),
             protos: self.proto.clone(),
             includes: self.import_paths.clone(),
+            reflect: match self.reflect {
+                true => Some(reflect::Target::new(url, tls, timeout)?),
+                false => None,
+            },
             data,
             deadline: self.deadline,
             gzip: self.compression.is_some(),

@@ -48,6 +48,18 @@ impl RequestArgs {
             (None, Some(path)) => read_body_file(path)?,
             (None, None) => Vec::new(),
         };
+        let tls = TlsSpec {
+            insecure: self.insecure,
+            ca_pem: read_pem(&self.cacert, "--cacert")?,
+            ca_from: None,
+            cert_pem: read_pem(&self.cert, "--cert")?,
+            key_pem: read_pem(&self.key, "--key")?,
+            resume: self.tls_resume.map(|r| r == OnOff::On),
+            version: self.tls_version.map(|v| match v {
+                TlsVersionArg::V1_2 => TlsVersion::V1_2,
+                TlsVersionArg::V1_3 => TlsVersion::V1_3,
+            }),
+        };
         Ok(RunSpec {
             url: url.to_string(),
             method: self.method.clone(),
@@ -68,19 +80,8 @@ impl RequestArgs {
             http3: self.http3,
             http3_0rtt: self.http3_0rtt,
             streams: self.streams,
-            tls: TlsSpec {
-                insecure: self.insecure,
-                ca_pem: read_pem(&self.cacert, "--cacert")?,
-                ca_from: None,
-                cert_pem: read_pem(&self.cert, "--cert")?,
-                key_pem: read_pem(&self.key, "--key")?,
-                resume: self.tls_resume.map(|r| r == OnOff::On),
-                version: self.tls_version.map(|v| match v {
-                    TlsVersionArg::V1_2 => TlsVersion::V1_2,
-                    TlsVersionArg::V1_3 => TlsVersion::V1_3,
-                }),
-            },
-            grpc: self.grpc.call()?,
+            grpc: self.grpc.call(url, &tls, self.timeout)?,
+            tls,
             ..RunSpec::default()
         })
     }
