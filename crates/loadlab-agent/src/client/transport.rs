@@ -214,17 +214,13 @@ impl AgentClient {
             }
             if !(200..300).contains(&status) {
                 let body: Option<ErrorBody> = serde_json::from_slice(&bytes).ok();
-                // The agent's words, escaped as every peer's text is (`escape_debug`): they
+                // The agent's words, escaped as every peer's text is ([`super::shown`]): they
                 // reach a terminal, and what answers may not be an agent at all.
-                let message = body.as_ref().map_or_else(
-                    || {
-                        String::from_utf8_lossy(&bytes)
-                            .trim()
-                            .escape_debug()
-                            .to_string()
-                    },
-                    |b| b.error.escape_debug().to_string(),
+                let mut message = body.as_ref().map_or_else(
+                    || String::from_utf8_lossy(&bytes).trim().to_string(),
+                    |b| b.error.clone(),
                 );
+                super::shown(&mut message);
                 let message = match status {
                     // Before the token matches, the agent answers a bare 401.
                     401 if message.is_empty() => format!(
@@ -248,7 +244,8 @@ impl AgentClient {
             }
             return serde_json::from_slice(&bytes).map_err(|e| {
                 // serde's message quotes what it could not take: the peer's bytes.
-                let e = e.to_string().escape_debug().to_string();
+                let mut e = e.to_string();
+                super::shown(&mut e);
                 ClientError::Protocol(format!("{method} {path}: {e}"), url.clone())
             });
         }
