@@ -5,6 +5,7 @@
 mod ansible;
 mod cli;
 mod cmd;
+mod live;
 mod output;
 mod progress;
 mod signals;

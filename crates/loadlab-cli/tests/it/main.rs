@@ -28,5 +28,6 @@ mod hostile;
 mod hostile_fleet;
 mod import;
 mod interop;
+mod live;
 mod metrics;
 mod scenario;

@@ -18,7 +18,9 @@
 //!   selector or query.
 //! - `page`: the document, its header and tables, and all escaping.
 //! - `assets`: the embedded uPlot, `report.js`, `report.css`, and the policy's script hashes.
-//! - `report.js`: draws the charts from the embedded data, inserting text only as text.
+//! - `report.js`: draws the charts from the embedded data, inserting text only as text; the
+//!   live page of a run (`loadlab run --ui`) embeds the same script and calls its `render`
+//!   with [`data::chart_data`]'s output as intervals arrive (one renderer for both).
 //!
 //! This module must not reach the network, and must not put a result's strings into the page
 //! unescaped.
@@ -29,7 +31,7 @@ pub mod history;
 mod page;
 pub mod series;
 
-pub use assets::UPLOT_VERSION;
+pub use assets::{REPORT_CSS, REPORT_JS, UPLOT_CSS, UPLOT_JS, UPLOT_VERSION};
 pub use data::Curve;
 pub use page::{escape_html, json_for_script};
 

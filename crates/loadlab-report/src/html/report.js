@@ -1,4 +1,5 @@
-// loadlab's HTML report: draws the charts with uPlot from the JSON data element (id "data").
+// loadlab's HTML report: draws the charts with uPlot from the JSON data element (id "data"),
+// or, on the live page of a run, from what `window.__loadlab.render(data)` is given.
 // The figures come prepared from Rust; this script only scales them to units and draws.
 // It must not fetch anything, use innerHTML, or insert a string from the data other than as
 // text (textContent, uPlot labels): labels and URLs come from the server or the user.
@@ -9,9 +10,8 @@
     report.errors.push(String(e.message));
   });
 
-  var data = JSON.parse(document.getElementById("data").textContent);
-  var runs = data.runs;
-  var multi = runs.length > 1;
+  // Set by render(): the charts' data (the report's embedded one, or the live page's).
+  var data, runs, multi;
   var root = document.getElementById("charts");
   var HEIGHT = 250;
   // Every time chart has the same axis widths, so their plotting areas (and time axes) line
@@ -521,8 +521,23 @@
     }, 100);
   });
 
-  try {
+  // Draws every chart from `d` (the data chart_data prepared), first removing any drawn
+  // before: the offline report calls it once, the live page of a run (`--ui`) on each update.
+  function render(d) {
+    report.charts.forEach(function (c) { c.plot.destroy(); });
+    report.charts = [];
+    root.textContent = "";
+    data = d;
+    runs = d.runs;
+    multi = runs.length > 1;
     draw();
+  }
+  report.render = render;
+
+  var embedded = document.getElementById("data");
+  if (!embedded) return;
+  try {
+    render(JSON.parse(embedded.textContent));
   } catch (e) {
     report.errors.push(String(e && e.stack || e));
     root.appendChild(el("p", "note", "The charts could not be drawn: " + e));

@@ -103,8 +103,9 @@ pub fn with_summary(
     iv
 }
 
-/// One interval of the merge of `group` (consecutive), which it empties.
-fn merge(group: &mut Vec<IntervalSummary>) -> anyhow::Result<IntervalSummary> {
+/// One interval of the merge of `group` (consecutive), which it empties: counts summed,
+/// histograms added (exact), rates weighted by time. Also the live page's downsampling.
+pub fn merge(group: &mut Vec<IntervalSummary>) -> anyhow::Result<IntervalSummary> {
     if group.len() == 1 {
         return Ok(group.pop().expect("one"));
     }

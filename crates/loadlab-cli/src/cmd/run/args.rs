@@ -176,6 +176,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub metrics: super::metrics_args::MetricsArgs,
+
+    #[command(flatten)]
+    pub live: crate::live::LiveArgs,
 }
 
 /// What each request is and how it travels: method, headers, body, timeouts, protocol, TLS,

@@ -1,0 +1,137 @@
+// loadlab's live page: follows the run's event stream (/events) and draws it with the HTML
+// report's own chart code (window.__loadlab.render, report.js) from the report's own chart
+// data, made in Rust for each interval. The figures table says for each figure whether it
+// is the last interval's or since the start (merged from the intervals' histograms).
+// It must not insert any string other than as text (textContent): targets and error
+// messages come from servers and users. No fetch but this page's own stream and stop.
+"use strict";
+(function () {
+  var report = window.__loadlab;
+  var cfg = JSON.parse(document.getElementById("live").textContent);
+  var token = new URLSearchParams(location.search).get("token");
+  var suffix = token ? "?token=" + encodeURIComponent(token) : "";
+  var data = null, dirty = false, ended = false;
+  var num = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 4 });
+  var whole = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+  window.__live = { intervals: 0, completed: 0 };
+
+  function text(id, value) {
+    var e = document.getElementById(id);
+    if (e) e.textContent = value;
+  }
+  function latency(us) {
+    if (us == null) return "–";
+    return us >= 1000 ? num.format(us / 1000) + " ms" : num.format(us) + " µs";
+  }
+  function bytes(b) {
+    if (b == null) return "–";
+    return num.format(b / 1048576) + " MiB";
+  }
+  function orDash(v, f) { return v == null ? "–" : f(v); }
+
+  function showLast(last) {
+    if (!last) return;
+    var secs = Math.max(last.duration_s, 1e-9);
+    text("last-rate", whole.format(last.achieved_per_s));
+    text("last-offered", orDash(last.offered_per_s, whole.format));
+    text("last-completed", whole.format(last.completed));
+    text("last-failed", whole.format(last.failed) + (last.failed ? " (" + num.format(last.failed / secs) + "/s)" : ""));
+    text("last-p50", latency(last.p50_us));
+    text("last-p90", latency(last.p90_us));
+    text("last-p99", latency(last.p99_us));
+    text("last-max", latency(last.max_us));
+    text("last-cpu", last.server ? num.format(last.server.cpu_cores) : "–");
+    text("last-rss", last.server ? bytes(last.server.rss_bytes) : "–");
+  }
+  function showSince(s) {
+    var l = s.latency_us || {};
+    text("since-rate", whole.format(s.per_s));
+    text("since-offered", orDash(s.offered_per_s, whole.format));
+    text("since-completed", whole.format(s.completed));
+    text("since-failed", whole.format(s.failed));
+    text("since-p50", latency(l.p50));
+    text("since-p90", latency(l.p90));
+    text("since-p99", latency(l.p99));
+    text("since-max", latency(l.max));
+    window.__live.completed = s.completed;
+  }
+  function showErrors(errors) {
+    var parts = [];
+    Object.keys(errors.by_class || {}).forEach(function (k) {
+      var detail = (errors.details || {})[k];
+      parts.push(k + ": " + errors.by_class[k] + (detail ? " (" + detail + ")" : ""));
+    });
+    text("errors", parts.length ? "Failures by class: " + parts.join("; ") : "");
+  }
+
+  // Appends one interval's points (the report's series, made in Rust) to the charts' data.
+  function append(point) {
+    if (!point || !point.runs.length) return;
+    if (!data || !data.runs.length) { data = point; return; }
+    var run = data.runs[0], p = point.runs[0];
+    ["timeline", "server"].forEach(function (k) {
+      if (!p[k]) return;
+      if (!run[k]) { run[k] = p[k]; return; }
+      Object.keys(p[k]).forEach(function (f) {
+        if (Array.isArray(p[k][f]) && Array.isArray(run[k][f])) {
+          Array.prototype.push.apply(run[k][f], p[k][f]);
+        } else if (Array.isArray(p[k][f])) {
+          run[k][f] = p[k][f];
+        }
+      });
+    });
+    data.time_range_s[1] = Math.max(data.time_range_s[1], point.time_range_s[1]);
+  }
+
+  // Redraws at most once a second, and not while the tab is hidden.
+  setInterval(function () {
+    if (!dirty || !data || document.hidden) return;
+    dirty = false;
+    try { report.render(data); } catch (e) { report.errors.push(String(e)); }
+  }, 1000);
+
+  var source = new EventSource("events" + suffix);
+  source.addEventListener("open", function () { if (!ended) text("status", "running: live"); });
+  source.addEventListener("error", function () { if (!ended) text("status", "reconnecting…"); });
+  source.addEventListener("snapshot", function (e) {
+    var m = JSON.parse(e.data);
+    if (m.target) text("target", m.target);
+    data = m.data;
+    showLast(m.last);
+    showSince(m.since_start);
+    showErrors(m.errors);
+    if (m.ended) finish(false);
+    dirty = true;
+  });
+  source.addEventListener("interval", function (e) {
+    var m = JSON.parse(e.data);
+    append(m.point);
+    if (data && m.distribution && data.runs.length) data.runs[0].distribution = m.distribution;
+    showLast(m.last);
+    showSince(m.since_start);
+    window.__live.intervals += 1;
+    dirty = true;
+  });
+  source.addEventListener("end", function (e) {
+    var m = JSON.parse(e.data);
+    showSince(m.since_start);
+    showErrors(m.errors);
+    finish(m.interrupted);
+  });
+
+  function finish(interrupted) {
+    ended = true;
+    source.close();
+    text("status", interrupted ? "stopped: the result is written" : "ended: the result is written");
+    document.getElementById("stop").disabled = true;
+  }
+
+  document.getElementById("stop").addEventListener("click", function () {
+    var button = document.getElementById("stop");
+    button.disabled = true;
+    fetch("stop" + suffix, { method: "POST", headers: { "X-Loadlab-Csrf": cfg.csrf } })
+      .then(function (r) { return r.text(); })
+      .then(function (t) { text("status", t); })
+      .catch(function (e) { button.disabled = false; text("status", "could not stop: " + e); });
+  });
+})();
