@@ -122,7 +122,7 @@ fn bad_input_is_named() {
     let cases: Vec<(GrpcSpec, &str)> = vec![
         (
             spec(vec![], vec![], "t.v1.Echo/Say", "{}"),
-            "needs the service's .proto",
+            "needs the service's schema",
         ),
         (
             spec(vec![p.path("nope.proto")], vec![], "a/b", "{}"),
