@@ -158,16 +158,16 @@ pub(crate) fn verdicts(
         // every request sent failed to connect, and what fell due waited for connects, not
         // for busy connections.
         let r = &measured.requests;
-        let unreachable = r.completed == 0
-            && r.failed == r.issued
-            && r.failed == measured.connections_failed
-            && config.scenario.is_none();
+        let unreachable =
+            r.completed == 0 && r.failed == r.issued && r.failed == measured.connections_failed;
         if due > 0 && unreachable {
             let mut line = format!(
                 "no connection to the target opened: of {due} requests that fell due none was \
                  answered"
             );
-            if unsent > 0 {
+            if unsent > 0 && config.scenario.is_some() {
+                line.push_str(&format!("; {unsent} iterations were never started"));
+            } else if unsent > 0 {
                 line.push_str(&format!(
                     "; {unsent} were never sent because they waited for a connection that \
                      failed to open or was still opening when the run ended, not for a busy one"

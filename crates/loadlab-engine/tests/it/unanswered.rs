@@ -6,9 +6,11 @@
 //! the requests that waited counted as due and never sent, and it ends within its duration
 //! plus one --connect-timeout, in the closed and in the open loop.
 
+use loadlab_engine::scenario::Scenario;
 use loadlab_engine::tls::TlsSpec;
 use loadlab_engine::{RunResult, RunSpec};
 use std::net::UdpSocket;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -189,7 +191,7 @@ fn an_open_loop_that_never_connects_ends_within_its_duration_and_one_connect_tim
     );
     let silent_udp = UdpPeer::start(Answer::Nothing);
     let over_tcp = RunSpec {
-        url: https,
+        url: https.clone(),
         threads: Some(1),
         pm_qos: false,
         ..RunSpec::default()
@@ -200,10 +202,24 @@ fn an_open_loop_that_never_connects_ends_within_its_duration_and_one_connect_tim
             "HTTP/2 over TLS",
             RunSpec {
                 http2: true,
-                ..over_tcp
+                ..over_tcp.clone()
             },
         ),
         ("HTTP/3", h3(silent_udp.url())),
+        (
+            "scenario",
+            RunSpec {
+                url: String::new(),
+                scenario: Some(Arc::new(
+                    Scenario::from_toml_str(
+                        &format!("name = \"s\"\n[[steps]]\nname = \"a\"\nurl = \"{https}\""),
+                        Path::new("."),
+                    )
+                    .expect("valid scenario"),
+                )),
+                ..over_tcp
+            },
+        ),
     ];
     let (duration, connect_timeout) = (Duration::from_millis(500), Duration::from_millis(500));
     for (name, spec) in cases {
