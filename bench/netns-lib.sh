@@ -21,6 +21,9 @@ netns_cleanup() {
 }
 trap netns_cleanup EXIT INT TERM
 
+# in_ns NS CMD...: in the foreground only. A program left running is started with nsenter
+# itself (`nsenter --net=/run/netns/NS -- CMD &`), so that $! is its own PID: a backgrounded
+# shell function is a subshell, and killing it would leave the program running.
 in_ns() { local ns=$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
 
 # lab_up N: the bridge, the server ($TAG-sv), the coordinator ($TAG-co) and N generators
@@ -52,8 +55,8 @@ uncap() { tc -n "$TAG-br" qdisc del dev "p-$1" root 2>/dev/null || true; }
 agent() {
     local name=$1 host=$2 listen=$3; shift 3
     local state=$OUT/state-$name
-    in_ns "$TAG-$host" "$LOADLAB" agent "$@" --listen "$listen" --state-dir "$state" \
-        > "$OUT/$name.log" 2>&1 &
+    nsenter --net="/run/netns/$TAG-$host" -- "$LOADLAB" agent "$@" --listen "$listen" \
+        --state-dir "$state" > "$OUT/$name.log" 2>&1 &
     PIDS+=($!)
     local fp=""
     for _ in $(seq 100); do

@@ -14,14 +14,14 @@ OUT=${OUT:-$ROOT/bench/out/path-limits-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 RATE=10mbit
 lab_up 3
-in_ns "$TAG-sv" env HOST=198.18.0.1 PORT=8081 "$FIXTURE" --service-us 4166 > "$OUT/fixture.log" 2>&1 &
+nsenter --net="/run/netns/$TAG-sv" -- env HOST=198.18.0.1 PORT=8081 "$FIXTURE" --service-us 4166 > "$OUT/fixture.log" 2>&1 &
 PIDS+=($!)
 agent server sv 198.18.0.1:7071 --port 8081
 for g in g1 g2 g3; do agent "$g" "$g" "198.18.0.$((10 + ${g#g})):7070" --generator; done
 fleet "$OUT/all.toml" g1 g2 g3
 fleet "$OUT/g1.toml" g1
 # The delay: a relay on the server's host, 25 ms each way, in front of the same server.
-in_ns "$TAG-sv" python3 "$ROOT/bench/delay-relay.py" 198.18.0.1 8082 198.18.0.1 8081 25 > "$OUT/relay.log" 2>&1 &
+nsenter --net="/run/netns/$TAG-sv" -- python3 "$ROOT/bench/delay-relay.py" 198.18.0.1 8082 198.18.0.1 8081 25 > "$OUT/relay.log" 2>&1 &
 PIDS+=($!)
 # HTTP/2: nginx, cleartext by prior knowledge (h2c), a 12 KB file, on the server's host.
 mkdir -p "$OUT/nginx/www"; head -c 12288 /dev/zero | tr '\0' x > "$OUT/nginx/www/12k"
@@ -31,7 +31,7 @@ events { worker_connections 4096; }
 http { access_log off; server { listen 198.18.0.1:8083 http2; root $OUT/nginx/www; } }
 NGINX
 if command -v nginx >/dev/null; then
-    in_ns "$TAG-sv" nginx -c "$OUT/nginx/nginx.conf" -p "$OUT/nginx" > "$OUT/nginx.log" 2>&1 &
+    nsenter --net="/run/netns/$TAG-sv" -- nginx -c "$OUT/nginx/nginx.conf" -p "$OUT/nginx" > "$OUT/nginx.log" 2>&1 &
     PIDS+=($!)
 fi
 sleep 1
