@@ -25,10 +25,11 @@ struct Answer {
     decoder: Decoder,
     /// The content type was gRPC's (`application/grpc`, with or without a `+format`).
     grpc_content_type: bool,
-    /// `grpc-status`, raw, from the trailers (or the headers of a trailers-only answer).
-    status: Option<Bytes>,
+    /// `grpc-status`, raw, from the trailers (or the headers of a trailers-only answer):
+    /// taken out of the fields, not copied (a success costs no allocation here).
+    status: Option<http::HeaderValue>,
     /// `grpc-message`, raw.
-    message: Option<Bytes>,
+    message: Option<http::HeaderValue>,
 }
 
 impl Answer {
@@ -41,12 +42,10 @@ impl Answer {
         }
     }
 
-    fn take_status(&mut self, fields: &http::HeaderMap) {
-        if let Some(s) = fields.get("grpc-status") {
-            self.status = Some(Bytes::copy_from_slice(s.as_bytes()));
-            self.message = fields
-                .get("grpc-message")
-                .map(|m| Bytes::copy_from_slice(m.as_bytes()));
+    fn take_status(&mut self, fields: &mut http::HeaderMap) {
+        if let Some(s) = fields.remove("grpc-status") {
+            self.status = Some(s);
+            self.message = fields.remove("grpc-message");
         }
     }
 }
@@ -54,7 +53,7 @@ impl Answer {
 impl FieldSink for Answer {
     const TRAILERS: bool = true;
 
-    fn head(&mut self, headers: http::HeaderMap) {
+    fn head(&mut self, mut headers: http::HeaderMap) {
         self.grpc_content_type = headers
             .get(http::header::CONTENT_TYPE)
             .is_some_and(|v| is_grpc_content_type(v.as_bytes()));
@@ -65,15 +64,15 @@ impl FieldSink for Answer {
             self.decoder.allow_compressed();
         }
         // A trailers-only answer (an error, usually) carries its status in the headers.
-        self.take_status(&headers);
+        self.take_status(&mut headers);
     }
 
     fn data(&mut self, chunk: &[u8]) {
         self.decoder.feed(chunk);
     }
 
-    fn trailers(&mut self, trailers: http::HeaderMap) {
-        self.take_status(&trailers);
+    fn trailers(&mut self, mut trailers: http::HeaderMap) {
+        self.take_status(&mut trailers);
     }
 }
 
@@ -83,59 +82,83 @@ fn is_grpc_content_type(value: &[u8]) -> bool {
     rest.is_some_and(|r| r.is_empty() || r[0] == b'+' || r[0] == b';')
 }
 
-/// The verdict on a full answer: `Ok(())`, or the failure's class and what to tell the user.
-fn judge(call: &Call, http_status: u16, answer: &mut Answer) -> Result<(), (ErrorClass, String)> {
-    let malformed = |why: String| (ErrorClass::MalformedResponse, why);
+/// Why an answer failed, in data: made into words only for the first failure of its class
+/// (the one kept), so a server failing every call costs no text per call.
+#[derive(Debug, PartialEq)]
+enum Why<'a> {
+    HttpStatus(u16),
+    NoStatus,
+    BadStatus(&'a [u8]),
+    Code(u32, Option<&'a [u8]>),
+    ContentType,
+    Framing(&'a crate::grpc::frame::FrameError),
+    Messages(u64),
+}
+
+impl Why<'_> {
+    fn text(&self) -> String {
+        match self {
+            Why::HttpStatus(http_status) => format!(
+                "HTTP status {http_status}, not a gRPC answer (a proxy's, or a server that does \
+                 not serve gRPC here): read as {}, as gRPC clients do",
+                status::CODES[status::code_of_http_status(*http_status) as usize]
+            ),
+            Why::NoStatus => "the answer ended without grpc-status (no trailers): not a gRPC \
+                              server, or the call was cut"
+                .into(),
+            Why::BadStatus(raw) => {
+                format!("grpc-status is {}, not a number", status::message_text(raw))
+            }
+            Why::Code(code, message) => {
+                let name = status::CODES
+                    .get(*code as usize)
+                    .copied()
+                    .unwrap_or("UNKNOWN");
+                let said = match message {
+                    Some(m) => format!(": {}", status::message_text(m)),
+                    None => String::new(),
+                };
+                format!("the server answered {name} ({code}){said}")
+            }
+            Why::ContentType => "the answer's content-type is not application/grpc".into(),
+            Why::Framing(e) => e.to_string(),
+            Why::Messages(n) => format!("a unary call was answered OK with {n} messages, not one"),
+        }
+    }
+}
+
+/// The verdict on a full answer: `Ok(())`, or the failure's class and why.
+fn judge<'a>(
+    call: &Call,
+    http_status: u16,
+    answer: &'a mut Answer,
+) -> Result<(), (ErrorClass, Why<'a>)> {
+    let malformed = ErrorClass::MalformedResponse;
     if http_status != 200 {
         let code = status::code_of_http_status(http_status);
         let class = status::class_of(code).unwrap_or(ErrorClass::GrpcUnknown);
-        return Err((
-            class,
-            format!(
-                "HTTP status {http_status}, not a gRPC answer (a proxy's, or a server that does \
-                 not serve gRPC here): read as {}, as gRPC clients do",
-                status::CODES[code as usize]
-            ),
-        ));
+        return Err((class, Why::HttpStatus(http_status)));
     }
     answer.decoder.finish();
+    let answer: &'a Answer = answer;
     let Some(raw) = answer.status.as_ref() else {
-        return Err(malformed(
-            "the answer ended without grpc-status (no trailers): not a gRPC server, or the \
-             call was cut"
-                .into(),
-        ));
+        return Err((malformed, Why::NoStatus));
     };
-    let Some(code) = status::parse_code(raw) else {
-        return Err(malformed(format!(
-            "grpc-status is {}, not a number",
-            status::message_text(raw)
-        )));
+    let Some(code) = status::parse_code(raw.as_bytes()) else {
+        return Err((malformed, Why::BadStatus(raw.as_bytes())));
     };
     if let Some(class) = status::class_of(code) {
-        let name = status::CODES
-            .get(code as usize)
-            .copied()
-            .unwrap_or("UNKNOWN");
-        let said = match &answer.message {
-            Some(m) => format!(": {}", status::message_text(m)),
-            None => String::new(),
-        };
-        return Err((class, format!("the server answered {name} ({code}){said}")));
+        let message = answer.message.as_ref().map(|m| m.as_bytes());
+        return Err((class, Why::Code(code, message)));
     }
     if !answer.grpc_content_type {
-        return Err(malformed(
-            "the answer's content-type is not application/grpc".into(),
-        ));
+        return Err((malformed, Why::ContentType));
     }
     if let Some(e) = &answer.decoder.error {
-        return Err(malformed(e.to_string()));
+        return Err((malformed, Why::Framing(e)));
     }
     if call.kind == CallKind::Unary && answer.decoder.messages != 1 {
-        return Err(malformed(format!(
-            "a unary call was answered OK with {} messages, not one",
-            answer.decoder.messages
-        )));
+        return Err((malformed, Why::Messages(answer.decoder.messages)));
     }
     Ok(())
 }
@@ -173,7 +196,11 @@ pub(in crate::engine) async fn unary(
                 traffic,
             }),
             Err((class, why)) => {
-                note_detail(ctx, phase, class, Some(why));
+                let untold =
+                    ctx.recorder.borrow_mut().phase(phase).error_details[class as usize].is_none();
+                if untold {
+                    note_detail(ctx, phase, class, Some(why.text()));
+                }
                 Some(Sent::Failed { class, traffic })
             }
         },
@@ -220,7 +247,7 @@ mod tests {
         a.head(fields(head));
         a.data(data);
         a.trailers(fields(trailers));
-        judge(&call, http, &mut a)
+        judge(&call, http, &mut a).map_err(|(class, why)| (class, why.text()))
     }
 
     const GRPC: (&str, &str) = ("content-type", "application/grpc");
