@@ -1,5 +1,6 @@
-//! Numbers as people read them, shared by every crate that writes text (the report, the
-//! machine checks, the CLI): one formatter each, not a copy per crate.
+//! Numbers as people read them, and a peer's text as a terminal may show it, shared by every
+//! crate that writes text (the report, the machine checks, the CLI, the engine's failure
+//! details): one formatter each, not a copy per crate.
 
 /// An integer with thousands separators: `1,234,567`.
 pub fn thousands(n: u64) -> String {
@@ -46,9 +47,30 @@ pub fn bytes(n: f64) -> String {
     format!("{text} {}", UNITS[unit])
 }
 
+/// A peer's text (a server's reason phrase, an agent's words) as a terminal may show it:
+/// escaped with `escape_debug` when it holds a control character (a screen clear, a title
+/// escape, a line break that forges a line), as it is otherwise, so ordinary sentences keep
+/// their quotes and text escaped once is not escaped again.
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        text.escape_debug().to_string().into()
+    } else {
+        text.into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peers_text_is_escaped_only_when_it_holds_a_control_character() {
+        assert_eq!(shown("closed: \"bye\""), "closed: \"bye\"");
+        let hostile = "\u{1b}[2J\u{7}\r\nFAKE: all requests succeeded";
+        let once = shown(hostile).into_owned();
+        assert_eq!(once, "\\u{1b}[2J\\u{7}\\r\\nFAKE: all requests succeeded");
+        assert_eq!(shown(&once), once, "escaped once, shown as it is");
+    }
 
     #[test]
     fn sizes_in_binary_units_with_one_rule_for_decimals() {

@@ -3,6 +3,7 @@
 
 use crate::format::{bytes, count, duration_us, rate};
 use crate::Exporter;
+use loadlab_result::format::shown;
 use loadlab_result::RunResult;
 use loadlab_result::{decode_histogram, LatencySummary, PhaseSummary};
 use std::fmt::Write as _;
@@ -164,7 +165,10 @@ fn summary(r: &RunResult) -> String {
             let line = format!("{key}: {}  ({what})", count(*n));
             row(&mut s, if first { "Errors" } else { "" }, &line);
             if let Some(detail) = m.error_details.get(key) {
-                row(&mut s, "", &format!("  {}", controls_escaped(detail)));
+                // A server's words (a QUIC CONNECTION_CLOSE's reason): the engine escapes
+                // them as they enter a result, but one saved by an older loadlab, or edited,
+                // may hold them raw.
+                row(&mut s, "", &format!("  {}", shown(detail)));
             }
             first = false;
         }
@@ -462,27 +466,6 @@ fn early_data_line(e: &loadlab_result::EarlyData) -> String {
         );
     }
     line
-}
-
-/// A failure's detail may hold a server's words (a QUIC CONNECTION_CLOSE's reason). The
-/// engine escapes them as they enter a result (`escape_debug`), but a result saved by an
-/// older loadlab, or edited, may hold them raw: here its control characters are shown
-/// escaped the same way, not obeyed by the terminal (a screen clear, a title escape, a
-/// forged line). Text without any is returned as it is, so nothing is escaped twice.
-fn controls_escaped(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return text.into();
-    }
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_debug().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect::<String>()
-        .into()
 }
 
 #[cfg(test)]

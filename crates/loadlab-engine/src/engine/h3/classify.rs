@@ -17,11 +17,11 @@ fn tls_alert(code: quinn::TransportErrorCode) -> Option<u8> {
 }
 
 /// Text from the server (a CONNECTION_CLOSE's reason phrase, rustls's words about its
-/// certificate), as every server string is put in a result: `escape_debug`, so a control
-/// character, a terminal's escape or a line break is shown, not obeyed, in `run` and in
-/// `runs show` alike.
+/// certificate), as every peer's text is put in a result (`format::shown`: `escape_debug`
+/// when it holds a control character), so a terminal's escape or a line break is shown, not
+/// obeyed, in `run` and in `runs show` alike.
 fn escaped(text: &str) -> String {
-    text.escape_debug().to_string()
+    loadlab_result::format::shown(text).into_owned()
 }
 
 /// A server's CONNECTION_CLOSE: its code, and its reason phrase (the server's bytes) escaped.
