@@ -109,7 +109,10 @@ fn bad_grpc_input_exits_2_naming_the_problem() {
             &["--grpc", call, "--reflect"],
             "--reflect: cannot connect to 127.0.0.1:9",
         ),
-        (&["--grpc", call, "--reflect", "--proto", proto], "cannot be used with"),
+        (
+            &["--grpc", call, "--reflect", "--proto", proto],
+            "cannot be used with",
+        ),
     ];
     for (args, words) in cases {
         let out = loadlab()
