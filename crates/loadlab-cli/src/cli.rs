@@ -33,6 +33,8 @@ pub enum Command {
     Compare(crate::cmd::compare::CompareArgs),
     /// Runs kept in the results store: list, show, delete, export.
     Runs(crate::cmd::runs::RunsArgs),
+    /// The results store in a browser, read-only: the runs, and each run's page.
+    Ui(crate::live::store::UiArgs),
     /// Each metric over revisions, the change points in it, and a gate on the newest revision.
     History(Box<crate::cmd::history::HistoryArgs>),
     /// Write a report (HTML, Markdown or CSV) of runs, an experiment or a comparison.

@@ -45,6 +45,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Compare(args) => compare::run(args),
         Command::Runs(args) => runs::run(args),
+        Command::Ui(args) => crate::live::store::run(args),
         Command::History(args) => history::run(*args),
         Command::Report(args) => report::run(args),
         Command::Capacity(args) => {

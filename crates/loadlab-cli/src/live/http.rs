@@ -48,23 +48,10 @@ pub async fn handle(
     shared: Arc<Shared>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
-    let host = req
-        .headers()
-        .get(hyper::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    if !shared.hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
-        return Ok(plain(
-            StatusCode::MISDIRECTED_REQUEST,
-            "this page answers to its own address only\n",
-        ));
-    }
-    if let Some(token) = &shared.access {
-        if !token.matches(presented_token(&req).as_bytes()) {
-            return Ok(plain(StatusCode::UNAUTHORIZED, "the live page needs its token: add ?token=TOKEN (the --ui-token-file's) to the address\n"));
-        }
-    }
+    let host = match admitted(&shared.hosts, shared.access.as_ref(), &req) {
+        Ok(host) => host,
+        Err(refused) => return Ok(hardened(*refused)),
+    };
     let response = match (req.method().as_str(), req.uri().path()) {
         ("GET", "/") => {
             let nonce = Token::generate_hex().unwrap_or_default();
@@ -80,6 +67,37 @@ pub async fn handle(
         _ => plain(StatusCode::NOT_FOUND, "not found\n"),
     };
     Ok(hardened(response))
+}
+
+/// The request's Host when it is one the page answers to and the request carries the token
+/// (when one is required); else the refusal to send.
+pub(super) fn admitted(
+    hosts: &[String],
+    access: Option<&Token>,
+    req: &Request<Incoming>,
+) -> Result<String, Box<Response<Body>>> {
+    let host = req
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    if !hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
+        return Err(Box::new(plain(
+            StatusCode::MISDIRECTED_REQUEST,
+            "this page answers to its own address only\n",
+        )));
+    }
+    if let Some(token) = access {
+        if !token.matches(presented_token(req).as_bytes()) {
+            return Err(Box::new(plain(
+                StatusCode::UNAUTHORIZED,
+                "this page needs its token: add ?token=TOKEN (the --ui-token-file's) to the \
+                 address\n",
+            )));
+        }
+    }
+    Ok(host)
 }
 
 /// `?token=` (an EventSource cannot set headers) or `Authorization: Bearer`.
@@ -220,25 +238,25 @@ impl hyper::body::Body for EventBody {
     }
 }
 
-fn full(text: impl Into<Bytes>) -> Body {
+pub(super) fn full(text: impl Into<Bytes>) -> Body {
     Full::new(text.into()).boxed()
 }
 
-fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+pub(super) fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     let mut r = Response::new(full(text));
     *r.status_mut() = status;
     set(&mut r, "content-type", "text/plain; charset=utf-8");
     r
 }
 
-fn set(r: &mut Response<Body>, name: &'static str, value: &str) {
+pub(super) fn set(r: &mut Response<Body>, name: &'static str, value: &str) {
     if let Ok(v) = hyper::header::HeaderValue::from_str(value) {
         r.headers_mut().insert(name, v);
     }
 }
 
 /// Headers every answer carries: nothing cached, framed, sniffed or referred.
-fn hardened(mut r: Response<Body>) -> Response<Body> {
+pub(super) fn hardened(mut r: Response<Body>) -> Response<Body> {
     set(&mut r, "cache-control", "no-store");
     set(&mut r, "x-content-type-options", "nosniff");
     set(&mut r, "x-frame-options", "DENY");

@@ -5,12 +5,13 @@
 //!
 //! Layout: [`hub`] keeps the run (bounded) and makes the events; `http` answers requests
 //! (host, token, origin and CSRF checks); `page` writes the document; `live.js` follows the
-//! stream. The run only ever sends to the page's thread through an unbounded channel: it
+//! stream; `store` is `loadlab ui`, the results store read-only in a browser. The run only ever sends to the page's thread through an unbounded channel: it
 //! never waits for a browser. This module must not change the run otherwise.
 
 mod http;
 pub mod hub;
 mod page;
+pub mod store;
 
 use anyhow::Context as _;
 use hub::{Hub, LiveSink, Update};
@@ -68,38 +69,16 @@ pub fn start(args: &LiveArgs) -> anyhow::Result<Option<LiveUi>> {
     let Some(addr) = &args.ui else {
         return Ok(None);
     };
-    let addr: SocketAddr = addr.parse().map_err(|e| {
-        anyhow::anyhow!(
-            "--ui={addr}: {e}; give an address and port, such as --ui=127.0.0.1:8089 (port \
-             0: a free one)"
-        )
-    })?;
-    let loopback = addr.ip().is_loopback();
-    let access = match &args.ui_token_file {
-        Some(path) => Some(Token::new(&read_token(path)?)),
-        None if loopback => None,
-        None => anyhow::bail!(
-            "--ui={addr} is not a loopback address: anyone who can reach it could watch and \
-             stop the run; give --ui-token-file FILE (a token made with `openssl rand -hex 32`, \
-             mode 0600), or leave ADDR out for 127.0.0.1"
-        ),
-    };
-    let listener = std::net::TcpListener::bind(addr)
-        .with_context(|| format!("--ui={addr}: cannot listen there"))?;
-    listener.set_nonblocking(true)?;
-    let local = listener.local_addr()?;
-    let mut hosts = vec![local.to_string()];
-    if loopback {
-        hosts.push(format!("localhost:{}", local.port()));
-    }
+    let bound = bind(addr, args.ui_token_file.as_deref())?;
+    let (listener, local) = (bound.listener, bound.local);
     let csrf_text = Token::generate_hex().map_err(anyhow::Error::msg)?;
     let shared = Arc::new(http::Shared {
         hub: Mutex::new(Hub::default()),
         events: broadcast::channel(64).0,
         csrf: Token::new(&csrf_text),
         csrf_text,
-        access,
-        hosts,
+        access: bound.access,
+        hosts: bound.hosts,
         control: Mutex::new(None),
         open_streams: Arc::new(AtomicUsize::new(0)),
     });
@@ -127,6 +106,49 @@ pub fn start(args: &LiveArgs) -> anyhow::Result<Option<LiveUi>> {
         shutdown: Some(shutdown),
         thread: Some(thread),
     }))
+}
+
+/// A page's listening socket, bound at once (a taken port fails in a second), with who may
+/// ask: the Host values it answers to, and the token every request needs (required off
+/// loopback).
+pub struct Bound {
+    pub listener: std::net::TcpListener,
+    pub local: SocketAddr,
+    pub hosts: Vec<String>,
+    pub access: Option<Token>,
+}
+
+pub fn bind(addr: &str, token_file: Option<&Path>) -> anyhow::Result<Bound> {
+    let addr: SocketAddr = addr.parse().map_err(|e| {
+        anyhow::anyhow!(
+            "--ui={addr}: {e}; give an address and port, such as --ui=127.0.0.1:8089 (port \
+             0: a free one)"
+        )
+    })?;
+    let loopback = addr.ip().is_loopback();
+    let access = match token_file {
+        Some(path) => Some(Token::new(&read_token(path)?)),
+        None if loopback => None,
+        None => anyhow::bail!(
+            "--ui={addr} is not a loopback address: anyone who can reach it could see the \
+             runs (and stop one); give --ui-token-file FILE (a token made with `openssl rand \
+             -hex 32`, mode 0600), or leave ADDR out for 127.0.0.1"
+        ),
+    };
+    let listener = std::net::TcpListener::bind(addr)
+        .with_context(|| format!("--ui={addr}: cannot listen there"))?;
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    let mut hosts = vec![local.to_string()];
+    if loopback {
+        hosts.push(format!("localhost:{}", local.port()));
+    }
+    Ok(Bound {
+        listener,
+        local,
+        hosts,
+        access,
+    })
 }
 
 /// Called as a run starts (after its timeline's sink is set): the page follows it, with the

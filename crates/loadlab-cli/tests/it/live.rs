@@ -269,3 +269,90 @@ fn the_stop_button_ends_the_run_as_ctrl_c_does() {
         result["measured"]["requests"]["completed"]
     );
 }
+
+#[test]
+fn off_loopback_a_token_is_required() {
+    let out = loadlab()
+        .args(["run", "--ui=0.0.0.0:0", "-d", "1s", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not a loopback address") && stderr.contains("--ui-token-file"),
+        "{stderr}"
+    );
+}
+
+/// `loadlab ui`: the store's runs listed (a user's tag escaped), a run's page the report's.
+#[test]
+fn the_store_in_a_browser_lists_runs_and_serves_their_pages() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let dir = ScratchDir::new("live-store");
+    let db = dir.join("runs.db");
+    let tag = "t<script>alert(1)</script>";
+    let saved = loadlab()
+        .args([
+            "run",
+            "-n",
+            "50",
+            "-c",
+            "1",
+            "--db",
+            db.to_str().unwrap(),
+            "--tag",
+            tag,
+            &server.url("/"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        saved.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    let mut child = loadlab()
+        .args(["ui", "--db", db.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line}"))
+        .to_string();
+    let list = whole(request(
+        &addr,
+        &format!("GET / HTTP/1.0\r\nHost: {addr}\r\n"),
+    ));
+    let page = whole(request(
+        &addr,
+        &format!("GET /run/1 HTTP/1.0\r\nHost: {addr}\r\n"),
+    ));
+    let refused = whole(request(&addr, "GET / HTTP/1.0\r\nHost: evil.example\r\n"));
+    let posted = whole(request(
+        &addr,
+        &format!("POST /run/1 HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n"),
+    ));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(list.contains("href=\"/run/1\""), "{list}");
+    assert!(
+        list.contains("t&lt;script&gt;alert(1)&lt;/script&gt;") && !list.contains("<script>"),
+        "{list}"
+    );
+    assert!(
+        page.contains("<!DOCTYPE html>") && page.contains("id=\"charts\""),
+        "the report's page"
+    );
+    assert!(page
+        .to_ascii_lowercase()
+        .contains("content-security-policy: default-src 'none'; script-src 'sha256-"));
+    assert!(refused.starts_with("HTTP/1.0 421"));
+    assert!(posted.starts_with("HTTP/1.0 405"), "read-only: {posted}");
+}
