@@ -47,7 +47,7 @@ pub fn check(fleet: &Fleet, server: &AgentEndpoint, config: &RunConfig, quiet: b
         }
         if let (Some(total), Some(d)) = (fleet_ceiling(&findings), demand) {
             eprintln!(
-                "  together, at equal shares, they carry at most {total:.0} requests/s of this \
+                "  at equal shares, the fleet's paths carry at most {total:.0} requests/s of this \
                  load ({:.0} B answers): a figure near it would be the paths', not the server's",
                 d.answer_bytes
             );
