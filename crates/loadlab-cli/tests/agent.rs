@@ -779,6 +779,9 @@ fn the_agent_refuses_a_wrong_token_and_an_exec_it_was_not_allowed() {
     let (hns, _) = &lab.hosts[0];
     let wrong = dir.join("wrong-token");
     std::fs::write(&wrong, "0123456789abcdef0123456789abcdef\n").unwrap();
+    // Private, as the client wants a token file: the agent, not the client, must refuse it.
+    let private = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+    std::fs::set_permissions(&wrong, private).unwrap();
     let mut flags = agent.flags();
     flags[3] = wrong.display().to_string();
     let out = in_ns(hns, LOADLAB)
