@@ -123,6 +123,18 @@ impl GrpcServer {
         Self::start_with(answers, None, Some((path, files)))
     }
 
+    /// [`GrpcServer::start_reflecting`] over TLS (h2 by ALPN), with a certificate from `ca`.
+    pub fn start_reflecting_tls(
+        answers: Vec<GrpcAnswer>,
+        path: &'static str,
+        files: Vec<Vec<u8>>,
+        ca: &crate::TestCa,
+    ) -> GrpcServer {
+        let mut config = (*ca.server_config()).clone();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Self::start_with(answers, Some(Arc::new(config)), Some((path, files)))
+    }
+
     /// Over TLS (h2 agreed by ALPN), with a certificate from `ca`.
     pub fn start_tls(answers: Vec<GrpcAnswer>, ca: &crate::TestCa) -> GrpcServer {
         let mut config = (*ca.server_config()).clone();

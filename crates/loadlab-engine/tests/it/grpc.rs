@@ -378,3 +378,41 @@ fn reflection_refused_or_incomplete_is_an_error_saying_so() {
     let err = reflecting(&server).prepare().unwrap_err().to_string();
     assert!(err.contains("did not send google/protobuf/"), "{err}");
 }
+
+/// Reflection over TLS: the target built from an https URL with the run's TLS settings, then
+/// the run itself over the same TLS.
+#[test]
+fn reflection_and_calls_over_tls() {
+    let ca = loadlab_testkit::TestCa::new();
+    let v1 = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+    let files = upstream_descriptors(true);
+    let server = GrpcServer::start_reflecting_tls(vec![GrpcAnswer::ok()], v1, files, &ca);
+    let url = format!("https://localhost:{}", server.addr().port());
+    let tls = loadlab_engine::tls::TlsSpec {
+        ca_pem: Some(ca.pem().into_bytes()),
+        ..Default::default()
+    };
+    let target = loadlab_engine::grpc::reflect::Target::new(&url, &tls, Duration::from_secs(5));
+    let call = GrpcSpec {
+        protos: Vec::new(),
+        reflect: Some(target.unwrap()),
+        ..upstream_call()
+    };
+    let r = common::run_within(
+        RunSpec {
+            url,
+            tls,
+            connections: Some(1),
+            requests: Some(50),
+            grpc: Some(Arc::new(call.prepare().unwrap())),
+            ..RunSpec::default()
+        },
+        Duration::from_secs(30),
+    );
+    assert_eq!(r.measured.requests.completed, 50, "{:?}", r.measured.errors);
+    let calls = server
+        .counters()
+        .calls
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(calls, 50);
+}
