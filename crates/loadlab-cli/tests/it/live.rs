@@ -28,7 +28,7 @@ fn start(args: &[&str]) -> (Child, String) {
             "no live page printed"
         );
         if let Some(rest) = line.trim().strip_prefix("live page: http://") {
-            break rest.trim_end_matches('/').to_string();
+            break rest.split('/').next().unwrap().to_string();
         }
     };
     // The rest of stderr drained, so that loadlab never waits on a full pipe.
@@ -282,6 +282,54 @@ fn off_loopback_a_token_is_required() {
         stderr.contains("not a loopback address") && stderr.contains("--ui-token-file"),
         "{stderr}"
     );
+}
+
+/// With a token file, every request carries the token (`?token=` or a bearer header).
+#[test]
+fn a_token_file_guards_every_request() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let dir = ScratchDir::new("live-token");
+    let file = dir.join("token");
+    let token = "0f3a9c27d41b86e5a0f3a9c27d41b86e";
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (mut child, addr) = start(&[
+        "--ui-token-file",
+        file.to_str().unwrap(),
+        "-c",
+        "1",
+        "-d",
+        "30s",
+        &server.url("/"),
+    ]);
+    let without = whole(request(
+        &addr,
+        &format!("GET / HTTP/1.0\r\nHost: {addr}\r\n"),
+    ));
+    let wrong = whole(request(
+        &addr,
+        &format!("GET /?token=x{token} HTTP/1.0\r\nHost: {addr}\r\n"),
+    ));
+    let with = whole(request(
+        &addr,
+        &format!("GET /?token={token} HTTP/1.0\r\nHost: {addr}\r\n"),
+    ));
+    // The stream goes on until the run ends: its status line alone.
+    let mut bearer = String::new();
+    request(
+        &addr,
+        &format!("GET /events HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n"),
+    )
+    .read_line(&mut bearer)
+    .unwrap();
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait().unwrap();
+    assert!(without.starts_with("HTTP/1.0 401"), "{without}");
+    assert!(wrong.starts_with("HTTP/1.0 401"), "{wrong}");
+    assert!(with.starts_with("HTTP/1.0 200"), "{with}");
+    assert!(bearer.starts_with("HTTP/1.0 200"), "{bearer}");
 }
 
 /// `loadlab ui`: the store's runs listed (a user's tag escaped), a run's page the report's.
