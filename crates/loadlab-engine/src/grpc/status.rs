@@ -74,9 +74,10 @@ pub fn parse_code(value: &[u8]) -> Option<u32> {
     std::str::from_utf8(value).ok()?.parse().ok()
 }
 
-/// `grpc-message` as text to show: percent-decoded (the spec's encoding), then escaped
-/// (`escape_debug`, as the engine shows every other peer's text) so a server's control
-/// characters never reach a terminal, and cut to `MAX_MESSAGE_CHARS`.
+/// `grpc-message` as text to show: percent-decoded (the spec's encoding), then escaped by
+/// the one rule for a peer's text (`loadlab_result::format::shown`: `escape_debug` when it
+/// holds a control character) so a server's control characters never reach a terminal, and
+/// cut to `MAX_MESSAGE_CHARS`.
 pub fn message_text(value: &[u8]) -> String {
     let mut bytes = Vec::with_capacity(value.len());
     let mut i = 0;
@@ -97,7 +98,7 @@ pub fn message_text(value: &[u8]) -> String {
         .chars()
         .take(MAX_MESSAGE_CHARS)
         .collect();
-    text.escape_debug().to_string()
+    loadlab_result::format::shown(&text).into_owned()
 }
 
 /// The most of a server's `grpc-message` kept: enough for any sentence, not a megabyte.
@@ -166,6 +167,8 @@ mod tests {
         assert_eq!(message_text(b"a\x1b[2Jb"), "a\\u{1b}[2Jb");
         assert_eq!(message_text(b"a%1B[2Jb%0A"), "a\\u{1b}[2Jb\\n");
         assert_eq!(message_text(&[b'x'; 5000]).len(), MAX_MESSAGE_CHARS);
+        // Ordinary quotes stay as they are.
+        assert_eq!(message_text(b"no 'x' in \"y\""), "no 'x' in \"y\"");
     }
 
     #[test]
