@@ -100,8 +100,8 @@ type Result<T> = std::result::Result<T, ClientError>;
 
 /// A peer's text as a terminal may show it: escaped (`escape_debug`, as the engine shows
 /// every peer's text) when it holds a control character, as it is otherwise (so that an
-/// agent's ordinary sentences keep their quotes).
-pub(crate) fn shown(text: &mut String) {
+/// agent's ordinary sentences keep their quotes). The CLI shows Ansible's words by it too.
+pub fn shown(text: &mut String) {
     if text.chars().any(char::is_control) {
         *text = text.escape_debug().to_string();
     }

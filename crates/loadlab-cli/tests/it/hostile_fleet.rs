@@ -109,7 +109,7 @@ fn an_inventory_host_whose_name_leads_out_is_refused_and_nothing_is_touched() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("the inventory host \"../../x\" cannot name a directory"),
+        stderr.contains("the inventory host \"../../x\" (quoted, escaped) cannot name a directory"),
         "{stderr}"
     );
     let mode = std::fs::metadata(&token).unwrap().permissions().mode() & 0o777;

@@ -11,7 +11,7 @@
 //! on a command line. It must not stop agents: that is a run of the playbook by hand
 //! (`-e loadlab_generators_state=stopped`), as docs/distributed.md says.
 
-use super::ansible_said::{parse_failure, safe_host_name, tail, unanswered};
+use super::ansible_said::{parse_failure, safe_host_name, shown, tail, unanswered};
 use anyhow::{bail, Context as _};
 use loadlab_session::fleet::Fleet;
 use serde_json::Value;
@@ -205,10 +205,9 @@ pub fn fleet(inventory: &Path, group: Option<&str>) -> anyhow::Result<Fleet> {
     // any path is made of it (the playbook refuses it too, before it writes anything).
     if let Some(bad) = hosts.hosts.iter().find(|h| !safe_host_name(h)) {
         bail!(
-            "--generators {source}: the inventory host {:?} cannot name a directory (letters, \
-             digits, '_', '.', '-' and ':' only, not starting with '.' or '-'): rename it in \
-             {} and give its address as ansible_host",
-            bad.escape_debug().to_string(),
+            "--generators {source}: the inventory host {bad:?} (quoted, escaped) cannot name a \
+             directory (letters, digits, '_', '.', '-' and ':' only, not starting with '.' or \
+             '-'): rename it in {} and give its address as ansible_host",
             inventory.display()
         );
     }
@@ -418,9 +417,8 @@ fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// A host's failure as the playbook's rescue wrote it: its words and its agent's log are the
-/// host's, escaped (`escape_debug`) before they reach a terminal.
+/// host's, escaped ([`shown`]) before they reach a terminal.
 fn describe_failure(host: &str, f: &Failed) -> String {
-    let shown = |s: &str| s.escape_debug().to_string();
     let mut said = format!("{host}: {}", shown(f.message.trim()));
     if !f.task.is_empty() && !said.contains(&shown(&f.task)) {
         said.push_str(&format!(" (in the playbook's task \"{}\")", shown(&f.task)));

@@ -1,8 +1,8 @@
 //! What Ansible said, read back for a message, and the host names it may be given: the
 //! last lines of its output, what it said of a host it left no word about, why it could not
 //! parse an inventory, and whether an inventory host's name can name a file. Every piece of
-//! its output is escaped (`escape_debug`, as every peer's text is) before it reaches a
-//! terminal: it quotes the inventory and the hosts' own words.
+//! its output is escaped ([`shown`], as every peer's text is) before it reaches a terminal:
+//! it quotes the inventory and the hosts' own words.
 
 use std::path::Path;
 
@@ -19,9 +19,12 @@ pub(super) fn safe_host_name(host: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':'))
 }
 
-/// One line of Ansible's output as a terminal may show it.
-fn shown(line: &str) -> String {
-    line.escape_debug().to_string()
+/// One line of Ansible's output as a terminal may show it (the agent client's rule: escaped
+/// when it holds a control character, else as it is).
+pub(super) fn shown(line: &str) -> String {
+    let mut line = line.to_string();
+    loadlab_agent::client::shown(&mut line);
+    line
 }
 
 /// The last `n` non-empty lines of `text`, indented and escaped.
