@@ -404,3 +404,22 @@ fn the_store_in_a_browser_lists_runs_and_serves_their_pages() {
     assert!(refused.starts_with("HTTP/1.0 421"));
     assert!(posted.starts_with("HTTP/1.0 405"), "read-only: {posted}");
 }
+
+/// A server loadlab launched is sampled: the page's intervals carry its CPU and memory, as
+/// the spill file's do.
+#[test]
+fn a_launched_servers_cpu_and_memory_reach_the_page() {
+    let fixture = env!("CARGO_BIN_EXE_loadlab-fixture");
+    let (child, addr) = start(&["--exec", fixture, "-c", "1", "-d", "2s", "-q", "/"]);
+    let mut stream = open_events(&addr, "");
+    let events: Vec<Sse> = std::iter::from_fn(|| next_event(&mut stream))
+        .take_while(|e| e.kind != "end")
+        .collect();
+    child.wait_with_output().unwrap();
+    let sampled = events
+        .iter()
+        .filter(|e| e.kind == "interval")
+        .filter(|e| e.data["last"]["server"]["rss_bytes"].as_u64().unwrap_or(0) > 0)
+        .count();
+    assert!(sampled >= 1, "no interval carried the server's figures");
+}
