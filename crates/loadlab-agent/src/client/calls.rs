@@ -1,5 +1,6 @@
 //! One method per agent endpoint (hello, host, clock, sessions, sampling, samples), each a
-//! call with its path, body, timeout and the most bytes its reply may have. How a call goes over the wire is in `transport`.
+//! call with its path, body, timeout and the most bytes its reply may have. How a call goes
+//! over the wire is in `transport`.
 
 use super::transport::{MAX_LOAD_BATCH_BYTES, MAX_SAMPLES_REPLY_BYTES};
 use super::{AgentClient, ClientError, Result};

@@ -180,7 +180,12 @@ impl Damage {
             String::new()
         };
         Some(format!(
-            "DAMAGED: {source} has {} damaged record{} (interval record{} {}{more}, counting              the first interval as 1): whole lines that fail their length or JSON check,              which no kill leaves (a kill cuts only the last record short). They were              skipped, so the figures lack their intervals; the {} intact interval{} after              the first damaged one were recovered. The file was altered or its disk damaged              it: recover from an unaltered copy if there is one",
+            "DAMAGED: {source} has {} damaged record{} (interval record{} {}{more}, counting \
+             the first interval as 1): whole lines that fail their length or JSON check, \
+             which no kill leaves (a kill cuts only the last record short). They were \
+             skipped, so the figures lack their intervals; the {} intact interval{} after \
+             the first damaged one were recovered. The file was altered or its disk damaged \
+             it: recover from an unaltered copy if there is one",
             self.records,
             if self.records == 1 { "" } else { "s" },
             if self.first.len() == 1 { "" } else { "s" },

@@ -89,7 +89,8 @@ impl Agent {
         };
         if agent.url.is_empty() || agent.fingerprint.is_empty() {
             bail!(
-                "{} names no url or fingerprint: is the playbook ${PLAYBOOK_VAR} names                  the one loadlab ships?",
+                "{} names no url or fingerprint: is the playbook ${PLAYBOOK_VAR} names \
+                 the one loadlab ships?",
                 path.display()
             );
         }
