@@ -114,6 +114,14 @@ pub fn first_answer(config: &RunConfig) -> Option<(f64, f64)> {
 /// A path's goodput (bits per second) from the server and to it, when measured.
 type Ways = (Option<f64>, Option<f64>);
 
+/// A direction's goodput, kept for the comparison with the others only when the time bound
+/// cut the transfer short: a path that moved all [`PATH_BYTES`] in time was faster than the
+/// check can tell apart (over a veth, its figure is the CPU's, and varies tenfold on a busy
+/// machine), so it is never named as the slow one.
+fn cut_short(t: &Transfer) -> Option<f64> {
+    (!t.complete).then(|| bits(t)).flatten()
+}
+
 fn bits(t: &Transfer) -> Option<f64> {
     t.bits_per_s()
 }
@@ -124,7 +132,7 @@ pub fn mbit(bits_per_s: f64) -> String {
 }
 
 /// The rule: a path is named when it carries less than [`SLOW_SHARE`] of the fastest other
-/// path in either direction, or when the planned share of the load needs more than
+/// path in either direction (its transfer cut short by the time bound: see [`cut_short`]), or when the planned share of the load needs more than
 /// [`SHARE_OF_PATH`] of what it carries. Unmeasured paths are named as such.
 pub fn judge(readings: &[PathReading], demand: Option<PathDemand>) -> Vec<PathFinding> {
     let measured: Vec<Ways> = readings
@@ -166,9 +174,13 @@ pub fn judge(readings: &[PathReading], demand: Option<PathDemand>) -> Vec<PathFi
                     e.escape_debug()
                 ));
             }
+            let (down_cut, up_cut) = match &r.goodput {
+                Ok(g) => (cut_short(&g.down), cut_short(&g.up)),
+                Err(_) => (None, None),
+            };
             for (way, mine, other) in [
-                ("from the server", down, best_other(|m| m.0)),
-                ("to the server", up, best_other(|m| m.1)),
+                ("from the server", down_cut, best_other(|m| m.0)),
+                ("to the server", up_cut, best_other(|m| m.1)),
             ] {
                 if let (Some(mine), Some(other), true) = (mine, other, named.is_none()) {
                     if mine < SLOW_SHARE * other {
@@ -215,7 +227,9 @@ pub fn fleet_ceiling(findings: &[PathFinding]) -> Option<f64> {
         .collect::<Option<Vec<f64>>>()?
         .into_iter()
         .fold(f64::INFINITY, f64::min);
-    slowest.is_finite().then_some(slowest * findings.len() as f64)
+    slowest
+        .is_finite()
+        .then_some(slowest * findings.len() as f64)
 }
 
 /// One line per path, for the notes: what it carried each way and, with a known load, the
