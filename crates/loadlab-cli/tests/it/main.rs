@@ -29,5 +29,6 @@ mod hostile_fleet;
 mod import;
 mod interop;
 mod live;
+mod live_browser;
 mod metrics;
 mod scenario;
