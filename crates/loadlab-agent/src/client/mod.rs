@@ -98,12 +98,11 @@ impl ClientError {
 
 type Result<T> = std::result::Result<T, ClientError>;
 
-/// A peer's text as a terminal may show it: escaped (`escape_debug`, as the engine shows
-/// every peer's text) when it holds a control character, as it is otherwise (so that an
-/// agent's ordinary sentences keep their quotes). The CLI shows Ansible's words by it too.
-pub fn shown(text: &mut String) {
-    if text.chars().any(char::is_control) {
-        *text = text.escape_debug().to_string();
+/// An agent's text made as a terminal may show it, in place, by the one rule for a peer's
+/// text (`loadlab_result::format::shown`: escaped when it holds a control character).
+pub(crate) fn shown(text: &mut String) {
+    if let std::borrow::Cow::Owned(escaped) = loadlab_result::format::shown(text) {
+        *text = escaped;
     }
 }
 

@@ -241,7 +241,7 @@ pub fn recover(path: &Path) -> anyhow::Result<Recovered> {
 /// The header as a terminal may show it. loadlab writes no control character into a
 /// header but line breaks in its own sentences, and none at all into the target (its URL
 /// is parsed, the rest is ours), so any there was put in by hand: escaped as every peer's
-/// text is (`escape_debug`), the target's line breaks too. Whether anything was.
+/// text is ([`escape`]), the target's line breaks too. Whether anything was.
 fn escape_header(header: &mut RunResult) -> bool {
     let mut changed = false;
     let target = &mut header.target;
@@ -270,21 +270,16 @@ fn escape_all(value: &mut serde_json::Value) -> bool {
     }
 }
 
-/// `text` with its control characters escaped (`keep_lines`: but `\n`); whether any was.
+/// `text` as a terminal may show it, by the one rule for a peer's text
+/// (`loadlab_result::format::shown`), line by line when `keep_lines`; whether it changed.
 fn escape(text: &mut String, keep_lines: bool) -> bool {
-    let bad = |c: char| c.is_control() && !(keep_lines && c == '\n');
-    if !text.chars().any(bad) {
-        return false;
-    }
-    *text = text
-        .chars()
-        .map(|c| {
-            if bad(c) {
-                c.escape_debug().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
-    true
+    use loadlab_result::format::shown;
+    let escaped = if keep_lines {
+        text.split('\n').map(shown).collect::<Vec<_>>().join("\n")
+    } else {
+        shown(text).into_owned()
+    };
+    let changed = escaped != *text;
+    *text = escaped;
+    changed
 }

@@ -19,12 +19,10 @@ pub(super) fn safe_host_name(host: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':'))
 }
 
-/// One line of Ansible's output as a terminal may show it (the agent client's rule: escaped
-/// when it holds a control character, else as it is).
+/// One line of Ansible's output as a terminal may show it: the one rule for a peer's text
+/// (escaped when it holds a control character, else as it is).
 pub(super) fn shown(line: &str) -> String {
-    let mut line = line.to_string();
-    loadlab_agent::client::shown(&mut line);
-    line
+    loadlab_result::format::shown(line).into_owned()
 }
 
 /// The last `n` non-empty lines of `text`, indented and escaped.
