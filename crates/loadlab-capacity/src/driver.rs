@@ -220,6 +220,9 @@ pub fn run_search(
             std::thread::sleep(spec.shape.cooldown);
         }
     };
+    // A rate at which a queue on a generator's path held the load back says the path's
+    // figure: what the search found below it is no capacity of the server's.
+    let finding = crate::path::overrule(finding, &records);
     let about = about.unwrap_or_default();
     let mut verdict = match &stopped_by {
         Some(why) => format!("{finding} (stopped: {why})"),
@@ -227,6 +230,9 @@ pub fn run_search(
     };
     if matches!(finding, Finding::Capacity { .. }) {
         if let Some(why) = crate::report::limit_elsewhere(&records, &spec.criteria) {
+            verdict = format!("{verdict}; {why}");
+        }
+        if let Some(why) = crate::path::doubt(&records) {
             verdict = format!("{verdict}; {why}");
         }
     }

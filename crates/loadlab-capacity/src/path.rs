@@ -4,6 +4,7 @@
 //! for the server.
 
 use crate::report::ProbeRecord;
+use crate::search::Finding;
 use loadlab_result::RunResult;
 use serde::{Deserialize, Serialize};
 
@@ -100,6 +101,47 @@ pub fn no_capacity(records: &[ProbeRecord]) -> Option<String> {
     ))
 }
 
+/// A capacity found below a rate whose probe a queue on a generator's path held back is
+/// the path's, not the server's: the finding becomes the limit at that rate (and the
+/// search's verdict [`no_capacity`]'s words).
+pub fn overrule(finding: Finding, records: &[ProbeRecord]) -> Finding {
+    if !matches!(finding, Finding::Capacity { .. }) {
+        return finding;
+    }
+    let Some(held) = records.iter().find(|r| {
+        r.judgment.generator_limited.is_some() && r.measure.path.iter().any(PathEvidence::is_path)
+    }) else {
+        return finding;
+    };
+    let passed = records
+        .iter()
+        .filter(|r| r.judgment.pass)
+        .map(ProbeRecord::load)
+        .fold(None, |a: Option<f64>, l| Some(a.map_or(l, |a| a.max(l))));
+    Finding::GeneratorLimit {
+        rate: held.load(),
+        passed,
+    }
+}
+
+/// When a capacity was found but a missed probe's path evidence was inconclusive (a queue on
+/// the path too short to tell from a busy server's delayed ACKs, say): the doubt in words,
+/// to go beside the capacity rather than pick.
+pub fn doubt(records: &[ProbeRecord]) -> Option<String> {
+    let unsure = records
+        .iter()
+        .rev()
+        .filter(|r| !r.judgment.pass)
+        .flat_map(|r| r.measure.path.iter())
+        .find(|p| p.verdict == "inconclusive")?;
+    Some(format!(
+        "the path's evidence was inconclusive in a missed probe ({}): this capacity may be the \
+         path's to {}, not the server's",
+        unsure.said,
+        loadlab_result::path::rule::who(unsure.generator.as_deref())
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +195,23 @@ mod tests {
             None,
             "no path held a probe back"
         );
+        assert_eq!(doubt(&records), None, "no missed probe was inconclusive");
+        // A capacity found below a probe the path held is overruled.
+        let found = Finding::Capacity {
+            estimate: 93.8,
+            low: 93.8,
+            high: 93.8,
+            rounds: vec![93.8],
+            planned: 1,
+        };
+        assert!(matches!(
+            overrule(found.clone(), &records),
+            Finding::GeneratorLimit { rate, .. } if rate == 100.0
+        ));
+        assert_eq!(overrule(found.clone(), &records[..1]), found);
+        let unsure = vec![record(false, vec![evidence("g3", "inconclusive", 9.0)])];
+        assert!(doubt(&unsure)
+            .unwrap()
+            .contains("may be the path's to generator g3"));
     }
 }

@@ -775,7 +775,8 @@ fn ansible_inventory_starts_generator_agents_reuses_them_and_stops_them() {
 /// provider caps it (10 Mbit/s on the bridge's side, invisible from the host) runs against a
 /// fast server answering 12 KB: the run names a queue on its path (docs/path.md). A host with
 /// an uncapped path runs against a CPU-bound server (240 requests/s, one at a time): its
-/// response times are as long, and no path is blamed.
+/// response times are as long, and no path is blamed. A capacity search over the capped
+/// path claims no capacity for the server.
 #[test]
 fn a_capped_downlink_is_named_as_the_path_and_a_cpu_bound_server_behind_a_wide_one_is_not() {
     let _serial = serial();
@@ -876,6 +877,46 @@ fn a_capped_downlink_is_named_as_the_path_and_a_cpu_bound_server_behind_a_wide_o
         let mbit = i["received_per_s"].as_f64().unwrap() * 8.0 / 1e6;
         assert!((7.0..=10.5).contains(&mbit), "{mbit} Mbit/s: {i}");
     }
+    // A capacity search from the capped host claims no capacity for the server: its first
+    // probe (twice what the cap carries) misses with the queue on the path.
+    let json = dir.join("capacity.json");
+    let out = in_ns(&lab.hosts[0].0, LOADLAB)
+        .args([
+            "capacity",
+            "--no-save",
+            "-q",
+            "--slo",
+            "p99<500ms",
+            "-d",
+            "2s",
+        ])
+        .args(["--warmup", "500ms", "--cooldown", "300ms", "--repeats", "1"])
+        .args(["--start", "200", "--json"])
+        .arg(&json)
+        .arg(format!("http://{saddr}:8081/bytes?n=12288"))
+        .output()
+        .unwrap();
+    let doc: Value = std::fs::read_to_string(&json)
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or_else(|e| panic!("no capacity document ({e}): {}", text(&out)));
+    let verdict = doc["verdict"].as_str().unwrap_or_default();
+    eprintln!("capacity: {verdict}");
+    let evidence: Vec<&Value> = doc["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["measure"]["path"])
+        .collect();
+    assert_ne!(
+        doc["finding"]["kind"], "capacity",
+        "{verdict}\n{evidence:?}"
+    );
+    assert!(
+        verdict.starts_with("no capacity found for the server: the path to this machine"),
+        "{verdict}\n{}",
+        text(&out)
+    );
+    assert_eq!(doc["probes"][0]["measure"]["path"][0]["verdict"], "path");
     let cpu = run(1, 8082, "cpu.json");
     assert_eq!(on_path(&cpu), None, "{}", cpu["verdicts"]);
     // It was the server's limit, with response times of the same order.

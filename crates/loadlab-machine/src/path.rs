@@ -173,8 +173,9 @@ fn window(last: &HashMap<u64, Counters>, now: &[(u64, TcpStats, u32)], first: bo
     w
 }
 
-/// How often [`PathWatch`] samples: several windows in each interval of a second.
-pub const PERIOD: Duration = Duration::from_millis(200);
+/// How often [`PathWatch`] samples: two windows in a capacity probe's 200 ms intervals (at
+/// 200 ms, some intervals had none and others two, and a probe's seconds came up short).
+pub const PERIOD: Duration = Duration::from_millis(100);
 
 /// Samples one side's sockets on a thread of its own from the run's start until
 /// [`PathWatch::finish`].

@@ -75,9 +75,18 @@ impl Session {
             None => {
                 let window = machine::Window::open(&self.config, self.link.as_ref(), control);
                 let path = loadlab_machine::path::PathWatch::for_run(&self.config, control);
+                // A server on this machine: its connections too (the sending end's view).
+                let server_path = match &self.link {
+                    Some(link) => Some(loadlab_machine::Scope::Netns(link.netns_path())),
+                    None => self.target_local.then_some(loadlab_machine::Scope::Own),
+                }
+                .and_then(|scope| {
+                    loadlab_machine::path::PathWatch::for_server(&self.config, control, scope)
+                });
                 let outcome = loadlab_engine::run(&self.config, control);
                 let measured = window.close(self.link.as_ref());
                 let path = path.map(loadlab_machine::path::PathWatch::finish);
+                let server_path = server_path.map(loadlab_machine::path::PathWatch::finish);
                 outcome.map_err(SessionError::from).map(|o| {
                     let mut result = loadlab_engine::summarize(&self.config, &o);
                     if let Some(windows) = path {
@@ -87,6 +96,13 @@ impl Session {
                             &windows,
                             &result,
                         );
+                        result.path.push(report);
+                    }
+                    if let Some(windows) = server_path {
+                        let mut report = loadlab_result::path::PathReport::of(
+                            "server", "tcp", &windows, &result,
+                        );
+                        report.response_p50_us = None;
                         result.path.push(report);
                     }
                     let from = o.warmup.min(o.elapsed).as_secs_f64();

@@ -15,8 +15,10 @@
 //! response time; 10-16 ms at 64 connections and 72 ms); a 10 Mbit/s cap with a 100 ms
 //! buffer lifted it by 100 ms at a 122 ms response time. So a queue is called the path's only
 //! when it is past the delayed-ACK bound with margin (60 ms) AND explains at least half of
-//! the response time; it is called not the path's when it is under 20 ms or under a fifth of
-//! the response time; between the two, inconclusive. The receiver's own estimate
+//! the response time or is deeper than 100 ms (an open loop at twice the cap: 124 ms of
+//! queue under 1.3 s response times, its requests also waiting for a free connection); it
+//! is called not the path's when it is under 20 ms or under a fifth of the response time;
+//! between the two, inconclusive. The receiver's own estimate
 //! (`tcpi_rcv_rtt`) is kept as data but not used: it includes the server's time, and swung
 //! from 11 ms to 460 ms between the connections of one slow server.
 //!
@@ -29,12 +31,16 @@ use super::{PathInterval, PathReport};
 /// The queue's delay (round trip less its minimum) past which it can be the path's: above
 /// Linux's delayed-ACK bound (40 ms), with margin.
 pub const QUEUE_US: f64 = 60_000.0;
-/// ... and the share of the median response time it must explain.
+/// ... and the share of the median response time it must explain, unless it is deeper
+/// than `DEEP_QUEUE_US`, past any delayed ACK (an overloaded open loop's requests also wait
+/// for a free connection, so its response times run far past the path's queue).
 pub const QUEUE_SHARE: f64 = 0.5;
+pub const DEEP_QUEUE_US: f64 = 100_000.0;
 /// Under this delay, or under this share of the response time, it is not the path's.
 pub const NO_QUEUE_US: f64 = 20_000.0;
 pub const NO_QUEUE_SHARE: f64 = 0.2;
-/// Flat: every measured interval's goodput within this share of their median.
+/// Flat: the busier half of the measured intervals' goodput within this share of the
+/// busiest (a ceiling: intervals with a loss's timeout carry less).
 pub const FLAT_SHARE: f64 = 0.15;
 /// The server's sockets: busy (data in flight) this share of their time, and of that
 /// network-limited this share, is a path that limits; busy under `SENDER_IDLE`, not.
@@ -64,15 +70,22 @@ pub struct Evidence {
 impl Evidence {
     /// From a generator's report, and the server's when its agent sampled it.
     pub fn of(generator: &PathReport, server: Option<&PathReport>) -> Evidence {
+        // Measured intervals, less a last one the run ended early in (a few milliseconds'
+        // bytes make a rate of nothing, or of one burst).
         let measured = |r: &PathReport| -> Vec<PathInterval> {
-            r.intervals.iter().filter(|i| !i.warmup).copied().collect()
+            let longest = r.intervals.iter().map(|i| i.duration_s).fold(0.0, f64::max);
+            r.intervals
+                .iter()
+                .filter(|i| !i.warmup && i.duration_s >= longest / 2.0)
+                .copied()
+                .collect()
         };
         let mine = measured(generator);
         let theirs = server.map(measured).unwrap_or_default();
         let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
         Evidence {
             generator: generator.generator.clone(),
-            goodput_per_s: mine.iter().map(PathInterval::goodput_per_s).collect(),
+            goodput_per_s: per_second(&mine),
             rtt_us: median(mine.iter().filter_map(|i| i.rtt_us).collect()),
             min_rtt_us: generator.min_rtt_us,
             response_p50_us: generator.response_p50_us,
@@ -86,22 +99,57 @@ impl Evidence {
         }
     }
 
-    /// The goodput's median, bytes/s.
-    pub fn goodput(&self) -> Option<f64> {
-        median(self.goodput_per_s.clone())
+    /// The busier half of the intervals' goodput, bytes/s: what the path carried when it
+    /// carried most (an interval with a loss's timeout in it carries less).
+    fn busiest(&self) -> Vec<f64> {
+        let mut v = self.goodput_per_s.clone();
+        v.sort_by(|a, b| b.total_cmp(a));
+        v.truncate(v.len().div_ceil(2));
+        v
     }
 
-    /// Every interval's goodput within [`FLAT_SHARE`] of the median.
+    /// The goodput's figure: the median of the busier half of the intervals, bytes/s.
+    pub fn goodput(&self) -> Option<f64> {
+        median(self.busiest())
+    }
+
+    /// Flat at one figure: the busier half of the intervals all within [`FLAT_SHARE`] of
+    /// the busiest. A capped path never carries more than its cap, and an overloaded one
+    /// carries less in the intervals where a drop cost a timeout: a ceiling, not a mean.
     pub fn flat(&self) -> bool {
-        match self.goodput() {
-            Some(m) if m > 0.0 && self.goodput_per_s.len() >= MIN_INTERVALS => self
-                .goodput_per_s
-                .iter()
-                .all(|g| (g - m).abs() <= FLAT_SHARE * m),
+        let top = self.busiest();
+        match top.first() {
+            Some(&max) if max > 0.0 && self.goodput_per_s.len() >= MIN_INTERVALS => {
+                top.iter().all(|g| max - g <= FLAT_SHARE * max)
+            }
             _ => false,
         }
     }
 }
+
+/// The goodput over spans of at least a second (consecutive intervals joined, weighted by
+/// their lengths; a last span under half a second left out): a capacity probe's intervals
+/// are a tenth of it (200 ms for 2 s), and over 200 ms a capped path's bucket and its drops
+/// make the rate jump, where over a second it is one figure.
+fn per_second(intervals: &[PathInterval]) -> Vec<f64> {
+    let mut out = Vec::new();
+    let (mut bytes, mut time) = (0.0, 0.0);
+    for i in intervals {
+        bytes += i.goodput_per_s() * i.duration_s;
+        time += i.duration_s;
+        if time >= SPAN_S - 1e-9 {
+            out.push(bytes / time);
+            (bytes, time) = (0.0, 0.0);
+        }
+    }
+    if time >= SPAN_S / 2.0 {
+        out.push(bytes / time);
+    }
+    out
+}
+
+/// The shortest span a goodput figure is taken over, seconds.
+pub const SPAN_S: f64 = 1.0;
 
 /// Where the waiting was, for one generator.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,7 +172,7 @@ impl PathVerdict {
         matches!(self, PathVerdict::Path { .. })
     }
 
-    /// In words, e.g. "the path to generator g1 carried 9.6 Mbit/s in every interval, with
+    /// In words, e.g. "the path to generator g1 carried 9.6 Mbit/s and no more, with
     /// its round trip at 35x its minimum (101 ms against 2.9 ms): a queue on the path, not in
     /// the server".
     pub fn describe(&self) -> String {
@@ -135,7 +183,7 @@ impl PathVerdict {
                 rtt_us,
                 min_rtt_us,
             } => format!(
-                "the path to {} carried {:.1} Mbit/s in every interval, with its round trip \
+                "the path to {} carried {:.1} Mbit/s and no more, with its round trip \
                  at {}x its minimum ({} against {}): a queue on the path, not in the server",
                 who(generator.as_deref()),
                 goodput_bits_per_s / 1e6,
@@ -181,7 +229,7 @@ pub fn judge(e: &Evidence) -> PathVerdict {
         rtt_us: rtt,
         min_rtt_us: min,
     };
-    let queued = queue >= QUEUE_US && share >= QUEUE_SHARE;
+    let queued = queue >= QUEUE_US && (share >= QUEUE_SHARE || queue >= DEEP_QUEUE_US);
     let unqueued = queue < NO_QUEUE_US || share < NO_QUEUE_SHARE;
     let sender = |b: (f64, f64)| {
         format!(
@@ -191,7 +239,9 @@ pub fn judge(e: &Evidence) -> PathVerdict {
         )
     };
     match (queued, unqueued) {
-        (true, _) if !e.flat() => PathVerdict::Inconclusive {
+        // Past 100 ms no delayed ACK explains the round trip: a queue on the path, even
+        // when drops and timeouts (an overloaded cap) left the goodput uneven.
+        (true, _) if !e.flat() && queue < DEEP_QUEUE_US => PathVerdict::Inconclusive {
             why: format!(
                 "the round trip to {name} rose {} over its minimum, but its goodput was not \
                  flat at one figure: not enough to blame the path",

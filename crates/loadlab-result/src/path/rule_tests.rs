@@ -74,11 +74,35 @@ fn the_rule_on_its_table() {
             e(&[800.0, 810.0], 1.2, 0.1, 90.0),
             Kind::NotPath,
         ),
-        // A queue, but the goodput is not one figure: something else moved.
+        // Measured: an open loop at twice the cap; requests also wait for a connection.
         (
-            "queue, goodput not flat",
-            e(&[9.6, 4.0, 9.6], 101.0, 0.01, 122.0),
+            "overloaded open loop, deep queue",
+            e(&[9.3, 9.3, 9.5, 9.5], 124.0, 0.017, 1_300.0),
+            Kind::Path,
+        ),
+        // An overloaded server, its delayed ACKs at their bound, answers at 1.3 s.
+        (
+            "overloaded server",
+            e(&[9.3, 9.3, 9.5], 40.0, 0.017, 1_300.0),
+            Kind::NotPath,
+        ),
+        // Measured: at twice the cap, drops cost timeouts; the busier intervals agree.
+        (
+            "overload with drops",
+            e(&[9.5, 4.1, 9.4, 6.0], 123.0, 0.015, 484.0),
+            Kind::Path,
+        ),
+        // A queue, but the goodput rose through the run: no ceiling, something else moved.
+        (
+            "queue, goodput rising",
+            e(&[4.0, 6.0, 8.0, 10.0], 80.0, 0.01, 122.0),
             Kind::Inconclusive,
+        ),
+        // ... unless the queue is past any delayed ACK: drops left the goodput uneven.
+        (
+            "deep queue, goodput uneven",
+            e(&[4.0, 9.5], 123.0, 0.01, 700.0),
+            Kind::Path,
         ),
         // A queue past the bound that explains a third of the response time.
         (
@@ -102,7 +126,7 @@ fn the_rule_on_its_table() {
         ),
         (
             "one interval only",
-            e(&[9.6], 101.0, 0.01, 122.0),
+            e(&[9.6], 80.0, 0.01, 122.0),
             Kind::Inconclusive,
         ),
     ];
@@ -130,7 +154,7 @@ fn a_path_verdict_names_the_generator_its_goodput_and_its_inflation() {
     let v = judge(&e(&[9.6, 9.6, 9.6], 101.5, 2.9, 120.0));
     assert_eq!(
         v.describe(),
-        "the path to generator g1 carried 9.6 Mbit/s in every interval, with its round trip \
+        "the path to generator g1 carried 9.6 Mbit/s and no more, with its round trip \
          at 35x its minimum (102 ms against 2.90 ms): a queue on the path, not in the server"
     );
     let mut mine = e(&[9.6, 9.6], 101.0, 0.01, 122.0);
@@ -141,12 +165,18 @@ fn a_path_verdict_names_the_generator_its_goodput_and_its_inflation() {
 }
 
 #[test]
-fn evidence_from_reports_reads_measured_intervals_only() {
+fn evidence_from_reports_reads_whole_measured_intervals_only() {
     let iv = |warmup: bool, received: f64, rtt: f64| PathInterval {
         warmup,
+        duration_s: 1.0,
         received_per_s: received,
         rtt_us: Some(rtt),
         ..PathInterval::default()
+    };
+    // The run ended 40 ms into its last interval: one burst's rate, left out.
+    let partial = PathInterval {
+        duration_s: 0.04,
+        ..iv(false, 9e6, 101_000.0)
     };
     let report = PathReport {
         side: "generator".into(),
@@ -158,6 +188,7 @@ fn evidence_from_reports_reads_measured_intervals_only() {
             iv(true, 1.0, 5.0),
             iv(false, 1.2e6, 100_000.0),
             iv(false, 1.2e6, 102_000.0),
+            partial,
         ],
     };
     let server = PathReport {
@@ -172,6 +203,27 @@ fn evidence_from_reports_reads_measured_intervals_only() {
     };
     let ev = Evidence::of(&report, Some(&server));
     assert_eq!(ev.goodput_per_s, vec![1.2e6, 1.2e6]);
+    // A capacity probe's 200 ms intervals: goodput judged per second, where the bucket's
+    // jumps even out.
+    let fifth = |received: f64| PathInterval {
+        duration_s: 0.2,
+        ..iv(false, received, 100_000.0)
+    };
+    let jumpy = PathReport {
+        intervals: [2.0e6, 0.4e6, 1.4e6, 0.8e6, 1.4e6]
+            .iter()
+            .cycle()
+            .take(10)
+            .map(|&r| fifth(r))
+            .collect(),
+        ..report.clone()
+    };
+    let per_s = Evidence::of(&jumpy, None);
+    assert_eq!(per_s.goodput_per_s.len(), 2);
+    assert!(
+        per_s.flat() && (per_s.goodput().unwrap() - 1.2e6).abs() < 1.0,
+        "{per_s:?}"
+    );
     assert_eq!(ev.rtt_us, Some(101_000.0));
     assert_eq!(ev.sender_busy_share, Some(0.9));
     assert!(judge(&ev).is_path());
