@@ -62,6 +62,10 @@ pub struct SinceStart {
     pub offered_per_s: Option<f64>,
     /// Merged from the intervals' histograms.
     pub latency_us: Option<LatencySummary>,
+    /// The server's mean CPU over the measured intervals that carry it, in cores.
+    pub server_cpu_cores: Option<f64>,
+    /// The server's highest RSS in any of them.
+    pub server_rss_max_bytes: Option<u64>,
 }
 
 /// One event of the stream: its number (the SSE id) and its whole text.
@@ -119,6 +123,8 @@ pub struct Hub {
     events: VecDeque<Event>,
     histogram: Option<hdrhistogram::Histogram<u64>>,
     offered_weighted: f64,
+    /// CPU-seconds and seconds of the intervals with the server's figures.
+    server_cpu_s: (f64, f64),
     since: SinceStart,
     next_id: u64,
     errors: Errors,
@@ -147,6 +153,7 @@ impl Hub {
             events: VecDeque::new(),
             histogram: None,
             offered_weighted: 0.0,
+            server_cpu_s: (0.0, 0.0),
             since: SinceStart::default(),
             next_id: 0,
             errors: Errors::default(),
@@ -236,6 +243,12 @@ impl Hub {
         if let Some(o) = iv.offered_per_s {
             self.offered_weighted += o * iv.duration_s;
             s.offered_per_s = Some(self.offered_weighted / s.measured_s.max(1e-9));
+        }
+        if let Some(server) = &iv.server {
+            self.server_cpu_s.0 += server.cpu_cores * iv.duration_s;
+            self.server_cpu_s.1 += iv.duration_s;
+            s.server_cpu_cores = Some(self.server_cpu_s.0 / self.server_cpu_s.1.max(1e-9));
+            s.server_rss_max_bytes = s.server_rss_max_bytes.max(Some(server.rss_bytes));
         }
         if let Some(h) = iv
             .histogram

@@ -32,7 +32,8 @@
   function showLast(last) {
     if (!last) return;
     var secs = Math.max(last.duration_s, 1e-9);
-    text("last-rate", whole.format(last.achieved_per_s));
+    // The run ended inside it: its figures are of a part of an interval.
+    text("last-rate", whole.format(last.achieved_per_s) + (last.partial ? " (partial interval)" : ""));
     text("last-offered", orDash(last.offered_per_s, whole.format));
     text("last-completed", whole.format(last.completed));
     text("last-failed", whole.format(last.failed) + (last.failed ? " (" + num.format(last.failed / secs) + "/s)" : ""));
@@ -53,6 +54,8 @@
     text("since-p90", latency(l.p90));
     text("since-p99", latency(l.p99));
     text("since-max", latency(l.max));
+    text("since-cpu", orDash(s.server_cpu_cores, num.format) + (s.server_cpu_cores == null ? "" : " (mean)"));
+    text("since-rss", s.server_rss_max_bytes == null ? "–" : bytes(s.server_rss_max_bytes) + " (highest)");
     window.__live.completed = s.completed;
   }
   function showErrors(errors) {

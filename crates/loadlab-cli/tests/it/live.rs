@@ -431,4 +431,11 @@ fn a_launched_servers_cpu_and_memory_reach_the_page() {
         .filter(|e| e.data["last"]["server"]["rss_bytes"].as_u64().unwrap_or(0) > 0)
         .count();
     assert!(sampled >= 1, "no interval carried the server's figures");
+    let last = events.iter().rev().find(|e| e.kind == "interval").unwrap();
+    let since = &last.data["since_start"];
+    assert!(
+        since["server_rss_max_bytes"].as_u64().unwrap_or(0) > 0,
+        "{since}"
+    );
+    assert!(since["server_cpu_cores"].as_f64().is_some(), "{since}");
 }
