@@ -5,10 +5,14 @@
 //! It must not let one connection hold up another: handshakes and requests run in tasks of
 //! their own, with timeouts. Nor may connections that never authenticate lock out those
 //! that do: a connection counts as unauthenticated until a request on it passes the token;
-//! one peer address holds at most [`UNAUTHENTICATED_PER_PEER`] of those (its oldest is
-//! dropped for a new one), and when the bound is reached the oldest unauthenticated
-//! connection of anyone makes room. Only when every connection is authenticated is a new
-//! one closed at once.
+//! one peer address holds at most [`UNAUTHENTICATED_PER_PEER`] of those, and when the
+//! bound is reached one unauthenticated connection of anyone makes room. Which one: a
+//! connection that has sent nothing yet before one that has (a client authenticating is
+//! sending its handshake and request; a flood of bare connections sends nothing), the
+//! oldest first within each. Only when every connection is authenticated is a new one
+//! closed at once. What it cannot tell apart: a flood from the client's own address, faster
+//! than [`UNAUTHENTICATED_PER_PEER`] connections in the time the client takes to send its
+//! first bytes, or of full TLS handshakes that then send nothing.
 
 use crate::config::{AgentConfig, AgentError};
 use crate::session::lock;
@@ -31,13 +35,34 @@ pub const LEASE_TICK: Duration = Duration::from_millis(250);
 /// Unauthenticated connections one peer address may hold at once.
 pub const UNAUTHENTICATED_PER_PEER: usize = 8;
 
-/// A connection being served: its peer, whether a request on it passed the token, and its
-/// cancel (dropping it ends the connection).
+/// A connection being served: its peer, whether it has sent a byte, whether a request on it
+/// passed the token, and its cancel (dropping it ends the connection).
 struct Tracked {
     id: u64,
     peer: std::net::IpAddr,
+    received: Arc<AtomicBool>,
     authenticated: Arc<AtomicBool>,
     _cancel: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Tracked {
+    /// Among unauthenticated connections, which goes first to make room: lower first (one
+    /// that has sent nothing, then one that has).
+    fn evictable(&self) -> Option<u8> {
+        if self.authenticated.load(Ordering::Relaxed) {
+            None
+        } else {
+            Some(u8::from(self.received.load(Ordering::Relaxed)))
+        }
+    }
+}
+
+/// What the accept loop hands a connection it admitted.
+struct Admitted {
+    id: u64,
+    received: Arc<AtomicBool>,
+    authenticated: Arc<AtomicBool>,
+    cancelled: tokio::sync::oneshot::Receiver<()>,
 }
 
 /// The connections being served, oldest first.
@@ -48,44 +73,58 @@ struct Connections {
 }
 
 impl Connections {
-    /// Makes room for a connection from `peer` (dropping the oldest unauthenticated one of
-    /// that peer beyond its share, then the oldest unauthenticated one of anyone beyond the
-    /// bound) and registers it; `None` when every connection is authenticated and the bound
-    /// is reached.
-    fn admit(
-        &mut self,
-        peer: std::net::IpAddr,
-        max: usize,
-    ) -> Option<(u64, Arc<AtomicBool>, tokio::sync::oneshot::Receiver<()>)> {
-        let unauthenticated = |t: &Tracked| !t.authenticated.load(Ordering::Relaxed);
+    /// Makes room for a connection from `peer` (dropping one unauthenticated connection of
+    /// that peer beyond its share, then one of anyone beyond the bound, as the module says)
+    /// and registers it (`waiting`: bytes from it are there already); `None` when every
+    /// connection is authenticated and the bound is reached.
+    fn admit(&mut self, peer: std::net::IpAddr, max: usize, waiting: bool) -> Option<Admitted> {
         let of_peer = self
             .live
             .iter()
-            .filter(|t| t.peer == peer && unauthenticated(t))
+            .filter(|t| t.peer == peer && t.evictable().is_some())
             .count();
         if of_peer >= UNAUTHENTICATED_PER_PEER {
-            if let Some(i) = self
-                .live
-                .iter()
-                .position(|t| t.peer == peer && unauthenticated(t))
-            {
-                self.live.remove(i);
-            }
+            self.evict(|t| t.peer == peer);
         }
-        if self.live.len() >= max {
-            let i = self.live.iter().position(unauthenticated)?;
-            self.live.remove(i);
+        if self.live.len() >= max && !self.evict(|_| true) {
+            return None;
         }
         let (cancel, cancelled) = tokio::sync::oneshot::channel();
+        let received = Arc::new(AtomicBool::new(waiting));
         let authenticated = Arc::new(AtomicBool::new(false));
         self.next_id += 1;
         self.live.push(Tracked {
             id: self.next_id,
             peer,
+            received: received.clone(),
             authenticated: authenticated.clone(),
             _cancel: cancel,
         });
-        Some((self.next_id, authenticated, cancelled))
+        Some(Admitted {
+            id: self.next_id,
+            received,
+            authenticated,
+            cancelled,
+        })
+    }
+
+    /// Drops the oldest unauthenticated connection among `which` that has sent nothing, else
+    /// the oldest that has (the table is oldest first); false when there is none.
+    fn evict(&mut self, which: impl Fn(&Tracked) -> bool) -> bool {
+        let chosen = self
+            .live
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| which(t))
+            .filter_map(|(i, t)| t.evictable().map(|rank| (rank, i)))
+            .min();
+        match chosen {
+            Some((_, i)) => {
+                self.live.remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     fn end(&mut self, id: u64) {
@@ -130,13 +169,19 @@ pub async fn run(
                         continue;
                     }
                 };
-                let admitted = lock(&tracked).admit(peer.ip(), state.config.max_connections);
-                let Some((id, authenticated, cancelled)) = admitted else {
+                // Accepted from a long queue, a client's handshake is often there already:
+                // counted as received from the start (its task may run only after many more
+                // accepts).
+                let waiting = bytes_waiting(&tcp);
+                let admitted =
+                    lock(&tracked).admit(peer.ip(), state.config.max_connections, waiting);
+                let Some(Admitted { id, received, authenticated, cancelled }) = admitted else {
                     drop(tcp);
                     continue;
                 };
                 let (state, acceptor, tracked) = (state.clone(), acceptor.clone(), tracked.clone());
                 connections.spawn(async move {
+                    let tcp = Noticed { inner: tcp, received };
                     tokio::select! {
                         _ = serve_connection(state, acceptor, tcp, authenticated) => {}
                         // Dropped from the table to make room: end it.
@@ -163,15 +208,76 @@ pub async fn run(
     Ok(())
 }
 
+/// Whether the peer has sent bytes not read yet (a peek, never blocking).
+fn bytes_waiting(tcp: &tokio::net::TcpStream) -> bool {
+    use std::os::fd::AsRawFd as _;
+    let mut byte = 0u8;
+    // SAFETY: recv(2) into one byte we own, on a socket we own; MSG_PEEK leaves it queued.
+    let n = unsafe {
+        libc::recv(
+            tcp.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n > 0
+}
+
+/// A connection's stream that notes its first byte received (see [`Connections::evict`]).
+struct Noticed {
+    inner: tokio::net::TcpStream,
+    received: Arc<AtomicBool>,
+}
+
+impl tokio::io::AsyncRead for Noticed {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.received.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Noticed {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
 async fn serve_connection(
     state: Arc<State>,
     acceptor: tokio_rustls::TlsAcceptor,
-    tcp: tokio::net::TcpStream,
+    tcp: Noticed,
     authenticated: Arc<AtomicBool>,
 ) {
     // Clock exchanges need it: Nagle and delayed ACKs would add 20 ms.
-    let _ = tcp.set_nodelay(true);
-    let Ok(local) = tcp.local_addr() else {
+    let _ = tcp.inner.set_nodelay(true);
+    let Ok(local) = tcp.inner.local_addr() else {
         return;
     };
     let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await else {

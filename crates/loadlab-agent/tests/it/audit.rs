@@ -364,3 +364,66 @@ fn an_inherited_ignored_sigchld_is_reset() {
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && text.contains("1 passed"), "{text}");
 }
+
+/// A flood of connections that never send a byte, from 40 addresses (so that the agent's
+/// bound, not one address's share, is what they press on), does not evict a client that
+/// takes 200 ms between its handshake and its request: a connection that has sent
+/// something is dropped only after every one that has not. Before the fix, the oldest
+/// unauthenticated connection went first, and the client's was soon the oldest.
+#[test]
+fn a_flood_of_silent_connections_does_not_evict_a_slow_client() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let agent = start(|c| c.max_connections = 32);
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicUsize::new(0));
+    let flood = {
+        let (stop, opened, addr) = (stop.clone(), opened.clone(), agent.addr);
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let mut held = std::collections::VecDeque::new();
+                let mut n = 0u8;
+                while !stop.load(Ordering::Relaxed) {
+                    n = n % 40 + 1;
+                    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                    if socket.bind(([127, 0, 0, 1 + n], 0).into()).is_err() {
+                        continue;
+                    }
+                    // A SYN dropped for a full accept queue would stall a connect for a
+                    // second or more (backoff): give up on it and send another.
+                    let connect = socket.connect(addr);
+                    if let Ok(Ok(s)) =
+                        tokio::time::timeout(Duration::from_millis(50), connect).await
+                    {
+                        held.push_back(s);
+                        opened.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if held.len() > 400 {
+                        held.pop_front();
+                    }
+                }
+            })
+        })
+    };
+    assert!(eventually(Duration::from_secs(10), || opened
+        .load(Ordering::Relaxed)
+        > 100));
+    let before = opened.load(Ordering::Relaxed);
+    let answers: Vec<_> = (0..3)
+        .map(|_| agent.slow_hello(Duration::from_millis(200)))
+        .collect();
+    let during = opened.load(Ordering::Relaxed) - before;
+    stop.store(true, Ordering::Relaxed);
+    flood.join().unwrap();
+    // The flood went on all along: each client's connection would have been the oldest
+    // unauthenticated one many times over.
+    assert!(during > 3 * 32, "only {during} flood connections meanwhile");
+    for answer in answers {
+        let answer = answer.unwrap_or_else(|e| panic!("the slow client was cut off: {e}"));
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+}

@@ -192,6 +192,42 @@ impl Agent {
         hold
     }
 
+    /// `GET /v1/hello` over a new connection that waits `delay` between its TLS handshake and
+    /// its request (a client slow to authenticate); the answer as text, or what went wrong.
+    pub fn slow_hello(&self, delay: Duration) -> Result<String, String> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (addr, client) = (self.addr, self.client.clone());
+        let head = format!(
+            "GET /v1/hello HTTP/1.1\r\nhost: agent\r\nauthorization: Bearer {TOKEN}\r\n\
+             {HEADER_PROTOCOL}: {}\r\nconnection: close\r\n\r\n",
+            protocol::PROTOCOL
+        );
+        self.runtime.block_on(async move {
+            let tcp = tokio::net::TcpStream::connect(addr)
+                .await
+                .map_err(|e| format!("connect: {e}"))?;
+            let mut tls = tokio_rustls::TlsConnector::from(client)
+                .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
+                .await
+                .map_err(|e| format!("handshake: {e}"))?;
+            tokio::time::sleep(delay).await;
+            tls.write_all(head.as_bytes())
+                .await
+                .map_err(|e| format!("write: {e}"))?;
+            let mut out = Vec::new();
+            let read = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut out));
+            match read.await {
+                Ok(Ok(_)) => Ok(String::from_utf8_lossy(&out).into_owned()),
+                Ok(Err(e)) if !out.is_empty() => Err(format!(
+                    "read: {e} after {:?}",
+                    String::from_utf8_lossy(&out)
+                )),
+                Ok(Err(e)) => Err(format!("read: {e}")),
+                Err(_) => Err("no answer within 10 s".into()),
+            }
+        })
+    }
+
     /// A request as `send_and_hold` writes it: head and body, with the token.
     pub fn raw_request(method: &str, path: &str, body: &[u8]) -> String {
         format!(
