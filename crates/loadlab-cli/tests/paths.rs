@@ -194,48 +194,30 @@ fn capacity(hosts: &Hosts, fleet: &std::path::Path, name: &str) -> (String, serd
     args.push(fleet.display().to_string());
     args.extend(hosts.server_agent.flags());
     args.extend(["--json".into(), json.display().to_string(), hosts.url()]);
-    // A search that loadlab itself limited (its generators late on a machine busy with other
-    // work: it says so) measured neither the server nor the path: run again, up to 3 times.
-    for attempt in 1..=BUSY_ATTEMPTS {
-        let out = hosts.loadlab(&args);
-        let said = text(&out);
-        let doc: serde_json::Value = std::fs::read_to_string(&json)
-            .map(|t| serde_json::from_str(&t).unwrap())
-            .unwrap_or_else(|e| panic!("no capacity document ({e}): {said}"));
-        let busy = doc["verdict"]
-            .as_str()
-            .is_some_and(|v| v.contains("loadlab itself was the limit"));
-        if !busy || attempt == BUSY_ATTEMPTS {
-            return (said, doc);
-        }
-        eprintln!("NOTE: attempt {attempt}: loadlab was the limit (a busy machine), again");
-    }
-    unreachable!()
-}
-
-/// Runs of a measurement that loadlab itself limited, on a machine busy with other work.
-const BUSY_ATTEMPTS: usize = 3;
-
-/// loadlab said it limited the measurement itself (late generators): nothing to judge.
-fn loadlab_was_late(said: &str) -> bool {
-    said.contains("loadlab itself was the limit") || said.contains("the generator was late")
+    let out = hosts.loadlab(&args);
+    let said = text(&out);
+    let doc: serde_json::Value = std::fs::read_to_string(&json)
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or_else(|e| panic!("no capacity document ({e}): {said}"));
+    (said, doc)
 }
 
 /// The bar, end to end: the CPU-bound serial server (240/s) behind uncapped paths
 /// gets its capacity over three generators with no path blamed; one generator behind a
 /// 10 Mbit/s downlink (97 answers of 12 KB a second) is named before any probe and no
 /// capacity is claimed for the server (it printed "capacity 96.9/s" as the server's).
+///
+/// Two capacity searches over four namespaced hosts take 45-75 s on a 2-core machine: too long
+/// for CI's budget, so run by hand (`cargo test -p loadlab-cli --test paths -- --ignored`) and
+/// by `bench/path-limits.sh`, whose table holds the same cases.
 #[test]
+#[ignore = "45-75 s end to end: bench/path-limits.sh runs the same cases"]
 fn capacity_is_the_servers_uncapped_and_never_the_paths_when_one_generator_is_capped() {
     let _serial = serial();
     let Some(hosts) = Hosts::new("capacity") else {
         return;
     };
     let (said, doc) = capacity(&hosts, &hosts.fleet_file(), "uncapped");
-    if loadlab_was_late(&doc["verdict"].to_string()) {
-        eprintln!("NOTE: not judged: loadlab limited every attempt (a busy machine): {said}");
-        return;
-    }
     assert_eq!(doc["finding"]["kind"], "capacity", "{said}");
     let found = doc["finding"]["estimate"].as_f64().unwrap();
     eprintln!("uncapped, three generators: {found}/s (the server serves 240/s)");
@@ -251,10 +233,6 @@ fn capacity_is_the_servers_uncapped_and_never_the_paths_when_one_generator_is_ca
     let one = hosts.dir.join("gen1.toml");
     std::fs::write(&one, &hosts.generators[0].entry).unwrap();
     let (said, doc) = capacity(&hosts, &one, "capped");
-    if loadlab_was_late(&doc["verdict"].to_string()) {
-        eprintln!("NOTE: not judged: loadlab limited every attempt (a busy machine): {said}");
-        return;
-    }
     eprintln!("gen1 capped: {}\n{said}", doc["verdict"]);
     assert_ne!(doc["finding"]["kind"], "capacity", "{said}");
     let verdict = doc["verdict"].as_str().unwrap_or_default();
@@ -281,23 +259,12 @@ fn a_run_names_the_generator_whose_response_time_departs_from_the_others() {
         .to_vec();
     args.push(hosts.fleet_file().display().to_string());
     args.extend(["--json".into(), json.display().to_string(), hosts.url()]);
-    let mut attempt = 0;
-    let (said, doc) = loop {
-        attempt += 1;
-        let out = hosts.loadlab(&args);
-        let said = text(&out);
-        let doc: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {said}")),
-        )
-        .unwrap();
-        if !loadlab_was_late(&doc["verdicts"].to_string()) {
-            break (said, doc);
-        }
-        if attempt == BUSY_ATTEMPTS {
-            eprintln!("NOTE: not judged: the generators were late every time (a busy machine)");
-            return;
-        }
-    };
+    let out = hosts.loadlab(&args);
+    let said = text(&out);
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {said}")),
+    )
+    .unwrap();
     let verdicts: Vec<&str> = doc["verdicts"]
         .as_array()
         .unwrap()
