@@ -31,7 +31,9 @@ pub mod history;
 mod page;
 pub mod series;
 
-pub use assets::{content_security_policy, REPORT_CSS, REPORT_JS, UPLOT_CSS, UPLOT_JS, UPLOT_VERSION};
+pub use assets::{
+    content_security_policy, REPORT_CSS, REPORT_JS, UPLOT_CSS, UPLOT_JS, UPLOT_VERSION,
+};
 pub use data::Curve;
 pub use page::{escape_html, json_for_script};
 

@@ -20,9 +20,9 @@
 
 pub mod departure;
 pub mod path;
-mod run;
 #[cfg(test)]
 mod refused_tests;
+mod run;
 #[cfg(test)]
 mod run_tests;
 mod source;
