@@ -95,3 +95,89 @@ impl Drop for UpstreamHandle {
         }
     }
 }
+
+/// The mock upstream on a thread of its own (a current-thread runtime), for a caller that
+/// blocks while the server must go on answering (a test running the engine, or the `loadlab`
+/// binary, against it): its addresses now, its counts once stopped.
+#[derive(Debug)]
+pub struct UpstreamThread {
+    url: String,
+    grpc_url: String,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Stats>>,
+}
+
+impl Upstream {
+    /// Starts the upstream on a thread of its own; it serves until [`UpstreamThread::stop`]
+    /// or until the handle is dropped.
+    pub fn start_on_thread(config: UpstreamConfig) -> Result<UpstreamThread, UpstreamError> {
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = started_tx.send(Err(UpstreamError::Runtime(e)));
+                    return Stats::default();
+                }
+            };
+            runtime.block_on(async move {
+                let up = match Upstream::start(config).await {
+                    Ok(up) => up,
+                    Err(e) => {
+                        let _ = started_tx.send(Err(e));
+                        return Stats::default();
+                    }
+                };
+                let _ = started_tx.send(Ok((up.url(), up.grpc_url())));
+                let _ = stopped.await;
+                up.stats()
+            })
+        });
+        let (url, grpc_url) = started.recv().unwrap_or_else(|_| {
+            Err(UpstreamError::Runtime(std::io::Error::other(
+                "the mock upstream's thread ended before it started",
+            )))
+        })?;
+        Ok(UpstreamThread {
+            url,
+            grpc_url,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl UpstreamThread {
+    /// `http://ADDR/` (or `https://`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// `http://ADDR`, the gRPC method's origin.
+    pub fn grpc_url(&self) -> &str {
+        &self.grpc_url
+    }
+
+    /// Stops the server and returns what it counted.
+    pub fn stop(mut self) -> Stats {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.thread
+            .take()
+            .map(|t| t.join().unwrap_or_default())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for UpstreamThread {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}

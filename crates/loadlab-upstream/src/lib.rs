@@ -17,7 +17,8 @@
 //! - [`server`]: [`run`], the accept loop; takes its listener and its shutdown signal as
 //!   arguments so tests and the CLI inject their own (mini-redis style).
 //! - [`handle`]: [`Upstream::start`], which runs the server on the current tokio runtime and
-//!   returns an [`UpstreamHandle`] with `addr()`, `stats()` and `shutdown()`.
+//!   returns an [`UpstreamHandle`] with `addr()`, `stats()` and `shutdown()`; and
+//!   [`Upstream::start_on_thread`], the same on a thread of its own for a caller that blocks.
 
 pub mod config;
 pub mod grpc;
@@ -26,7 +27,7 @@ pub mod server;
 pub mod stats;
 
 pub use config::UpstreamConfig;
-pub use handle::{Upstream, UpstreamHandle};
+pub use handle::{Upstream, UpstreamHandle, UpstreamThread};
 pub use server::run;
 pub use stats::{Counters, Handshake, Stats};
 
@@ -40,6 +41,8 @@ pub enum UpstreamError {
     },
     #[error("the mock upstream's listener failed: {0}")]
     Io(#[from] std::io::Error),
+    #[error("cannot start a runtime for the mock upstream's thread: {0}")]
+    Runtime(std::io::Error),
 }
 
 /// The body of every answer other than `/__stats` (and the `value` of every gRPC reply).

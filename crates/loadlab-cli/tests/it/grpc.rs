@@ -3,7 +3,6 @@
 
 use crate::common::{assert_valid, loadlab};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 
 fn upstream_proto() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../loadlab-upstream/proto/upstream.proto")
@@ -11,23 +10,8 @@ fn upstream_proto() -> PathBuf {
 
 #[test]
 fn a_grpc_run_completes_exactly_what_the_server_counts() {
-    let (tx, rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let up = loadlab_upstream::Upstream::start(Default::default())
-                .await
-                .unwrap();
-            tx.send(up.grpc_url()).unwrap();
-            let _ = stop_rx.await;
-            up.stats()
-        })
-    });
-    let url = rx.recv().unwrap();
+    let server = loadlab_upstream::Upstream::start_on_thread(Default::default()).unwrap();
+    let url = server.grpc_url().to_string();
     let proto = upstream_proto();
     let out = loadlab()
         .args([
@@ -52,8 +36,7 @@ fn a_grpc_run_completes_exactly_what_the_server_counts() {
         .args(["--json", "-", &url])
         .output()
         .unwrap();
-    stop_tx.send(()).unwrap();
-    let stats = server.join().unwrap();
+    let stats = server.stop();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");

@@ -301,30 +301,14 @@ fn request_bodies_and_headers_are_sent() {
 /// of completed requests and connections equals the server's own.
 #[test]
 fn counts_match_an_independent_server() {
-    let (tx, rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let up = loadlab_upstream::Upstream::start(Default::default())
-                .await
-                .unwrap();
-            tx.send(up.url()).unwrap();
-            let _ = stop_rx.await;
-            up.stats()
-        })
-    });
-    let url = rx.recv().unwrap();
+    let server = loadlab_upstream::Upstream::start_on_thread(Default::default()).unwrap();
+    let url = server.url().to_string();
     let r = run_spec(RunSpec {
         requests: Some(3_000),
         connections: Some(6),
         ..spec(format!("{}/x", url.trim_end_matches('/')))
     });
-    stop_tx.send(()).unwrap();
-    let stats = server.join().unwrap();
+    let stats = server.stop();
     assert_eq!(r.measured.requests.completed, 3_000);
     assert_eq!(stats.requests, 3_000);
     assert_eq!(stats.connections, 6);

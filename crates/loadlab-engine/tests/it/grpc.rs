@@ -7,7 +7,7 @@ use loadlab_engine::grpc::{Data, GrpcSpec, DEFAULT_MAX_MESSAGE_BYTES};
 use loadlab_engine::{RunResult, RunSpec};
 use loadlab_testkit::{grpc_frame, GrpcAnswer, GrpcServer};
 use std::path::Path;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
@@ -39,26 +39,10 @@ fn grpc(url: String, call: GrpcSpec) -> RunSpec {
 /// Runs `spec` against a mock upstream on its own thread; returns the result and the
 /// upstream's counts after the run.
 fn against_upstream(spec: impl FnOnce(String) -> RunSpec) -> (RunResult, loadlab_upstream::Stats) {
-    let (tx, rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let up = loadlab_upstream::Upstream::start(Default::default())
-                .await
-                .unwrap();
-            tx.send(up.grpc_url()).unwrap();
-            let _ = stop_rx.await;
-            up.stats()
-        })
-    });
-    let url = rx.recv().unwrap();
+    let server = loadlab_upstream::Upstream::start_on_thread(Default::default()).unwrap();
+    let url = server.grpc_url().to_string();
     let r = common::run_within(spec(url), Duration::from_secs(30));
-    stop_tx.send(()).unwrap();
-    (r, server.join().unwrap())
+    (r, server.stop())
 }
 
 #[test]
