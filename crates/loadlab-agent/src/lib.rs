@@ -8,6 +8,7 @@
 //!   (routing, bodies, the endpoints), `open` (a session's start), `attach` and `launch`
 //!   (finding or starting the server), `session` (sampling into a ring, kernel counters,
 //!   the lease, stopping), `host` (the host's facts), `reply` (JSON answers and refusals),
+//!   `names` (the names a client gives itself, bounded and printable),
 //!   `path` (the path check's bulk transfers, issue 52).
 //! - [`lab`]: the lab, chosen once at start, and the ownership and mode check of every file
 //!   it runs (StrictModes).
@@ -31,6 +32,7 @@ mod host;
 pub mod lab;
 mod launch;
 mod load;
+mod names;
 mod open;
 mod path;
 pub mod protocol;

@@ -187,9 +187,9 @@ pub(crate) fn start(
     if !state.config.generator {
         return Err(Refusal::new(StatusCode::FORBIDDEN, NO_GENERATOR));
     }
-    crate::open::check_name("client", &start.client)?;
+    crate::names::check_name("client", &start.client)?;
     if let Some(run) = &start.run {
-        crate::open::check_name("run", run)?;
+        crate::names::check_name("run", run)?;
     }
     let mut spec = start
         .load

@@ -6,6 +6,7 @@
 
 use crate::handler::blocking;
 use crate::launch::{self, What};
+use crate::names::check_name;
 use crate::protocol::{Busy, OpenSession, Opened, ServerRequest};
 use crate::reply::{json, Refusal, Reply};
 use crate::session::{lock, Held, Session};
@@ -256,31 +257,4 @@ fn opened(id: &str, held: &Held, host: std::net::IpAddr, lease: Duration) -> Ope
 /// A session id: 128 random bits as hex (with the token, the right to act on the session).
 fn new_id() -> String {
     crate::state_dir::random_hex(16)
-}
-
-/// The most bytes of a client's or a run's name: shown in `hello` and in a 409 to others.
-pub(crate) const MAX_NAME_BYTES: usize = 128;
-
-/// A name a client gives itself (`client`, `run`): at most [`MAX_NAME_BYTES`], no control
-/// characters (it is shown to other clients, and printed on their terminals).
-pub(crate) fn check_name(field: &str, value: &str) -> Result<(), Refusal> {
-    if value.len() > MAX_NAME_BYTES {
-        return Err(Refusal::field(
-            field,
-            format!(
-                "{field} is {} bytes long, more than {MAX_NAME_BYTES}: give a shorter name",
-                value.len()
-            ),
-        ));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(Refusal::field(
-            field,
-            format!(
-                "{field} holds control characters (escapes, line breaks): give a name of \
-                 printable characters"
-            ),
-        ));
-    }
-    Ok(())
 }

@@ -10,8 +10,10 @@
 //!
 //! - [`objective`]: `--slo` and `--until` as written.
 //! - [`probe`]: a probe's figures from its result, and the judgment on them (pure).
-//! - [`path`]: each probe's generators' paths judged by the path rule, and the verdict when
-//!   a queue on a path, not the server, held the load back.
+//! - [`path_evidence`]: one probe's generators' paths judged by the path rule (kept in the
+//!   probe's record).
+//! - [`path`]: the search's verdict over the records when a queue on a path, not the
+//!   server, held the load back.
 //! - [`search`]: what to probe next and when to stop (pure, tested on tables).
 //! - [`sweep`]: the knee of a curve (pure).
 //! - [`driver`]: probes run through a [`loadlab_session::Session`], with a budget and a stop.
@@ -23,6 +25,7 @@
 pub mod driver;
 pub mod objective;
 pub mod path;
+pub mod path_evidence;
 pub mod probe;
 pub mod report;
 pub mod search;

@@ -1,65 +1,10 @@
-//! The path rule (docs/path.md, `loadlab_result::path::rule`) in a capacity search: each
-//! probe's generators judged ([`PathEvidence`], kept in the probe's record), and the
-//! search's verdict when a path, not the server, held the load back: no capacity is claimed
-//! for the server.
+//! The path rule (docs/path.md, `loadlab_result::path::rule`) over a capacity search: the
+//! search's verdict when a path, not the server, held the load back (no capacity is claimed
+//! for the server), read from each probe's [`PathEvidence`].
 
+use crate::path_evidence::PathEvidence;
 use crate::report::ProbeRecord;
 use crate::search::Finding;
-use loadlab_result::RunResult;
-use serde::{Deserialize, Serialize};
-
-/// One generator's path in a probe: the rule's verdict and the figures it read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PathEvidence {
-    /// The fleet generator; `None` for this machine.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator: Option<String>,
-    /// "path" (a queue on the path), "not_path" or "inconclusive".
-    pub verdict: String,
-    /// The median interval's goodput, bits/s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub goodput_bits_per_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rtt_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_rtt_us: Option<f64>,
-    /// The rule's words.
-    pub said: String,
-}
-
-impl PathEvidence {
-    /// Every generator's path in `result`, judged.
-    pub fn of(result: &RunResult) -> Vec<PathEvidence> {
-        use loadlab_result::path::{judge, Evidence, PathVerdict};
-        let server = result.path.iter().find(|r| r.side == "server");
-        result
-            .path
-            .iter()
-            .filter(|r| r.side == "generator")
-            .map(|r| {
-                let e = Evidence::of(r, server);
-                let v = judge(&e);
-                PathEvidence {
-                    generator: r.generator.clone(),
-                    verdict: match v {
-                        PathVerdict::Path { .. } => "path",
-                        PathVerdict::NotPath { .. } => "not_path",
-                        PathVerdict::Inconclusive { .. } => "inconclusive",
-                    }
-                    .into(),
-                    goodput_bits_per_s: e.goodput().map(|g| g * 8.0),
-                    rtt_us: e.rtt_us,
-                    min_rtt_us: e.min_rtt_us,
-                    said: v.describe(),
-                }
-            })
-            .collect()
-    }
-
-    pub fn is_path(&self) -> bool {
-        self.verdict == "path"
-    }
-}
 
 /// The search's verdict when a queue on a generator's path held back the probes that
 /// missed: "no capacity found for the server: the path to generator g1 carried 9.6 Mbit/s in

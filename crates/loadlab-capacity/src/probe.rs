@@ -8,7 +8,7 @@ use loadlab_engine::verdicts::{BUSY_THRESHOLD, LATE_SCHEDULER_P99_US, MIN_LATE_R
 use loadlab_result::{decode_histogram, RunResult};
 use serde::{Deserialize, Serialize};
 
-pub use crate::path::PathEvidence;
+pub use crate::path_evidence::PathEvidence;
 
 /// The figures of one probe's measured phase that the judgment and the tables use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
