@@ -11,7 +11,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// Starts `loadlab run --ui=127.0.0.1:0 ARGS`; returns it and the page's address.
-fn start(args: &[&str]) -> (Child, String) {
+pub(crate) fn start(args: &[&str]) -> (Child, String) {
     let mut child = loadlab()
         .args(["run", "--ui=127.0.0.1:0"])
         .args(args)

@@ -8,12 +8,9 @@
 #[path = "../../../loadlab-report/tests/browser/webdriver.rs"]
 mod webdriver;
 
-use crate::common::loadlab;
 use loadlab_testkit::{response, Behavior, ScratchDir, TestServer};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -43,27 +40,17 @@ fn the_live_page_rises_and_its_stop_button_stops_the_run() {
     let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
     let dir = ScratchDir::new("live-browser");
     let json = dir.join("run.json");
-    let mut child = loadlab()
-        .args(["run", "--ui=127.0.0.1:0", "-c", "1", "-d", "60s", "--json"])
-        .arg(&json)
-        .arg(server.url("/"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "no live page printed"
-        );
-        if let Some(rest) = line.trim().strip_prefix("live page: ") {
-            break rest.to_string();
-        }
-    };
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let target = server.url("/");
+    let (child, addr) = super::live::start(&[
+        "-c",
+        "1",
+        "-d",
+        "60s",
+        "--json",
+        json.to_str().unwrap(),
+        &target,
+    ]);
+    let url = format!("http://{addr}/");
 
     let driver = webdriver::Driver::start(Path::new(CHROMEDRIVER), &dir.join("chromedriver.log"))
         .expect("chromedriver starts");
