@@ -301,7 +301,7 @@ pub(crate) fn start(
                         if let Some(windows) = &path {
                             let report = loadlab_result::path::PathReport::of(
                                 "generator",
-                                "tcp",
+                                loadlab_machine::path::transport(&config),
                                 windows,
                                 &result,
                             );

@@ -8,6 +8,8 @@
 //! Needs root and iproute2 with tbf: without them each test prints SKIPPED and passes.
 
 mod common;
+#[path = "paths/h3.rs"]
+mod h3;
 mod netns;
 
 use common::serial;

@@ -1,6 +1,8 @@
 //! The path as one end's TCP stack sees it, sampled through `sock_diag`
 //! ([`loadlab_probe::sockets`]): a generator's own connections to the server's port, or the
-//! server's connections on its listening port. Each sample becomes a
+//! server's connections on its listening port; over HTTP/3, the engine's QUIC connections as
+//! quinn sees them (`quic`: the kernel keeps no per-connection figures for UDP). Each sample
+//! becomes a
 //! [`PathWindow`] (the deltas since the last one); [`PathWatch`] samples on a thread of its
 //! own through a run, on absolute deadlines, and hands the windows back placed on the run's
 //! clock. What they mean is `loadlab_result::path`'s rule; this module only reads.
@@ -14,6 +16,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod quic;
 
 /// Whose sockets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,18 +62,35 @@ impl Counters {
     }
 }
 
+/// Where a sampler reads: one side's TCP sockets, or the engine's QUIC connections.
+#[derive(Debug, Clone)]
+enum Source {
+    Tcp(Side),
+    Quic(Arc<loadlab_engine::engine::QuicPaths>),
+}
+
 /// Samples one side's sockets; each call gives the window since the previous one.
 #[derive(Debug)]
 pub struct PathSampler {
-    side: Side,
+    source: Source,
     last: HashMap<u64, Counters>,
     last_at: Option<Instant>,
 }
 
 impl PathSampler {
     pub fn new(side: Side) -> PathSampler {
+        PathSampler::of(Source::Tcp(side))
+    }
+
+    /// The generator's QUIC connections of an HTTP/3 run (the run's
+    /// [`RunControl::quic_paths`]).
+    pub fn quic(paths: Arc<loadlab_engine::engine::QuicPaths>) -> PathSampler {
+        PathSampler::of(Source::Quic(paths))
+    }
+
+    fn of(source: Source) -> PathSampler {
         PathSampler {
-            side,
+            source,
             last: HashMap::new(),
             last_at: None,
         }
@@ -79,7 +100,18 @@ impl PathSampler {
     /// first call (the baseline), or when the kernel's socket diagnostics are unavailable.
     pub fn sample(&mut self) -> Option<PathWindow> {
         let now = Instant::now();
-        let found = self.side.sockets().ok()?;
+        let side = match &self.source {
+            Source::Tcp(side) => *side,
+            Source::Quic(paths) => {
+                let window = quic::window(paths.take());
+                let before = self.last_at.replace(now)?;
+                return Some(PathWindow {
+                    dt_s: (now - before).as_secs_f64(),
+                    ..window
+                });
+            }
+        };
+        let found = side.sockets().ok()?;
         let seen: Vec<(u64, TcpStats, u32)> = found
             .iter()
             .filter_map(|s| Some((s.cookie, s.tcp?, s.send_queue_bytes)))
@@ -173,6 +205,16 @@ fn window(last: &HashMap<u64, Counters>, now: &[(u64, TcpStats, u32)], first: bo
     w
 }
 
+/// The transport a run of `config` is read over, as a path report names it: "quic" for
+/// HTTP/3 (quinn's figures), "tcp" otherwise (the kernel's).
+pub fn transport(config: &loadlab_engine::RunConfig) -> &'static str {
+    if config.http3 {
+        "quic"
+    } else {
+        "tcp"
+    }
+}
+
 /// How often [`PathWatch`] samples: two windows in a capacity probe's 200 ms intervals (at
 /// 200 ms, some intervals had none and others two, and a probe's seconds came up short).
 pub const PERIOD: Duration = Duration::from_millis(100);
@@ -193,6 +235,10 @@ impl PathWatch {
     /// [`PathWatch::start`] with the sockets read in `scope`'s network namespace (a server
     /// behind a shaped link has one of its own): the thread enters it first.
     pub fn start_in(scope: Scope, side: Side, control: &RunControl, period: Duration) -> PathWatch {
+        PathWatch::watch(scope, Source::Tcp(side), control, period)
+    }
+
+    fn watch(scope: Scope, source: Source, control: &RunControl, period: Duration) -> PathWatch {
         let done = Arc::new(AtomicBool::new(false));
         let (flag, control) = (done.clone(), control.clone());
         let thread = std::thread::Builder::new()
@@ -220,7 +266,7 @@ impl PathWatch {
                     }
                     std::thread::sleep(Duration::from_millis(1));
                 };
-                let mut sampler = PathSampler::new(side);
+                let mut sampler = PathSampler::of(source);
                 let mut windows = Vec::new();
                 let mut next = origin;
                 loop {
@@ -245,17 +291,17 @@ impl PathWatch {
     }
 
     /// The generator's own connections through a run of `config`: over TCP (HTTP/1.1 and
-    /// HTTP/2) only; over QUIC the kernel keeps no per-connection figures.
+    /// HTTP/2) the kernel's figures; over QUIC (HTTP/3) quinn's, from the engine's
+    /// connections (`transport` says which the report is).
     pub fn for_run(config: &loadlab_engine::RunConfig, control: &RunControl) -> Option<PathWatch> {
-        (!config.http3).then(|| {
-            PathWatch::start(
-                Side::Generator {
-                    port: config.url.port,
-                },
-                control,
-                PERIOD,
-            )
-        })
+        let source = if config.http3 {
+            Source::Quic(control.quic_paths().clone())
+        } else {
+            Source::Tcp(Side::Generator {
+                port: config.url.port,
+            })
+        };
+        Some(PathWatch::watch(Scope::Own, source, control, PERIOD))
     }
 
     /// The server's connections through a run of `config`, when the server is on this

@@ -92,7 +92,7 @@ impl Session {
                     if let Some(windows) = path {
                         let report = loadlab_result::path::PathReport::of(
                             "generator",
-                            "tcp",
+                            loadlab_machine::path::transport(&self.config),
                             &windows,
                             &result,
                         );

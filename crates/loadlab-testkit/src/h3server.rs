@@ -1,6 +1,7 @@
-//! An HTTP/3 server on 127.0.0.1 over UDP (any free port, or one given) with quinn and the
-//! h3 crates, for tests that need a QUIC server without a quirk: it answers every request 200
-//! with a short body, and counts the QUIC connections it accepted and the requests whose
+//! An HTTP/3 server on 127.0.0.1 over UDP (any free port, or one given, or a socket bound
+//! elsewhere: a test's network namespace) with quinn and the h3 crates, for tests that need a
+//! QUIC server without a quirk: it answers every request 200 with a short body (`/bytes?n=N`:
+//! N bytes, as the fixture's), and counts the QUIC connections it accepted and the requests whose
 //! response it finished, so that a test holds loadlab's counts against the server's own.
 //!
 //! It runs on its own thread with its own runtime (never the engine's event loop) and stops
@@ -82,18 +83,28 @@ impl H3Server {
         H3Server::bind(port, tls.clone())
     }
 
+    /// Serves HTTP/3 on `socket`, already bound (inside a test's network namespace: a
+    /// socket stays in the one it was made in), with `ca`'s server certificate.
+    pub fn start_on_socket(socket: std::net::UdpSocket, ca: &TestCa) -> H3Server {
+        H3Server::serve_on(socket, (*ca.server_config()).clone())
+    }
+
     fn with_tls(ca: &TestCa, edit: impl FnOnce(&mut rustls::ServerConfig)) -> H3Server {
         let mut tls = (*ca.server_config()).clone();
         edit(&mut tls);
         H3Server::bind(0, tls)
     }
 
-    fn bind(port: u16, mut tls: rustls::ServerConfig) -> H3Server {
+    fn bind(port: u16, tls: rustls::ServerConfig) -> H3Server {
+        let socket = std::net::UdpSocket::bind(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("UDP socket on 127.0.0.1:{port}: {e}"));
+        H3Server::serve_on(socket, tls)
+    }
+
+    fn serve_on(socket: std::net::UdpSocket, mut tls: rustls::ServerConfig) -> H3Server {
         tls.alpn_protocols = vec![b"h3".to_vec()];
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
         let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        let socket = std::net::UdpSocket::bind(("127.0.0.1", port))
-            .unwrap_or_else(|e| panic!("UDP socket on 127.0.0.1:{port}: {e}"));
         let addr = socket.local_addr().expect("its address");
         let counters = H3Counters::default();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -172,16 +183,27 @@ async fn answer(h3: &mut h3::server::Connection<h3_quinn::Connection, Bytes>, co
     while let Ok(Some(resolver)) = h3.accept().await {
         let counts = counts.clone();
         tokio::spawn(async move {
-            let Ok((_request, mut stream)) = resolver.resolve_request().await else {
+            let Ok((request, mut stream)) = resolver.resolve_request().await else {
                 return;
             };
             let response = http::Response::builder().status(200).body(()).unwrap();
             if stream.send_response(response).await.is_ok()
-                && stream.send_data(Bytes::from_static(H3_BODY)).await.is_ok()
+                && stream.send_data(body(request.uri())).await.is_ok()
                 && stream.finish().await.is_ok()
             {
                 counts.answered.fetch_add(1, Ordering::SeqCst);
             }
         });
+    }
+}
+
+/// The answer's body: [`H3_BODY`], or N bytes for `/bytes?n=N` (at most 16 MiB).
+fn body(uri: &http::Uri) -> Bytes {
+    let n = (uri.path() == "/bytes")
+        .then(|| uri.query()?.strip_prefix("n=")?.parse::<usize>().ok())
+        .flatten();
+    match n {
+        Some(n) => Bytes::from(vec![b'x'; n.min(16 << 20)]),
+        None => Bytes::from_static(H3_BODY),
     }
 }

@@ -31,4 +31,5 @@ mod interop;
 mod live;
 mod live_browser;
 mod metrics;
+mod path_h3;
 mod scenario;

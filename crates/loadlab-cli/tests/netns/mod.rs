@@ -97,13 +97,27 @@ impl Lab {
     /// A listening socket at `addr` inside namespace `ns`, bound from a thread that entered
     /// it (a socket stays in the namespace it was made in).
     pub fn bind_in(ns: &str, addr: SocketAddr) -> std::net::TcpListener {
+        Lab::inside(ns, move || {
+            std::net::TcpListener::bind(addr).expect("bind inside the namespace")
+        })
+    }
+
+    /// A UDP socket at `addr` inside namespace `ns` (a QUIC server's), as [`Lab::bind_in`].
+    pub fn bind_udp_in(ns: &str, addr: SocketAddr) -> std::net::UdpSocket {
+        Lab::inside(ns, move || {
+            std::net::UdpSocket::bind(addr).expect("bind inside the namespace")
+        })
+    }
+
+    /// `make` run on a thread that entered namespace `ns`.
+    fn inside<T: Send + 'static>(ns: &str, make: impl FnOnce() -> T + Send + 'static) -> T {
         let path = format!("/run/netns/{ns}");
         std::thread::spawn(move || {
             let file = std::fs::File::open(&path).expect("the namespace exists");
             // SAFETY: setns on this thread only, with a namespace file descriptor we hold.
             let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
             assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-            std::net::TcpListener::bind(addr).expect("bind inside the namespace")
+            make()
         })
         .join()
         .expect("the binding thread")

@@ -54,6 +54,8 @@ pub(super) struct ControlInner {
     pub(super) external: AtomicBool,
     /// Who sees each part's own intervals in such a run, until it finishes.
     pub(super) part_observers: Mutex<Vec<PartSlot>>,
+    /// An HTTP/3 run's QUIC connections, for the path's sampler (`h3::paths`).
+    pub(super) quic: Arc<super::QuicPaths>,
 }
 
 /// Sees each part's own finished intervals in a run driven elsewhere (the shards of a
@@ -240,6 +242,12 @@ impl RunControl {
         if let Ok(mut r) = self.inner.stream_report.lock() {
             *r = Some(report);
         }
+    }
+
+    /// An HTTP/3 run's QUIC connections while they live: the path's figures over QUIC,
+    /// where the kernel keeps none (docs/path.md).
+    pub fn quic_paths(&self) -> &Arc<super::QuicPaths> {
+        &self.inner.quic
     }
 
     pub fn is_stopped(&self) -> bool {

@@ -4,7 +4,8 @@
 //! does QUIC (`quic`: one UDP endpoint per worker thread, its receive buffer sized), the h3
 //! crates do HTTP/3; this module drives them and records each request as HTTP/2's are:
 //! latency from the send, status, payload (DATA) bytes, and beside them the UDP bytes its
-//! connection carried (`wire`). Failures are classified by `classify`. Version Negotiation
+//! connection carried (`wire`); each connection is registered for the path's sampler while it
+//! lives (`paths`). Failures are classified by `classify`. Version Negotiation
 //! packets listing v1 are dropped as they arrive (`bogus_vn`).
 //!
 //! When a connection dies (idle timeout, stateless reset, CONNECTION_CLOSE) its streams stop,
@@ -26,6 +27,7 @@
 mod bogus_vn;
 mod classify;
 mod early;
+pub(crate) mod paths;
 mod pool;
 mod quic;
 mod wire;

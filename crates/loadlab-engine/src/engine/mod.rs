@@ -40,6 +40,7 @@ use crate::sys;
 pub use budget::Abandoned;
 use budget::SharedBudget;
 pub use control::{PartObserver, ProgressSnapshot, RunControl, ThreadProgress};
+pub use h3::paths::{QuicConnection, QuicPaths, QuicTake};
 pub use h3::send_body as h3_send_body;
 /// The receive buffer an HTTP/3 run asks for each worker thread's UDP socket, in bytes (for
 /// the machine's checks of `net.core.rmem_max`).

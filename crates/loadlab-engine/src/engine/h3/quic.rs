@@ -198,6 +198,8 @@ async fn set_up(
     budget: Duration,
 ) -> Result<Handle, OpenError> {
     let wire = std::rc::Rc::new(super::wire::Wire::new(connection.clone()));
+    // Its round trip and bytes for the path's figures, until its driver ends (it closed).
+    let registered = ctx.stop.quic_paths().add(&connection);
     let setup = ::h3::client::new(Conn::new(connection, early.clone()));
     let (mut driver, send) = match tokio::time::timeout(budget, setup).await {
         Ok(Ok(pair)) => pair,
@@ -219,7 +221,7 @@ async fn set_up(
         tokio::task::spawn_local(early.clone().watch(ctx.connect_timeout));
     }
     tokio::task::spawn_local(async move {
-        let _open = open;
+        let (_open, _registered) = (open, registered);
         let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
     });
     Ok(Handle {
