@@ -28,13 +28,12 @@ impl PathEvidence {
     /// Every generator's path in `result`, judged.
     pub fn of(result: &RunResult) -> Vec<PathEvidence> {
         use loadlab_result::path::{judge, Evidence, PathVerdict};
-        let server = result.path.iter().find(|r| r.side == "server");
         result
             .path
             .iter()
             .filter(|r| r.side == "generator")
             .map(|r| {
-                let e = Evidence::of(r, server);
+                let e = Evidence::in_run(result, r);
                 let v = judge(&e);
                 PathEvidence {
                     generator: r.generator.clone(),

@@ -47,6 +47,12 @@ pub const FLAT_SHARE: f64 = 0.15;
 pub const SENDER_BUSY: f64 = 0.8;
 pub const SENDER_NETWORK: f64 = 0.8;
 pub const SENDER_IDLE: f64 = 0.3;
+/// Over QUIC the round trip also holds the server's own wait to read its packets (a QUIC
+/// stack runs in the server's process: a busy server reads them late, and quinn takes out
+/// only the ACK delay the server reports, counted from its read), so a queue is called the
+/// path's only when the server's CPU was sampled and under this (cores, or share of its
+/// quota): caddy on one CPU lifted quinn's round trip 140 ms at 512 connections, uncapped.
+pub const QUIC_SERVER_BUSY: f64 = 0.8;
 /// Fewer measured intervals than this are not enough to call a figure flat.
 pub const MIN_INTERVALS: usize = 2;
 
@@ -65,6 +71,10 @@ pub struct Evidence {
     /// The server's sockets (its agent's sampling), over the measured intervals.
     pub sender_busy_share: Option<f64>,
     pub sender_network_limited_share: Option<f64>,
+    /// The round trips are quinn's (HTTP/3), not the kernel's.
+    pub quic: bool,
+    /// The server's CPU over the run, when it was sampled: a share of its quota, or cores.
+    pub server_cpu: Option<f64>,
 }
 
 impl Evidence {
@@ -96,6 +106,27 @@ impl Evidence {
                     .filter_map(|i| i.network_limited_share)
                     .collect(),
             ),
+            quic: generator.transport == "quic",
+            server_cpu: None,
+        }
+    }
+
+    /// [`Evidence::of`] a generator's report in `result`, with the server's CPU when it was
+    /// sampled (what an HTTP/3 run's queue needs, see [`QUIC_SERVER_BUSY`]).
+    pub fn in_run(result: &crate::RunResult, generator: &PathReport) -> Evidence {
+        let server = result.path.iter().find(|r| r.side == "server");
+        let cpu = result
+            .server
+            .as_ref()
+            .and_then(|s| s.summary.as_ref())
+            .map(|s| {
+                s.cpu_quota_share
+                    .as_ref()
+                    .map_or(s.cpu_cores.mean, |q| q.mean)
+            });
+        Evidence {
+            server_cpu: cpu,
+            ..Evidence::of(generator, server)
         }
     }
 
@@ -256,6 +287,23 @@ pub fn judge(e: &Evidence) -> PathVerdict {
                 sender(sender_busy.unwrap_or_default())
             ),
         },
+        (true, _) if e.quic && !e.server_cpu.is_some_and(|c| c < QUIC_SERVER_BUSY) => {
+            PathVerdict::Inconclusive {
+                why: format!(
+                    "the round trip to {name} rose {} over its minimum, but over QUIC it also \
+                     holds the server's own wait to read its packets, and {}: not enough to \
+                     blame the path",
+                    ms(queue),
+                    e.server_cpu.map_or(
+                        "the server's CPU was not sampled (--agent, --pid or --exec)".into(),
+                        |c| format!(
+                            "the server was busy ({:.0}% of a core or its quota)",
+                            c * 100.0
+                        )
+                    )
+                ),
+            }
+        }
         (true, _) => path(),
         (false, true) if !sender_says_path => PathVerdict::NotPath {
             why: format!(
@@ -281,12 +329,11 @@ pub fn judge(e: &Evidence) -> PathVerdict {
 /// The run's verdicts about its paths: one line per generator whose path held a queue (with
 /// the server's report, when its agent sampled one).
 pub fn verdicts(result: &crate::RunResult) -> Vec<PathVerdict> {
-    let server = result.path.iter().find(|r| r.side == "server");
     result
         .path
         .iter()
         .filter(|r| r.side == "generator")
-        .map(|r| judge(&Evidence::of(r, server)))
+        .map(|r| judge(&Evidence::in_run(result, r)))
         .collect()
 }
 

@@ -16,6 +16,13 @@ fn e(goodput_mbit: &[f64], rtt_ms: f64, min_ms: f64, p50_ms: f64) -> Evidence {
     }
 }
 
+/// Over QUIC, with the server's CPU (cores, or share of its quota) when it was sampled.
+fn quic(mut ev: Evidence, server_cpu: Option<f64>) -> Evidence {
+    ev.quic = true;
+    ev.server_cpu = server_cpu;
+    ev
+}
+
 fn with_server(mut ev: Evidence, busy: f64, network: f64) -> Evidence {
     ev.sender_busy_share = Some(busy);
     ev.sender_network_limited_share = Some(network);
@@ -128,6 +135,35 @@ fn the_rule_on_its_table() {
             "one interval only",
             e(&[9.6], 80.0, 0.01, 122.0),
             Kind::Inconclusive,
+        ),
+        // Over QUIC (HTTP/3), measured: quinn's round trip holds a queue on the path as
+        // TCP's does; with the server's CPU sampled and idle, it is the path's.
+        (
+            "QUIC, capped downlink, server idle",
+            quic(e(&[9.7, 9.7], 103.0, 1.57, 120.0), Some(0.04)),
+            Kind::Path,
+        ),
+        // ... but it also holds a busy QUIC server's wait to read its packets (user space):
+        // caddy on one CPU, 512 connections, no cap.
+        (
+            "QUIC, CPU-bound server, no cap",
+            quic(
+                e(&[285.1, 226.9, 233.2, 219.9], 142.0, 1.27, 212.0),
+                Some(1.0),
+            ),
+            Kind::Inconclusive,
+        ),
+        // ... so without the server's CPU the same round trip cannot blame the path.
+        (
+            "QUIC, capped downlink, server not sampled",
+            quic(e(&[9.7, 9.7], 103.0, 1.57, 120.0), None),
+            Kind::Inconclusive,
+        ),
+        // Measured: a serial server behind a QUIC proxy; the peer's ACK delay is taken out.
+        (
+            "QUIC, slow server",
+            quic(e(&[24.4, 24.4, 24.4], 1.7, 0.06, 67.0), None),
+            Kind::NotPath,
         ),
     ];
     let mut wrong = Vec::new();
