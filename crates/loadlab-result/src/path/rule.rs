@@ -51,7 +51,8 @@ pub const SENDER_IDLE: f64 = 0.3;
 /// stack runs in the server's process: a busy server reads them late, and quinn takes out
 /// only the ACK delay the server reports, counted from its read), so a queue is called the
 /// path's only when the server's CPU was sampled and under this (cores, or share of its
-/// quota): caddy on one CPU lifted quinn's round trip 140 ms at 512 connections, uncapped.
+/// quota), among other signs (`quic_doubt`): caddy on one CPU lifted quinn's round trip
+/// 140 ms at 512 connections, uncapped.
 pub const QUIC_SERVER_BUSY: f64 = 0.8;
 /// Fewer measured intervals than this are not enough to call a figure flat.
 pub const MIN_INTERVALS: usize = 2;
@@ -287,23 +288,17 @@ pub fn judge(e: &Evidence) -> PathVerdict {
                 sender(sender_busy.unwrap_or_default())
             ),
         },
-        (true, _) if e.quic && !e.server_cpu.is_some_and(|c| c < QUIC_SERVER_BUSY) => {
-            PathVerdict::Inconclusive {
+        (true, _) if e.quic => match quic_doubt(e, queue, p50) {
+            Some(doubt) => PathVerdict::Inconclusive {
                 why: format!(
                     "the round trip to {name} rose {} over its minimum, but over QUIC it also \
-                     holds the server's own wait to read its packets, and {}: not enough to \
-                     blame the path",
-                    ms(queue),
-                    e.server_cpu.map_or(
-                        "the server's CPU was not sampled (--agent, --pid or --exec)".into(),
-                        |c| format!(
-                            "the server was busy ({:.0}% of a core or its quota)",
-                            c * 100.0
-                        )
-                    )
+                     holds the server's own wait to read its packets, and {doubt}: not enough \
+                     to blame the path",
+                    ms(queue)
                 ),
-            }
-        }
+            },
+            None => path(),
+        },
         (true, _) => path(),
         (false, true) if !sender_says_path => PathVerdict::NotPath {
             why: format!(
@@ -323,6 +318,33 @@ pub fn judge(e: &Evidence) -> PathVerdict {
                 sender_busy.map_or(String::new(), |b| format!("; {}", sender(b)))
             ),
         },
+    }
+}
+
+/// Over QUIC, why a queue in the round trip may be the server's (`None`: it is the path's).
+/// A busy QUIC server's queue shows in the round trip as a path's does, so the path needs
+/// the server's CPU sampled and idle, and the signs of a standing queue on the way back:
+/// the goodput flat at one figure (no exception for a deep queue: a starved server's was
+/// uneven, 79 to 255 Mbit/s, at 374 ms), and no deeper than the median response time
+/// (every answer crosses such a queue; a server's handshakes lifted the round trip past it).
+fn quic_doubt(e: &Evidence, queue: f64, p50: f64) -> Option<String> {
+    if !e.flat() {
+        return Some("its goodput was not flat at one figure".into());
+    }
+    if queue > p50 {
+        return Some(format!(
+            "it was longer than the median response time ({}), which a queue on the way \
+             back would delay as much",
+            ms(p50)
+        ));
+    }
+    match e.server_cpu {
+        None => Some("the server's CPU was not sampled (--agent, --pid or --exec)".into()),
+        Some(c) if c >= QUIC_SERVER_BUSY => Some(format!(
+            "the server was busy ({:.0}% of a core or of its quota)",
+            c * 100.0
+        )),
+        Some(_) => None,
     }
 }
 

@@ -153,6 +153,24 @@ fn the_rule_on_its_table() {
             ),
             Kind::Inconclusive,
         ),
+        // ... and one starved of its CPU by others (60% of a core): deeper than its answers
+        // took, and uneven.
+        (
+            "QUIC, starved server, no cap",
+            quic(e(&[79.0, 149.1, 255.4], 374.0, 0.25, 246.0), Some(0.6)),
+            Kind::Inconclusive,
+        ),
+        (
+            "QUIC, a queue deeper than the answers took",
+            quic(e(&[9.7, 9.7], 300.0, 0.25, 246.0), Some(0.1)),
+            Kind::Inconclusive,
+        ),
+        // Measured: an open loop at twice the cap; QUIC's goodput stayed flat.
+        (
+            "QUIC, overloaded open loop, deep queue",
+            quic(e(&[9.6, 9.6, 9.6, 9.6], 114.0, 0.07, 1_922.0), Some(0.14)),
+            Kind::Path,
+        ),
         // ... so without the server's CPU the same round trip cannot blame the path.
         (
             "QUIC, capped downlink, server not sampled",
