@@ -305,6 +305,10 @@ fn load_model(config: &RunConfig) -> LoadModel {
                 ),
                 _ => ("open loop", "requests/s", "connections"),
             };
+            let cap = match config.pipeline {
+                1 => cap.to_string(),
+                depth => format!("{cap} x {depth} pipelined"),
+            };
             let plan = format!(
                 "{what}, {} arrivals{}: {}; up to {} {cap}",
                 name,
@@ -346,6 +350,11 @@ fn load_model(config: &RunConfig) -> LoadModel {
                     if config.http3 { 3 } else { 2 },
                     config.connections,
                     config.streams
+                )
+            } else if config.pipeline > 1 {
+                format!(
+                    "closed loop over HTTP/1.1: {} connections x {} pipelined for {length}",
+                    config.connections, config.pipeline
                 )
             } else {
                 format!(

@@ -69,6 +69,9 @@ pub struct Counters {
     /// TLS servers: handshakes that resumed a session, and full ones.
     pub tls_resumed: AtomicU64,
     pub tls_full: AtomicU64,
+    /// The most requests read whole on a connection and not yet answered, at once: above 1,
+    /// the client pipelined (wrote requests before reading the answers to earlier ones).
+    pub most_ahead: AtomicU64,
 }
 
 impl Counters {
@@ -86,6 +89,9 @@ impl Counters {
     }
     pub fn tls_full(&self) -> u64 {
         self.tls_full.load(Ordering::SeqCst)
+    }
+    pub fn most_ahead(&self) -> u64 {
+        self.most_ahead.load(Ordering::SeqCst)
     }
 }
 
@@ -272,6 +278,9 @@ async fn serve(mut stream: impl ServerConn, behavior: Arc<Behavior>, counters: A
     let mut buf = Vec::new();
     while let Some(close) = read_request(&mut stream, &mut buf).await {
         let n = counters.requests.fetch_add(1, Ordering::SeqCst);
+        // This request and the whole ones read behind it (bodiless: a pipelining test's).
+        let ahead = 1 + buf.windows(4).filter(|w| *w == b"\r\n\r\n").count() as u64;
+        counters.most_ahead.fetch_max(ahead, Ordering::SeqCst);
         let wrote = match &*behavior {
             Behavior::Fixed(bytes) => stream.write_all(bytes).await.is_ok(),
             Behavior::Cycle(all) => stream.write_all(&all[n as usize % all.len()]).await.is_ok(),

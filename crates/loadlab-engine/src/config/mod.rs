@@ -61,6 +61,9 @@ pub struct RunSpec {
     pub http3_0rtt: bool,
     /// `--streams`: concurrent HTTP/2 or HTTP/3 streams per connection.
     pub streams: usize,
+    /// `--pipeline`: HTTP/1.1 requests written on a connection before the first answer is
+    /// read (1: no pipelining). See `pipeline`.
+    pub pipeline: usize,
     /// Paths (with their queries) sent in rotation on each connection, in order; empty: the
     /// URL's own path only. The URL gives the scheme, host and port.
     pub paths: Vec<String>,
@@ -123,6 +126,7 @@ impl Default for RunSpec {
             http3: false,
             http3_0rtt: false,
             streams: 1,
+            pipeline: 1,
             paths: Vec::new(),
             generator_cpus: None,
             shard: None,
@@ -214,6 +218,9 @@ pub struct RunConfig {
     pub http3_0rtt: bool,
     /// HTTP/2 or HTTP/3 streams per connection (1 for HTTP/1.1).
     pub streams: usize,
+    /// HTTP/1.1 requests in flight on a connection at once, written before the first answer
+    /// is read (1: no pipelining; more only over HTTP/1.1).
+    pub pipeline: usize,
     /// The paths sent in rotation on each connection (at least one: the URL's own).
     pub paths: Vec<String>,
     /// CPUs the worker threads pin themselves to; `None`: wherever the process may run.
@@ -297,6 +304,7 @@ pub const DEFAULT_CONNECTIONS: usize = 50;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 mod grpc;
+mod pipeline;
 mod request;
 mod scenario;
 mod sharding;

@@ -14,6 +14,7 @@ pub const MAX_RATE: f64 = 10_000_000.0;
 
 impl RunSpec {
     pub fn validate(&self) -> Result<RunConfig, ConfigError> {
+        self.check_pipeline()?;
         if let Some(call) = &self.grpc {
             let mut config = self.as_grpc_http2(call)?.validate()?;
             config.grpc = Some(call.clone());
@@ -189,6 +190,7 @@ impl RunSpec {
             http3: self.http3,
             http3_0rtt: self.http3_0rtt,
             streams: self.streams,
+            pipeline: self.pipeline,
             paths,
             generator_cpus: self.generator_cpus.clone().filter(|c| !c.is_empty()),
             shard: None,

@@ -20,7 +20,8 @@ pub(super) use record::{
     note_detail, record_failure, record_sent, record_success, settled, unsent_if_abandoned,
 };
 pub(super) use stream::{connect, dial, Dialed, Dialer, Io, Stream};
-use wire::{await_close, exchange};
+pub(super) use wire::{await_close, io_failure, poll_deadline};
+use wire::exchange;
 
 /// The outcome of one request on an open connection.
 #[derive(Clone, Copy)]
@@ -141,7 +142,7 @@ pub(super) struct Due {
 }
 
 /// How long to wait for a server to close a connection it said it would close.
-const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
+pub(super) const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
 
 /// A connection slot: the socket (when open), its parser and its timeout timer.
 pub(super) struct Conn {

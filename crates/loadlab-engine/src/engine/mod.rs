@@ -22,6 +22,7 @@ mod h2_preface;
 pub(crate) mod h3;
 mod open;
 mod pacing;
+mod pipeline;
 mod pool;
 mod scenario;
 mod stamped;
@@ -175,6 +176,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         // Over HTTP/3 already, or over cleartext (h3 is for https origins): nothing to watch.
         alt_svc: (config.url.https && !config.http3).then(advert::Found::default),
         streams: config.streams,
+        pipeline: config.pipeline,
         address,
         keepalive: config.keepalive,
         busy_poll: config.busy_poll,

@@ -26,6 +26,8 @@ pub(super) struct Shared {
     pub h2: Option<h2::H2Request>,
     pub h3: Option<h3::H3Shared>,
     pub streams: usize,
+    /// `--pipeline`: HTTP/1.1 requests in flight on a connection at once.
+    pub pipeline: usize,
     pub address: SocketAddr,
     pub keepalive: bool,
     pub busy_poll: bool,
@@ -80,8 +82,9 @@ impl Plan {
                 Plan {
                     index,
                     connections,
-                    // Over HTTP/2 the open loop's slots are streams.
-                    open_cap: connections * config.streams,
+                    // Over HTTP/2 the open loop's slots are streams; pipelined, the places
+                    // in connections' pipelines.
+                    open_cap: connections * config.streams * config.pipeline,
                     closed_stages,
                     schedule,
                     numbering: (slot, slots),
@@ -102,7 +105,12 @@ pub(crate) struct ThreadCtx {
     /// HTTP/3 only: the thread's QUIC endpoint, the request, and the open loop's pool.
     pub h3: Option<h3::H3Thread>,
     pub streams: usize,
-    /// HTTP/2: the `-n` budget ran out (no reconnecting then).
+    /// HTTP/1.1 requests in flight on a connection at once (1: no pipelining).
+    pub pipeline: usize,
+    /// Open loop, pipelined: the thread's connections, shared by the places in their
+    /// pipelines.
+    pub pipe_pool: super::pipeline::Pool,
+    /// HTTP/2 (and pipelined HTTP/1.1): the `-n` budget ran out (no reconnecting then).
     pub budget_spent: Cell<bool>,
     /// Open loop over HTTP/2: the thread's connections, shared by stream slots.
     pub h2_pool: h2::Pool,
@@ -175,6 +183,8 @@ impl ThreadCtx {
             h2: shared.h2,
             h3: shared.h3.map(h3::H3Thread::new),
             streams: shared.streams,
+            pipeline: shared.pipeline,
+            pipe_pool: Default::default(),
             budget_spent: Cell::new(false),
             h2_pool: h2::Pool::default(),
             h2_wire,

@@ -9,6 +9,11 @@
 //! are given up; either way they are counted as failed, with the reason. (A GOAWAY is counted
 //! by connection, not by request: the streams of a connection going away meet it before
 //! their requests leave, and one request may meet it on several of them.)
+//!
+//! Pipelined HTTP/1.1 (`pipeline`) follows the same rule: the requests behind an answer that
+//! announced the connection's close were not processed (RFC 9112 9.6), and those a
+//! connection closed or broke on before any byte of their answer came are sent again (RFC
+//! 9112 9.3.2), each at most [`MAX_SENDS`] times, as a refused stream is.
 
 use super::exchange::{note_detail, record_failure, Traffic};
 use super::ThreadCtx;
@@ -34,6 +39,9 @@ pub(super) enum Outcome {
     Refused,
     /// The server is going away without processing it (not counted): send it on another.
     NotProcessed,
+    /// Pipelined HTTP/1.1: the connection closed or broke before any byte of its answer
+    /// (not counted): send it on another, as a refused stream is sent again.
+    Unanswered,
 }
 
 impl Outcome {
@@ -42,13 +50,17 @@ impl Outcome {
         match self {
             Outcome::Refused => Some(Unprocessed::Stream),
             Outcome::NotProcessed => Some(Unprocessed::Connection),
+            Outcome::Unanswered => Some(Unprocessed::Unanswered),
             Outcome::Done | Outcome::Died => None,
         }
     }
 
     /// The connection cannot carry the stream's next request: it died, or is going away.
     pub fn ends_connection(self) -> bool {
-        matches!(self, Outcome::Died | Outcome::NotProcessed)
+        matches!(
+            self,
+            Outcome::Died | Outcome::NotProcessed | Outcome::Unanswered
+        )
     }
 }
 
@@ -59,6 +71,8 @@ pub(super) enum Unprocessed {
     Stream,
     /// It is going away without processing it (a GOAWAY below its stream).
     Connection,
+    /// Pipelined HTTP/1.1: its connection closed or broke before any byte of its answer.
+    Unanswered,
 }
 
 impl Unprocessed {
@@ -67,6 +81,7 @@ impl Unprocessed {
         match self {
             Unprocessed::Stream => ErrorClass::StreamReset,
             Unprocessed::Connection => ErrorClass::GoAway,
+            Unprocessed::Unanswered => ErrorClass::ClosedBeforeResponse,
         }
     }
 }
@@ -89,6 +104,7 @@ pub(super) fn send_again(
         (Unprocessed::Stream, false) => "REFUSED_STREAM",
         (Unprocessed::Stream, true) => "H3_REQUEST_REJECTED",
         (Unprocessed::Connection, _) => "GOAWAY before its stream",
+        (Unprocessed::Unanswered, _) => "HTTP/1.1: its pipelined connection closed unanswered",
     };
     let why = format!(
         "the server did not process the same request {MAX_SENDS} times in a row ({code}): \
@@ -116,11 +132,16 @@ impl Owed {
 
     /// A stream's next request: one owed (the times its stream was refused so far), else
     /// one taken from the budget (`-n`; none refused yet). `None` when the budget is spent
-    /// (and the thread told so).
+    /// (and the thread told so). The one refused most goes first: a pipeline's server that
+    /// answers the first few requests of each connection then closes answers it, where the
+    /// last one owed, sent last, could be left unanswered until its sends ran out.
     pub fn next_request(&self, ctx: &ThreadCtx, phase: Phase) -> Option<u8> {
-        if let Some(refusals) = self.0.borrow_mut().pop() {
-            return Some(refusals);
+        let mut owed = self.0.borrow_mut();
+        let most = (0..owed.len()).max_by_key(|&i| owed[i]);
+        if let Some(i) = most {
+            return Some(owed.swap_remove(i));
         }
+        drop(owed);
         if phase == Phase::Measured && !ctx.budget.take() {
             ctx.budget_spent.set(true);
             return None;
@@ -148,8 +169,9 @@ impl Owed {
     /// server did not process is owed again, or counted failed (see [`send_again`]).
     pub fn put_back(&self, ctx: &ThreadCtx, phase: Phase, refusals: u8, outcome: Outcome) {
         match outcome {
-            Outcome::Refused => {
-                if send_again(ctx, phase, refusals + 1, Unprocessed::Stream).is_ok() {
+            Outcome::Refused | Outcome::Unanswered => {
+                let how = outcome.unprocessed().expect("not processed");
+                if send_again(ctx, phase, refusals + 1, how).is_ok() {
                     self.0.borrow_mut().push(refusals + 1);
                 }
             }

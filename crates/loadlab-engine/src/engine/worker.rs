@@ -4,7 +4,9 @@ use super::exchange::Dialer;
 use super::gate::{Place, StartGate};
 use super::stamped::StampClock;
 use super::thread::{Plan, Shared};
-use super::{busy_poll, closed, feed, h2, h3, open, scenario, spawn_guarded, ThreadCtx};
+use super::{
+    busy_poll, closed, feed, h2, h3, open, pipeline, scenario, spawn_guarded, ThreadCtx,
+};
 use super::{ThreadProgress, ThreadReport};
 use crate::stats::Recorder;
 use crate::sys;
@@ -120,6 +122,8 @@ pub(super) fn thread(
                 spawn_guarded(&ctx, h3::drive(ctx.clone()));
             } else if ctx.h2.is_some() {
                 spawn_guarded(&ctx, h2::drive(ctx.clone()));
+            } else if ctx.pipeline > 1 {
+                spawn_guarded(&ctx, pipeline::drive(ctx.clone()));
             } else {
                 spawn_guarded(&ctx, closed::drive(ctx.clone(), first + k * step));
             }

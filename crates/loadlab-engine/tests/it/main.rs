@@ -21,6 +21,7 @@ mod mux_server;
 mod nothing_listens;
 mod parser_props;
 mod partial_interval;
+mod pipeline;
 mod refused_streams;
 mod scenario;
 mod scenario_mux;

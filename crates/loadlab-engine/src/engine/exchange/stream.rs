@@ -52,7 +52,7 @@ impl Drop for Open {
 impl Stream {
     /// When the bytes of the last read arrived, where the kernel stamped them.
     #[inline]
-    pub(super) fn last_rx(&self) -> Option<Instant> {
+    pub(in crate::engine) fn last_rx(&self) -> Option<Instant> {
         match &self.io {
             Io::Stamped(s) => s.last_rx(),
             _ => None,

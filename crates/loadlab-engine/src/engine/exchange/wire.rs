@@ -147,8 +147,9 @@ pub(super) async fn exchange<S: Sink>(
                                 continue 'send;
                             }
                             Ok(Progress::NeedMore) => continue,
-                            // Bytes beyond the response were never asked for (loadlab does not
-                            // pipeline): the server's framing is wrong.
+                            // Bytes beyond the response were never asked for (this connection
+                            // does not pipeline: see `engine::pipeline`): the server's framing
+                            // is wrong.
                             Ok(Progress::Complete(r)) if r.consumed < n => {
                                 return Poll::Ready(Err(ErrorClass::ExtraBytes));
                             }
@@ -210,7 +211,7 @@ pub(super) async fn exchange<S: Sink>(
 
 /// The class of a failed read or write; a TLS alert after the handshake (a TLS 1.3 server
 /// refusing the client certificate) has its words and fix kept as the class's detail.
-fn io_failure(ctx: &ThreadCtx, e: &std::io::Error) -> ErrorClass {
+pub(in crate::engine) fn io_failure(ctx: &ThreadCtx, e: &std::io::Error) -> ErrorClass {
     let class = ErrorClass::from_io(e);
     if let Some((_, detail)) = crate::tls::describe_after_handshake(e) {
         let phase = ctx.phase_at(Instant::now());
@@ -266,7 +267,7 @@ fn timed_out(
 /// than the current deadline (deadlines only grow), so when it fires early we re-arm it for
 /// the current request. A connection whose requests finish in time re-arms it once per
 /// timeout period instead of once per request.
-fn poll_deadline(timer: &mut Pin<Box<Sleep>>, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
+pub(in crate::engine) fn poll_deadline(timer: &mut Pin<Box<Sleep>>, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
     let deadline = tokio::time::Instant::from_std(deadline);
     if timer.deadline() > deadline {
         timer.as_mut().reset(deadline);
@@ -282,7 +283,7 @@ fn poll_deadline(timer: &mut Pin<Box<Sleep>>, deadline: Instant, cx: &mut Contex
 
 /// Waits (bounded) for the server to close after a response that announced it would; true
 /// when it did.
-pub(super) async fn await_close(
+pub(in crate::engine) async fn await_close(
     stream: &mut Stream,
     timer: &mut Pin<Box<Sleep>>,
     deadline: Instant,

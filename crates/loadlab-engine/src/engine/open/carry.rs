@@ -41,6 +41,9 @@ pub(super) async fn connection(ctx: Rc<ThreadCtx>, first: Due) {
     } else if ctx.h2.is_some() {
         let carrier = crate::engine::h2::Slot::new();
         carry(ctx, Some(first), carrier).await
+    } else if ctx.pipeline > 1 {
+        let carrier = crate::engine::pipeline::Slot::new(ctx.clone());
+        carry(ctx, Some(first), carrier).await
     } else {
         let carrier = Conn::new(&ctx);
         carry(ctx, Some(first), carrier).await

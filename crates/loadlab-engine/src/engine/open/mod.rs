@@ -184,6 +184,12 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>, preopened: Vec<(Opened, Dialed)>, be
     for (opened, dialed) in preopened {
         dialed.record(&ctx, phase);
         match opened {
+            // Pipelined, a connection is shared by the places in its pipeline, as HTTP/2's by
+            // its streams.
+            Opened::Http1(stream) if ctx.pipeline > 1 => {
+                ctx.pipe_pool
+                    .add(super::pipeline::Pipe::start(&ctx, stream));
+            }
             Opened::Http1(stream) => {
                 open.open_connections.set(open.open_connections.get() + 1);
                 // Spawned before the dispatcher, so they are in the pool when it first looks.
