@@ -9,6 +9,7 @@ all_cells() {
     local -A n=([cl-0]=200 [cl-1k]=200 [cl-1m]=30 [chunked-0]=200 [chunked-1k]=200 [chunked-1m]=30)
     cell "$s" "h1 keep-alive" ok 400 "$http$(path "$s" small)" -c 4
     cell "$s" "h1 1500 on 1 connection" ok 1500 "$http$(path "$s" small)" -c 1
+    cell "$s" "h1 pipeline 16" ok 4000 "$http$(path "$s" small)" -c 2 --pipeline 16
     cell "$s" "h1 new connection" ok 200 "$http$(path "$s" small)" -c 2 --no-keepalive
     local close_url=$http
     [[ -n ${PORT[$s:close]-} ]] && close_url=http://127.0.0.1:${PORT[$s:close]}

@@ -1,12 +1,12 @@
 //! The interop matrix's fast subset (issue 29): loadlab against servers no one here wrote
 //! (Debian's nginx and Apache httpd, and go-httpbin), each cell's completed count checked
-//! exactly against the server's own count. HTTP/1.1 with keep-alive and a connection per
-//! request; HTTPS with certificates made by the `openssl` command line: a leaf under a test CA,
-//! a chain through an intermediate CA, and `openssl req -x509`'s self-signed one (CA:TRUE,
-//! trusted with --cacert); h2 over TLS; a 1 MiB POST with `Expect: 100-continue` (and
-//! HAProxy's answer before the body, when HAProxy is installed); every scenario feature
-//! against go-httpbin; and HTTP/3 against Caddy (when installed), closed and open loop over
-//! 100 streams, counted against the HTTP/3 lines of its JSON access log.
+//! exactly against the server's own count. HTTP/1.1 with keep-alive, pipelined 16 deep, and a
+//! connection per request; HTTPS with certificates made by the `openssl` command line: a leaf
+//! under a test CA, a chain through an intermediate CA, and `openssl req -x509`'s self-signed
+//! one (CA:TRUE, trusted with --cacert); h2 over TLS; a 1 MiB POST with `Expect:
+//! 100-continue` (and HAProxy's answer before the body, when HAProxy is installed); every
+//! scenario feature against go-httpbin; and HTTP/3 against Caddy (when installed), closed and
+//! open loop over 100 streams, counted against the HTTP/3 lines of its JSON access log.
 //!
 //! The cells are `bench/interop.sh --fast`, the same code as the full matrix, run with this
 //! build's loadlab; this test reads the cells it wrote. Without nginx, apache2 or go-httpbin
@@ -27,6 +27,7 @@ const CELLS: [(&str, &[&str]); 3] = [
         &[
             "h1 keep-alive",
             "h1 new connection",
+            "h1 pipeline 16",
             "https rsa2048",
             "https chain",
             "https req -x509 (CA:TRUE)",
@@ -36,9 +37,10 @@ const CELLS: [(&str, &[&str]); 3] = [
         ],
     ),
 ];
-const COMMON: [&str; 7] = [
+const COMMON: [&str; 8] = [
     "h1 keep-alive",
     "h1 new connection",
+    "h1 pipeline 16",
     "https rsa2048",
     "https chain",
     "https req -x509 (CA:TRUE)",

@@ -69,6 +69,10 @@ pub struct Settings {
     /// `http3` (`--streams`; absent: 1, and absent from the plan's hash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<usize>,
+    /// `[load] pipeline`: HTTP/1.1 requests written ahead on a connection of the arms over
+    /// `http1` (`--pipeline`; absent: 1, and absent from the plan's hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<usize>,
     /// Sent in rotation on each connection.
     pub paths: Vec<String>,
     pub method: String,

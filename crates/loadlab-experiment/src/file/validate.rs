@@ -56,6 +56,7 @@ impl RawExperiment {
             },
             http3_0rtt: l.http3_0rtt.unwrap_or(false),
             streams: l.streams,
+            pipeline: l.pipeline,
             paths,
             method: l.method.clone().unwrap_or_else(|| "GET".into()),
             headers: l.headers.clone(),
@@ -97,6 +98,19 @@ impl RawExperiment {
                 return Err(
                     "[load] streams: concurrent streams are HTTP/2's and HTTP/3's; set [load] \
                      protocol = \"http2\" or \"http3\", or drop streams"
+                        .into(),
+                );
+            }
+        }
+        if let Some(depth) = base.pipeline {
+            if depth == 0 {
+                return Err("[load] pipeline = 0: must be at least 1; try pipeline = 16".into());
+            }
+            if !protocols.contains(&Protocol::Http1) {
+                return Err(
+                    "[load] pipeline: pipelining is HTTP/1.1's (HTTP/2 and HTTP/3 carry requests on \
+                     concurrent streams: give [load] streams instead); set [load] protocol = \
+                     \"http1\", or drop pipeline"
                         .into(),
                 );
             }

@@ -88,6 +88,11 @@ pub(super) fn session_spec(
         } else {
             1
         },
+        // `[load] pipeline` with a protocol axis is meant for the arms over HTTP/1.1.
+        pipeline: match s.protocol {
+            Protocol::Http1 => s.pipeline.unwrap_or(1),
+            _ => 1,
+        },
         tls: loadlab_engine::tls::TlsSpec {
             ca_pem: match &experiment.cacert {
                 // Only an https:// variant is trusted through it (a plain one has no TLS).

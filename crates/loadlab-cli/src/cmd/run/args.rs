@@ -265,6 +265,15 @@ pub struct RequestArgs {
     #[arg(long, default_value_t = 1, help_heading = "HTTP/2", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub streams: usize,
 
+    /// HTTP/1.1 pipelining: write up to N requests on a connection before reading the first
+    /// answer (RFC 9112 9.3.2; TechEmpower's plaintext test uses 16); the concurrency is -c x
+    /// N. Each request is timed from when it was due: a closed loop's next when a place in
+    /// the pipeline frees, an open loop's by the schedule. Requests a server closes on
+    /// unanswered are sent again (at most 5 times each). Idempotent methods only; not over
+    /// HTTP/2 or HTTP/3 (use --streams), nor with a scenario
+    #[arg(long, default_value_t = 1, value_name = "N", help_heading = "HTTP/1.1", allow_hyphen_values = true, value_parser = count::<usize>)]
+    pub pipeline: usize,
+
     /// https: accept any server certificate (for self-signed test servers).
     #[arg(short = 'k', long, help_heading = "TLS")]
     pub insecure: bool,

@@ -80,6 +80,7 @@ impl RequestArgs {
             http3: self.http3,
             http3_0rtt: self.http3_0rtt,
             streams: self.streams,
+            pipeline: self.pipeline,
             grpc: self.grpc.call(url, &tls, self.timeout)?,
             tls,
             ..RunSpec::default()
@@ -251,6 +252,7 @@ pub fn flag_for(setting: &str) -> &str {
         "http3" => "--http3",
         "http3_0rtt" => "--http3-0rtt",
         "streams" => "--streams",
+        "pipeline" => "--pipeline",
         "tls.ca" => "--cacert",
         "tls.cert" => "--cert",
         "tls.key" => "--key",
