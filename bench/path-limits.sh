@@ -4,7 +4,8 @@
 # serial server of 240 requests/s answering 12 KB (loadlab-fixture --service-us 4166, CPU
 # spun) with the server's `loadlab agent`, a coordinator, three `loadlab agent --generator`
 # hosts; caps are tbf on the bridge's side of a link (invisible to the host), a delay is a
-# userspace relay (bench/delay-relay.py: these kernels have no netem). Each case runs one
+# userspace relay (bench/delay-relay.py: these kernels have no netem); HTTP/2 is nginx's and
+# HTTP/3 caddy's, when installed. Each case runs one
 # capacity search from the coordinator with --generators and --agent, and prints one row:
 # case | what loadlab said | the truth. Bounded (each search at most ~60 s), namespaces only,
 # everything removed on exit. Usage (root):
@@ -34,17 +35,44 @@ if command -v nginx >/dev/null; then
     nsenter --net="/run/netns/$TAG-sv" -- nginx -c "$OUT/nginx/nginx.conf" -p "$OUT/nginx" > "$OUT/nginx.log" 2>&1 &
     PIDS+=($!)
 fi
+# HTTP/3: caddy (quic-go), a self-signed certificate for the server's address, the same 12 KB
+# file on its own port (UDP for HTTP/3), and a second server's agent that samples it (over
+# QUIC the rule needs the server's CPU: docs/path.md).
+if command -v caddy >/dev/null; then
+    mkdir -p "$OUT/caddy"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -subj /CN=198.18.0.1 -addext subjectAltName=IP:198.18.0.1 \
+        -keyout "$OUT/caddy/key.pem" -out "$OUT/caddy/cert.pem" 2>/dev/null
+    cat > "$OUT/caddy/Caddyfile" <<CADDY
+{
+	admin off
+	default_sni 198.18.0.1
+	storage file_system $OUT/caddy/data
+}
+https://198.18.0.1:8443 {
+	tls $OUT/caddy/cert.pem $OUT/caddy/key.pem
+	root * $OUT/nginx/www
+	file_server
+}
+CADDY
+    nsenter --net="/run/netns/$TAG-sv" -- env HOME="$OUT/caddy" XDG_DATA_HOME="$OUT/caddy" \
+        XDG_CONFIG_HOME="$OUT/caddy" caddy run --config "$OUT/caddy/Caddyfile" --adapter caddyfile \
+        > "$OUT/caddy.log" 2>&1 &
+    PIDS+=($!)
+fi
 sleep 1
+command -v caddy >/dev/null && agent server-h3 sv 198.18.0.1:7072 --port 8443
 head -c 12288 /dev/zero | tr '\0' y > "$OUT/body-12k"
 
-# search NAME FLEET URL ARGS...: one capacity search; its text in $OUT/NAME.txt.
+# search NAME FLEET URL ARGS...: one capacity search; its text in $OUT/NAME.txt. The server's
+# agent is $AGENT's (server unless told).
 search() {
     local name=$1 fleet=$2 url=$3; shift 3
     # shellcheck disable=SC2046
     timeout 120 nsenter --net="/run/netns/$TAG-co" -- "$LOADLAB" capacity --no-save \
         --slo 'p99<200ms' -d 2s --warmup 500ms --cooldown 500ms --tolerance 0.05 \
         --start 120 --max-rate 2000 --repeats 1 --generators "$fleet" \
-        $(cat "$OUT/server.flags") --json "$OUT/$name.json" "$@" "$url" > "$OUT/$name.txt" 2>&1 || true
+        $(cat "$OUT/${AGENT:-server}.flags") --json "$OUT/$name.json" "$@" "$url" > "$OUT/$name.txt" 2>&1 || true
 }
 
 # said NAME: what loadlab said, in one cell: the finding and any path it named.
@@ -87,6 +115,12 @@ if command -v nginx >/dev/null; then
     cap g1 $RATE
     search h2 "$OUT/g1.toml" "http://198.18.0.1:8083/12k" --http2
     row "HTTP/2 (nginx h2c, 12 KB), 10 Mbit/s on g1 alone" h2 "the path: ~97/s; nginx serves thousands"
+    uncap g1
+fi
+if command -v caddy >/dev/null; then
+    cap g1 $RATE
+    AGENT=server-h3 search h3 "$OUT/g1.toml" "https://198.18.0.1:8443/12k" --http3 --insecure
+    row "HTTP/3 (caddy, 12 KB), 10 Mbit/s on g1 alone" h3 "the path: ~97/s; caddy serves thousands"
     uncap g1
 fi
 

@@ -239,6 +239,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         scenario: crate::steps::summarize(config, outcome.recorder.scenario.as_ref(), measured_len),
         server_metrics: None,
         path: Vec::new(),
+        path_check: None,
     };
     stamp_start(&mut result, config, outcome.started_at);
     result

@@ -80,6 +80,11 @@ pub struct RunResult {
     /// and the server's when its agent sampled them (docs/path.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path: Vec<crate::path::PathReport>,
+    /// The fleet's path check before the load (`--generators` with the server's agent):
+    /// each generator's path measured both ways against what the load asks of it
+    /// (docs/path.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_check: Option<crate::path::PathCheck>,
 }
 
 /// The first requests of a run, reported apart from the steady state.
