@@ -273,7 +273,8 @@ pub struct Lease {
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
 pub struct StartSampling {
     pub every_ms: u64,
-    /// The server's port, for the kernel counters (TIME_WAIT on the port) and the backlog.
+    /// The server's port, for the kernel counters (TIME_WAIT on the port), the backlog and
+    /// the server's connections sampled with each sample ([`WireSample::path`]).
     pub port: Option<u16>,
 }
 
@@ -301,6 +302,14 @@ pub struct WireSample {
     pub processes: u64,
     pub sent_bytes: Option<u64>,
     pub oom_kills: Option<u64>,
+    /// The server's TCP connections on the sampling's port since the previous sample
+    /// (`loadlab_machine::path::PathSampler`, `Side::Server`): the sending end's chrono
+    /// stats, round trips and goodput (docs/path.md). Its `t_s` is 0: the window ends at
+    /// `at_ns`, which the client places on its run's clock. Absent from an agent older than
+    /// this field, without a port, on the first sample (the baseline) and when the host's
+    /// socket diagnostics cannot be read: a new optional field, not a new protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<loadlab_result::path::PathWindow>,
 }
 
 /// The server ended (a launched child's exit, or an attached process gone).

@@ -1,6 +1,6 @@
 //! One session: the server it watches or launched, its sampling (a probe sampler streaming
-//! into a bounded ring that `/samples` reads), the kernel counters around the sampling, and
-//! its lease.
+//! into a bounded ring that `/samples` reads, each sample with the server's connections on
+//! its port), the kernel counters around the sampling, and its lease.
 //!
 //! Sessions are one at a time (see `docs/agent-protocol.md`): the agent measures one server
 //! for one generator, and a second generator sharing the host would spoil the figures.
@@ -11,6 +11,7 @@ use crate::config::Clock;
 use crate::protocol::{Busy, WireExit, WireSample, WireThrottling};
 use loadlab_machine::counters::{self, Snapshot};
 use loadlab_machine::netns::Scope;
+use loadlab_machine::path::{PathSampler, Side};
 use loadlab_probe::{Launched, Sampler, Source};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -136,11 +137,17 @@ impl Session {
         let ring = self.ring.clone();
         let changed = self.changed.clone();
         let clock = self.clock;
+        // The server's connections on its port, read with each sample (the sending end's
+        // view of the path: docs/path.md); on this host's network namespace, as the
+        // kernel counters are.
+        let mut path = port.map(|port| PathSampler::new(Side::Server { port }));
         let sink = Box::new(
             move |s: &loadlab_probe::Sample, exit: Option<&loadlab_probe::sampler::Exit>| {
+                let window = path.as_mut().and_then(PathSampler::sample);
                 let mut ring = lock(&ring);
                 ring.next_seq += 1;
-                let sample = wire_sample(s, ring.next_seq, &clock);
+                let mut sample = wire_sample(s, ring.next_seq, &clock);
+                sample.path = window;
                 if ring.samples.len() >= RING_SAMPLES {
                     ring.samples.pop_front();
                 }
@@ -273,6 +280,7 @@ fn wire_sample(s: &loadlab_probe::Sample, seq: u64, clock: &Clock) -> WireSample
         processes: s.processes,
         sent_bytes: s.sent_bytes,
         oom_kills: s.oom_kills,
+        path: None,
     }
 }
 
@@ -308,6 +316,7 @@ mod tests {
                 processes: 1,
                 sent_bytes: None,
                 oom_kills: None,
+                path: None,
             });
         }
         let seqs = |v: Vec<WireSample>| v.iter().map(|s| s.seq).collect::<Vec<_>>();

@@ -278,6 +278,7 @@ pub fn run_search(
         knee: None,
         verdict,
         stopped_by,
+        path_check: None,
         elapsed_s: began.elapsed().as_secs_f64(),
     })
 }
@@ -372,6 +373,7 @@ pub fn sweep_report(
         knee,
         verdict,
         stopped_by,
+        path_check: None,
         elapsed_s: 0.0,
     }
 }

@@ -40,6 +40,11 @@ pub struct CapacityReport {
     /// Why the search ended before it finished: "budget", "interrupted", "server died".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
+    /// The fleet's path check before the first probe (`--generators` with the server's
+    /// agent): each generator's path both ways against what the load asks of it
+    /// (docs/path.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_check: Option<loadlab_result::path::PathCheck>,
     pub elapsed_s: f64,
 }
 

@@ -48,6 +48,10 @@ pub struct Comparison {
     pub noise: Vec<String>,
     /// Each arm's start-up and cold starts, apart from the comparison.
     pub startup: Vec<StartupSummary>,
+    /// The paths the fleet's check named before the runs (docs/path.md): a generator's path
+    /// that would set these figures, not the server.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -193,6 +197,7 @@ pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> 
             rows: Vec::new(),
             noise: Vec::new(),
             startup: vec![startup(c), startup(t)],
+            paths: named_paths(&[c, t]),
         })
         .collect();
     for (p, comparison) in pending.into_iter().zip(results) {
@@ -225,6 +230,22 @@ pub fn compare(pairs: &[(ArmRuns, ArmRuns)], opts: &Options) -> Vec<Comparison> 
             }
         }
         c.noise = lines;
+    }
+    out
+}
+
+/// The paths the fleet's check named before these arms' runs, each once.
+fn named_paths(arms: &[&ArmRuns]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let named = arms
+        .iter()
+        .flat_map(|a| a.runs.iter())
+        .filter_map(|r| r.path_check.as_ref())
+        .flat_map(|c| c.named());
+    for why in named {
+        if !out.iter().any(|o| o == why) {
+            out.push(why.to_string());
+        }
     }
     out
 }

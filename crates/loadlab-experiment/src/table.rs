@@ -156,6 +156,12 @@ fn footnotes(c: &Comparison) -> Vec<String> {
     for n in &c.noise {
         out.push(format!("noisy: {n}"));
     }
+    for p in &c.paths {
+        out.push(format!(
+            "path: {p} (the path check before the runs): these figures may be the path's, \
+             not the server's"
+        ));
+    }
     if let Some(note) = crate::analysis::inconclusive_note(c) {
         out.push(note);
     }

@@ -109,6 +109,9 @@ pub struct Session {
     metrics: Option<metrics::MetricsPlan>,
     /// Where the load comes from when not from this machine ([`Session::set_fleet`]).
     fleet: Option<fleet::Fleet>,
+    /// What the fleet's path check found before the load ([`Session::check_paths`]), put
+    /// on every later run's result.
+    path_check: Option<loadlab_result::path::PathCheck>,
 }
 
 /// A finished run.
@@ -183,6 +186,26 @@ impl Session {
     /// together, read live and merged exactly) instead of from this machine.
     pub fn set_fleet(&mut self, fleet: fleet::Fleet) {
         self.fleet = Some(fleet);
+    }
+
+    /// Measures each of `fleet`'s generators' paths to the server's agent both ways against
+    /// this session's load (`fleet::path::check`), and keeps what it found for every later
+    /// run's result (`path_check`, and a verdict per path named). `None` when the server has
+    /// no agent: then there is no far end to measure to.
+    pub fn check_paths(
+        &mut self,
+        fleet: &fleet::Fleet,
+    ) -> Option<&loadlab_result::path::PathCheck> {
+        let server = self.server_agent()?;
+        let check = fleet::path::check(fleet, server, &self.config);
+        self.path_check = Some(check);
+        self.path_check.as_ref()
+    }
+
+    /// Puts an earlier check's findings on every later run's result (an experiment checks
+    /// once, before its first run, and each run has a session of its own).
+    pub fn set_path_check(&mut self, check: loadlab_result::path::PathCheck) {
+        self.path_check = Some(check);
     }
 
     /// The metrics plan set, to relabel the next run's series.

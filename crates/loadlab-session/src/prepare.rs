@@ -71,6 +71,7 @@ impl Session {
             _certs: parts.certs,
             metrics: None,
             fleet: None,
+            path_check: None,
         }
     }
 

@@ -1,7 +1,8 @@
 //! [`Session::run`]: one measured run with the server sampled beside it (here, or on the
 //! agent's host), the machine's counters read over the measured window, the metrics
 //! scraped and sent, the generator's own connections sampled for the path's figures
-//! (docs/path.md), and the result returned with the server's side attached.
+//! (docs/path.md), and the server's too (here, or by its agent), and the result returned
+//! with the server's side attached.
 
 use crate::{machine, metrics, spill, ServerSide, Session, SessionError, SessionOutcome};
 use loadlab_engine::RunControl;
@@ -144,6 +145,16 @@ impl Session {
                     let issued = result.measured.requests.issued;
                     let (mut report, verdicts, warnings) =
                         r.finish(origin, span, issued, self.backlog_env.clone());
+                    // The server's connections, sampled by its agent: the server's side of
+                    // the path, as for a server on this machine (over TCP only).
+                    let windows = r.server_path(origin);
+                    if result.load.protocol != "h3" && !windows.is_empty() {
+                        let mut path = loadlab_result::path::PathReport::of(
+                            "server", "tcp", &windows, &result,
+                        );
+                        path.response_p50_us = None;
+                        result.path.push(path);
+                    }
                     // Over TCP, the server host's UDP counters are other processes'.
                     if result.load.protocol != "h3" {
                         if let Some(k) = report.agent.as_mut().and_then(|a| a.kernel.as_mut()) {
@@ -169,6 +180,14 @@ impl Session {
         // A queue on the path to a generator is named, whichever end saw it.
         let on_path = loadlab_result::path::run_verdicts(&result);
         result.verdicts.extend(on_path);
+        // And what the fleet's path check found before the load, each path it named.
+        if let Some(check) = &self.path_check {
+            let named = check
+                .named()
+                .map(|n| format!("{n} (the path check before the load: docs/path.md)"));
+            result.verdicts.extend(named.collect::<Vec<_>>());
+            result.path_check = Some(check.clone());
+        }
         let metrics_notes = metrics_run
             .map(|m| m.finish(control, &mut result))
             .unwrap_or_default();

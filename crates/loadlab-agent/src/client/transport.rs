@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 /// error's): each is a few hundred bytes to a few KiB; 4 MiB is far above any of them.
 pub(super) const MAX_REPLY_BYTES: usize = 4 << 20;
 /// The most bytes of a batch of server samples: the agent sends at most 10,000 samples a
-/// batch, each under 400 bytes of JSON (4 MB).
+/// batch, each under 1,000 bytes of JSON with its path window (10 MB).
 pub(super) const MAX_SAMPLES_REPLY_BYTES: usize = 16 << 20;
 /// The most bytes of a batch of a load's intervals: the intervals the coordinator has not
 /// acknowledged yet (a few, as it reads each second; some 30 of 100 ms after a 3 s gap it

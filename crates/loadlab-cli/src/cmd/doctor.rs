@@ -130,9 +130,9 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 fleet_warned = !check.warnings.is_empty();
                 // With the server's agent too: each generator's path to it, both ways.
                 if let (Some(server), Some(config)) = (&server_agent, &path_config) {
-                    let paths =
-                        crate::cmd::generators::path::check(&fleet, server, config, args.run.quiet);
-                    fleet_warned |= paths.named > 0;
+                    let paths = loadlab_session::fleet::path::check(&fleet, server, config);
+                    crate::cmd::generators::path::print(&paths, args.run.quiet);
+                    fleet_warned |= paths.named().next().is_some();
                 }
             }
             Err(e) => {

@@ -1,5 +1,5 @@
-//! Generator agents for fleet tests on loopback: `loadlab agent --generator` on 127.0.0.1:0,
-//! and the fleet file that names them.
+//! Agents for tests on loopback: `loadlab agent --generator` on 127.0.0.1:0 and the fleet
+//! file that names them, or a server host's agent (`--agent`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,20 +9,23 @@ pub struct LoopbackGenerator {
     child: std::process::Child,
     url: String,
     fingerprint: String,
+    token_file: PathBuf,
 }
 
 impl LoopbackGenerator {
-    /// An agent whose state (its token among it) is in `state`.
+    /// A generator agent whose state (its token among it) is in `state`.
     pub fn start(state: &Path) -> LoopbackGenerator {
+        LoopbackGenerator::start_as(state, &["--generator"])
+    }
+
+    /// `loadlab agent ROLE... --listen 127.0.0.1:0 --state-dir STATE`: a server host's agent
+    /// when `role` is empty.
+    pub fn start_as(state: &Path, role: &[&str]) -> LoopbackGenerator {
         use std::io::{BufRead, BufReader};
         let mut child = Command::new(env!("CARGO_BIN_EXE_loadlab"))
-            .args([
-                "agent",
-                "--generator",
-                "--listen",
-                "127.0.0.1:0",
-                "--state-dir",
-            ])
+            .arg("agent")
+            .args(role)
+            .args(["--listen", "127.0.0.1:0", "--state-dir"])
             .arg(state)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
@@ -48,7 +51,20 @@ impl LoopbackGenerator {
             fingerprint: fingerprint
                 .unwrap_or_else(|| panic!("the agent printed no fingerprint: {seen:#?}")),
             child,
+            token_file: state.join("token"),
         }
+    }
+
+    /// The flags that point a run at this agent as the server's (`--agent ...`).
+    pub fn flags(&self) -> Vec<String> {
+        vec![
+            "--agent".into(),
+            self.url.clone(),
+            "--agent-token-file".into(),
+            self.token_file.display().to_string(),
+            "--agent-fingerprint".into(),
+            self.fingerprint.clone(),
+        ]
     }
 }
 

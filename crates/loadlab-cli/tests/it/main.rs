@@ -33,3 +33,4 @@ mod live_browser;
 mod metrics;
 mod path_h3;
 mod scenario;
+mod server_path;

@@ -4,8 +4,10 @@
 //! for every run, so every repetition measures its own start-up and cold start), stores each
 //! result as it ends, and cools down between runs. Resumable: runs already stored for the
 //! same plan are skipped. Stoppable: [`Control::stop`] ends the current run, which is stored
-//! marked interrupted, and the experiment stops there.
+//! marked interrupted, and the experiment stops there. Over a fleet with the server's agent,
+//! the paths to the generators are checked once, before the first run (`paths`).
 
+mod paths;
 mod preflight;
 mod spec;
 
@@ -180,6 +182,7 @@ pub fn run(
             of: plan.runs.len(),
         });
     }
+    let mut paths = paths::Once::default();
     for run in &plan.runs {
         let arm = &plan.arms[run.arm];
         if done.iter().any(|(l, b)| *l == arm.label && *b == run.block) {
@@ -216,6 +219,7 @@ pub fn run(
         }
         session.set_metrics(run_metrics(&options.metrics, experiment, &arm.label, run));
         if let Some(fleet) = &options.fleet {
+            paths.apply(&mut session, fleet, on_event);
             session.set_fleet(fleet.clone());
         }
         let rc = control.begin_run();

@@ -1,6 +1,6 @@
 //! The report's content as tables, shared by the Markdown and HTML exports so that both say
 //! the same thing: what ran and where, the summary, failures, generator health, the first
-//! requests, the server, verdicts and warnings, and the timeline.
+//! requests, the server, verdicts, the fleet's path check, warnings, and the timeline.
 //!
 //! Several runs side by side: tables of figures get a column per run, lists get a `run`
 //! column. Cells are plain text with units, NOT escaped: each renderer escapes for its own
@@ -8,6 +8,7 @@
 //! server or the user. This module must not know about Markdown or HTML.
 
 mod measured;
+mod path_check;
 mod setup;
 pub mod steps;
 
@@ -40,6 +41,7 @@ pub fn tables(runs: &[Run]) -> Vec<Table> {
     out.extend(first_requests(runs));
     out.extend(server(runs));
     out.push(listing(runs, "Verdicts", "verdict", |r| r.verdicts.clone()));
+    out.push(path_check::path_check(runs));
     out.push(listing(runs, "Warnings", "warning", |r| r.warnings.clone()));
     out.push(timeline(runs));
     out.retain(|t| !t.rows.is_empty());

@@ -9,8 +9,10 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod check;
 pub mod rule;
 
+pub use check::PathCheck;
 pub use rule::{judge, run_verdicts, verdicts, Evidence, PathVerdict};
 
 /// One sample window of one end's sockets: the deltas since the previous sample, and the

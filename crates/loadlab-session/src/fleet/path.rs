@@ -6,7 +6,8 @@
 //! that grows in its path reads as the server's.
 //!
 //! [`judge`] is the rule, pure and table-tested; [`Fleet::check_paths`] and [`first_answer`]
-//! do the I/O. It must not print: findings come back in words and as data.
+//! do the I/O, [`check`] all of it. It must not print: findings come back in words and as
+//! data (`loadlab_result::path::PathCheck`, which results carry).
 
 use super::Fleet;
 use crate::{AgentEndpoint, SessionError};
@@ -14,7 +15,6 @@ use loadlab_agent::client::{measure_path, AgentClient};
 use loadlab_agent::protocol::path::{PathGoodput, Transfer};
 use loadlab_engine::config::{Model, Stop};
 use loadlab_engine::RunConfig;
-use serde::Serialize;
 use std::time::Duration;
 
 /// What one direction of a check moves at most, and for how long: 8 MiB in 1.5 s reads a
@@ -45,21 +45,7 @@ pub struct PathDemand {
     pub rate_per_s: Option<f64>,
 }
 
-/// One generator's finding, in the JSON and in words.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PathFinding {
-    pub generator: String,
-    /// Server to generator (the answers' way), bits per second.
-    pub down_bits_per_s: Option<f64>,
-    /// Generator to server (the requests' way).
-    pub up_bits_per_s: Option<f64>,
-    /// The most requests a second this path carries of this load, when the load is known.
-    pub ceiling_per_s: Option<f64>,
-    /// Its share of the planned rate.
-    pub share_per_s: Option<f64>,
-    /// Why this path is named, or none when it is not.
-    pub named: Option<String>,
-}
+pub use loadlab_result::path::check::{describe, mbit, PathCheck, PathFinding};
 
 impl Fleet {
     /// Measures each generator's path to the server's agent at `server`, one at a time (two
@@ -85,6 +71,48 @@ impl Fleet {
                     .map_err(|e| e.to_string()),
             })
             .collect())
+    }
+}
+
+/// The whole check before a load of `config` over `fleet`: each path measured (see
+/// [`Fleet::check_paths`]), a first answer's size taken from this machine, the rule applied.
+/// A check that could not be made says why in [`PathCheck::error`]; the load goes on.
+pub fn check(fleet: &Fleet, server: &AgentEndpoint, config: &RunConfig) -> PathCheck {
+    let readings = match fleet.check_paths(server) {
+        Ok(r) => r,
+        Err(e) => {
+            return PathCheck {
+                error: Some(e.to_string()),
+                ..PathCheck::default()
+            }
+        }
+    };
+    let size = first_answer(config);
+    let planned_per_s = planned_rate(config);
+    let demand = size.map(|(request_bytes, answer_bytes)| PathDemand {
+        request_bytes,
+        answer_bytes,
+        rate_per_s: planned_per_s,
+    });
+    let generators = judge(&readings, demand);
+    PathCheck {
+        request_bytes: size.map(|s| s.0),
+        answer_bytes: size.map(|s| s.1),
+        planned_per_s,
+        ceiling_per_s: fleet_ceiling(&generators),
+        generators,
+        error: None,
+    }
+}
+
+/// The whole fleet's planned rate: an open loop's mean; none for a closed loop.
+fn planned_rate(config: &RunConfig) -> Option<f64> {
+    match &config.model {
+        Model::Open { profile, .. } => {
+            let secs = profile.duration().as_secs_f64();
+            (secs > 0.0).then(|| profile.total_arrivals() / secs)
+        }
+        Model::Closed { .. } => None,
     }
 }
 
@@ -124,11 +152,6 @@ fn cut_short(t: &Transfer) -> Option<f64> {
 
 fn bits(t: &Transfer) -> Option<f64> {
     t.bits_per_s()
-}
-
-/// Megabits, for people.
-pub fn mbit(bits_per_s: f64) -> String {
-    format!("{:.1} Mbit/s", bits_per_s / 1e6)
 }
 
 /// The rule: a path is named when it carries less than [`SLOW_SHARE`] of the fastest other
@@ -230,21 +253,6 @@ pub fn fleet_ceiling(findings: &[PathFinding]) -> Option<f64> {
     slowest
         .is_finite()
         .then_some(slowest * findings.len() as f64)
-}
-
-/// One line per path, for the notes: what it carried each way and, with a known load, the
-/// most requests a second it carries.
-pub fn describe(f: &PathFinding) -> String {
-    let show = |b: Option<f64>| b.map_or_else(|| "unknown".to_string(), mbit);
-    format!(
-        "path to generator {}: {} from the server, {} to it{}",
-        f.generator,
-        show(f.down_bits_per_s),
-        show(f.up_bits_per_s),
-        f.ceiling_per_s.map_or_else(String::new, |c| format!(
-            ", at most {c:.0} requests/s of this load"
-        ))
-    )
 }
 
 #[cfg(test)]

@@ -343,6 +343,29 @@ impl Remote {
         (report, verdicts, warnings)
     }
 
+    /// The server's connections as the agent sampled them with each sample (docs/path.md),
+    /// each window placed on this run's clock (`t_s` from `origin`); empty from an agent
+    /// that does not sample them. Read after [`Remote::finish`], which fetches the last.
+    pub(crate) fn server_path(&self, origin: Instant) -> Vec<loadlab_result::path::PathWindow> {
+        let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = ClockMap::default();
+        for e in &shared.estimates {
+            map.push(*e);
+        }
+        shared
+            .samples
+            .iter()
+            .filter_map(|s| {
+                let window = s.path?;
+                let at = self.clock.instant_of(map.to_local(s.at_ns)?);
+                Some(loadlab_result::path::PathWindow {
+                    t_s: at.checked_duration_since(origin)?.as_secs_f64(),
+                    ..window
+                })
+            })
+            .collect()
+    }
+
     /// The samples the keeper has not fetched yet.
     fn drain(&mut self) {
         let after = self.shared.lock().unwrap_or_else(|e| e.into_inner()).after;

@@ -222,7 +222,7 @@ struct Prepared {
     store: Option<Store>,
     tag: String,
     /// The fleet's paths, measured before the first probe (issue 52).
-    paths: crate::cmd::generators::path::PathCheck,
+    paths: Option<loadlab_result::path::PathCheck>,
 }
 
 /// Checks every flag and output path, then prepares the session (the server starts here).
@@ -351,7 +351,7 @@ fn finish(
         streamed: None,
     };
     let mut report = go(&mut session, &stop, &mut events).map_err(flags_named)?;
-    crate::cmd::generators::path::claim(&mut report, &paths);
+    crate::cmd::generators::path::claim(&mut report, paths.as_ref());
     drop(session);
     if let Some(e) = events.failed_to_save.take() {
         eprintln!("warning: {e}");

@@ -86,9 +86,9 @@ pub fn apply(
     fleet: Option<Fleet>,
     session: &mut loadlab_session::Session,
     quiet: bool,
-) -> anyhow::Result<path::PathCheck> {
+) -> anyhow::Result<Option<loadlab_result::path::PathCheck>> {
     let Some(fleet) = fleet else {
-        return Ok(path::PathCheck::default());
+        return Ok(None);
     };
     let config = session.config();
     let check = fleet.check(config.connections, Some(config.url.port))?;
@@ -104,11 +104,12 @@ pub fn apply(
     for warning in check.warnings {
         eprintln!("warning: {warning}");
     }
-    // With the server's agent, each generator's path to it is measured before any load.
-    let paths = match session.server_agent() {
-        Some(server) => path::check(&fleet, server, session.config(), quiet),
-        None => path::PathCheck::default(),
-    };
+    // With the server's agent, each generator's path to it is measured before any load
+    // (and the session puts what it found on every run's result).
+    let paths = session.check_paths(&fleet).cloned();
+    if let Some(paths) = &paths {
+        path::print(paths, quiet);
+    }
     session.set_fleet(fleet);
     Ok(paths)
 }
