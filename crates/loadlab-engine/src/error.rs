@@ -48,13 +48,21 @@ pub enum ErrorClass {
     GrpcUnavailable,
     GrpcDataLoss,
     GrpcUnauthenticated,
+    /// WebSocket: the server answered the upgrade with a status other than 101.
+    WsRefused,
+    /// WebSocket: a 101 answer that is not a valid upgrade (wrong Sec-WebSocket-Accept...).
+    WsBadHandshake,
+    /// WebSocket: the server closed (a close frame) while a message or pong was owed.
+    WsClosed,
+    /// WebSocket: a frame or message breaking RFC 6455 (or over the size loadlab accepts).
+    WsProtocolError,
 }
 
 // Names and explanations live in the result crate's table, indexed by the class.
 const _: () = assert!(ErrorClass::ALL.len() == loadlab_result::failure::FAILURE_CLASSES.len());
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 34] = [
+    pub const ALL: [ErrorClass; 38] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -89,6 +97,10 @@ impl ErrorClass {
         ErrorClass::GrpcUnavailable,
         ErrorClass::GrpcDataLoss,
         ErrorClass::GrpcUnauthenticated,
+        ErrorClass::WsRefused,
+        ErrorClass::WsBadHandshake,
+        ErrorClass::WsClosed,
+        ErrorClass::WsProtocolError,
     ];
     pub const COUNT: usize = Self::ALL.len();
 

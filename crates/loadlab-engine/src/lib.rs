@@ -7,6 +7,8 @@
 //! - [`grpc`]: gRPC calls: `.proto` files compiled at run time, the request message from
 //!   JSON, the five-byte framing, status codes as failure classes; sent on the HTTP/2
 //!   engine's connections (`engine::h2::grpc` reads the answers).
+//! - [`ws`]: WebSocket runs (`ws://`, `wss://`): echo, held connections, connection storms;
+//!   tungstenite's errors and close codes as failure classes (`engine::ws` drives them).
 //! - [`http1`]: the request, encoded once; an incremental response parser that finds where
 //!   each response ends without copying bodies.
 //! - [`engine`]: worker threads, each a single-threaded event loop driving its connections
@@ -38,6 +40,7 @@ pub mod grpc;
 pub mod http1;
 pub mod summary;
 pub mod verdicts;
+pub mod ws;
 
 /// The result document, from its own crate.
 pub use loadlab_result as result;

@@ -228,7 +228,11 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         generator,
         environment: crate::sys::environment(),
         warnings,
-        notes: alt_svc.map(|(_, note)| note).into_iter().collect(),
+        notes: alt_svc
+            .map(|(_, note)| note)
+            .into_iter()
+            .chain(outcome.ws.iter().flat_map(|w| w.notes(outcome.elapsed)))
+            .collect(),
         first_requests,
         server: None,
         parts: Vec::new(),

@@ -71,6 +71,7 @@ fn verdicts_of(
         steal: Vec::new(),
         udp_rcvbuf_bytes: None,
         alt_svc: None,
+        ws: None,
     };
     crate::summary::summarize(&config, &outcome).verdicts
 }
@@ -199,6 +200,7 @@ fn warnings_with_udp_rcvbuf(rcvbuf: Option<u64>) -> Vec<String> {
         steal: Vec::new(),
         udp_rcvbuf_bytes: rcvbuf,
         alt_svc: None,
+        ws: None,
     };
     crate::summary::summarize(&config, &outcome).warnings
 }

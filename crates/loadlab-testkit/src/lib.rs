@@ -9,6 +9,7 @@
 //! For hostile servers written step by step, [`ScriptedServer`] plays a [`Script`] of
 //! HTTP/1.1 bytes, waits and closes on every connection, and [`H2FrameServer`] an
 //! [`H2Script`] of raw HTTP/2 frames. [`H3Server`] answers HTTP/3 over QUIC and counts.
+//! [`WsServer`] is a WebSocket server that echoes (or misbehaves) and counts.
 //!
 //! It must not be a dependency of anything but tests, nor listen anywhere but 127.0.0.1.
 
@@ -23,6 +24,7 @@ mod scratch;
 mod scripted;
 mod timed;
 mod tls;
+mod ws;
 pub use grpc::{grpc_frame, GrpcAnswer, GrpcCounters, GrpcServer};
 pub use h2frames::{H2FrameServer, H2Script, H2Step};
 pub use h2server::{H2Behavior, H2Counters, H2Server};
@@ -33,6 +35,7 @@ pub use scratch::ScratchDir;
 pub use scripted::{closed_port, random_bytes, Script, ScriptCounters, ScriptedServer, Step};
 pub use timed::{TimedServer, Timing};
 pub use tls::{NoTickets, TestCa};
+pub use ws::{WsBehavior, WsCounters, WsServer};
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

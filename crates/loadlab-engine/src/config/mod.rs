@@ -7,6 +7,7 @@
 //! - `validate`: the checks, from a spec to a config;
 //! - `request`: the URL, the method and the headers;
 //! - `grpc`: a gRPC run checked and made into its HTTP/2 request;
+//! - `ws`: a WebSocket run (a `ws://` or `wss://` URL) checked;
 //! - `scenario`: a scenario run's settings (pace, connection policy), and the one-step
 //!   scenario a paced single-URL run becomes.
 
@@ -88,6 +89,9 @@ pub struct RunSpec {
     /// `--grpc`: every request is this gRPC call (prepared: schema compiled, message
     /// encoded), over HTTP/2; see [`crate::grpc`].
     pub grpc: Option<Arc<crate::grpc::Call>>,
+    /// With a `ws://` or `wss://` URL: what each WebSocket connection does (see
+    /// [`crate::ws`]); refused with an HTTP URL unless left at its default.
+    pub ws: crate::ws::WsSpec,
 }
 
 /// [`RunSpec::give_up_after`] unless set: long enough for a server restarting on purpose,
@@ -137,6 +141,7 @@ impl Default for RunSpec {
             seed: 1,
             give_up_after: GIVE_UP_AFTER,
             grpc: None,
+            ws: crate::ws::WsSpec::default(),
         }
     }
 }
@@ -233,6 +238,8 @@ pub struct RunConfig {
     pub give_up_after: Duration,
     /// A gRPC run's call (then `http2` is set and the request is its POST).
     pub grpc: Option<Arc<crate::grpc::Call>>,
+    /// A WebSocket run (a `ws://` or `wss://` URL): what its connections do.
+    pub ws: Option<Arc<crate::ws::WsConfig>>,
 }
 
 /// A scenario and how it is run.
@@ -264,7 +271,11 @@ impl RunConfig {
     /// A scenario's open loop waits in the event loop: its steps fall due at the ends of
     /// other steps, not only on the schedule.
     pub fn sleeps_between_sends(&self) -> bool {
-        self.is_open_loop() && self.tls.is_none() && !self.http2 && self.scenario.is_none()
+        self.is_open_loop()
+            && self.tls.is_none()
+            && !self.http2
+            && self.scenario.is_none()
+            && self.ws.is_none()
     }
 
     /// Busy-polls, for the reason given: a decision made once the server's placement is
@@ -309,6 +320,7 @@ mod request;
 mod scenario;
 mod sharding;
 mod validate;
+mod ws;
 
 #[cfg(test)]
 mod tests;

@@ -15,12 +15,22 @@ pub const MAX_RATE: f64 = 10_000_000.0;
 impl RunSpec {
     pub fn validate(&self) -> Result<RunConfig, ConfigError> {
         self.check_pipeline()?;
+        let (http_url, websocket) = super::ws::as_http(&self.effective_url());
+        if websocket && self.grpc.is_some() {
+            return Err(reject(
+                "grpc",
+                "gRPC is not a WebSocket load; drop --grpc, or give an http:// URL",
+            ));
+        }
         if let Some(call) = &self.grpc {
             let mut config = self.as_grpc_http2(call)?.validate()?;
             config.grpc = Some(call.clone());
             return Ok(config);
         }
-        let url = parse_url(&self.effective_url())?;
+        let url = TargetUrl {
+            original: self.effective_url(),
+            ..parse_url(&http_url)?
+        };
         let t = &self.tls;
         let tls_flags = t.insecure
             || t.ca_pem.is_some()
@@ -167,6 +177,7 @@ impl RunSpec {
             ));
         }
         let scenario = self.scenario_run(&model, whole_connections)?;
+        let ws = self.check_ws(&url, websocket, &model, whole_stop)?;
         Ok(RunConfig {
             url,
             method,
@@ -197,6 +208,7 @@ impl RunSpec {
             scenario,
             give_up_after: self.give_up_after,
             grpc: None,
+            ws,
         }
         .with_shard(self, whole_connections, whole_stop))
     }

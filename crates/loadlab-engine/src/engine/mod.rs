@@ -32,6 +32,7 @@ mod thread;
 mod timer;
 mod unprocessed;
 mod worker;
+mod ws;
 
 use crate::config::{RunConfig, Stop};
 use crate::http1::{self};
@@ -117,6 +118,8 @@ pub struct RunOutcome {
     pub udp_rcvbuf_bytes: Option<u64>,
     /// Over HTTPS: the server's `Alt-Svc` header, when it offered HTTP/3 (`h3`).
     pub alt_svc: Option<String>,
+    /// A WebSocket run's own figures (pushes, held connections and their memory).
+    pub ws: Option<crate::ws::WsReport>,
 }
 
 /// Spawns a task on the thread's set; a panic in it stops the run instead of vanishing with
@@ -190,6 +193,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
         first_slots: Arc::new(AtomicU64::new(crate::stats::FIRST_REQUESTS)),
         control: control.clone(),
         scenario: config.scenario.clone(),
+        ws: ws::WsShared::from_config(config),
     };
     // The threads get ready (an open loop opens its first connections), then the clock
     // starts for all of them at once.
@@ -200,6 +204,10 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
     let (batches, collected) = std::sync::mpsc::channel();
     let udp_rcvbuf = shared.h3.as_ref().map(|h| h.rcvbuf_bytes.clone());
     let alt_svc = shared.alt_svc.clone();
+    let ws_totals = shared
+        .ws
+        .as_ref()
+        .map(|w| (w.config.mode, w.totals.clone()));
     let mut handles = Vec::with_capacity(config.threads);
     for plan in thread::Plan::all(config) {
         let feed = sink.is_some().then(|| (plan.index, batches.clone()));
@@ -314,6 +322,7 @@ pub fn run(config: &RunConfig, control: &RunControl) -> Result<RunOutcome, Engin
             .map(|b| b.load(Ordering::Relaxed))
             .filter(|&b| b != u64::MAX),
         alt_svc: alt_svc.and_then(|found| found.get().cloned()),
+        ws: ws_totals.map(|(mode, totals)| totals.report(mode)),
     })
 }
 
@@ -406,6 +415,7 @@ fn header(
         steal: Vec::new(),
         udp_rcvbuf_bytes: None,
         alt_svc: None,
+        ws: None,
     };
     let mut header = crate::summary::summarize(config, &outcome);
     header.timeline.clear();

@@ -43,6 +43,8 @@ pub(super) struct Shared {
     pub scenario: Option<Arc<crate::config::ScenarioRun>>,
     /// Over HTTPS on HTTP/1.1 or HTTP/2: where the server's HTTP/3 advertisement goes.
     pub alt_svc: Option<advert::Found>,
+    /// A WebSocket run (a `ws://` or `wss://` URL): its settings and shared counts.
+    pub ws: Option<super::ws::WsShared>,
 }
 
 /// One thread's share of the load.
@@ -154,6 +156,8 @@ pub(crate) struct ThreadCtx {
     /// Over HTTPS on HTTP/1.1 or HTTP/2: the watch for the server's `Alt-Svc` (see
     /// [`advert`]).
     pub alt_svc: Option<advert::Watch>,
+    /// A WebSocket run: what its connections do, and the counts its threads share.
+    pub ws: Option<super::ws::WsShared>,
 }
 
 impl ThreadCtx {
@@ -209,6 +213,7 @@ impl ThreadCtx {
             first_slots: shared.first_slots,
             first_left: Cell::new(true),
             scenario: shared.scenario,
+            ws: shared.ws,
             alt_svc: shared
                 .alt_svc
                 .map(|found| advert::Watch::new(found, plan.connections)),

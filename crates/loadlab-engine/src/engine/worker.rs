@@ -43,7 +43,10 @@ pub(super) fn thread(
     let preopened = match &plan.schedule {
         // A plain open loop, over HTTP/1.1 or HTTP/2; a scenario's iterations open their own.
         // HTTP/3 opens its connections as the run needs them.
-        Some(schedule) if shared.scenario.is_none() && shared.h3.is_none() => {
+        // A WebSocket run's open loop opens its own.
+        Some(schedule)
+            if shared.scenario.is_none() && shared.h3.is_none() && shared.ws.is_none() =>
+        {
             let dialer = Dialer {
                 address: shared.address,
                 connect_timeout: shared.connect_timeout,
@@ -95,6 +98,7 @@ pub(super) fn thread(
             let schedule = async {
                 match &ctx.scenario {
                     Some(run) => scenario::open::run(ctx.clone(), run.clone(), numbering).await,
+                    None if ctx.ws.is_some() => super::ws::open::run(ctx.clone()).await,
                     None => open::run(ctx.clone(), preopened, wall_start).await,
                 }
             };
@@ -118,6 +122,8 @@ pub(super) fn thread(
                     &ctx,
                     scenario::drive(ctx.clone(), run.clone(), first + k * step),
                 );
+            } else if ctx.ws.is_some() {
+                spawn_guarded(&ctx, super::ws::drive(ctx.clone(), first + k * step));
             } else if ctx.h3.is_some() {
                 spawn_guarded(&ctx, h3::drive(ctx.clone()));
             } else if ctx.h2.is_some() {

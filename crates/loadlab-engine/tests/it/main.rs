@@ -30,3 +30,4 @@ mod stream_limit;
 mod tls;
 mod tls_advice;
 mod unanswered;
+mod ws;

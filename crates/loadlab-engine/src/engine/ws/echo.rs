@@ -1,0 +1,152 @@
+//! Echo round trips: a message sent, its echo awaited (the same bytes, of the same kind),
+//! timed from when it was due. Messages that are not the echo are the server's pushes,
+//! counted apart; the server's pings are answered by tungstenite. A failure (a close frame,
+//! a protocol error, no echo within `--timeout`) fails the message and drops the connection,
+//! so that a late echo is never taken for the next message's.
+
+use super::{close, open_socket, over, record_open_failure, traffic, Socket, SWITCHING_PROTOCOLS};
+use crate::engine::exchange::{
+    note_detail, record_failure, record_sent, record_success, Due, Traffic,
+};
+use crate::engine::ThreadCtx;
+use crate::error::ErrorClass;
+use crate::stats::Phase;
+use crate::ws::{classify, closed, Failure};
+use futures_util::{SinkExt as _, StreamExt as _};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+
+/// The closed loop: each connection sends its next message when the last one's echo came.
+pub(super) async fn drive(ctx: &ThreadCtx) {
+    let mut socket: Option<Socket> = None;
+    let mut failures = 0u32;
+    loop {
+        let now = Instant::now();
+        if over(ctx, now) {
+            break;
+        }
+        let phase = ctx.phase_at(now);
+        if phase == Phase::Measured && !ctx.budget.take() {
+            break;
+        }
+        let due = Due {
+            phase,
+            intended: None,
+            noticed: now,
+        };
+        if socket.is_none() {
+            match open_socket(ctx, phase).await {
+                Ok(s) => {
+                    failures = 0;
+                    socket = Some(s);
+                }
+                Err(failed) => {
+                    record_open_failure(ctx, phase, failed);
+                    failures += 1;
+                    super::after_failures(ctx, failures).await;
+                    continue;
+                }
+            }
+        }
+        let s = socket.as_mut().expect("opened above");
+        if !round_trip(ctx, s, &due).await {
+            socket = None;
+        }
+    }
+    if let Some(s) = socket {
+        close(s).await;
+    }
+}
+
+/// One message and its echo on `socket`, recorded; false when the connection cannot carry
+/// another.
+pub(super) async fn round_trip(ctx: &ThreadCtx, socket: &mut Socket, due: &Due) -> bool {
+    let ws = ctx.ws.as_ref().expect("a WebSocket run");
+    let size = ws.config.payload.len();
+    let sent_at = Instant::now();
+    record_sent(ctx, due.phase);
+    let answer = tokio::time::timeout(ctx.timeout, async {
+        socket
+            .send(ws.config.message())
+            .await
+            .map_err(|e| failure(&e))?;
+        await_echo(ctx, socket).await
+    })
+    .await;
+    match answer {
+        Ok(Ok(end)) => {
+            record_success(
+                ctx,
+                due,
+                sent_at,
+                SWITCHING_PROTOCOLS,
+                &traffic(size, size, end),
+            );
+            true
+        }
+        Ok(Err((class, detail))) => {
+            fail(ctx, due.phase, class, detail, size);
+            false
+        }
+        Err(_) => {
+            fail(ctx, due.phase, ErrorClass::RequestTimeout, None, size);
+            false
+        }
+    }
+}
+
+fn fail(ctx: &ThreadCtx, phase: Phase, class: ErrorClass, detail: Option<String>, size: usize) {
+    let sent = Traffic {
+        sent: size as u64,
+        ..Traffic::default()
+    };
+    record_failure(ctx, phase, class, &sent, true);
+    note_detail(ctx, phase, class, detail);
+}
+
+fn failure(e: &tokio_tungstenite::tungstenite::Error) -> Failure {
+    let (class, detail, _) = classify(e);
+    (class, detail)
+}
+
+/// Reads until the echo of the message sent arrives (when it ends), counting pushes.
+async fn await_echo(ctx: &ThreadCtx, socket: &mut Socket) -> Result<Instant, Failure> {
+    let ws = ctx.ws.as_ref().expect("a WebSocket run");
+    let payload = &ws.config.payload;
+    loop {
+        let message = match socket.next().await {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => return Err(failure(&e)),
+            None => {
+                return Err((
+                    ErrorClass::ClosedBeforeResponse,
+                    Some("the server closed the connection without a close frame".into()),
+                ))
+            }
+        };
+        let echoed = match &message {
+            Message::Text(t) => !ws.config.binary && t.as_bytes() == &payload[..],
+            Message::Binary(b) => ws.config.binary && b == payload,
+            Message::Close(frame) => return Err(closed(frame.as_ref())),
+            Message::Ping(_) => {
+                ws.totals.server_pings.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            Message::Pong(_) | Message::Frame(_) => continue,
+        };
+        if echoed {
+            return Ok(Instant::now());
+        }
+        pushed(ctx, &message);
+    }
+}
+
+/// A message that answered nothing: counted as pushed.
+pub(super) fn pushed(ctx: &ThreadCtx, message: &Message) {
+    let ws = ctx.ws.as_ref().expect("a WebSocket run");
+    ws.totals.pushed.fetch_add(1, Ordering::Relaxed);
+    ws.totals
+        .pushed_bytes
+        .fetch_add(message.len() as u64, Ordering::Relaxed);
+}

@@ -1,0 +1,206 @@
+//! WebSocket connections (see [`crate::ws`] for the three loads): opened as HTTP/1.1 ones are
+//! (`exchange::dial`: TCP, then TLS from the run's one TLS configuration), upgraded by
+//! tungstenite's client handshake within `--connect-timeout`, then driven here: `echo` a
+//! message and its echo, `hold` a held connection and its pings, `storm` a handshake as the
+//! exchange; `open` hands the open loop's due messages or handshakes to them.
+//!
+//! Every exchange is recorded as an HTTP request is (`exchange::record_*`): a success with
+//! its latency (from when it was due in an open loop) and status 101, a failure by class.
+//! What has no HTTP counterpart (messages the server pushed, pongs, held connections and the
+//! memory they took) is counted in [`crate::ws::WsTotals`], shared by the run's threads.
+//!
+//! It must not read a message it did not ask for as an answer: an echo is the message sent,
+//! byte for byte, and anything else is a push.
+
+mod echo;
+mod hold;
+pub(super) mod open;
+mod storm;
+
+use super::exchange::{
+    back_off, backoff_after, dial, note_detail, record_failure, Dialer, Stream, Traffic,
+};
+use super::ThreadCtx;
+use crate::error::ErrorClass;
+use crate::stats::Phase;
+use crate::ws::{classify, WsConfig, WsMode, WsTotals};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::WebSocketStream;
+
+/// One open WebSocket.
+pub(super) type Socket = WebSocketStream<Stream>;
+
+/// The status a WebSocket exchange is counted under: its connection's upgrade.
+const SWITCHING_PROTOCOLS: u16 = 101;
+
+/// What every worker thread of a WebSocket run is given alike.
+#[derive(Clone)]
+pub(crate) struct WsShared {
+    pub config: Arc<WsConfig>,
+    /// `-H` header fields, sent with every upgrade.
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    pub totals: Arc<WsTotals>,
+    /// The run's connections (held ones: when this many are open, the memory is read).
+    connections: usize,
+}
+
+impl WsShared {
+    pub fn from_config(config: &crate::config::RunConfig) -> Option<WsShared> {
+        let ws = config.ws.clone()?;
+        let headers = config
+            .headers
+            .iter()
+            .filter_map(|(n, v)| {
+                Some((
+                    http::HeaderName::try_from(n.as_str()).ok()?,
+                    http::HeaderValue::try_from(v.as_str()).ok()?,
+                ))
+            })
+            .collect();
+        Some(WsShared {
+            config: ws,
+            headers,
+            totals: Arc::new(WsTotals::default()),
+            connections: config.connections,
+        })
+    }
+
+    fn tungstenite_config(&self) -> WebSocketConfig {
+        let c = &self.config;
+        // Reads of a held connection's few bytes need no large buffer: it is allocated per
+        // connection, and tens of thousands are held.
+        let read = match c.mode {
+            WsMode::Echo => (c.payload.len() + 16).clamp(4096, 64 << 10),
+            WsMode::Hold | WsMode::Connect => 4096,
+        };
+        WebSocketConfig::default()
+            .read_buffer_size(read)
+            .max_message_size(Some(c.max_message_bytes))
+            .max_frame_size(Some(c.max_message_bytes))
+    }
+}
+
+/// Why a connection could not be opened and upgraded.
+pub(super) struct OpenFailed {
+    pub class: ErrorClass,
+    pub detail: Option<String>,
+    /// A refused upgrade's HTTP status.
+    pub status: Option<u16>,
+}
+
+/// Opens a connection and upgrades it, within `--connect-timeout` for both; the TCP connect
+/// (and TLS handshake) go in `phase`'s connect figures as an HTTP connection's do.
+pub(super) async fn open_socket(ctx: &ThreadCtx, phase: Phase) -> Result<Socket, OpenFailed> {
+    let ws = ctx.ws.as_ref().expect("a WebSocket run");
+    let started = Instant::now();
+    let (dialed, stream) = dial(&Dialer::of(ctx)).await;
+    if let Some(d) = dialed {
+        d.record(ctx, phase);
+    }
+    let stream = stream.map_err(|(class, detail)| OpenFailed {
+        class,
+        detail,
+        status: None,
+    })?;
+    let mut request = match ws.config.uri.as_str().into_client_request() {
+        Ok(r) => r,
+        Err(e) => {
+            let (class, detail, status) = classify(&e);
+            return Err(OpenFailed {
+                class,
+                detail,
+                status,
+            });
+        }
+    };
+    for (name, value) in &ws.headers {
+        request.headers_mut().append(name.clone(), value.clone());
+    }
+    let budget = ctx.connect_timeout.saturating_sub(started.elapsed());
+    let upgrade =
+        tokio_tungstenite::client_async_with_config(request, stream, Some(ws.tungstenite_config()));
+    match tokio::time::timeout(budget, upgrade).await {
+        Ok(Ok((socket, _response))) => Ok(socket),
+        Ok(Err(e)) => {
+            let (class, detail, status) = classify(&e);
+            Err(OpenFailed {
+                class,
+                detail,
+                status,
+            })
+        }
+        Err(_) => Err(OpenFailed {
+            class: ErrorClass::ConnectTimeout,
+            detail: Some("the server did not answer the upgrade within --connect-timeout".into()),
+            status: None,
+        }),
+    }
+}
+
+/// Records an exchange that could not start because its connection could not be opened:
+/// one issued and failed, its class's detail kept, a refused upgrade's status counted.
+pub(super) fn record_open_failure(ctx: &ThreadCtx, phase: Phase, failed: OpenFailed) {
+    record_failure(ctx, phase, failed.class, &Traffic::default(), false);
+    note_detail(ctx, phase, failed.class, failed.detail);
+    if let Some(status) = failed.status {
+        let mut rec = ctx.recorder.borrow_mut();
+        rec.phase(phase).status[status as usize % 1000] += 1;
+    }
+}
+
+/// What one exchange moved, for the byte counts (payloads, not frame headers).
+fn traffic(sent: usize, received: usize, end: Instant) -> Traffic {
+    Traffic {
+        sent: sent as u64,
+        received: received as u64,
+        unbooked: received as u64,
+        last_read: Some(end),
+        ..Traffic::default()
+    }
+}
+
+/// The resident memory of this process, in bytes (`/proc/self/statm`'s second field).
+pub(crate) fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf only reads a constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).ok()?)
+}
+
+/// Drives closed-loop connection number `index` (global, across threads) until the run ends.
+pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
+    let mode = ctx.ws.as_ref().expect("a WebSocket run").config.mode;
+    match mode {
+        WsMode::Echo => echo::drive(&ctx).await,
+        WsMode::Hold => hold::drive(&ctx, index).await,
+        WsMode::Connect => storm::drive(&ctx).await,
+    }
+    let live = ctx.live_connections.get() - 1;
+    ctx.live_connections.set(live);
+    if live == 0 {
+        ctx.all_done.notify_one();
+    }
+}
+
+/// Whether the run is over for this thread.
+fn over(ctx: &ThreadCtx, now: Instant) -> bool {
+    ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
+}
+
+/// After `failures` failed opens in a row: the wait before the next.
+async fn after_failures(ctx: &ThreadCtx, failures: u32) {
+    if let Some(wait) = backoff_after(failures) {
+        back_off(ctx, wait).await;
+    }
+}
+
+/// Says goodbye (close code 1000) without waiting for the server's answer: a run that ends
+/// leaves no half-open WebSockets behind it for the server to time out.
+async fn close(mut socket: Socket) {
+    let _ = tokio::time::timeout(Duration::from_millis(100), socket.close(None)).await;
+}

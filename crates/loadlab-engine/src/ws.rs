@@ -1,0 +1,348 @@
+//! WebSocket runs (RFC 6455, `ws://` and `wss://`): what a user asks for ([`WsSpec`]), the
+//! checked form ([`WsConfig`]), and how tungstenite's errors and a server's close frames
+//! become failure classes. The driving is `engine::ws`'s; this module does no I/O.
+//!
+//! Three loads, by [`WsMode`]:
+//! - `echo`: each connection sends a message and waits for its echo (closed loop), or
+//!   messages go out on the open loop's schedule, each timed from when it was due; a message
+//!   from the server that is not the echo of the one owed is counted as pushed;
+//! - `hold`: connections opened and held idle for the run, pinged every `--ws-ping`; each
+//!   answered ping is a completed exchange timed ping to pong;
+//! - `connect`: connection storms: each exchange is a handshake (TCP, TLS, upgrade), timed
+//!   from when it was due, then a clean close.
+//!
+//! tungstenite offers no permessage-deflate (RFC 7692): loadlab does not offer the
+//! extension, so servers send uncompressed frames.
+
+use crate::error::ErrorClass;
+use loadlab_result::format::shown;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::Error as WsError;
+
+/// The largest message loadlab accepts from a server when the payload sent is smaller: a
+/// frame announcing more (up to 2^63 bytes) or endless fragments fail as a protocol error,
+/// never an allocation of that size.
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// Payload when none is given (`--body`/`--body-file`): this many bytes unless `--ws-size`.
+pub const DEFAULT_SIZE: usize = 16;
+
+/// How often a held connection pings when `--ws-ping` is not given.
+pub const DEFAULT_PING: Duration = Duration::from_secs(10);
+
+/// What each WebSocket connection does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WsMode {
+    /// Messages and their echoes.
+    #[default]
+    Echo,
+    /// Connections held open and idle, pinged.
+    Hold,
+    /// Handshakes: connection storms.
+    Connect,
+}
+
+impl WsMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            WsMode::Echo => "echo",
+            WsMode::Hold => "hold",
+            WsMode::Connect => "connect",
+        }
+    }
+}
+
+/// The WebSocket settings as typed (used only with a `ws://` or `wss://` URL).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WsSpec {
+    pub mode: WsMode,
+    /// Send binary messages (text by default, which must then be UTF-8).
+    pub binary: bool,
+    /// `--ws-size`: a message of this many bytes when no body is given.
+    pub size: Option<usize>,
+    /// `--ws-ping`: how often a held connection pings.
+    pub ping: Option<Duration>,
+}
+
+/// A checked WebSocket run.
+#[derive(Debug, Clone)]
+pub struct WsConfig {
+    pub mode: WsMode,
+    pub binary: bool,
+    /// The message each send carries (echo mode).
+    pub payload: bytes::Bytes,
+    /// Held connections ping this often.
+    pub ping: Duration,
+    /// The handshake's URI (`ws://` or `wss://`, host, port, path and query).
+    pub uri: String,
+    /// The largest message accepted from the server.
+    pub max_message_bytes: usize,
+}
+
+impl WsConfig {
+    /// The message as tungstenite sends it.
+    pub fn message(&self) -> tokio_tungstenite::tungstenite::Message {
+        use tokio_tungstenite::tungstenite::Message;
+        if self.binary {
+            Message::Binary(self.payload.clone())
+        } else {
+            // Checked to be UTF-8 when the config was made.
+            match tokio_tungstenite::tungstenite::Utf8Bytes::try_from(self.payload.clone()) {
+                Ok(text) => Message::Text(text),
+                Err(_) => Message::Binary(self.payload.clone()),
+            }
+        }
+    }
+}
+
+/// A failure of one exchange: its class and what to show of it.
+pub type Failure = (ErrorClass, Option<String>);
+
+/// An error from tungstenite, during the handshake or after it, as a failure class. A
+/// refused upgrade also gives its HTTP status (counted among the status codes).
+pub fn classify(err: &WsError) -> (ErrorClass, Option<String>, Option<u16>) {
+    match err {
+        WsError::Http(response) => {
+            let status = response.status();
+            let detail = format!(
+                "the server answered the upgrade with HTTP {} {}, not 101",
+                status.as_u16(),
+                shown(status.canonical_reason().unwrap_or(""))
+            );
+            (ErrorClass::WsRefused, Some(detail), Some(status.as_u16()))
+        }
+        WsError::Protocol(p) if is_handshake(p) => (
+            ErrorClass::WsBadHandshake,
+            Some(format!("the server's upgrade answer is not valid: {p}")),
+            None,
+        ),
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => (
+            ErrorClass::ClosedBeforeResponse,
+            Some("the server closed the connection without a close frame".into()),
+            None,
+        ),
+        WsError::Protocol(p) => (
+            ErrorClass::WsProtocolError,
+            Some(format!("the server broke RFC 6455: {p}")),
+            None,
+        ),
+        WsError::Utf8(e) => (
+            ErrorClass::WsProtocolError,
+            Some(format!(
+                "a text message from the server is not UTF-8 ({})",
+                shown(e)
+            )),
+            None,
+        ),
+        WsError::Capacity(CapacityError::MessageTooLong { size, max_size }) => (
+            ErrorClass::WsProtocolError,
+            Some(format!(
+                "the server sent a message or frame of {size} bytes, over the {max_size} \
+                 loadlab accepts (the largest is twice the message sent, at least 16 MiB)"
+            )),
+            None,
+        ),
+        WsError::Capacity(e) => (ErrorClass::WsProtocolError, Some(e.to_string()), None),
+        WsError::AttackAttempt => (
+            ErrorClass::WsBadHandshake,
+            Some(
+                "the server's answer began with a request (tungstenite calls it an attack)".into(),
+            ),
+            None,
+        ),
+        WsError::HttpFormat(e) => (
+            ErrorClass::WsBadHandshake,
+            Some(format!("the upgrade could not be made: {e}")),
+            None,
+        ),
+        WsError::Io(e) => (ErrorClass::from_io(e), None, None),
+        WsError::ConnectionClosed | WsError::AlreadyClosed => (
+            ErrorClass::ClosedBeforeResponse,
+            Some("the WebSocket was already closed".into()),
+            None,
+        ),
+        WsError::Tls(e) => (ErrorClass::TlsHandshake, Some(e.to_string()), None),
+        WsError::Url(e) => (ErrorClass::WsBadHandshake, Some(e.to_string()), None),
+        WsError::WriteBufferFull(_) => (ErrorClass::IoError, None, None),
+    }
+}
+
+/// Errors only an upgrade's answer can cause.
+fn is_handshake(p: &ProtocolError) -> bool {
+    matches!(
+        p,
+        ProtocolError::WrongHttpVersion
+            | ProtocolError::MissingConnectionUpgradeHeader
+            | ProtocolError::MissingUpgradeWebSocketHeader
+            | ProtocolError::SecWebSocketAcceptKeyMismatch
+            | ProtocolError::SecWebSocketSubProtocolError(_)
+            | ProtocolError::InvalidHeader(_)
+            | ProtocolError::HandshakeIncomplete
+            | ProtocolError::HttparseError(_)
+            | ProtocolError::JunkAfterRequest
+    )
+}
+
+/// A close frame from the server, while something was owed (a message's echo, a pong, or
+/// the held connection itself): 1002 (which tungstenite also puts in place of a code no
+/// endpoint may send) and 1007 are protocol errors, any other is `ws_closed`, with the code
+/// and the server's reason (escaped) as the detail.
+pub fn closed(frame: Option<&CloseFrame>) -> Failure {
+    let Some(frame) = frame else {
+        return (
+            ErrorClass::WsClosed,
+            Some("the server closed the WebSocket with no code".into()),
+        );
+    };
+    let code = u16::from(frame.code);
+    let reason = shown(frame.reason.as_str());
+    let class = match frame.code {
+        CloseCode::Protocol | CloseCode::Invalid => ErrorClass::WsProtocolError,
+        _ => ErrorClass::WsClosed,
+    };
+    let name = close_name(frame.code);
+    let detail = if reason.is_empty() {
+        format!("the server closed the WebSocket: {code} ({name})")
+    } else {
+        format!("the server closed the WebSocket: {code} ({name}): {reason}")
+    };
+    (class, Some(detail))
+}
+
+fn close_name(code: CloseCode) -> &'static str {
+    match code {
+        CloseCode::Normal => "normal closure",
+        CloseCode::Away => "going away",
+        CloseCode::Protocol => "protocol error, or a code no endpoint may send",
+        CloseCode::Unsupported => "unsupported data",
+        CloseCode::Invalid => "invalid payload data",
+        CloseCode::Policy => "policy violation",
+        CloseCode::Size => "message too big",
+        CloseCode::Extension => "extension required",
+        CloseCode::Error => "internal server error",
+        CloseCode::Restart => "service restart",
+        CloseCode::Again => "try again later",
+        _ => "application's code",
+    }
+}
+
+/// What a WebSocket run counts beside its exchanges, shared by its threads (each count has
+/// one writer per connection, and few writes: a push, a server's ping, a connection opened).
+#[derive(Debug, Default)]
+pub struct WsTotals {
+    /// Messages from the server that answered nothing (not the echo owed).
+    pub pushed: AtomicU64,
+    pub pushed_bytes: AtomicU64,
+    /// Pings from the server (tungstenite answers each with a pong).
+    pub server_pings: AtomicU64,
+    /// Held connections open now, and the most at once.
+    pub held: AtomicU64,
+    pub held_peak: AtomicU64,
+    /// The process's resident memory before the first held connection opened, and when all
+    /// were open (0: not read).
+    pub rss_before: AtomicU64,
+    pub rss_held: AtomicU64,
+}
+
+/// A WebSocket run's own figures, read from [`WsTotals`] when it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WsReport {
+    pub mode: WsMode,
+    pub pushed: u64,
+    pub pushed_bytes: u64,
+    pub server_pings: u64,
+    pub held_peak: u64,
+    /// Resident memory before and with every held connection open, in bytes.
+    pub rss_before_bytes: Option<u64>,
+    pub rss_held_bytes: Option<u64>,
+}
+
+impl WsTotals {
+    pub fn report(&self, mode: WsMode) -> WsReport {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let nonzero = |v: u64| (v > 0).then_some(v);
+        WsReport {
+            mode,
+            pushed: get(&self.pushed),
+            pushed_bytes: get(&self.pushed_bytes),
+            server_pings: get(&self.server_pings),
+            held_peak: get(&self.held_peak),
+            rss_before_bytes: nonzero(get(&self.rss_before)),
+            rss_held_bytes: nonzero(get(&self.rss_held)),
+        }
+    }
+}
+
+impl WsReport {
+    /// The result's notes: pushes and their rate over `elapsed`, held connections and the
+    /// memory each took.
+    pub fn notes(&self, elapsed: Duration) -> Vec<String> {
+        let mut notes = Vec::new();
+        let secs = elapsed.as_secs_f64().max(1e-3);
+        if self.pushed > 0 || self.mode == WsMode::Echo {
+            notes.push(format!(
+                "WebSocket: {} messages pushed by the server ({} bytes, {:.1}/s over the run), \
+                 not counted as answers",
+                self.pushed,
+                self.pushed_bytes,
+                self.pushed as f64 / secs
+            ));
+        }
+        if self.server_pings > 0 {
+            notes.push(format!(
+                "WebSocket: the server sent {} pings, each answered with a pong",
+                self.server_pings
+            ));
+        }
+        if self.mode == WsMode::Hold {
+            let memory = match (self.rss_before_bytes, self.rss_held_bytes) {
+                (Some(before), Some(held)) if self.held_peak > 0 => format!(
+                    "; loadlab's memory (RSS) went from {} to {} MiB, {:.1} KiB per held \
+                     connection",
+                    before >> 20,
+                    held >> 20,
+                    held.saturating_sub(before) as f64 / 1024.0 / self.held_peak as f64
+                ),
+                _ => "; not all were open at once, so no memory per connection".to_string(),
+            };
+            notes.push(format!(
+                "WebSocket: {} connections held open at most{memory}",
+                self.held_peak
+            ));
+        }
+        notes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_tungstenite::tungstenite::Utf8Bytes;
+
+    #[test]
+    fn close_codes_are_classed_and_reasons_escaped() {
+        let frame = |code: u16, reason: &'static str| CloseFrame {
+            code: CloseCode::from(code),
+            reason: Utf8Bytes::from_static(reason),
+        };
+        let (class, detail) = closed(Some(&frame(1011, "db down\x1b[2J")));
+        assert_eq!(class, ErrorClass::WsClosed);
+        let detail = detail.unwrap();
+        assert!(detail.contains("1011 (internal server error)"), "{detail}");
+        assert!(!detail.contains('\x1b'), "{detail}");
+        assert_eq!(
+            closed(Some(&frame(1002, ""))).0,
+            ErrorClass::WsProtocolError
+        );
+        assert_eq!(
+            closed(Some(&frame(1007, ""))).0,
+            ErrorClass::WsProtocolError
+        );
+        assert_eq!(closed(Some(&frame(4000, "app"))).0, ErrorClass::WsClosed);
+        assert_eq!(closed(None).0, ErrorClass::WsClosed);
+    }
+}

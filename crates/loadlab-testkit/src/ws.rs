@@ -1,0 +1,149 @@
+//! A WebSocket server for tests (tungstenite's server side, over plain TCP) that counts what
+//! it sees, the count a client's is held to: upgrades, messages read, pings. It echoes, or
+//! pushes besides, or stays silent, or misbehaves: after the first message it writes raw
+//! bytes a test scripts (a frame announcing 2^63 bytes, text that is not UTF-8, an invalid
+//! close code), or closes with a given code and reason. Upgrades a server refuses, or
+//! answers wrongly, are [`crate::ScriptedServer`]'s: they are bytes before any WebSocket.
+//!
+//! It must not listen anywhere but 127.0.0.1.
+
+use crate::background::Background;
+use futures_util::{SinkExt as _, StreamExt as _};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::AsyncWriteExt as _;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::Message;
+
+/// What the server does on each connection once upgraded.
+#[derive(Debug, Clone)]
+pub enum WsBehavior {
+    /// Echo every text and binary message.
+    Echo,
+    /// Echo every message, and before every `every`-th echo push a message of its own
+    /// (`"pushed"`, text), counted in [`WsCounters::pushed`].
+    EchoAndPush { every: u64 },
+    /// Read and count, never send a message (pings are answered: tungstenite does).
+    Silent,
+    /// After the first message, write these bytes as they are, then read until the client
+    /// goes.
+    RawAfterFirst(Vec<u8>),
+    /// On the first message, close with this code and reason.
+    CloseOnFirst(u16, String),
+}
+
+/// What the server saw, counted as it happens.
+#[derive(Debug, Default)]
+pub struct WsCounters {
+    pub accepted: AtomicU64,
+    pub upgraded: AtomicU64,
+    /// Text and binary messages read.
+    pub messages: AtomicU64,
+    pub pushed: AtomicU64,
+    /// Pings read (each answered by tungstenite).
+    pub pings: AtomicU64,
+    /// Connections open and upgraded now.
+    pub open: AtomicU64,
+}
+
+impl WsCounters {
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::SeqCst)
+    }
+}
+
+pub struct WsServer {
+    background: Background,
+    counters: Arc<WsCounters>,
+}
+
+impl WsServer {
+    pub fn start(behavior: WsBehavior) -> WsServer {
+        let counters = Arc::new(WsCounters::default());
+        let c = counters.clone();
+        let background =
+            Background::serve_each(move |stream| serve(stream, behavior.clone(), c.clone()));
+        WsServer {
+            background,
+            counters,
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.background.addr
+    }
+
+    /// A `ws://` URL for `path` on this server.
+    pub fn url(&self, path: &str) -> String {
+        format!("ws://{}{}", self.background.addr, path)
+    }
+
+    pub fn counters(&self) -> &WsCounters {
+        &self.counters
+    }
+}
+
+/// Decrements the open count however a connection ends.
+struct Open(Arc<WsCounters>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn serve(stream: tokio::net::TcpStream, behavior: WsBehavior, c: Arc<WsCounters>) {
+    c.accepted.fetch_add(1, Ordering::SeqCst);
+    let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
+        return;
+    };
+    c.upgraded.fetch_add(1, Ordering::SeqCst);
+    c.open.fetch_add(1, Ordering::SeqCst);
+    let _open = Open(c.clone());
+    while let Some(Ok(message)) = ws.next().await {
+        match &message {
+            Message::Text(_) | Message::Binary(_) => {}
+            Message::Ping(_) => {
+                c.pings.fetch_add(1, Ordering::SeqCst);
+                continue;
+            }
+            Message::Close(_) => break,
+            Message::Pong(_) | Message::Frame(_) => continue,
+        }
+        let n = c.messages.fetch_add(1, Ordering::SeqCst) + 1;
+        let sent = match &behavior {
+            WsBehavior::Echo => ws.send(message).await,
+            WsBehavior::EchoAndPush { every } => {
+                if n.is_multiple_of(*every) {
+                    c.pushed.fetch_add(1, Ordering::SeqCst);
+                    if ws.send(Message::text("pushed")).await.is_err() {
+                        break;
+                    }
+                }
+                ws.send(message).await
+            }
+            WsBehavior::Silent => Ok(()),
+            WsBehavior::RawAfterFirst(bytes) => {
+                let _ = ws.get_mut().write_all(bytes).await;
+                let _ = ws.get_mut().flush().await;
+                // Read until the client goes (its close, or its connection's end).
+                while let Some(Ok(_)) = ws.next().await {}
+                return;
+            }
+            WsBehavior::CloseOnFirst(code, reason) => {
+                let frame = CloseFrame {
+                    code: CloseCode::from(*code),
+                    reason: reason.clone().into(),
+                };
+                let _ = ws.close(Some(frame)).await;
+                while let Some(Ok(_)) = ws.next().await {}
+                return;
+            }
+        };
+        if sent.is_err() {
+            break;
+        }
+    }
+}
