@@ -111,5 +111,12 @@ fn http3_over_a_fleet_is_exact_against_the_servers_counts() {
     assert_eq!(settled(|| counters.answered(), 1200), 1200);
     let parts = issued_per_part(&open);
     assert_eq!(parts, vec![300, 300], "{open:#}");
+    // Each generator's path, from quinn's figures for its own connections (docs/path.md).
+    let paths = open["path"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{}", open["path"]);
+    for p in paths {
+        assert_eq!(p["transport"], "quic", "{p}");
+        assert!(p["min_rtt_us"].as_f64().is_some_and(|m| m > 0.0), "{p}");
+    }
     drop(generators);
 }
