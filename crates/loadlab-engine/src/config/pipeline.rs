@@ -112,3 +112,81 @@ impl RunSpec {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(spec: RunSpec) -> String {
+        match spec.validate() {
+            Err(e) => {
+                assert_eq!(e.setting, "pipeline", "{e}");
+                e.message
+            }
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    fn spec(pipeline: usize) -> RunSpec {
+        RunSpec {
+            url: "http://127.0.0.1:8080/".into(),
+            pipeline,
+            ..RunSpec::default()
+        }
+    }
+
+    #[test]
+    fn depths_out_of_range_are_refused_with_the_fix() {
+        assert!(refusal(spec(0)).contains("try --pipeline 16"));
+        assert!(refusal(spec(MAX_PIPELINE + 1)).contains("more than loadlab pipelines (1024)"));
+        let many = RunSpec {
+            connections: Some(10_000),
+            ..spec(1_000)
+        };
+        assert!(refusal(many).contains("10000 connections x 1000 pipelined"));
+        assert_eq!(spec(16).validate().unwrap().pipeline, 16);
+        assert_eq!(spec(1).validate().unwrap().pipeline, 1);
+    }
+
+    #[test]
+    fn what_pipelining_does_not_apply_to_is_refused_with_why() {
+        let h2 = RunSpec {
+            http2: true,
+            ..spec(16)
+        };
+        assert!(refusal(h2).contains("give --streams 16 instead"));
+        let h3 = RunSpec {
+            url: "https://127.0.0.1:8443/".into(),
+            http3: true,
+            ..spec(8)
+        };
+        assert!(refusal(h3).contains("HTTP/3 carries requests on concurrent streams"));
+        let close = RunSpec {
+            keepalive: false,
+            ..spec(16)
+        };
+        assert!(refusal(close).contains("drop --no-keepalive"));
+        let post = RunSpec {
+            method: "post".into(),
+            ..spec(16)
+        };
+        assert!(refusal(post).contains("RFC 9112 9.3.2"));
+        let expect = RunSpec {
+            method: "PUT".into(),
+            headers: vec!["Expect: 100-continue".into()],
+            ..spec(16)
+        };
+        assert!(refusal(expect).contains("Expect: 100-continue"));
+        let paced = RunSpec {
+            pace: Some(std::time::Duration::from_secs(1)),
+            ..spec(16)
+        };
+        assert!(refusal(paced).contains("a virtual user sends its steps one after another"));
+        // HTTP/1.1 over TLS pipelines too.
+        let tls = RunSpec {
+            url: "https://127.0.0.1:8443/".into(),
+            ..spec(16)
+        };
+        assert_eq!(tls.validate().unwrap().pipeline, 16);
+    }
+}
