@@ -16,6 +16,7 @@ mod expect_continue;
 mod grpc;
 mod h2_retry;
 mod h3;
+mod h3_paths;
 mod http2;
 mod mux_server;
 mod nothing_listens;

@@ -7,7 +7,8 @@
 //! ([`QuicPaths::take`]): quinn's smoothed round trip (which has the peer's reported ACK
 //! delay taken out) and its minimum (raw samples, as `tcpi_min_rtt`), and the UDP bytes
 //! each carried since the last take. A connection that closed between two takes still
-//! gives its last bytes (booked as it is removed).
+//! gives its last bytes (booked as it is removed, when its driver ends); what crosses after
+//! that (the peer's last acknowledgement, a few hundred bytes) is not counted.
 //!
 //! It must not slow the event loops: a worker thread touches the registry's lock twice per
 //! connection (opened, closed), never per request; the sampler holds it while it reads the
