@@ -1,14 +1,15 @@
-//! The gRPC side of the mock upstream: one unary method, [`CALL_PATH`]
-//! (`proto/upstream.proto`), answered with tonic's server-side codec and unary dispatch over
+//! The gRPC side of the mock upstream: the unary method the lab's targets call,
+//! [`CALL_PATH`], and one streaming method of each kind for loadlab's own streaming runs
+//! (`crate::grpc_streams`) (`proto/upstream.proto`), answered with tonic's server-side codec
+//! and dispatch over
 //! HTTP/2 connections that the accept loop ([`crate::run`]) hands over when a connection opens
 //! with HTTP/2's prior-knowledge preface. Both protocols share one port, so whatever launches
 //! the upstream for `/upstream` also serves `/upstream-grpc` with no second address to pass.
 //!
 //! The connection handling is ours, not tonic's transport, for the same reason as on the HTTP
 //! side: each connection is counted once, on its first call, and every HTTP/2 stream is counted,
-//! so a test can tell one channel (one connection, many streams) from a channel per call. It
-//! must not grow a second method or routing: other paths get `UNIMPLEMENTED`, and still count
-//! as streams.
+//! so a test can tell one channel (one connection, many streams) from a channel per call.
+//! Other paths get `UNIMPLEMENTED`, and still count as streams.
 
 use crate::{Counters, RESPONSE_BODY};
 use bytes::Bytes;
@@ -77,9 +78,14 @@ pub(crate) async fn serve_connection(stream: TcpStream, counters: Counters, dela
 }
 
 async fn dispatch(req: hyper::Request<Incoming>, call: Call) -> hyper::Response<tonic::body::Body> {
+    let req = match crate::grpc_streams::dispatch(req, &call.counters, || call.arrived()).await {
+        Ok(answer) => return answer,
+        Err(req) => req,
+    };
     if req.uri().path() != CALL_PATH {
         return Status::unimplemented(format!(
-            "the mock upstream serves one gRPC method, {CALL_PATH}; got {}",
+            "the mock upstream serves {CALL_PATH} and the streaming {:?}; got {}",
+            crate::grpc_streams::PATHS,
             req.uri().path()
         ))
         .into_http();
@@ -87,6 +93,16 @@ async fn dispatch(req: hyper::Request<Incoming>, call: Call) -> hyper::Response<
     // Encodes BytesValue (prost's `Bytes`), decodes Empty (prost's `()`).
     let mut grpc = Grpc::new(ProstCodec::<Bytes, ()>::default());
     grpc.unary(call, req).await
+}
+
+impl Call {
+    /// A call of a method served here: counted, and its connection on its first.
+    fn arrived(&self) {
+        self.counters.add_grpc_request();
+        if !self.counted.swap(true, Ordering::AcqRel) {
+            self.counters.add_grpc_connection();
+        }
+    }
 }
 
 /// The handler of [`CALL_PATH`] for one stream.
@@ -102,10 +118,9 @@ impl UnaryService<()> for Call {
     type Future = Pin<Box<dyn Future<Output = Result<Response<Bytes>, Status>> + Send>>;
 
     fn call(&mut self, _request: Request<()>) -> Self::Future {
-        self.counters.add_grpc_request();
-        if !self.counted.swap(true, Ordering::AcqRel) {
-            self.counters.add_grpc_connection();
-        }
+        self.arrived();
+        self.counters.add_grpc_message_received();
+        self.counters.add_grpc_message_sent();
         let delay = self.delay;
         Box::pin(async move {
             if !delay.is_zero() {

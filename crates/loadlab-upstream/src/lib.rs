@@ -22,6 +22,7 @@
 
 pub mod config;
 pub mod grpc;
+pub mod grpc_streams;
 pub mod handle;
 pub mod server;
 pub mod stats;

@@ -1,6 +1,6 @@
 //! The counters: requests answered, the connections that carried them, and over HTTPS those
 //! connections' TLS handshakes, full or resumed; then the same for gRPC apart (plus gRPC's
-//! HTTP/2 streams). Counting connections and handshakes (not just requests) is the point of
+//! HTTP/2 streams, and messages each way). Counting connections and handshakes (not just requests) is the point of
 //! this crate: missing pooling shows up as a number, and a client that throws its TLS sessions
 //! away shows up as full handshakes.
 
@@ -23,6 +23,8 @@ struct Inner {
     grpc_requests: AtomicU64,
     grpc_connections: AtomicU64,
     grpc_streams: AtomicU64,
+    grpc_messages_received: AtomicU64,
+    grpc_messages_sent: AtomicU64,
 }
 
 /// How a counted connection's TLS handshake went.
@@ -45,6 +47,8 @@ impl Counters {
             grpc_requests: self.inner.grpc_requests.load(Ordering::Acquire),
             grpc_connections: self.inner.grpc_connections.load(Ordering::Acquire),
             grpc_streams: self.inner.grpc_streams.load(Ordering::Acquire),
+            grpc_messages_received: self.inner.grpc_messages_received.load(Ordering::Acquire),
+            grpc_messages_sent: self.inner.grpc_messages_sent.load(Ordering::Acquire),
         }
     }
 
@@ -73,10 +77,21 @@ impl Counters {
     pub(crate) fn add_grpc_stream(&self) {
         self.inner.grpc_streams.fetch_add(1, Ordering::AcqRel);
     }
+
+    pub(crate) fn add_grpc_message_received(&self) {
+        self.inner
+            .grpc_messages_received
+            .fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn add_grpc_message_sent(&self) {
+        self.inner.grpc_messages_sent.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// What `/__stats` serves: `{"requests":R,"connections":C,"tls_full":F,"tls_resumed":S,`
-/// `"grpc_requests":G,"grpc_connections":H,"grpc_streams":T}`.
+/// `"grpc_requests":G,"grpc_connections":H,"grpc_streams":T,"grpc_messages_received":I,`
+/// `"grpc_messages_sent":O}`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
     /// Requests answered, other than `/__stats` itself.
@@ -91,7 +106,8 @@ pub struct Stats {
     /// `tls_full + tls_resumed == connections`.
     #[serde(default)]
     pub tls_resumed: u64,
-    /// gRPC calls answered (`loadlab.upstream.v1.Upstream/Call`).
+    /// gRPC calls taken (`loadlab.upstream.v1.Upstream/Call`, and the streaming `Stream`,
+    /// `Collect`, `Chat`: `grpc::streams`).
     #[serde(default)]
     pub grpc_requests: u64,
     /// HTTP/2 connections that carried at least one gRPC call.
@@ -101,6 +117,13 @@ pub struct Stats {
     /// more streams than calls means calls to other methods (answered `UNIMPLEMENTED`).
     #[serde(default)]
     pub grpc_streams: u64,
+    /// gRPC request messages read whole (a unary call's one included).
+    #[serde(default)]
+    pub grpc_messages_received: u64,
+    /// gRPC answer messages handed to HTTP/2 (a stream the client ends early may not have
+    /// read the last few).
+    #[serde(default)]
+    pub grpc_messages_sent: u64,
 }
 
 impl Stats {
@@ -116,6 +139,12 @@ impl Stats {
                 .grpc_connections
                 .saturating_sub(earlier.grpc_connections),
             grpc_streams: self.grpc_streams.saturating_sub(earlier.grpc_streams),
+            grpc_messages_received: self
+                .grpc_messages_received
+                .saturating_sub(earlier.grpc_messages_received),
+            grpc_messages_sent: self
+                .grpc_messages_sent
+                .saturating_sub(earlier.grpc_messages_sent),
         }
     }
 
@@ -150,6 +179,8 @@ mod tests {
             grpc_requests: 1,
             grpc_connections: 1,
             grpc_streams: 1,
+            grpc_messages_received: 1,
+            grpc_messages_sent: 1,
         };
         let after = Stats {
             requests: 26,
@@ -159,6 +190,8 @@ mod tests {
             grpc_requests: 9,
             grpc_connections: 1,
             grpc_streams: 10,
+            grpc_messages_received: 10,
+            grpc_messages_sent: 10,
         };
         let delta = after.since(&before);
         assert_eq!(
@@ -171,6 +204,8 @@ mod tests {
                 grpc_requests: 8,
                 grpc_connections: 0,
                 grpc_streams: 9,
+                grpc_messages_received: 9,
+                grpc_messages_sent: 9,
             }
         );
         assert_eq!(delta.reuse_ratio(), Some(12.0));
@@ -204,11 +239,13 @@ mod tests {
             grpc_requests: 3,
             grpc_connections: 1,
             grpc_streams: 3,
+            grpc_messages_received: 3,
+            grpc_messages_sent: 3,
         })
         .unwrap();
         assert_eq!(
             json,
-            r#"{"requests":8,"connections":8,"tls_full":8,"tls_resumed":0,"grpc_requests":3,"grpc_connections":1,"grpc_streams":3}"#
+            r#"{"requests":8,"connections":8,"tls_full":8,"tls_resumed":0,"grpc_requests":3,"grpc_connections":1,"grpc_streams":3,"grpc_messages_received":3,"grpc_messages_sent":3}"#
         );
         // What an older mock upstream served (no TLS, no gRPC) still reads.
         let old: Stats = serde_json::from_str(r#"{"requests":1,"connections":1}"#).unwrap();

@@ -1,6 +1,7 @@
 //! The mock upstream's gRPC side over real loopback sockets, driven by tonic's own client: a
 //! channel shared by every call is one connection however many calls it carries; a channel per
-//! call is a connection per call; HTTP/1.1 and gRPC share the port and are counted apart.
+//! call is a connection per call; HTTP/1.1 and gRPC share the port and are counted apart;
+//! each streaming method answers as its comment in the .proto says, every message counted.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -85,6 +86,8 @@ async fn a_channel_per_call_opens_a_connection_per_call() {
             grpc_requests: 8,
             grpc_connections: 8,
             grpc_streams: 8,
+            grpc_messages_received: 8,
+            grpc_messages_sent: 8,
             ..Stats::default()
         }
     );
@@ -108,6 +111,8 @@ async fn http_and_grpc_share_the_port_and_are_counted_apart() {
             grpc_requests: 2,
             grpc_connections: 1,
             grpc_streams: 2,
+            grpc_messages_received: 2,
+            grpc_messages_sent: 2,
             ..Stats::default()
         }
     );
@@ -167,4 +172,67 @@ async fn every_call_waits_at_least_the_configured_delay() {
     }
     // A lower bound only: a timer never fires early, so this cannot flake.
     assert!(started.elapsed() >= delay * 3, "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn streaming_methods_count_every_message() {
+    use loadlab_upstream::grpc_streams::{CHAT_PATH, COLLECT_PATH, STREAM_PATH};
+    use tonic::codegen::tokio_stream::{self, StreamExt as _};
+    let upstream = Upstream::start(UpstreamConfig::default()).await.unwrap();
+    let ch = channel(&upstream).await;
+    let mut grpc = tonic::client::Grpc::new(ch);
+    grpc.ready().await.unwrap();
+    // Stream(5): five answers, then OK.
+    let answers = grpc
+        .server_streaming(
+            tonic::Request::new(5u32),
+            PathAndQuery::from_static(STREAM_PATH),
+            ProstCodec::<u32, Bytes>::default(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    let answers: Vec<Bytes> = answers.map(Result::unwrap).collect().await;
+    assert_eq!(answers, vec![Bytes::from_static(b"ok"); 5]);
+    // Collect: the count of the client's messages.
+    grpc.ready().await.unwrap();
+    let count = grpc
+        .client_streaming(
+            tonic::Request::new(tokio_stream::iter(vec![(); 7])),
+            PathAndQuery::from_static(COLLECT_PATH),
+            ProstCodec::<(), u32>::default(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(count, 7);
+    // Chat: one answer per message.
+    grpc.ready().await.unwrap();
+    let echoed = grpc
+        .streaming(
+            tonic::Request::new(tokio_stream::iter(vec![(); 3])),
+            PathAndQuery::from_static(CHAT_PATH),
+            ProstCodec::<(), Bytes>::default(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        echoed.map(Result::unwrap).collect::<Vec<_>>().await.len(),
+        3
+    );
+    let stats = upstream.stats();
+    assert_eq!(
+        (
+            stats.grpc_requests,
+            stats.grpc_connections,
+            stats.grpc_streams
+        ),
+        (3, 1, 3)
+    );
+    // In: 1 + 7 + 3; out: 5 + 1 + 3.
+    assert_eq!(
+        (stats.grpc_messages_received, stats.grpc_messages_sent),
+        (11, 9)
+    );
 }

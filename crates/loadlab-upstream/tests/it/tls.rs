@@ -121,7 +121,7 @@ async fn stats_over_https_are_not_counted_and_show_the_handshakes() {
     for body in bodies {
         assert_eq!(
             &body[..],
-            br#"{"requests":2,"connections":1,"tls_full":1,"tls_resumed":0,"grpc_requests":0,"grpc_connections":0,"grpc_streams":0}"#
+            br#"{"requests":2,"connections":1,"tls_full":1,"tls_resumed":0,"grpc_requests":0,"grpc_connections":0,"grpc_streams":0,"grpc_messages_received":0,"grpc_messages_sent":0}"#
         );
     }
 }

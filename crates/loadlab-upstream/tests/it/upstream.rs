@@ -66,7 +66,7 @@ async fn stats_endpoint_serves_the_counters_without_counting_itself() {
         assert_eq!(status, 200);
         assert_eq!(
             &body[..],
-            br#"{"requests":1,"connections":1,"tls_full":0,"tls_resumed":0,"grpc_requests":0,"grpc_connections":0,"grpc_streams":0}"#
+            br#"{"requests":1,"connections":1,"tls_full":0,"tls_resumed":0,"grpc_requests":0,"grpc_connections":0,"grpc_streams":0,"grpc_messages_received":0,"grpc_messages_sent":0}"#
         );
     }
 }
