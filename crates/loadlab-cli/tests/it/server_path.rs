@@ -95,3 +95,66 @@ fn the_servers_agent_samples_its_connections_into_the_servers_path_report() {
         "its 4 connections, the listener left out: {server:#}"
     );
 }
+
+/// A fleet's run with the server's agent: the path check before the load measures each
+/// generator's path both ways, and the result carries what it found per generator (goodput
+/// each way, what the load asks of it, whether it was named), as the Markdown report does.
+#[test]
+fn a_fleets_path_check_is_in_the_result_per_generator() {
+    let dir = ScratchDir::new("path-check");
+    let (_server, addr) = Fixture::start();
+    let agent = LoopbackGenerator::start_as(&dir.join("agent"), &[]);
+    let (_generators, fleet) = crate::generators::loopback_fleet(&dir, 2);
+    let (json, md) = (dir.join("run.json"), dir.join("run.md"));
+    let out = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .args(["run", "--rate", "100", "-d", "500ms", "--generators"])
+        .arg(&fleet)
+        .args(agent.flags())
+        .arg("--json")
+        .arg(&json)
+        .arg("--report")
+        .arg(&md)
+        .arg(format!("http://{addr}/bytes?n=10000"))
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("path to generator gen0: "),
+        "the check said in words: {said}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_valid(&doc);
+    let check = &doc["path_check"];
+    // What the load asks: a first answer's size (10,000 bytes and the headers), the rate.
+    let answer = check["answer_bytes"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{check:#}"));
+    assert!((10_000.0..10_400.0).contains(&answer), "{check:#}");
+    assert_eq!(check["planned_per_s"].as_f64(), Some(100.0), "{check:#}");
+    let found = check["generators"].as_array().unwrap();
+    let names: Vec<&str> = found
+        .iter()
+        .filter_map(|f| f["generator"].as_str())
+        .collect();
+    assert_eq!(names, ["gen0", "gen1"], "{check:#}");
+    for f in found {
+        for way in ["down_bits_per_s", "up_bits_per_s"] {
+            assert!(f[way].as_f64().is_some_and(|b| b > 1e6), "{way}: {f:#}");
+        }
+        assert_eq!(f["share_per_s"].as_f64(), Some(50.0), "{f:#}");
+        assert!(
+            f["ceiling_per_s"].as_f64().is_some_and(|c| c > 50.0),
+            "{f:#}"
+        );
+        assert!(f["named"].is_null(), "loopback carries this load: {f:#}");
+    }
+    let report = std::fs::read_to_string(&md).unwrap();
+    assert!(report.contains("Path check"), "{report}");
+    assert!(report.contains("| gen1 |"), "{report}");
+}
