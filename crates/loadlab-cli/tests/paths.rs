@@ -37,7 +37,12 @@ struct Hosts {
 
 impl Hosts {
     fn new(name: &str) -> Option<Hosts> {
-        let lab = match Lab::new(4) {
+        Hosts::with(name, 3)
+    }
+
+    /// The server host, the coordinator's host and `generators` generator hosts.
+    fn with(name: &str, generators: usize) -> Option<Hosts> {
+        let lab = match Lab::new(1 + generators) {
             Ok(lab) => lab,
             Err(e) => {
                 eprintln!("SKIPPED: no test hosts here ({e})");
@@ -281,5 +286,153 @@ fn a_run_names_the_generator_whose_response_time_departs_from_the_others() {
         verdicts[0].contains("its path, not the server"),
         "{}",
         verdicts[0]
+    );
+}
+
+/// The server's agent samples the server's connections (issue 52): a run from the
+/// coordinator's host, its downlink capped at 10 Mbit/s on the bridge's side (12 KB answers:
+/// about 100 a second against the server's 240), gets the server's side of the path from the
+/// agent, and its verdict says it in words: the path named, and "the server was N% busy
+/// while its sockets were network-limited M% of the time".
+#[test]
+fn through_its_agent_the_servers_sockets_say_the_path_limited() {
+    let _serial = serial();
+    let Some(hosts) = Hosts::with("server-side", 0) else {
+        return;
+    };
+    hosts.lab.cap_down(0, "10mbit").unwrap();
+    let json = hosts.dir.join("run.json");
+    let mut args: Vec<String> = ["run", "-q", "-c", "16", "-d", "2s"]
+        .map(String::from)
+        .to_vec();
+    args.extend(hosts.server_agent.flags());
+    args.extend(["--json".into(), json.display().to_string(), hosts.url()]);
+    let out = hosts.loadlab(&args);
+    let said = text(&out);
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {said}")),
+    )
+    .unwrap();
+    let server = doc["path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["side"] == "server")
+        .unwrap_or_else(|| panic!("no server side: {:#}", doc["path"]));
+    assert!(
+        server["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["network_limited_share"].as_f64().is_some_and(|n| n > 0.8)),
+        "the server's sockets waited on the network: {server:#}"
+    );
+    let verdict = doc["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .find(|v| v.contains("a queue on the path"))
+        .unwrap_or_else(|| panic!("no path verdict: {}\n{said}", doc["verdicts"]));
+    eprintln!("{verdict}");
+    assert!(verdict.contains("the server was "), "{verdict}");
+    assert!(
+        verdict.contains("busy while its sockets were network-limited"),
+        "{verdict}"
+    );
+}
+
+/// An experiment over `[load] generators` with the server's agent checks the paths once,
+/// before its first run: gen1, behind a 10 Mbit/s downlink, carries about 100 answers of
+/// 12 KB a second, and its share is the experiment's 200/s: it is named, and the run's
+/// result carries the check and says so in its verdicts.
+#[test]
+fn an_experiment_checks_the_paths_before_its_first_run_and_names_the_capped_one() {
+    let _serial = serial();
+    let Some(hosts) = Hosts::with("experiment", 1) else {
+        return;
+    };
+    hosts.lab.cap_down(1, "10mbit").unwrap();
+    let file = hosts.dir.join("paths.toml");
+    let agent = &hosts.server_agent;
+    let flags = agent.flags();
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "paths"
+repetitions = 1
+warmup = "0s"
+duration = "1s"
+cooldown = "0s"
+[load]
+rate = 200
+path = "{PATH}"
+generators = "{}"
+[server]
+agent = "{}"
+agent_token_file = "{}"
+agent_fingerprint = "{}"
+[[variant]]
+name = "capped"
+url = "http://{}:8081"
+"#,
+            hosts.fleet_file().display(),
+            flags[1],
+            flags[3],
+            flags[5],
+            hosts.lab.server.1
+        ),
+    )
+    .unwrap();
+    let db = hosts.dir.join("runs.db");
+    let mut args: Vec<String> = vec!["experiment".into(), file.display().to_string()];
+    args.extend(["--db".into(), db.display().to_string()]);
+    let out = hosts.loadlab(&args);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        said.matches("measured both ways before the first run")
+            .count(),
+        1,
+        "{said}"
+    );
+    assert!(
+        said.contains("warning: the path to generator gen1 carries at most"),
+        "{said}"
+    );
+    let export = hosts.dir.join("run.json");
+    let listed = hosts.loadlab(&[
+        "runs".into(),
+        "list".into(),
+        "--db".into(),
+        db.display().to_string(),
+    ]);
+    let id = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .find(|l| l.contains(" experiment "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{}", text(&listed)))
+        .to_string();
+    let mut args: Vec<String> = ["runs", "export", &id, "--db"].map(String::from).to_vec();
+    args.extend([
+        db.display().to_string(),
+        "-o".into(),
+        export.display().to_string(),
+    ]);
+    let out = hosts.loadlab(&args);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let gen1 = &doc["path_check"]["generators"][0];
+    assert_eq!(gen1["generator"], "gen1", "{:#}", doc["path_check"]);
+    assert!(gen1["named"].is_string(), "{gen1:#}");
+    let down = gen1["down_bits_per_s"].as_f64().unwrap();
+    assert!((7e6..11e6).contains(&down), "{gen1:#}");
+    assert!(
+        doc["verdicts"].as_array().unwrap().iter().any(|v| v
+            .as_str()
+            .is_some_and(|v| v.contains("the path check before the load"))),
+        "{}",
+        doc["verdicts"]
     );
 }
