@@ -112,6 +112,14 @@ else
         openssl curl
 fi
 
+# The WebSocket interop test (crates/loadlab-cli/tests/it/websocket.rs) loads Debian's
+# websocketd (a shell loop echoing and counting lines behind it).
+if need websocketd; then
+    echo "setup: websocketd present"
+else
+    wants "the WebSocket interop test" websocketd
+fi
+
 # Prometheus both ways (crates/loadlab-metrics/tests/prometheus.rs): Debian's prometheus
 # (remote-write receiver) and prometheus-node-exporter; the scraped app's prometheus_client
 # comes from PyPI (below).
@@ -197,6 +205,22 @@ elif need python3 && python3 -m venv "$grpc_venv" >/dev/null 2>&1; then
         "grpcio==$GRPCIO_VERSION" "grpcio-health-checking==$GRPCIO_HEALTH_VERSION"
 else
     echo "setup: python3 with venv is missing; the gRPC interop test will be skipped." \
+        "Install python3 and python3-venv, then re-run" >&2
+fi
+
+# The WebSocket interop test (crates/loadlab-cli/tests/it/websocket.rs) loads Python's
+# websockets (tests/ws/echo_server.py), pinned, from PyPI into a virtualenv under target/;
+# without it that test prints SKIPPED and passes.
+WEBSOCKETS_VERSION=17.4
+ws_venv=target/ws-venv
+if [[ -x $ws_venv/bin/python ]] \
+    && "$ws_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('websockets') != '$WEBSOCKETS_VERSION')" 2>/dev/null; then
+    echo "setup: websockets $WEBSOCKETS_VERSION present in $ws_venv"
+elif need python3 && python3 -m venv "$ws_venv" >/dev/null 2>&1; then
+    echo "setup: installing websockets $WEBSOCKETS_VERSION into $ws_venv"
+    "$ws_venv/bin/pip" install -q --disable-pip-version-check "websockets==$WEBSOCKETS_VERSION"
+else
+    echo "setup: python3 with venv is missing; the WebSocket interop test will be skipped." \
         "Install python3 and python3-venv, then re-run" >&2
 fi
 

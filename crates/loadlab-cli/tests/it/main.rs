@@ -34,3 +34,4 @@ mod metrics;
 mod path_h3;
 mod scenario;
 mod server_path;
+mod websocket;

@@ -305,4 +305,7 @@ pub struct RequestArgs {
     /// --grpc and its group.
     #[command(flatten)]
     pub grpc: super::grpc_args::GrpcArgs,
+    /// The --ws-* group (a ws:// or wss:// URL).
+    #[command(flatten)]
+    pub ws: super::ws_args::WsArgs,
 }

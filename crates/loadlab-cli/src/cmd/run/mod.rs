@@ -3,7 +3,8 @@
 //! writes the result. The JSON file is opened before the run starts so a bad path fails in
 //! a second, not after a long run.
 //!
-//! `args.rs` declares the flags (`grpc_args.rs` the gRPC group), `parse.rs` turns them into
+//! `args.rs` declares the flags (`grpc_args.rs` the gRPC group, `ws_args.rs` the WebSocket
+//! one), `parse.rs` turns them into
 //! a session spec, `execute.rs` runs a prepared session; `metrics_args.rs` declares the flags
 //! that wire it to Prometheus and OTLP (`--server-metrics`, `--metrics-out`, `--prometheus
 //! --query`), shared with experiment, capacity and sweep (the session runs them); this glues
@@ -14,6 +15,7 @@ mod execute;
 mod grpc_args;
 mod metrics_args;
 mod parse;
+mod ws_args;
 
 pub use args::{RequestArgs, RunArgs};
 pub use execute::{execute, execute_saving, install_ctrlc};

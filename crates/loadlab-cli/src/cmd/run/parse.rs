@@ -82,6 +82,7 @@ impl RequestArgs {
             streams: self.streams,
             pipeline: self.pipeline,
             grpc: self.grpc.call(url, &tls, self.timeout)?,
+            ws: self.ws.spec(),
             tls,
             ..RunSpec::default()
         })
@@ -265,6 +266,11 @@ pub fn flag_for(setting: &str) -> &str {
         "paths" => "--path",
         "body" => "--body",
         "deadline" => "--deadline",
+        "ws" => "--ws-mode/--ws-*",
+        "ws_ping" => "--ws-ping",
+        "ws_size" => "--ws-size",
+        "ws_binary" => "--ws-binary",
+        "grpc" => "--grpc",
         other => other,
     }
 }

@@ -199,8 +199,15 @@ async fn after_failures(ctx: &ThreadCtx, failures: u32) {
     }
 }
 
-/// Says goodbye (close code 1000) without waiting for the server's answer: a run that ends
-/// leaves no half-open WebSockets behind it for the server to time out.
+/// Says goodbye (close code 1000) and waits a little for the server's close in answer, so
+/// that neither side resets the connection: a run that ends leaves no half-open WebSockets
+/// behind it for the server to time out, nor a reset its counters would blame on it.
 async fn close(mut socket: Socket) {
-    let _ = tokio::time::timeout(Duration::from_millis(100), socket.close(None)).await;
+    use futures_util::StreamExt as _;
+    let _ = tokio::time::timeout(Duration::from_millis(200), async {
+        socket.close(None).await?;
+        while socket.next().await.transpose()?.is_some() {}
+        Ok::<(), tokio_tungstenite::tungstenite::Error>(())
+    })
+    .await;
 }

@@ -1,0 +1,58 @@
+//! The WebSocket flags (`--ws-*`), shared by every command that drives load through
+//! `RequestArgs`. A `ws://` or `wss://` URL makes a run a WebSocket one; these say what its
+//! connections do. The message is `--body`/`--body-file` (or `--ws-size` bytes); the engine
+//! checks the combinations (see docs/websocket.md).
+
+use clap::{Args, ValueEnum};
+use loadlab_engine::ws::{WsMode, WsSpec};
+use std::time::Duration;
+
+use super::parse::{count, parse_duration};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum WsModeArg {
+    /// Each connection sends a message and times its echo (-c connections, or --rate
+    /// messages per second).
+    Echo,
+    /// -c connections opened and held idle for -d, pinged every --ws-ping; the memory each
+    /// takes is reported.
+    Hold,
+    /// Connection storms: each exchange is a handshake (--rate connections per second, or -c
+    /// connections opening again and again), then a clean close.
+    Connect,
+}
+
+#[derive(Debug, Args)]
+pub struct WsArgs {
+    /// With a ws:// or wss:// URL: what each WebSocket connection does [default: echo].
+    #[arg(long, value_enum, help_heading = "WebSocket")]
+    pub ws_mode: Option<WsModeArg>,
+
+    /// Send binary messages (text by default, which must be UTF-8).
+    #[arg(long, help_heading = "WebSocket")]
+    pub ws_binary: bool,
+
+    /// The message's size in bytes when no --body or --body-file gives it [default: 16].
+    #[arg(long, value_name = "BYTES", allow_hyphen_values = true, value_parser = count::<usize>, help_heading = "WebSocket")]
+    pub ws_size: Option<usize>,
+
+    /// --ws-mode hold: how often each connection pings; each pong is an exchange timed from
+    /// its ping [default: 10s].
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse_duration, help_heading = "WebSocket")]
+    pub ws_ping: Option<Duration>,
+}
+
+impl WsArgs {
+    pub fn spec(&self) -> WsSpec {
+        WsSpec {
+            mode: match self.ws_mode {
+                None | Some(WsModeArg::Echo) => WsMode::Echo,
+                Some(WsModeArg::Hold) => WsMode::Hold,
+                Some(WsModeArg::Connect) => WsMode::Connect,
+            },
+            binary: self.ws_binary,
+            size: self.ws_size,
+            ping: self.ws_ping,
+        }
+    }
+}
