@@ -150,7 +150,23 @@ url = "{}"
             .map(|(_, _, r)| r.clone())
             .collect()
     };
-    let (a, b) = (arm_runs("fast"), arm_runs("slow"));
+    let (a, mut b) = (arm_runs("fast"), arm_runs("slow"));
+    // A path the fleet's check named before the runs (every run carries the one check): the
+    // comparison names it once, and its table says so.
+    let check = loadlab_result::path::PathCheck {
+        generators: vec![loadlab_result::path::check::PathFinding {
+            generator: "g1".into(),
+            down_bits_per_s: Some(9.6e6),
+            up_bits_per_s: Some(9e8),
+            ceiling_per_s: Some(97.0),
+            share_per_s: Some(200.0),
+            named: Some("the path to generator g1 carries at most 97 requests/s".into()),
+        }],
+        ..Default::default()
+    };
+    for r in &mut b {
+        r.path_check = Some(check.clone());
+    }
     let comparisons = analysis::compare(
         &[(
             ArmRuns {
@@ -170,6 +186,16 @@ url = "{}"
         .find(|r| r.metric == "p50")
         .unwrap();
     assert_eq!(p50.control_values.len(), 2);
+    assert_eq!(
+        comparisons[0].paths,
+        ["the path to generator g1 carries at most 97 requests/s"]
+    );
+    let table =
+        loadlab_experiment::table::render(&comparisons, loadlab_experiment::table::Format::Text);
+    assert!(
+        table.contains("path: the path to generator g1 carries at most 97 requests/s"),
+        "{table}"
+    );
     let verdict = analysis::verdict_words(p50);
     assert!(verdict.starts_with("inconclusive"), "{verdict}");
     assert!(verdict.contains("run at least"), "{verdict}");
