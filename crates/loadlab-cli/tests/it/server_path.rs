@@ -157,4 +157,24 @@ fn a_fleets_path_check_is_in_the_result_per_generator() {
     let report = std::fs::read_to_string(&md).unwrap();
     assert!(report.contains("Path check"), "{report}");
     assert!(report.contains("| gen1 |"), "{report}");
+
+    // A sweep's (and a capacity search's) document carries the same check.
+    let sweep = dir.join("sweep.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .args(["sweep", "-q", "--no-save", "--rates", "100", "-d", "500ms"])
+        .args(["--warmup", "0s", "--slo", "p99<1s", "--generators"])
+        .arg(&fleet)
+        .args(agent.flags())
+        .arg("--json")
+        .arg(&sweep)
+        .arg(format!("http://{addr}/bytes?n=10000"))
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&sweep)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr))),
+    )
+    .unwrap();
+    let found = doc["path_check"]["generators"].as_array();
+    assert_eq!(found.map(Vec::len), Some(2), "{doc:#}");
 }
