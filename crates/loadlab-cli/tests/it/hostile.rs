@@ -635,39 +635,49 @@ fn protocol_violations_are_protocol_errors() {
             Some(code::FLOW_CONTROL_ERROR),
         ),
     ];
-    for (what, script, told) in cases {
-        let server = H2FrameServer::start(script);
-        let ran = h2_run(what, &server, &[]);
-        assert_eq!(ran.requests().1, 0, "{what}");
-        assert_eq!(
-            classes(&ran),
-            ["protocol_error"],
-            "{what}: {:?}",
-            ran.errors()
+    // At once: each case has its own server and loadlab, and spends its second mostly
+    // backing off, so the eight take about one case's time (11 s one after another).
+    std::thread::scope(|s| {
+        for (what, script, told) in cases {
+            s.spawn(move || protocol_violation_is_a_protocol_error(what, script, told));
+        }
+    });
+}
+
+/// One case of [`protocol_violations_are_protocol_errors`]: `script`'s violation is
+/// `protocol_error`, explained, and loadlab told the server `told` (a GOAWAY code).
+fn protocol_violation_is_a_protocol_error(what: &str, script: H2Script, told: Option<u32>) {
+    let server = H2FrameServer::start(script);
+    let ran = h2_run(what, &server, &[]);
+    assert_eq!(ran.requests().1, 0, "{what}");
+    assert_eq!(
+        classes(&ran),
+        ["protocol_error"],
+        "{what}: {:?}",
+        ran.errors()
+    );
+    let detail = ran.detail("protocol_error");
+    assert!(detail.contains("not valid HTTP/2"), "{what}: {detail}");
+    if what.contains("PING") {
+        assert!(
+            detail.contains("first frame was PING, not SETTINGS"),
+            "{detail}"
         );
-        let detail = ran.detail("protocol_error");
-        assert!(detail.contains("not valid HTTP/2"), "{what}: {detail}");
-        if what.contains("PING") {
-            assert!(
-                detail.contains("first frame was PING, not SETTINGS"),
-                "{detail}"
-            );
+    }
+    ran.accounts_for_every_request();
+    assert_eq!(ran.code, Some(2), "{what}: {}", ran.stderr);
+    assert_backed_off(&server);
+    if let Some(code) = told {
+        // loadlab sent it before it exited; the server's thread may still be reading.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !server.counters().client_goaways().contains(&code) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
         }
-        ran.accounts_for_every_request();
-        assert_eq!(ran.code, Some(2), "{what}: {}", ran.stderr);
-        assert_backed_off(&server);
-        if let Some(code) = told {
-            // loadlab sent it before it exited; the server's thread may still be reading.
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while !server.counters().client_goaways().contains(&code) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            assert!(
-                server.counters().client_goaways().contains(&code),
-                "{what}: loadlab told the server {:?}",
-                server.counters().client_goaways()
-            );
-        }
+        assert!(
+            server.counters().client_goaways().contains(&code),
+            "{what}: loadlab told the server {:?}",
+            server.counters().client_goaways()
+        );
     }
 }
 
