@@ -125,8 +125,11 @@ pub fn intervals(windows: &[PathWindow], timeline: &[(f64, f64, bool)]) -> Vec<P
                 let v: Vec<f64> = inside.iter().filter_map(|w| f(w)).collect();
                 (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
             };
+            // Over the windows that have the figure: one with no connection at its sample
+            // (before the load's first, after its last) has no chrono stats, and costs no
+            // socket-time either, so it must not blank the interval's.
             let sum = |f: fn(&PathWindow) -> Option<u64>| -> Option<u64> {
-                inside.iter().map(|w| f(w)).sum::<Option<u64>>()
+                inside.iter().filter_map(|w| f(w)).reduce(|a, b| a + b)
             };
             // Socket-time: each window's connections over its length.
             let socket_us: f64 = inside.iter().map(|w| w.sockets as f64 * w.dt_s * 1e6).sum();
@@ -224,5 +227,23 @@ mod tests {
         assert_eq!(first.network_limited_share, Some(0.75));
         assert_eq!(out[1].network_limited_share, None, "never busy: no share");
         assert_eq!(out[1].goodput_per_s(), 1_000.0);
+    }
+
+    /// A window with no connection at its sample (the load not yet started, or over) has no
+    /// chrono stats: the interval's shares come from the windows that have them.
+    #[test]
+    fn a_window_without_connections_does_not_blank_the_intervals_shares() {
+        let empty = PathWindow {
+            t_s: 0.5,
+            dt_s: 0.5,
+            ..PathWindow::default()
+        };
+        let out = intervals(
+            &[empty, w(1.0, 3_000, 300.0, 500_000, 250_000)],
+            &[(0.0, 1.0, false)],
+        );
+        // 2 sockets over the second half: 1 s of socket time, half of it busy.
+        assert_eq!(out[0].busy_share, Some(0.5));
+        assert_eq!(out[0].network_limited_share, Some(0.5));
     }
 }
