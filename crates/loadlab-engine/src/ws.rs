@@ -115,6 +115,11 @@ pub fn classify(err: &WsError) -> (ErrorClass, Option<String>, Option<u16>) {
             );
             (ErrorClass::WsRefused, Some(detail), Some(status.as_u16()))
         }
+        WsError::Protocol(ProtocolError::HandshakeIncomplete) => (
+            ErrorClass::ClosedBeforeResponse,
+            Some("the server closed the connection before it answered the upgrade".into()),
+            None,
+        ),
         WsError::Protocol(p) if is_handshake(p) => (
             ErrorClass::WsBadHandshake,
             Some(format!("the server's upgrade answer is not valid: {p}")),
@@ -181,7 +186,6 @@ fn is_handshake(p: &ProtocolError) -> bool {
             | ProtocolError::SecWebSocketAcceptKeyMismatch
             | ProtocolError::SecWebSocketSubProtocolError(_)
             | ProtocolError::InvalidHeader(_)
-            | ProtocolError::HandshakeIncomplete
             | ProtocolError::HttparseError(_)
             | ProtocolError::JunkAfterRequest
     )

@@ -1,4 +1,4 @@
-//! A WebSocket server for tests (tungstenite's server side, over plain TCP) that counts what
+//! A WebSocket server for tests (tungstenite's server side, over TCP or TLS) that counts what
 //! it sees, the count a client's is held to: upgrades, messages read, pings. It echoes, or
 //! pushes besides, or stays silent, or misbehaves: after the first message it writes raw
 //! bytes a test scripts (a frame announcing 2^63 bytes, text that is not UTF-8, an invalid
@@ -71,6 +71,26 @@ impl WsServer {
         }
     }
 
+    /// [`WsServer::start`] over TLS (`wss://`), presenting `tls`'s certificate (e.g.
+    /// [`crate::TestCa::server_config`]).
+    pub fn start_tls(behavior: WsBehavior, tls: Arc<rustls::ServerConfig>) -> WsServer {
+        let counters = Arc::new(WsCounters::default());
+        let c = counters.clone();
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+        let background = Background::serve_each(move |stream| {
+            let (acceptor, behavior, c) = (acceptor.clone(), behavior.clone(), c.clone());
+            async move {
+                if let Ok(stream) = acceptor.accept(stream).await {
+                    serve(stream, behavior, c).await;
+                }
+            }
+        });
+        WsServer {
+            background,
+            counters,
+        }
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.background.addr
     }
@@ -94,7 +114,10 @@ impl Drop for Open {
     }
 }
 
-async fn serve(stream: tokio::net::TcpStream, behavior: WsBehavior, c: Arc<WsCounters>) {
+async fn serve<S>(stream: S, behavior: WsBehavior, c: Arc<WsCounters>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     c.accepted.fetch_add(1, Ordering::SeqCst);
     let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
         return;

@@ -57,6 +57,39 @@ fn echo_closed_loop_completes_exactly_what_the_server_counts() {
 }
 
 #[test]
+fn wss_echo_goes_through_the_runs_tls_settings() {
+    let ca = loadlab_testkit::TestCa::new();
+    let server = WsServer::start_tls(WsBehavior::Echo, ca.server_config());
+    let url = format!("wss://localhost:{}/", server.addr().port());
+    let r = run(RunSpec {
+        connections: Some(2),
+        requests: Some(500),
+        tls: loadlab_engine::tls::TlsSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            ..Default::default()
+        },
+        ..ws(url.clone(), WsMode::Echo)
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
+    assert_eq!(m.requests.completed, 500);
+    assert_eq!(get(&server.counters().messages), 500);
+    assert!(m.tls_handshake_us.is_some());
+    // Without the CA, the certificate is refused as for any https run.
+    let r = run(RunSpec {
+        connections: Some(1),
+        requests: Some(2),
+        ..ws(url, WsMode::Echo)
+    });
+    assert_eq!(
+        r.measured.errors.get("tls_certificate"),
+        Some(&2),
+        "{:?}",
+        r.measured.errors
+    );
+}
+
+#[test]
 fn echo_binary_payload_from_the_body() {
     let server = WsServer::start(WsBehavior::Echo);
     let r = run(RunSpec {
@@ -214,6 +247,19 @@ fn a_101_with_the_wrong_accept_key_is_a_bad_handshake() {
     let r = three(server.url("/").replacen("http://", "ws://", 1));
     let detail = failed_as(&r, "ws_bad_handshake");
     assert!(detail.contains("Sec-WebSocket-Accept"), "{detail}");
+}
+
+#[test]
+fn an_upgrade_closed_unanswered_is_closed_before_response() {
+    // A server at its limit (Python's websockets under 15,000 connects) closes some before
+    // answering: not a bad handshake, which is an answer.
+    let server = ScriptedServer::start(Script::new().read_request().close());
+    let r = three(server.url("/").replacen("http://", "ws://", 1));
+    let detail = failed_as(&r, "closed_before_response");
+    assert!(
+        detail.contains("before it answered the upgrade"),
+        "{detail}"
+    );
 }
 
 #[test]
