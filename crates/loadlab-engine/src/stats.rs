@@ -275,6 +275,8 @@ pub struct Recorder {
     pub first: FirstRecorder,
     /// A scenario run: per-step figures (measured part only).
     pub scenario: Option<crate::steps::ScenarioStats>,
+    /// A gRPC run: per-message figures (measured part only).
+    pub grpc: Option<crate::grpc::stats::GrpcStats>,
     /// HTTP/2 and HTTP/3: the most streams a server allowed open at once on a connection
     /// while it held back one of the `--streams` asked (0: it never did; see
     /// `engine::streams`).
@@ -332,6 +334,11 @@ impl Recorder {
         match (&mut self.scenario, &other.scenario) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.scenario = Some(b.clone()),
+            _ => {}
+        }
+        match (&mut self.grpc, &other.grpc) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.grpc = Some(b.clone()),
             _ => {}
         }
         // Intervals are merged separately (`Intervals::merge_all`): they need decoding.

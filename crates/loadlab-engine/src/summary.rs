@@ -241,6 +241,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         shard: None,
         shards: None,
         scenario: crate::steps::summarize(config, outcome.recorder.scenario.as_ref(), measured_len),
+        grpc: crate::grpc::stats::summarize(config, outcome.recorder.grpc.as_ref()),
         server_metrics: None,
         path: Vec::new(),
         path_check: None,

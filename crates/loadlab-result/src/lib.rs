@@ -9,6 +9,7 @@
 //! - [`run`]: [`RunResult`] and its parts (load model, phases, timeline, generator health,
 //!   environment, first requests), with [`SCHEMA_VERSION`].
 //! - [`scenario`]: a scenario run's per-step figures ([`scenario::ScenarioSummary`]).
+//! - [`grpc`]: a gRPC run's method, messages and per-message times ([`grpc::GrpcSummary`]).
 //! - [`server`]: the server's side ([`ServerReport`]): limits, start-up, CPU and memory.
 //! - [`metrics`]: the server's own Prometheus metrics read during a run.
 //! - [`latency`]: a latency distribution summarised in microseconds.
@@ -33,6 +34,7 @@ pub mod attach;
 pub mod cliff;
 pub mod failure;
 pub mod format;
+pub mod grpc;
 pub mod histogram;
 pub mod latency;
 pub mod machine;

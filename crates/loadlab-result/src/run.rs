@@ -72,6 +72,10 @@ pub struct RunResult {
     /// A scenario run (`--scenario`): every step's figures and the iterations'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::ScenarioSummary>,
+    /// A gRPC run (`--grpc`): the method, how it streams, the messages each way and their
+    /// times (per call figures are `measured`'s: a request is a call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<crate::grpc::GrpcSummary>,
     /// The server's own metrics (`--server-metrics`, `--prometheus --query`) on the
     /// timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -96,6 +96,29 @@ fn bad_grpc_input_exits_2_naming_the_problem() {
             &["--grpc", call, "--reflect", "--proto", proto],
             "cannot be used with",
         ),
+        (
+            &["--grpc", call, "--proto", proto, "--grpc-messages", "3"],
+            "--grpc-messages: loadlab.upstream.v1.Upstream.Call is a unary method",
+        ),
+        (
+            &[
+                "--grpc",
+                "loadlab.upstream.v1.Upstream/Chat",
+                "--proto",
+                proto,
+                "--grpc-messages",
+                "100",
+                "--grpc-message-rate",
+                "10",
+                "--timeout",
+                "5s",
+            ],
+            "--grpc-message-rate: 100 messages at this rate take 9.9s",
+        ),
+        (
+            &["--grpc", call, "--proto", proto, "--grpc-message-rate", "x"],
+            "`x` is not a rate",
+        ),
     ];
     for (args, words) in cases {
         let out = loadlab()
@@ -110,37 +133,83 @@ fn bad_grpc_input_exits_2_naming_the_problem() {
     }
 }
 
+/// A grpcio server (Python, from the venv scripts/setup.sh makes) running `script` from
+/// tests/grpc/: it prints its port, then its counts (numbers on a line) for each line it is
+/// sent. None, with a note, where the venv is missing.
+struct Grpcio {
+    child: std::process::Child,
+    to: Option<std::process::ChildStdin>,
+    from: std::io::BufReader<std::process::ChildStdout>,
+    url: String,
+}
+
+impl Grpcio {
+    fn start(script: &str) -> Option<Grpcio> {
+        let python =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/grpc-venv/bin/python");
+        if !python.exists() {
+            eprintln!("SKIPPED: no target/grpc-venv with grpcio; run scripts/setup.sh");
+            return None;
+        }
+        let mut child = std::process::Command::new(&python)
+            .arg(grpc_dir().join(script))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let to = child.stdin.take();
+        let from = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut server = Grpcio {
+            child,
+            to,
+            from,
+            url: String::new(),
+        };
+        let port = server.line()[0];
+        server.url = format!("http://127.0.0.1:{port}");
+        Some(server)
+    }
+
+    fn line(&mut self) -> Vec<u64> {
+        use std::io::BufRead as _;
+        let mut line = String::new();
+        self.from.read_line(&mut line).unwrap();
+        let numbers: Result<Vec<u64>, _> = line.split_whitespace().map(str::parse).collect();
+        match numbers {
+            Ok(n) if !n.is_empty() => n,
+            _ => panic!("not numbers: {line:?}"),
+        }
+    }
+
+    /// The server's counts so far.
+    fn counts(&mut self) -> Vec<u64> {
+        use std::io::Write as _;
+        writeln!(self.to.as_mut().unwrap()).unwrap();
+        self.line()
+    }
+}
+
+impl Drop for Grpcio {
+    fn drop(&mut self) {
+        // End of input ends it.
+        drop(self.to.take());
+        let _ = self.child.wait();
+    }
+}
+
+fn grpc_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc")
+}
+
 /// grpcio's own Health service (`tests/grpc/health_server.py`, from the venv
 /// scripts/setup.sh makes), which no one here wrote: a closed loop and an open loop, each
 /// completed count equal to the calls the server counted, no failure.
 #[test]
 fn against_grpcio_the_counts_are_the_servers() {
-    use std::io::{BufRead as _, BufReader, Write as _};
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc");
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/grpc-venv/bin/python");
-    if !python.exists() {
-        eprintln!("SKIPPED: no target/grpc-venv with grpcio; run scripts/setup.sh");
+    let Some(mut server) = Grpcio::start("health_server.py") else {
         return;
-    }
-    let mut server = std::process::Command::new(&python)
-        .arg(dir.join("health_server.py"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut to_server = server.stdin.take().unwrap();
-    let mut from_server = BufReader::new(server.stdout.take().unwrap());
-    let mut line = String::new();
-    let mut read_number = |line: &mut String| -> u64 {
-        line.clear();
-        from_server.read_line(line).unwrap();
-        line.trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("not a number: {line:?}"))
     };
-    let port = read_number(&mut line);
-    let url = format!("http://127.0.0.1:{port}");
-    let proto = dir.join("health.proto");
+    let proto = grpc_dir().join("health.proto");
     let mut completed_so_far = 0;
     for load in [
         &["-c", "2", "--streams", "4", "-n", "1000"][..],
@@ -151,7 +220,7 @@ fn against_grpcio_the_counts_are_the_servers() {
             .arg(&proto)
             .args(["--data", r#"{"service": ""}"#, "-t", "1", "--json", "-"])
             .args(load)
-            .arg(&url)
+            .arg(&server.url)
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -164,10 +233,131 @@ fn against_grpcio_the_counts_are_the_servers() {
             value["measured"]["errors"]
         );
         completed_so_far += requests["completed"].as_u64().unwrap();
-        writeln!(to_server).unwrap();
-        assert_eq!(read_number(&mut line), completed_so_far, "{load:?}");
+        assert_eq!(server.counts(), [completed_so_far], "{load:?}");
     }
     assert!(completed_so_far >= 1_600, "{completed_so_far}");
-    drop(to_server);
-    let _ = server.wait();
+}
+
+/// Streaming methods on grpcio (`tests/grpc/stream_server.py`, one of each kind by
+/// grpcio's generic handlers): for each, the calls completed and the messages each way
+/// equal the server's own counts, no failure; ping-pong and on a rate, closed and open loop.
+#[test]
+fn streams_against_grpcio_count_what_the_server_counts() {
+    let Some(mut server) = Grpcio::start("stream_server.py") else {
+        return;
+    };
+    let proto = grpc_dir().join("streams.proto");
+    let mut seen = [0u64; 3];
+    for (method, data, load) in [
+        (
+            "Count",
+            "5",
+            &["-c", "2", "--streams", "4", "-n", "200"][..],
+        ),
+        (
+            "Gather",
+            "{}",
+            &["--grpc-messages", "6", "-n", "200", "--streams", "4"],
+        ),
+        (
+            "Chat",
+            "{}",
+            &["--grpc-messages", "8", "-n", "200", "--streams", "4"],
+        ),
+        (
+            "Chat",
+            "{}",
+            &[
+                "--grpc-messages",
+                "4",
+                "--grpc-message-rate",
+                "100",
+                "--rate",
+                "100",
+                "-d",
+                "600ms",
+            ],
+        ),
+    ] {
+        let out = loadlab()
+            .args([
+                "run",
+                "--grpc",
+                &format!("loadlab.test.v1.Streams/{method}"),
+            ])
+            .arg("--proto")
+            .arg(&proto)
+            .args(["--data", data, "-t", "1", "--json", "-"])
+            .args(load)
+            .arg(&server.url)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{method} {load:?}: {stderr}");
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_valid(&value);
+        let m = &value["measured"];
+        assert_eq!(m["requests"]["failed"], 0, "{method}: {}", m["errors"]);
+        let g = &value["grpc"];
+        seen[0] += m["requests"]["completed"].as_u64().unwrap();
+        seen[1] += g["messages_sent"].as_u64().unwrap();
+        seen[2] += g["messages_received"].as_u64().unwrap();
+        assert_eq!(server.counts(), seen, "{method} {load:?}: {g}");
+    }
+    // 200 + 200 + 200 closed-loop calls and an open loop's.
+    assert!(seen[0] >= 640, "{seen:?}");
+}
+
+/// A gRPC run's text summary names the method and its kind, and shows gRPC statuses, not
+/// the HTTP status every gRPC answer has ("Status 200" said nothing); a streaming run's
+/// messages are counted with their times.
+#[test]
+fn the_text_summary_shows_grpc_statuses_and_messages() {
+    let server = loadlab_upstream::Upstream::start_on_thread(Default::default()).unwrap();
+    let url = server.grpc_url().to_string();
+    let out = loadlab()
+        .args([
+            "run",
+            "--grpc",
+            "loadlab.upstream.v1.Upstream/Chat",
+            "--proto",
+        ])
+        .arg(upstream_proto())
+        .args([
+            "--grpc-messages",
+            "3",
+            "-c",
+            "1",
+            "-n",
+            "50",
+            "-t",
+            "1",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    let stats = server.stop();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("gRPC bidi streaming loadlab.upstream.v1.Upstream/Chat on http://"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\ngRPC status  OK: 50\n"), "{stdout}");
+    assert!(!stdout.contains("Status      "), "{stdout}");
+    assert!(
+        stdout.contains(
+            "Messages     150 sent, 150 received (bidi streaming; 3 per call, ping-pong)"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Msg latency  p50 "), "{stdout}");
+    assert_eq!(
+        (stats.grpc_messages_received, stats.grpc_messages_sent),
+        (150, 150)
+    );
 }

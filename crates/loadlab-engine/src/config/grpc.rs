@@ -1,7 +1,8 @@
 //! A gRPC run is an HTTP/2 run whose request is the call's: a POST to
 //! `/package.Service/Method` carrying the framed message and gRPC's header fields. Here the
 //! spec is checked for what gRPC cannot take (a method, a body, HTTP/1.1 or HTTP/3, a
-//! scenario) and rewritten into that HTTP/2 spec, which the usual checks then validate.
+//! scenario, a stream's schedule longer than --timeout) and rewritten into that HTTP/2
+//! spec, which the usual checks then validate.
 
 use super::{reject, ConfigError, RunSpec};
 use crate::grpc::{Call, RESERVED_HEADERS};
@@ -56,6 +57,21 @@ impl RunSpec {
                         "{d:?} is longer than --timeout {:?}: loadlab would give up on each \
                          call before the server's deadline; raise --timeout or shorten \
                          --deadline",
+                        self.timeout
+                    ),
+                ));
+            }
+        }
+        if let (Some(interval), Some(m)) = (call.message_interval, call.messages) {
+            // The whole call is bounded by --timeout: its schedule must fit in it.
+            let span = interval.saturating_mul(u32::try_from(m - 1).unwrap_or(u32::MAX));
+            if span >= self.timeout {
+                return Err(reject(
+                    "grpc_message_rate",
+                    format!(
+                        "{m} messages at this rate take {span:?}, not less than --timeout {:?}, \
+                         which bounds a whole call: raise --timeout, the rate, or lower \
+                         --grpc-messages",
                         self.timeout
                     ),
                 ));

@@ -85,6 +85,12 @@ pub(super) trait FieldSink {
     const TRAILERS: bool = false;
     /// The response's trailers, when [`FieldSink::TRAILERS`] and it had some.
     fn trailers(&mut self, _trailers: http::HeaderMap) {}
+    /// After each piece of the body: true when no more of it is wanted (a gRPC server
+    /// stream at its cap); the stream is then ended by the client. HTTP/2 only.
+    #[inline(always)]
+    fn enough(&self) -> bool {
+        false
+    }
 }
 
 impl FieldSink for () {

@@ -27,6 +27,7 @@ use std::time::Instant;
 
 mod counted;
 mod grpc;
+mod grpc_stream;
 mod pool;
 pub(crate) use counted::WireBytes;
 pub(crate) use pool::Pool;
@@ -230,7 +231,7 @@ pub(super) async fn plain_request(
 ) -> Outcome {
     let request = ctx.h2.as_ref().expect("HTTP/2 run");
     let (outcome, sent) = match &request.grpc {
-        Some(call) => grpc::unary(ctx, send, due.phase, call).await,
+        Some(call) => grpc::call(ctx, send, due.phase, call).await,
         None => {
             let (head, body) = (request.build(), request.body.clone());
             one_request(ctx, send, due.phase, head, body, &mut ()).await
@@ -251,6 +252,39 @@ fn not_processed(e: &h2::Error) -> bool {
             || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)))
 }
 
+/// A request's body as [`one_request`] sends it: all of it with the head (`Bytes`: every
+/// plain request, a unary gRPC call), or a gRPC stream's first message with the head and
+/// the rest while the response is read (`grpc_stream::Messages`).
+pub(super) trait Outgoing {
+    /// No body: the head ends the request.
+    fn is_empty(&self) -> bool;
+    /// Sends what goes with the head; true when the request is then complete.
+    fn start(&mut self, tx: &mut h2::SendStream<Bytes>) -> Result<bool, h2::Error>;
+    /// Sends the rest, beside the response's reading; called only when `start` said the
+    /// request is not complete.
+    fn rest(
+        &mut self,
+        tx: h2::SendStream<Bytes>,
+    ) -> impl std::future::Future<Output = Result<(), h2::Error>>;
+}
+
+impl Outgoing for Bytes {
+    #[inline]
+    fn is_empty(&self) -> bool {
+        Bytes::is_empty(self)
+    }
+
+    #[inline]
+    fn start(&mut self, tx: &mut h2::SendStream<Bytes>) -> Result<bool, h2::Error> {
+        tx.send_data(std::mem::take(self), true)?;
+        Ok(true)
+    }
+
+    async fn rest(&mut self, _: h2::SendStream<Bytes>) -> Result<(), h2::Error> {
+        Ok(())
+    }
+}
+
 /// Sends one request on a stream of `send`'s connection: `request`'s head and `body`, its
 /// response's header fields and body handed to `sink` (`()` for a plain run). It records the
 /// send and takes back a request the server did not process (neither issued nor failed:
@@ -261,7 +295,7 @@ pub(super) async fn one_request<S: FieldSink>(
     send: &SendRequest<Bytes>,
     phase: Phase,
     request: http::Request<()>,
-    body: Bytes,
+    mut body: impl Outgoing,
     sink: &mut S,
 ) -> (Outcome, Option<Sent>) {
     // Waits for a free stream under the server's SETTINGS_MAX_CONCURRENT_STREAMS.
@@ -296,34 +330,55 @@ pub(super) async fn one_request<S: FieldSink>(
         let (response, mut body_tx) = ready
             .send_request(request, end_of_stream)
             .map_err(|e| classify(ctx, phase, &e))?;
-        if !end_of_stream {
-            body_tx
-                .send_data(body, true)
+        let complete = end_of_stream
+            || body
+                .start(&mut body_tx)
                 .map_err(|e| classify(ctx, phase, &e))?;
+        let receiving = async {
+            let response = response.await.map_err(|e| classify(ctx, phase, &e))?;
+            traffic.first_byte = Some(Instant::now());
+            let status = response.status().as_u16();
+            if let Some(w) = ctx.alt_svc.as_ref().filter(|w| w.take_turn()) {
+                let fields = response.headers().get_all(http::header::ALT_SVC);
+                if let Some(value) = crate::alt_svc::joined(fields.iter().map(|v| v.as_bytes())) {
+                    w.seen(&value);
+                }
+            }
+            let (head, mut body) = response.into_parts();
+            sink.head(head.headers);
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk.map_err(|e| classify(ctx, phase, &e))?;
+                sink.data(&chunk);
+                let _ = body.flow_control().release_capacity(chunk.len());
+                if sink.enough() {
+                    // The rest is not wanted (a capped gRPC stream): dropping the body resets
+                    // the stream (RST_STREAM CANCEL).
+                    return Ok(status);
+                }
+            }
+            if S::TRAILERS {
+                let trailers = body.trailers().await;
+                if let Some(t) = trailers.map_err(|e| classify(ctx, phase, &e))? {
+                    sink.trailers(t);
+                }
+            }
+            Ok::<u16, ErrorClass>(status)
+        };
+        if complete {
+            return receiving.await;
         }
-        let response = response.await.map_err(|e| classify(ctx, phase, &e))?;
-        traffic.first_byte = Some(Instant::now());
-        let status = response.status().as_u16();
-        if let Some(w) = ctx.alt_svc.as_ref().filter(|w| w.take_turn()) {
-            let fields = response.headers().get_all(http::header::ALT_SVC);
-            if let Some(value) = crate::alt_svc::joined(fields.iter().map(|v| v.as_bytes())) {
-                w.seen(&value);
+        // A stream's messages go while its answers come; an answer that ends first (the
+        // server's status before the last message) ends the call.
+        let sending = body.rest(body_tx);
+        tokio::pin!(sending, receiving);
+        tokio::select! {
+            biased;
+            r = &mut receiving => r,
+            s = &mut sending => {
+                s.map_err(|e| classify(ctx, phase, &e))?;
+                receiving.await
             }
         }
-        let (head, mut body) = response.into_parts();
-        sink.head(head.headers);
-        while let Some(chunk) = body.data().await {
-            let chunk = chunk.map_err(|e| classify(ctx, phase, &e))?;
-            sink.data(&chunk);
-            let _ = body.flow_control().release_capacity(chunk.len());
-        }
-        if S::TRAILERS {
-            let trailers = body.trailers().await;
-            if let Some(t) = trailers.map_err(|e| classify(ctx, phase, &e))? {
-                sink.trailers(t);
-            }
-        }
-        Ok::<u16, ErrorClass>(status)
     };
     let outcome = match tokio::time::timeout(ctx.timeout, exchange).await {
         Ok(r) => r,

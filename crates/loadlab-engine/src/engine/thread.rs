@@ -237,6 +237,13 @@ impl ThreadCtx {
                 .scenario
                 .as_ref()
                 .map(|s| crate::steps::ScenarioStats::new(&s.scenario)),
+            grpc: shared
+                .h2
+                .as_ref()
+                .and_then(|h| h.grpc.as_ref())
+                // A unary call's one message each way is the call itself.
+                .filter(|c| c.kind != crate::grpc::CallKind::Unary)
+                .map(|_| Default::default()),
             ..Recorder::default()
         }
     }

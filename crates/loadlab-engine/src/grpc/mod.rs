@@ -5,7 +5,8 @@
 //! - `schema`: `.proto` files compiled at run time, the method found, the message from JSON;
 //! - `reflect`: or the schema asked of the server (server reflection), before the run;
 //! - `frame`: the five-byte Length-Prefixed-Message framing, and a bounded response walker;
-//! - `status`: status codes as failure classes, `grpc-message`, `grpc-timeout`.
+//! - `status`: status codes as failure classes, `grpc-message`, `grpc-timeout`;
+//! - `stats`: a streaming run's per-message figures (the run's own are per call).
 //!
 //! The hot path (`engine::h2::grpc`) reads a response's headers, DATA and trailers through
 //! these pieces; nothing here knows a flag's spelling (errors name the setting as `--grpc`'s
@@ -14,6 +15,7 @@
 pub mod frame;
 pub mod reflect;
 pub mod schema;
+pub mod stats;
 pub mod status;
 
 use bytes::Bytes;
@@ -54,7 +56,18 @@ pub struct GrpcSpec {
     pub gzip: bool,
     /// The largest response message accepted (a larger one fails the call, unread).
     pub max_message_bytes: u32,
+    /// Client and bidirectional streams: the messages each call sends (default
+    /// [`DEFAULT_STREAM_MESSAGES`]); server streams: the answers read before loadlab ends
+    /// the call itself (default: none, the server ends it).
+    pub messages: Option<u64>,
+    /// Client and bidirectional streams: messages per second on each stream; `None`: back
+    /// to back (client streams) or ping-pong (bidirectional: each after the last one's
+    /// answer).
+    pub message_rate: Option<f64>,
 }
+
+/// The messages a client or bidirectional stream sends when `--grpc-messages` is not given.
+pub const DEFAULT_STREAM_MESSAGES: u64 = 10;
 
 /// How a method streams, from its declaration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +79,21 @@ pub enum CallKind {
 }
 
 impl CallKind {
+    /// The result's name for it (`grpc.kind`).
+    pub fn key(self) -> &'static str {
+        match self {
+            CallKind::Unary => "unary",
+            CallKind::ServerStreaming => "server_streaming",
+            CallKind::ClientStreaming => "client_streaming",
+            CallKind::Bidi => "bidi_streaming",
+        }
+    }
+
+    /// The client sends a stream of messages.
+    pub fn client_streams(self) -> bool {
+        matches!(self, CallKind::ClientStreaming | CallKind::Bidi)
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             CallKind::Unary => "unary",
@@ -92,6 +120,13 @@ pub struct Call {
     /// The input and output types' full names, for the reports.
     pub input: String,
     pub output: String,
+    /// `package.Service/Method`, for the reports.
+    pub method: String,
+    /// See [`GrpcSpec::messages`]: set for client and bidirectional streams (the default
+    /// filled in), and for a server stream given a cap.
+    pub messages: Option<u64>,
+    /// A client or bidirectional stream's time between messages (`--grpc-message-rate`).
+    pub message_interval: Option<Duration>,
 }
 
 /// Why a gRPC call cannot be made. Each names its setting and the fix.
@@ -107,6 +142,10 @@ pub enum GrpcError {
     Limit(String),
     #[error("--reflect: {0}")]
     Reflection(String),
+    #[error("--grpc-messages: {0}")]
+    Messages(String),
+    #[error("--grpc-message-rate: {0}")]
+    Rate(String),
 }
 
 impl GrpcSpec {
@@ -132,14 +171,7 @@ impl GrpcSpec {
         };
         let method = schema::find_method(&pool, &self.method)?;
         let kind = schema::kind(&method);
-        if kind != CallKind::Unary {
-            return Err(GrpcError::Method(format!(
-                "{} is a {} method; this version of loadlab loads unary methods only (streams \
-                 are planned: docs/grpc.md)",
-                method.full_name(),
-                kind.describe()
-            )));
-        }
+        let (messages, message_interval) = self.stream_plan(kind, method.full_name())?;
         let message = match &self.data {
             Data::Json(json) => schema::message_from_json(&method, json)?,
             Data::Binary(bytes) => {
@@ -178,7 +210,52 @@ impl GrpcSpec {
             max_message_bytes: self.max_message_bytes,
             input: method.input().full_name().to_string(),
             output: method.output().full_name().to_string(),
+            method: format!("{}/{}", service.full_name(), method.name()),
+            messages,
+            message_interval,
         })
+    }
+
+    /// The messages per call and the time between them, checked against how the method
+    /// streams: each flag is refused where it means nothing, not ignored.
+    fn stream_plan(
+        &self,
+        kind: CallKind,
+        name: &str,
+    ) -> Result<(Option<u64>, Option<Duration>), GrpcError> {
+        if self.messages == Some(0) {
+            return Err(GrpcError::Messages(
+                "must be at least 1 (a stream's messages per call)".into(),
+            ));
+        }
+        let interval = match self.message_rate {
+            None => None,
+            Some(r) if !(r.is_finite() && r > 0.0) || 1.0 / r < 1e-9 => {
+                return Err(GrpcError::Rate(format!(
+                    "`{r}` is not a rate: give messages per second on each stream, such as 100"
+                )))
+            }
+            Some(r) => Some(Duration::from_secs_f64(1.0 / r)),
+        };
+        let takes = |what: &str| {
+            format!(
+                "{name} is a {} method: {what}; drop the flag",
+                kind.describe()
+            )
+        };
+        match kind {
+            CallKind::Unary if self.messages.is_some() => Err(GrpcError::Messages(takes(
+                "one message each way (for more calls, -n or -d)",
+            ))),
+            CallKind::Unary | CallKind::ServerStreaming if interval.is_some() => Err(
+                GrpcError::Rate(takes("the client sends one message per call")),
+            ),
+            CallKind::Unary | CallKind::ServerStreaming => Ok((self.messages, None)),
+            CallKind::ClientStreaming | CallKind::Bidi => Ok((
+                Some(self.messages.unwrap_or(DEFAULT_STREAM_MESSAGES)),
+                interval,
+            )),
+        }
     }
 }
 

@@ -36,6 +36,8 @@ import "msgs/req.proto";
 service Echo {
   rpc Say(t.v1.Req) returns (t.v1.Req);
   rpc Watch(t.v1.Req) returns (stream t.v1.Req);
+  rpc Gather(stream t.v1.Req) returns (t.v1.Req);
+  rpc Chat(stream t.v1.Req) returns (stream t.v1.Req);
 }
 "#;
 const REQ: &str = r#"
@@ -54,6 +56,8 @@ fn spec(protos: Vec<PathBuf>, includes: Vec<PathBuf>, method: &str, json: &str) 
         deadline: None,
         gzip: false,
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        messages: None,
+        message_rate: None,
     }
 }
 
@@ -144,11 +148,36 @@ fn bad_input_is_named() {
         ),
         (
             spec(echo(), inc(), "t.v1.Echo/Shout", "{}"),
-            "it has: Say, Watch",
+            "it has: Say, Watch, Gather, Chat",
         ),
         (
-            spec(echo(), inc(), "t.v1.Echo/Watch", "{}"),
-            "server streaming",
+            GrpcSpec {
+                messages: Some(3),
+                ..spec(echo(), inc(), "t.v1.Echo/Say", "{}")
+            },
+            "--grpc-messages: t.v1.Echo.Say is a unary method: one message each way",
+        ),
+        (
+            GrpcSpec {
+                message_rate: Some(10.0),
+                ..spec(echo(), inc(), "t.v1.Echo/Watch", "{}")
+            },
+            "--grpc-message-rate: t.v1.Echo.Watch is a server streaming method: the client \
+             sends one message per call",
+        ),
+        (
+            GrpcSpec {
+                messages: Some(0),
+                ..spec(echo(), inc(), "t.v1.Echo/Chat", "{}")
+            },
+            "--grpc-messages: must be at least 1",
+        ),
+        (
+            GrpcSpec {
+                message_rate: Some(-1.0),
+                ..spec(echo(), inc(), "t.v1.Echo/Chat", "{}")
+            },
+            "`-1` is not a rate",
         ),
         (
             spec(echo(), inc(), "t.v1.Echo/Say", r#"{"nam": "a"}"#),
@@ -170,4 +199,55 @@ fn bad_input_is_named() {
     assert!(err.contains("does not decode as t.v1.Req"), "{err}");
     s.data = Data::Binary(vec![0x0a, 1, b'z']);
     assert_eq!(&s.prepare().unwrap().body[5..], &[0x0a, 1, b'z']);
+}
+
+#[test]
+fn streaming_kinds_come_from_the_schema_with_their_plans() {
+    let p = Protos::new(
+        "streams",
+        &[("api/echo.proto", ECHO), ("inc/msgs/req.proto", REQ)],
+    );
+    let prepared = |method: &str, messages: Option<u64>, rate: Option<f64>| {
+        let s = GrpcSpec {
+            messages,
+            message_rate: rate,
+            ..spec(
+                vec![p.path("api/echo.proto")],
+                vec![p.path("inc")],
+                method,
+                "{}",
+            )
+        };
+        let c = s.prepare().unwrap();
+        (c.kind, c.messages, c.message_interval, c.method)
+    };
+    assert_eq!(
+        prepared("t.v1.Echo/Watch", None, None),
+        (
+            CallKind::ServerStreaming,
+            None,
+            None,
+            "t.v1.Echo/Watch".into()
+        )
+    );
+    assert_eq!(prepared("t.v1.Echo/Watch", Some(5), None).1, Some(5));
+    // A client stream's default count; a rate is an interval.
+    assert_eq!(
+        prepared("t.v1.Echo/Gather", None, None),
+        (
+            CallKind::ClientStreaming,
+            Some(DEFAULT_STREAM_MESSAGES),
+            None,
+            "t.v1.Echo/Gather".into()
+        )
+    );
+    assert_eq!(
+        prepared("t.v1.Echo/Chat", Some(4), Some(200.0)),
+        (
+            CallKind::Bidi,
+            Some(4),
+            Some(Duration::from_millis(5)),
+            "t.v1.Echo/Chat".into()
+        )
+    );
 }

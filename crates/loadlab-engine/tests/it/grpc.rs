@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::common;
 
-fn upstream_call() -> GrpcSpec {
+pub(crate) fn upstream_call() -> GrpcSpec {
     GrpcSpec {
         method: "loadlab.upstream.v1.Upstream/Call".into(),
         protos: vec![
@@ -24,10 +24,12 @@ fn upstream_call() -> GrpcSpec {
         deadline: None,
         gzip: false,
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        messages: None,
+        message_rate: None,
     }
 }
 
-fn grpc(url: String, call: GrpcSpec) -> RunSpec {
+pub(crate) fn grpc(url: String, call: GrpcSpec) -> RunSpec {
     RunSpec {
         url,
         grpc: Some(Arc::new(call.prepare().unwrap())),
@@ -38,7 +40,9 @@ fn grpc(url: String, call: GrpcSpec) -> RunSpec {
 
 /// Runs `spec` against a mock upstream on its own thread; returns the result and the
 /// upstream's counts after the run.
-fn against_upstream(spec: impl FnOnce(String) -> RunSpec) -> (RunResult, loadlab_upstream::Stats) {
+pub(crate) fn against_upstream(
+    spec: impl FnOnce(String) -> RunSpec,
+) -> (RunResult, loadlab_upstream::Stats) {
     let server = loadlab_upstream::Upstream::start_on_thread(Default::default()).unwrap();
     let url = server.grpc_url().to_string();
     let r = common::run_within(spec(url), Duration::from_secs(30));

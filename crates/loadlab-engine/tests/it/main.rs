@@ -14,6 +14,7 @@ mod cacert_openssl;
 mod engine;
 mod expect_continue;
 mod grpc;
+mod grpc_streams;
 mod h2_retry;
 mod h3;
 mod h3_paths;

@@ -35,13 +35,26 @@ fn summary(r: &RunResult) -> String {
                 sc.name, r.target.url, r.target.address
             );
         }
-        None => {
-            let _ = writeln!(
-                s,
-                "{} {}  ({})",
-                r.target.method, r.target.url, r.target.address
-            );
-        }
+        None => match &r.grpc {
+            // Every call is a POST to the method's path: the method and its kind say more.
+            Some(g) => {
+                let kind = g.kind.replace('_', " ");
+                let path = format!("/{}", g.method);
+                let origin = r.target.url.strip_suffix(&path).unwrap_or(&r.target.url);
+                let _ = writeln!(
+                    s,
+                    "gRPC {kind} {} on {origin}  ({})",
+                    g.method, r.target.address
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "{} {}  ({})",
+                    r.target.method, r.target.url, r.target.address
+                );
+            }
+        },
     }
     let warmup = if load.warmup_s > 0.0 {
         format!(", after a {}s warm-up (reported apart)", load.warmup_s)
@@ -146,6 +159,7 @@ fn summary(r: &RunResult) -> String {
     timeline(&mut s, r);
     s.push('\n');
     scenario_section(&mut s, r);
+    grpc::section(&mut s, r);
     let codes = if m.status_codes.is_empty() {
         "none".to_string()
     } else {
@@ -155,7 +169,9 @@ fn summary(r: &RunResult) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    row(&mut s, "Status", &codes);
+    if !grpc::status_row(&mut s, r) {
+        row(&mut s, "Status", &codes);
+    }
     if m.errors.is_empty() {
         row(&mut s, "Errors", "none");
     } else {
@@ -338,6 +354,7 @@ fn summary(r: &RunResult) -> String {
 }
 
 mod cliff;
+mod grpc;
 mod machine;
 mod metrics;
 mod server;

@@ -30,6 +30,8 @@ pub enum MergeError {
     Interval { part: usize, interval_s: String },
     Histogram { part: usize, what: String },
     Scenario { part: usize, why: String },
+    /// The parts' gRPC sections (`crate::grpc::merge`) do not add up: why.
+    Grpc(String),
 }
 
 impl std::fmt::Display for MergeError {
@@ -53,6 +55,7 @@ impl std::fmt::Display for MergeError {
                 "result {} {why}: merge runs of the same scenario",
                 part + 1
             ),
+            MergeError::Grpc(why) => write!(f, "{why}: merge runs of the same gRPC method"),
             MergeError::Histogram { part, what } => {
                 write!(
                     f,
@@ -123,6 +126,8 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
         merged.measured.bytes.max_sent_per_s.max(busiest_interval);
     merged.timeline = timeline;
     merged.scenario = scenario::merge_scenarios(parts, mode, merged.measured.duration_s)?;
+    let grpc: Vec<_> = parts.iter().filter_map(|p| p.grpc.as_ref()).collect();
+    merged.grpc = crate::grpc::merge(&grpc).map_err(MergeError::Grpc)?;
     merged.generator = generator::merge(parts, merged.measured.requests.completed);
     match mode {
         Mode::Concurrent => {

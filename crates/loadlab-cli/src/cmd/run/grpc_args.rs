@@ -23,9 +23,10 @@ pub enum CompressionArg {
 
 #[derive(Debug, Args)]
 pub struct GrpcArgs {
-    /// Call this gRPC method, `package.Service/Method`, on every request (unary; over
-    /// HTTP/2, -c connections x --streams calls at once); the URL is the server's origin,
-    /// e.g. http://127.0.0.1:50051. Metadata is given with -H. See docs/grpc.md.
+    /// Call this gRPC method, `package.Service/Method`, on every request (unary or
+    /// streaming, as the schema declares it; over HTTP/2, -c connections x --streams calls
+    /// at once); the URL is the server's origin, e.g. http://127.0.0.1:50051. Metadata is
+    /// given with -H. See docs/grpc.md.
     #[arg(long, value_name = "SERVICE/METHOD", help_heading = "gRPC")]
     pub grpc: Option<String>,
 
@@ -85,6 +86,26 @@ pub struct GrpcArgs {
     /// malformed response, unread [default: 4194304, gRPC's own].
     #[arg(long, value_name = "BYTES", requires = "grpc", allow_hyphen_values = true, value_parser = count::<u32>, help_heading = "gRPC")]
     pub grpc_max_message: Option<u32>,
+
+    /// Client and bidirectional streams: the messages each call sends [default: 10]. Server
+    /// streams: the answers read before loadlab ends the call itself (RST_STREAM CANCEL,
+    /// counted completed) [default: none, the server ends it; --timeout bounds it].
+    #[arg(long, value_name = "M", requires = "grpc", allow_hyphen_values = true, value_parser = count::<u64>, help_heading = "gRPC")]
+    pub grpc_messages: Option<u64>,
+
+    /// Client and bidirectional streams: messages per second on each stream, each due on
+    /// the schedule from the call's start (a bidirectional answer's latency counts from
+    /// then). Without it: back to back (client streams), ping-pong (bidirectional: each
+    /// message after the last one's answer).
+    #[arg(long, value_name = "R", requires = "grpc", allow_hyphen_values = true, value_parser = rate_per_s, help_heading = "gRPC")]
+    pub grpc_message_rate: Option<f64>,
+}
+
+/// A rate: a number (per second), checked by the call's preparation.
+fn rate_per_s(raw: &str) -> Result<f64, String> {
+    raw.trim().parse::<f64>().map_err(|_| {
+        format!("`{raw}` is not a rate: give messages per second on each stream, such as 100")
+    })
 }
 
 impl GrpcArgs {
@@ -116,6 +137,8 @@ impl GrpcArgs {
             deadline: self.deadline,
             gzip: self.compression.is_some(),
             max_message_bytes: self.grpc_max_message.unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+            messages: self.grpc_messages,
+            message_rate: self.grpc_message_rate,
         };
         Ok(Some(Arc::new(spec.prepare()?)))
     }

@@ -271,6 +271,7 @@ pub fn flag_for(setting: &str) -> &str {
         "ws_size" => "--ws-size",
         "ws_binary" => "--ws-binary",
         "grpc" => "--grpc",
+        "grpc_message_rate" => "--grpc-message-rate",
         other => other,
     }
 }

@@ -3,8 +3,12 @@
 //! `h2::one_request` like any other, so connections, streams, timeouts, GOAWAY and
 //! RST_STREAM are HTTP/2's own rules; this module reads the answer as gRPC and judges it.
 //!
-//! A call succeeds only when it ends with `grpc-status: 0` and, being unary, carried exactly
-//! one well-framed message. Any other status is a failure of that code's own class, with the
+//! A streaming call sends its messages and watches its answer's as they come
+//! (`grpc_stream`), through the same `one_request`.
+//!
+//! A call succeeds only when it ends with `grpc-status: 0` and, being unary or client
+//! streaming, carried exactly one well-framed message (a server stream loadlab ended at its
+//! cap succeeds without a status). Any other status is a failure of that code's own class, with the
 //! server's `grpc-message` (decoded, escaped) kept as the class's detail; broken framing, a
 //! missing status or a non-gRPC answer is `malformed_response`, saying which. Nothing of the
 //! response is kept beyond counters: memory stays the same whatever the server sends.
@@ -12,6 +16,7 @@
 use super::super::exchange::{note_detail, FieldSink, Sent};
 use super::super::unprocessed::Outcome;
 use super::super::ThreadCtx;
+use super::grpc_stream::{Messages, Progress, Watch};
 use super::one_request;
 use crate::error::ErrorClass;
 use crate::grpc::frame::Decoder;
@@ -19,9 +24,10 @@ use crate::grpc::{status, Call, CallKind};
 use crate::stats::Phase;
 use bytes::Bytes;
 use h2::client::SendRequest;
+use std::rc::Rc;
 
 /// What a response said, read as it arrives.
-struct Answer {
+struct Answer<'a> {
     decoder: Decoder,
     /// The content type was gRPC's (`application/grpc`, with or without a `+format`).
     grpc_content_type: bool,
@@ -30,15 +36,18 @@ struct Answer {
     status: Option<http::HeaderValue>,
     /// `grpc-message`, raw.
     message: Option<http::HeaderValue>,
+    /// A streaming call: its messages timed as they arrive.
+    watch: Option<Watch<'a>>,
 }
 
-impl Answer {
-    fn new(call: &Call) -> Answer {
+impl<'a> Answer<'a> {
+    fn new(call: &Call) -> Answer<'a> {
         Answer {
             decoder: Decoder::new(call.max_message_bytes),
             grpc_content_type: false,
             status: None,
             message: None,
+            watch: None,
         }
     }
 
@@ -50,7 +59,7 @@ impl Answer {
     }
 }
 
-impl FieldSink for Answer {
+impl FieldSink for Answer<'_> {
     const TRAILERS: bool = true;
 
     fn head(&mut self, mut headers: http::HeaderMap) {
@@ -68,7 +77,19 @@ impl FieldSink for Answer {
     }
 
     fn data(&mut self, chunk: &[u8]) {
+        let before = self.decoder.messages;
         self.decoder.feed(chunk);
+        if let Some(w) = self
+            .watch
+            .as_mut()
+            .filter(|_| self.decoder.messages > before)
+        {
+            w.arrived(before, self.decoder.messages);
+        }
+    }
+
+    fn enough(&self) -> bool {
+        self.watch.as_ref().is_some_and(Watch::capped)
     }
 
     fn trailers(&mut self, mut trailers: http::HeaderMap) {
@@ -122,7 +143,7 @@ impl Why<'_> {
             }
             Why::ContentType => "the answer's content-type is not application/grpc".into(),
             Why::Framing(e) => e.to_string(),
-            Why::Messages(n) => format!("a unary call was answered OK with {n} messages, not one"),
+            Why::Messages(n) => format!("the call was answered OK with {n} messages, not one"),
         }
     }
 }
@@ -132,6 +153,7 @@ fn judge<'a>(
     call: &Call,
     http_status: u16,
     answer: &'a mut Answer,
+    capped: bool,
 ) -> Result<(), (ErrorClass, Why<'a>)> {
     let malformed = ErrorClass::MalformedResponse;
     if http_status != 200 {
@@ -139,8 +161,18 @@ fn judge<'a>(
         let class = status::class_of(code).unwrap_or(ErrorClass::GrpcUnknown);
         return Err((class, Why::HttpStatus(http_status)));
     }
-    answer.decoder.finish();
+    if !capped {
+        answer.decoder.finish();
+    }
     let answer: &'a Answer = answer;
+    if capped {
+        // Ended by loadlab mid-stream: no status to read, the messages so far judged.
+        return match &answer.decoder.error {
+            _ if !answer.grpc_content_type => Err((malformed, Why::ContentType)),
+            Some(e) => Err((malformed, Why::Framing(e))),
+            None => Ok(()),
+        };
+    }
     let Some(raw) = answer.status.as_ref() else {
         return Err((malformed, Why::NoStatus));
     };
@@ -157,15 +189,16 @@ fn judge<'a>(
     if let Some(e) = &answer.decoder.error {
         return Err((malformed, Why::Framing(e)));
     }
-    if call.kind == CallKind::Unary && answer.decoder.messages != 1 {
+    let one_answer = matches!(call.kind, CallKind::Unary | CallKind::ClientStreaming);
+    if one_answer && answer.decoder.messages != 1 {
         return Err((malformed, Why::Messages(answer.decoder.messages)));
     }
     Ok(())
 }
 
-/// One unary call on `send`'s connection, judged: an answer that is not a gRPC success comes
-/// back as [`Sent::Failed`] of its class (its detail noted), for the caller to record.
-pub(in crate::engine) async fn unary(
+/// One call on `send`'s connection, judged: an answer that is not a gRPC success comes back
+/// as [`Sent::Failed`] of its class (its detail noted), for the caller to record.
+pub(in crate::engine) async fn call(
     ctx: &ThreadCtx,
     send: &SendRequest<Bytes>,
     phase: Phase,
@@ -173,22 +206,30 @@ pub(in crate::engine) async fn unary(
 ) -> (Outcome, Option<Sent>) {
     let request = ctx.h2.as_ref().expect("HTTP/2 run");
     let mut answer = Answer::new(call);
-    let (outcome, sent) = one_request(
-        ctx,
-        send,
-        phase,
-        request.build(),
-        call.body.clone(),
-        &mut answer,
-    )
-    .await;
+    let (outcome, sent) = if call.kind == CallKind::Unary {
+        let body = call.body.clone();
+        one_request(ctx, send, phase, request.build(), body, &mut answer).await
+    } else {
+        let progress = Rc::new(Progress::default());
+        let measured = phase == Phase::Measured;
+        answer.watch = Some(Watch::new(ctx, measured, call, progress.clone()));
+        let body = Messages::new(call, progress);
+        one_request(ctx, send, phase, request.build(), body, &mut answer).await
+    };
+    let capped = answer.watch.as_ref().is_some_and(Watch::capped);
+    if let Some(w) = &answer.watch {
+        // Taken back unprocessed (sent again later), it is not a call: nothing counted.
+        if sent.is_some() {
+            w.finish(capped);
+        }
+    }
     let sent = match sent {
         Some(Sent::Done {
             status,
             sent_at,
             end,
             traffic,
-        }) => match judge(call, status, &mut answer) {
+        }) => match judge(call, status, &mut answer, capped) {
             Ok(()) => Some(Sent::Done {
                 status,
                 sent_at,
@@ -224,6 +265,9 @@ mod tests {
             max_message_bytes: 100,
             input: String::new(),
             output: String::new(),
+            method: String::new(),
+            messages: None,
+            message_interval: None,
         }
     }
 
@@ -247,7 +291,7 @@ mod tests {
         a.head(fields(head));
         a.data(data);
         a.trailers(fields(trailers));
-        judge(&call, http, &mut a).map_err(|(class, why)| (class, why.text()))
+        judge(&call, http, &mut a, false).map_err(|(class, why)| (class, why.text()))
     }
 
     const GRPC: (&str, &str) = ("content-type", "application/grpc");
