@@ -46,6 +46,8 @@ pub struct WsCounters {
     pub pings: AtomicU64,
     /// Connections open and upgraded now.
     pub open: AtomicU64,
+    /// Close frames from clients (a clean goodbye, not a dropped connection).
+    pub closes: AtomicU64,
 }
 
 impl WsCounters {
@@ -132,7 +134,10 @@ where
                 c.pings.fetch_add(1, Ordering::SeqCst);
                 continue;
             }
-            Message::Close(_) => break,
+            Message::Close(_) => {
+                c.closes.fetch_add(1, Ordering::SeqCst);
+                break;
+            }
             Message::Pong(_) | Message::Frame(_) => continue,
         }
         let n = c.messages.fetch_add(1, Ordering::SeqCst) + 1;

@@ -151,6 +151,16 @@ pub(super) fn thread(
             _ = deadline => {}
             _ = all_done => {}
         }
+        if ctx.ws.is_some() && !ctx.stop.is_stopped() {
+            // WebSocket connections end with a close frame (code 1000) and the server's answer,
+            // given a moment, so that servers see goodbyes, not dropped connections.
+            let closed = async {
+                if ctx.live_connections.get() > 0 {
+                    ctx.all_done.notified().await;
+                }
+            };
+            let _ = tokio::time::timeout(super::ws::CLOSE_GRACE, closed).await;
+        }
     });
     // Dropping the set abandons requests still in flight; the recorder counts them.
     drop(local);

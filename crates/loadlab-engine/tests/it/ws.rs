@@ -159,6 +159,12 @@ fn held_connections_are_pinged_and_their_memory_reported() {
         "server {pings} pings, loadlab {} pongs",
         m.requests.completed
     );
+    // The run's end closed each one with a close frame (the server saw no dropped ones).
+    let started = std::time::Instant::now();
+    while get(&server.counters().closes) < 40 && started.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(get(&server.counters().closes), 40);
     let held = r.notes.iter().find(|n| n.contains("connections held open"));
     let held = held.unwrap_or_else(|| panic!("{:?}", r.notes));
     assert!(

@@ -34,6 +34,9 @@ use tokio_tungstenite::WebSocketStream;
 /// One open WebSocket.
 pub(super) type Socket = WebSocketStream<Stream>;
 
+/// How long a thread waits, once the run is over, for its WebSockets to close cleanly.
+pub(super) const CLOSE_GRACE: Duration = Duration::from_millis(300);
+
 /// The status a WebSocket exchange is counted under: its connection's upgrade.
 const SWITCHING_PROTOCOLS: u16 = 101;
 
