@@ -389,6 +389,7 @@ url = "http://{}:8081"
     args.extend(["--db".into(), db.display().to_string()]);
     let out = hosts.loadlab(&args);
     let said = text(&out);
+    eprintln!("{said}");
     assert!(out.status.success(), "{said}");
     assert_eq!(
         said.matches("measured both ways before the first run")
