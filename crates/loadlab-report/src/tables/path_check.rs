@@ -6,6 +6,11 @@ use super::{list_table, run_cell, Run, Table};
 use crate::format::rate;
 use loadlab_result::path::check::mbit;
 
+/// Requests a second, with the unit (the columns hold no other figure).
+fn per_s(v: f64) -> String {
+    format!("{}/s", rate(v))
+}
+
 pub(super) fn path_check(runs: &[Run]) -> Table {
     let mut table = list_table(
         runs,
@@ -35,8 +40,8 @@ pub(super) fn path_check(runs: &[Run]) -> Table {
             row.push(f.generator.clone());
             row.push(show(f.down_bits_per_s, mbit));
             row.push(show(f.up_bits_per_s, mbit));
-            row.push(show(f.ceiling_per_s, rate));
-            row.push(show(f.share_per_s, rate));
+            row.push(show(f.ceiling_per_s, per_s));
+            row.push(show(f.share_per_s, per_s));
             row.push(f.named.clone().unwrap_or_else(|| "no".into()));
             table.rows.push(row);
         }
@@ -79,6 +84,7 @@ mod tests {
         assert_eq!(t.rows.len(), 2);
         assert_eq!(t.rows[0][0], "g1");
         assert_eq!(t.rows[0][1], "9.6 Mbit/s");
+        assert_eq!(t.rows[0][3], "97.0/s");
         assert!(t.rows[0][5].contains("at most 97"), "{:?}", t.rows[0]);
         assert_eq!(t.rows[1][1], "–");
         assert_eq!(t.rows[1][5], "no");
