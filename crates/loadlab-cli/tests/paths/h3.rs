@@ -4,9 +4,9 @@
 //! test binary run again as [`h3_server_child`], its socket bound in the server's namespace,
 //! so that loadlab samples its CPU with `--pid`). quinn's round trips must show the queue the
 //! cap holds, and the same rule name it, once the server's CPU shows it idle (over QUIC the
-//! round trip also holds a busy server's wait to read its packets: docs/path.md; without the
-//! server's CPU the same queue is inconclusive, on the rule's table); uncapped, no path is
-//! named.
+//! round trip also holds a busy server's wait to read its packets: docs/path.md); without the
+//! server's CPU the same queue is inconclusive, and the run says what was missing; uncapped,
+//! no path is named.
 
 use crate::common::serial;
 use crate::netns::{in_ns, Lab};
@@ -107,7 +107,7 @@ fn over_http3_a_capped_path_is_named_a_queue_and_an_uncapped_one_is_not() {
         &dir,
         "uncapped",
         &url,
-        &["-d", "1s", "--warmup", "300ms"],
+        &["-d", "500ms", "--warmup", "100ms"],
     );
     assert_eq!(open["path"][0]["transport"], "quic", "{}", open["path"]);
     assert!(
@@ -117,7 +117,15 @@ fn over_http3_a_capped_path_is_named_a_queue_and_an_uncapped_one_is_not() {
     );
 
     lab.cap_down(0, "10mbit").unwrap();
-    let capped = ["-d", "2s", "--warmup", "500ms", "--pid", &pid];
+    // Two measured seconds' goodput (the rule's least), in 500 ms intervals.
+    let short = ["-d", "1500ms", "--warmup", "500ms", "--interval", "500ms"];
+    // The server's CPU unknown: over QUIC the queue may be the server's, and the run says so.
+    let unsampled = run(&lab, &dir, "unsampled", &url, &short);
+    let said = verdicts(&unsampled);
+    assert!(!said.contains(queue), "unsampled: {said}");
+    assert!(said.contains("the server's CPU was not sampled"), "{said}");
+
+    let capped = [&short[..], &["--pid", &pid]].concat();
     let capped = run(&lab, &dir, "capped", &url, &capped);
     let said = verdicts(&capped);
     assert!(said.contains(queue), "capped: {said}");
