@@ -62,7 +62,8 @@ fn an_open_loop_pipelines_on_the_connections_it_opens_and_counts_exactly() {
     );
     let q = &r.measured.requests;
     assert_eq!(q.failed, 0, "{:?}", r.measured.error_details);
-    assert!(q.completed >= 900, "completed: {}", q.completed);
+    // 1,000 due; a busy machine may send fewer (said so as not sent).
+    assert!(q.completed >= 500, "completed: {}", q.completed);
     assert_eq!(server.counters().answered(), q.completed);
     assert!(r.load.plan.contains("x 8 pipelined"), "{}", r.load.plan);
 }
@@ -152,4 +153,38 @@ fn pipelining_over_tls_counts_exactly() {
     );
     assert_eq!(server.counters().answered(), 1_000);
     assert!(server.counters().most_ahead() > 1);
+}
+
+/// An open loop against a server that ends a connection every third answer, saying so (as
+/// nginx does at its keepalive_requests): the requests pipelined behind that answer go again
+/// on another connection, keeping their due times; none fails and the counts agree.
+#[test]
+fn an_open_loop_sends_again_what_an_announced_close_left_unprocessed() {
+    let close = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".to_vec();
+    let ok = response(200, "ok");
+    let server = TestServer::start(Behavior::Cycle(vec![ok.clone(), ok, close]));
+    let r = common::run_within(
+        RunSpec {
+            url: server.url("/"),
+            threads: Some(1),
+            rate: Some(1_000.0),
+            duration: Some(Duration::from_millis(500)),
+            max_connections: Some(1),
+            pipeline: 16,
+            ..RunSpec::default()
+        },
+        Duration::from_secs(20),
+    );
+    let q = &r.measured.requests;
+    assert_eq!(q.failed, 0, "{:?}", r.measured.error_details);
+    // A connection answers three: on a busy machine its churn can fall behind the schedule
+    // (the rest then not sent, and said so), so no exact total here.
+    assert!(q.completed >= 100, "completed: {}", q.completed);
+    let c = server.counters();
+    assert_eq!(c.answered(), q.completed);
+    assert!(
+        c.accepted() * 3 >= q.completed,
+        "{} connections",
+        c.accepted()
+    );
 }

@@ -6,9 +6,9 @@
 //! - an answer announcing `Connection: close` (or one framed two ways, RFC 9112 6.3, or one
 //!   whose body ran until the close): the requests behind it were not processed (RFC 9112
 //!   9.6) and go again, after the server's close is waited for, as without pipelining;
-//! - a close, a reset or a failed write: the request whose answer had begun fails with the
-//!   class; every one with no byte of its answer goes again (RFC 9112 9.3.2), at most
-//!   `unprocessed::MAX_SENDS` times;
+//! - a close or a reset: the request whose answer had begun fails with the class; every one
+//!   with no byte of its answer goes again (RFC 9112 9.3.2), at most `unprocessed::MAX_SENDS`
+//!   times (a failed write ends nothing by itself: the answers already sent are read first);
 //! - a timeout (the oldest request's): it fails, the ones behind it go again;
 //! - a malformed answer, or bytes beyond the last answer asked for: that request fails, the
 //!   ones behind it go again.
@@ -46,6 +46,10 @@ struct Wire {
     timer: Pin<Box<Sleep>>,
     /// Bytes written and not yet flushed (TLS may hold the last record until flushed).
     unflushed: bool,
+    /// A write failed: nothing more is written, but the answers already on their way are
+    /// still read (a server that closed after answering resets the writes that follow its
+    /// close, while its answers wait to be read).
+    write_failed: bool,
 }
 
 pub(super) async fn run(ctx: Rc<ThreadCtx>, pipe: Rc<Pipe>, stream: Stream) {
@@ -55,6 +59,7 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>, pipe: Rc<Pipe>, stream: Stream) {
         // Armed with the oldest request's deadline on first use (see `poll_deadline`).
         timer: Box::pin(tokio::time::sleep(Duration::from_secs(86_400))),
         unflushed: false,
+        write_failed: false,
     };
     if ctx.alt_svc.as_ref().is_some_and(|w| w.wanted()) {
         wire.parser.watch_alt_svc();
@@ -70,9 +75,8 @@ pub(super) async fn run(ctx: Rc<ThreadCtx>, pipe: Rc<Pipe>, stream: Stream) {
 impl Pipe {
     fn poll_drive(&self, ctx: &ThreadCtx, wire: &mut Wire, cx: &mut Context<'_>) -> Poll<Ended> {
         loop {
-            if let Some(class) = self.poll_write(wire, ctx, cx) {
-                self.broke(ctx, &wire.parser, class);
-                return Poll::Ready(Ended::Broken);
+            if !wire.write_failed && self.poll_write(wire, ctx, cx).is_some() {
+                wire.write_failed = true;
             }
             let front_sent_at = {
                 let mut s = self.state.borrow_mut();

@@ -1,14 +1,19 @@
 //! An open loop's place in a pipelined connection's pipeline: one request at a time, on a
 //! pooled connection with a free place (`engine::pool`, as HTTP/2's stream slots share
-//! connections). A new connection opens only when every place is taken, one at a time. As
-//! over HTTP/2, it never sends again what the server did not process: the open loop's
-//! schedule moves on, and such a request is counted failed (`ClosedBeforeResponse`).
+//! connections). A new connection opens only when every place is taken, one at a time.
+//!
+//! Unlike HTTP/2's, a request the server did not process is sent again, on another
+//! connection, keeping its due time (the wait counts in its latency, as a wait for a free
+//! connection does): over HTTP/1.1 a server that ends a connection after so many requests
+//! (nginx's keepalive_requests) closes on the ones pipelined behind the last answer, which a
+//! healthy server does every thousand requests, and no failure of it. The bounds are the
+//! `unprocessed` rule's.
 
 use super::Pipe;
 use crate::engine::exchange::{connect, note_detail, record_failure, Due, Traffic};
 use crate::engine::open::Carrier;
 use crate::engine::pool::Attached;
-use crate::engine::unprocessed::Outcome;
+use crate::engine::unprocessed::{send_again, Outcome, Unprocessed};
 use crate::engine::ThreadCtx;
 use crate::stats::Phase;
 use std::rc::Rc;
@@ -51,6 +56,8 @@ impl Carrier for Slot {
     }
 
     async fn request(&mut self, ctx: &ThreadCtx, due: Due) {
+        // Times sent unanswered (a close before any byte of its answer).
+        let mut sends = 0;
         loop {
             if !self.connect(ctx, due.phase).await {
                 return;
@@ -65,8 +72,27 @@ impl Carrier for Slot {
                 continue;
             }
             let outcome = c.send.send(ctx, due).await;
-            self.on.settle(ctx, due.phase, &c, outcome);
-            return;
+            match outcome {
+                // Behind an answer that announced the close: the connection answered, so
+                // this cannot go on without end.
+                Outcome::NotProcessed => {
+                    ctx.recorder.borrow_mut().phase(due.phase).retried += 1;
+                }
+                Outcome::Unanswered => {
+                    sends += 1;
+                    let again = send_again(ctx, due.phase, sends, Unprocessed::Unanswered);
+                    if again.is_err() {
+                        self.on.settle(ctx, due.phase, &c, Outcome::Died);
+                        return;
+                    }
+                }
+                _ => {
+                    self.on.settle(ctx, due.phase, &c, outcome);
+                    return;
+                }
+            }
+            // Left (it is gone), and recorded nothing: the request goes again.
+            self.on.settle(ctx, due.phase, &c, Outcome::Died);
         }
     }
 }
