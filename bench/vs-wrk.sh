@@ -7,7 +7,9 @@
 # round, their centre with its exact 95% interval (bench/paired.py, loadlab compare's rule in
 # its paired form; 6 rounds at least). Then holds 10,000 connections for 10 s, and closes
 # with the headline: loadlab against wrk and against the floor, and whether its CPU per
-# request is within 2% of the floor's (GOAL=1.02).
+# request is within 2% of the floor's (GOAL=1.02). Last, the same rounds pipelined 16 deep
+# (issue 54): loadlab --pipeline 16 against wrk with TechEmpower's pipeline.lua (the script
+# written into the output directory), requests per second and CPU per request.
 #
 #   bash bench/vs-wrk.sh            # the full benchmark (about 6 minutes)
 #   ROUNDS=2 SECS=1 bash bench/vs-wrk.sh   # a smoke run: the script works (no interval)
@@ -15,6 +17,7 @@
 #   SAME_REQUEST=0 bash bench/vs-wrk.sh    # wrk sends its own request (Host only)
 #   BUSY_POLL=1 bash bench/vs-wrk.sh       # also loadlab --busy-poll (polling for responses)
 #   NO_FLOOR=1 bash bench/vs-wrk.sh        # without the floor (no io_uring here)
+#   PIPELINE=0 bash bench/vs-wrk.sh        # without the pipelined rounds (PIPELINE=N: N deep)
 #
 # Do not run it while anything else (a build) uses the CPU: the numbers would be noise.
 set -euo pipefail
@@ -27,6 +30,7 @@ BIG=${BIG:-10000}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 GOAL=${GOAL:-1.02}
+PIPELINE=${PIPELINE:-16}
 
 need() { command -v "$1" >/dev/null 2>&1; }
 missing=()
@@ -127,3 +131,33 @@ echo
 echo "== loadlab, $ROUNDS paired rounds of ${SECS} s ($(machine); nginx on core $SERVER_CPU, each client on core $LOAD_CPU)"
 python3 bench/paired.py headline "$OUT/rounds.txt" loadlab "${peers[@]}"
 echo "raw output: $OUT"
+
+# Pipelined: wrk through TechEmpower's pipeline.lua (its request written PIPELINE times in one
+# string; wrk's -H headers go into each), loadlab with --pipeline. Both read every answer.
+run_wrk_pipelined() {
+    timed wrk -t1 -c"$CONNS" -d"${SECS}s" "${WRK_HEADERS[@]}" -s "$OUT/pipeline.lua" "$URL" \
+        -- "$PIPELINE" > "$OUT/wrk-pipelined.txt"
+    echo "$(awk '/requests in/ {print $1}' "$OUT/wrk-pipelined.txt") $(cpu_seconds)"
+}
+run_loadlab_pipelined() {
+    timed "$LOADLAB" run -q -t1 -c"$CONNS" -d"${SECS}s" --pipeline "$PIPELINE" \
+        --json "$OUT/loadlab-pipelined.json" "$URL"
+    echo "$(loadlab_completed "$OUT/loadlab-pipelined.json") $(cpu_seconds)"
+}
+if [ "$PIPELINE" -gt 1 ]; then
+    cat > "$OUT/pipeline.lua" <<'LUA'
+-- TechEmpower's plaintext pipelining: the request PIPELINE times in each write.
+init = function(args)
+    local r = {}
+    for i = 1, tonumber(args[1]) do r[i] = wrk.format() end
+    req = table.concat(r)
+end
+request = function() return req end
+LUA
+    echo
+    echo "== pipelined $PIPELINE deep: $ROUNDS rounds of ${SECS} s, $CONNS connections"
+    alternate wrk_pipelined loadlab_pipelined
+fi
+if [ "$PIPELINE" -gt 1 ]; then
+    python3 bench/paired.py headline "$OUT/rounds.txt" loadlab_pipelined wrk_pipelined
+fi
