@@ -135,3 +135,27 @@ fn tokens_follow_one_rule_on_both_sides() {
         assert!(err.contains("openssl rand -hex 32"), "{err}");
     }
 }
+
+/// A sample's `path` is a new optional field, not a new protocol: an older agent's sample
+/// (without it) is read, and a sample without one is sent as an older agent sends it.
+#[test]
+fn a_samples_path_window_is_optional_both_ways() {
+    let old = r#"{"seq":1,"at_ns":5,"cpu_ns":7,"throttling":null,"rss_bytes":1,
+        "memory_bytes":null,"threads":1,"fds":3,"processes":1,"sent_bytes":null,
+        "oom_kills":null}"#;
+    let read: WireSample = serde_json::from_str(old).unwrap();
+    assert_eq!(read.path, None);
+    assert!(!serde_json::to_string(&read).unwrap().contains("path"));
+    let with = WireSample {
+        path: Some(loadlab_result::path::PathWindow {
+            dt_s: 0.1,
+            sockets: 4,
+            acked_bytes: 65_536,
+            busy_us: Some(90_000),
+            ..Default::default()
+        }),
+        ..read
+    };
+    let back: WireSample = serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
+    assert_eq!(back, with);
+}
