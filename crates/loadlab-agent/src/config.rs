@@ -102,6 +102,9 @@ impl Clock {
     }
 }
 
+/// [`AgentConfig::read_timeout`]'s default.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Everything the agent needs, checked.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -131,6 +134,10 @@ pub struct AgentConfig {
     /// Whether it sends load for a coordinator (`--generator`): a token holder may then make
     /// this host send HTTP requests to any address it names. Off unless asked for.
     pub generator: bool,
+    /// A request's headers (an idle connection's next request's too) or its body slower
+    /// than this: the connection is closed, a body refused with 408. 10 s; tests that wait
+    /// it out shorten it.
+    pub read_timeout: Duration,
 }
 
 impl AgentConfig {
@@ -148,6 +155,7 @@ impl AgentConfig {
             max_connections: 256,
             state_dir: None,
             generator: false,
+            read_timeout: READ_TIMEOUT,
         }
     }
 }

@@ -23,9 +23,6 @@ use std::time::{Duration, Instant};
 
 /// The most samples one `/samples` answer holds; the client asks again for the rest.
 const BATCH_SAMPLES: usize = 10_000;
-/// A body (at most 64 KiB) slower than this is refused (408) and its connection closed: a
-/// body sent a byte a second would otherwise hold a connection for as long as it likes.
-pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub(crate) async fn handle(
     state: Arc<State>,
@@ -93,7 +90,7 @@ async fn answer(
         }
         ["v1", "sessions"] => {
             allow(&[Method::POST])?;
-            let open: OpenSession = read_json(req).await?;
+            let open: OpenSession = read_json(state, req).await?;
             crate::open::open(state, local, open).await
         }
         ["v1", "loads"] => {
@@ -101,7 +98,7 @@ async fn answer(
             // Role and slot first: a refused load is refused before its body is read.
             let _receiving = crate::load::admit(state)?;
             let start: crate::protocol::load::StartLoad =
-                read_json_up_to(req, crate::protocol::load::MAX_LOAD_BYTES).await?;
+                read_json_up_to(state, req, crate::protocol::load::MAX_LOAD_BYTES).await?;
             crate::load::start(state, start, state.config.lease)
         }
         ["v1", "loads", id, "intervals"] => {
@@ -149,7 +146,7 @@ async fn answer(
             allow(&[Method::POST])?;
             let session = state.session(id)?;
             session.renew(Instant::now());
-            let start: StartSampling = read_json(req).await?;
+            let start: StartSampling = read_json(state, req).await?;
             if start.every_ms == 0 || start.every_ms > 60_000 {
                 return Err(Refusal::field(
                     "every_ms",
@@ -208,11 +205,11 @@ async fn answer(
         }
         ["v1", "path", "listen"] => {
             allow(&[Method::POST])?;
-            crate::path::listen(local, read_json(req).await?).await
+            crate::path::listen(local, read_json(state, req).await?).await
         }
         ["v1", "path", "check"] => {
             allow(&[Method::POST])?;
-            crate::path::check(read_json(req).await?).await
+            crate::path::check(read_json(state, req).await?).await
         }
         _ => Err(Refusal::new(
             StatusCode::NOT_FOUND,
@@ -305,12 +302,18 @@ pub(crate) fn query_number(query: &str, name: &str) -> Result<Option<u64>, Refus
 
 /// The body as JSON: 413 beyond [`MAX_BODY_BYTES`] (by Content-Length up front, and by the
 /// bytes actually read), 400 naming the field for malformed JSON or a wrong type.
-async fn read_json<T: DeserializeOwned>(req: Request<Incoming>) -> Result<T, Refusal> {
-    read_json_up_to(req, MAX_BODY_BYTES).await
+async fn read_json<T: DeserializeOwned>(
+    state: &State,
+    req: Request<Incoming>,
+) -> Result<T, Refusal> {
+    read_json_up_to(state, req, MAX_BODY_BYTES).await
 }
 
-/// [`read_json`] with another bound (a load carries its request body).
+/// [`read_json`] with another bound (a load carries its request body). A body slower than
+/// the config's `read_timeout` is refused (408) and its connection closed: a body sent a
+/// byte a second would otherwise hold a connection for as long as it likes.
 async fn read_json_up_to<T: DeserializeOwned>(
+    state: &State,
     req: Request<Incoming>,
     max: usize,
 ) -> Result<T, Refusal> {
@@ -329,12 +332,13 @@ async fn read_json_up_to<T: DeserializeOwned>(
         return Err(too_big());
     }
     let body = http_body_util::Limited::new(req.into_body(), max);
-    let Ok(collected) = tokio::time::timeout(BODY_READ_TIMEOUT, body.collect()).await else {
+    let wait = state.config.read_timeout;
+    let Ok(collected) = tokio::time::timeout(wait, body.collect()).await else {
         return Err(Refusal::new(
             StatusCode::REQUEST_TIMEOUT,
             format!(
                 "the request body did not arrive within {} s",
-                BODY_READ_TIMEOUT.as_secs()
+                wait.as_secs_f64()
             ),
         ));
     };

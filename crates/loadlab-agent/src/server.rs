@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-/// A TLS handshake or a request's headers slower than this close the connection.
+/// A TLS handshake slower than this closes the connection (a request's headers: the
+/// config's `read_timeout`).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the supervisor looks at the lease: a session whose lease ran out stops
 /// within lease + this + the stop grace (2 s).
 pub const LEASE_TICK: Duration = Duration::from_millis(250);
@@ -283,12 +283,13 @@ async fn serve_connection(
     let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await else {
         return;
     };
+    let read_timeout = state.config.read_timeout;
     let service = service_fn(move |req| {
         crate::handler::handle(state.clone(), local, req, authenticated.clone())
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .header_read_timeout(read_timeout)
         .serve_connection(TokioIo::new(tls), service)
         .await;
 }
