@@ -159,6 +159,19 @@ impl WireLoad {
                     .into(),
             );
         }
+        let websocket = ["ws://", "wss://"].iter().any(|scheme| {
+            spec.url
+                .get(..scheme.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+        });
+        if websocket || spec.ws != loadlab_engine::ws::WsSpec::default() {
+            // Its --ws-* settings have no field on the wire yet: refused, not run as echo.
+            return Err(
+                "a WebSocket run cannot go to a fleet's generators yet (docs/websocket.md); \
+                 run it from one loadlab"
+                    .into(),
+            );
+        }
         let scenario = match &spec.scenario {
             None => None,
             Some(s) => Some(WireScenario::of(&s.source)?),
@@ -454,5 +467,17 @@ mod tests {
         renamed.files[0].name = "/etc/passwd".into();
         let e = renamed.compile().unwrap_err();
         assert!(e.contains("u.csv did not come with the scenario"), "{e}");
+    }
+
+    #[test]
+    fn a_websocket_run_is_refused_not_sent_as_another_load() {
+        for url in ["ws://127.0.0.1:1/", "WSS://127.0.0.1:1/"] {
+            let spec = RunSpec {
+                url: url.into(),
+                ..RunSpec::default()
+            };
+            let e = WireLoad::from_spec(&spec, Shard { index: 0, count: 2 }).unwrap_err();
+            assert!(e.contains("WebSocket run cannot go to a fleet"), "{e}");
+        }
     }
 }
