@@ -49,7 +49,7 @@ pub(super) struct RawLoad {
     pub(super) protocol: Option<String>,
     /// `http2` and `http3` arms: concurrent streams per connection (`--streams`).
     pub(super) streams: Option<usize>,
-    /// `http1` arms: requests written ahead on a connection (`--pipeline`).
+    /// `http1` and `https` arms: requests written ahead on a connection (`--pipeline`).
     pub(super) pipeline: Option<usize>,
     /// `http3` arms: resume with 0-RTT (`--http3-0rtt`).
     pub(super) http3_0rtt: Option<bool>,

@@ -70,7 +70,7 @@ pub struct Settings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<usize>,
     /// `[load] pipeline`: HTTP/1.1 requests written ahead on a connection of the arms over
-    /// `http1` (`--pipeline`; absent: 1, and absent from the plan's hash).
+    /// `http1` and `https` (`--pipeline`; absent: 1, and absent from the plan's hash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<usize>,
     /// Sent in rotation on each connection.

@@ -106,11 +106,11 @@ impl RawExperiment {
             if depth == 0 {
                 return Err("[load] pipeline = 0: must be at least 1; try pipeline = 16".into());
             }
-            if !protocols.contains(&Protocol::Http1) {
+            if !protocols.iter().any(|p| !p.multiplexed()) {
                 return Err(
                     "[load] pipeline: pipelining is HTTP/1.1's (HTTP/2 and HTTP/3 carry requests on \
                      concurrent streams: give [load] streams instead); set [load] protocol = \
-                     \"http1\", or drop pipeline"
+                     \"http1\" or \"https\", or drop pipeline"
                         .into(),
                 );
             }

@@ -89,9 +89,10 @@ pub(super) fn session_spec(
             1
         },
         // `[load] pipeline` with a protocol axis is meant for the arms over HTTP/1.1.
-        pipeline: match s.protocol {
-            Protocol::Http1 => s.pipeline.unwrap_or(1),
-            _ => 1,
+        pipeline: if s.protocol.multiplexed() {
+            1
+        } else {
+            s.pipeline.unwrap_or(1)
         },
         tls: loadlab_engine::tls::TlsSpec {
             ca_pem: match &experiment.cacert {

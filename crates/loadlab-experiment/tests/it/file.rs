@@ -353,6 +353,16 @@ url = "https://127.0.0.1:8443/"
             "[load] streams = 0: must be at least 1; try streams = 10",
         ),
         (
+            "name = \"x\"\n[load]\nprotocol = \"http2\"\npipeline = 16\n[[variant]]\nname=\"v\"\nurl=\"http://x\"".into(),
+            "[load] pipeline: pipelining is HTTP/1.1's (HTTP/2 and HTTP/3 carry requests on \
+             concurrent streams: give [load] streams instead); set [load] protocol = \"http1\" \
+             or \"https\", or drop pipeline",
+        ),
+        (
+            "name = \"x\"\n[load]\npipeline = 0\n[[variant]]\nname=\"v\"\nurl=\"http://x\"".into(),
+            "[load] pipeline = 0: must be at least 1; try pipeline = 16",
+        ),
+        (
             "name = \"x\"\n[load]\nprotocol = \"quic\"\n[[variant]]\nname=\"v\"\nurl=\"https://x\"".into(),
             "[load] protocol: unknown protocol \"quic\"; use http1, https, http2 or http3",
         ),
