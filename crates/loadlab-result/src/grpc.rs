@@ -22,6 +22,11 @@ pub struct GrpcSummary {
     /// back (client streams) or ping-pong (bidirectional: each after the last one's answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_rate_per_s: Option<f64>,
+    /// Client and bidirectional streams: how the messages went: `rate`
+    /// (`message_rate_per_s`), `back_to_back`, or `ping_pong` (each after the last one's
+    /// answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<String>,
     /// Request messages sent, answer messages read (whole, well framed), over every call.
     pub messages_sent: u64,
     pub messages_received: u64,
@@ -135,6 +140,7 @@ mod tests {
             kind: "bidi_streaming".into(),
             messages_per_call: Some(3),
             message_rate_per_s: None,
+            pace: Some("ping_pong".into()),
             messages_sent: 3,
             messages_received: 3,
             capped_calls: 0,

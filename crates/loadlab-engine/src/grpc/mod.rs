@@ -60,9 +60,9 @@ pub struct GrpcSpec {
     /// [`DEFAULT_STREAM_MESSAGES`]); server streams: the answers read before loadlab ends
     /// the call itself (default: none, the server ends it).
     pub messages: Option<u64>,
-    /// Client and bidirectional streams: messages per second on each stream; `None`: back
-    /// to back (client streams) or ping-pong (bidirectional: each after the last one's
-    /// answer).
+    /// Client and bidirectional streams: messages per second on each stream, infinite for
+    /// back to back (`max`); `None`: back to back (client streams) or ping-pong
+    /// (bidirectional: each after the last one's answer).
     pub message_rate: Option<f64>,
 }
 
@@ -125,7 +125,8 @@ pub struct Call {
     /// See [`GrpcSpec::messages`]: set for client and bidirectional streams (the default
     /// filled in), and for a server stream given a cap.
     pub messages: Option<u64>,
-    /// A client or bidirectional stream's time between messages (`--grpc-message-rate`).
+    /// A client or bidirectional stream's time between messages (`--grpc-message-rate`);
+    /// zero: back to back, every message due at the call's start.
     pub message_interval: Option<Duration>,
 }
 
@@ -230,9 +231,11 @@ impl GrpcSpec {
         }
         let interval = match self.message_rate {
             None => None,
+            Some(r) if r == f64::INFINITY => Some(Duration::ZERO),
             Some(r) if !(r.is_finite() && r > 0.0) || 1.0 / r < 1e-9 => {
                 return Err(GrpcError::Rate(format!(
-                    "`{r}` is not a rate: give messages per second on each stream, such as 100"
+                    "`{r}` is not a rate: give messages per second on each stream, such as 100, \
+                     or max (back to back)"
                 )))
             }
             Some(r) => Some(Duration::from_secs_f64(1.0 / r)),

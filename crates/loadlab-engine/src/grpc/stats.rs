@@ -57,7 +57,18 @@ pub fn summarize(config: &crate::RunConfig, stats: Option<&GrpcStats>) -> Option
         method: call.method.clone(),
         kind: call.kind.key().to_string(),
         messages_per_call: call.messages,
-        message_rate_per_s: call.message_interval.map(|i| 1.0 / i.as_secs_f64()),
+        message_rate_per_s: call
+            .message_interval
+            .filter(|i| !i.is_zero())
+            .map(|i| 1.0 / i.as_secs_f64()),
+        pace: call.kind.client_streams().then(|| {
+            match (call.message_interval, call.kind) {
+                (Some(i), _) if !i.is_zero() => "rate",
+                (None, crate::grpc::CallKind::Bidi) => "ping_pong",
+                _ => "back_to_back",
+            }
+            .to_string()
+        }),
         messages_sent: 0,
         messages_received: 0,
         capped_calls: 0,

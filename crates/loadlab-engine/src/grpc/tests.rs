@@ -242,6 +242,10 @@ fn streaming_kinds_come_from_the_schema_with_their_plans() {
         )
     );
     assert_eq!(
+        prepared("t.v1.Echo/Chat", None, Some(f64::INFINITY)).2,
+        Some(Duration::ZERO)
+    );
+    assert_eq!(
         prepared("t.v1.Echo/Chat", Some(4), Some(200.0)),
         (
             CallKind::Bidi,

@@ -138,6 +138,29 @@ fn bidirectional_streams_on_a_rate_in_an_open_loop() {
     assert_eq!(g.message_latency_us.unwrap().count, g.messages_received);
 }
 
+/// `--grpc-message-rate max`: every message sent at once, each answer timed from the
+/// call's start.
+#[test]
+fn bidirectional_streams_back_to_back() {
+    let spec = GrpcSpec {
+        messages: Some(6),
+        message_rate: Some(f64::INFINITY),
+        ..method("Chat", "{}")
+    };
+    let (r, up) = against_upstream(|url| closed(url, spec, 100));
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
+    assert_eq!((m.requests.completed, up.grpc_requests), (100, 100));
+    let g = r.grpc.unwrap();
+    assert_eq!(
+        (g.pace.as_deref(), g.message_rate_per_s),
+        (Some("back_to_back"), None)
+    );
+    assert_eq!((g.messages_sent, up.grpc_messages_received), (600, 600));
+    assert_eq!((g.messages_received, up.grpc_messages_sent), (600, 600));
+    assert_eq!(g.message_latency_us.unwrap().count, 600);
+}
+
 #[test]
 fn a_schedule_longer_than_the_timeout_is_refused() {
     let spec = GrpcSpec {

@@ -30,10 +30,13 @@ pub(super) fn section(s: &mut String, r: &RunResult) {
     };
     let plan = match (g.kind.as_str(), g.messages_per_call, g.message_rate_per_s) {
         ("server_streaming", Some(cap), _) => format!("; ended by loadlab at {cap} answers"),
-        ("server_streaming", None, _) => String::new(),
         (_, Some(n), Some(rate)) => format!("; {n} per call at {rate}/s"),
-        ("bidi_streaming", Some(n), None) => format!("; {n} per call, ping-pong"),
-        (_, Some(n), None) => format!("; {n} per call, back to back"),
+        (_, Some(n), None) if g.pace.as_deref() == Some("ping_pong") => {
+            format!("; {n} per call, ping-pong")
+        }
+        (_, Some(n), None) if g.kind != "server_streaming" => {
+            format!("; {n} per call, back to back")
+        }
         _ => String::new(),
     };
     row(

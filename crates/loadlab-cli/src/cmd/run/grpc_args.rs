@@ -95,16 +95,23 @@ pub struct GrpcArgs {
 
     /// Client and bidirectional streams: messages per second on each stream, each due on
     /// the schedule from the call's start (a bidirectional answer's latency counts from
-    /// then). Without it: back to back (client streams), ping-pong (bidirectional: each
-    /// message after the last one's answer).
+    /// then), or max: back to back, all due at the start. Without it: back to back (client
+    /// streams), ping-pong (bidirectional: each message after the last one's answer).
     #[arg(long, value_name = "R", requires = "grpc", allow_hyphen_values = true, value_parser = rate_per_s, help_heading = "gRPC")]
     pub grpc_message_rate: Option<f64>,
 }
 
-/// A rate: a number (per second), checked by the call's preparation.
+/// A rate: a number (per second), checked by the call's preparation, or `max` (infinite:
+/// back to back).
 fn rate_per_s(raw: &str) -> Result<f64, String> {
+    if raw.trim() == "max" {
+        return Ok(f64::INFINITY);
+    }
     raw.trim().parse::<f64>().map_err(|_| {
-        format!("`{raw}` is not a rate: give messages per second on each stream, such as 100")
+        format!(
+            "`{raw}` is not a rate: give messages per second on each stream, such as 100, or \
+             max (back to back)"
+        )
     })
 }
 

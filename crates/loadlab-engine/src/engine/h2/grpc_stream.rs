@@ -1,9 +1,10 @@
 //! A streaming gRPC call's two sides, beside `grpc`'s judging of the answer:
 //!
 //! - [`Messages`]: the request's messages, sent as `one_request`'s [`Outgoing`] body: the
-//!   first with the head, the rest back to back, at `--grpc-message-rate` (each due at the
-//!   call's start plus n intervals, whenever the one before left), or ping-pong (each when
-//!   the answer to the one before arrived);
+//!   first with the head, the rest back to back (a client stream's default, or
+//!   `--grpc-message-rate max`), at `--grpc-message-rate` (each due at the call's start plus
+//!   n intervals, whenever the one before left), or ping-pong (each when the answer to the
+//!   one before arrived);
 //! - [`Watch`]: the answer's messages as they arrive: the first's time from the send, the
 //!   gaps between them, a bidirectional stream's n-th answer from when its n-th message was
 //!   due, and a server stream's cap (loadlab ends the call there).
@@ -50,7 +51,8 @@ impl Messages {
                 true => call.messages.unwrap_or(1).max(1),
                 false => 1,
             },
-            interval: call.message_interval,
+            // Zero: back to back, no timer.
+            interval: call.message_interval.filter(|i| !i.is_zero()),
             ping_pong: call.kind == CallKind::Bidi && call.message_interval.is_none(),
             progress,
         }
