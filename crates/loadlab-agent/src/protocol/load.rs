@@ -53,6 +53,10 @@ pub struct WireLoad {
     #[serde(default)]
     pub http3_0rtt: bool,
     pub streams: usize,
+    /// `--pipeline`: HTTP/1.1 requests written ahead on a connection. Absent from an older
+    /// coordinator's load: 1, no pipelining, as it asked.
+    #[serde(default = "no_pipelining")]
+    pub pipeline: usize,
     pub paths: Vec<String>,
     pub pace_ns: Option<u64>,
     pub new_connection_share: Option<f64>,
@@ -64,6 +68,10 @@ pub struct WireLoad {
     /// locally).
     #[serde(default)]
     pub scenario: Option<WireScenario>,
+}
+
+fn no_pipelining() -> usize {
+    1
 }
 
 /// A scenario as it travels: its file, the `--var` overrides and the contents of every file
@@ -218,6 +226,7 @@ impl WireLoad {
             http3: spec.http3,
             http3_0rtt: spec.http3_0rtt,
             streams: spec.streams,
+            pipeline: spec.pipeline,
             paths: spec.paths.clone(),
             pace_ns: spec.pace.map(ns),
             new_connection_share: spec.new_connection_share,
@@ -287,6 +296,7 @@ impl WireLoad {
             http3: self.http3,
             http3_0rtt: self.http3_0rtt,
             streams: self.streams,
+            pipeline: self.pipeline,
             paths: self.paths.clone(),
             generator_cpus: None,
             shard: Some(Shard {
@@ -378,6 +388,7 @@ mod tests {
             http3: true,
             http3_0rtt: true,
             streams: 8,
+            pipeline: 4,
             paths: vec!["/a".into(), "/b?x=1".into()],
             pace: Some(Duration::from_millis(5)),
             seed: 99,
@@ -404,13 +415,20 @@ mod tests {
         // The protocol and its settings: a generator that dropped them would speak HTTP/1.1.
         assert!(spec2.http3 && spec2.http3_0rtt && !spec2.http2);
         assert_eq!(spec2.streams, 8);
+        // A generator that dropped the pipeline's depth would send a quarter of the load.
+        assert_eq!(spec2.pipeline, 4);
         // A load from a coordinator that knew no HTTP/3 reads as HTTP/1.1 or HTTP/2.
         let mut old = serde_json::to_value(&wire).unwrap();
         let fields = old.as_object_mut().unwrap();
         fields.remove("http3");
         fields.remove("http3_0rtt");
+        fields.remove("pipeline");
         let old: WireLoad = serde_json::from_value(old).unwrap();
         assert!(!old.http3 && !old.http3_0rtt);
+        assert_eq!(
+            old.pipeline, 1,
+            "an older coordinator's load does not pipeline"
+        );
         // A gRPC run's call is not on the wire yet: refused, not sent as a plain HTTP/2 POST.
         let grpc = RunSpec {
             grpc: Some(std::sync::Arc::new(loadlab_engine::grpc::Call {
