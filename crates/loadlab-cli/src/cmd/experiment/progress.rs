@@ -40,6 +40,9 @@ pub(super) fn print_plan(experiment: &Experiment, plan: &Plan) {
                 load.push_str(&format!(" ({streams} streams a connection)"));
             }
         }
+        if let Some(depth) = s.pipeline.filter(|&d| d > 1 && !s.protocol.multiplexed()) {
+            load.push_str(&format!(", {depth} pipelined a connection"));
+        }
         let limits: Vec<String> = [
             s.cpus.map(|c| format!("cpus {c}")),
             s.memory.as_ref().map(|m| format!("memory {m}")),
