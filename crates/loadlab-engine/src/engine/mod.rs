@@ -4,7 +4,8 @@
 //!
 //! This module owns the run's lifetime (start, warm-up, stop by deadline, request count or
 //! [`RunControl::stop`]). `closed` and `open` are the two load models; `exchange` is one
-//! request on one connection, which both use; `timer` is the open loop's precise timer;
+//! request on one connection, which both use; `pipeline` is `--pipeline`'s connection, N
+//! requests in flight on it, for both loops; `timer` is the open loop's precise timer;
 //! `scenario` runs a scenario's virtual users over the same connections.
 
 pub(crate) mod advert;
