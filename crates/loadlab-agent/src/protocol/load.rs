@@ -440,6 +440,9 @@ mod tests {
                 max_message_bytes: 1,
                 input: String::new(),
                 output: String::new(),
+                method: "s/m".into(),
+                messages: None,
+                message_interval: None,
             })),
             ..spec.clone()
         };
