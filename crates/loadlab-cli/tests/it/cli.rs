@@ -432,6 +432,15 @@ fn impossible_runs_are_refused_up_front() {
             &["run", "-c", "-1", "http://127.0.0.1:9/"],
             "`-1` is not a count",
         ),
+        (
+            &["run", "--pipeline", "0", "http://127.0.0.1:9/"],
+            "--pipeline: must be at least 1",
+        ),
+        // HTTP/2 multiplexes already: the fix is its own flag.
+        (
+            &["run", "--pipeline", "16", "--http2", "http://127.0.0.1:9/"],
+            "give --streams 16 instead",
+        ),
     ];
     for (args, needle) in cases {
         let out = run(args);
