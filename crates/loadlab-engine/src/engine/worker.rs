@@ -4,9 +4,7 @@ use super::exchange::Dialer;
 use super::gate::{Place, StartGate};
 use super::stamped::StampClock;
 use super::thread::{Plan, Shared};
-use super::{
-    busy_poll, closed, feed, h2, h3, open, pipeline, scenario, spawn_guarded, ThreadCtx,
-};
+use super::{busy_poll, closed, feed, h2, h3, open, pipeline, scenario, spawn_guarded, ThreadCtx};
 use super::{ThreadProgress, ThreadReport};
 use crate::stats::Recorder;
 use crate::sys;

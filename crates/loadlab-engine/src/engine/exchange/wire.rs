@@ -267,7 +267,11 @@ fn timed_out(
 /// than the current deadline (deadlines only grow), so when it fires early we re-arm it for
 /// the current request. A connection whose requests finish in time re-arms it once per
 /// timeout period instead of once per request.
-pub(in crate::engine) fn poll_deadline(timer: &mut Pin<Box<Sleep>>, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
+pub(in crate::engine) fn poll_deadline(
+    timer: &mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
     let deadline = tokio::time::Instant::from_std(deadline);
     if timer.deadline() > deadline {
         timer.as_mut().reset(deadline);
