@@ -20,8 +20,8 @@ pub(super) use record::{
     note_detail, record_failure, record_sent, record_success, settled, unsent_if_abandoned,
 };
 pub(super) use stream::{connect, dial, Dialed, Dialer, Io, Stream};
-pub(super) use wire::{await_close, io_failure, poll_deadline};
 use wire::exchange;
+pub(super) use wire::{await_close, io_failure, poll_deadline};
 
 /// The outcome of one request on an open connection.
 #[derive(Clone, Copy)]
