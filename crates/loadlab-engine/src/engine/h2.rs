@@ -519,6 +519,14 @@ pub(super) async fn open_connection(
     }
 }
 
+/// The h2 crate's budget for small DATA frames buffered unread on a connection (each under
+/// 256 bytes costs 256 minus its size), past which it closes the connection with
+/// ENHANCE_YOUR_CALM. Its default, at least 25,600, is about a hundred tiny frames: a gRPC
+/// server streaming small messages a frame each (grpcio does) outruns a busy generator
+/// thread by that much at once, and bench/vs-ghz.sh saw every connection closed. 4 MiB is
+/// some 16,000 such frames: still a bound on what a hostile server can make loadlab hold.
+const SMALL_DATA_FRAME_BUDGET: usize = 4 << 20;
+
 /// HTTP/2 over an open connection (`tls`: agreed by ALPN, which is checked): the handshake,
 /// with the connection's driver spawned on the thread's task set. A failure comes back as its
 /// class and what to tell the user; nothing is recorded here.
@@ -542,6 +550,7 @@ pub(super) async fn handshake(
     // saw 68-84 of 2,000 against nginx, Apache, HAProxy). SETTINGS without a limit lift it.
     let mut builder = h2::client::Builder::new();
     builder.initial_max_send_streams(1);
+    builder.data_frame_budget(SMALL_DATA_FRAME_BUDGET);
     match builder.handshake::<_, Bytes>(io).await {
         Ok((send, connection)) => {
             tokio::task::spawn_local(async move {

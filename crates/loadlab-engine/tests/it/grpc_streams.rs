@@ -5,6 +5,7 @@
 //! without a cap bounded by --timeout.
 
 use super::grpc::{against_upstream, grpc, upstream_call};
+use crate::common;
 use loadlab_engine::grpc::{Data, GrpcSpec};
 use loadlab_engine::RunSpec;
 use std::time::Duration;
@@ -159,6 +160,30 @@ fn bidirectional_streams_back_to_back() {
     assert_eq!((g.messages_sent, up.grpc_messages_received), (600, 600));
     assert_eq!((g.messages_received, up.grpc_messages_sent), (600, 600));
     assert_eq!(g.message_latency_us.unwrap().count, 600);
+}
+
+/// A server streaming many tiny messages, each in a DATA frame of its own (as grpcio sends
+/// them), all arriving before loadlab reads any: h2's default budget for small frames
+/// (about a hundred buffered) closed the connection with ENHANCE_YOUR_CALM, which
+/// bench/vs-ghz.sh saw against grpcio as protocol_error.
+#[test]
+fn hundreds_of_tiny_data_frames_are_read_not_refused() {
+    let frames = vec![loadlab_testkit::grpc_frame(b""); 600];
+    let server =
+        loadlab_testkit::GrpcServer::start(vec![loadlab_testkit::GrpcAnswer::ok_with_data(frames)]);
+    let r = common::run_within(
+        RunSpec {
+            connections: Some(1),
+            threads: Some(1),
+            streams: 4,
+            requests: Some(8),
+            ..grpc(server.url(), method("Stream", "600"))
+        },
+        Duration::from_secs(30),
+    );
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
+    assert_eq!(r.grpc.unwrap().messages_received, 8 * 600);
 }
 
 #[test]
