@@ -125,19 +125,36 @@ run_loadlab() {
     echo "$(loadlab_completed "$OUT/loadlab.json") $(cpu_seconds)"
 }
 
-# COUNT calls from each, the server's count before and after: "tool completed server".
+# The server's count once it stopped moving: a timed round's calls still in flight when it
+# ended (abandoned by the client) may still reach a busy server's handlers.
+settled_calls() {
+    local a b
+    a=$(server_calls)
+    for _ in $(seq 20); do
+        sleep 0.5
+        b=$(server_calls)
+        [ "$a" = "$b" ] && break
+        a=$b
+    done
+    echo "$b"
+}
+
+# COUNT calls from each, the server's count before and after: "tool completed server"; the
+# reports are kept as $case-ghz-n.json and $case-loadlab-n.json.
 count_check() {
     local before after n
-    before=$(server_calls)
+    before=$(settled_calls)
     # shellcheck disable=SC2046
     taskset -c "$LOAD_CPU" "$GHZ" $(ghz_args) -d "$DATA" "${STREAM_GHZ[@]}" -n "$COUNT" -O json -o "$OUT/ghz-n.json" "$ADDR" 2>> "$OUT/ghz.err" || true
-    after=$(server_calls)
+    after=$(settled_calls)
     echo "ghz $(ghz_ok "$OUT/ghz-n.json") $((after - before))"
     before=$after
     # shellcheck disable=SC2046
     taskset -c "$LOAD_CPU" "$LOADLAB" $(loadlab_args) --data "$DATA" "${STREAM_LOADLAB[@]}" -n "$COUNT" --json "$OUT/loadlab-n.json" "http://$ADDR" 2>> "$OUT/loadlab.err" || true
-    after=$(server_calls)
+    after=$(settled_calls)
     echo "loadlab $(loadlab_completed "$OUT/loadlab-n.json") $((after - before))"
+    cp "$OUT/ghz-n.json" "$OUT/$case-ghz-n.json"
+    cp "$OUT/loadlab-n.json" "$OUT/$case-loadlab-n.json"
 }
 
 echo "== $(machine); server on core $SERVER_CPU, each client on core $LOAD_CPU; $CONNS connections x $CONC calls in flight; ${SECS}s rounds; $(uptime | sed 's/.*load average/load average/')"
@@ -154,6 +171,16 @@ for case in $CASES; do
     cp "$OUT/rounds.txt" "$OUT/$case.rounds"
     count_check > "$OUT/$case.counts"
     awk -v n="$COUNT" '{ printf "count  %-8s %d of %d calls completed; the server counted %d: %s\n", $1, $2, n, $3, ($2 == $3 ? "equal" : "NOT equal") }' "$OUT/$case.counts"
+    python3 - "$OUT/$case-ghz-n.json" "$OUT/$case-loadlab-n.json" <<'PY'
+import json, sys
+g, l = (json.load(open(p)) for p in sys.argv[1:])
+bad = {k: v for k, v in g["statusCodeDistribution"].items() if k != "OK"}
+if bad or g.get("errorDistribution"):
+    print("  ghz failures:", bad, g.get("errorDistribution"))
+m = l["measured"]
+if m["errors"] or l["in_flight_at_end"]:
+    print("  loadlab failures:", m["errors"], m.get("error_details"), "in flight at end", l["in_flight_at_end"])
+PY
     summary+=("$case")
     stop_server
 done
