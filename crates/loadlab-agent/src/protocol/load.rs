@@ -8,6 +8,7 @@
 
 use loadlab_engine::shard::Shard;
 use loadlab_engine::tls::{TlsSpec, TlsVersion};
+use loadlab_engine::ws::{WsMode, WsSpec};
 use loadlab_engine::RunSpec;
 use loadlab_result::{IntervalSummary, RunResult};
 use serde::{Deserialize, Serialize};
@@ -68,6 +69,31 @@ pub struct WireLoad {
     /// locally).
     #[serde(default)]
     pub scenario: Option<WireScenario>,
+    /// A WebSocket run's settings (`--ws-*`): present exactly when `url` is `ws://` or
+    /// `wss://`. Absent from an older coordinator's load, whose WebSocket URL is then
+    /// refused (it would have run as echo, whatever it asked); left out of an HTTP load, so
+    /// that one reads the same to an older generator. A generator too old to read it says
+    /// so in its hello ([`crate::protocol::FEATURE_WEBSOCKET`] missing) and is not sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws: Option<WireWs>,
+}
+
+/// `--ws-mode`, `--ws-binary`, `--ws-size` and `--ws-ping`, as they travel.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WireWs {
+    /// `"echo"`, `"hold"` or `"connect"`.
+    pub mode: String,
+    pub binary: bool,
+    pub size: Option<usize>,
+    pub ping_ns: Option<u64>,
+}
+
+/// Whether `url` is a WebSocket run's (`ws://` or `wss://`, in any case).
+pub fn is_websocket(url: &str) -> bool {
+    ["ws://", "wss://"].iter().any(|scheme| {
+        url.get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+    })
 }
 
 fn no_pipelining() -> usize {
@@ -167,19 +193,13 @@ impl WireLoad {
                     .into(),
             );
         }
-        let websocket = ["ws://", "wss://"].iter().any(|scheme| {
-            spec.url
-                .get(..scheme.len())
-                .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+        // Sent with an HTTP URL too when set, for the generator to refuse as locally.
+        let ws = (is_websocket(&spec.url) || spec.ws != WsSpec::default()).then(|| WireWs {
+            mode: spec.ws.mode.name().to_string(),
+            binary: spec.ws.binary,
+            size: spec.ws.size,
+            ping_ns: spec.ws.ping.map(ns),
         });
-        if websocket || spec.ws != loadlab_engine::ws::WsSpec::default() {
-            // Its --ws-* settings have no field on the wire yet: refused, not run as echo.
-            return Err(
-                "a WebSocket run cannot go to a fleet's generators yet (docs/websocket.md); \
-                 run it from one loadlab"
-                    .into(),
-            );
-        }
         let scenario = match &spec.scenario {
             None => None,
             Some(s) => Some(WireScenario::of(&s.source)?),
@@ -234,6 +254,7 @@ impl WireLoad {
             shard_index: shard.index,
             shard_count: shard.count,
             scenario,
+            ws,
         })
     }
 
@@ -258,6 +279,33 @@ impl WireLoad {
         };
         let bytes = |s: &Option<String>| s.as_ref().map(|t| t.as_bytes().to_vec());
         let d = Duration::from_nanos;
+        let ws = match &self.ws {
+            None if is_websocket(&self.url) => {
+                return Err(
+                    "load.ws is missing for a WebSocket URL: the coordinator's loadlab is too \
+                     old to send WebSocket settings (its load would run as echo whatever it \
+                     asked); run the same loadlab version on the coordinator and the generators"
+                        .into(),
+                )
+            }
+            None => WsSpec::default(),
+            Some(w) => WsSpec {
+                mode: match w.mode.as_str() {
+                    "echo" => WsMode::Echo,
+                    "hold" => WsMode::Hold,
+                    "connect" => WsMode::Connect,
+                    other => {
+                        // Debug-quoted: a peer's text, escaped.
+                        return Err(format!(
+                            "load.ws.mode {other:?} is not echo, hold or connect"
+                        ));
+                    }
+                },
+                binary: w.binary,
+                size: w.size,
+                ping: w.ping_ns.map(d),
+            },
+        };
         Ok(RunSpec {
             url: self.url.clone(),
             method: self.method.clone(),
@@ -311,6 +359,7 @@ impl WireLoad {
             pace: self.pace_ns.map(d),
             new_connection_share: self.new_connection_share,
             seed: self.seed,
+            ws,
             // A field the wire does not carry yet keeps its default; `from_spec` lists
             // every field it sends.
             ..RunSpec::default()
@@ -365,140 +414,4 @@ impl WireScenario {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_load_crosses_the_wire_whole() {
-        let spec = RunSpec {
-            url: "https://10.0.0.5:8443/plaintext".into(),
-            method: "POST".into(),
-            headers: vec!["x-a: 1".into()],
-            body: vec![0, 159, 146, 150, 255],
-            connections: Some(30),
-            duration: Some(Duration::from_millis(2500)),
-            rate: Some(1234.5),
-            arrival: loadlab_engine::schedule::Arrival::Poisson { seed: 7 },
-            tick: Duration::from_micros(50),
-            tls: TlsSpec {
-                ca_pem: Some(b"-----BEGIN CERTIFICATE-----\n".to_vec()),
-                version: Some(TlsVersion::V1_3),
-                ..TlsSpec::default()
-            },
-            http3: true,
-            http3_0rtt: true,
-            streams: 8,
-            pipeline: 4,
-            paths: vec!["/a".into(), "/b?x=1".into()],
-            pace: Some(Duration::from_millis(5)),
-            seed: 99,
-            ..RunSpec::default()
-        };
-        let shard = Shard { index: 1, count: 3 };
-        let wire = WireLoad::from_spec(&spec, shard).unwrap();
-        let json = serde_json::to_string(&wire).unwrap();
-        let back: WireLoad = serde_json::from_str(&json).unwrap();
-        let spec2 = back.to_spec().unwrap();
-        assert_eq!(spec2.body, spec.body);
-        assert_eq!(spec2.duration, spec.duration);
-        assert_eq!(spec2.tick, spec.tick);
-        assert_eq!(spec2.rate, spec.rate);
-        assert_eq!(spec2.paths, spec.paths);
-        assert_eq!(spec2.tls.ca_pem, spec.tls.ca_pem);
-        assert!(matches!(spec2.tls.version, Some(TlsVersion::V1_3)));
-        assert!(matches!(
-            spec2.arrival,
-            loadlab_engine::schedule::Arrival::Poisson { seed: 7 }
-        ));
-        assert_eq!(spec2.shard, Some(shard));
-        assert_eq!(spec2.pace, spec.pace);
-        // The protocol and its settings: a generator that dropped them would speak HTTP/1.1.
-        assert!(spec2.http3 && spec2.http3_0rtt && !spec2.http2);
-        assert_eq!(spec2.streams, 8);
-        // A generator that dropped the pipeline's depth would send a quarter of the load.
-        assert_eq!(spec2.pipeline, 4);
-        // A load from a coordinator that knew no HTTP/3 reads as HTTP/1.1 or HTTP/2.
-        let mut old = serde_json::to_value(&wire).unwrap();
-        let fields = old.as_object_mut().unwrap();
-        fields.remove("http3");
-        fields.remove("http3_0rtt");
-        fields.remove("pipeline");
-        let old: WireLoad = serde_json::from_value(old).unwrap();
-        assert!(!old.http3 && !old.http3_0rtt);
-        assert_eq!(
-            old.pipeline, 1,
-            "an older coordinator's load does not pipeline"
-        );
-        // A gRPC run's call is not on the wire yet: refused, not sent as a plain HTTP/2 POST.
-        let grpc = RunSpec {
-            grpc: Some(std::sync::Arc::new(loadlab_engine::grpc::Call {
-                path: "/s/m".into(),
-                kind: loadlab_engine::grpc::CallKind::Unary,
-                body: Default::default(),
-                headers: Vec::new(),
-                deadline: None,
-                max_message_bytes: 1,
-                input: String::new(),
-                output: String::new(),
-                method: "s/m".into(),
-                messages: None,
-                message_interval: None,
-            })),
-            ..spec.clone()
-        };
-        let refused = WireLoad::from_spec(&grpc, shard).unwrap_err();
-        assert!(
-            refused.contains("gRPC run cannot go to a fleet"),
-            "{refused}"
-        );
-        let mut bad = back.clone();
-        bad.shard_index = 3;
-        assert!(bad.to_spec().unwrap_err().contains("shard"));
-    }
-
-    #[test]
-    fn a_scenario_crosses_the_wire_with_its_files_and_too_big_a_one_is_refused() {
-        use loadlab_engine::scenario::{Scenario, ScenarioSource};
-        let source = ScenarioSource {
-            text: "name = \"s\"\n[[feeders]]\nfile = \"u.csv\"\n[[steps]]\nname = \"a\"\n\
-                   url = \"http://127.0.0.1:1/u/{{USER}}\"\n"
-                .into(),
-            overrides: vec![("X".into(), "1".into())],
-            files: [("u.csv".to_string(), b"USER\nann\nbob\n".to_vec())].into(),
-        };
-        let here = std::sync::Arc::new(Scenario::from_source(&source).unwrap());
-        let spec = RunSpec {
-            connections: Some(4),
-            scenario: Some(here.clone()),
-            ..RunSpec::default()
-        };
-        let wire = WireLoad::from_spec(&spec, Shard { index: 1, count: 2 }).unwrap();
-        let back: WireLoad = serde_json::from_slice(&serde_json::to_vec(&wire).unwrap()).unwrap();
-        let there = back.to_spec().unwrap().scenario.unwrap();
-        assert_eq!(format!("{there:?}"), format!("{here:?}"));
-        assert_eq!(there.source.files["u.csv"], b"USER\nann\nbob\n");
-
-        let mut big = source.clone();
-        big.files
-            .insert("big.csv".into(), vec![b'x'; MAX_SCENARIO_FILE_BYTES]);
-        let e = WireScenario::of(&big).unwrap_err();
-        assert!(e.contains("more than a generator takes"), "{e}");
-        // A file sent under another name than the scenario gives it is not looked for on disk.
-        let mut renamed = back.scenario.clone().unwrap();
-        renamed.files[0].name = "/etc/passwd".into();
-        let e = renamed.compile().unwrap_err();
-        assert!(e.contains("u.csv did not come with the scenario"), "{e}");
-    }
-
-    #[test]
-    fn a_websocket_run_is_refused_not_sent_as_another_load() {
-        for url in ["ws://127.0.0.1:1/", "WSS://127.0.0.1:1/"] {
-            let spec = RunSpec {
-                url: url.into(),
-                ..RunSpec::default()
-            };
-            let e = WireLoad::from_spec(&spec, Shard { index: 0, count: 2 }).unwrap_err();
-            assert!(e.contains("WebSocket run cannot go to a fleet"), "{e}");
-        }
-    }
-}
+mod tests;
