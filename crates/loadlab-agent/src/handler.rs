@@ -241,6 +241,10 @@ fn hello(state: &State) -> Hello {
         load_busy: lock(&state.load)
             .as_ref()
             .map(|l| l.busy.clone().without_id()),
+        features: crate::protocol::FEATURES
+            .iter()
+            .map(|f| f.to_string())
+            .collect(),
     }
 }
 

@@ -37,6 +37,12 @@ use serde::{Deserialize, Serialize};
 /// acknowledged and dropped by the agent); a coordinator of protocol 1 would have taken the
 /// empty timeline for the shard's, so the two are refused to each other.
 pub const PROTOCOL: u32 = 2;
+/// In [`Hello::features`]: the agent's generator role reads a load's WebSocket settings
+/// ([`load::WireLoad::ws`]). An older agent would ignore them and run any WebSocket load as
+/// echo, so a coordinator sends a WebSocket load only to a generator that names this.
+pub const FEATURE_WEBSOCKET: &str = "websocket";
+/// What this build's agent names in [`Hello::features`].
+pub const FEATURES: &[&str] = &[FEATURE_WEBSOCKET];
 /// On every request and every response: the protocol version, in decimal.
 pub const HEADER_PROTOCOL: &str = "x-loadlab-agent-protocol";
 /// On every POST and DELETE: 32 hexadecimal characters, never reused (replay protection).
@@ -72,6 +78,11 @@ pub struct Hello {
     /// The load it is sending, when it is (one at a time).
     #[serde(default)]
     pub load_busy: Option<Busy>,
+    /// What it does beyond what protocol 2 first carried, one word each (e.g.
+    /// [`FEATURE_WEBSOCKET`]): a load field an older agent would ignore, and so misread, is
+    /// sent only to an agent that names it here. Empty from an older agent.
+    #[serde(default)]
+    pub features: Vec<String>,
 }
 
 /// Who holds the agent.

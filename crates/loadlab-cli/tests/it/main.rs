@@ -22,6 +22,7 @@ mod cli;
 mod compare_tags;
 mod dist;
 mod fleet_h3;
+mod fleet_ws;
 mod generators;
 mod grpc;
 mod hostile;

@@ -274,6 +274,28 @@ impl Generator {
         }
         Ok((client, hello, host))
     }
+
+    /// Whether this generator, as its hello says, can send `spec`: a field of the load an
+    /// older agent would ignore (and so run another load than asked) needs the agent to name
+    /// its feature (docs/agent-protocol.md).
+    pub(crate) fn can_send(
+        &self,
+        hello: &loadlab_agent::protocol::Hello,
+        spec: &loadlab_engine::RunSpec,
+    ) -> Result<(), SessionError> {
+        use loadlab_agent::protocol::FEATURE_WEBSOCKET;
+        let websocket = loadlab_agent::protocol::load::is_websocket(&spec.url);
+        if websocket && !hello.features.iter().any(|f| f == FEATURE_WEBSOCKET) {
+            // The hello's words were escaped as it was read.
+            return Err(SessionError::Invalid(format!(
+                "generator {} ({}) runs loadlab agent {} on {}, too old for a WebSocket load \
+                 (it would run any one as echo): run the same loadlab version on the \
+                 coordinator and every generator host",
+                self.name, self.endpoint.url, hello.agent_version, hello.hostname
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Open files a run needs besides its connections (the runtime, the spill file, ...).

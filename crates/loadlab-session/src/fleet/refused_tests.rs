@@ -282,3 +282,38 @@ fn a_generators_words_come_back_escaped() {
     );
     assert!(!note.contains('\u{1b}') && !note.contains('\n'), "{note}");
 }
+
+/// A generator whose hello names no `websocket` feature (an older agent, which would read a
+/// WebSocket load without its `--ws-*` settings and run it as echo) is refused a WebSocket
+/// load before any shard starts, naming it, its version and host (escaped) and the fix.
+#[test]
+fn an_older_generator_is_refused_a_websocket_load() {
+    let dir = ScratchDir::new("fleet-old-ws");
+    let fake = FakeAgent::start(Endless::Intervals);
+    let fleet = Fleet {
+        generators: vec![fake.generator(&dir)],
+    };
+    let spec = RunSpec {
+        url: "ws://127.0.0.1:9/live".into(),
+        connections: Some(2),
+        duration: Some(Duration::from_secs(1)),
+        ws: loadlab_engine::ws::WsSpec {
+            mode: loadlab_engine::ws::WsMode::Hold,
+            ..Default::default()
+        },
+        ..RunSpec::default()
+    };
+    let err = fleet
+        .run(&spec, &RunControl::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("generator fake"), "{err}");
+    assert!(err.contains(&fake.addr.to_string()), "{err}");
+    assert!(
+        err.contains("loadlab agent fake on fake\\u{1b}[2J\\r\\nFAKE")
+            && err.contains("too old for a WebSocket load")
+            && err.contains("run the same loadlab version"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}') && !err.contains('\n'), "{err}");
+}

@@ -75,7 +75,8 @@ impl Fleet {
             .ok()
             .and_then(|u| u.port_or_known_default());
         for g in &self.generators {
-            let (mut client, _, _) = g.ready(share, target_port)?;
+            let (mut client, hello, _) = g.ready(share, target_port)?;
+            g.can_send(&hello, spec)?;
             let estimate = client
                 .estimate_clock(&local, 8)
                 .map_err(|e| SessionError::Invalid(format!("generator {}: {e}", g.name)))?;
