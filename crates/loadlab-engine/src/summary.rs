@@ -231,7 +231,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         notes: alt_svc
             .map(|(_, note)| note)
             .into_iter()
-            .chain(outcome.ws.iter().flat_map(|w| w.notes(outcome.elapsed)))
+            .chain(ws_notes(config, outcome))
             .collect(),
         first_requests,
         server: None,
@@ -251,6 +251,19 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
 }
 
 /// What is about to run, in words: printed before the run starts.
+/// A WebSocket run's notes. A shard's figures (held connections, pushes, memory) are its
+/// own, so they say whose: merged with the other shards' notes (a union), two shards that
+/// held 50 each would otherwise read as one "50 connections held open".
+fn ws_notes(config: &RunConfig, outcome: &RunOutcome) -> Vec<String> {
+    let notes = outcome.ws.iter().flat_map(|w| w.notes(outcome.elapsed));
+    match &config.shard {
+        Some(plan) => notes
+            .map(|n| format!("shard {}: {n}", plan.shard))
+            .collect(),
+        None => notes.collect(),
+    }
+}
+
 pub fn plan(config: &RunConfig) -> String {
     let target = if config.paths.len() > 1 {
         format!(
