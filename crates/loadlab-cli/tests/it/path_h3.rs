@@ -19,7 +19,16 @@ fn an_http3_run_carries_quinns_round_trips_and_goodput_in_its_path_report() {
     let out = Command::new(env!("CARGO_BIN_EXE_loadlab"))
         .args(["run", "-q", "--http3", "--cacert"])
         .arg(&ca_file)
-        .args(["-c", "4", "-d", "1s", "--warmup", "200ms", "--interval", "200ms"])
+        .args([
+            "-c",
+            "4",
+            "-d",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--interval",
+            "200ms",
+        ])
         .arg("--json")
         .arg(&json)
         .arg(format!("{}bytes?n=12288", server.url()))

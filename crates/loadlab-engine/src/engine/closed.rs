@@ -13,7 +13,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
     let mut conn = Conn::new(&ctx);
     loop {
         let now = Instant::now();
-        if ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d) {
+        if ctx.over(now) {
             break;
         }
         if let Some(profile) = &ctx.closed_stages {

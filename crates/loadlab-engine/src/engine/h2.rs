@@ -115,10 +115,6 @@ pub(super) fn is_connection_specific(name: &str) -> bool {
     .any(|h| name.eq_ignore_ascii_case(h))
 }
 
-fn over(ctx: &ThreadCtx, now: Instant) -> bool {
-    ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
-}
-
 /// Drives one HTTP/2 connection slot until the run ends, reconnecting when it dies.
 pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
     // Connections that failed in a row, or died before answering anything (a server that
@@ -128,23 +124,9 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
     // Requests the server did not process, to send again (their budget already taken).
     let owed = Rc::new(Owed::default());
     loop {
-        if let Some(wait) = super::exchange::backoff_after(failures) {
-            super::exchange::back_off(&ctx, wait).await;
-        }
-        let now = Instant::now();
-        if over(&ctx, now) || (ctx.budget_spent.get() && owed.is_empty()) {
+        let Some((phase, claimed)) = owed.next_turn(&ctx, failures).await else {
             break;
-        }
-        let phase = ctx.phase_at(now);
-        // A connection is opened for a request, as HTTP/1.1's is: with none owed, it takes one
-        // from the budget (`-n`), failed with the connect if that fails, else sent first on
-        // it. Without this a refused connect cost nothing, and a count-bounded run against a
-        // port nothing listens on never ended.
-        let claimed = owed.is_empty();
-        if claimed && phase == Phase::Measured && !ctx.budget.take() {
-            ctx.budget_spent.set(true);
-            break;
-        }
+        };
         let send = match open_connection(&ctx, phase).await {
             Ok(send) => send,
             Err(class) => {
@@ -198,7 +180,7 @@ async fn stream_loop(
 ) -> bool {
     loop {
         let now = Instant::now();
-        if over(&ctx, now) {
+        if ctx.over(now) {
             return false;
         }
         let phase = ctx.phase_at(now);

@@ -33,8 +33,8 @@ mod quic;
 mod wire;
 
 use super::exchange::{
-    back_off, backoff_after, note_detail, record, record_failure, record_sent, settled,
-    unsent_if_abandoned, Due, FieldSink, Sent, Traffic,
+    note_detail, record, record_failure, record_sent, settled, unsent_if_abandoned, Due, FieldSink,
+    Sent, Traffic,
 };
 use super::h2::H2Request;
 use super::unprocessed::{Outcome, Owed};
@@ -165,10 +165,6 @@ impl H3Thread {
     }
 }
 
-fn over(ctx: &ThreadCtx, now: Instant) -> bool {
-    ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
-}
-
 /// Opens a connection for a request of `phase`; a failure is recorded as that request's, and
 /// an opening the run's end abandoned leaves it due and never sent, as over TCP.
 pub(super) async fn open_connection(ctx: &ThreadCtx, phase: Phase) -> Result<Handle, ErrorClass> {
@@ -189,20 +185,9 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
     // Requests the server did not process, to send again (their budget already taken).
     let owed = Rc::new(Owed::default());
     loop {
-        if let Some(wait) = backoff_after(failures) {
-            back_off(&ctx, wait).await;
-        }
-        let now = Instant::now();
-        if over(&ctx, now) || (ctx.budget_spent.get() && owed.is_empty()) {
+        let Some((phase, claimed)) = owed.next_turn(&ctx, failures).await else {
             break;
-        }
-        let phase = ctx.phase_at(now);
-        // A connection is opened for a request: one taken from the budget, or one owed.
-        let claimed = owed.is_empty();
-        if claimed && phase == Phase::Measured && !ctx.budget.take() {
-            ctx.budget_spent.set(true);
-            break;
-        }
+        };
         let send = match open_connection(&ctx, phase).await {
             Ok(send) => send,
             Err(class) => {
@@ -252,7 +237,7 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>) {
 async fn stream_loop(ctx: Rc<ThreadCtx>, mut send: Handle, owed: Rc<Owed>) -> bool {
     loop {
         let now = Instant::now();
-        if over(&ctx, now) {
+        if ctx.over(now) {
             return false;
         }
         let phase = ctx.phase_at(now);

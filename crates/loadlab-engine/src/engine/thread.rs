@@ -161,6 +161,12 @@ pub(crate) struct ThreadCtx {
 }
 
 impl ThreadCtx {
+    /// Whether the run is over for this thread at `now`: stopped, or past its deadline.
+    #[inline]
+    pub(super) fn over(&self, now: Instant) -> bool {
+        self.stop.is_stopped() || self.deadline.is_some_and(|d| now >= d)
+    }
+
     /// The phase a moment belongs to: warm-up before `warmup_end`, measured from it on.
     #[inline]
     pub(super) fn phase_at(&self, at: Instant) -> crate::stats::Phase {

@@ -125,6 +125,30 @@ impl Owed {
         self.0.borrow().is_empty()
     }
 
+    /// A connection slot's next turn (HTTP/2, HTTP/3, pipelined HTTP/1.1), after the back-off
+    /// its `failures` in a row earned: the phase its connection opens in, and whether that
+    /// connection claimed a request from the budget (`-n`; with none owed). A connection is
+    /// opened for a request, as HTTP/1.1's is: failed with the connect if that fails, else
+    /// sent first on it. Without this a refused connect cost nothing, and a count-bounded run
+    /// against a port nothing listens on never ended. `None` when the slot is done: the run
+    /// is over, or the budget is spent with nothing owed.
+    pub async fn next_turn(&self, ctx: &ThreadCtx, failures: u32) -> Option<(Phase, bool)> {
+        if let Some(wait) = super::backoff::backoff_after(failures) {
+            super::backoff::back_off(ctx, wait).await;
+        }
+        let now = std::time::Instant::now();
+        if ctx.over(now) || (ctx.budget_spent.get() && self.is_empty()) {
+            return None;
+        }
+        let phase = ctx.phase_at(now);
+        let claimed = self.is_empty();
+        if claimed && phase == Phase::Measured && !ctx.budget.take() {
+            ctx.budget_spent.set(true);
+            return None;
+        }
+        Some((phase, claimed))
+    }
+
     /// A request not sent yet, whose budget is taken (a connection was opened for it).
     pub fn claim(&self) {
         self.0.borrow_mut().push(0);
@@ -193,7 +217,7 @@ impl Owed {
     /// never sent and never to be. Counted, it was an issued `goaway` that no server sent.
     pub fn after_connection(&self, ctx: &ThreadCtx, silent: u32) {
         let now = std::time::Instant::now();
-        let ended = ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d);
+        let ended = ctx.over(now);
         if silent < u32::from(MAX_SENDS) || ended {
             return;
         }

@@ -26,10 +26,22 @@ mod scenario;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MergeError {
     Empty,
-    Schema { part: usize, version: u32 },
-    Interval { part: usize, interval_s: String },
-    Histogram { part: usize, what: String },
-    Scenario { part: usize, why: String },
+    Schema {
+        part: usize,
+        version: u32,
+    },
+    Interval {
+        part: usize,
+        interval_s: String,
+    },
+    Histogram {
+        part: usize,
+        what: String,
+    },
+    Scenario {
+        part: usize,
+        why: String,
+    },
     /// The parts' gRPC sections (`crate::grpc::merge`) do not add up: why.
     Grpc(String),
 }

@@ -4,7 +4,7 @@
 //! and sent first on the next one, as over HTTP/2; the `-n` budget is taken once per request.
 
 use super::Pipe;
-use crate::engine::exchange::{back_off, backoff_after, connect, note_detail, record_failure};
+use crate::engine::exchange::{connect, note_detail, record_failure};
 use crate::engine::exchange::{Due, Traffic};
 use crate::engine::unprocessed::Owed;
 use crate::engine::ThreadCtx;
@@ -13,10 +13,6 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-fn over(ctx: &ThreadCtx, now: Instant) -> bool {
-    ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
-}
-
 /// Drives one connection slot until the run ends, reconnecting when its connection ends.
 pub(in crate::engine) async fn drive(ctx: Rc<ThreadCtx>) {
     // Connections that failed to open, or ended without answering anything, in a row: each
@@ -24,21 +20,9 @@ pub(in crate::engine) async fn drive(ctx: Rc<ThreadCtx>) {
     let mut failures: u32 = 0;
     let owed = Owed::default();
     loop {
-        if let Some(wait) = backoff_after(failures) {
-            back_off(&ctx, wait).await;
-        }
-        let now = Instant::now();
-        if over(&ctx, now) || (ctx.budget_spent.get() && owed.is_empty()) {
+        let Some((phase, claimed)) = owed.next_turn(&ctx, failures).await else {
             break;
-        }
-        let phase = ctx.phase_at(now);
-        // A connection is opened for a request, as without pipelining: with none owed, it
-        // takes one from the budget (`-n`), failed with the connect if that fails.
-        let claimed = owed.is_empty();
-        if claimed && phase == Phase::Measured && !ctx.budget.take() {
-            ctx.budget_spent.set(true);
-            break;
-        }
+        };
         let stream = match connect(&ctx, phase).await {
             Ok(s) => s,
             Err((class, detail)) => {
@@ -81,7 +65,7 @@ pub(in crate::engine) async fn drive(ctx: Rc<ThreadCtx>) {
 async fn place(ctx: &ThreadCtx, pipe: &Pipe, owed: &Owed) {
     loop {
         let now = Instant::now();
-        if pipe.dead() || over(ctx, now) {
+        if pipe.dead() || ctx.over(now) {
             return;
         }
         let phase = ctx.phase_at(now);

@@ -139,7 +139,7 @@ enum StepEnd {
 pub(super) async fn drive(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, index: usize) {
     let mut user = User::new(&ctx, &run, index, Carrier::new(&ctx));
     let mut iteration: u64 = 0;
-    while !ended(&ctx, Instant::now()) {
+    while !ctx.over(Instant::now()) {
         run.scenario
             .feed(user.index, iteration, &mut user.rng, &mut user.values);
         if !run_iteration(&ctx, &run, &mut user).await {
@@ -202,10 +202,6 @@ async fn run_iteration(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User) -> b
         think(ctx, user, &scenario.steps[last], last_end).await;
     }
     true
-}
-
-fn ended(ctx: &ThreadCtx, now: Instant) -> bool {
-    ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
 }
 
 /// The think time after a step that ended at `end` (none when paced: the pace says when
@@ -292,7 +288,7 @@ async fn run_step(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize)
     let scheduled = wait_until_due(ctx, user).await;
     let intended = scheduled.map(|(at, _)| at);
     let now = Instant::now();
-    if ended(ctx, now) {
+    if ctx.over(now) {
         return StepEnd::Stop;
     }
     let phase = ctx.phase_at(now);

@@ -127,7 +127,7 @@ async fn iterate(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, pool: Rc<Pool>, mut 
         let on = run_iteration(&ctx, &run, &mut user).await;
         carrier = user.carrier;
         let now = Instant::now();
-        if !on || ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d) {
+        if !on || ctx.over(now) {
             break;
         }
         match open.take_due_at(now) {

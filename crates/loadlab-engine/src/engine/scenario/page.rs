@@ -10,8 +10,7 @@ use super::super::exchange::Due;
 use super::super::ThreadCtx;
 use super::mux::{self, Fields, Mux};
 use super::{
-    ended, finish, new_connection, request_bytes, wait_until_due, with_step, Carrier, Lane,
-    StepEnd, User,
+    finish, new_connection, request_bytes, wait_until_due, with_step, Carrier, Lane, StepEnd, User,
 };
 use crate::config::ScenarioRun;
 use crate::stats::Phase;
@@ -36,7 +35,7 @@ pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: 
     // A paced or open-loop page is measured from when it was due.
     let scheduled = wait_until_due(ctx, user).await;
     let now = Instant::now();
-    if ended(ctx, now) {
+    if ctx.over(now) {
         return StepEnd::Stop;
     }
     let start = scheduled.map_or(now, |(at, _)| at);
@@ -98,7 +97,7 @@ fn take(ctx: &ThreadCtx, step: &Step, phase: Phase, shared: &Shared<'_>) -> Opti
         return None;
     }
     shared.next.set(k + 1);
-    if ended(ctx, Instant::now()) || (phase == Phase::Measured && !ctx.budget.take()) {
+    if ctx.over(Instant::now()) || (phase == Phase::Measured && !ctx.budget.take()) {
         shared.stopped.set(true);
         return None;
     }

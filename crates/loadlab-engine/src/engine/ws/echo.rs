@@ -4,7 +4,7 @@
 //! a protocol error, no echo within `--timeout`) fails the message and drops the connection,
 //! so that a late echo is never taken for the next message's.
 
-use super::{close, open_socket, over, record_open_failure, traffic, Socket, SWITCHING_PROTOCOLS};
+use super::{close, open_socket, record_open_failure, traffic, Socket, SWITCHING_PROTOCOLS};
 use crate::engine::exchange::{
     note_detail, record_failure, record_sent, record_success, Due, Traffic,
 };
@@ -23,7 +23,7 @@ pub(super) async fn drive(ctx: &ThreadCtx) {
     let mut failures = 0u32;
     loop {
         let now = Instant::now();
-        if over(ctx, now) {
+        if ctx.over(now) {
             break;
         }
         let phase = ctx.phase_at(now);

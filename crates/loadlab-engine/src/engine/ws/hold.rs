@@ -8,7 +8,7 @@
 //! The memory held connections take is read here: the process's RSS before the first one
 //! opens and once all `-c` are open (see [`crate::ws::WsTotals`]).
 
-use super::{close, echo::pushed, open_socket, over, record_open_failure, rss_bytes, traffic};
+use super::{close, echo::pushed, open_socket, record_open_failure, rss_bytes, traffic};
 use super::{Socket, SWITCHING_PROTOCOLS};
 use crate::engine::exchange::{
     note_detail, record_failure, record_sent, record_success, Due, Traffic,
@@ -42,7 +42,7 @@ pub(super) async fn drive(ctx: &ThreadCtx, index: usize) {
     let mut pings = 0u64;
     loop {
         let now = Instant::now();
-        if over(ctx, now) {
+        if ctx.over(now) {
             break;
         }
         let phase = ctx.phase_at(now);
@@ -110,7 +110,7 @@ async fn hold(
     let end = ctx.deadline;
     loop {
         let now = Instant::now();
-        if over(ctx, now) {
+        if ctx.over(now) {
             return Ok(());
         }
         if let Some(o) = &owed {

@@ -190,11 +190,6 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
     }
 }
 
-/// Whether the run is over for this thread.
-fn over(ctx: &ThreadCtx, now: Instant) -> bool {
-    ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d)
-}
-
 /// After `failures` failed opens in a row: the wait before the next.
 async fn after_failures(ctx: &ThreadCtx, failures: u32) {
     if let Some(wait) = backoff_after(failures) {

@@ -109,7 +109,7 @@ async fn work(ctx: Rc<ThreadCtx>, pool: Rc<Pool>, mut at: Instant) {
             }
         }
         let now = Instant::now();
-        if ctx.stop.is_stopped() || ctx.deadline.is_some_and(|d| now >= d) {
+        if ctx.over(now) {
             break;
         }
         match open.take_due_at(now) {

@@ -3,7 +3,7 @@
 //! connections per second), then closed with code 1000. A refused upgrade is a failure
 //! (`ws_refused`) with its HTTP status counted.
 
-use super::{close, open_socket, over, record_open_failure, traffic, SWITCHING_PROTOCOLS};
+use super::{close, open_socket, record_open_failure, traffic, SWITCHING_PROTOCOLS};
 use crate::engine::exchange::{record_sent, record_success, Due};
 use crate::engine::ThreadCtx;
 use crate::stats::Phase;
@@ -14,7 +14,7 @@ pub(super) async fn drive(ctx: &ThreadCtx) {
     let mut failures = 0u32;
     loop {
         let now = Instant::now();
-        if over(ctx, now) {
+        if ctx.over(now) {
             break;
         }
         let phase = ctx.phase_at(now);

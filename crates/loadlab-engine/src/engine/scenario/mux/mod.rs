@@ -26,7 +26,6 @@ use super::super::exchange::{backoff_after, note_detail, record_failure, Sent, T
 use super::super::pool::{Opener, Opening};
 use super::super::unprocessed::send_again;
 use super::super::{h2, h3, ThreadCtx};
-use super::ended;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
 use bytes::Bytes;
@@ -150,7 +149,7 @@ impl Mux {
                 if let Err(class) = send_again(ctx, phase, sends, how) {
                     return Some(Sent::Unsent(class));
                 }
-                if ended(ctx, std::time::Instant::now()) {
+                if ctx.over(std::time::Instant::now()) {
                     return None;
                 }
                 continue;
