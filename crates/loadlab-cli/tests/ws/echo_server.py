@@ -1,6 +1,7 @@
 """An echo server on Python's `websockets` (which no one here wrote), for the WebSocket
 interop test: it prints its port, then, for each line read on stdin, the text and binary
-messages it has read so far and the most connections it held open at once."""
+messages it has read so far, the most connections it held open at once since the last line,
+and the connections open now."""
 
 import asyncio
 import sys
@@ -31,8 +32,10 @@ async def main():
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        global peak
         while await reader.readline():
-            print(messages, peak, flush=True)
+            print(messages, peak, open_now, flush=True)
+            peak = open_now
 
 
 asyncio.run(main())
