@@ -41,8 +41,12 @@ pub const PROTOCOL: u32 = 2;
 /// ([`load::WireLoad::ws`]). An older agent would ignore them and run any WebSocket load as
 /// echo, so a coordinator sends a WebSocket load only to a generator that names this.
 pub const FEATURE_WEBSOCKET: &str = "websocket";
+/// In [`Hello::features`]: the generator role reads a load's pipeline depth
+/// ([`load::WireLoad::pipeline`]). An older agent would ignore it and send one request at a
+/// time, a fraction of the load asked, so a pipelined load goes only to one that names this.
+pub const FEATURE_PIPELINE: &str = "pipeline";
 /// What this build's agent names in [`Hello::features`].
-pub const FEATURES: &[&str] = &[FEATURE_WEBSOCKET];
+pub const FEATURES: &[&str] = &[FEATURE_WEBSOCKET, FEATURE_PIPELINE];
 /// On every request and every response: the protocol version, in decimal.
 pub const HEADER_PROTOCOL: &str = "x-loadlab-agent-protocol";
 /// On every POST and DELETE: 32 hexadecimal characters, never reused (replay protection).

@@ -283,16 +283,28 @@ impl Generator {
         hello: &loadlab_agent::protocol::Hello,
         spec: &loadlab_engine::RunSpec,
     ) -> Result<(), SessionError> {
-        use loadlab_agent::protocol::FEATURE_WEBSOCKET;
-        let websocket = loadlab_agent::protocol::load::is_websocket(&spec.url);
-        if websocket && !hello.features.iter().any(|f| f == FEATURE_WEBSOCKET) {
-            // The hello's words were escaped as it was read.
-            return Err(SessionError::Invalid(format!(
-                "generator {} ({}) runs loadlab agent {} on {}, too old for a WebSocket load \
-                 (it would run any one as echo): run the same loadlab version on the \
-                 coordinator and every generator host",
-                self.name, self.endpoint.url, hello.agent_version, hello.hostname
-            )));
+        use loadlab_agent::protocol::{FEATURE_PIPELINE, FEATURE_WEBSOCKET};
+        let needs = [
+            (
+                loadlab_agent::protocol::load::is_websocket(&spec.url),
+                FEATURE_WEBSOCKET,
+                "a WebSocket load (it would run any one as echo)",
+            ),
+            (
+                spec.pipeline > 1,
+                FEATURE_PIPELINE,
+                "a pipelined load (it would send one request at a time)",
+            ),
+        ];
+        for (needed, feature, what) in needs {
+            if needed && !hello.features.iter().any(|f| f == feature) {
+                // The hello's words were escaped as it was read.
+                return Err(SessionError::Invalid(format!(
+                    "generator {} ({}) runs loadlab agent {} on {}, too old for {what}: run the \
+                     same loadlab version on the coordinator and every generator host",
+                    self.name, self.endpoint.url, hello.agent_version, hello.hostname
+                )));
+            }
         }
         Ok(())
     }

@@ -317,3 +317,29 @@ fn an_older_generator_is_refused_a_websocket_load() {
     );
     assert!(!err.contains('\u{1b}') && !err.contains('\n'), "{err}");
 }
+
+#[test]
+fn an_older_generator_is_refused_a_pipelined_load() {
+    let dir = ScratchDir::new("fleet-old-pipeline");
+    let fake = FakeAgent::start(Endless::Intervals);
+    let fleet = Fleet {
+        generators: vec![fake.generator(&dir)],
+    };
+    let spec = RunSpec {
+        url: "http://127.0.0.1:9/".into(),
+        connections: Some(2),
+        duration: Some(Duration::from_secs(1)),
+        pipeline: 16,
+        ..RunSpec::default()
+    };
+    let err = fleet
+        .run(&spec, &RunControl::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("generator fake"), "{err}");
+    assert!(
+        err.contains("too old for a pipelined load (it would send one request at a time)")
+            && err.contains("run the same loadlab version"),
+        "{err}"
+    );
+}
