@@ -12,6 +12,7 @@
 //! and timed by the kernel's receive stamps (see `stamped`).
 
 mod carry;
+pub(in crate::engine) mod dispatch;
 mod growth;
 mod idle;
 mod preopen;

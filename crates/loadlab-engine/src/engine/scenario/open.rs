@@ -15,12 +15,12 @@
 
 use super::{run_iteration, Carrier, Slot, User};
 use crate::config::ScenarioRun;
-use crate::engine::timer::PreciseTimer;
+use crate::engine::open::dispatch::dispatch;
 use crate::engine::ThreadCtx;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::Notify;
 
 /// What a thread's dispatcher and its running iterations share.
@@ -52,8 +52,6 @@ pub(in crate::engine) async fn run(
     run: Arc<ScenarioRun>,
     numbering: (usize, usize),
 ) {
-    let open = ctx.open.as_ref().expect("open-loop thread");
-    let deadline = ctx.deadline.expect("open loops end by time");
     let pool = Rc::new(Pool {
         idle: RefCell::new(Vec::new()),
         running: Cell::new(0),
@@ -61,51 +59,11 @@ pub(in crate::engine) async fn run(
         numbering,
         freed: Notify::new(),
     });
-    // A timerfd wakes within microseconds of a due time; tokio's timer within a millisecond.
-    let mut timer = PreciseTimer::new().ok();
-    loop {
-        let now = Instant::now();
-        if ctx.stop.is_stopped() || now >= deadline {
-            break;
-        }
-        let Some(next) = open.next_due() else {
-            break;
-        };
-        if next > now {
-            let wake_at = next.min(deadline);
-            let precise = match timer.as_mut() {
-                Some(t) => t.sleep_until(wake_at).await.is_ok(),
-                None => false,
-            };
-            if !precise {
-                tokio::time::sleep_until(wake_at.into()).await;
-            }
-            continue;
-        }
-        if pool.running.get() < open.cap() {
-            let Some(at) = open.take_due_at(now) else {
-                continue;
-            };
-            pool.running.set(pool.running.get() + 1);
-            let slot = Slot { at, waited: false };
-            super::super::spawn_guarded(
-                &ctx,
-                iterate(ctx.clone(), run.clone(), pool.clone(), slot),
-            );
-        } else {
-            // Every slot is taken: a finishing iteration takes what is due itself; look again
-            // when one ends with nothing due (or at the deadline).
-            tokio::select! {
-                _ = pool.freed.notified() => {}
-                _ = tokio::time::sleep_until(deadline.into()) => {}
-            }
-        }
-    }
-    // The schedule is over: iterations still running end at the deadline (their next step
-    // sees it) or with their request, bounded by --timeout.
-    while pool.running.get() > 0 && !ctx.stop.is_stopped() {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    dispatch(&ctx, &pool.running, &pool.freed, |at| {
+        let slot = Slot { at, waited: false };
+        super::super::spawn_guarded(&ctx, iterate(ctx.clone(), run.clone(), pool.clone(), slot));
+    })
+    .await;
 }
 
 /// Runs iterations, the first due at `slot`, then each one that fell due meanwhile

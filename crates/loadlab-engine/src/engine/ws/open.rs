@@ -9,12 +9,12 @@
 
 use super::{close, echo, open_socket, record_open_failure, storm, Socket};
 use crate::engine::exchange::Due;
-use crate::engine::timer::PreciseTimer;
+use crate::engine::open::dispatch::dispatch;
 use crate::engine::ThreadCtx;
 use crate::ws::WsMode;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::Notify;
 
 /// What the dispatcher and its workers share.
@@ -30,46 +30,11 @@ struct Pool {
 /// Starts this thread's share of the schedule until it ends, then waits for the running
 /// workers (bounded by `--timeout`), then closes the connections.
 pub(in crate::engine) async fn run(ctx: Rc<ThreadCtx>) {
-    let open = ctx.open.as_ref().expect("open-loop thread");
-    let deadline = ctx.deadline.expect("open loops end by time");
     let pool = Rc::new(Pool::default());
-    // A timerfd wakes within microseconds of a due time; tokio's timer within a millisecond.
-    let mut timer = PreciseTimer::new().ok();
-    loop {
-        let now = Instant::now();
-        if ctx.stop.is_stopped() || now >= deadline {
-            break;
-        }
-        let Some(next) = open.next_due() else {
-            break;
-        };
-        if next > now {
-            let wake_at = next.min(deadline);
-            let precise = match timer.as_mut() {
-                Some(t) => t.sleep_until(wake_at).await.is_ok(),
-                None => false,
-            };
-            if !precise {
-                tokio::time::sleep_until(wake_at.into()).await;
-            }
-            continue;
-        }
-        if pool.running.get() < open.cap() {
-            let Some(at) = open.take_due_at(now) else {
-                continue;
-            };
-            pool.running.set(pool.running.get() + 1);
-            super::super::spawn_guarded(&ctx, work(ctx.clone(), pool.clone(), at));
-        } else {
-            tokio::select! {
-                _ = pool.freed.notified() => {}
-                _ = tokio::time::sleep_until(deadline.into()) => {}
-            }
-        }
-    }
-    while pool.running.get() > 0 && !ctx.stop.is_stopped() {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    dispatch(&ctx, &pool.running, &pool.freed, |at| {
+        super::super::spawn_guarded(&ctx, work(ctx.clone(), pool.clone(), at));
+    })
+    .await;
     let idle = std::mem::take(&mut *pool.idle.borrow_mut());
     for socket in idle {
         close(socket).await;
