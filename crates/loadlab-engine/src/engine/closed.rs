@@ -2,9 +2,8 @@
 //! `--stages ... --closed`, connection `i` (numbered across threads) works only while the
 //! profile's level is above `i`, so the number of active connections follows the stages.
 
-use super::exchange::{Conn, Due};
+use super::exchange::Conn;
 use super::ThreadCtx;
-use crate::stats::Phase;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -28,14 +27,8 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
                 continue;
             }
         }
-        let phase = ctx.phase_at(now);
-        if phase == Phase::Measured && !ctx.budget.take() {
+        let Some(due) = ctx.due_now(now) else {
             break;
-        }
-        let due = Due {
-            phase,
-            intended: None,
-            noticed: now,
         };
         conn.request(&ctx, due).await;
         if let Some(wait) = conn.backoff() {

@@ -167,6 +167,20 @@ impl ThreadCtx {
         self.stop.is_stopped() || self.deadline.is_some_and(|d| now >= d)
     }
 
+    /// A closed loop's request, due `now` (when its connection is free): in the phase of
+    /// `now`, a measured one's place taken from the budget (`-n`); `None` when that is spent.
+    pub(super) fn due_now(&self, now: Instant) -> Option<super::exchange::Due> {
+        let phase = self.phase_at(now);
+        if phase == crate::stats::Phase::Measured && !self.budget.take() {
+            return None;
+        }
+        Some(super::exchange::Due {
+            phase,
+            intended: None,
+            noticed: now,
+        })
+    }
+
     /// The phase a moment belongs to: warm-up before `warmup_end`, measured from it on.
     #[inline]
     pub(super) fn phase_at(&self, at: Instant) -> crate::stats::Phase {

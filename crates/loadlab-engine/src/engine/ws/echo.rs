@@ -26,15 +26,10 @@ pub(super) async fn drive(ctx: &ThreadCtx) {
         if ctx.over(now) {
             break;
         }
-        let phase = ctx.phase_at(now);
-        if phase == Phase::Measured && !ctx.budget.take() {
+        let Some(due) = ctx.due_now(now) else {
             break;
-        }
-        let due = Due {
-            phase,
-            intended: None,
-            noticed: now,
         };
+        let phase = due.phase;
         if socket.is_none() {
             match open_socket(ctx, phase).await {
                 Ok(s) => {

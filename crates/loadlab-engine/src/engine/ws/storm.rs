@@ -6,7 +6,6 @@
 use super::{close, open_socket, record_open_failure, traffic, SWITCHING_PROTOCOLS};
 use crate::engine::exchange::{record_sent, record_success, Due};
 use crate::engine::ThreadCtx;
-use crate::stats::Phase;
 use std::time::Instant;
 
 /// The closed loop: each connection slot opens, upgrades and closes, again and again.
@@ -17,14 +16,8 @@ pub(super) async fn drive(ctx: &ThreadCtx) {
         if ctx.over(now) {
             break;
         }
-        let phase = ctx.phase_at(now);
-        if phase == Phase::Measured && !ctx.budget.take() {
+        let Some(due) = ctx.due_now(now) else {
             break;
-        }
-        let due = Due {
-            phase,
-            intended: None,
-            noticed: now,
         };
         if handshake(ctx, &due).await {
             failures = 0;
