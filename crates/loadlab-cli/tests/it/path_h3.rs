@@ -54,7 +54,13 @@ fn an_http3_run_carries_quinns_round_trips_and_goodput_in_its_path_report() {
         .filter(|i| i["warmup"] == false)
         .collect();
     assert!(measured.len() >= 5, "{report}");
-    for i in &measured {
+    // Every window wholly inside the load (warm-up 200 ms, then 1 s) saw the 4 connections; one
+    // at the end also holds the time they close in (CI saw 1 socket in a window at 1.2 s).
+    let inside = |i: &&&Value| {
+        i["start_s"].as_f64().unwrap() + i["duration_s"].as_f64().unwrap() <= 1.2 + 1e-6
+    };
+    assert!(measured.iter().filter(inside).count() >= 4, "{report}");
+    for i in measured.iter().filter(inside) {
         assert!(i["rtt_us"].as_f64().is_some_and(|r| r > 0.0), "{i}");
         assert!(i["sockets"].as_u64() >= Some(4), "{i}");
     }
