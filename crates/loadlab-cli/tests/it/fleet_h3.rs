@@ -3,36 +3,21 @@
 //! HTTP/3 server that counts the connections it accepted and the requests it answered; the
 //! merged result must equal the server's counts, closed loop and open loop.
 
-use crate::common::assert_valid;
-use crate::generators::loopback_fleet;
+use crate::generators::{loopback_fleet, run_fleet};
 use loadlab_testkit::{H3Server, ScratchDir, TestCa};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// `loadlab run ARGS --json FILE` over `fleet` with HTTP/3 trusting `ca`; the result.
 fn run_h3(fleet: &Path, ca: &Path, json: &Path, args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_loadlab"))
-        .arg("run")
-        .arg("--generators")
-        .arg(fleet)
-        .args(["--http3", "--cacert"])
-        .arg(ca)
-        .arg("--json")
-        .arg(json)
-        .args(args)
-        .output()
-        .expect("loadlab runs");
-    assert!(
-        out.status.success(),
-        "loadlab run {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result: Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
-    assert_valid(&result);
-    result
+    let ca = ca.to_str().expect("a UTF-8 scratch path");
+    let all: Vec<&str> = ["--http3", "--cacert", ca]
+        .iter()
+        .chain(args)
+        .copied()
+        .collect();
+    run_fleet(fleet, json, &all)
 }
 
 /// The server counts a request once its response has gone, which a generator may see first:

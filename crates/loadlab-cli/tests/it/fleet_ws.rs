@@ -5,36 +5,11 @@
 //! pings (a generator that dropped `--ws-mode hold` would have sent echo messages instead),
 //! each generator's held connections noted as its own.
 
-use crate::common::assert_valid;
-use crate::generators::loopback_fleet;
+use crate::generators::{loopback_fleet, run_fleet};
 use loadlab_testkit::{ScratchDir, WsBehavior, WsCounters, WsServer};
 use serde_json::Value;
-use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
-
-/// `loadlab run --generators FLEET ARGS --json FILE`; the result.
-fn run_fleet(fleet: &Path, json: &Path, args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_loadlab"))
-        .arg("run")
-        .arg("--generators")
-        .arg(fleet)
-        .arg("--json")
-        .arg(json)
-        .args(args)
-        .output()
-        .expect("loadlab runs");
-    assert!(
-        out.status.success(),
-        "loadlab run {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result: Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
-    assert_valid(&result);
-    result
-}
 
 /// The server counts what it read, which may be just after the generator saw its answer:
 /// the count is read until it reaches `want` or stops moving.

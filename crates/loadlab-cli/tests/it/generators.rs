@@ -93,3 +93,25 @@ pub fn loopback_fleet(dir: &Path, n: usize) -> (Vec<LoopbackGenerator>, PathBuf)
     std::fs::write(&file, fleet).unwrap();
     (generators, file)
 }
+
+/// `loadlab run --generators FLEET ARGS --json FILE`; the result.
+pub fn run_fleet(fleet: &Path, json: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .arg("run")
+        .arg("--generators")
+        .arg(fleet)
+        .arg("--json")
+        .arg(json)
+        .args(args)
+        .output()
+        .expect("loadlab runs");
+    assert!(
+        out.status.success(),
+        "loadlab run {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    crate::common::assert_valid(&result);
+    result
+}
