@@ -45,7 +45,50 @@ pub struct SeriesRun {
     pub environment: Option<Value>,
 }
 
+/// A series the store holds, for a list to pick one from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesSummary {
+    /// As `loadlab history` takes it: a tag, or `EXPERIMENT:variant`.
+    pub spec: String,
+    /// Its completed runs.
+    pub runs: u64,
+    /// How many distinct revisions they measured (a history needs two to say anything).
+    pub revisions: u64,
+    /// When its newest run started.
+    pub last_started_at: String,
+}
+
 impl Store {
+    /// Every tag, and every experiment's variant, with completed runs: most runs first (at
+    /// most `limit` of each kind, so a page listing them stays bounded).
+    pub fn series_list(&self, limit: usize) -> Result<Vec<SeriesSummary>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut out = Vec::new();
+        for query in [
+            "SELECT tag, count(*), count(DISTINCT revision), max(started_at) FROM runs \
+             WHERE tag IS NOT NULL AND interrupted = 0 GROUP BY tag \
+             ORDER BY count(*) DESC, tag LIMIT ?1",
+            "SELECT e.name || ':' || r.variant, count(*), count(DISTINCT r.revision), \
+             max(r.started_at) FROM runs r JOIN experiments e ON e.id = r.experiment_id \
+             WHERE r.interrupted = 0 GROUP BY e.name, r.variant \
+             ORDER BY count(*) DESC, e.name, r.variant LIMIT ?1",
+        ] {
+            let mut stmt = self.conn.prepare_cached(query)?;
+            let rows = stmt.query_map([limit], |r| {
+                Ok(SeriesSummary {
+                    spec: r.get(0)?,
+                    runs: r.get(1)?,
+                    revisions: r.get(2)?,
+                    last_started_at: r.get(3)?,
+                })
+            })?;
+            for row in rows {
+                out.push(row?);
+            }
+        }
+        Ok(out)
+    }
+
     /// The completed runs of `series`, oldest first (interrupted runs measured less than
     /// they were asked to, so a history leaves them out); an error when there are none.
     pub fn series_runs(&self, series: &Series) -> Result<Vec<SeriesRun>> {

@@ -40,7 +40,7 @@ mod write;
 pub use document::export_text;
 pub use error::{Result, StoreError};
 pub use experiments::{CompletedRun, Experiment, ExperimentStatus, Resumable};
-pub use history::{Series, SeriesRun};
+pub use history::{Series, SeriesRun, SeriesSummary};
 pub use redact::{redact, redact_json, redact_text, REDACTED};
 pub use runs::{ExperimentSlot, Filter, RunMeta, RunRow, StoredRun};
 pub use stream::{OpenStream, Writer};

@@ -81,6 +81,14 @@ pub struct Filter {
     pub variant: Option<String>,
     /// Leave out interrupted runs.
     pub completed_only: bool,
+    /// Runs whose target URL contains this text (as stored: redacted).
+    pub target: Option<String>,
+    /// Runs whose revision starts with this (a commit's short form finds it).
+    pub revision: Option<String>,
+    /// Runs started on or after this day, `YYYY-MM-DD` (UTC, as `started_at` is kept).
+    pub since: Option<String>,
+    /// Runs started on or before this day, `YYYY-MM-DD`.
+    pub until: Option<String>,
     /// At most this many (the newest).
     pub limit: Option<usize>,
 }
@@ -165,7 +173,11 @@ impl Store {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {ROW_COLUMNS} FROM runs WHERE (?1 IS NULL OR tag = ?1) \
              AND (?2 IS NULL OR experiment_id = ?2) AND (?3 IS NULL OR variant = ?3) \
-             AND (?4 = 0 OR interrupted = 0) ORDER BY id DESC LIMIT ?5"
+             AND (?4 = 0 OR interrupted = 0) \
+             AND (?6 IS NULL OR instr(target_url, ?6) > 0) \
+             AND (?7 IS NULL OR substr(revision, 1, length(?7)) = ?7) \
+             AND (?8 IS NULL OR substr(started_at, 1, 10) >= ?8) \
+             AND (?9 IS NULL OR substr(started_at, 1, 10) <= ?9) ORDER BY id DESC LIMIT ?5"
         ))?;
         let limit = filter
             .limit
@@ -176,7 +188,11 @@ impl Store {
                 filter.experiment.map(|e| e.0),
                 filter.variant,
                 filter.completed_only,
-                limit
+                limit,
+                filter.target,
+                filter.revision,
+                filter.since,
+                filter.until
             ],
             read_row,
         )?;

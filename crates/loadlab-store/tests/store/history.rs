@@ -62,6 +62,16 @@ fn a_tag_reads_back_as_a_series_with_revisions_branches_and_environments() {
 
     let err = store.series_runs(&Series::parse("nobody")).unwrap_err();
     assert!(matches!(err, StoreError::NoTag(_)), "{err}");
+
+    // The list a page picks a series from: completed runs only, most runs first.
+    let listed: Vec<(String, u64, u64)> = store
+        .series_list(10)
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.spec, s.runs, s.revisions))
+        .collect();
+    assert_eq!(listed, [("nightly".into(), 3, 3), ("other".into(), 1, 0)]);
+    assert_eq!(store.series_list(1).unwrap().len(), 1, "bounded");
 }
 
 #[test]

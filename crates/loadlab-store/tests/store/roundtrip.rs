@@ -144,6 +144,59 @@ fn lists_filter_and_put_the_newest_first() {
     );
 }
 
+/// `loadlab ui`'s filters: part of the target, the start of a revision, a range of days.
+#[test]
+fn lists_filter_by_target_revision_and_day() {
+    let (_dir, _path, store) = temp_store();
+    let save = |target: &str, revision: &str, day: &str| {
+        let mut result = fixture("ok");
+        result.target.url = target.into();
+        result.started_at = format!("{day}T10:00:00Z");
+        let meta = RunMeta {
+            revision: Some(revision.into()),
+            ..RunMeta::default()
+        };
+        store.save_run(&result, &meta).unwrap()
+    };
+    let a = save("http://api.test/users", "1a2b3c4d", "2026-11-01");
+    let b = save("http://api.test/orders", "1a2bffff", "2026-11-15");
+    let c = save("http://web.test/", "9999aaaa", "2026-12-01");
+    let ids = |f: Filter| -> Vec<_> {
+        store
+            .list_runs(&f)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect()
+    };
+    let with =
+        |target: Option<&str>, revision: Option<&str>, since: Option<&str>, until: Option<&str>| {
+            ids(Filter {
+                target: target.map(Into::into),
+                revision: revision.map(Into::into),
+                since: since.map(Into::into),
+                until: until.map(Into::into),
+                ..Filter::default()
+            })
+        };
+    assert_eq!(with(Some("api.test"), None, None, None), [b, a]);
+    assert_eq!(with(None, Some("1a2b"), None, None), [b, a]);
+    assert_eq!(with(None, Some("1a2b3"), None, None), [a]);
+    assert_eq!(with(None, None, Some("2026-11-15"), None), [c, b]);
+    assert_eq!(with(None, None, None, Some("2026-11-15")), [b, a]);
+    assert_eq!(
+        with(
+            Some("test"),
+            Some("9"),
+            Some("2026-11-02"),
+            Some("2026-12-31")
+        ),
+        [c]
+    );
+    // A wildcard is text, not a pattern.
+    assert_eq!(with(Some("%"), None, None, None), []);
+}
+
 #[test]
 fn a_deleted_run_is_gone_and_its_id_never_comes_back() {
     let (_dir, _path, store) = temp_store();
