@@ -187,7 +187,7 @@ fn judge(history: &History) -> Vec<Case> {
 }
 
 /// What the report crate's page draws.
-fn page_of(h: &History) -> HistoryPage {
+pub(crate) fn page_of(h: &History) -> HistoryPage {
     let charts = h
         .metrics
         .iter()

@@ -45,23 +45,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(pair) = &args.compare {
         let control = crate::cmd::compare::arm(&pair[0], args.store.db.as_deref())?;
         let test = crate::cmd::compare::arm(&pair[1], args.store.db.as_deref())?;
-        let comparisons = analysis::compare(
-            &[(
-                ArmRuns {
-                    label: pair[0].clone(),
-                    runs: &control,
-                },
-                ArmRuns {
-                    label: pair[1].clone(),
-                    runs: &test,
-                },
-            )],
-            &loadlab_compare::Options::default(),
-        );
-        let arms = vec![
-            (pair[0].clone(), merged(&control)?),
-            (pair[1].clone(), merged(&test)?),
-        ];
+        let (arms, comparisons) = two_arms((&pair[0], &control), (&pair[1], &test))?;
         write(&args.output, kind, &arms, &comparisons)?;
     } else {
         if args.spec.is_empty() {
@@ -121,6 +105,35 @@ fn runs_of(spec: &[String], db: Option<&Path>) -> anyhow::Result<Arms> {
     Ok(Arms::Runs(out))
 }
 
+/// Runs, each with the label the report shows it by.
+pub type Labelled = Vec<(String, RunResult)>;
+
+/// Two arms compared, as `--compare A B` and `loadlab ui`'s side by side: each arm's runs
+/// merged, and the comparison of A (the control) with B.
+pub fn two_arms(
+    a: (&str, &[RunResult]),
+    b: (&str, &[RunResult]),
+) -> anyhow::Result<(Labelled, Vec<Comparison>)> {
+    let comparisons = analysis::compare(
+        &[(
+            ArmRuns {
+                label: a.0.to_string(),
+                runs: a.1,
+            },
+            ArmRuns {
+                label: b.0.to_string(),
+                runs: b.1,
+            },
+        )],
+        &loadlab_compare::Options::default(),
+    );
+    let arms = vec![
+        (a.0.to_string(), merged(a.1)?),
+        (b.0.to_string(), merged(b.1)?),
+    ];
+    Ok((arms, comparisons))
+}
+
 /// Repetitions merged exactly: their histograms added, so an arm's distribution is the
 /// distribution of all its requests.
 fn merged(runs: &[RunResult]) -> anyhow::Result<RunResult> {
@@ -161,6 +174,14 @@ pub fn write_experiment(
     comparisons: &[Comparison],
 ) -> anyhow::Result<()> {
     let kind = kind_of(path)?;
+    write(path, kind, &experiment_arms(plan, by_arm)?, comparisons)
+}
+
+/// An experiment's arms that ran, each its repetitions merged, labelled with their count.
+pub fn experiment_arms(
+    plan: &Plan,
+    by_arm: &[Vec<RunResult>],
+) -> anyhow::Result<Vec<(String, RunResult)>> {
     let mut arms = Vec::new();
     for (arm, runs) in plan.arms.iter().zip(by_arm) {
         if runs.is_empty() {
@@ -171,7 +192,32 @@ pub fn write_experiment(
             merged(runs)?,
         ));
     }
-    write(path, kind, &arms, comparisons)
+    Ok(arms)
+}
+
+/// The HTML report of runs with the comparisons on top: `loadlab report`'s page, and
+/// `loadlab ui`'s pages of an experiment and of two runs (one renderer for all).
+pub fn html_page(
+    runs: &[(String, RunResult)],
+    comparisons: &[Comparison],
+) -> std::io::Result<Vec<u8>> {
+    let labelled: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    let sections: Vec<Section> = comparisons
+        .iter()
+        .map(|c| {
+            let (title, columns, rows, mut notes) = table::plain(c);
+            notes.push(table::method_note().to_string());
+            Section {
+                title,
+                columns,
+                rows,
+                notes,
+            }
+        })
+        .collect();
+    let mut out = Vec::new();
+    html::render_report(&labelled, &sections, &mut out)?;
+    Ok(out)
 }
 
 fn write(
@@ -183,22 +229,7 @@ fn write(
     let labelled: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     let mut out = Vec::new();
     match kind {
-        Kind::Html => {
-            let sections: Vec<Section> = comparisons
-                .iter()
-                .map(|c| {
-                    let (title, columns, rows, mut notes) = table::plain(c);
-                    notes.push(table::method_note().to_string());
-                    Section {
-                        title,
-                        columns,
-                        rows,
-                        notes,
-                    }
-                })
-                .collect();
-            html::render_report(&labelled, &sections, &mut out)?;
-        }
+        Kind::Html => out = html_page(runs, comparisons)?,
         Kind::Markdown => {
             if !comparisons.is_empty() {
                 out.extend(table::render(comparisons, Format::Markdown).into_bytes());

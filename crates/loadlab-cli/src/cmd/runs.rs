@@ -358,15 +358,24 @@ pub fn latest_experiment(store: &Store, name: &str) -> anyhow::Result<Option<Sto
     let Some(stored) = store.latest_experiment(name)? else {
         return Ok(None);
     };
+    read_experiment(store, &stored).map(Some)
+}
+
+/// A stored experiment with its plan rebuilt and its completed runs by arm.
+pub fn read_experiment(
+    store: &Store,
+    stored: &loadlab_store::Experiment,
+) -> anyhow::Result<StoredExperiment> {
+    let name = &stored.name;
     let experiment: Experiment = serde_json::from_value(stored.plan.clone())
         .with_context(|| format!("experiment {name}: its stored plan does not read"))?;
     let plan = Plan::new(&experiment).map_err(anyhow::Error::msg)?;
     let by_arm = experiment_results(store, stored.id, &plan)?;
-    Ok(Some(StoredExperiment {
+    Ok(StoredExperiment {
         experiment,
         plan,
         by_arm,
-    }))
+    })
 }
 
 /// "revision 1a2b3c4d5e6f on main": what a run measured, shortened as git shortens a commit

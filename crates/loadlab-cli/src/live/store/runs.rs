@@ -1,0 +1,162 @@
+//! `loadlab ui`'s runs: `GET /` lists the runs live on this machine (the registry's), then
+//! the store's newest runs, filtered by `?tag=`, `?target=` (part of it), `?revision=` (its
+//! start), `?since=` and `?until=` (days, `YYYY-MM-DD`), from a GET form; a second form picks
+//! two runs to see side by side. `GET /run/ID` is the run's page as the offline HTML report
+//! renders it.
+
+use super::super::http::Body;
+use super::registry::{self, LiveRun};
+use super::shell::{self, Query};
+use hyper::Response;
+use loadlab_report::html::escape_html;
+use loadlab_report::Exporter as _;
+use loadlab_store::{Filter, RunId, RunRow, Store};
+
+/// The newest runs the list shows.
+const LISTED: usize = 500;
+
+/// The filters, as the form names them.
+const FILTERS: [(&str, &str, &str); 5] = [
+    ("tag", "tag", "nightly"),
+    ("target", "target contains", "/api"),
+    ("revision", "revision starts", "1a2b3c"),
+    ("since", "from day", "2026-11-01"),
+    ("until", "to day", "2026-12-31"),
+];
+
+pub fn index(store: &Store, q: &Query) -> Response<Body> {
+    for day in ["since", "until"] {
+        if let Some(v) = q.get(day) {
+            if !is_day(v) {
+                return shell::bad_request(&format!(
+                    "?{day}={}: give a day as YYYY-MM-DD, such as 2026-11-01",
+                    v.escape_debug()
+                ));
+            }
+        }
+    }
+    let filter = Filter {
+        tag: q.get("tag").map(str::to_string),
+        target: q.get("target").map(str::to_string),
+        revision: q.get("revision").map(str::to_string),
+        since: q.get("since").map(str::to_string),
+        until: q.get("until").map(str::to_string),
+        limit: Some(LISTED),
+        ..Filter::default()
+    };
+    let rows = match store.list_runs(&filter) {
+        Ok(rows) => rows,
+        Err(e) => return shell::not_found(&format!("the store could not be read: {e}")),
+    };
+    let mut body = live_section(&registry::live_runs());
+    body.push_str(&format!(
+        "<form method=\"get\" action=\"/\">{}",
+        q.hidden_token()
+    ));
+    for (name, label, example) in FILTERS {
+        body.push_str(&format!(
+            "<label>{label} <input name=\"{name}\" value=\"{}\" placeholder=\"{example}\" \
+             size=\"12\"></label>",
+            escape_html(q.get(name).unwrap_or(""))
+        ));
+    }
+    body.push_str(&format!(
+        "<button type=\"submit\">Filter</button> <a href=\"{}\">all</a></form>\n\
+         <form method=\"get\" action=\"/compare\">{}<label>run <input name=\"a\" size=\"6\" \
+         inputmode=\"numeric\"></label><label>beside run <input name=\"b\" size=\"6\" \
+         inputmode=\"numeric\"></label><button type=\"submit\">Side by side</button></form>\n",
+        q.href("/", &[]),
+        q.hidden_token()
+    ));
+    let shown = if rows.len() == LISTED {
+        format!("The newest {LISTED} runs that match.")
+    } else {
+        format!("{} runs.", rows.len())
+    };
+    body.push_str(&format!("<p class=\"hint\">{shown}</p>\n"));
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| run_cells(q, r)).collect();
+    body.push_str(&shell::table(
+        &[
+            "run",
+            "started",
+            "tag",
+            "target",
+            "revision",
+            "requests/s",
+            "p99",
+            "status",
+        ],
+        &rows,
+    ));
+    shell::page(q, "Runs", &body)
+}
+
+/// A run's row, as the run list and an experiment's runs show it.
+pub fn run_cells(q: &Query, r: &RunRow) -> Vec<String> {
+    let s = &r.summary;
+    let id = r.id.0.to_string();
+    vec![
+        format!(
+            "<a href=\"{}\">{id}</a>",
+            q.href(&format!("/run/{id}"), &[])
+        ),
+        escape_html(&r.started_at),
+        escape_html(r.tag.as_deref().unwrap_or("")),
+        escape_html(&s.target_url),
+        format!(
+            "<code>{}</code>",
+            escape_html(r.revision.as_deref().unwrap_or(""))
+        ),
+        loadlab_report::rate(s.rps),
+        shell::p99(s.latency_p99_us),
+        r.status.as_str().replace('_', " "),
+    ]
+}
+
+/// The runs going on now, each linked to its own page (on loopback: the registry keeps no
+/// other).
+fn live_section(live: &[LiveRun]) -> String {
+    if live.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = live
+        .iter()
+        .map(|r| {
+            let url = format!("http://{}/", r.addr);
+            vec![
+                format!("<a href=\"{url}\">{url}</a>", url = escape_html(&url)),
+                escape_html(&r.started_at),
+                escape_html(&r.target),
+                r.pid.to_string(),
+                format!("<code>{}</code>", escape_html(&r.command)),
+            ]
+        })
+        .collect();
+    format!(
+        "<section class=\"live\"><h2>Live now</h2>\n{}</section>\n",
+        shell::table(&["page", "started", "target", "pid", "command"], &rows)
+    )
+}
+
+/// The run's page: the offline HTML report of its stored result.
+pub fn run_page(store: &Store, id: RunId) -> Response<Body> {
+    let stored = match store.run(id) {
+        Ok(s) => s,
+        Err(e) => return shell::not_found(&format!("{e}")),
+    };
+    let mut page = Vec::new();
+    if let Err(e) = loadlab_report::HtmlExporter.export(&stored.result, &mut page) {
+        return shell::not_found(&format!("run {} could not be rendered: {e}", id.0));
+    }
+    shell::report_page(page)
+}
+
+/// `YYYY-MM-DD` (the store compares the start's first ten characters with it).
+fn is_day(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            _ => c.is_ascii_digit(),
+        })
+}
