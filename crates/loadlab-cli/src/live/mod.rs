@@ -58,6 +58,8 @@ pub struct LiveUi {
     updates: mpsc::UnboundedSender<Update>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// This run's entry among the live runs `loadlab ui` lists; removed as the page ends.
+    _registered: Option<store::registry::Registration>,
 }
 
 /// The page the run being prepared in this process reports to, if any.
@@ -105,6 +107,7 @@ pub fn start(args: &LiveArgs) -> anyhow::Result<Option<LiveUi>> {
         updates,
         shutdown: Some(shutdown),
         thread: Some(thread),
+        _registered: store::registry::register(local),
     }))
 }
 
