@@ -12,7 +12,7 @@
 mod common;
 mod netns;
 
-use common::serial;
+use common::{serial, shared};
 use loadlab_testkit::ScratchDir;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -258,7 +258,8 @@ fn a_fleet_finds_the_servers_capacity_and_one_capped_generator_is_named_the_limi
 /// with what the others measured kept.
 #[test]
 fn a_fleet_run_is_exact_and_a_killed_generator_is_named() {
-    let _serial = serial();
+    // Counts, not rates: beside the fleet's other counting tests.
+    let _shared = shared();
     let Some(mut fleet) = Fleet::new("run") else {
         return;
     };
@@ -389,13 +390,21 @@ fn stored_runs(fleet: &Fleet, db: &Path) -> Vec<Value> {
 /// server's own count is its runs' issued requests plus the one readiness check.
 #[test]
 fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
-    let _serial = serial();
+    // Counts, not rates: beside the fleet's other counting tests.
+    let _shared = shared();
     let Some(mut fleet) = Fleet::new("experiment") else {
         return;
     };
     let (sns, saddr) = fleet.lab.server.clone();
     let mut upstreams = Vec::new();
-    for (port, delay) in [(9101u16, "1ms"), (9102, "4ms")] {
+    // 9101 and 9102 for the experiment over the fleet, 9103 and 9104 for the one from the
+    // coordinator alone, which runs at the same time (each server's count is its own runs').
+    for (port, delay) in [
+        (9101u16, "1ms"),
+        (9102, "4ms"),
+        (9103, "1ms"),
+        (9104, "4ms"),
+    ] {
         upstreams.push(Killed(
             in_ns(&sns, LOADLAB)
                 .args(["upstream", "--host", &saddr.to_string(), "--port"])
@@ -407,15 +416,15 @@ fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
                 .unwrap(),
         ));
     }
-    let experiment = |name: &str| {
+    let experiment = |name: &str, quick: u16, slow: u16| {
         let file = fleet.dir.join(format!("{name}.toml"));
         std::fs::write(
             &file,
             format!(
                 "name = \"{name}\"\nrepetitions = 5\nseed = 3\nwarmup = \"0s\"\nduration = \
                  \"1s\"\ncooldown = \"0s\"\n[load]\nrate = 300\n[[variant]]\nname = \
-                 \"quick\"\nurl = \"http://{saddr}:9101\"\n[[variant]]\nname = \"slow\"\nurl \
-                 = \"http://{saddr}:9102\"\n"
+                 \"quick\"\nurl = \"http://{saddr}:{quick}\"\n[[variant]]\nname = \"slow\"\nurl \
+                 = \"http://{saddr}:{slow}\"\n"
             ),
         )
         .unwrap();
@@ -424,7 +433,9 @@ fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
     // Wait for both servers.
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline
-        && std::panic::catch_unwind(|| upstream_requests(&fleet, 9102)).is_err()
+        && [9101, 9102, 9103, 9104]
+            .iter()
+            .any(|&port| std::panic::catch_unwind(|| upstream_requests(&fleet, port)).is_err())
     {
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -434,12 +445,24 @@ fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
     ];
     let db = fleet.dir.join("fleet.db");
     let fleet_file = fleet.file(&[0, 1, 2]);
-    let out = fleet.loadlab(&["experiment"], |c| {
-        c.arg(experiment("over-fleet"))
-            .arg("--generators")
-            .arg(&fleet_file)
-            .arg("--db")
-            .arg(&db);
+    let local_db = fleet.dir.join("local.db");
+    let (out, alone) = std::thread::scope(|s| {
+        // The same experiment from the coordinator alone, at the same time.
+        let alone = s.spawn(|| {
+            fleet.loadlab(&["experiment"], |c| {
+                c.arg(experiment("one-generator", 9103, 9104))
+                    .arg("--db")
+                    .arg(&local_db);
+            })
+        });
+        let out = fleet.loadlab(&["experiment"], |c| {
+            c.arg(experiment("over-fleet", 9101, 9102))
+                .arg("--generators")
+                .arg(&fleet_file)
+                .arg("--db")
+                .arg(&db);
+        });
+        (out, alone.join().unwrap())
     });
     assert!(out.status.success(), "{}", text(&out));
     let over_fleet = text(&out);
@@ -474,14 +497,8 @@ fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
         }
     }
     // The same experiment from the coordinator alone: the same verdict on p50.
-    let local_db = fleet.dir.join("local.db");
-    let out = fleet.loadlab(&["experiment"], |c| {
-        c.arg(experiment("one-generator"))
-            .arg("--db")
-            .arg(&local_db);
-    });
-    assert!(out.status.success(), "{}", text(&out));
-    let alone = text(&out);
+    assert!(alone.status.success(), "{}", text(&alone));
+    let alone = text(&alone);
     // The p50 row of the comparison table ("slow against ...", then a row per metric).
     let verdict = |said: &str| {
         said.lines()
@@ -522,7 +539,8 @@ impl Drop for Killed {
 /// group gets nothing; no token is ever printed.
 #[test]
 fn ansible_inventory_starts_generator_agents_reuses_them_and_stops_them() {
-    let _serial = serial();
+    // Counts, not rates: beside the fleet's other counting tests.
+    let _shared = shared();
     let started = Instant::now();
     let ansible_playbook = std::env::var_os("LOADLAB_ANSIBLE_PLAYBOOK")
         .map(PathBuf::from)

@@ -8,13 +8,22 @@ pub fn loadlab() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_loadlab"))
 }
 
-/// One test of the binary at a time, for the binaries whose tests measure the machine (CPU,
-/// rates, links) or build network namespaces: taken first, held for the test. Each test
+/// The machine to one test of the binary, for the tests that measure it (CPU, rates,
+/// latency, links) or build network namespaces: taken first, held for the test. Each test
 /// binary has its own lock.
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+pub fn serial() -> std::sync::RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
 }
+
+/// The machine shared with the other tests that take it so, and with no test that measures
+/// ([`serial`]): for the tests that only count (exact requests, verdicts far beyond any
+/// noise, processes started and stopped), whose waits (a fleet's agents, ansible, fixed-rate
+/// runs) left a core idle when they ran one at a time.
+pub fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// Fails with every violation when `value` does not follow `schema/run-result.schema.json`.
 pub fn assert_valid(value: &serde_json::Value) {

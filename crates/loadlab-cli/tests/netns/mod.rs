@@ -48,7 +48,11 @@ impl Lab {
     /// A server namespace and `hosts` host namespaces on one bridge; `Err` says why not
     /// (not root, no `ip`, no namespaces here).
     pub fn new(hosts: usize) -> Result<Lab, String> {
-        let tag = format!("ll{}", std::process::id() % 100_000);
+        // Unique per lab, not only per process: tests that only count share the machine and
+        // may each hold a lab at once (common::shared).
+        static LABS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = LABS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("ll{}x{n}", std::process::id() % 100_000);
         let mut lab = Lab {
             namespaces: Vec::new(),
             server: (format!("{tag}sv"), Ipv4Addr::new(198, 18, 0, 1)),
