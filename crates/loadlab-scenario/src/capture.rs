@@ -57,6 +57,13 @@ pub struct JsonPath {
     parts: Vec<PathPart>,
 }
 
+/// One step of a [`JsonPath`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathStep<'a> {
+    Key(&'a str),
+    Index(i64),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum PathPart {
     Key(String),
@@ -105,6 +112,15 @@ impl JsonPath {
         Ok(JsonPath {
             text: text.trim().to_string(),
             parts,
+        })
+    }
+
+    /// The path's keys and indexes in order (`$` itself has none): what a gRPC step's
+    /// paths are checked against the answer's message type with.
+    pub fn steps(&self) -> impl Iterator<Item = PathStep<'_>> {
+        self.parts.iter().map(|p| match p {
+            PathPart::Key(k) => PathStep::Key(k),
+            PathPart::Index(i) => PathStep::Index(*i),
         })
     }
 

@@ -41,6 +41,8 @@ pub enum Check {
         path: JsonPath,
         equals: Option<serde_json::Value>,
     },
+    /// A gRPC step's status is one of these codes.
+    GrpcStatus(Vec<u32>),
 }
 
 impl Check {
@@ -54,16 +56,37 @@ impl Check {
                 equals: Some(v),
             } => format!("{} == {v}", path.text),
             Check::Json { path, equals: None } => format!("{} exists", path.text),
+            Check::GrpcStatus(codes) => format!("grpc_status {}", grpc_codes(codes)),
         }
     }
 
     pub fn needs_body(&self) -> bool {
-        !matches!(self, Check::Status(_))
+        !matches!(self, Check::Status(_) | Check::GrpcStatus(_))
     }
 
-    /// `Ok` when the response passes, else what was wrong.
-    pub fn run(&self, response: &Response, json: Option<&serde_json::Value>) -> Result<(), String> {
+    /// A status check, HTTP's or gRPC's: judged first, and its presence makes the step's
+    /// status its own business.
+    fn is_status(&self) -> bool {
+        matches!(self, Check::Status(_) | Check::GrpcStatus(_))
+    }
+
+    /// `Ok` when the response passes, else what was wrong. `grpc`: a gRPC step's status.
+    pub fn run(
+        &self,
+        response: &Response,
+        json: Option<&serde_json::Value>,
+        grpc: Option<u32>,
+    ) -> Result<(), String> {
         match self {
+            Check::GrpcStatus(codes) => match grpc {
+                Some(code) if codes.contains(&code) => Ok(()),
+                Some(code) => Err(format!(
+                    "grpc_status {} expected, got {}",
+                    grpc_codes(codes),
+                    crate::grpc::code_name(code)
+                )),
+                None => Err("grpc_status: not a gRPC answer".into()),
+            },
             Check::Status(m) if m.accepts(response.status) => Ok(()),
             Check::Status(m) => Err(format!(
                 "status {} expected, got {}",
@@ -102,6 +125,15 @@ impl Check {
     }
 }
 
+/// `NOT_FOUND`, or `[OK, NOT_FOUND]`.
+fn grpc_codes(codes: &[u32]) -> String {
+    let names: Vec<&str> = codes.iter().map(|c| crate::grpc::code_name(*c)).collect();
+    match names.as_slice() {
+        [one] => one.to_string(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
 /// Numbers compare by value (`1` equals `1.0`: TOML and JSON write them differently).
 fn json_equal(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     match (a.as_f64(), b.as_f64()) {
@@ -116,6 +148,9 @@ pub enum Verdict {
     Pass,
     /// No `status` check, and a status of 400 or more: the `status` failure class.
     BadStatus(u16),
+    /// A gRPC step with no `grpc_status` check ended with this code, not OK: the code's own
+    /// failure class, as a gRPC run counts it.
+    BadGrpcStatus(u32),
     /// A check or a capture failed: `check_failed`. `index` numbers the step's checks, then
     /// its captures (see [`assertion_names`]).
     CheckFailed {
@@ -143,17 +178,34 @@ pub fn judge(
     response: &Response,
     values: &mut [String],
 ) -> Verdict {
+    judge_call(checks, captures, response, None, values)
+}
+
+/// [`judge`], for a gRPC step too: `grpc` is the status code its call ended with (the
+/// response's body then is the answer message as JSON). Without a `grpc_status` check, a
+/// code other than OK fails the step as that code's class.
+pub fn judge_call(
+    checks: &[Check],
+    captures: &[Capture],
+    response: &Response,
+    grpc: Option<u32>,
+    values: &mut [String],
+) -> Verdict {
     let mut has_status = false;
     for (index, check) in checks.iter().enumerate() {
-        if let Check::Status(_) = check {
+        if check.is_status() {
             has_status = true;
-            if let Err(message) = check.run(response, None) {
+            if let Err(message) = check.run(response, None, grpc) {
                 return Verdict::CheckFailed { index, message };
             }
         }
     }
     if !has_status && response.status >= 400 {
         return Verdict::BadStatus(response.status);
+    }
+    match grpc {
+        Some(code) if !has_status && code != 0 => return Verdict::BadGrpcStatus(code),
+        _ => {}
     }
     let wants_json = captures
         .iter()
@@ -176,10 +228,10 @@ pub fn judge(
         }
     }
     for (index, check) in checks.iter().enumerate() {
-        if matches!(check, Check::Status(_)) {
+        if check.is_status() {
             continue;
         }
-        if let Err(message) = check.run(response, json.as_ref()) {
+        if let Err(message) = check.run(response, json.as_ref(), grpc) {
             return Verdict::CheckFailed { index, message };
         }
     }

@@ -28,8 +28,25 @@ pub struct ScenarioFile {
     pub defaults: Option<DefaultsFile>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub feeders: Vec<FeederFile>,
+    /// Where gRPC steps find their schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<GrpcFile>,
     #[serde(default)]
     pub steps: Vec<StepFile>,
+}
+
+/// `[grpc]`: the schema of the scenario's gRPC steps, `.proto` files (relative to the
+/// scenario file) or the server's reflection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcFile {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proto: Vec<String>,
+    /// Folders the files' imports are under, as protoc's `-I`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub import_paths: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflect: Option<bool>,
 }
 
 /// `[defaults]`: applies to every step unless the step sets its own.
@@ -78,6 +95,19 @@ pub struct StepFile {
     /// A page: requests fetched concurrently, instead of `url`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<RequestFile>,
+    /// A gRPC call instead of an HTTP request: `package.Service/Method`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<String>,
+    /// A gRPC step's request message: any TOML value, written as protobuf's JSON mapping
+    /// (strings templated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<toml::Value>,
+    /// A gRPC step's metadata; values templated.
+    #[serde(default, skip_serializing_if = "OrderedMap::is_empty")]
+    pub metadata: OrderedMap<String>,
+    /// A gRPC step's deadline, sent as `grpc-timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
 }
 
 /// One request of a page.
@@ -172,6 +202,25 @@ pub struct CheckFile {
     pub json: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equals: Option<toml::Value>,
+    /// A gRPC step's status: a name (`"NOT_FOUND"`), a code, or a list of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_status: Option<GrpcStatusFile>,
+}
+
+/// `grpc_status = "OK"`, `grpc_status = 5` or `grpc_status = ["OK", "NOT_FOUND"]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum GrpcStatusFile {
+    One(GrpcCodeFile),
+    Many(Vec<GrpcCodeFile>),
+}
+
+/// A gRPC status code by its name or its number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum GrpcCodeFile {
+    Code(i64),
+    Name(String),
 }
 
 /// `status = 200`, `status = [200, 404]` or `status = "2xx"`.

@@ -20,6 +20,8 @@
 //!   capture or a feeder sets stay as slots.
 //! - [`request`]: a request on the wire; a constant one is encoded once, at load.
 //! - [`capture`], [`check`]: what a response sets and whether it passes (pure functions).
+//! - [`grpc`]: a gRPC step (the method, its message and metadata as templates) and where the
+//!   scenario's schema is; the engine compiles the schema and encodes the messages.
 //! - [`feeder`]: CSV rows per iteration; [`think`]: think times and the seeded generator;
 //!   [`cookies`]: a virtual user's cookie jar.
 //!
@@ -33,6 +35,7 @@ pub mod cookies;
 mod error;
 pub mod feeder;
 pub mod file;
+pub mod grpc;
 pub mod origin;
 pub mod placeholder;
 pub mod request;
@@ -127,6 +130,9 @@ pub struct Step {
     pub weight: f64,
     pub captures: Vec<Capture>,
     pub checks: Vec<Check>,
+    /// A gRPC call instead of an HTTP request (`requests` then holds its POST, with the
+    /// message's JSON as the body: what counts and descriptions read).
+    pub grpc: Option<grpc::GrpcStep>,
 }
 
 impl Step {
@@ -145,8 +151,18 @@ impl Step {
         check::judge(&self.checks, &self.captures, response, values)
     }
 
-    /// What a report shows for the step: `GET /blog/{{BLOG_ID}}`, or `page of 19 requests`.
+    /// Judges a gRPC step's answer, which ended with status `code` (see
+    /// [`check::judge_call`]); its body is the answer message as JSON.
+    pub fn judge_call(&self, response: &Response, code: u32, values: &mut [String]) -> Verdict {
+        check::judge_call(&self.checks, &self.captures, response, Some(code), values)
+    }
+
+    /// What a report shows for the step: `GET /blog/{{BLOG_ID}}`, `page of 19 requests`, or
+    /// `gRPC shop.v1.Cart/Add`.
     pub fn describe(&self) -> String {
+        if let Some(g) = &self.grpc {
+            return format!("gRPC {}", g.method);
+        }
         match self.requests.as_slice() {
             [one] if !self.page => format!("{} {}", one.method, one.url_text),
             many => format!("page of {} requests", many.len()),
@@ -166,6 +182,8 @@ pub struct Scenario {
     pub initial_values: Vec<String>,
     pub feeders: Vec<Feeder>,
     pub steps: Vec<Step>,
+    /// Where the gRPC steps' schema is (`[grpc]`); `None` without it.
+    pub grpc: Option<grpc::GrpcSchema>,
     /// The file it came from, when it came from one.
     pub path: Option<PathBuf>,
     /// What it was compiled from, whole: what a generator compiles the same scenario from.
@@ -238,6 +256,11 @@ impl Scenario {
             compile::Files::Given(&source.files),
             &source.overrides,
         )
+    }
+
+    /// Whether any step is a gRPC call (the scenario then runs over HTTP/2).
+    pub fn has_grpc(&self) -> bool {
+        self.steps.iter().any(|s| s.grpc.is_some())
     }
 
     /// True when no request ever changes during the run (no capture, no feeder): every send

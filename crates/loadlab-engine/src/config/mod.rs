@@ -257,6 +257,15 @@ pub struct ScenarioRun {
     /// Made from the URL and flags (for `--pace` or `--new-connection-share`), not a file:
     /// the result then shows no scenario section.
     pub implicit: bool,
+    /// Each step's gRPC call, by step (`None` for an HTTP step); empty when no step is one.
+    pub grpc: Vec<Option<Arc<crate::grpc::steps::StepCall>>>,
+}
+
+impl ScenarioRun {
+    /// Step `i`'s gRPC call, when it is a gRPC step.
+    pub fn grpc_call(&self, i: usize) -> Option<&crate::grpc::steps::StepCall> {
+        self.grpc.get(i).and_then(|c| c.as_deref())
+    }
 }
 
 impl RunConfig {

@@ -10,6 +10,8 @@ use loadlab_scenario::file::{BodyFile, OrderedMap, ScenarioFile, StepFile};
 use loadlab_scenario::Scenario;
 use std::sync::Arc;
 
+type GrpcStep = Arc<crate::grpc::steps::StepCall>;
+
 impl RunSpec {
     /// The URL the run connects to: the one given, or the scenario's own origin.
     pub(super) fn effective_url(&self) -> String {
@@ -91,7 +93,9 @@ impl RunSpec {
             }
             None => (self.one_step()?, true),
         };
+        let grpc = self.grpc_steps(&scenario)?;
         Ok(Some(Arc::new(ScenarioRun {
+            grpc,
             scenario,
             users,
             pace: self.pace,
@@ -99,6 +103,23 @@ impl RunSpec {
             seed: self.seed,
             implicit,
         })))
+    }
+
+    /// A scenario's gRPC steps prepared (see [`crate::grpc::steps`]): the schema compiled, or
+    /// asked of the server by reflection (once, here, on a connection of its own).
+    fn grpc_steps(&self, scenario: &Scenario) -> Result<Vec<Option<GrpcStep>>, ConfigError> {
+        if !scenario.has_grpc() {
+            return Ok(Vec::new());
+        }
+        let target = match scenario.grpc {
+            Some(loadlab_scenario::grpc::GrpcSchema::Reflect) => Some(
+                crate::grpc::reflect::Target::new(&self.effective_url(), &self.tls, self.timeout)
+                    .map_err(|e| reject("scenario", e.to_string()))?,
+            ),
+            _ => None,
+        };
+        crate::grpc::steps::prepare(scenario, self.timeout, target.as_ref())
+            .map_err(|m| reject("scenario", m))
     }
 
     /// The single request as a one-step scenario. `{{` is doubled: a URL or body is sent as

@@ -27,6 +27,26 @@ impl RunSpec {
             config.grpc = Some(call.clone());
             return Ok(config);
         }
+        if let Some(scenario) = self.scenario.as_ref().filter(|s| s.has_grpc()) {
+            // A gRPC step is a stream on the user's HTTP/2 connection: the whole scenario
+            // goes over HTTP/2, as with --http2.
+            if self.http3 {
+                return Err(reject(
+                    "http3",
+                    format!(
+                        "scenario {} has gRPC steps, which go over HTTP/2; drop --http3",
+                        scenario.name
+                    ),
+                ));
+            }
+            if !self.http2 {
+                return RunSpec {
+                    http2: true,
+                    ..self.clone()
+                }
+                .validate();
+            }
+        }
         let url = TargetUrl {
             original: self.effective_url(),
             ..parse_url(&http_url)?

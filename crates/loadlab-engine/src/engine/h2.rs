@@ -26,7 +26,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 mod counted;
-mod grpc;
+pub(super) mod grpc;
 mod grpc_stream;
 mod pool;
 pub(crate) use counted::WireBytes;

@@ -6,7 +6,8 @@
 //! - `reflect`: or the schema asked of the server (server reflection), before the run;
 //! - `frame`: the five-byte Length-Prefixed-Message framing, and a bounded response walker;
 //! - `status`: status codes as failure classes, `grpc-message`, `grpc-timeout`;
-//! - `stats`: a streaming run's per-message figures (the run's own are per call).
+//! - `stats`: a streaming run's per-message figures (the run's own are per call);
+//! - `steps`: a scenario's gRPC steps, prepared before its run.
 //!
 //! The hot path (`engine::h2::grpc`) reads a response's headers, DATA and trailers through
 //! these pieces; nothing here knows a flag's spelling (errors name the setting as `--grpc`'s
@@ -17,6 +18,7 @@ pub mod reflect;
 pub mod schema;
 pub mod stats;
 pub mod status;
+pub mod steps;
 
 use bytes::Bytes;
 use std::path::PathBuf;
@@ -186,21 +188,8 @@ impl GrpcSpec {
                 message.len()
             )));
         }
-        let mut headers = vec![
-            ("content-type".to_string(), "application/grpc".to_string()),
-            // gRPC requires it: it tells proxies the client reads trailers.
-            ("te".to_string(), "trailers".to_string()),
-            (
-                "grpc-accept-encoding".to_string(),
-                "identity,gzip".to_string(),
-            ),
-        ];
-        if let Some(d) = self.deadline {
-            headers.push(("grpc-timeout".to_string(), status::timeout_header(d)));
-        }
-        if self.gzip {
-            headers.push(("grpc-encoding".to_string(), "gzip".to_string()));
-        }
+        let mut headers = Vec::new();
+        push_call_headers(&mut headers, self.deadline, self.gzip);
         let service = method.parent_service();
         Ok(Call {
             path: format!("/{}/{}", service.full_name(), method.name()),
@@ -259,6 +248,24 @@ impl GrpcSpec {
                 interval,
             )),
         }
+    }
+}
+
+/// The header fields every call carries (a `--grpc` run's and a scenario step's alike).
+pub(crate) fn push_call_headers(
+    headers: &mut Vec<(String, String)>,
+    deadline: Option<Duration>,
+    gzip: bool,
+) {
+    headers.push(("content-type".into(), "application/grpc".into()));
+    // gRPC requires it: it tells proxies the client reads trailers.
+    headers.push(("te".into(), "trailers".into()));
+    headers.push(("grpc-accept-encoding".into(), "identity,gzip".into()));
+    if let Some(d) = deadline {
+        headers.push(("grpc-timeout".into(), status::timeout_header(d)));
+    }
+    if gzip {
+        headers.push(("grpc-encoding".into(), "gzip".into()));
     }
 }
 

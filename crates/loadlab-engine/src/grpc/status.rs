@@ -5,26 +5,9 @@
 
 use crate::error::ErrorClass;
 
-/// The status codes of gRPC (`grpc/doc/statuscodes.md`), by their number on the wire.
-pub const CODES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
+/// The status codes of gRPC (`grpc/doc/statuscodes.md`), by their number on the wire: the
+/// scenario crate's list, which `grpc_status` checks read names from.
+pub const CODES: [&str; 17] = loadlab_scenario::grpc::STATUS_CODES;
 
 /// The failure class of a call that ended with `code` (not OK): each code its own class, so
 /// a report says how many calls were NOT_FOUND and how many UNAVAILABLE. A code beyond 16

@@ -312,7 +312,7 @@ fn unary_over_tls() {
 /// The descriptors of the upstream's `.proto` (last) and, `with_imports`, its imports,
 /// serialized, as a server's reflection sends them: the testkit answers a question by the
 /// service's name with its file alone, so the client asks for each import by name.
-fn upstream_descriptors(with_imports: bool) -> Vec<Vec<u8>> {
+pub(crate) fn upstream_descriptors(with_imports: bool) -> Vec<Vec<u8>> {
     use prost::Message as _;
     let proto = upstream_call().protos[0].clone();
     let mut compiler = protox::Compiler::new([proto.parent().unwrap()]).unwrap();

@@ -26,6 +26,7 @@ mod partial_interval;
 mod pipeline;
 mod refused_streams;
 mod scenario;
+mod scenario_grpc;
 mod scenario_mux;
 mod shard_props;
 mod stream_limit;

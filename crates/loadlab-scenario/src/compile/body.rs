@@ -112,7 +112,7 @@ pub(super) fn compile(
 }
 
 /// A TOML value as JSON text, its strings templated (values JSON-escaped).
-fn json_template(
+pub(super) fn json_template(
     v: &toml::Value,
     vars: &Vars,
     item: &str,

@@ -8,6 +8,7 @@
 //! the files that travelled with it (a generator never reads a path its coordinator names).
 
 mod body;
+mod grpc;
 mod request;
 mod response;
 mod url;
@@ -249,6 +250,7 @@ pub(crate) fn compile(
         None => None,
     };
 
+    let grpc_schema = grpc::schema(file.grpc.as_ref(), &files)?;
     let defaults = file.defaults.clone().unwrap_or_default();
     let default_think = match &defaults.think {
         Some(t) => compile_think(t, "[defaults]")?,
@@ -282,7 +284,19 @@ pub(crate) fn compile(
             defaults: &defaults.headers,
             item: &item,
         };
-        let (requests, page) = compile_requests(step, &ctx, &mut origin)?;
+        let (requests, page, call) = match &step.grpc {
+            Some(method) => {
+                let schema = grpc_schema.as_ref();
+                let (r, call) = grpc::compile_step(step, method, &ctx, schema, &mut origin)?;
+                (vec![r], false, Some(call))
+            }
+            None => {
+                grpc::refuse_call_fields(step, &item)?;
+                let (requests, page) = compile_requests(step, &ctx, &mut origin)?;
+                (requests, page, None)
+            }
+        };
+        let grpc = call.is_some();
         let weight =
             match (mode, step.weight) {
                 (_, None) => 1.0,
@@ -308,13 +322,13 @@ pub(crate) fn compile(
             .captures
             .iter()
             .enumerate()
-            .map(|(k, c)| compile_capture(c, k, &item, &vars))
+            .map(|(k, c)| compile_capture(c, k, &item, &vars, grpc))
             .collect::<Result<Vec<_>, _>>()?;
         let checks = step
             .checks
             .iter()
             .enumerate()
-            .map(|(k, c)| compile_check(c, k, &item))
+            .map(|(k, c)| compile_check(c, k, &item, grpc))
             .collect::<Result<Vec<_>, _>>()?;
         steps.push(Step {
             name: step.name.clone(),
@@ -324,7 +338,15 @@ pub(crate) fn compile(
             weight,
             captures,
             checks,
+            grpc: call,
         });
+    }
+    if grpc_schema.is_some() && !steps.iter().any(|s| s.grpc.is_some()) {
+        return Err(invalid(
+            "[grpc]",
+            "proto",
+            "given, but no step is a gRPC call; remove [grpc], or give a step              grpc = \"package.Service/Method\"",
+        ));
     }
     let (origin, _) = origin.expect("at least one step, each with a request");
     // Weights relative to the heaviest (1): their sum is then at most the number of steps,
@@ -351,6 +373,7 @@ pub(crate) fn compile(
         initial_values,
         feeders,
         steps,
+        grpc: grpc_schema,
         path: None,
         source: crate::ScenarioSource {
             text,

@@ -93,23 +93,7 @@ fn compile_request(
         ));
     }
     let (this_origin, target) = compile_url(&r.url, ctx, &field("url"))?;
-    match origin {
-        None => *origin = Some((this_origin.clone(), r.url.clone())),
-        Some((first, first_url)) if *first != this_origin => {
-            return Err(invalid(
-                item,
-                field("url"),
-                format!(
-                    "`{}` goes to {}, but `{first_url}` goes to {}; a scenario runs against one \
-                     host (put the other host's requests in a scenario of their own)",
-                    r.url,
-                    this_origin.url(),
-                    first.url()
-                ),
-            ))
-        }
-        Some(_) => {}
-    }
+    same_origin(origin, &this_origin, &r.url, item, &field("url"))?;
     // Headers: the defaults, then the step's, then the request's; a later name replaces an
     // earlier one (case-insensitively).
     let mut headers: Vec<(String, Template)> = Vec::new();
@@ -158,6 +142,34 @@ fn compile_request(
         r.url.clone(),
         this_origin.authority.clone(),
     ))
+}
+
+/// Records the scenario's one origin (the first step's), or refuses a request (`url` as
+/// written) that goes to another.
+pub(super) fn same_origin(
+    origin: &mut Option<(Origin, String)>,
+    this: &Origin,
+    url: &str,
+    item: &str,
+    field: &str,
+) -> Result<(), ScenarioError> {
+    match origin {
+        None => *origin = Some((this.clone(), url.to_string())),
+        Some((first, first_url)) if first != this => {
+            return Err(invalid(
+                item,
+                field,
+                format!(
+                    "`{url}` goes to {}, but `{first_url}` goes to {}; a scenario runs against one \
+                     host (put the other host's requests in a scenario of their own)",
+                    this.url(),
+                    first.url()
+                ),
+            ))
+        }
+        Some(_) => {}
+    }
+    Ok(())
 }
 
 pub(super) fn is_token(s: &str) -> bool {

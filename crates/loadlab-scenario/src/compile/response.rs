@@ -6,15 +6,25 @@ use super::Vars;
 use crate::capture::{Capture, JsonPath, Source};
 use crate::check::{Check, StatusMatch};
 use crate::error::{invalid, ScenarioError};
-use crate::file::{CaptureFile, CheckFile, StatusFile};
+use crate::file::{CaptureFile, CheckFile, GrpcCodeFile, GrpcStatusFile, StatusFile};
+use crate::grpc::parse_code;
 
 pub(super) fn compile_capture(
     c: &CaptureFile,
     k: usize,
     item: &str,
     vars: &Vars,
+    grpc: bool,
 ) -> Result<Capture, ScenarioError> {
     let field = |f: &str| format!("captures[{k}].{f}");
+    if grpc && c.cookie.is_some() {
+        return Err(invalid(
+            item,
+            field("cookie"),
+            "a gRPC answer sets no cookies; capture from the message (json = \"$.field\") or \
+             its metadata (header = \"name\")",
+        ));
+    }
     let source = match (&c.json, &c.header, &c.regex, &c.cookie) {
         (Some(p), None, None, None) => {
             Source::Json(JsonPath::parse(p).map_err(|m| invalid(item, field("json"), m))?)
@@ -55,8 +65,60 @@ pub(super) fn compile_capture(
     })
 }
 
-pub(super) fn compile_check(c: &CheckFile, k: usize, item: &str) -> Result<Check, ScenarioError> {
+pub(super) fn compile_check(
+    c: &CheckFile,
+    k: usize,
+    item: &str,
+    grpc: bool,
+) -> Result<Check, ScenarioError> {
     let field = |f: &str| format!("checks[{k}].{f}");
+    match (&c.grpc_status, grpc) {
+        (Some(_), false) => {
+            return Err(invalid(
+                item,
+                field("grpc_status"),
+                "only a gRPC step has a gRPC status; check an HTTP step's with status = 200",
+            ))
+        }
+        (None, true) if c.status.is_some() => {
+            return Err(invalid(
+                item,
+                field("status"),
+                "a gRPC step is judged by its gRPC status: write grpc_status = \"OK\" (or a \
+                 name such as \"NOT_FOUND\", a code, or a list)",
+            ))
+        }
+        (Some(s), true) => {
+            if c.status.is_some() || c.body_contains.is_some() || c.json.is_some() {
+                return Err(invalid(
+                    item,
+                    format!("checks[{k}]"),
+                    "give exactly one of grpc_status, body_contains or json (with equals)",
+                ));
+            }
+            let codes = match s {
+                GrpcStatusFile::One(one) => vec![one],
+                GrpcStatusFile::Many(many) if !many.is_empty() => many.iter().collect(),
+                GrpcStatusFile::Many(_) => {
+                    return Err(invalid(
+                        item,
+                        field("grpc_status"),
+                        "an empty list; give e.g. [\"OK\", \"NOT_FOUND\"]",
+                    ))
+                }
+            };
+            let codes = codes
+                .into_iter()
+                .map(|c| match c {
+                    GrpcCodeFile::Code(n) => parse_code(&n.to_string()),
+                    GrpcCodeFile::Name(name) => parse_code(name),
+                })
+                .collect::<Result<Vec<u32>, String>>()
+                .map_err(|m| invalid(item, field("grpc_status"), m))?;
+            return Ok(Check::GrpcStatus(codes));
+        }
+        _ => {}
+    }
     if c.equals.is_some() && c.json.is_none() {
         return Err(invalid(
             item,

@@ -27,7 +27,7 @@ use h2::client::SendRequest;
 use std::rc::Rc;
 
 /// What a response said, read as it arrives.
-struct Answer<'a> {
+pub(in crate::engine) struct Answer<'a> {
     decoder: Decoder,
     /// The content type was gRPC's (`application/grpc`, with or without a `+format`).
     grpc_content_type: bool,
@@ -38,6 +38,27 @@ struct Answer<'a> {
     message: Option<http::HeaderValue>,
     /// A streaming call: its messages timed as they arrive.
     watch: Option<Watch<'a>>,
+    /// A scenario step's call: what its captures and checks read (see [`Kept`]).
+    pub kept: Option<Box<Kept>>,
+}
+
+/// A scenario step's answer as its captures read it: the DATA up to one message's bound
+/// (the first message is what is decoded) and the header fields and trailers, names and
+/// values as received.
+#[derive(Default)]
+pub(in crate::engine) struct Kept {
+    pub data: Vec<u8>,
+    pub fields: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// Bytes past which DATA is not kept: a prefix and the largest message accepted.
+    cap: usize,
+}
+
+impl Kept {
+    fn fields(&mut self, map: &http::HeaderMap) {
+        for (name, value) in map {
+            self.fields.push((name.clone(), value.clone()));
+        }
+    }
 }
 
 impl<'a> Answer<'a> {
@@ -48,6 +69,23 @@ impl<'a> Answer<'a> {
             status: None,
             message: None,
             watch: None,
+            kept: None,
+        }
+    }
+
+    /// For a scenario step's unary call, answer messages up to `max_message_bytes`: its
+    /// answer's first message and fields kept.
+    pub(in crate::engine) fn keeping(max_message_bytes: u32) -> Answer<'a> {
+        Answer {
+            decoder: Decoder::new(max_message_bytes),
+            grpc_content_type: false,
+            status: None,
+            message: None,
+            watch: None,
+            kept: Some(Box::new(Kept {
+                cap: crate::grpc::frame::PREFIX_BYTES + max_message_bytes as usize,
+                ..Kept::default()
+            })),
         }
     }
 
@@ -63,6 +101,9 @@ impl FieldSink for Answer<'_> {
     const TRAILERS: bool = true;
 
     fn head(&mut self, mut headers: http::HeaderMap) {
+        if let Some(k) = &mut self.kept {
+            k.fields(&headers);
+        }
         self.grpc_content_type = headers
             .get(http::header::CONTENT_TYPE)
             .is_some_and(|v| is_grpc_content_type(v.as_bytes()));
@@ -77,6 +118,10 @@ impl FieldSink for Answer<'_> {
     }
 
     fn data(&mut self, chunk: &[u8]) {
+        if let Some(k) = &mut self.kept {
+            let room = k.cap.saturating_sub(k.data.len());
+            k.data.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
         let before = self.decoder.messages;
         self.decoder.feed(chunk);
         if let Some(w) = self
@@ -93,6 +138,9 @@ impl FieldSink for Answer<'_> {
     }
 
     fn trailers(&mut self, mut trailers: http::HeaderMap) {
+        if let Some(k) = &mut self.kept {
+            k.fields(&trailers);
+        }
         self.take_status(&mut trailers);
     }
 }
@@ -150,7 +198,7 @@ impl Why<'_> {
 
 /// The verdict on a full answer: `Ok(())`, or the failure's class and why.
 fn judge<'a>(
-    call: &Call,
+    kind: CallKind,
     http_status: u16,
     answer: &'a mut Answer,
     capped: bool,
@@ -189,11 +237,27 @@ fn judge<'a>(
     if let Some(e) = &answer.decoder.error {
         return Err((malformed, Why::Framing(e)));
     }
-    let one_answer = matches!(call.kind, CallKind::Unary | CallKind::ClientStreaming);
+    let one_answer = matches!(kind, CallKind::Unary | CallKind::ClientStreaming);
     if one_answer && answer.decoder.messages != 1 {
         return Err((malformed, Why::Messages(answer.decoder.messages)));
     }
     Ok(())
+}
+
+/// A scenario step's unary answer judged as a `--grpc` run's call is, the server's status
+/// code given back apart: `Ok((code, why))`, `why` saying what the server answered when
+/// the code is not OK (the step's checks decide whether that fails it), or `Err` with the
+/// failure's class and why for an answer that is no gRPC answer at all (an HTTP status,
+/// broken framing, no message).
+pub(in crate::engine) fn step_verdict(
+    http_status: u16,
+    answer: &mut Answer,
+) -> Result<(u32, Option<String>), (ErrorClass, String)> {
+    match judge(CallKind::Unary, http_status, answer, false) {
+        Ok(()) => Ok((0, None)),
+        Err((_, why @ Why::Code(code, _))) => Ok((code, Some(why.text()))),
+        Err((class, why)) => Err((class, why.text())),
+    }
 }
 
 /// One call on `send`'s connection, judged: an answer that is not a gRPC success comes back
@@ -229,7 +293,7 @@ pub(in crate::engine) async fn call(
             sent_at,
             end,
             traffic,
-        }) => match judge(call, status, &mut answer, capped) {
+        }) => match judge(call.kind, status, &mut answer, capped) {
             Ok(()) => Some(Sent::Done {
                 status,
                 sent_at,
@@ -291,7 +355,7 @@ mod tests {
         a.head(fields(head));
         a.data(data);
         a.trailers(fields(trailers));
-        judge(&call, http, &mut a, false).map_err(|(class, why)| (class, why.text()))
+        judge(call.kind, http, &mut a, false).map_err(|(class, why)| (class, why.text()))
     }
 
     const GRPC: (&str, &str) = ("content-type", "application/grpc");

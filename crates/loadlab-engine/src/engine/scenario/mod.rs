@@ -16,12 +16,14 @@
 //! into the user's buffer. Nothing here does arithmetic on time a test would need a clock for:
 //! think times come from the scenario crate, pacing from [`pacer`].
 //!
+//! - `grpc`: a gRPC step, a unary call on the user's HTTP/2 connection;
 //! - `judge`: a step's response judged (cookies, decompression, captures, checks), for
 //!   every protocol; `wire`: an HTTP/1.1 response kept for it; `mux`: a user's HTTP/2 or
 //!   HTTP/3 connection and its responses; `page`: a page's requests at once (over up to six
 //!   connections, or as streams); `pacer`: `--pace`'s slots; `open`: an open loop of
 //!   iterations (`--rate`), each a new user whose steps are measured from when they were due.
 
+mod grpc;
 mod judge;
 mod mux;
 pub(in crate::engine) mod open;
@@ -319,6 +321,19 @@ async fn run_step(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize)
             let (passed, end) = finish(ctx, step, i, &due, sent, wire, values, jar);
             (passed, end, conn.backoff())
         }
+        Carrier::Mux(lane) if step.grpc.is_some() => {
+            let call = run
+                .grpc_call(i)
+                .expect("a gRPC step's call is prepared with the run");
+            let Some((sent, mut read)) =
+                grpc::call(ctx, phase, step, call, lane, values, close).await
+            else {
+                return StepEnd::Stop;
+            };
+            let (passed, end) = finish(ctx, step, i, &due, sent, &mut read, values, jar);
+            lane.mux.step_ended();
+            (passed, end, lane.mux.backoff())
+        }
         Carrier::Mux(lane) => {
             let MuxLane { mux, fields, buf } = &mut **lane;
             fields.reset(step.needs_body());
@@ -397,6 +412,7 @@ fn finish(
             } else {
                 let class = match read.verdict {
                     Verdict::BadStatus(_) => ErrorClass::Status,
+                    Verdict::BadGrpcStatus(code) => crate::grpc::steps::class_of(code),
                     _ => ErrorClass::CheckFailed,
                 };
                 record_failure(ctx, due.phase, class, &traffic, true);
@@ -422,6 +438,7 @@ fn finish(
                             }
                         }
                         Verdict::BadStatus(_) => s.fail(ErrorClass::Status),
+                        Verdict::BadGrpcStatus(code) => s.fail(crate::grpc::steps::class_of(code)),
                         Verdict::CheckFailed { index, message } => s.check_failed(index, message),
                     }
                 });

@@ -22,7 +22,9 @@
 mod fields;
 mod request;
 
-use super::super::exchange::{backoff_after, note_detail, record_failure, Sent, Traffic};
+use super::super::exchange::{
+    backoff_after, note_detail, record_failure, FieldSink, Sent, Traffic,
+};
 use super::super::pool::{Opener, Opening};
 use super::super::unprocessed::send_again;
 use super::super::{h2, h3, ThreadCtx};
@@ -77,6 +79,13 @@ pub(super) struct Outgoing {
     body: Bytes,
 }
 
+impl Outgoing {
+    /// A request built elsewhere (a gRPC step's call).
+    pub fn new(head: http::Request<()>, body: Bytes) -> Outgoing {
+        Outgoing { head, body }
+    }
+}
+
 /// Builds a step's request for one send (see `request`). A request the protocol cannot carry
 /// is recorded as a failed request of `phase` (a protocol error, with why) and comes back as
 /// the [`Sent`] the step records.
@@ -110,7 +119,7 @@ impl Mux {
     }
 
     /// Sends `out` on a stream of the user's connection (opened first if needed), its
-    /// response to `fields`. `close`: the request was drawn for a new connection, so this
+    /// response to `fields` (a gRPC step's answer goes to its own sink). `close`: the request was drawn for a new connection, so this
     /// one ends with the step ([`Mux::step_ended`]). `None`: the run ended while a request
     /// the server did not process waited to go again (taken back, counted nowhere).
     pub async fn send(
@@ -119,7 +128,7 @@ impl Mux {
         phase: Phase,
         out: &Outgoing,
         close: bool,
-        fields: &mut Fields,
+        fields: &mut impl FieldSink,
     ) -> Option<Sent> {
         // Times the request was sent and not processed by the server.
         let mut sends = 0;
