@@ -45,8 +45,12 @@ pub const FEATURE_WEBSOCKET: &str = "websocket";
 /// ([`load::WireLoad::pipeline`]). An older agent would ignore it and send one request at a
 /// time, a fraction of the load asked, so a pipelined load goes only to one that names this.
 pub const FEATURE_PIPELINE: &str = "pipeline";
+/// In [`Hello::features`]: the generator role reads a load's gRPC call
+/// ([`load::WireLoad::grpc`]). An older agent would ignore it and send the load's plain
+/// HTTP requests, not the calls, so a gRPC load goes only to one that names this.
+pub const FEATURE_GRPC: &str = "grpc";
 /// What this build's agent names in [`Hello::features`].
-pub const FEATURES: &[&str] = &[FEATURE_WEBSOCKET, FEATURE_PIPELINE];
+pub const FEATURES: &[&str] = &[FEATURE_WEBSOCKET, FEATURE_PIPELINE, FEATURE_GRPC];
 /// On every request and every response: the protocol version, in decimal.
 pub const HEADER_PROTOCOL: &str = "x-loadlab-agent-protocol";
 /// On every POST and DELETE: 32 hexadecimal characters, never reused (replay protection).

@@ -14,6 +14,9 @@ use loadlab_result::{IntervalSummary, RunResult};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+mod grpc;
+pub use grpc::WireGrpc;
+
 /// The largest `POST /v1/loads` body: a load's request body travels in it.
 pub const MAX_LOAD_BYTES: usize = 16 * 1024 * 1024;
 
@@ -76,6 +79,12 @@ pub struct WireLoad {
     /// so in its hello ([`crate::protocol::FEATURE_WEBSOCKET`] missing) and is not sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ws: Option<WireWs>,
+    /// A gRPC run's call (`--grpc`), with its schema: left out of every other load, so that
+    /// one reads the same to an older generator. A generator too old to read it (which would
+    /// send plain HTTP requests instead of the calls) says so in its hello
+    /// ([`crate::protocol::FEATURE_GRPC`] missing) and is not sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<WireGrpc>,
 }
 
 /// `--ws-mode`, `--ws-binary`, `--ws-size` and `--ws-ping`, as they travel.
@@ -185,14 +194,10 @@ impl WireLoad {
     /// Shard `shard` of `spec`. A scenario is refused: its files stay here.
     pub fn from_spec(spec: &RunSpec, shard: Shard) -> Result<WireLoad, String> {
         use base64::Engine as _;
-        if spec.grpc.is_some() {
-            // Its call is compiled from files here; the wire has no field for it yet.
-            return Err(
-                "a gRPC run cannot go to a fleet's generators yet (docs/grpc.md); run it \
-                 from one loadlab"
-                    .into(),
-            );
-        }
+        let grpc = match &spec.grpc {
+            None => None,
+            Some(call) => Some(WireGrpc::of(call)?),
+        };
         // Sent with an HTTP URL too when set, for the generator to refuse as locally.
         let ws = (is_websocket(&spec.url) || spec.ws != WsSpec::default()).then(|| WireWs {
             mode: spec.ws.mode.name().to_string(),
@@ -255,6 +260,7 @@ impl WireLoad {
             shard_count: shard.count,
             scenario,
             ws,
+            grpc,
         })
     }
 
@@ -360,6 +366,10 @@ impl WireLoad {
             new_connection_share: self.new_connection_share,
             seed: self.seed,
             ws,
+            grpc: match &self.grpc {
+                None => None,
+                Some(g) => Some(std::sync::Arc::new(g.call()?)),
+            },
             // A field the wire does not carry yet keeps its default; `from_spec` lists
             // every field it sends.
             ..RunSpec::default()

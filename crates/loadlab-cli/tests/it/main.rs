@@ -21,6 +21,7 @@ mod programs;
 mod cli;
 mod compare_tags;
 mod dist;
+mod fleet_grpc;
 mod fleet_h3;
 mod fleet_ws;
 mod generators;

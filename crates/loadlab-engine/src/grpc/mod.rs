@@ -130,6 +130,12 @@ pub struct Call {
     /// A client or bidirectional stream's time between messages (`--grpc-message-rate`);
     /// zero: back to back, every message due at the call's start.
     pub message_interval: Option<Duration>,
+    /// The schema the method was found in, as a `FileDescriptorSet` (protobuf bytes): what
+    /// a fleet's generator rebuilds the call from ([`GrpcSpec::prepare_from_descriptors`]),
+    /// so no `.proto` path and no second reflection travels.
+    pub schema: Bytes,
+    /// The request message, encoded and unframed (`body` is it framed, maybe compressed).
+    pub message: Bytes,
 }
 
 /// Why a gRPC call cannot be made. Each names its setting and the fix.
@@ -163,16 +169,32 @@ impl GrpcSpec {
                     .into(),
             ));
         }
+        let pool = match &self.reflect {
+            Some(target) if self.protos.is_empty() => reflect::fetch(target, &self.method)?,
+            _ => schema::compile(&self.protos, &self.includes)?,
+        };
+        self.prepare_in(&pool)
+    }
+
+    /// [`GrpcSpec::prepare`] with the schema given as a compiled `FileDescriptorSet`
+    /// (`protos` and `reflect` unread): a fleet's generator rebuilds the coordinator's call
+    /// from the one that travelled in its load ([`Call::schema`]), every check made again.
+    pub fn prepare_from_descriptors(&self, set: &[u8]) -> Result<Call, GrpcError> {
+        let pool = prost_reflect::DescriptorPool::decode(set).map_err(|e| {
+            GrpcError::Proto(format!(
+                "the schema sent is not a valid descriptor set: {e}"
+            ))
+        })?;
+        self.prepare_in(&pool)
+    }
+
+    fn prepare_in(&self, pool: &prost_reflect::DescriptorPool) -> Result<Call, GrpcError> {
         if self.max_message_bytes == 0 {
             return Err(GrpcError::Limit(
                 "must be at least 1 byte; the default is 4194304 (4 MiB, gRPC's own)".into(),
             ));
         }
-        let pool = match &self.reflect {
-            Some(target) if self.protos.is_empty() => reflect::fetch(target, &self.method)?,
-            _ => schema::compile(&self.protos, &self.includes)?,
-        };
-        let method = schema::find_method(&pool, &self.method)?;
+        let method = schema::find_method(pool, &self.method)?;
         let kind = schema::kind(&method);
         let (messages, message_interval) = self.stream_plan(kind, method.full_name())?;
         let message = match &self.data {
@@ -203,6 +225,8 @@ impl GrpcSpec {
             method: format!("{}/{}", service.full_name(), method.name()),
             messages,
             message_interval,
+            schema: Bytes::from(pool.encode_to_vec()),
+            message: Bytes::from(message),
         })
     }
 

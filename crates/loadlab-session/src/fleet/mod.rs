@@ -283,7 +283,7 @@ impl Generator {
         hello: &loadlab_agent::protocol::Hello,
         spec: &loadlab_engine::RunSpec,
     ) -> Result<(), SessionError> {
-        use loadlab_agent::protocol::{FEATURE_PIPELINE, FEATURE_WEBSOCKET};
+        use loadlab_agent::protocol::{FEATURE_GRPC, FEATURE_PIPELINE, FEATURE_WEBSOCKET};
         let needs = [
             (
                 loadlab_agent::protocol::load::is_websocket(&spec.url),
@@ -294,6 +294,11 @@ impl Generator {
                 spec.pipeline > 1,
                 FEATURE_PIPELINE,
                 "a pipelined load (it would send one request at a time)",
+            ),
+            (
+                spec.grpc.is_some(),
+                FEATURE_GRPC,
+                "a gRPC load (it would send plain HTTP requests, not the calls)",
             ),
         ];
         for (needed, feature, what) in needs {

@@ -343,3 +343,52 @@ fn an_older_generator_is_refused_a_pipelined_load() {
         "{err}"
     );
 }
+
+/// A generator whose hello names no `grpc` feature (an older agent, which would read a gRPC
+/// load without its call and send plain HTTP requests) is refused one before any shard starts.
+#[test]
+fn an_older_generator_is_refused_a_grpc_load() {
+    let dir = ScratchDir::new("fleet-old-grpc");
+    let proto = dir.join("s.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage t;\nmessage M {}\nservice S { rpc Go(M) returns (M); }\n",
+    )
+    .unwrap();
+    let call = loadlab_engine::grpc::GrpcSpec {
+        method: "t.S/Go".into(),
+        protos: vec![proto],
+        includes: Vec::new(),
+        reflect: None,
+        data: loadlab_engine::grpc::Data::Json("{}".into()),
+        deadline: None,
+        gzip: false,
+        max_message_bytes: 1024,
+        messages: None,
+        message_rate: None,
+    }
+    .prepare()
+    .unwrap();
+    let fake = FakeAgent::start(Endless::Intervals);
+    let fleet = Fleet {
+        generators: vec![fake.generator(&dir)],
+    };
+    let spec = RunSpec {
+        url: "http://127.0.0.1:9".into(),
+        connections: Some(2),
+        duration: Some(Duration::from_secs(1)),
+        grpc: Some(Arc::new(call)),
+        ..RunSpec::default()
+    };
+    let err = fleet
+        .run(&spec, &RunControl::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("generator fake"), "{err}");
+    assert!(
+        err.contains("loadlab agent fake on fake\\u{1b}[2J\\r\\nFAKE")
+            && err.contains("too old for a gRPC load (it would send plain HTTP requests")
+            && err.contains("run the same loadlab version"),
+        "{err}"
+    );
+}

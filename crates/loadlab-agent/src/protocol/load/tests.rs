@@ -64,27 +64,9 @@ fn a_load_crosses_the_wire_whole() {
         old.pipeline, 1,
         "an older coordinator's load does not pipeline"
     );
-    // A gRPC run's call is not on the wire yet: refused, not sent as a plain HTTP/2 POST.
-    let grpc = RunSpec {
-        grpc: Some(std::sync::Arc::new(loadlab_engine::grpc::Call {
-            path: "/s/m".into(),
-            kind: loadlab_engine::grpc::CallKind::Unary,
-            body: Default::default(),
-            headers: Vec::new(),
-            deadline: None,
-            max_message_bytes: 1,
-            input: String::new(),
-            output: String::new(),
-            method: "s/m".into(),
-            messages: None,
-            message_interval: None,
-        })),
-        ..spec.clone()
-    };
-    let refused = WireLoad::from_spec(&grpc, shard).unwrap_err();
     assert!(
-        refused.contains("gRPC run cannot go to a fleet"),
-        "{refused}"
+        !json.contains("\"grpc\""),
+        "an HTTP load reads as before to an older generator"
     );
     let mut bad = back.clone();
     bad.shard_index = 3;
@@ -199,4 +181,66 @@ fn a_websocket_load_crosses_with_its_settings_and_an_older_ones_is_refused() {
     assert!(plain.get("ws").is_none(), "{plain}");
     let read: WireLoad = serde_json::from_value(plain).unwrap();
     assert_eq!(read.to_spec().unwrap().ws, WsSpec::default());
+}
+
+/// A gRPC run's call travels with its schema (the descriptor set, no path) and its message,
+/// and the generator's call, rebuilt from them alone, is the coordinator's: the method, the
+/// kind, the framed (gzip) message, the deadline's header, the exact message interval. What
+/// does not rebuild is refused naming the field.
+#[test]
+fn a_grpc_call_crosses_the_wire_with_its_schema() {
+    use loadlab_engine::grpc::{Data, GrpcSpec};
+    let dir = loadlab_testkit::ScratchDir::new("wire-grpc");
+    let proto = dir.join("chat.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage t.v1;\nimport \"google/protobuf/wrappers.proto\";\n\
+         service Room { rpc Talk(stream google.protobuf.StringValue) returns \
+         (stream google.protobuf.StringValue); }\n",
+    )
+    .unwrap();
+    let here = GrpcSpec {
+        method: "t.v1.Room/Talk".into(),
+        protos: vec![proto.clone()],
+        includes: Vec::new(),
+        reflect: None,
+        data: Data::Json(r#""hi""#.into()),
+        deadline: Some(Duration::from_millis(250)),
+        gzip: true,
+        max_message_bytes: 1000,
+        messages: Some(7),
+        // 1/3 s: a rate's reciprocal would not come back to the same nanosecond.
+        message_rate: Some(3.0),
+    }
+    .prepare()
+    .unwrap();
+    let spec = RunSpec {
+        url: "http://127.0.0.1:1".into(),
+        grpc: Some(std::sync::Arc::new(here.clone())),
+        ..RunSpec::default()
+    };
+    let wire = WireLoad::from_spec(&spec, Shard { index: 0, count: 2 }).unwrap();
+    let json = serde_json::to_string(&wire).unwrap();
+    assert!(!json.contains("chat.proto\""), "no path travels: {json}");
+    // The coordinator's file is gone: the generator reads none.
+    drop(dir);
+    assert!(!proto.exists());
+    let back: WireLoad = serde_json::from_str(&json).unwrap();
+    let there = back.to_spec().unwrap().grpc.expect("the call");
+    assert_eq!(*there, here);
+    assert_eq!(there.messages, Some(7));
+    assert_eq!(there.message_interval, here.message_interval);
+
+    let mut bad = back.clone();
+    bad.grpc.as_mut().unwrap().schema_b64 = "!".into();
+    let e = bad.to_spec().unwrap_err();
+    assert!(e.contains("load.grpc.schema_b64 is not base64"), "{e}");
+    let mut bad = back.clone();
+    bad.grpc.as_mut().unwrap().schema_b64 = "AAAA".into();
+    let e = bad.to_spec().unwrap_err();
+    assert!(e.contains("not a valid descriptor set"), "{e}");
+    let mut bad = back;
+    bad.grpc.as_mut().unwrap().method = "t.v1.Room/Shout".into();
+    let e = bad.to_spec().unwrap_err();
+    assert!(e.contains("has no method `Shout`; it has: Talk"), "{e}");
 }

@@ -332,6 +332,8 @@ mod tests {
             method: String::new(),
             messages: None,
             message_interval: None,
+            schema: Bytes::new(),
+            message: Bytes::new(),
         }
     }
 
