@@ -17,6 +17,20 @@ pub struct Bucket {
     pub failed: u64,
 }
 
+/// Failures by class: `(ErrorClass index, count)`, only the classes that occurred (so at
+/// most `ErrorClass::COUNT` entries).
+pub type ClassCounts = Vec<(u8, u64)>;
+
+/// Adds `from` into `into`, class by class.
+pub fn add_classes(into: &mut ClassCounts, from: &[(u8, u64)]) {
+    for &(class, n) in from {
+        match into.iter_mut().find(|(c, _)| *c == class) {
+            Some((_, count)) => *count += n,
+            None => into.push((class, n)),
+        }
+    }
+}
+
 /// One thread's traffic per [`BUCKET`]. With an interval collector, buckets leave with their
 /// interval (`drain_below`), so a day-long run holds only the open interval's; without one,
 /// the whole run stays here for the end-of-run timeline.
@@ -25,6 +39,10 @@ pub struct Timeline {
     /// Buckets from index `first` on.
     buckets: Vec<Bucket>,
     first: usize,
+    /// Failures by class as `(bucket index, class, count)`, in bucket order: apart from the
+    /// buckets (which are `Copy` and 32 bytes) because most buckets of most runs have none,
+    /// and a class array in each would be ten times their size.
+    failures: Vec<(usize, u8, u64)>,
     /// The first bucket still open: those before it were handed to the interval collector,
     /// so a late write (a moment taken before the hand-over) lands here instead.
     pub floor: usize,
@@ -34,13 +52,61 @@ impl Timeline {
     /// The bucket for a moment `since_start` into the run, created on first use.
     #[inline]
     pub fn at(&mut self, since_start: Duration) -> &mut Bucket {
-        let i = since_start.as_secs() as usize * BUCKETS_PER_SECOND
-            + (since_start.subsec_millis() / 100) as usize;
-        let i = i.max(self.floor) - self.first;
+        let i = self.index(since_start) - self.first;
         if i >= self.buckets.len() {
             self.buckets.resize(i + 1, Bucket::default());
         }
         &mut self.buckets[i]
+    }
+
+    /// A failure of `class` at `since_start`: counted in its bucket and by class; the bucket
+    /// is given back for its bytes.
+    #[inline]
+    pub fn fail(&mut self, since_start: Duration, class: u8) -> &mut Bucket {
+        let index = self.index(since_start);
+        // A thread's moments only move forward, so this bucket's classes are the last few.
+        let same = self
+            .failures
+            .iter_mut()
+            .rev()
+            .take_while(|f| f.0 == index)
+            .find(|f| f.1 == class);
+        match same {
+            Some(f) => f.2 += 1,
+            None => self.failures.push((index, class, 1)),
+        }
+        let bucket = self.at(since_start);
+        bucket.failed += 1;
+        bucket
+    }
+
+    fn index(&self, since_start: Duration) -> usize {
+        let i = since_start.as_secs() as usize * BUCKETS_PER_SECOND
+            + (since_start.subsec_millis() / 100) as usize;
+        i.max(self.floor)
+    }
+
+    /// Failures by class in each interval of `per` buckets from `from` to before `to`
+    /// (interval indices), only the intervals that had some, in order.
+    pub fn failures_by_interval(
+        &self,
+        per: usize,
+        from: usize,
+        to: usize,
+    ) -> Vec<(usize, ClassCounts)> {
+        let mut out: Vec<(usize, ClassCounts)> = Vec::new();
+        for &(bucket, class, n) in &self.failures {
+            let i = bucket / per;
+            if i < from || i >= to {
+                continue;
+            }
+            // In bucket order, so an interval's entries are together.
+            match out.last_mut() {
+                Some((j, classes)) if *j == i => add_classes(classes, &[(class, n)]),
+                _ => out.push((i, vec![(class, n)])),
+            }
+        }
+        out
     }
 
     /// One past the last bucket written.
@@ -67,6 +133,8 @@ impl Timeline {
         let n = index.saturating_sub(self.first).min(self.buckets.len());
         self.buckets.drain(..n);
         self.first += n;
+        let gone = self.failures.partition_point(|f| f.0 < index);
+        self.failures.drain(..gone);
     }
 
     pub fn merge(&mut self, other: &Timeline) {
@@ -84,6 +152,9 @@ impl Timeline {
         }
         self.buckets = merged;
         self.first = first;
+        self.failures.extend_from_slice(&other.failures);
+        // Stable: each thread's entries stay in its order, and bucket order is kept.
+        self.failures.sort_by_key(|f| f.0);
         self.floor = self.floor.max(other.floor);
     }
 }

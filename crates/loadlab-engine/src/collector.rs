@@ -8,7 +8,7 @@
 //! clock: it moves when batches arrive, so tests drive it with as many intervals as they
 //! like in no time.
 
-use crate::stats::Bucket;
+use crate::stats::{add_classes, Bucket, ClassCounts};
 use crate::timeline::{IntervalCounts, TrafficLog};
 use crate::totals::Totals;
 use hdrhistogram::Histogram;
@@ -65,6 +65,8 @@ pub struct Batch {
     pub histograms: Vec<(usize, Vec<u8>)>,
     /// Traffic by interval index: the interval's timeline buckets.
     pub buckets: Vec<(usize, Vec<Bucket>)>,
+    /// Failures by class, by interval index (only intervals that had some).
+    pub failures: Vec<(usize, ClassCounts)>,
     /// The thread's last batch: how long the run had lasted when it ended.
     pub ended: Option<Duration>,
 }
@@ -90,6 +92,7 @@ struct Pending {
     hist: Option<Histogram<u64>>,
     /// Summed over the threads.
     buckets: Vec<Bucket>,
+    failures: ClassCounts,
 }
 
 pub struct Collector {
@@ -152,6 +155,9 @@ impl Collector {
                 a.add(b);
             }
         }
+        for (index, failures) in batch.failures {
+            add_classes(&mut self.slot(index).failures, &failures);
+        }
         if let Some(ended) = batch.ended {
             self.ended = Some(self.ended.map_or(ended, |e| e.max(ended)));
         }
@@ -200,7 +206,9 @@ impl Collector {
             let p = self.pending.remove(&i).unwrap_or_default();
             self.traffic.push(i, &p.buckets);
             let counts = self.traffic.intervals.last().copied().unwrap_or_default();
-            let summary = (self.build)(i, elapsed, counts, p.hist.as_ref());
+            let mut summary = (self.build)(i, elapsed, counts, p.hist.as_ref());
+            summary.errors = crate::timeline::class_names(&p.failures);
+            self.traffic.keep_failures(i, p.failures);
             self.next += 1;
             if let Err(e) = self.totals.add(&summary) {
                 self.report.error.get_or_insert(e);

@@ -510,14 +510,18 @@ fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSum
                 Some((index, _)) if *index == i => hists.next().map(|(_, h)| h),
                 _ => None,
             };
-            crate::timeline::interval_summary(
+            let mut iv = crate::timeline::interval_summary(
                 config,
                 i,
                 outcome.elapsed,
                 counts.get(i).copied().unwrap_or_default(),
                 hist,
                 outcome.steal.get(i).copied(),
-            )
+            );
+            if let Some(classes) = outcome.traffic.failures.get(&i) {
+                iv.errors = crate::timeline::class_names(classes);
+            }
+            iv
         })
         .collect()
 }

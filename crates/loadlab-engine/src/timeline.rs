@@ -4,9 +4,11 @@
 //! nothing.
 
 use crate::config::{Model, RunConfig};
-use crate::stats::{Bucket, Busiest, Timeline, BUCKET};
+use crate::error::ErrorClass;
+use crate::stats::{add_classes, Bucket, Busiest, ClassCounts, Timeline, BUCKET};
 use hdrhistogram::Histogram;
 use loadlab_result::{encode_histogram, IntervalSummary};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One interval's traffic, summed over the timeline's buckets (and threads).
@@ -35,6 +37,18 @@ impl IntervalCounts {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
     }
+}
+
+/// Failures by class index as the result names them (only the classes that occurred).
+pub fn class_names(classes: &[(u8, u64)]) -> BTreeMap<String, u64> {
+    classes
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .filter_map(|&(c, n)| {
+            let class = ErrorClass::ALL.get(usize::from(c))?;
+            Some((class.key().to_string(), n))
+        })
+        .collect()
 }
 
 /// How many of the timeline's buckets make one interval of `length`.
@@ -122,6 +136,7 @@ pub fn interval_summary(
         steal,
         histogram: hist.map(encode_histogram),
         server: None,
+        errors: BTreeMap::new(),
     }
 }
 
@@ -139,6 +154,9 @@ pub struct TrafficLog {
     since_warmup: u64,
     busiest: [Busiest; 2],
     pub intervals: Vec<IntervalCounts>,
+    /// Failures by class of the intervals that had some, by interval index (kept apart from
+    /// `intervals`: a class array in each would make them ten times bigger).
+    pub failures: BTreeMap<usize, ClassCounts>,
 }
 
 impl TrafficLog {
@@ -170,6 +188,7 @@ impl TrafficLog {
             since_warmup: 0,
             busiest: [Busiest::new(0, from), Busiest::new(from, usize::MAX)],
             intervals: Vec::new(),
+            failures: BTreeMap::new(),
         }
     }
 
@@ -178,6 +197,9 @@ impl TrafficLog {
         let mut log = TrafficLog::new(config);
         for i in 0..intervals {
             log.push(i, &timeline.span(i * log.per, (i + 1) * log.per));
+        }
+        for (i, classes) in timeline.failures_by_interval(log.per, 0, intervals) {
+            log.keep_failures(i, classes);
         }
         log
     }
@@ -203,6 +225,13 @@ impl TrafficLog {
             }
         }
         self.intervals.push(IntervalCounts::of(buckets));
+    }
+
+    /// Interval `i`'s failures by class (nothing is kept for none).
+    pub fn keep_failures(&mut self, i: usize, classes: ClassCounts) {
+        if !classes.is_empty() {
+            add_classes(self.failures.entry(i).or_default(), &classes);
+        }
     }
 
     /// The most bytes sent and received in one second: of the warm-up, of the measured part.
@@ -242,6 +271,10 @@ mod tests {
         t.at(Duration::from_millis(5_050)).bytes_sent += 5_000;
         // The warm-up's busiest second is smaller, and ends before the burst.
         t.at(Duration::from_millis(500)).bytes_received += 700;
+        // Failures of two classes, one of them in two intervals and twice in one bucket.
+        for (ms, class) in [(250, 0), (250, 0), (260, 3), (1_950, 3), (2_000, 3)] {
+            t.fail(Duration::from_millis(ms), class);
+        }
         let log = |t: &Timeline| {
             let mut log = TrafficLog::with(
                 Duration::from_secs(1),
@@ -260,6 +293,16 @@ mod tests {
         assert_eq!(log.intervals[3], IntervalCounts::default());
         assert_eq!(log.intervals[4].completed, 100);
         assert_eq!(log.intervals[4].bytes_sent, 1_000 + 5_000);
+        assert_eq!(
+            t.failures_by_interval(10, 0, 8),
+            [
+                (0, vec![(0, 2), (3, 1)]),
+                (1, vec![(3, 1)]),
+                (2, vec![(3, 1)])
+            ]
+        );
+        assert_eq!(t.failures_by_interval(10, 1, 2), [(1, vec![(3, 1)])]);
+        assert_eq!((log.intervals[0].failed, log.intervals[1].failed), (3, 1));
         // From 2.0 s: 3.0-4.0 s was never handed over, so 2.0-3.0 and 4.0-7.2 (or 7.3) s.
         assert_eq!(log.completed_in_schedule(false), 10 * (10 + 32));
         assert_eq!(log.completed_in_schedule(true), 10 * (10 + 33));
@@ -272,6 +315,9 @@ mod tests {
             (80, vec![Bucket::default(); 60])
         );
         drained.at(Duration::from_millis(100)).completed += 1;
+        // A late failure lands in the open bucket too, its class with it.
+        drained.fail(Duration::from_millis(100), 4);
+        assert_eq!(drained.failures_by_interval(10, 0, 8), [(6, vec![(4, 1)])]);
         assert_eq!(
             drained.span(60, 61)[0].completed,
             11,

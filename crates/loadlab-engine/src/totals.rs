@@ -184,6 +184,7 @@ mod tests {
             steal: None,
             histogram: Some(encode_histogram(&h)),
             server: None,
+            errors: Default::default(),
         }
     }
 

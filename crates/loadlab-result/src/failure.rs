@@ -63,3 +63,13 @@ pub fn describe_failure(key: &str) -> Option<&'static str> {
         .find(|(k, _)| *k == key)
         .map(|(_, what)| *what)
 }
+
+/// Adds counts by name (failure classes, status codes) into `into`.
+pub fn add_counts(
+    into: &mut std::collections::BTreeMap<String, u64>,
+    from: &std::collections::BTreeMap<String, u64>,
+) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}

@@ -12,6 +12,8 @@ struct Seen {
     completed: u64,
     histograms: u64,
     finished: bool,
+    /// Each interval's failures by class, as written.
+    errors: Vec<std::collections::BTreeMap<String, u64>>,
 }
 
 struct TestSink {
@@ -32,6 +34,7 @@ impl IntervalSink for TestSink {
         seen.starts_s.push(iv.start_s);
         seen.completed += iv.completed;
         seen.histograms += u64::from(iv.histogram.is_some());
+        seen.errors.push(iv.errors.clone());
         Ok(())
     }
     fn finish(&mut self) -> Result<(), String> {
@@ -60,6 +63,7 @@ fn build() -> Build {
         steal: None,
         histogram: hist.map(encode_histogram),
         server: None,
+        errors: Default::default(),
     })
 }
 
@@ -109,6 +113,7 @@ fn batch(thread: usize, index: usize, n: u64, all: &mut Histogram<u64>) -> Batch
         below: index + 1,
         histograms: vec![(index, bytes)],
         buckets: vec![(index, vec![bucket])],
+        failures: Vec::new(),
         ended: None,
     }
 }
@@ -203,4 +208,39 @@ fn empty_intervals_are_written_and_a_failing_sink_stops_being_written() {
     // The totals still count every interval: only the sink failed.
     assert_eq!(totals.measured.intervals, 8);
     assert_eq!(totals.measured.completed, 2);
+}
+
+/// Two threads' failures by class (connection refused is class 0, a timeout 3): each
+/// interval is written with the sum of both threads' classes for it, a late one joining the
+/// next interval as its counts do.
+#[test]
+fn each_interval_carries_its_failures_by_class_summed_over_threads() {
+    let (mut c, seen) = collector(2, None);
+    let with = |thread: usize, index: usize, failures: Vec<(usize, ClassCounts)>| Batch {
+        thread,
+        below: index + 1,
+        failures,
+        ..Batch::default()
+    };
+    c.receive(with(0, 0, vec![(0, vec![(0, 2), (3, 1)])]));
+    c.receive(with(1, 0, vec![(0, vec![(3, 4)])]));
+    c.receive(with(0, 1, vec![(1, vec![(0, 1)])]));
+    // Thread 1's record for interval 0, handed over after it was written: it joins 1.
+    c.receive(with(1, 1, vec![(0, vec![(0, 5)])]));
+    let (_, report, traffic) = c.finish(3);
+    assert_eq!(report.intervals_written, 3);
+    let names = |pairs: &[(&str, u64)]| -> std::collections::BTreeMap<String, u64> {
+        pairs.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+    };
+    assert_eq!(
+        seen.lock().unwrap().errors,
+        [
+            names(&[("connect_refused", 2), ("request_timeout", 5)]),
+            names(&[("connect_refused", 6)]),
+            names(&[]),
+        ]
+    );
+    // The traffic log keeps the same, for the end-of-run summary.
+    assert_eq!(traffic.failures.get(&1), Some(&vec![(0, 6)]));
+    assert_eq!(traffic.failures.get(&2), None);
 }

@@ -46,6 +46,7 @@ impl Feed {
             .map(|i| (i, rec.timeline.span(i * per, (i + 1) * per)))
             .filter(|(_, span)| span.iter().any(|b| *b != Bucket::default()))
             .collect();
+        let failures = rec.timeline.failures_by_interval(per, from, upto);
         self.counted_below.set(upto.max(from));
         rec.timeline.drain_below(upto.max(from) * per);
         Batch {
@@ -53,6 +54,7 @@ impl Feed {
             below,
             histograms,
             buckets,
+            failures,
             ended,
         }
     }

@@ -341,12 +341,8 @@ fn merge_phases(
         requests.completed += p.requests.completed;
         requests.failed += p.requests.failed;
         requests.not_sent += p.requests.not_sent;
-        for (k, v) in &p.status_codes {
-            *status_codes.entry(k.clone()).or_default() += v;
-        }
-        for (k, v) in &p.errors {
-            *errors.entry(k.clone()).or_default() += v;
-        }
+        crate::failure::add_counts(&mut status_codes, &p.status_codes);
+        crate::failure::add_counts(&mut errors, &p.errors);
         for (k, v) in &p.error_details {
             error_details.entry(k.clone()).or_insert_with(|| v.clone());
         }
@@ -507,6 +503,7 @@ fn accumulate(
     m.achieved_per_s += iv.achieved_per_s;
     m.completed += iv.completed;
     m.failed += iv.failed;
+    empty.errors.clear();
     m.bytes_sent += iv.bytes_sent;
     m.bytes_received += iv.bytes_received;
     m.steal = max_opt(m.steal, iv.steal);
@@ -524,6 +521,7 @@ fn finish_interval(mut m: IntervalSummary, h: &Histogram<u64>) -> IntervalSummar
     m
 }
 
+    crate::failure::add_counts(&mut m.errors, &iv.errors);
 fn sum_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a + b),

@@ -5,6 +5,7 @@
 //! refused, as a merge of different workloads would be.
 
 use super::{add_encoded, MergeError, Mode};
+use crate::failure::add_counts;
 use crate::histogram::{encode_histogram, new_histogram};
 use crate::latency::LatencySummary;
 use crate::run::RunResult;
@@ -161,10 +162,4 @@ fn merge_step(
         merged.request_histogram = Some(encode_histogram(&h));
     }
     Ok(merged)
-}
-
-fn add_counts(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
-    for (k, v) in from {
-        *into.entry(k.clone()).or_default() += v;
-    }
 }

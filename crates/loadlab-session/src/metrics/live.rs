@@ -226,6 +226,7 @@ mod tests {
             steal: None,
             histogram: None,
             server: None,
+            errors: Default::default(),
         }
     }
 

@@ -158,6 +158,10 @@ pub fn merge(group: &mut Vec<IntervalSummary>) -> anyhow::Result<IntervalSummary
         steal: group.iter().filter_map(|i| i.steal).reduce(f64::max),
         histogram: any_hist.then(|| encode_histogram(&hist)),
         server: None,
+        errors: group.iter().fold(Default::default(), |mut all, i| {
+            loadlab_result::failure::add_counts(&mut all, &i.errors);
+            all
+        }),
     };
     group.clear();
     Ok(merged)

@@ -158,8 +158,7 @@ pub(in crate::engine) fn record_failure(
     } else {
         rec.phase(phase).issued += 1;
     }
-    let bucket = rec.timeline.at(ctx.start.elapsed());
-    bucket.failed += 1;
+    let bucket = rec.timeline.fail(ctx.start.elapsed(), class as u8);
     bucket.bytes_sent += t.sent - t.booked_sent;
     bucket.bytes_received += t.unbooked;
     let stats = rec.phase(phase);
