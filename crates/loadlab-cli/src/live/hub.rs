@@ -66,6 +66,8 @@ pub struct SinceStart {
     pub server_cpu_cores: Option<f64>,
     /// The server's highest RSS in any of them.
     pub server_rss_max_bytes: Option<u64>,
+    /// Failures by class, summed over the measured intervals (each carries its own).
+    pub errors: std::collections::BTreeMap<String, u64>,
 }
 
 /// One event of the stream: its number (the SSE id) and its whole text.
@@ -239,6 +241,7 @@ impl Hub {
         s.measured_s += iv.duration_s;
         s.completed += iv.completed;
         s.failed += iv.failed;
+        loadlab_result::failure::add_counts(&mut s.errors, &iv.errors);
         s.per_s = s.completed as f64 / s.measured_s.max(1e-9);
         if let Some(o) = iv.offered_per_s {
             self.offered_weighted += o * iv.duration_s;
@@ -299,6 +302,17 @@ impl Hub {
         r.measured.histograms.latency = whole.unwrap_or_default();
         r.first_requests = None;
         chart_data(&[(r.started_at.clone().as_str(), &r)])
+    }
+
+    /// The figures since the start of the measured load, as the page shows them (also the
+    /// terminal's, `--tui`: one since-the-start for both).
+    pub fn since_start(&self) -> &SinceStart {
+        &self.since
+    }
+
+    /// The intervals kept at full resolution, oldest first (the last is the newest).
+    pub fn recent(&self) -> impl DoubleEndedIterator<Item = &IntervalSummary> + ExactSizeIterator {
+        self.window.iter()
     }
 
     /// What the run loads, as the page's title says it (unescaped: the page escapes it).

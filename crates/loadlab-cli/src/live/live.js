@@ -36,7 +36,8 @@
     text("last-rate", whole.format(last.achieved_per_s) + (last.partial ? " (partial interval)" : ""));
     text("last-offered", orDash(last.offered_per_s, whole.format));
     text("last-completed", whole.format(last.completed));
-    text("last-failed", whole.format(last.failed) + (last.failed ? " (" + num.format(last.failed / secs) + "/s)" : ""));
+    text("last-failed", whole.format(last.failed) + (last.failed ? " (" + num.format(last.failed / secs) + "/s)" : "") +
+      classes(last.errors));
     text("last-p50", latency(last.p50_us));
     text("last-p90", latency(last.p90_us));
     text("last-p99", latency(last.p99_us));
@@ -49,7 +50,7 @@
     text("since-rate", whole.format(s.per_s));
     text("since-offered", orDash(s.offered_per_s, whole.format));
     text("since-completed", whole.format(s.completed));
-    text("since-failed", whole.format(s.failed));
+    text("since-failed", whole.format(s.failed) + classes(s.errors));
     text("since-p50", latency(l.p50));
     text("since-p90", latency(l.p90));
     text("since-p99", latency(l.p99));
@@ -57,6 +58,11 @@
     text("since-cpu", orDash(s.server_cpu_cores, num.format) + (s.server_cpu_cores == null ? "" : " (mean)"));
     text("since-rss", s.server_rss_max_bytes == null ? "–" : bytes(s.server_rss_max_bytes) + " (highest)");
     window.__live.completed = s.completed;
+  }
+  // Failures by class as "class: n, class: n" (the result's class names).
+  function classes(byClass) {
+    var keys = Object.keys(byClass || {});
+    return keys.length ? " — " + keys.map(function (k) { return k + ": " + whole.format(byClass[k]); }).join(", ") : "";
   }
   function showErrors(errors) {
     var parts = [];
@@ -83,7 +89,21 @@
         }
       });
     });
+    if (p.timeline && run.timeline !== p.timeline) appendClasses(run.timeline, p.timeline);
     data.time_range_s[1] = Math.max(data.time_range_s[1], point.time_range_s[1]);
+  }
+
+  // Failures by class, after the arrays were appended: a class first seen now gets nulls
+  // for the points before it, a class absent from this point a null for each of its points.
+  function appendClasses(t, p) {
+    var mine = t.failed_by_class || (t.failed_by_class = {}), theirs = p.failed_by_class || {};
+    var n = p.t_s.length, before = t.t_s.length - n;
+    Object.keys(theirs).forEach(function (k) {
+      if (!mine[k]) mine[k] = new Array(before).fill(null);
+    });
+    Object.keys(mine).forEach(function (k) {
+      Array.prototype.push.apply(mine[k], theirs[k] || new Array(n).fill(null));
+    });
   }
 
   // Redraws at most once a second, and not while the tab is hidden.

@@ -82,6 +82,11 @@ pub struct Timeline {
     pub achieved_per_s: Vec<f64>,
     /// Null where nothing failed, so that failures show as marks.
     pub failed_per_s: Vec<Option<f64>>,
+    /// The same by failure class, for the classes the intervals carry (the result's names
+    /// only: a class is a label on the page). Empty for results made before intervals
+    /// kept their classes.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub failed_by_class: std::collections::BTreeMap<String, Vec<Option<f64>>>,
     pub p50_us: Vec<Option<f64>>,
     pub p90_us: Vec<Option<f64>>,
     pub p99_us: Vec<Option<f64>>,
@@ -169,6 +174,11 @@ fn timeline(r: &RunResult) -> Timeline {
     let mut t = Timeline::default();
     let open = r.timeline.iter().any(|i| i.offered_per_s.is_some());
     let mut offered = Vec::new();
+    for class in r.timeline.iter().flat_map(|i| i.errors.keys()) {
+        if loadlab_result::failure::describe_failure(class).is_some() {
+            t.failed_by_class.entry(class.clone()).or_default();
+        }
+    }
     for i in &r.timeline {
         // A last interval the run ended inside, under half an interval long: its rate would
         // be noise (or, per a whole interval, a drop that never happened); left out.
@@ -181,6 +191,10 @@ fn timeline(r: &RunResult) -> Timeline {
         t.achieved_per_s.push(tenths(i.achieved_per_s));
         t.failed_per_s
             .push((i.failed > 0).then(|| tenths(i.failed as f64 / secs)));
+        for (class, series) in &mut t.failed_by_class {
+            let n = i.errors.get(class).copied().unwrap_or(0);
+            series.push((n > 0).then(|| tenths(n as f64 / secs)));
+        }
         t.p50_us.push(i.p50_us.map(sig4));
         t.p90_us.push(i.p90_us.map(sig4));
         t.p99_us.push(i.p99_us.map(sig4));

@@ -21,6 +21,7 @@
   var RUN_COLORS = ["#1f5fbf", "#d9730d", "#1b8a5a", "#a63d97", "#5a4fcf", "#8a6d00"];
   var PCT_COLORS = { p50: "#1f5fbf", p90: "#1b8a5a", p99: "#d9730d", max: "#b3261e" };
   var FAIL = "#c62828";
+  var CLASS_COLORS = ["#7b1fa2", "#ef6c00", "#5d4037", "#ad1457", "#00838f", "#827717"];
   var LIMIT_LINE = { dash: [8, 4], width: 1.25, points: { show: false } };
   var AXIS = { stroke: "#5d6678", font: "12px system-ui, sans-serif",
     labelFont: "600 12px system-ui, sans-serif", grid: { stroke: "#eceff4", width: 1 },
@@ -216,11 +217,23 @@
       table.push(t.failed_per_s);
       series.push(line(name(r, "failed"), FAIL, "req/s", { width: 1.25,
         points: { show: true, size: 7, fill: FAIL, stroke: FAIL } }));
+      // One run failing in several ways: each class its own marks (one class is the total).
+      var classes = Object.keys(t.failed_by_class || {});
+      if (!multi && classes.length > 1) {
+        classes.forEach(function (k, j) {
+          var cc = CLASS_COLORS[j % CLASS_COLORS.length];
+          table.push(t.failed_by_class[k]);
+          series.push(line("failed: " + k, cc, "req/s", { width: 1,
+            points: { show: true, size: 5, fill: cc, stroke: cc } }));
+        });
+      }
       tables.push(table);
     });
     chart("chart-rate", "Requests per second",
       "Completed requests per interval" + (runs.some(function (r) { return r.timeline.offered_per_s; }) ?
-        ", against what the schedule offered (dashed)" : "") + "; failures marked in red.",
+        ", against what the schedule offered (dashed)" : "") + "; failures marked in red" +
+        (!multi && runs.some(function (r) { return Object.keys(r.timeline.failed_by_class || {}).length > 1; }) ?
+          ", and by class in other colours." : "."),
       timeOpts(series, [axis({ label: "requests/s", values: function (u, vs) {
         return vs.map(function (v) { return whole.format(v); }); } })],
         { y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.1 : 1]; } } }), tables);
