@@ -10,6 +10,7 @@ mod output;
 mod progress;
 mod signals;
 mod spill;
+mod tui;
 
 use std::process::ExitCode;
 

@@ -18,7 +18,8 @@ pub struct Progress {
 impl Progress {
     pub fn start(config: &RunConfig, control: &RunControl) -> Progress {
         let done = Arc::new(AtomicBool::new(false));
-        if !std::io::stderr().is_terminal() {
+        // `--tui` draws the whole terminal: no bar over it.
+        if !std::io::stderr().is_terminal() || crate::tui::is_on() {
             return Progress { done, thread: None };
         }
         let (total, by_time) = match config.stop {

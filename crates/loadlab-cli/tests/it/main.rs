@@ -36,4 +36,5 @@ mod metrics;
 mod path_h3;
 mod scenario;
 mod server_path;
+mod tui;
 mod websocket;

@@ -179,6 +179,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
+
+    #[command(flatten)]
+    pub tui: crate::tui::TuiArgs,
 }
 
 /// What each request is and how it travels: method, headers, body, timeouts, protocol, TLS,

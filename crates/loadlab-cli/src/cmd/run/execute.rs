@@ -49,6 +49,7 @@ pub fn execute_saving(
     let control = RunControl::new();
     let spill = Spill::start(&control, &outputs, quiet, save, session);
     crate::live::attach(&control, session);
+    crate::tui::attach(&control, session);
     install_ctrlc()?;
     *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) = Some(control.clone());
     let progress = Progress::start(session.config(), &control);
@@ -86,6 +87,8 @@ pub fn execute_saving(
     }
     let saved = save.map(|s| spill.save(s, &result)).transpose()?;
     crate::live::result(&result);
+    // The terminal put back before the summary is printed.
+    crate::tui::result(&result);
     spill.done(quiet);
     if !quiet {
         output::print_summary(&result, stdout_taken)?;

@@ -72,6 +72,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     // Bound before the run is prepared: a taken --ui port fails in a second.
     let _live = crate::live::start(&args.live)?;
+    let _tui = crate::tui::start(&args.tui);
     let mut session = Session::prepare_with(spec, machine).map_err(flags_named)?;
     if !args.quiet {
         for note in session.notes() {
