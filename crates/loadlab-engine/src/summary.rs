@@ -255,8 +255,9 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
 /// own, so they say whose: merged with the other shards' notes (a union), two shards that
 /// held 50 each would otherwise read as one "50 connections held open".
 fn ws_notes(config: &RunConfig, outcome: &RunOutcome) -> Vec<String> {
-    let notes = outcome.ws.iter().flat_map(|w| w.notes(outcome.elapsed));
+    let notes = outcome.ws.iter().flat_map(|w| w.notes());
     match &config.shard {
+        websocket: outcome.ws.as_ref().map(|w| w.summary(outcome.elapsed)),
         Some(plan) => notes
             .map(|n| format!("shard {}: {n}", plan.shard))
             .collect(),

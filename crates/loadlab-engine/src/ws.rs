@@ -15,8 +15,10 @@
 //! extension, so servers send uncompressed frames.
 
 use crate::error::ErrorClass;
+use hdrhistogram::Histogram;
 use loadlab_result::format::shown;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -66,6 +68,10 @@ pub struct WsSpec {
     pub size: Option<usize>,
     /// `--ws-ping`: how often a held connection pings.
     pub ping: Option<Duration>,
+    /// `--ws-held`: echo runs also open this many connections and hold them idle beside the
+    /// echo load (not pinged, not timed; one refused or broken fails as an exchange), so the
+    /// echoes' times say what that many held connections cost the server.
+    pub held: Option<usize>,
 }
 
 /// A checked WebSocket run.
@@ -77,6 +83,8 @@ pub struct WsConfig {
     pub payload: bytes::Bytes,
     /// Held connections ping this often.
     pub ping: Duration,
+    /// Echo: connections held idle beside the echo load (`--ws-held`), 0 for none.
+    pub held: usize,
     /// The handshake's URI (`ws://` or `wss://`, host, port, path and query).
     pub uri: String,
     /// The largest message accepted from the server.
@@ -241,6 +249,8 @@ pub struct WsTotals {
     /// Messages from the server that answered nothing (not the echo owed).
     pub pushed: AtomicU64,
     pub pushed_bytes: AtomicU64,
+    /// The gaps between two pushes on one connection, in nanoseconds (made at the first).
+    pub push_gaps: Mutex<Option<Histogram<u64>>>,
     /// Pings from the server (tungstenite answers each with a pong).
     pub server_pings: AtomicU64,
     /// Held connections open now, and the most at once.
@@ -258,6 +268,8 @@ pub struct WsReport {
     pub mode: WsMode,
     pub pushed: u64,
     pub pushed_bytes: u64,
+    /// Between two pushes on one connection, nanoseconds.
+    pub push_gaps: Histogram<u64>,
     pub server_pings: u64,
     pub held_peak: u64,
     /// Resident memory before and with every held connection open, in bytes.
@@ -266,6 +278,21 @@ pub struct WsReport {
 }
 
 impl WsTotals {
+    /// A push of `bytes` arrived on a connection whose last push came at `last` (updated).
+    pub fn push(&self, bytes: usize, last: &mut Option<std::time::Instant>) {
+        let now = std::time::Instant::now();
+        self.pushed.fetch_add(1, Ordering::Relaxed);
+        self.pushed_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        if let Some(before) = last.replace(now) {
+            let gap = u64::try_from((now - before).as_nanos()).unwrap_or(u64::MAX);
+            let mut gaps = self.push_gaps.lock().unwrap_or_else(|e| e.into_inner());
+            // Clamped to the histogram's bounds (1 ns to an hour): a gap is never lost.
+            let gap = gap.clamp(1, loadlab_result::histogram::HIST_MAX_NS);
+            gaps.get_or_insert_with(loadlab_result::histogram::new_histogram)
+                .saturating_record(gap);
+        }
+    }
+
     pub fn report(&self, mode: WsMode) -> WsReport {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let nonzero = |v: u64| (v > 0).then_some(v);
@@ -273,6 +300,12 @@ impl WsTotals {
             mode,
             pushed: get(&self.pushed),
             pushed_bytes: get(&self.pushed_bytes),
+            push_gaps: self
+                .push_gaps
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .unwrap_or_else(loadlab_result::histogram::new_histogram),
             server_pings: get(&self.server_pings),
             held_peak: get(&self.held_peak),
             rss_before_bytes: nonzero(get(&self.rss_before)),
@@ -282,27 +315,30 @@ impl WsTotals {
 }
 
 impl WsReport {
-    /// The result's notes: pushes and their rate over `elapsed`, held connections and the
-    /// memory each took.
-    pub fn notes(&self, elapsed: Duration) -> Vec<String> {
+    /// The result's WebSocket section: pushes, their rate over `elapsed` and their gaps,
+    /// the server's pings, the held connections.
+    pub fn summary(&self, elapsed: Duration) -> loadlab_result::ws::WsSummary {
+        let over_s = elapsed.as_secs_f64();
+        let mut s = loadlab_result::ws::WsSummary {
+            mode: self.mode.name().to_string(),
+            pushed: self.pushed,
+            pushed_bytes: self.pushed_bytes,
+            pushed_per_s: self.pushed as f64 / over_s.max(1e-3),
+            over_s,
+            push_gap_us: None,
+            push_gap_histogram: None,
+            server_pings: self.server_pings,
+            held_peak: self.held_peak,
+        };
+        s.set_gaps(&self.push_gaps);
+        s
+    }
+
+    /// The result's notes: the held connections and the memory each took (a shard's own
+    /// figure, said as such by the caller; pushes and pings are in [`WsReport::summary`]).
+    pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
-        let secs = elapsed.as_secs_f64().max(1e-3);
-        if self.pushed > 0 || self.mode == WsMode::Echo {
-            notes.push(format!(
-                "WebSocket: {} messages pushed by the server ({} bytes, {:.1}/s over the run), \
-                 not counted as answers",
-                self.pushed,
-                self.pushed_bytes,
-                self.pushed as f64 / secs
-            ));
-        }
-        if self.server_pings > 0 {
-            notes.push(format!(
-                "WebSocket: the server sent {} pings, each answered with a pong",
-                self.server_pings
-            ));
-        }
-        if self.mode == WsMode::Hold {
+        if self.mode == WsMode::Hold || self.held_peak > 0 {
             let memory = match (self.rss_before_bytes, self.rss_held_bytes) {
                 (Some(before), Some(held)) if self.held_peak > 0 => format!(
                     "; loadlab's memory (RSS) went from {} to {} MiB, {:.1} KiB per held \

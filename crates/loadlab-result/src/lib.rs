@@ -10,6 +10,8 @@
 //!   environment, first requests), with [`SCHEMA_VERSION`].
 //! - [`scenario`]: a scenario run's per-step figures ([`scenario::ScenarioSummary`]).
 //! - [`grpc`]: a gRPC run's method, messages and per-message times ([`grpc::GrpcSummary`]).
+//! - [`ws`]: a WebSocket run's pushes, the gaps between them, held connections
+//!   ([`ws::WsSummary`]).
 //! - [`server`]: the server's side ([`ServerReport`]): limits, start-up, CPU and memory.
 //! - [`metrics`]: the server's own Prometheus metrics read during a run.
 //! - [`latency`]: a latency distribution summarised in microseconds.
@@ -46,6 +48,7 @@ pub mod run;
 pub mod scenario;
 pub mod server;
 pub mod shards;
+pub mod ws;
 
 pub use attach::attach_server;
 pub use cliff::Cliff;

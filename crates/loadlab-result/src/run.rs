@@ -76,6 +76,10 @@ pub struct RunResult {
     /// times (per call figures are `measured`'s: a request is a call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<crate::grpc::GrpcSummary>,
+    /// A WebSocket run (`ws://`, `wss://`): what the server pushed and the gaps between
+    /// pushes, its pings, the held connections (docs/websocket.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<crate::ws::WsSummary>,
     /// The server's own metrics (`--server-metrics`, `--prometheus --query`) on the
     /// timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,7 +2,7 @@
 //! it sees, the count a client's is held to: upgrades, messages read, pings. It echoes, or
 //! pushes besides, or stays silent, or misbehaves: after the first message it writes raw
 //! bytes a test scripts (a frame announcing 2^63 bytes, text that is not UTF-8, an invalid
-//! close code), or closes with a given code and reason. Upgrades a server refuses, or
+//! close code), or closes with a given code and reason; or pushes on a cadence of its own. Upgrades a server refuses, or
 //! answers wrongly, are [`crate::ScriptedServer`]'s: they are bytes before any WebSocket.
 //!
 //! It must not listen anywhere but 127.0.0.1.
@@ -13,6 +13,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt as _;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
@@ -32,6 +34,15 @@ pub enum WsBehavior {
     RawAfterFirst(Vec<u8>),
     /// On the first message, close with this code and reason.
     CloseOnFirst(u16, String),
+    /// Echo, with at most this many connections open at once: an upgrade beyond them is
+    /// refused with 503, counted in [`WsCounters::refused`].
+    EchoAtMost(u64),
+    /// Echo, and push `count` messages of its own (`"tick"`, text) on each connection, one
+    /// every `every` from the upgrade, counted in [`WsCounters::pushed`].
+    Push {
+        count: u64,
+        every: std::time::Duration,
+    },
 }
 
 /// What the server saw, counted as it happens.
@@ -44,10 +55,12 @@ pub struct WsCounters {
     pub pushed: AtomicU64,
     /// Pings read (each answered by tungstenite).
     pub pings: AtomicU64,
-    /// Connections open and upgraded now.
+    /// Connections open now (from before their upgrade).
     pub open: AtomicU64,
     /// Close frames from clients (a clean goodbye, not a dropped connection).
     pub closes: AtomicU64,
+    /// [`WsBehavior::EchoAtMost`]: upgrades refused for want of room.
+    pub refused: AtomicU64,
 }
 
 impl WsCounters {
@@ -121,12 +134,29 @@ where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     c.accepted.fetch_add(1, Ordering::SeqCst);
+    // The connection's place among those open is taken before its upgrade, so that
+    // upgrades at once cannot overrun `EchoAtMost`'s limit.
+    let taken = c.open.fetch_add(1, Ordering::SeqCst) + 1;
+    let _open = Open(c.clone());
+    if matches!(behavior, WsBehavior::EchoAtMost(max) if taken > max) {
+        c.refused.fetch_add(1, Ordering::SeqCst);
+        // The error type is tungstenite's `Callback` signature, not ours to shrink.
+        #[allow(clippy::result_large_err)]
+        let refuse = |_: &Request, _: Response| {
+            let mut full = ErrorResponse::new(Some("full".into()));
+            *full.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+            Err(full)
+        };
+        let _ = tokio_tungstenite::accept_hdr_async(stream, refuse).await;
+        return;
+    }
     let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
         return;
     };
     c.upgraded.fetch_add(1, Ordering::SeqCst);
-    c.open.fetch_add(1, Ordering::SeqCst);
-    let _open = Open(c.clone());
+    if let WsBehavior::Push { count, every } = behavior {
+        return push(ws, count, every, &c).await;
+    }
     while let Some(Ok(message)) = ws.next().await {
         match &message {
             Message::Text(_) | Message::Binary(_) => {}
@@ -142,7 +172,10 @@ where
         }
         let n = c.messages.fetch_add(1, Ordering::SeqCst) + 1;
         let sent = match &behavior {
-            WsBehavior::Echo => ws.send(message).await,
+            // Push is served by `push` (above).
+            WsBehavior::Echo | WsBehavior::EchoAtMost(_) | WsBehavior::Push { .. } => {
+                ws.send(message).await
+            }
             WsBehavior::EchoAndPush { every } => {
                 if n.is_multiple_of(*every) {
                     c.pushed.fetch_add(1, Ordering::SeqCst);
@@ -172,6 +205,45 @@ where
         };
         if sent.is_err() {
             break;
+        }
+    }
+}
+
+/// [`WsBehavior::Push`]: `count` pushes `every` apart, echoing meanwhile, then echoes until
+/// the client goes.
+async fn push<S>(
+    mut ws: tokio_tungstenite::WebSocketStream<S>,
+    count: u64,
+    every: std::time::Duration,
+    c: &WsCounters,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    let mut pushed = 0;
+    loop {
+        tokio::select! {
+            message = ws.next() => match message {
+                Some(Ok(m @ (Message::Text(_) | Message::Binary(_)))) => {
+                    c.messages.fetch_add(1, Ordering::SeqCst);
+                    if ws.send(m).await.is_err() {
+                        return;
+                    }
+                }
+                Some(Ok(Message::Close(_))) => {
+                    c.closes.fetch_add(1, Ordering::SeqCst);
+                    return;
+                }
+                Some(Ok(_)) => {}
+                _ => return,
+            },
+            _ = tick.tick(), if pushed < count => {
+                pushed += 1;
+                c.pushed.fetch_add(1, Ordering::SeqCst);
+                if ws.send(Message::text("tick")).await.is_err() {
+                    return;
+                }
+            }
         }
     }
 }

@@ -198,6 +198,12 @@ impl WireLoad {
             None => None,
             Some(call) => Some(WireGrpc::of(call)?),
         };
+        if spec.ws.held.is_some_and(|n| n > 0) {
+            // The wire has no field for it: a generator would run the echo load alone.
+            return Err("--ws-held cannot go to a fleet's generators yet (docs/websocket.md); \
+                 run it from one loadlab"
+                .into());
+        }
         // Sent with an HTTP URL too when set, for the generator to refuse as locally.
         let ws = (is_websocket(&spec.url) || spec.ws != WsSpec::default()).then(|| WireWs {
             mode: spec.ws.mode.name().to_string(),
@@ -310,6 +316,7 @@ impl WireLoad {
                 binary: w.binary,
                 size: w.size,
                 ping: w.ping_ns.map(d),
+                held: None,
             },
         };
         Ok(RunSpec {

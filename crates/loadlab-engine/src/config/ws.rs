@@ -144,6 +144,22 @@ impl RunSpec {
                 ));
             }
         }
+        let held = ws.held.unwrap_or(0);
+        if held > 0 {
+            if ws.mode != WsMode::Echo {
+                return Err(reject(
+                    "ws_held",
+                    "holds connections beside an echo load; with --ws-mode hold give them \
+                     with -c, or drop --ws-held",
+                ));
+            }
+            if matches!(stop, Stop::Requests(_)) {
+                return Err(reject(
+                    "requests",
+                    "--ws-held holds its connections for a time; give -d instead of -n",
+                ));
+            }
+        }
         let ping = ws.ping.unwrap_or(DEFAULT_PING);
         if ping.is_zero() {
             return Err(reject(
@@ -182,6 +198,7 @@ impl RunSpec {
             max_message_bytes: MAX_MESSAGE_BYTES.max(payload.len().saturating_mul(2)),
             payload: payload.into(),
             ping,
+            held,
             uri: format!("{scheme}://{}{}", url.authority, url.path_and_query),
         })))
     }

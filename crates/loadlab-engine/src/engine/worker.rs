@@ -92,6 +92,8 @@ pub(super) fn thread(
             spawn_guarded(&ctx, feed::tick(ctx.clone(), feed.clone()));
         }
         spawn_guarded(&ctx, super::gone::watch(ctx.clone()));
+        // `--ws-held`: connections held idle beside the echo load, open or closed loop.
+        let held = super::ws::spawn_held(&ctx, numbering);
         if ctx.open.is_some() {
             let schedule = async {
                 match &ctx.scenario {
@@ -104,6 +106,9 @@ pub(super) fn thread(
                 biased;
                 _ = ctx.stop.stopped() => {}
                 _ = schedule => {}
+            }
+            if !ctx.stop.is_stopped() {
+                super::ws::held_closed(&held).await;
             }
             return;
         }
@@ -158,6 +163,7 @@ pub(super) fn thread(
                 }
             };
             let _ = tokio::time::timeout(super::ws::CLOSE_GRACE, closed).await;
+            super::ws::held_closed(&held).await;
         }
     });
     // Dropping the set abandons requests still in flight; the recorder counts them.

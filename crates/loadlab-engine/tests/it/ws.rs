@@ -47,13 +47,35 @@ fn echo_closed_loop_completes_exactly_what_the_server_counts() {
     assert!(m.latency_us.is_some());
     // Every 10th message was preceded by a push: 200, none taken for an echo.
     assert_eq!(get(&server.counters().pushed), 200);
-    assert!(
-        r.notes
-            .iter()
-            .any(|n| n.contains("200 messages pushed by the server")),
-        "{:?}",
-        r.notes
+    let w = r.websocket.as_ref().expect("a WebSocket section");
+    assert_eq!(
+        (w.mode.as_str(), w.pushed, w.pushed_bytes),
+        ("echo", 200, 1_200)
     );
+}
+
+/// Pushes on a cadence of the server's own: counted exactly, their rate over the run, and
+/// the gaps between two on one connection (each connection's first has none).
+#[test]
+fn pushes_give_their_rate_and_the_gaps_between_them() {
+    let every = Duration::from_millis(20);
+    let server = WsServer::start(WsBehavior::Push { count: 10, every });
+    let r = run(RunSpec {
+        connections: Some(3),
+        duration: Some(Duration::from_millis(700)),
+        ..ws(server.url("/feed"), WsMode::Hold)
+    });
+    assert_eq!(r.measured.requests.failed, 0, "{:?}", r.measured.errors);
+    assert_eq!(get(&server.counters().pushed), 30);
+    let w = r.websocket.as_ref().expect("a WebSocket section");
+    assert_eq!((w.pushed, w.pushed_bytes, w.held_peak), (30, 120, 3));
+    assert!((w.pushed_per_s - 30.0 / w.over_s).abs() < 1e-6, "{w:?}");
+    let gaps = w.push_gap_us.as_ref().expect("gaps");
+    assert_eq!(gaps.count, 27);
+    // The server's timer sets the gaps: 20 ms apart, give or take its wake-ups.
+    assert!((10_000.0..60_000.0).contains(&gaps.p50), "{gaps:?}");
+    assert!(gaps.max >= gaps.p99 && gaps.p99 >= gaps.p50, "{gaps:?}");
+    assert!(w.push_gap_histogram.is_some());
 }
 
 #[test]
@@ -132,6 +154,46 @@ fn echo_open_loop_times_from_the_schedule_and_counts_what_the_server_saw() {
     assert!(
         m.send_lag_us.is_some(),
         "an open loop's latency is from the due time"
+    );
+}
+
+/// `--ws-held`: connections held idle beside the echo load, open loop: each opened once and
+/// held (the server's peak counts them with the echoes'), never pinged, none timed; the
+/// echoes alone are the exchanges, each one the server read.
+#[test]
+fn held_connections_beside_an_echo_load_are_held_not_timed() {
+    let server = WsServer::start(WsBehavior::Echo);
+    let r = run(RunSpec {
+        rate: Some(200.0),
+        duration: Some(Duration::from_millis(600)),
+        ws: WsSpec {
+            held: Some(25),
+            ..WsSpec::default()
+        },
+        ..ws(server.url("/"), WsMode::Echo)
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?}", m.error_details);
+    let c = server.counters();
+    let seen = get(&c.messages);
+    assert!(
+        seen >= m.requests.completed && seen <= m.requests.completed + r.in_flight_at_end,
+        "server {seen}, loadlab {}",
+        m.requests.completed
+    );
+    assert_eq!(get(&c.pings), 0, "held beside an echo load: never pinged");
+    let w = r.websocket.as_ref().expect("a WebSocket section");
+    assert_eq!(w.held_peak, 25);
+    // Every held connection and each echo connection upgraded once; all said goodbye.
+    let echo_connections = get(&c.upgraded) - 25;
+    assert!(echo_connections >= 1, "{}", get(&c.upgraded));
+    assert_eq!(get(&c.closes), get(&c.upgraded));
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("25 connections held open at most")),
+        "{:?}",
+        r.notes
     );
 }
 
@@ -382,6 +444,32 @@ fn nonsense_combinations_are_refused_with_the_fix() {
             },
             "ws_ping",
             "--ws-mode hold",
+        ),
+        (
+            RunSpec {
+                connections: Some(2),
+                duration: Some(Duration::from_secs(1)),
+                ws: WsSpec {
+                    mode: WsMode::Hold,
+                    held: Some(5),
+                    ..WsSpec::default()
+                },
+                ..ws(url.clone(), WsMode::Hold)
+            },
+            "ws_held",
+            "beside an echo load",
+        ),
+        (
+            RunSpec {
+                requests: Some(100),
+                ws: WsSpec {
+                    held: Some(5),
+                    ..WsSpec::default()
+                },
+                ..ws(url.clone(), WsMode::Echo)
+            },
+            "requests",
+            "give -d",
         ),
     ];
     for (spec, setting, fix) in cases {

@@ -44,6 +44,8 @@ pub enum MergeError {
     },
     /// The parts' gRPC sections (`crate::grpc::merge`) do not add up: why.
     Grpc(String),
+    /// The parts' WebSocket sections (`crate::ws::merge`) do not add up: why.
+    WebSocket(String),
 }
 
 impl std::fmt::Display for MergeError {
@@ -68,6 +70,9 @@ impl std::fmt::Display for MergeError {
                 part + 1
             ),
             MergeError::Grpc(why) => write!(f, "{why}: merge runs of the same gRPC method"),
+            MergeError::WebSocket(why) => {
+                write!(f, "{why}: merge runs of the same --ws-mode")
+            }
             MergeError::Histogram { part, what } => {
                 write!(
                     f,
@@ -140,6 +145,9 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
     merged.scenario = scenario::merge_scenarios(parts, mode, merged.measured.duration_s)?;
     let grpc: Vec<_> = parts.iter().filter_map(|p| p.grpc.as_ref()).collect();
     merged.grpc = crate::grpc::merge(&grpc).map_err(MergeError::Grpc)?;
+    let ws: Vec<_> = parts.iter().filter_map(|p| p.websocket.as_ref()).collect();
+    merged.websocket = crate::ws::merge(&ws, matches!(mode, Mode::Concurrent))
+        .map_err(MergeError::WebSocket)?;
     merged.generator = generator::merge(parts, merged.measured.requests.completed);
     match mode {
         Mode::Concurrent => {

@@ -122,6 +122,7 @@ fn a_websocket_load_crosses_with_its_settings_and_an_older_ones_is_refused() {
             binary: true,
             size: Some(512),
             ping: Some(Duration::from_millis(1500)),
+            held: None,
         },
         ..RunSpec::default()
     };

@@ -270,6 +270,7 @@ pub fn flag_for(setting: &str) -> &str {
         "ws_ping" => "--ws-ping",
         "ws_size" => "--ws-size",
         "ws_binary" => "--ws-binary",
+        "ws_held" => "--ws-held",
         "grpc" => "--grpc",
         "grpc_message_rate" => "--grpc-message-rate",
         other => other,

@@ -40,6 +40,13 @@ pub struct WsArgs {
     /// its ping [default: 10s].
     #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = parse_duration, help_heading = "WebSocket")]
     pub ws_ping: Option<Duration>,
+
+    /// --ws-mode echo: also open N connections and hold them idle beside the echo load (not
+    /// pinged, not timed; one refused or broken fails as an exchange), so the echoes' times
+    /// say what N held connections cost the server. `loadlab capacity --vary ws-held`
+    /// searches for the most.
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = count::<usize>, help_heading = "WebSocket")]
+    pub ws_held: Option<usize>,
 }
 
 impl WsArgs {
@@ -53,6 +60,7 @@ impl WsArgs {
             binary: self.ws_binary,
             size: self.ws_size,
             ping: self.ws_ping,
+            held: self.ws_held,
         }
     }
 }

@@ -133,15 +133,6 @@ async fn await_echo(ctx: &ThreadCtx, socket: &mut Socket) -> Result<Instant, Fai
         if echoed {
             return Ok(Instant::now());
         }
-        pushed(ctx, &message);
+        socket.pushed(ctx, &message);
     }
-}
-
-/// A message that answered nothing: counted as pushed.
-pub(super) fn pushed(ctx: &ThreadCtx, message: &Message) {
-    let ws = ctx.ws.as_ref().expect("a WebSocket run");
-    ws.totals.pushed.fetch_add(1, Ordering::Relaxed);
-    ws.totals
-        .pushed_bytes
-        .fetch_add(message.len() as u64, Ordering::Relaxed);
 }

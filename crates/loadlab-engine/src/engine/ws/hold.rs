@@ -5,10 +5,13 @@
 //! thousands of connections do not ping at once. A connection the server closes or breaks is
 //! a failure (its class and detail) and is opened again after the usual back-off.
 //!
+//! `--ws-held`'s connections, held beside an echo load, are held here too, but never pinged:
+//! the echoes are what that load times. A refused or broken one still fails as an exchange.
+//!
 //! The memory held connections take is read here: the process's RSS before the first one
-//! opens and once all `-c` are open (see [`crate::ws::WsTotals`]).
+//! opens and once all are open (see [`crate::ws::WsTotals`]).
 
-use super::{close, echo::pushed, open_socket, record_open_failure, rss_bytes, traffic};
+use super::{close, open_socket, record_open_failure, rss_bytes, traffic};
 use super::{Socket, SWITCHING_PROTOCOLS};
 use crate::engine::exchange::{
     note_detail, record_failure, record_sent, record_success, Due, Traffic,
@@ -21,6 +24,9 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 
+/// Far enough away to be never, near enough for a timer.
+const NEVER: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
 /// A ping waiting for its pong.
 struct Owed {
     payload: [u8; 8],
@@ -28,8 +34,17 @@ struct Owed {
     due: Due,
 }
 
+/// Whose held connection this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    /// `--ws-mode hold`'s: pinged, each pong a timed exchange.
+    Pinged,
+    /// `--ws-held`'s, beside an echo load: idle, never pinged.
+    Beside,
+}
+
 /// Holds connection number `index` (global) open until the run ends.
-pub(super) async fn drive(ctx: &ThreadCtx, index: usize) {
+pub(super) async fn drive(ctx: &ThreadCtx, index: usize, role: Role) {
     let ws = ctx.ws.as_ref().expect("a WebSocket run");
     if let Some(rss) = rss_bytes() {
         // The first connection of the run to start reads the memory before any is open.
@@ -56,9 +71,9 @@ pub(super) async fn drive(ctx: &ThreadCtx, index: usize) {
             }
         };
         failures = 0;
-        held(ctx, 1);
-        let outcome = hold(ctx, &mut socket, index, &mut pings).await;
-        held(ctx, -1);
+        held(ctx, 1, role);
+        let outcome = hold(ctx, &mut socket, index, role, &mut pings).await;
+        held(ctx, -1, role);
         match outcome {
             Ok(()) => {
                 close(socket).await;
@@ -79,7 +94,7 @@ pub(super) async fn drive(ctx: &ThreadCtx, index: usize) {
 }
 
 /// One more (or one fewer) connection held; with all of them open, the memory is read.
-fn held(ctx: &ThreadCtx, change: i64) {
+fn held(ctx: &ThreadCtx, change: i64, role: Role) {
     let ws = ctx.ws.as_ref().expect("a WebSocket run");
     let t = &ws.totals;
     if change < 0 {
@@ -88,7 +103,11 @@ fn held(ctx: &ThreadCtx, change: i64) {
     }
     let now = t.held.fetch_add(1, Ordering::Relaxed) + 1;
     let peak = t.held_peak.fetch_max(now, Ordering::Relaxed).max(now);
-    if now == ws.connections as u64 && peak == now && t.rss_held.load(Ordering::Relaxed) == 0 {
+    let all = match role {
+        Role::Pinged => ws.connections,
+        Role::Beside => ws.config.held,
+    };
+    if now == all as u64 && peak == now && t.rss_held.load(Ordering::Relaxed) == 0 {
         if let Some(rss) = rss_bytes() {
             t.rss_held.store(rss, Ordering::Relaxed);
         }
@@ -100,12 +119,17 @@ async fn hold(
     ctx: &ThreadCtx,
     socket: &mut Socket,
     index: usize,
+    role: Role,
     pings: &mut u64,
 ) -> Result<(), (Option<Owed>, Failure)> {
     let ws = ctx.ws.as_ref().expect("a WebSocket run");
     let every = ws.config.ping;
-    // The connection's place in the interval: 64 slots, by its number.
-    let mut next_ping = Instant::now() + every.mul_f64(((index % 64) + 1) as f64 / 64.0);
+    // The connection's place in the interval: 64 slots, by its number. A connection held
+    // beside an echo load never pings: it wakes for the run's end (refused without one).
+    let mut next_ping = match role {
+        Role::Pinged => Instant::now() + every.mul_f64(((index % 64) + 1) as f64 / 64.0),
+        Role::Beside => Instant::now() + NEVER,
+    };
     let mut owed: Option<Owed> = None;
     let end = ctx.deadline;
     loop {
@@ -152,7 +176,7 @@ async fn hold(
                         ws.totals.server_pings.fetch_add(1, Ordering::Relaxed);
                     }
                     Message::Close(frame) => return Err((owed.take(), closed(frame.as_ref()))),
-                    Message::Text(_) | Message::Binary(_) => pushed(ctx, &message),
+                    Message::Text(_) | Message::Binary(_) => socket.pushed(ctx, &message),
                     Message::Frame(_) => {}
                 }
             }

@@ -16,6 +16,7 @@ mod echo;
 mod hold;
 pub(super) mod open;
 mod storm;
+pub(super) mod upgrade;
 
 use super::exchange::{
     back_off, backoff_after, dial, note_detail, record_failure, Dialer, Stream, Traffic,
@@ -31,8 +32,34 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::WebSocketStream;
 
-/// One open WebSocket.
-pub(super) type Socket = WebSocketStream<Stream>;
+/// One open WebSocket, and when the server last pushed on it (the next push's gap is from
+/// then).
+pub(super) struct Socket {
+    ws: WebSocketStream<Stream>,
+    last_push: Option<Instant>,
+}
+
+impl std::ops::Deref for Socket {
+    type Target = WebSocketStream<Stream>;
+    fn deref(&self) -> &Self::Target {
+        &self.ws
+    }
+}
+
+impl std::ops::DerefMut for Socket {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.ws
+    }
+}
+
+impl Socket {
+    /// A message that answered nothing: counted as pushed, its gap from the last push on
+    /// this connection kept.
+    fn pushed(&mut self, ctx: &ThreadCtx, message: &tokio_tungstenite::tungstenite::Message) {
+        let ws = ctx.ws.as_ref().expect("a WebSocket run");
+        ws.totals.push(message.len(), &mut self.last_push);
+    }
+}
 
 /// How long a thread waits, once the run is over, for its WebSockets to close cleanly.
 pub(super) const CLOSE_GRACE: Duration = Duration::from_millis(300);
@@ -127,7 +154,10 @@ pub(super) async fn open_socket(ctx: &ThreadCtx, phase: Phase) -> Result<Socket,
     let upgrade =
         tokio_tungstenite::client_async_with_config(request, stream, Some(ws.tungstenite_config()));
     match tokio::time::timeout(budget, upgrade).await {
-        Ok(Ok((socket, _response))) => Ok(socket),
+        Ok(Ok((ws, _response))) => Ok(Socket {
+            ws,
+            last_push: None,
+        }),
         Ok(Err(e)) => {
             let (class, detail, status) = classify(&e);
             Err(OpenFailed {
@@ -180,13 +210,46 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
     let mode = ctx.ws.as_ref().expect("a WebSocket run").config.mode;
     match mode {
         WsMode::Echo => echo::drive(&ctx).await,
-        WsMode::Hold => hold::drive(&ctx, index).await,
+        WsMode::Hold => hold::drive(&ctx, index, hold::Role::Pinged).await,
         WsMode::Connect => storm::drive(&ctx).await,
     }
     let live = ctx.live_connections.get() - 1;
     ctx.live_connections.set(live);
     if live == 0 {
         ctx.all_done.notify_one();
+    }
+}
+
+/// The connections `--ws-held` holds beside an echo load, on one thread.
+#[derive(Default)]
+pub(super) struct HeldBeside {
+    live: std::cell::Cell<usize>,
+    done: tokio::sync::Notify,
+}
+
+/// Starts this thread's share of `--ws-held`'s connections (numbers `first`, `first + step`,
+/// ... below the count: shared evenly by threads and shards), held until the run ends.
+pub(super) fn spawn_held(ctx: &Rc<ThreadCtx>, (first, step): (usize, usize)) -> Rc<HeldBeside> {
+    let group = Rc::new(HeldBeside::default());
+    let count = ctx.ws.as_ref().map_or(0, |w| w.config.held);
+    for index in (first..count).step_by(step.max(1)) {
+        group.live.set(group.live.get() + 1);
+        let (ctx2, group) = (ctx.clone(), group.clone());
+        super::spawn_guarded(ctx, async move {
+            hold::drive(&ctx2, index, hold::Role::Beside).await;
+            group.live.set(group.live.get() - 1);
+            if group.live.get() == 0 {
+                group.done.notify_one();
+            }
+        });
+    }
+    group
+}
+
+/// Once the load has ended: waits a little for the held connections' goodbyes.
+pub(super) async fn held_closed(group: &HeldBeside) {
+    if group.live.get() > 0 {
+        let _ = tokio::time::timeout(CLOSE_GRACE, group.done.notified()).await;
     }
 }
 
