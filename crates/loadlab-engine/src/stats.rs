@@ -283,6 +283,10 @@ pub struct Recorder {
     /// while it held back one of the `--streams` asked (0: it never did; see
     /// `engine::streams`).
     pub streams_allowed: usize,
+    /// When the thread's last request ended (answered, failed, or given up by an open loop's
+    /// drain), from the start: an open loop's rates count the drain up to it (see
+    /// `summary::drain`).
+    pub last_end: Duration,
 }
 
 /// How many completed requests make up a run's "first requests", compared with the rest to
@@ -333,6 +337,7 @@ impl Recorder {
         self.in_flight += other.in_flight;
         self.first.merge(&other.first);
         self.streams_allowed = self.streams_allowed.max(other.streams_allowed);
+        self.last_end = self.last_end.max(other.last_end);
         match (&mut self.scenario, &other.scenario) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.scenario = Some(b.clone()),

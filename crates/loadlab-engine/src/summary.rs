@@ -20,9 +20,16 @@ fn encode_nonempty(h: &Histogram<u64>) -> Option<String> {
     (!h.is_empty()).then(|| encode_histogram(h))
 }
 
-fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64)) -> PhaseSummary {
+/// A phase's figures; its rates are per second of `duration` plus an open loop's `drain`.
+fn summarize_phase(
+    stats: &PhaseStats,
+    duration: Duration,
+    drain: Option<Duration>,
+    max_window: (u64, u64),
+) -> PhaseSummary {
     let secs = duration.as_secs_f64();
-    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let span = (duration + drain.unwrap_or_default()).as_secs_f64();
+    let rate = |n: u64| if span > 0.0 { n as f64 / span } else { 0.0 };
     let status_codes = stats
         .status
         .iter()
@@ -37,6 +44,7 @@ fn summarize_phase(stats: &PhaseStats, duration: Duration, max_window: (u64, u64
         .collect();
     PhaseSummary {
         duration_s: secs,
+        drain_s: drain.map(|d| d.as_secs_f64()),
         requests: Requests {
             issued: stats.issued,
             completed: stats.completed,
@@ -120,17 +128,20 @@ pub(crate) fn stamp_start(result: &mut RunResult, config: &RunConfig, started_at
 /// Turns a run's raw outcome into its result, with warnings a careful reader needs.
 pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
     let warmup_len = outcome.warmup.min(outcome.elapsed);
-    // Rates are per planned second: an open loop's drain of the last responses, or the
-    // instant it takes threads to stop, does not stretch the measured time.
+    // The measured time is the planned one. A closed loop's rates are per planned second:
+    // its stop abandons the requests then in flight, and the instant its threads take to
+    // stop does not stretch the measured time. An open loop's rates count its drain too
+    // (see `drain`).
     let measured_len = match config.stop {
         Stop::Duration(d) if !outcome.interrupted => d,
         _ => outcome.elapsed.saturating_sub(outcome.warmup),
     };
+    let drain = drain(config, outcome);
     let [warm, measured] = &outcome.recorder.phases;
     let [warm_busiest, busiest] = outcome.traffic.busiest();
-    let measured_summary = summarize_phase(measured, measured_len, busiest);
+    let measured_summary = summarize_phase(measured, measured_len, drain, busiest);
     let warmup =
-        (!outcome.warmup.is_zero()).then(|| summarize_phase(warm, warmup_len, warm_busiest));
+        (!outcome.warmup.is_zero()).then(|| summarize_phase(warm, warmup_len, None, warm_busiest));
 
     let (user, system) = outcome
         .threads
@@ -240,7 +251,11 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
         link: None,
         shard: None,
         shards: None,
-        scenario: crate::steps::summarize(config, outcome.recorder.scenario.as_ref(), measured_len),
+        scenario: crate::steps::summarize(
+            config,
+            outcome.recorder.scenario.as_ref(),
+            measured_len + drain.unwrap_or_default(),
+        ),
         grpc: crate::grpc::stats::summarize(config, outcome.recorder.grpc.as_ref()),
         server_metrics: None,
         path: Vec::new(),
@@ -248,6 +263,23 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
     };
     stamp_start(&mut result, config, outcome.started_at);
     result
+}
+
+/// An open loop's drain: from the planned end of its load to when its last request ended
+/// (answered, failed, or given up at the drain's deadline: `Recorder::last_end`). Its rates
+/// count it, as vegeta's throughput does (successes over the attack plus the wait for the
+/// last answers): answers that arrive after the load's end were counted over the planned
+/// seconds alone, so a target that could not keep up showed the rate it was offered (98/s
+/// carried read as 194/s of 200/s offered). `None` for a closed loop, whose stop leaves only
+/// the requests then in flight, abandoned by design (a closed loop has no backlog that
+/// outlives its load), and for a run stopped early (its measured time is what it lasted).
+fn drain(config: &RunConfig, outcome: &RunOutcome) -> Option<Duration> {
+    match (&config.model, config.stop) {
+        (Model::Open { .. }, Stop::Duration(d)) if !outcome.interrupted => {
+            Some(outcome.recorder.last_end.saturating_sub(outcome.warmup + d))
+        }
+        _ => None,
+    }
 }
 
 /// What is about to run, in words: printed before the run starts.

@@ -257,7 +257,14 @@ impl IntervalSummary {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseSummary {
+    /// The planned measured time (a run stopped early: what it lasted).
     pub duration_s: f64,
+    /// An open loop's drain: from the planned end of its load to when its last request ended
+    /// (answered, failed, or given up). Its rates (`requests.per_second`, `bytes.*_per_s`)
+    /// are over `duration_s` plus this, so answers that arrive after the load's end do not
+    /// inflate them. Absent for a closed loop, a run stopped early, and older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_s: Option<f64>,
     pub requests: Requests,
     /// Absent when no request completed.
     pub latency_us: Option<LatencySummary>,
@@ -317,6 +324,13 @@ pub struct PhaseSummary {
     /// are already every byte their connections wrote and read (before TLS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire_bytes: Option<WireBytes>,
+}
+
+impl PhaseSummary {
+    /// The seconds the phase's rates are over: its duration plus an open loop's drain.
+    pub fn rate_span_s(&self) -> f64 {
+        self.duration_s + self.drain_s.unwrap_or(0.0)
+    }
 }
 
 /// HTTP/3's traffic as quinn counted it on each connection (`udp_tx.bytes`, `udp_rx.bytes`):

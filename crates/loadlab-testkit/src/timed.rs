@@ -7,7 +7,7 @@ use crate::Counters;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// When a [`TimedServer`] answers.
@@ -18,6 +18,9 @@ pub enum Timing {
     /// Answers at once, except that requests arriving in `[start + at, start + at + span)`
     /// are held until the end of that window (the server "froze").
     Freeze { at: Duration, span: Duration },
+    /// Every answer after this long, one request at a time over all connections: a server
+    /// of fixed capacity (one per this long), the others waiting their turn.
+    Serial(Duration),
 }
 
 pub struct TimedServer {
@@ -38,6 +41,7 @@ impl TimedServer {
         let stop = Arc::new(AtomicBool::new(false));
         let started = Instant::now();
         let (c, s) = (counters.clone(), stop.clone());
+        let one_at_a_time = Arc::new(Mutex::new(()));
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if s.load(Ordering::Acquire) {
@@ -45,8 +49,8 @@ impl TimedServer {
                 }
                 let Ok(stream) = stream else { continue };
                 c.accepted.fetch_add(1, Ordering::SeqCst);
-                let (c, s) = (c.clone(), s.clone());
-                std::thread::spawn(move || serve(stream, timing, started, &c, &s));
+                let (c, s, turn) = (c.clone(), s.clone(), one_at_a_time.clone());
+                std::thread::spawn(move || serve(stream, timing, started, &c, &s, &turn));
             }
         });
         TimedServer {
@@ -74,7 +78,14 @@ impl Drop for TimedServer {
     }
 }
 
-fn serve(mut stream: TcpStream, timing: Timing, started: Instant, c: &Counters, stop: &AtomicBool) {
+fn serve(
+    mut stream: TcpStream,
+    timing: Timing,
+    started: Instant,
+    c: &Counters,
+    stop: &AtomicBool,
+    turn: &Mutex<()>,
+) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
     let mut buf = Vec::new();
@@ -94,8 +105,11 @@ fn serve(mut stream: TcpStream, timing: Timing, started: Instant, c: &Counters, 
         };
         buf.drain(..end + 4);
         c.requests.fetch_add(1, Ordering::SeqCst);
+        // `Serial`: held while this request is served (poisoned only by a panic here).
+        let _turn = matches!(timing, Timing::Serial(_))
+            .then(|| turn.lock().unwrap_or_else(|e| e.into_inner()));
         let wait = match timing {
-            Timing::Delay(d) => d,
+            Timing::Delay(d) | Timing::Serial(d) => d,
             Timing::Freeze { at, span } => {
                 let now = started.elapsed();
                 if now >= at && now < at + span {

@@ -11,6 +11,7 @@ mod common;
 
 mod alt_svc;
 mod cacert_openssl;
+mod drain;
 mod engine;
 mod expect_continue;
 mod grpc;

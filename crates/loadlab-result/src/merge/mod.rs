@@ -142,7 +142,7 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
     merged.measured.bytes.max_sent_per_s =
         merged.measured.bytes.max_sent_per_s.max(busiest_interval);
     merged.timeline = timeline;
-    merged.scenario = scenario::merge_scenarios(parts, mode, merged.measured.duration_s)?;
+    merged.scenario = scenario::merge_scenarios(parts, mode, merged.measured.rate_span_s())?;
     let grpc: Vec<_> = parts.iter().filter_map(|p| p.grpc.as_ref()).collect();
     merged.grpc = crate::grpc::merge(&grpc).map_err(MergeError::Grpc)?;
     let ws: Vec<_> = parts.iter().filter_map(|p| p.websocket.as_ref()).collect();
@@ -294,6 +294,20 @@ fn merge_phases(
             .fold(0.0, f64::max),
         Mode::Sequential => present.iter().map(|(_, p)| p.duration_s).sum(),
     };
+    // An open loop's rates count its drain (`PhaseSummary::drain_s`): shards that ran together
+    // end with the latest of them, repetitions each after its own drain. The merged rate is
+    // then all completions over that span, as each part's was over its own.
+    let span_s = match mode {
+        Mode::Concurrent => present
+            .iter()
+            .map(|(_, p)| p.rate_span_s())
+            .fold(0.0, f64::max),
+        Mode::Sequential => present.iter().map(|(_, p)| p.rate_span_s()).sum(),
+    };
+    let drain_s = present
+        .iter()
+        .any(|(_, p)| p.drain_s.is_some())
+        .then(|| (span_s - duration_s).max(0.0));
     let mut hists: BTreeMap<&str, Histogram<u64>> = BTreeMap::new();
     let names = [
         "latency",
@@ -372,13 +386,7 @@ fn merge_phases(
             wire.get_or_insert_with(WireBytes::default).add(w);
         }
     }
-    let rate = |n: u64| {
-        if duration_s > 0.0 {
-            n as f64 / duration_s
-        } else {
-            0.0
-        }
-    };
+    let rate = |n: u64| if span_s > 0.0 { n as f64 / span_s } else { 0.0 };
     requests.per_second = rate(requests.completed);
     bytes.sent_per_s = rate(bytes.sent);
     bytes.received_per_s = rate(bytes.received);
@@ -395,6 +403,7 @@ fn merge_phases(
     let encode_opt = |name: &str| (!hists[name].is_empty()).then(|| encode_histogram(&hists[name]));
     Ok(Some(PhaseSummary {
         duration_s,
+        drain_s,
         requests,
         latency_us: summary("latency"),
         service_time_us: exact_or_first("service_time", &first.service_time_us),

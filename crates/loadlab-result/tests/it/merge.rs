@@ -126,6 +126,42 @@ fn repetitions_merge_as_runs_one_after_another() {
     assert!(m.verdicts[0].contains("in 2 of 2 runs"), "{:?}", m.verdicts);
 }
 
+/// An open loop's rate counts its drain: shards that ran together end with the latest one's
+/// drain, repetitions add theirs up, and the merged rate is the completions over that span.
+#[test]
+fn drains_merge_into_the_span_the_rate_is_over() {
+    let drained = |values, started_at, drain_s: f64| {
+        let mut p = part(values, started_at);
+        let m = &mut p.measured;
+        m.drain_s = Some(drain_s);
+        m.requests.per_second = m.requests.completed as f64 / (2.0 + drain_s);
+        m.bytes.sent_per_s = m.bytes.sent as f64 / (2.0 + drain_s);
+        p
+    };
+    // 1,000 and 2,000 requests over 2 s, the second part answering its last 1.5 s late.
+    let a = drained(1..=1_000, "2026-01-01T00:00:00Z", 0.5);
+    let b = drained(1_001..=3_000, "2026-01-01T00:00:00.002Z", 1.5);
+    let m = merge(&[a.clone(), b.clone()]).unwrap();
+    assert_eq!(m.measured.duration_s, 2.0);
+    assert_eq!(m.measured.drain_s, Some(1.5));
+    assert!((m.measured.requests.per_second - 3_000.0 / 3.5).abs() < 1e-9);
+    let sent = a.measured.bytes.sent + b.measured.bytes.sent;
+    assert!((m.measured.bytes.sent_per_s - sent as f64 / 3.5).abs() < 1e-9);
+    // One after another: 2 + 0.5 and 2 + 1.5 s.
+    let r = loadlab_result::merge_repetitions(&[a.clone(), b]).unwrap();
+    assert_eq!(
+        (r.measured.duration_s, r.measured.drain_s),
+        (4.0, Some(2.0))
+    );
+    assert!((r.measured.requests.per_second - 3_000.0 / 6.0).abs() < 1e-9);
+    // A part without a drain (a closed loop, an older result) counts its planned time.
+    let m = merge(&[a, part(1..=10, "2026-01-01T00:00:01Z")]).unwrap();
+    assert_eq!(m.measured.drain_s, Some(0.5));
+    assert!((m.measured.requests.per_second - 1_010.0 / 2.5).abs() < 1e-9);
+    let closed = merge(&[part(1..=10, "2026-01-01T00:00:01Z")]).unwrap();
+    assert_eq!(closed.measured.drain_s, None);
+}
+
 /// A scenario section of two steps: `login` took `values_us`, `page` is a page whose
 /// requests took the same; `failed` checks failed on `page`.
 fn scenario_part(

@@ -94,6 +94,7 @@ pub(in crate::engine) fn record_success(
         }
         rec.first.last_end = rec.first.last_end.max(since_start);
     }
+    rec.last_end = rec.last_end.max(since_start);
     let bucket = rec.timeline.at(since_start);
     bucket.completed += 1;
     bucket.bytes_sent += t.sent - t.booked_sent;
@@ -158,7 +159,9 @@ pub(in crate::engine) fn record_failure(
     } else {
         rec.phase(phase).issued += 1;
     }
-    let bucket = rec.timeline.fail(ctx.start.elapsed(), class as u8);
+    let since_start = ctx.start.elapsed();
+    rec.last_end = rec.last_end.max(since_start);
+    let bucket = rec.timeline.fail(since_start, class as u8);
     bucket.bytes_sent += t.sent - t.booked_sent;
     bucket.bytes_received += t.unbooked;
     let stats = rec.phase(phase);

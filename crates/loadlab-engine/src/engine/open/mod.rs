@@ -342,7 +342,12 @@ async fn dispatch(ctx: Rc<ThreadCtx>, connects_end: Instant) {
     // The schedule is over: let requests in flight finish (each is bounded by --timeout),
     // and connections still opening until `connects_end`.
     while open.busy.get() > 0 && !ctx.stop.is_stopped() {
-        if Instant::now() >= connects_end && ctx.recorder.borrow().in_flight == 0 {
+        let now = Instant::now();
+        if now >= connects_end && ctx.recorder.borrow().in_flight == 0 {
+            // The connections still opening are given up here: the drain ended now, not
+            // with the last answer (see `summary::drain`).
+            let mut rec = ctx.recorder.borrow_mut();
+            rec.last_end = rec.last_end.max(now - ctx.start);
             break;
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
