@@ -128,6 +128,8 @@ pub struct SearchSpec {
 /// Whether a probe costing `cost` still fits in the budget after `elapsed`.
 pub fn fits(elapsed: Duration, cost: Duration, budget: Option<Duration>) -> bool {
     budget.is_none_or(|b| elapsed + cost <= b)
+    /// What each probe's load varies (its unit is the policy's).
+    pub variable: crate::Variable,
 }
 
 /// The loads of a sweep.
@@ -179,11 +181,10 @@ pub fn run_search(
         events.starting(index, rate, Some(round));
         let shape = &spec.shape;
         session.reconfigure(|run| {
-            run.rate = Some(rate);
-            run.connections = None;
+            spec.variable.apply(run, rate);
             shape.apply(run, index);
         })?;
-        let (record, result, died) =
+        let (mut record, result, died) =
             probe(session, index, Some(round), &spec.criteria, stop, events)?;
         about.get_or_insert_with(|| About::of(&result));
         // A partial probe (a generator of the fleet lost) is no answer: the search stops
@@ -194,6 +195,7 @@ pub fn run_search(
             break search::stopped(&spec.policy, &outcomes);
         }
         let verdict = if record.judgment.generator_limited.is_some() {
+        record.ws_held = spec.variable.held(rate);
             Verdict::GeneratorLimited
         } else if record.measure.interrupted {
             Verdict::Interrupted
@@ -222,11 +224,12 @@ pub fn run_search(
     };
     // A rate at which a queue on a generator's path held the load back says the path's
     // figure: what the search found below it is no capacity of the server's.
+    let said = finding.text(spec.policy.unit);
     let finding = crate::path::overrule(finding, &records);
     let about = about.unwrap_or_default();
     let mut verdict = match &stopped_by {
-        Some(why) => format!("{finding} (stopped: {why})"),
-        None => finding.to_string(),
+        Some(why) => format!("{said} (stopped: {why})"),
+        None => said,
     };
     if matches!(finding, Finding::Capacity { .. }) {
         if let Some(why) = crate::report::limit_elsewhere(&records, &spec.criteria) {
@@ -386,6 +389,7 @@ pub fn record_of(index: usize, result: &RunResult, criteria: &Criteria) -> Probe
         index,
         round: None,
         measure,
+        ws_held: None,
         judgment,
         run_id: None,
     }
@@ -491,6 +495,7 @@ fn probe(
             index,
             round,
             measure,
+            ws_held: None,
             judgment,
             run_id: None,
         },

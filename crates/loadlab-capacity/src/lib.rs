@@ -16,6 +16,8 @@
 //!   server, held the load back.
 //! - [`search`]: what to probe next and when to stop (pure, tested on tables).
 //! - [`sweep`]: the knee of a curve (pure).
+//! - [`variable`]: what a search varies (a rate, or held WebSocket connections) on each
+//!   probe's load.
 //! - [`driver`]: probes run through a [`loadlab_session::Session`], with a budget and a stop.
 //! - [`report`]: the document a search or sweep leaves, and its terminal table.
 //!
@@ -30,9 +32,11 @@ pub mod probe;
 pub mod report;
 pub mod search;
 pub mod sweep;
+pub mod variable;
 
 pub use driver::{run_search, run_sweep, Events, Loads, ProbeShape, SearchSpec, Stop, SweepSpec};
 pub use objective::{parse_slo, parse_until, Metric, Objective};
 pub use probe::{judge, Criteria, Judgment, Measure};
 pub use report::{CapacityReport, ProbeRecord};
-pub use search::{Finding, Outcome, Policy, Step, Verdict};
+pub use search::{Finding, Outcome, Policy, Step, Unit, Verdict};
+pub use variable::Variable;

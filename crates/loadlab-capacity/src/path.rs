@@ -118,6 +118,7 @@ mod tests {
                     marginal: false,
                 },
                 run_id: None,
+                ws_held: None,
             }
         };
         let records = vec![

@@ -61,11 +61,19 @@ pub struct ProbeRecord {
     /// The run's id in the results store, when it was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<i64>,
+    /// `--vary ws-held`: the WebSocket connections held beside the echo load, the load
+    /// searched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws_held: Option<usize>,
 }
 
 impl ProbeRecord {
-    /// The load this probe ran at: requests/s offered, or connections.
+    /// The load this probe ran at: held connections when they varied, requests/s offered,
+    /// or connections.
     pub fn load(&self) -> f64 {
+        if let Some(held) = self.ws_held {
+            return held as f64;
+        }
         self.measure
             .offered_per_s
             .or(self.measure.connections.map(|c| c as f64))
@@ -136,10 +144,14 @@ impl CapacityReport {
             .map(|p| {
                 let m = &p.measure;
                 let mut row = vec![p.index.to_string()];
+        let held = self.probes.iter().any(|p| p.ws_held.is_some());
                 if self.kind == "capacity" {
                     row.push(p.round.map_or("-".into(), |r| (r + 1).to_string()));
                 }
                 let mut verdict = p.verdict();
+        if held {
+            columns.push("ws-held".into());
+        }
                 if self.knee.as_ref().is_some_and(|k| k.index + 1 == p.index) {
                     verdict = format!("KNEE; {verdict}");
                 }
@@ -164,6 +176,9 @@ impl CapacityReport {
             .collect();
         (columns, rows)
     }
+                if held {
+                    row.push(p.ws_held.map_or("-".into(), |n| n.to_string()));
+                }
 
     /// The table and the verdict for a terminal.
     pub fn text(&self) -> String {

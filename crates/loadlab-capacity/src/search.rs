@@ -8,6 +8,10 @@
 //! doubling, then bisects the same way. Every round's answer is the highest rate that passed
 //! in it; the capacity is their median, reported with their range, never as one bare number.
 //!
+//! The load searched is a rate by default; with [`Unit::Held`] (`--vary ws-held`) it is a
+//! count of WebSocket connections held beside a fixed echo load: the same search over whole
+//! numbers, bisection ending at adjacent counts at the latest.
+//!
 //! A probe where loadlab itself was the limit says nothing about the service: it runs again
 //! once (the machine may have hiccuped), and a second time at that rate ends the search,
 //! since a higher rate would only say it again.
@@ -28,6 +32,38 @@ pub struct Policy {
     pub tolerance: f64,
     /// Rounds of the search (the first plus repeats near the boundary).
     pub rounds: usize,
+    /// What the numbers count (a rate unless said).
+    #[serde(default)]
+    pub unit: Unit,
+}
+
+/// What a search varies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Requests (or WebSocket messages) per second, probed at three significant figures.
+    #[default]
+    Rate,
+    /// WebSocket connections held beside a fixed echo load: whole numbers.
+    Held,
+}
+
+impl Unit {
+    /// A load as a person reads it: `11,800/s`, `2,400 held`.
+    pub fn show(self, load: f64) -> String {
+        match self {
+            Unit::Rate => format!("{}/s", rate(load)),
+            Unit::Held => format!("{} held", loadlab_report::count(load.round() as u64)),
+        }
+    }
+
+    /// The word for the flags' numbers: "rate" or "count".
+    fn what(self) -> &'static str {
+        match self {
+            Unit::Rate => "rate",
+            Unit::Held => "count",
+        }
+    }
 }
 
 impl Policy {
@@ -63,6 +99,19 @@ impl Policy {
     /// The step of a repeat round, from round 0's answer.
     fn near_step(&self) -> f64 {
         1.0 + 4.0 * self.tolerance
+    }
+
+    /// A load the search may probe: a rate to three figures, a count whole.
+    fn snap(&self, load: f64) -> f64 {
+        match self.unit {
+            Unit::Rate => nice(load),
+            Unit::Held => load.round().max(1.0),
+        }
+    }
+
+    /// Whether a pass at `p` and a failure at `f` are close enough to end the round.
+    fn narrow(&self, p: f64, f: f64) -> bool {
+        f - p <= self.tolerance * p || (self.unit == Unit::Held && f - p <= 1.0)
     }
 }
 
@@ -129,6 +178,21 @@ pub enum Finding {
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text(Unit::Rate))
+    }
+}
+
+impl Finding {
+    /// The finding in words, its loads in `unit`.
+    pub fn text(&self, unit: Unit) -> String {
+        let mut s = String::new();
+        let _ = self.write(&mut s, unit);
+        s
+    }
+
+    fn write(&self, f: &mut impl fmt::Write, unit: Unit) -> fmt::Result {
+        let rate = |x: f64| unit.show(x);
+        let what = unit.what();
         match self {
             Finding::Capacity {
                 estimate,
@@ -137,7 +201,7 @@ impl fmt::Display for Finding {
                 rounds,
                 planned,
             } => {
-                write!(f, "capacity {}/s", rate(*estimate))?;
+                write!(f, "capacity {}", rate(*estimate))?;
                 if rounds.len() > 1 {
                     write!(
                         f,
@@ -156,22 +220,22 @@ impl fmt::Display for Finding {
             }
             Finding::AtLeast { rate: r } => write!(
                 f,
-                "capacity at least {}/s: it held at the highest rate allowed (raise --max-rate)",
+                "capacity at least {}: it held at the highest {what} allowed (raise --max-rate)",
                 rate(*r)
             ),
             Finding::Below { rate: r } => write!(
                 f,
-                "capacity below {}/s: it failed even at the lowest rate allowed (lower --min-rate)",
+                "capacity below {}: it failed even at the lowest {what} allowed (lower --min-rate)",
                 rate(*r)
             ),
             Finding::GeneratorLimit { rate: r, passed } => {
                 write!(
                     f,
-                    "no capacity found: loadlab itself was the limit at {}/s",
+                    "no capacity found: loadlab itself was the limit at {}",
                     rate(*r)
                 )?;
                 if let Some(p) = passed {
-                    write!(f, " (the service held {}/s)", rate(*p))?;
+                    write!(f, " (the service held {})", rate(*p))?;
                 }
                 write!(
                     f,
@@ -183,12 +247,12 @@ impl fmt::Display for Finding {
                 match (passed, failed) {
                     (Some(p), Some(q)) => write!(
                         f,
-                        ": the capacity is between {}/s (held) and {}/s (failed)",
+                        ": the capacity is between {} (held) and {} (failed)",
                         rate(*p),
                         rate(*q)
                     ),
-                    (Some(p), None) => write!(f, ": it held {}/s", rate(*p)),
-                    (None, Some(q)) => write!(f, ": it failed at {}/s", rate(*q)),
+                    (Some(p), None) => write!(f, ": it held {}", rate(*p)),
+                    (None, Some(q)) => write!(f, ": it failed at {}", rate(*q)),
                     (None, None) => Ok(()),
                 }
             }
@@ -300,29 +364,45 @@ enum RoundStep {
 fn round_step(policy: &Policy, outcomes: &[&Outcome], start: f64, step: f64) -> RoundStep {
     let (passed, failed) = bracket(outcomes.iter().copied());
     match (passed, failed) {
-        (None, None) => RoundStep::Probe(nice(start.clamp(policy.min_rate, policy.max_rate))),
+        (None, None) => {
+            RoundStep::Probe(policy.snap(start.clamp(policy.min_rate, policy.max_rate)))
+        }
         (Some(p), None) => {
             if p >= policy.max_rate * (1.0 - 1e-9) {
                 RoundStep::Edge(Finding::AtLeast { rate: p })
             } else {
-                RoundStep::Probe(nice((p * step).min(policy.max_rate)))
+                let up = policy.snap((p * step).min(policy.max_rate));
+                // A count near 1 times the step rounds back to itself.
+                RoundStep::Probe(if up <= p {
+                    (p + 1.0).min(policy.max_rate)
+                } else {
+                    up
+                })
             }
         }
         (None, Some(f)) => {
             if f <= policy.min_rate * (1.0 + 1e-9) {
                 RoundStep::Edge(Finding::Below { rate: f })
             } else {
-                RoundStep::Probe(nice((f / step).max(policy.min_rate)))
+                let down = policy.snap((f / step).max(policy.min_rate));
+                RoundStep::Probe(if down >= f {
+                    (f - 1.0).max(policy.min_rate)
+                } else {
+                    down
+                })
             }
         }
         (Some(p), Some(f)) => {
-            if f - p <= policy.tolerance * p {
+            if policy.narrow(p, f) {
                 RoundStep::Answer(p)
             } else {
-                let mid = nice((p + f) / 2.0);
-                // Rounding must not land on a rate already probed.
+                let mid = policy.snap((p + f) / 2.0);
+                // Rounding must not land on a load already probed (counts: f - p >= 2 here).
                 let mid = if mid <= p || mid >= f {
-                    (p + f) / 2.0
+                    match policy.unit {
+                        Unit::Rate => (p + f) / 2.0,
+                        Unit::Held => ((p + f) / 2.0).floor(),
+                    }
                 } else {
                     mid
                 };

@@ -176,6 +176,7 @@ fn a_search_whose_boundary_kept_the_server_cpu_low_says_the_limit_was_elsewhere(
             measure: m,
             judgment,
             run_id: None,
+            ws_held: None,
         }
     };
     // Each round's lowest failing probe grew a queue with the core 61% and 66% busy (a

@@ -9,6 +9,7 @@ fn policy() -> Policy {
         min_rate: 1.0,
         tolerance: 0.05,
         rounds: 3,
+        unit: Unit::Rate,
     }
 }
 
@@ -359,4 +360,56 @@ fn rates_read_as_people_write_them() {
     assert_eq!(rate(12.0), "12");
     assert_eq!(nice(11_796.875), 11_800.0);
     assert_eq!(nice(37.46), 37.5);
+}
+
+/// `--vary ws-held`: counts of held connections, whole, the bisection ending at adjacent
+/// counts when the tolerance would allow less than one.
+#[test]
+fn held_connections_are_searched_in_whole_numbers() {
+    let held = Policy {
+        start: 4.0,
+        max_rate: 10_000.0,
+        tolerance: 0.05,
+        rounds: 2,
+        unit: Unit::Held,
+        ..policy()
+    };
+    for truth in [1.0, 7.0, 13.0, 20.0, 37.0, 150.0] {
+        let (finding, probes) = search(&held, |_| truth);
+        for o in &probes {
+            assert_eq!(o.rate, o.rate.round(), "{truth}: {probes:?}");
+            assert!(o.rate >= 1.0, "{truth}: {probes:?}");
+        }
+        let Finding::Capacity { estimate, low, .. } = finding else {
+            panic!("{truth}: {finding:?}");
+        };
+        // Small counts: exact (adjacent counts bracket it); larger: within the tolerance.
+        assert!(
+            low <= truth && low >= (truth * 0.95).floor(),
+            "{truth}: {finding:?}"
+        );
+        if truth < 20.0 {
+            assert_eq!(estimate, truth, "{truth}: {probes:?}");
+        }
+        assert!(probes.len() <= 30, "{truth}: {} probes", probes.len());
+    }
+    // Doubling from 4, then halving down from a failure at 4.
+    let (_, probes) = search(&held, |_| 13.0);
+    let counts: Vec<f64> = probes.iter().map(|o| o.rate).collect();
+    assert_eq!(&counts[..4], &[4.0, 8.0, 16.0, 12.0]);
+    let (_, probes) = search(&held, |_| 1.0);
+    assert_eq!(probes[1].rate, 2.0);
+    let (finding, _) = search(&held, |_| 0.0);
+    assert_eq!(finding, Finding::Below { rate: 1.0 });
+    assert_eq!(
+        finding.text(Unit::Held),
+        "capacity below 1 held: it failed even at the lowest count allowed (lower --min-rate)"
+    );
+    let (finding, _) = search(&held, |_| 1e9);
+    assert!(
+        finding
+            .text(Unit::Held)
+            .starts_with("capacity at least 10,000 held"),
+        "{finding:?}"
+    );
 }

@@ -3,8 +3,14 @@
 //! `websocketd` running a shell loop that echoes and counts each line. The echoes loadlab
 //! completed equal the messages each server counted (closed and open loop), and a held load
 //! holds the server's connections; bad combinations exit 2 naming the flag and the fix.
+//!
+//! Capacity and sweeps over WebSocket figures run against the testkit's server (fast and
+//! exact): a sweep of echo rates, a search over held connections beside an echo load (the
+//! server refuses upgrades beyond its room, so the answer is exact), an experiment whose arms
+//! are ws:// URLs, and the text summary's pushes and the gaps between them.
 
 use crate::common::{assert_valid, loadlab};
+use loadlab_testkit::WsCounters;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -183,4 +189,188 @@ fn websocket_flags_that_make_no_sense_exit_2_with_the_fix() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+/// `loadlab capacity|sweep ... --json FILE` (quiet, unsaved): its exit code, stderr and the
+/// document.
+fn probe_json(args: &[&str]) -> (Option<i32>, String, serde_json::Value) {
+    let dir = loadlab_testkit::ScratchDir::new("loadlab-ws-capacity");
+    let json = dir.path().join("doc.json");
+    let out = loadlab()
+        .args(args)
+        .args([
+            "--no-save",
+            "-q",
+            "-t",
+            "1",
+            "--warmup",
+            "0s",
+            "--cooldown",
+            "0s",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (
+        out.status.code(),
+        stderr,
+        serde_json::from_str(&text).unwrap(),
+    )
+}
+
+/// "How many held connections before the echo breaks": the server takes at most 12
+/// connections; the echo load has one (--max-connections 1), so 11 held pass and 12 fail
+/// (one of the 13 refused, and refused again after each back-off: some 8 failed exchanges
+/// of 58, over the 8% allowed; a busy machine's unsent last message or two stays under it).
+/// The search over whole counts lands on 11.
+#[test]
+fn capacity_over_held_connections_finds_the_servers_room() {
+    use loadlab_testkit::{WsBehavior, WsServer};
+    let server = WsServer::start(WsBehavior::EchoAtMost(12));
+    let url = server.url("/");
+    let (code, stderr, doc) = probe_json(&[
+        "capacity",
+        "--vary",
+        "ws-held",
+        "--echo-rate",
+        "100",
+        "--max-connections",
+        "1",
+        "--start",
+        "8",
+        "--max-rate",
+        "64",
+        "--repeats",
+        "1",
+        "--slo",
+        "p99<2s, errors<8%",
+        "-d",
+        "500ms",
+        &url,
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(doc["finding"]["estimate"], 11.0, "{doc:#}");
+    assert_eq!(doc["policy"]["unit"], "held", "{doc:#}");
+    // A probe may run twice (loadlab late once on a busy machine): the counts, in order.
+    let mut held: Vec<u64> = doc["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["ws_held"].as_u64().unwrap())
+        .collect();
+    held.dedup();
+    assert_eq!(held, [8, 16, 12, 10, 11], "{doc:#}");
+    assert!(
+        doc["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("capacity 11 held"),
+        "{doc:#}"
+    );
+    // Every probe echoed at the fixed rate; only the probes past the room were refused.
+    assert!(WsCounters::get(&server.counters().refused) >= 2);
+}
+
+/// A sweep of echo rates: every probe's echoes are messages the server read.
+#[test]
+fn a_sweep_of_echo_rates_counts_what_the_server_read() {
+    use loadlab_testkit::{WsBehavior, WsServer};
+    let server = WsServer::start(WsBehavior::Echo);
+    let (code, stderr, doc) = probe_json(&[
+        "sweep",
+        "--rates",
+        "50,100",
+        "--slo",
+        "p99<2s",
+        "-d",
+        "500ms",
+        &server.url("/"),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let probes = doc["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 2, "{doc:#}");
+    let completed: u64 = probes
+        .iter()
+        .map(|p| {
+            let m = &p["measure"];
+            // On a busy machine a message due in a probe's last moments may go unsent (an
+            // error, never a completion): what fell due is all accounted for.
+            let (due, done) = (m["due"].as_u64().unwrap(), m["completed"].as_u64().unwrap());
+            assert_eq!(done + m["errors"].as_u64().unwrap(), due, "{p:#}");
+            done
+        })
+        .sum();
+    assert!(completed >= 60, "{doc:#}");
+    let seen = WsCounters::get(&server.counters().messages);
+    // The server may have read a last message whose echo came after a probe ended.
+    assert!(
+        seen >= completed && seen <= completed + 2,
+        "server {seen}, loadlab {completed}"
+    );
+}
+
+/// `--vary ws-held` needs its echo load; the count it searches is not also given.
+#[test]
+fn a_held_search_without_its_echo_load_exits_2_with_the_fix() {
+    for (args, says) in [
+        (&["--vary", "ws-held"][..], "--echo-rate 200"),
+        (&["--echo-rate", "100"], "add --vary ws-held"),
+        (
+            &["--vary", "ws-held", "--echo-rate", "100", "--ws-held", "5"],
+            "drop --ws-held",
+        ),
+    ] {
+        let out = loadlab()
+            .arg("capacity")
+            .args(args)
+            .arg("ws://127.0.0.1:9/")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+/// A server that pushes on its own cadence: the text summary says how many, their rate and
+/// the gaps between them; the JSON's websocket section has the exact count.
+#[test]
+fn pushes_and_their_gaps_are_in_the_summary() {
+    use loadlab_testkit::{WsBehavior, WsServer};
+    let every = std::time::Duration::from_millis(20);
+    let server = WsServer::start(WsBehavior::Push { count: 5, every });
+    let out = loadlab()
+        .args([
+            "run",
+            "-t",
+            "1",
+            "--no-save",
+            "--ws-mode",
+            "hold",
+            "-c",
+            "2",
+            "-d",
+            "400ms",
+        ])
+        .arg(server.url("/"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Pushed       10 messages, 40 bytes"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("(between two pushes on one connection, 8 gaps)"),
+        "{stdout}"
+    );
+    assert_eq!(WsCounters::get(&server.counters().pushed), 10);
 }

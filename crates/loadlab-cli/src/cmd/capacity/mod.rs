@@ -9,7 +9,7 @@ use crate::output::{self, write_atomically};
 use anyhow::Context as _;
 use clap::Args;
 use loadlab_capacity::driver::{self, Loads, ProbeShape, SearchSpec, Stop, SweepSpec};
-use loadlab_capacity::search::{rate, Policy};
+use loadlab_capacity::search::{rate, Policy, Unit};
 use loadlab_capacity::{parse_slo, parse_until, CapacityReport, Criteria, Events, ProbeRecord};
 use loadlab_engine::collector::IntervalSink;
 use loadlab_engine::RunResult;
@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod report;
+mod vary;
 use report::{report_kind, write_report};
 
 /// What a search and a sweep share: the objectives, the probes' shape, the server, outputs.
@@ -132,6 +133,10 @@ pub struct CapacityArgs {
     /// Start no probe that would end after this much time, e.g. 5m.
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub budget: Option<Duration>,
+
+    /// --vary and --echo-rate.
+    #[command(flatten)]
+    pub vary: vary::VaryArgs,
 }
 
 #[derive(Debug, Args)]
@@ -164,17 +169,21 @@ pub struct SweepArgs {
 }
 
 pub fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
+    let variable = args.vary.variable(args.probe.request.ws.ws_held.is_some())?;
     let policy = Policy {
         start: args.start,
         max_rate: args.max_rate,
         min_rate: args.min_rate,
         tolerance: args.tolerance,
         rounds: args.repeats,
+        unit: variable.unit(),
     };
     policy.check().map_err(anyhow::Error::msg)?;
-    let prepared = prepare(&args.probe, "capacity")?;
+    let mut prepared = prepare(&args.probe, "capacity")?;
+    prepared.unit = variable.unit();
     let spec = SearchSpec {
         policy,
+        variable,
         criteria: prepared.criteria.clone(),
         shape: prepared.shape.clone(),
         budget: args.budget,
@@ -223,6 +232,8 @@ struct Prepared {
     tag: String,
     /// The fleet's paths, measured before the first probe (issue 52).
     paths: Option<loadlab_result::path::PathCheck>,
+    /// What a search's loads count (a rate unless `--vary ws-held`).
+    unit: Unit,
 }
 
 /// Checks every flag and output path, then prepares the session (the server starts here).
@@ -288,6 +299,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
         store,
         tag,
         paths,
+        unit: Unit::Rate,
     })
 }
 
@@ -326,6 +338,7 @@ fn finish(
         store,
         tag,
         paths,
+        unit,
         ..
     } = prepared;
     let stop = Arc::new(Stop::new());
@@ -344,6 +357,7 @@ fn finish(
     let mut events = Printer {
         quiet: args.quiet,
         closed,
+        unit,
         store: store.as_ref(),
         tag: &tag,
         results: Vec::new(),
@@ -393,6 +407,7 @@ struct Printer<'a> {
     quiet: bool,
     /// The loads are connection counts.
     closed: bool,
+    unit: Unit,
     store: Option<&'a Store>,
     tag: &'a str,
     /// Every probe's run, for the report.
@@ -422,7 +437,7 @@ impl Events for Printer<'_> {
             let what = if self.closed {
                 format!("{load} connections")
             } else {
-                format!("{}/s", rate(load))
+                self.unit.show(load)
             };
             match round {
                 Some(r) => eprint!("probe {index} (round {}): {what} ... ", r + 1),
