@@ -7,10 +7,13 @@
 //! its buckets (about 43,000 at loadlab's bounds), and the engine is built optimised even in
 //! tests.
 
+use loadlab_result::failure::describe_failure;
+use loadlab_result::format::shown;
 use loadlab_result::{
     decode_histogram, encode_histogram, new_histogram, IntervalSummary, LatencySummary,
     PhaseSummary,
 };
+use std::collections::BTreeMap;
 
 /// Running totals of one phase's intervals.
 #[derive(Debug, Clone)]
@@ -25,6 +28,9 @@ pub struct PhaseTotals {
     /// The busiest interval's bytes per second (an interval is the finest grain written).
     pub max_sent_per_s: u64,
     pub max_received_per_s: u64,
+    /// Failures by class, as the intervals carry them (none from files made before they
+    /// did); at most one entry per failure class.
+    pub errors: BTreeMap<String, u64>,
 }
 
 impl Default for PhaseTotals {
@@ -39,6 +45,7 @@ impl Default for PhaseTotals {
             intervals: 0,
             max_sent_per_s: 0,
             max_received_per_s: 0,
+            errors: BTreeMap::new(),
         }
     }
 }
@@ -107,6 +114,31 @@ impl Totals {
         let completed = sum(phase.completed, iv.completed, "requests completed")?;
         let failed = sum(phase.failed, iv.failed, "requests failed")?;
         sum(completed, failed, "requests completed and failed")?;
+        // The classes loadlab names, adding up to the interval's failures (or absent, in a
+        // file made before intervals kept them): anything else was not written by loadlab.
+        if let Some(class) = iv.errors.keys().find(|c| describe_failure(c).is_none()) {
+            return Err(altered(format!(
+                "counts failures of a class loadlab does not have ({})",
+                shown(class)
+            )));
+        }
+        let classes = iv
+            .errors
+            .values()
+            .try_fold(0u64, |all, n| all.checked_add(*n));
+        if !iv.errors.is_empty() && classes != Some(iv.failed) {
+            return Err(altered(format!(
+                "counts {} failures by class, not its {} failed",
+                classes.map_or("more than 2^64".into(), |n| n.to_string()),
+                iv.failed
+            )));
+        }
+        let mut errors = phase.errors.clone();
+        // A class counted 0 times is left out, as the result leaves it out.
+        for (class, n) in iv.errors.iter().filter(|(_, n)| **n > 0) {
+            let total = errors.entry(class.clone()).or_default();
+            *total = sum(*total, *n, "failures of a class")?;
+        }
         let bytes_sent = sum(phase.bytes_sent, iv.bytes_sent, "bytes sent")?;
         let bytes_received = sum(phase.bytes_received, iv.bytes_received, "bytes received")?;
         if let Some(text) = &iv.histogram {
@@ -124,6 +156,7 @@ impl Totals {
         }
         phase.completed = completed;
         phase.failed = failed;
+        phase.errors = errors;
         phase.bytes_sent = bytes_sent;
         phase.bytes_received = bytes_received;
         phase.duration_s += iv.duration_s;
@@ -154,6 +187,9 @@ pub fn apply(phase: &mut PhaseSummary, totals: &PhaseTotals) {
     phase.bytes.max_sent_per_s = totals.max_sent_per_s;
     phase.bytes.max_received_per_s = totals.max_received_per_s;
     phase.cliffs = loadlab_result::cliff::cliffs(&totals.latency);
+    if !totals.errors.is_empty() {
+        phase.errors = totals.errors.clone();
+    }
 }
 
 #[cfg(test)]
@@ -204,6 +240,54 @@ mod tests {
             expected.record(v).unwrap();
         }
         assert_eq!(t.measured.latency, expected);
+    }
+
+    /// The intervals' classes add up by phase (a recovered result has them); a class
+    /// loadlab does not have, or classes that do not add up to the interval's failures, are
+    /// an altered file, and change nothing.
+    #[test]
+    fn failures_by_class_add_up_and_altered_ones_are_refused() {
+        let with = |start_s: f64, failed: u64, classes: &[(&str, u64)]| {
+            let mut iv = interval(start_s, false, &[1_000], failed);
+            iv.errors = classes.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+            iv
+        };
+        let mut t = Totals::default();
+        t.add(&with(
+            0.0,
+            3,
+            &[("connect_refused", 1), ("request_timeout", 2)],
+        ))
+        .unwrap();
+        t.add(&with(1.0, 1, &[("request_timeout", 1)])).unwrap();
+        // A file made before intervals kept their classes: counts only.
+        t.add(&with(2.0, 5, &[])).unwrap();
+        let expected = BTreeMap::from([
+            ("connect_refused".to_string(), 1),
+            ("request_timeout".to_string(), 3),
+        ]);
+        assert_eq!(t.measured.errors, expected);
+        let err = t
+            .add(&with(3.0, 1, &[("\u{1b}[2Jnot_a_class", 1)]))
+            .unwrap_err();
+        assert!(
+            err.contains("does not have (\\u{1b}[2Jnot_a_class)"),
+            "{err}"
+        );
+        let err = t.add(&with(3.0, 2, &[("request_timeout", 1)])).unwrap_err();
+        assert!(
+            err.contains("counts 1 failures by class, not its 2 failed"),
+            "{err}"
+        );
+        let err = t
+            .add(&with(
+                3.0,
+                2,
+                &[("request_timeout", u64::MAX), ("io_error", 2)],
+            ))
+            .unwrap_err();
+        assert!(err.contains("more than 2^64"), "{err}");
+        assert_eq!((t.measured.errors, t.measured.failed), (expected, 9));
     }
 
     #[test]
