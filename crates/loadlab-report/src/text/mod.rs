@@ -100,9 +100,10 @@ fn summary(r: &RunResult) -> String {
         &mut s,
         "Throughput",
         &format!(
-            "{} requests/s over {:.2}s",
+            "{} requests/s over {:.2}s{}",
             rate(q.per_second),
-            m.duration_s
+            m.duration_s,
+            drain_words(m)
         ),
     );
     let open = load.model == "open_loop";
@@ -485,6 +486,18 @@ fn early_data_line(e: &loadlab_result::EarlyData) -> String {
         );
     }
     line
+}
+
+/// An open loop's drain, when it is a real part of the time its rate is over (over 5% of the
+/// planned time: a target that could not keep up answering its backlog after the load's
+/// end); one response time after a load that was kept up is not worth a word.
+fn drain_words(m: &PhaseSummary) -> String {
+    match m.drain_s {
+        Some(d) if d > m.duration_s * 0.05 => {
+            format!(" plus the last answers' {d:.2}s after the load's end")
+        }
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,33 @@ fn the_summary_names_requests_sent_again_when_there_were_some() {
     assert!(line.contains("not processed"), "{line}");
 }
 
+/// An open loop whose answers came in long after its load ended says over what time its
+/// rate is; one whose drain was one response time says nothing of it.
+#[test]
+fn the_throughput_names_a_long_drain() {
+    let mut result = fixture("open.json");
+    let throughput = |r: &RunResult| {
+        let text = render(&TextExporter, r);
+        let line = text.lines().find(|l| l.starts_with("Throughput"));
+        line.unwrap_or_else(|| panic!("{text}")).to_string()
+    };
+    result.measured.drain_s = Some(0.002);
+    assert!(
+        throughput(&result).ends_with("over 3.00s"),
+        "{}",
+        throughput(&result)
+    );
+    result.measured.drain_s = Some(2.5);
+    result.measured.requests.per_second = 100.0;
+    assert!(
+        throughput(&result).ends_with(
+            "100.0 requests/s over 3.00s plus the last answers' 2.50s after the load's end"
+        ),
+        "{}",
+        throughput(&result)
+    );
+}
+
 /// Issue 51, item 5: a result holding a server's words raw in a failure's detail (saved
 /// before the engine escaped them, or edited) shows their control characters escaped, in
 /// `run`'s summary and in `runs show` alike, and one already escaped is shown as it is.
