@@ -108,6 +108,19 @@ pub struct StepFile {
     /// A gRPC step's deadline, sent as `grpc-timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
+    /// A WebSocket instead of an HTTP request: a `/path` on the scenario's host, or a
+    /// `ws://` or `wss://` URL (templated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws: Option<String>,
+    /// A WebSocket step's messages, sent in order, each awaiting its answer (templated).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<String>,
+    /// A WebSocket step's messages go as binary frames (text by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<bool>,
+    /// What answers a WebSocket step's message: `echo` (the default) or `next`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// One request of a page.

@@ -22,6 +22,7 @@
 //! - [`capture`], [`check`]: what a response sets and whether it passes (pure functions).
 //! - [`grpc`]: a gRPC step (the method, its message and metadata as templates) and where the
 //!   scenario's schema is; the engine compiles the schema and encodes the messages.
+//! - [`ws`]: a WebSocket step (its URL, upgrade headers and messages as templates).
 //! - [`feeder`]: CSV rows per iteration; [`think`]: think times and the seeded generator;
 //!   [`cookies`]: a virtual user's cookie jar.
 //!
@@ -41,6 +42,7 @@ pub mod placeholder;
 pub mod request;
 pub mod template;
 pub mod think;
+pub mod ws;
 
 pub use capture::{Capture, Response};
 pub use check::{judge, Check, Verdict};
@@ -133,6 +135,10 @@ pub struct Step {
     /// A gRPC call instead of an HTTP request (`requests` then holds its POST, with the
     /// message's JSON as the body: what counts and descriptions read).
     pub grpc: Option<grpc::GrpcStep>,
+    /// A WebSocket opened, its messages sent and answered, then closed. `requests` then holds
+    /// its upgrade once per message (each message counts as a request), and `page` is set:
+    /// the step's latency is its whole time, each message's its own (as a page's requests).
+    pub ws: Option<ws::WsStep>,
 }
 
 impl Step {
@@ -162,6 +168,11 @@ impl Step {
     pub fn describe(&self) -> String {
         if let Some(g) = &self.grpc {
             return format!("gRPC {}", g.method);
+        }
+        if let (Some(w), Some(r)) = (&self.ws, self.requests.first()) {
+            let n = w.messages.len();
+            let s = if n == 1 { "" } else { "s" };
+            return format!("WebSocket {} ({n} message{s})", r.url_text);
         }
         match self.requests.as_slice() {
             [one] if !self.page => format!("{} {}", one.method, one.url_text),
@@ -258,6 +269,11 @@ impl Scenario {
         )
     }
 
+    /// Whether any step is a WebSocket (the scenario then runs over HTTP/1.1).
+    pub fn has_ws(&self) -> bool {
+        self.steps.iter().any(|s| s.ws.is_some())
+    }
+
     /// Whether any step is a gRPC call (the scenario then runs over HTTP/2).
     pub fn has_grpc(&self) -> bool {
         self.steps.iter().any(|s| s.grpc.is_some())
@@ -267,10 +283,13 @@ impl Scenario {
     /// writes bytes encoded at load, unless the server sets cookies.
     pub fn is_constant(&self) -> bool {
         self.feeders.is_empty()
-            && self
-                .steps
-                .iter()
-                .all(|s| s.captures.is_empty() && s.requests.iter().all(Request::is_constant))
+            && self.steps.iter().all(|s| {
+                s.captures.is_empty()
+                    && s.requests.iter().all(Request::is_constant)
+                    && s.ws
+                        .as_ref()
+                        .is_none_or(|w| w.messages.iter().all(|m| m.is_constant()))
+            })
     }
 
     /// Requests in one iteration (in a mix, the weighted mean).

@@ -27,6 +27,27 @@ impl RunSpec {
             config.grpc = Some(call.clone());
             return Ok(config);
         }
+        if let Some(scenario) = self.scenario.as_ref().filter(|s| s.has_ws()) {
+            // A WebSocket step upgrades a connection of its own: an HTTP/1.1 one.
+            let why = match (self.http2, self.http3, scenario.has_grpc()) {
+                (_, _, true) => {
+                    Some("gRPC steps, which go over HTTP/2; put them in a scenario of their own")
+                }
+                (true, _, _) => Some("--http2; drop it"),
+                (_, true, _) => Some("--http3; drop it"),
+                _ => None,
+            };
+            if let Some(why) = why {
+                return Err(reject(
+                    "scenario",
+                    format!(
+                        "scenario {} has WebSocket steps, which open WebSockets over HTTP/1.1 \
+                         connections (RFC 6455), and cannot be combined with {why}",
+                        scenario.name
+                    ),
+                ));
+            }
+        }
         if let Some(scenario) = self.scenario.as_ref().filter(|s| s.has_grpc()) {
             // A gRPC step is a stream on the user's HTTP/2 connection: the whole scenario
             // goes over HTTP/2, as with --http2.

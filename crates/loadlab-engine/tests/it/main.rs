@@ -29,6 +29,7 @@ mod refused_streams;
 mod scenario;
 mod scenario_grpc;
 mod scenario_mux;
+mod scenario_ws;
 mod shard_props;
 mod stream_limit;
 mod tls;

@@ -12,6 +12,7 @@ mod grpc;
 mod request;
 mod response;
 mod url;
+mod ws;
 
 use crate::error::{invalid, ScenarioError};
 use crate::feeder::{parse_csv, Feeder, Order};
@@ -22,7 +23,7 @@ use crate::think::{parse_duration, Think};
 use crate::{Mode, Origin, Scenario, Step, VarSource, Variable};
 use loadlab_result::format::thousands;
 use request::{compile_requests, RequestCtx};
-use response::{compile_capture, compile_check};
+use response::{compile_capture, compile_check, StepKind};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -284,19 +285,37 @@ pub(crate) fn compile(
             defaults: &defaults.headers,
             item: &item,
         };
-        let (requests, page, call) = match &step.grpc {
-            Some(method) => {
+        let (requests, page, call, socket) = match (&step.grpc, &step.ws) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    &item,
+                    "ws",
+                    "given with grpc; a step is one gRPC call or one WebSocket, not both",
+                ))
+            }
+            (Some(method), None) => {
+                ws::refuse_ws_fields(step, &item)?;
                 let schema = grpc_schema.as_ref();
                 let (r, call) = grpc::compile_step(step, method, &ctx, schema, &mut origin)?;
-                (vec![r], false, Some(call))
+                (vec![r], false, Some(call), None)
             }
-            None => {
+            (None, Some(url)) => {
                 grpc::refuse_call_fields(step, &item)?;
+                let (requests, socket) = ws::compile_step(step, url, &ctx, &mut origin)?;
+                (requests, true, None, Some(socket))
+            }
+            (None, None) => {
+                grpc::refuse_call_fields(step, &item)?;
+                ws::refuse_ws_fields(step, &item)?;
                 let (requests, page) = compile_requests(step, &ctx, &mut origin)?;
-                (requests, page, None)
+                (requests, page, None, None)
             }
         };
-        let grpc = call.is_some();
+        let kind = match (&call, &socket) {
+            (Some(_), _) => StepKind::Grpc,
+            (_, Some(_)) => StepKind::Ws,
+            _ => StepKind::Http,
+        };
         let weight =
             match (mode, step.weight) {
                 (_, None) => 1.0,
@@ -322,13 +341,13 @@ pub(crate) fn compile(
             .captures
             .iter()
             .enumerate()
-            .map(|(k, c)| compile_capture(c, k, &item, &vars, grpc))
+            .map(|(k, c)| compile_capture(c, k, &item, &vars, kind))
             .collect::<Result<Vec<_>, _>>()?;
         let checks = step
             .checks
             .iter()
             .enumerate()
-            .map(|(k, c)| compile_check(c, k, &item, grpc))
+            .map(|(k, c)| compile_check(c, k, &item, kind))
             .collect::<Result<Vec<_>, _>>()?;
         steps.push(Step {
             name: step.name.clone(),
@@ -339,6 +358,7 @@ pub(crate) fn compile(
             captures,
             checks,
             grpc: call,
+            ws: socket,
         });
     }
     if grpc_schema.is_some() && !steps.iter().any(|s| s.grpc.is_some()) {

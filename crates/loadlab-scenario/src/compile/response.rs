@@ -9,15 +9,30 @@ use crate::error::{invalid, ScenarioError};
 use crate::file::{CaptureFile, CheckFile, GrpcCodeFile, GrpcStatusFile, StatusFile};
 use crate::grpc::parse_code;
 
+/// What a step is, for what its captures and checks may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StepKind {
+    Http,
+    Grpc,
+    Ws,
+}
+
 pub(super) fn compile_capture(
     c: &CaptureFile,
     k: usize,
     item: &str,
     vars: &Vars,
-    grpc: bool,
+    kind: StepKind,
 ) -> Result<Capture, ScenarioError> {
     let field = |f: &str| format!("captures[{k}].{f}");
-    if grpc && c.cookie.is_some() {
+    if kind == StepKind::Ws && (c.header.is_some() || c.cookie.is_some()) {
+        return Err(invalid(
+            item,
+            format!("captures[{k}]"),
+            "a WebSocket step captures from its last answer: json = \"$.field\" or regex",
+        ));
+    }
+    if kind == StepKind::Grpc && c.cookie.is_some() {
         return Err(invalid(
             item,
             field("cookie"),
@@ -69,9 +84,18 @@ pub(super) fn compile_check(
     c: &CheckFile,
     k: usize,
     item: &str,
-    grpc: bool,
+    kind: StepKind,
 ) -> Result<Check, ScenarioError> {
     let field = |f: &str| format!("checks[{k}].{f}");
+    if kind == StepKind::Ws && c.status.is_some() {
+        return Err(invalid(
+            item,
+            field("status"),
+            "a WebSocket step's status is its upgrade's (101, or the upgrade fails as ws_refused); \
+             check its last answer with body_contains or json",
+        ));
+    }
+    let grpc = kind == StepKind::Grpc;
     match (&c.grpc_status, grpc) {
         (Some(_), false) => {
             return Err(invalid(

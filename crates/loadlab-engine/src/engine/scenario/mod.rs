@@ -17,6 +17,7 @@
 //! think times come from the scenario crate, pacing from [`pacer`].
 //!
 //! - `grpc`: a gRPC step, a unary call on the user's HTTP/2 connection;
+//! - `ws`: a WebSocket step, a WebSocket opened, its messages answered, then closed;
 //! - `judge`: a step's response judged (cookies, decompression, captures, checks), for
 //!   every protocol; `wire`: an HTTP/1.1 response kept for it; `mux`: a user's HTTP/2 or
 //!   HTTP/3 connection and its responses; `page`: a page's requests at once (over up to six
@@ -30,6 +31,7 @@ pub(in crate::engine) mod open;
 pub(crate) mod pacer;
 mod page;
 mod wire;
+mod ws;
 
 use super::exchange::{back_off, record_failure, record_success, Conn, Due, Sent};
 use super::ThreadCtx;
@@ -284,6 +286,9 @@ fn request_bytes<'a>(
 
 async fn run_step(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize) -> StepEnd {
     let step = &run.scenario.steps[i];
+    if step.ws.is_some() {
+        return ws::run(ctx, run, user, i).await;
+    }
     if step.page {
         return page::run(ctx, run, user, i).await;
     }
