@@ -6,7 +6,7 @@
 
 use crate::probe::{judge, Criteria, Measure};
 use crate::report::{CapacityReport, ProbeRecord, CAPACITY_SCHEMA_VERSION};
-use crate::search::{self, Finding, Outcome, Policy, Step, Verdict};
+use crate::search::{self, Finding, Outcome, Policy, Step};
 use crate::sweep::{knee, Knee};
 use loadlab_engine::collector::IntervalSink;
 use loadlab_engine::{RunControl, RunResult};
@@ -58,6 +58,15 @@ impl Stop {
 
     pub fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::Acquire)
+    }
+
+    /// The probe's run going on (set before [`Events::stream`] is asked): for an observer of
+    /// its fleet's generators (the live page).
+    pub fn current(&self) -> Option<RunControl> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn begin(&self) -> RunControl {
@@ -119,6 +128,8 @@ impl ProbeShape {
 #[derive(Debug, Clone)]
 pub struct SearchSpec {
     pub policy: Policy,
+    /// What each probe's load varies (its unit is the policy's).
+    pub variable: crate::Variable,
     pub criteria: Criteria,
     pub shape: ProbeShape,
     /// The search does not start a probe that would end after this much time.
@@ -128,8 +139,6 @@ pub struct SearchSpec {
 /// Whether a probe costing `cost` still fits in the budget after `elapsed`.
 pub fn fits(elapsed: Duration, cost: Duration, budget: Option<Duration>) -> bool {
     budget.is_none_or(|b| elapsed + cost <= b)
-    /// What each probe's load varies (its unit is the policy's).
-    pub variable: crate::Variable,
 }
 
 /// The loads of a sweep.
@@ -186,6 +195,7 @@ pub fn run_search(
         })?;
         let (mut record, result, died) =
             probe(session, index, Some(round), &spec.criteria, stop, events)?;
+        record.ws_held = spec.variable.held(rate);
         about.get_or_insert_with(|| About::of(&result));
         // A partial probe (a generator of the fleet lost) is no answer: the search stops
         // and says why, rather than take a smaller load for the server's.
@@ -194,22 +204,10 @@ pub fn run_search(
             records.push(keep(events, record, &result));
             break search::stopped(&spec.policy, &outcomes);
         }
-        let verdict = if record.judgment.generator_limited.is_some() {
-        record.ws_held = spec.variable.held(rate);
-            Verdict::GeneratorLimited
-        } else if record.measure.interrupted {
-            Verdict::Interrupted
-        } else if record.judgment.pass {
-            Verdict::Pass
-        } else if record.judgment.marginal {
-            Verdict::Marginal
-        } else {
-            Verdict::Fail
-        };
         outcomes.push(Outcome {
             rate,
             round,
-            verdict,
+            verdict: record.search_verdict(),
         });
         let record = keep(events, record, &result);
         let failed = !record.judgment.pass;
@@ -224,9 +222,9 @@ pub fn run_search(
     };
     // A rate at which a queue on a generator's path held the load back says the path's
     // figure: what the search found below it is no capacity of the server's.
-    let said = finding.text(spec.policy.unit);
     let finding = crate::path::overrule(finding, &records);
     let about = about.unwrap_or_default();
+    let said = finding.text(spec.policy.unit);
     let mut verdict = match &stopped_by {
         Some(why) => format!("{said} (stopped: {why})"),
         None => said,
@@ -389,9 +387,9 @@ pub fn record_of(index: usize, result: &RunResult, criteria: &Criteria) -> Probe
         index,
         round: None,
         measure,
-        ws_held: None,
         judgment,
         run_id: None,
+        ws_held: None,
     }
 }
 
@@ -495,9 +493,9 @@ fn probe(
             index,
             round,
             measure,
-            ws_held: None,
             judgment,
             run_id: None,
+            ws_held: None,
         },
         outcome.result,
         outcome.server_died,

@@ -80,6 +80,31 @@ impl ProbeRecord {
             .unwrap_or(0.0)
     }
 
+    /// What the probe came to, as the search's policy sees it.
+    pub fn search_verdict(&self) -> crate::search::Verdict {
+        use crate::search::Verdict;
+        if self.judgment.generator_limited.is_some() {
+            Verdict::GeneratorLimited
+        } else if self.measure.interrupted {
+            Verdict::Interrupted
+        } else if self.judgment.pass {
+            Verdict::Pass
+        } else if self.judgment.marginal {
+            Verdict::Marginal
+        } else {
+            Verdict::Fail
+        }
+    }
+
+    /// The probe as the search's policy sees it (a sweep's probe has no round: `None`).
+    pub fn outcome(&self) -> Option<crate::search::Outcome> {
+        Some(crate::search::Outcome {
+            rate: self.load(),
+            round: self.round?,
+            verdict: self.search_verdict(),
+        })
+    }
+
     /// "held", "missed: ...", or "loadlab was the limit: ...".
     pub fn verdict(&self) -> String {
         if let Some(why) = &self.judgment.generator_limited {
@@ -119,9 +144,13 @@ impl CapacityReport {
     /// offered, achieved, p50, p90, p99, errors, server CPU and memory, and the verdict).
     pub fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
         let closed = self.closed_loop();
+        let held = self.probes.iter().any(|p| p.ws_held.is_some());
         let mut columns: Vec<String> = vec!["#".into()];
         if self.kind == "capacity" {
             columns.push("round".into());
+        }
+        if held {
+            columns.push("ws-held".into());
         }
         columns.extend(
             [
@@ -144,14 +173,13 @@ impl CapacityReport {
             .map(|p| {
                 let m = &p.measure;
                 let mut row = vec![p.index.to_string()];
-        let held = self.probes.iter().any(|p| p.ws_held.is_some());
                 if self.kind == "capacity" {
                     row.push(p.round.map_or("-".into(), |r| (r + 1).to_string()));
                 }
+                if held {
+                    row.push(p.ws_held.map_or("-".into(), |n| n.to_string()));
+                }
                 let mut verdict = p.verdict();
-        if held {
-            columns.push("ws-held".into());
-        }
                 if self.knee.as_ref().is_some_and(|k| k.index + 1 == p.index) {
                     verdict = format!("KNEE; {verdict}");
                 }
@@ -176,9 +204,6 @@ impl CapacityReport {
             .collect();
         (columns, rows)
     }
-                if held {
-                    row.push(p.ws_held.map_or("-".into(), |n| n.to_string()));
-                }
 
     /// The table and the verdict for a terminal.
     pub fn text(&self) -> String {

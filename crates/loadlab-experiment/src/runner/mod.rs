@@ -95,6 +95,15 @@ impl Control {
         }
     }
 
+    /// The run going on (set before [`RunSink::stream`] is asked): for an observer of its
+    /// fleet's generators (the live page).
+    pub fn current(&self) -> Option<RunControl> {
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     pub fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::Acquire)
     }
