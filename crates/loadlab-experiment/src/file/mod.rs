@@ -16,7 +16,7 @@ mod validate;
 
 pub use metrics::MetricsFile;
 pub use server::AgentRef;
-pub use settings::{Axis, Bandwidth, Protocol, Settings};
+pub use settings::{Axis, Bandwidth, Protocol, Settings, WsSettings};
 
 /// A file that cannot become an experiment. `Display` names the key and the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

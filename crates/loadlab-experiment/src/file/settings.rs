@@ -95,6 +95,43 @@ pub struct Settings {
     /// to the variant's server). Absent from the plan's hash when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
+    /// `[load] ws_*`: what a WebSocket arm's connections do (its variant's url is `ws://` or
+    /// `wss://`). Absent from the plan's hash when none is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws: Option<WsSettings>,
+}
+
+/// `[load] ws_mode`, `ws_binary`, `ws_size`, `ws_ping` and `ws_held`, as `--ws-*` takes them
+/// (docs/websocket.md); the engine checks their combinations as for the flags.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WsSettings {
+    /// `echo`, `hold` or `connect`.
+    pub mode: String,
+    pub binary: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ping_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<usize>,
+}
+
+impl WsSettings {
+    /// As the engine takes them.
+    pub fn spec(&self) -> loadlab_engine::ws::WsSpec {
+        use loadlab_engine::ws::WsMode;
+        loadlab_engine::ws::WsSpec {
+            mode: match self.mode.as_str() {
+                "hold" => WsMode::Hold,
+                "connect" => WsMode::Connect,
+                _ => WsMode::Echo,
+            },
+            binary: self.binary,
+            size: self.size,
+            ping: self.ping_s.map(std::time::Duration::from_secs_f64),
+            held: self.held,
+        }
+    }
 }
 
 /// Bandwidth caps on the link to a launched server, as `--bandwidth` takes them (`2MBps`:

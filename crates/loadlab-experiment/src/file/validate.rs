@@ -71,6 +71,7 @@ impl RawExperiment {
             healthz: "/healthz".into(),
             bandwidth: Bandwidth::from_limits(&self.limits, "[limits]")?,
             scenario: l.scenario.clone(),
+            ws: ws_settings(l)?,
         };
         if l.scenario.is_some()
             && (l.path.is_some()
@@ -143,15 +144,39 @@ impl RawExperiment {
                 return Err(format!("[[variant]] name {:?} appears twice", v.name));
             }
             let source = match (&v.target, &v.url, &v.exec) {
+                (Some(t), None, None) if base.ws.is_some() => {
+                    return Err(format!(
+                        "[[variant]] {}: [load] ws_* set a WebSocket load, which goes to a running \
+                         server's ws:// or wss:// url; lab targets serve HTTP: give url instead of \
+                         target {t:?}",
+                        v.name
+                    ))
+                }
                 (Some(t), None, None) => Source::Target(t.clone()),
                 (None, Some(u), None) => {
-                    if !(u.starts_with("http://") || u.starts_with("https://")) {
+                    let websocket = u.starts_with("ws://") || u.starts_with("wss://");
+                    if !(u.starts_with("http://") || u.starts_with("https://") || websocket) {
                         return Err(format!(
-                            "[[variant]] {}: url {u:?} must start with http:// or https://",
+                            "[[variant]] {}: url {u:?} must start with http://, https://, ws:// \
+                             or wss://",
+                            v.name
+                        ));
+                    }
+                    if base.ws.is_some() && !websocket {
+                        return Err(format!(
+                            "[[variant]] {}: [load] ws_* set a WebSocket load, which needs a \
+                             ws:// or wss:// url, not {u:?}",
                             v.name
                         ));
                     }
                     Source::Url(u.trim_end_matches('/').to_string())
+                }
+                (None, None, Some(e)) if base.ws.is_some() => {
+                    return Err(format!(
+                        "[[variant]] {}: [load] ws_* set a WebSocket load, which goes to a running \
+                         server's ws:// or wss:// url; give url instead of exec",
+                        v.name
+                    ))
                 }
                 (None, None, Some(e)) => Source::Exec(e.clone()),
                 _ => {
@@ -331,4 +356,33 @@ impl RawMatrix {
         }
         Ok(axes)
     }
+}
+
+/// `[load] ws_*` checked: the mode's name and the ping's duration; `None` when none is set.
+fn ws_settings(l: &super::raw::RawLoad) -> Result<Option<super::WsSettings>, String> {
+    if l.ws_mode.is_none()
+        && l.ws_binary.is_none()
+        && l.ws_size.is_none()
+        && l.ws_ping.is_none()
+        && l.ws_held.is_none()
+    {
+        return Ok(None);
+    }
+    let mode = l.ws_mode.clone().unwrap_or_else(|| "echo".into());
+    if !["echo", "hold", "connect"].contains(&mode.as_str()) {
+        return Err(format!(
+            "[load] ws_mode {mode:?}: use \"echo\", \"hold\" or \"connect\""
+        ));
+    }
+    let ping_s = match &l.ws_ping {
+        Some(raw) => Some(duration_s(raw, "[load] ws_ping")?),
+        None => None,
+    };
+    Ok(Some(super::WsSettings {
+        mode,
+        binary: l.ws_binary.unwrap_or(false),
+        size: l.ws_size,
+        ping_s,
+        held: l.ws_held,
+    }))
 }

@@ -82,16 +82,28 @@ pub(super) fn preflight(
                 .clone()
                 .unwrap_or_else(|| experiment.base.paths[0].clone());
             on_event(Event::Verifying(url.clone()));
+            let websocket = url.starts_with("ws://") || url.starts_with("wss://");
             if !url_answers(url, &path) {
-                return Err(err(format!(
-                    "{}: GET {url}{path} did not answer 2xx; start the server, or set the \
-                     variant's healthz to a path it answers",
-                    v.name
-                )));
+                return Err(err(if websocket {
+                    format!(
+                        "{}: nothing accepts connections at {url}; start the server",
+                        v.name
+                    )
+                } else {
+                    format!(
+                        "{}: GET {url}{path} did not answer 2xx; start the server, or set the \
+                         variant's healthz to a path it answers",
+                        v.name
+                    )
+                }));
             }
             on_event(Event::Verified {
                 name: url.clone(),
-                summary: format!("GET {path} answered 2xx"),
+                summary: if websocket {
+                    "it accepts connections".to_string()
+                } else {
+                    format!("GET {path} answered 2xx")
+                },
             });
         }
     }
@@ -99,7 +111,8 @@ pub(super) fn preflight(
 }
 
 /// Whether `url`'s host answers `GET path` with a 2xx (an https URL: whether its host
-/// resolves). Never panics: a URL that does not parse does not answer.
+/// resolves; a ws or wss URL: whether it accepts a connection). Never panics: a URL that
+/// does not parse does not answer.
 fn url_answers(url: &str, path: &str) -> bool {
     use std::net::ToSocketAddrs;
     let Ok(parsed) = url::Url::parse(url) else {
@@ -120,6 +133,13 @@ fn url_answers(url: &str, path: &str) -> bool {
     if parsed.scheme() == "https" {
         // A TLS health check needs the engine's TLS stack; the first run will tell.
         return true;
+    }
+    if matches!(parsed.scheme(), "ws" | "wss") {
+        // A WebSocket server answers a plain GET with 400 or 426: that it accepts
+        // connections is what can be known before the upgrade, which the first run makes.
+        return addrs.next().is_some_and(|addr| {
+            std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).is_ok()
+        });
     }
     addrs
         .next()

@@ -97,7 +97,7 @@ pub(super) fn session_spec(
         tls: loadlab_engine::tls::TlsSpec {
             ca_pem: match &experiment.cacert {
                 // Only an https:// variant is trusted through it (a plain one has no TLS).
-                Some(path) if url.starts_with("https://") => {
+                Some(path) if url.starts_with("https://") || url.starts_with("wss://") => {
                     Some(std::fs::read(path).map_err(|e| {
                         format!("[load] cacert {path:?}: cannot read it ({e}); check the path")
                     })?)
@@ -106,6 +106,7 @@ pub(super) fn session_spec(
             },
             ..Default::default()
         },
+        ws: s.ws.as_ref().map(|w| w.spec()).unwrap_or_default(),
         ..RunSpec::default()
     };
     let kind = match &variant.source {

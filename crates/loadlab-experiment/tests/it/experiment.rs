@@ -1,6 +1,7 @@
 //! An experiment end to end, with two in-process servers as its variants: runs interleaved
 //! in randomized blocks, interrupted, resumed from the first missing run, and compared; and a
-//! lab target's recommended warm-up applied when the file sets none.
+//! lab target's recommended warm-up applied when the file sets none; and arms over WebSocket
+//! (ws:// URLs, `[load] ws_*`) compared on their echoes.
 
 use crate::stand_in::StandIn;
 use loadlab_experiment::analysis::{self, ArmRuns};
@@ -202,6 +203,148 @@ url = "{}"
     // The slow arm's p50 is about 2 ms above the fast one's in every run.
     let ratio = p50.comparison.as_ref().and_then(|c| c.ratio).unwrap();
     assert!(ratio > 3.0, "ratio {ratio}");
+}
+
+/// Two WebSocket servers as the arms (`ws://` URLs), binary echoes of 64 bytes from
+/// `[load] ws_*`: every run an echo load, each arm's echoes the messages its server read, and
+/// the arms compared on the echoes' times.
+#[test]
+fn websocket_arms_run_and_compare_on_their_echoes() {
+    use loadlab_testkit::{WsBehavior, WsCounters, WsServer};
+    let (a, b) = (
+        WsServer::start(WsBehavior::Echo),
+        WsServer::start(WsBehavior::Echo),
+    );
+    let file = format!(
+        r#"
+name = "ws"
+repetitions = 2
+warmup = "0s"
+duration = "300ms"
+cooldown = "0s"
+[load]
+path = "/echo"
+rate = 100
+threads = 1
+ws_binary = true
+ws_size = 64
+[[variant]]
+name = "a"
+url = "ws://{}"
+[[variant]]
+name = "b"
+url = "ws://{}"
+"#,
+        a.addr(),
+        b.addr()
+    );
+    let experiment = Experiment::parse(&file).unwrap();
+    let ws = experiment.base.ws.as_ref().expect("[load] ws_*");
+    assert_eq!(
+        (ws.mode.as_str(), ws.binary, ws.size),
+        ("echo", true, Some(64))
+    );
+    let plan = Plan::new(&experiment).unwrap();
+    let mut sink = Memory::default();
+    let ending = runner::run(
+        &experiment,
+        &plan,
+        &mut sink,
+        &runner::Options::default(),
+        &Control::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(ending, Ending::Complete);
+    assert_eq!(sink.runs.len(), 4);
+    let arm_runs = |label: &str| -> Vec<RunResult> {
+        sink.runs
+            .iter()
+            .filter(|(l, _, _)| l == label)
+            .map(|(_, _, r)| r.clone())
+            .collect()
+    };
+    for (label, server) in [("a", &a), ("b", &b)] {
+        let runs = arm_runs(label);
+        let done: u64 = runs.iter().map(|r| r.measured.requests.completed).sum();
+        let in_flight: u64 = runs.iter().map(|r| r.in_flight_at_end).sum();
+        for r in &runs {
+            assert_eq!(r.websocket.as_ref().map(|w| w.mode.as_str()), Some("echo"));
+            assert!(r.target.url.ends_with("/echo"), "{}", r.target.url);
+        }
+        let seen = WsCounters::get(&server.counters().messages);
+        assert!(done >= 40, "{label}: {done}");
+        assert!(
+            seen >= done && seen <= done + in_flight,
+            "{label}: {seen} vs {done}"
+        );
+    }
+    let (ra, rb) = (arm_runs("a"), arm_runs("b"));
+    let comparisons = analysis::compare(
+        &[(
+            ArmRuns {
+                label: "a".into(),
+                runs: &ra,
+            },
+            ArmRuns {
+                label: "b".into(),
+                runs: &rb,
+            },
+        )],
+        &loadlab_compare::Options::default(),
+    );
+    let p99 = comparisons[0]
+        .rows
+        .iter()
+        .find(|r| r.metric == "p99")
+        .unwrap();
+    assert_eq!(p99.control_values.len(), 2);
+}
+
+/// WebSocket settings in a file: checked as the flags are, and refused where no WebSocket
+/// goes (an http:// url, a lab target).
+#[test]
+fn websocket_keys_are_checked_and_need_a_ws_url() {
+    let file = |load: &str, variant: &str| {
+        format!("name = \"w\"\n[load]\n{load}\n[[variant]]\nname = \"a\"\n{variant}\n")
+    };
+    for (load, variant, says) in [
+        (
+            "ws_mode = \"shout\"",
+            "url = \"ws://127.0.0.1:1\"",
+            "ws_mode \"shout\"",
+        ),
+        (
+            "ws_ping = \"soon\"",
+            "url = \"ws://127.0.0.1:1\"",
+            "ws_ping",
+        ),
+        (
+            "ws_size = 64",
+            "url = \"http://127.0.0.1:1\"",
+            "needs a ws:// or wss:// url",
+        ),
+        (
+            "ws_held = 10",
+            "target = \"rust-axum\"",
+            "give url instead of target",
+        ),
+        ("", "url = \"ftp://127.0.0.1:1\"", "ws:// or wss://"),
+    ] {
+        let e = Experiment::parse(&file(load, variant)).unwrap_err();
+        assert!(e.contains(says), "{load}: {e}");
+    }
+    let e = Experiment::parse(&file(
+        "ws_mode = \"hold\"\nws_ping = \"5s\"\nconnections = 10",
+        "url = \"wss://h:1/x\"",
+    ))
+    .unwrap();
+    let spec = e.base.ws.as_ref().unwrap().spec();
+    assert_eq!(spec.mode, loadlab_engine::ws::WsMode::Hold);
+    assert_eq!(spec.ping, Some(Duration::from_secs(5)));
+    // A file without them plans as before (no ws in the plan's hash).
+    let plain = Experiment::parse(&file("", "url = \"http://127.0.0.1:1\"")).unwrap();
+    assert!(plain.base.ws.is_none());
 }
 
 /// Answers the stand-in's next start ([`StandIn`]): serves `200 ok` to every request on its
