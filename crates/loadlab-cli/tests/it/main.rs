@@ -36,5 +36,7 @@ mod metrics;
 mod path_h3;
 mod scenario;
 mod server_path;
+mod store_ui;
+mod store_ui_browser;
 mod tui;
 mod websocket;

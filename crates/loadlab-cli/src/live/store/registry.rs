@@ -2,7 +2,8 @@
 //! writes a small file (its page's address, pid, the process's start, target and command,
 //! redacted as the store redacts them) into a directory of this user's (`$XDG_RUNTIME_DIR/
 //! loadlab-live`, else `loadlab-live-UID` in the temporary directory; mode 0700, refused when
-//! another user owns it or may read it) and removes it as it ends.
+//! another user owns it or may read it) and removes it as it ends; a run that registers
+//! clears the entries of runs gone (killed, or left before their load started).
 //!
 //! Reading trusts nothing in a file: a pid that is gone, or now another process (its start
 //! differs), is stale and left out; an address off loopback is never linked; every string is
@@ -71,6 +72,7 @@ pub fn register(addr: SocketAddr) -> Option<Registration> {
         return None;
     }
     let dir = private_dir(true)?;
+    clear_stale(&dir);
     let pid = std::process::id();
     let mut command: Vec<String> = std::env::args()
         .map(|a| loadlab_store::redact_text(&a))
@@ -132,6 +134,23 @@ pub fn live_runs() -> Vec<LiveRun> {
         .collect();
     runs.sort_by(|a, b| a.started_at.cmp(&b.started_at));
     runs
+}
+
+/// Removes the entries of runs that are gone (killed, or left at once by a Ctrl-C before
+/// their load started), so the directory does not fill: only entries that read as one and
+/// name a process that is not theirs; anything else put there is left alone.
+fn clear_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten().take(MOST) {
+        let path = e.path();
+        if let Some(run) = read(&path) {
+            if proc_start(run.pid) != Some(run.proc_start) {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
 }
 
 fn read(path: &Path) -> Option<LiveRun> {
