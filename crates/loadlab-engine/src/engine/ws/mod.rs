@@ -18,9 +18,7 @@ pub(super) mod open;
 mod storm;
 pub(super) mod upgrade;
 
-use super::exchange::{
-    back_off, backoff_after, dial, note_detail, record_failure, Dialer, Stream, Traffic,
-};
+use super::exchange::{back_off, backoff_after, note_detail, record_failure, Stream, Traffic};
 use super::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
@@ -126,16 +124,6 @@ pub(super) struct OpenFailed {
 /// (and TLS handshake) go in `phase`'s connect figures as an HTTP connection's do.
 pub(super) async fn open_socket(ctx: &ThreadCtx, phase: Phase) -> Result<Socket, OpenFailed> {
     let ws = ctx.ws.as_ref().expect("a WebSocket run");
-    let started = Instant::now();
-    let (dialed, stream) = dial(&Dialer::of(ctx)).await;
-    if let Some(d) = dialed {
-        d.record(ctx, phase);
-    }
-    let stream = stream.map_err(|(class, detail)| OpenFailed {
-        class,
-        detail,
-        status: None,
-    })?;
     let mut request = match ws.config.uri.as_str().into_client_request() {
         Ok(r) => r,
         Err(e) => {
@@ -150,28 +138,11 @@ pub(super) async fn open_socket(ctx: &ThreadCtx, phase: Phase) -> Result<Socket,
     for (name, value) in &ws.headers {
         request.headers_mut().append(name.clone(), value.clone());
     }
-    let budget = ctx.connect_timeout.saturating_sub(started.elapsed());
-    let upgrade =
-        tokio_tungstenite::client_async_with_config(request, stream, Some(ws.tungstenite_config()));
-    match tokio::time::timeout(budget, upgrade).await {
-        Ok(Ok((ws, _response))) => Ok(Socket {
-            ws,
-            last_push: None,
-        }),
-        Ok(Err(e)) => {
-            let (class, detail, status) = classify(&e);
-            Err(OpenFailed {
-                class,
-                detail,
-                status,
-            })
-        }
-        Err(_) => Err(OpenFailed {
-            class: ErrorClass::ConnectTimeout,
-            detail: Some("the server did not answer the upgrade within --connect-timeout".into()),
-            status: None,
-        }),
-    }
+    let ws = upgrade::upgrade(ctx, phase, request, ws.tungstenite_config()).await?;
+    Ok(Socket {
+        ws,
+        last_push: None,
+    })
 }
 
 /// Records an exchange that could not start because its connection could not be opened:
@@ -264,11 +235,5 @@ async fn after_failures(ctx: &ThreadCtx, failures: u32) {
 /// that neither side resets the connection: a run that ends leaves no half-open WebSockets
 /// behind it for the server to time out, nor a reset its counters would blame on it.
 async fn close(mut socket: Socket) {
-    use futures_util::StreamExt as _;
-    let _ = tokio::time::timeout(Duration::from_millis(200), async {
-        socket.close(None).await?;
-        while socket.next().await.transpose()?.is_some() {}
-        Ok::<(), tokio_tungstenite::tungstenite::Error>(())
-    })
-    .await;
+    upgrade::goodbye(&mut socket.ws).await;
 }
