@@ -292,3 +292,25 @@ fn scenario_steps_merge_as_all_their_values_together() {
         MergeError::Scenario { part: 1, .. }
     ));
 }
+
+/// A fleet's generators' intervals merged into one: their failures by class add up (a
+/// generator too old to keep them adds its count only).
+#[test]
+fn concurrent_intervals_add_their_failures_by_class() {
+    let r = part(1..=10, "2026-11-22T00:00:00Z");
+    let with = |classes: &[(&str, u64)]| {
+        let mut iv = r.timeline[0].clone();
+        iv.errors = classes.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+        iv.failed = classes.iter().map(|(_, n)| n).sum();
+        iv
+    };
+    let a = with(&[("connect_refused", 2), ("request_timeout", 1)]);
+    let b = with(&[("request_timeout", 4)]);
+    let older = with(&[]);
+    let merged = loadlab_result::merge_concurrent_intervals(&[&a, &b, &older])
+        .unwrap()
+        .unwrap();
+    let expected: std::collections::BTreeMap<String, u64> =
+        [("connect_refused".into(), 2), ("request_timeout".into(), 5)].into();
+    assert_eq!((merged.errors, merged.failed), (expected, 7));
+}
