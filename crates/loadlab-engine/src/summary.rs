@@ -257,6 +257,7 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
             measured_len + drain.unwrap_or_default(),
         ),
         grpc: crate::grpc::stats::summarize(config, outcome.recorder.grpc.as_ref()),
+        websocket: outcome.ws.as_ref().map(|w| w.summary(outcome.elapsed)),
         server_metrics: None,
         path: Vec::new(),
         path_check: None,
@@ -289,7 +290,6 @@ fn drain(config: &RunConfig, outcome: &RunOutcome) -> Option<Duration> {
 fn ws_notes(config: &RunConfig, outcome: &RunOutcome) -> Vec<String> {
     let notes = outcome.ws.iter().flat_map(|w| w.notes());
     match &config.shard {
-        websocket: outcome.ws.as_ref().map(|w| w.summary(outcome.elapsed)),
         Some(plan) => notes
             .map(|n| format!("shard {}: {n}", plan.shard))
             .collect(),
