@@ -161,8 +161,8 @@ fn summary(r: &RunResult) -> String {
     s.push('\n');
     scenario_section(&mut s, r);
     grpc::section(&mut s, r);
-    let codes = if m.status_codes.is_empty() {
     ws::section(&mut s, r);
+    let codes = if m.status_codes.is_empty() {
         "none".to_string()
     } else {
         m.status_codes
@@ -362,8 +362,8 @@ mod metrics;
 mod server;
 mod shards;
 mod timeline;
-
 mod ws;
+
 /// A scenario run's steps, aligned, with the iterations and the checks that failed.
 fn scenario_section(s: &mut String, r: &RunResult) {
     let Some(sc) = &r.scenario else {
