@@ -101,11 +101,17 @@ pub(crate) fn fixture_store(dir: &ScratchDir, server: &TestServer) -> PathBuf {
         .output()
         .unwrap());
     let file = dir.join("e.toml");
+    // Screenshots for the docs want arms of several runs with charts over time (17 s); the
+    // tests, one short run an arm.
+    let (repetitions, duration) = match std::env::var_os("LOADLAB_SCREENSHOTS") {
+        Some(_) => (4, "2s"),
+        None => (1, "200ms"),
+    };
     std::fs::write(
         &file,
         format!(
-            "name = \"pair\"\nrepetitions = 1\nseed = 7\nwarmup = \"0s\"\n\
-             duration = \"200ms\"\ncooldown = \"0s\"\n[load]\nconnections = 1\n\
+            "name = \"pair\"\nrepetitions = {repetitions}\nseed = 7\nwarmup = \"0s\"\n\
+             duration = \"{duration}\"\ncooldown = \"0s\"\n[load]\nconnections = 1\n\
              [[variant]]\nname = \"a\"\nurl = \"{0}\"\n[[variant]]\nname = \"b\"\n\
              url = \"{1}\"\n",
             server.url("/a"),
