@@ -184,6 +184,24 @@ fn a_websocket_load_crosses_with_its_settings_and_an_older_ones_is_refused() {
     assert_eq!(read.to_spec().unwrap().ws, WsSpec::default());
 }
 
+/// `--ws-held` has no field on the wire: a load with it is refused for a fleet, not sent
+/// without it (each generator would run the echo load alone, with no connection held).
+#[test]
+fn a_load_with_ws_held_is_refused_for_a_fleet() {
+    let spec = RunSpec {
+        url: "ws://127.0.0.1:1/".into(),
+        rate: Some(100.0),
+        duration: Some(Duration::from_secs(3)),
+        ws: WsSpec {
+            held: Some(500),
+            ..WsSpec::default()
+        },
+        ..RunSpec::default()
+    };
+    let e = WireLoad::from_spec(&spec, Shard { index: 0, count: 2 }).unwrap_err();
+    assert!(e.contains("--ws-held cannot go to a fleet"), "{e}");
+}
+
 /// A gRPC run's call travels with its schema (the descriptor set, no path) and its message,
 /// and the generator's call, rebuilt from them alone, is the coordinator's: the method, the
 /// kind, the framed (gzip) message, the deadline's header, the exact message interval. What
