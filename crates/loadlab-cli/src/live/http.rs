@@ -34,6 +34,8 @@ pub struct Shared {
     /// The Host values accepted (the bound address, and `localhost:PORT` on loopback).
     pub hosts: Vec<String>,
     pub control: Mutex<Option<RunControl>>,
+    /// A command of many runs: its own first Ctrl-C (ends the run going on, starts no other).
+    pub command_stop: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     /// Event streams open, for the end of the run to wait on (bounded) before leaving.
     pub open_streams: Arc<AtomicUsize>,
 }
@@ -137,6 +139,19 @@ fn stop(shared: &Shared, req: &Request<Incoming>, host: &str) -> Response<Body> 
         return plain(
             StatusCode::FORBIDDEN,
             "a stop needs this page's token (reload the page)\n",
+        );
+    }
+    if let Some(stop) = shared
+        .command_stop
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+    {
+        super::stopped_from_page();
+        stop();
+        return plain(
+            StatusCode::ACCEPTED,
+            "stopping: the run going on ends and is kept, no other starts\n",
         );
     }
     match shared

@@ -18,6 +18,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
+pub mod command;
+
 /// Intervals (and their events) kept at full resolution: 15 minutes at the default 1 s.
 pub const WINDOW: usize = 900;
 /// At most this many downsampled intervals before the window; past it, pairs are merged.
@@ -31,6 +33,8 @@ pub enum Update {
     LoadEnded,
     /// The run's result, once made (`None`: it could not be): the stream's last event.
     Result(Option<Box<RunResult>>),
+    /// A command of many runs: its plan, steps and answer so far.
+    Command(command::Update),
 }
 
 /// The run's side: an [`IntervalSink`] that only sends (its answer never fails the run).
@@ -112,6 +116,7 @@ struct SnapshotEvent<'a> {
     ended: bool,
     /// Intervals before the window merged this many at a time.
     coarse_group: u64,
+    command: &'a command::State,
 }
 
 pub struct Hub {
@@ -135,6 +140,8 @@ pub struct Hub {
     pub load_ended: bool,
     /// The stream's last event is made.
     pub ended: bool,
+    /// A command of many runs (empty for `loadlab run`).
+    command: command::State,
 }
 
 impl Default for Hub {
@@ -162,16 +169,14 @@ impl Hub {
             interrupted: false,
             load_ended: false,
             ended: false,
+            command: command::State::default(),
         }
     }
 
     /// Takes one update; returns the event it makes for the pages attached.
     pub fn apply(&mut self, update: Update) -> Option<Event> {
         match update {
-            Update::Start(header) => {
-                self.header = Some(*header);
-                None
-            }
+            Update::Start(header) => self.start_run(*header),
             Update::Interval(iv) => Some(self.interval(*iv)),
             Update::LoadEnded => {
                 self.load_ended = true;
@@ -190,6 +195,7 @@ impl Hub {
                 self.ended = true;
                 Some(self.end())
             }
+            Update::Command(u) => self.command(u),
         }
     }
 
@@ -207,32 +213,17 @@ impl Hub {
         })
         .unwrap_or_default();
         self.keep(iv);
-        self.next_id += 1;
-        let event = Event {
-            id: self.next_id,
-            text: format!("id: {}\nevent: interval\ndata: {json}\n\n", self.next_id).into(),
-        };
-        if self.events.len() >= self.window_cap {
-            self.events.pop_front();
-        }
-        self.events.push_back(event.clone());
-        event
+        self.emit("interval", &json)
     }
 
     fn end(&mut self) -> Event {
-        self.next_id += 1;
         let json = serde_json::to_string(&EndEvent {
             since_start: &self.since,
             errors: &self.errors,
             interrupted: self.interrupted,
         })
         .unwrap_or_default();
-        let event = Event {
-            id: self.next_id,
-            text: format!("id: {}\nevent: end\ndata: {json}\n\n", self.next_id).into(),
-        };
-        self.events.push_back(event.clone());
-        event
+        self.emit("end", &json)
     }
 
     /// Counts a measured interval into the since-the-start figures: its histogram added.
@@ -353,6 +344,7 @@ impl Hub {
             data,
             ended: self.ended,
             coarse_group: self.coarse_group.max(1),
+            command: &self.command,
         })
         .unwrap_or_default();
         Event {

@@ -107,13 +107,16 @@
   }
 
   // Redraws at most once a second, and not while the tab is hidden.
-  setInterval(function () {
+  function draw() {
     if (!dirty || !data || document.hidden) return;
     dirty = false;
     try { report.render(data); } catch (e) { report.errors.push(String(e)); }
-  }, 1000);
+  }
+  setInterval(draw, 1000);
 
   var source = new EventSource("events" + suffix);
+  // command.js (capacity, sweep, experiment) follows the same stream.
+  window.__live.source = source;
   source.addEventListener("open", function () { if (!ended) text("status", "running: live"); });
   source.addEventListener("error", function () { if (!ended) text("status", "reconnecting…"); });
   source.addEventListener("snapshot", function (e) {
@@ -128,13 +131,28 @@
   });
   source.addEventListener("interval", function (e) {
     var m = JSON.parse(e.data);
+    var fresh = window.__live.runs && !data;
     append(m.point);
     if (data && m.distribution && data.runs.length) data.runs[0].distribution = m.distribution;
     showLast(m.last);
     showSince(m.since_start);
     window.__live.intervals += 1;
     dirty = true;
+    // A new run's first interval: its charts replace the last run's at once.
+    if (fresh) draw();
   });
+  // A command of many runs started its next run: its figures begin anew.
+  source.addEventListener("run", function (e) {
+    var m = JSON.parse(e.data);
+    if (m.target) text("target", m.target);
+    data = null;
+    ["last", "since"].forEach(function (p) {
+      document.querySelectorAll("[id^='" + p + "-']").forEach(function (c) { c.textContent = "–"; });
+    });
+    showErrors(m.errors);
+    window.__live.runs = m.run;
+  });
+  source.addEventListener("errors", function (e) { showErrors(JSON.parse(e.data)); });
   source.addEventListener("end", function (e) {
     var m = JSON.parse(e.data);
     showSince(m.since_start);

@@ -5,9 +5,12 @@
 //!
 //! Layout: [`hub`] keeps the run (bounded) and makes the events; `http` answers requests
 //! (host, token, origin and CSRF checks); `page` writes the document; `live.js` follows the
-//! stream; `store` is `loadlab ui`, the results store read-only in a browser. The run only ever sends to the page's thread through an unbounded channel: it
-//! never waits for a browser. This module must not change the run otherwise.
+//! stream; `store` is `loadlab ui`, the results store read-only in a browser; `follow` is
+//! how `capacity`, `sweep` and `experiment` feed their page (`hub::command`, `command.js`).
+//! The run only ever sends to the page's thread through an unbounded channel: it never
+//! waits for a browser. This module must not change the run otherwise.
 
+pub mod follow;
 mod http;
 pub mod hub;
 mod page;
@@ -82,6 +85,7 @@ pub fn start(args: &LiveArgs) -> anyhow::Result<Option<LiveUi>> {
         access: bound.access,
         hosts: bound.hosts,
         control: Mutex::new(None),
+        command_stop: Mutex::new(None),
         open_streams: Arc::new(AtomicUsize::new(0)),
     });
     let (updates, rx) = mpsc::unbounded_channel();
@@ -164,6 +168,8 @@ pub fn attach(control: &RunControl, session: &Session) {
     *shared.control.lock().unwrap_or_else(|p| p.into_inner()) = Some(control.clone());
     let sink = Box::new(LiveSink(updates.clone()));
     control.observe_intervals(session.with_server_samples(sink, control));
+    drop(active);
+    follow::observe_parts(control);
 }
 
 /// The run's result, once made: the page's last event (errors by class, interrupted).

@@ -12,8 +12,13 @@ use std::time::{Duration, Instant};
 
 /// Starts `loadlab run --ui=127.0.0.1:0 ARGS`; returns it and the page's address.
 pub(crate) fn start(args: &[&str]) -> (Child, String) {
+    start_command("run", args)
+}
+
+/// Starts `loadlab COMMAND --ui=127.0.0.1:0 ARGS`; returns it and the page's address.
+pub(crate) fn start_command(command: &str, args: &[&str]) -> (Child, String) {
     let mut child = loadlab()
-        .args(["run", "--ui=127.0.0.1:0"])
+        .args([command, "--ui=127.0.0.1:0"])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -37,28 +42,28 @@ pub(crate) fn start(args: &[&str]) -> (Child, String) {
 }
 
 /// A request over HTTP/1.0 (the response ends with the connection: no chunks to undo).
-fn request(addr: &str, head: &str) -> BufReader<TcpStream> {
+pub(crate) fn request(addr: &str, head: &str) -> BufReader<TcpStream> {
     let mut tcp = TcpStream::connect(addr).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     write!(tcp, "{head}\r\n").unwrap();
     BufReader::new(tcp)
 }
 
-fn whole(mut r: BufReader<TcpStream>) -> String {
+pub(crate) fn whole(mut r: BufReader<TcpStream>) -> String {
     let mut text = String::new();
     r.read_to_string(&mut text).unwrap();
     text
 }
 
-struct Sse {
-    id: u64,
-    kind: String,
-    data: serde_json::Value,
-    at: Instant,
+pub(crate) struct Sse {
+    pub id: u64,
+    pub kind: String,
+    pub data: serde_json::Value,
+    pub at: Instant,
 }
 
 /// The next event of a stream whose headers were read; `None` at its end.
-fn next_event(r: &mut BufReader<TcpStream>) -> Option<Sse> {
+pub(crate) fn next_event(r: &mut BufReader<TcpStream>) -> Option<Sse> {
     let (mut id, mut kind, mut data) = (0, String::new(), String::new());
     loop {
         let mut line = String::new();
@@ -87,7 +92,7 @@ fn next_event(r: &mut BufReader<TcpStream>) -> Option<Sse> {
     }
 }
 
-fn open_events(addr: &str, extra: &str) -> BufReader<TcpStream> {
+pub(crate) fn open_events(addr: &str, extra: &str) -> BufReader<TcpStream> {
     let mut r = request(
         addr,
         &format!("GET /events HTTP/1.0\r\nHost: {addr}\r\n{extra}"),

@@ -104,3 +104,153 @@ fn the_live_page_rises_and_its_stop_button_stops_the_run() {
         .collect();
     assert!(refused.is_empty(), "the policy refused: {refused:?}");
 }
+
+/// A chromedriver session on a fresh profile, or `None` (SKIPPED) without Chromium.
+fn browser(dir: &ScratchDir) -> Option<webdriver::Driver> {
+    if !Path::new(CHROMIUM).exists() || !Path::new(CHROMEDRIVER).exists() {
+        println!(
+            "SKIPPED: {CHROMIUM} or {CHROMEDRIVER} is missing (scripts/setup.sh installs them)"
+        );
+        return None;
+    }
+    Some(
+        webdriver::Driver::start(Path::new(CHROMEDRIVER), &dir.join("chromedriver.log"))
+            .expect("chromedriver starts"),
+    )
+}
+
+/// With LOADLAB_SCREENSHOTS=DIR, the window as `DIR/NAME` (how docs/live-*.png are made).
+fn keep_screenshot(session: &webdriver::Session, name: &str) {
+    if let Some(dir) = std::env::var_os("LOADLAB_SCREENSHOTS") {
+        let png = session.screenshot().expect("a screenshot");
+        std::fs::write(Path::new(&dir).join(name), png).unwrap();
+    }
+}
+
+/// `capacity --ui` and `experiment --ui` in Chromium: the probes' table grows with their
+/// figures and the answer marked not final; the experiment's runs are named, a hostile arm
+/// label stays text; no script error, nothing refused by the policy.
+#[test]
+fn the_pages_of_a_capacity_search_and_an_experiment() {
+    let dir = ScratchDir::new("live-browser-command");
+    let Some(driver) = browser(&dir) else {
+        return;
+    };
+    let profile = dir.join("profile");
+    std::fs::create_dir_all(&profile).unwrap();
+    let session = driver
+        .session(Path::new(CHROMIUM), &profile)
+        .expect("a Chromium session");
+    session.set_window(1100, 1300).unwrap();
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let url = server.url("/");
+
+    let (search, addr) = super::live::start_command(
+        "capacity",
+        &[
+            "--no-save",
+            "-q",
+            "-d",
+            "1s",
+            "--warmup",
+            "0s",
+            "--cooldown",
+            "0s",
+            "--repeats",
+            "1",
+            "--start",
+            "100",
+            "--max-rate",
+            "400",
+            "--slo",
+            "p99<250ms",
+            &url,
+        ],
+    );
+    session
+        .goto(&format!("http://{addr}/"))
+        .expect("the page loads");
+    until(
+        &session,
+        "return document.querySelectorAll('#steps-body tr.pass, #steps-body tr.fail').length >= 2 \
+         && window.__live.runs >= 3 \
+         && document.getElementById('last-completed').textContent !== '–'",
+        "two probes judged, the third under way and its first interval shown",
+    );
+    let cells = session
+        .execute(
+            "return Array.from(document.querySelectorAll('#steps-body tr')[0].children)\
+             .map(function (c) { return c.textContent; })",
+        )
+        .unwrap();
+    assert_eq!(cells[2], "100", "the first probe's rate: {cells}");
+    let answer = session
+        .execute("return document.getElementById('sofar-final').textContent")
+        .unwrap();
+    assert_eq!(answer, "not final");
+    keep_screenshot(&session, "live-capacity.png");
+    let out = search.wait_with_output().unwrap();
+    // 0: a capacity; 4: none in the bounds (it held at --max-rate).
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{:?}", out.status);
+    until(
+        &session,
+        "return document.getElementById('sofar-final').textContent === 'final'",
+        "the answer, final",
+    );
+
+    let exp_dir = ScratchDir::new("live-browser-experiment");
+    let file = super::live_command::experiment_file(&exp_dir, &url, 2);
+    let db = exp_dir.join("runs.db");
+    let (experiment, addr) = super::live::start_command(
+        "experiment",
+        &[
+            &file,
+            "--db",
+            db.to_str().unwrap(),
+            "--limits",
+            "best-effort",
+        ],
+    );
+    session
+        .goto(&format!("http://{addr}/"))
+        .expect("the page loads");
+    until(
+        &session,
+        "return document.querySelectorAll('#steps-body tr.done').length >= 3",
+        "three runs finished",
+    );
+    let arms = session
+        .execute(
+            "return Array.from(document.querySelectorAll('#steps-body tr'))\
+             .map(function (r) { return r.children[2].textContent; })",
+        )
+        .unwrap();
+    assert!(
+        arms.as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "b<img/src=x/onerror=alert(1)>"),
+        "the arm's label as text: {arms}"
+    );
+    let images = session
+        .execute("return document.querySelectorAll('main img').length")
+        .unwrap();
+    assert_eq!(images, 0, "no markup from a label");
+    keep_screenshot(&session, "live-experiment.png");
+    let out = experiment.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+
+    let errors = session.execute("return window.__loadlab.errors").unwrap();
+    assert_eq!(errors, serde_json::json!([]), "script errors");
+    let refused: Vec<Value> = session
+        .browser_log()
+        .unwrap()
+        .into_iter()
+        .filter(|m| {
+            m["message"]
+                .as_str()
+                .is_some_and(|t| t.contains("Content Security Policy"))
+        })
+        .collect();
+    assert!(refused.is_empty(), "the policy refused: {refused:?}");
+}

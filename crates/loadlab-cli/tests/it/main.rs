@@ -32,6 +32,7 @@ mod import;
 mod interop;
 mod live;
 mod live_browser;
+mod live_command;
 mod metrics;
 mod path_h3;
 mod scenario;

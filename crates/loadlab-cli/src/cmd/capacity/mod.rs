@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod live;
 mod report;
 mod vary;
 use report::{report_kind, write_report};
@@ -87,6 +88,9 @@ pub struct ProbeArgs {
 
     #[command(flatten)]
     pub metrics: crate::cmd::run::MetricsArgs,
+
+    #[command(flatten)]
+    pub live: crate::live::LiveArgs,
 }
 
 #[derive(Debug, Args)]
@@ -169,7 +173,9 @@ pub struct SweepArgs {
 }
 
 pub fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
-    let variable = args.vary.variable(args.probe.request.ws.ws_held.is_some())?;
+    let variable = args
+        .vary
+        .variable(args.probe.request.ws.ws_held.is_some())?;
     let policy = Policy {
         start: args.start,
         max_rate: args.max_rate,
@@ -188,9 +194,14 @@ pub fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         shape: prepared.shape.clone(),
         budget: args.budget,
     };
-    finish(prepared, &args.probe, false, |session, stop, events| {
-        driver::run_search(session, &spec, stop, events)
-    })
+    let judge = live::Judge::Search(spec.policy.clone());
+    finish(
+        prepared,
+        &args.probe,
+        false,
+        judge,
+        |session, stop, events| driver::run_search(session, &spec, stop, events),
+    )
 }
 
 pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
@@ -219,9 +230,16 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<ExitCode> {
         knee_factor: args.knee_factor,
     };
     let closed = matches!(spec.loads, Loads::Connections(_));
-    finish(prepared, &args.probe, closed, |session, stop, events| {
-        driver::run_sweep(session, &spec, stop, events)
-    })
+    let judge = live::Judge::Sweep {
+        knee_factor: spec.knee_factor,
+    };
+    finish(
+        prepared,
+        &args.probe,
+        closed,
+        judge,
+        |session, stop, events| driver::run_sweep(session, &spec, stop, events),
+    )
 }
 
 struct Prepared {
@@ -234,6 +252,8 @@ struct Prepared {
     paths: Option<loadlab_result::path::PathCheck>,
     /// What a search's loads count (a rate unless `--vary ws-held`).
     unit: Unit,
+    /// `--ui`: the page, for the whole search (ended when dropped).
+    page: Option<crate::live::LiveUi>,
 }
 
 /// Checks every flag and output path, then prepares the session (the server starts here).
@@ -272,6 +292,8 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
     let tag = args.store.tag.clone().unwrap_or_else(|| kind.to_string());
     // Every probe scrapes and sends (its series under a run id of its own).
     let metrics = crate::cmd::run::metrics_plan(&args.metrics, Some(&tag), None)?;
+    // Bound before the server starts: a taken --ui port fails in a second.
+    let page = crate::live::start(&args.live)?;
     let mut session = Session::prepare(spec).map_err(flags_named)?;
     session.set_metrics(metrics);
     let paths = crate::cmd::generators::apply(args.generators.fleet()?, &mut session, args.quiet)?;
@@ -299,6 +321,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
         store,
         tag,
         paths,
+        page,
         unit: Unit::Rate,
     })
 }
@@ -326,6 +349,7 @@ fn finish(
     prepared: Prepared,
     args: &ProbeArgs,
     closed: bool,
+    judge: live::Judge,
     go: impl FnOnce(
         &mut Session,
         &Stop,
@@ -338,11 +362,13 @@ fn finish(
         store,
         tag,
         paths,
+        page: _page,
         unit,
         ..
     } = prepared;
     let stop = Arc::new(Stop::new());
     install_ctrlc(stop.clone())?;
+    let live = live::Page::new(judge, &criteria, closed, stop.clone());
     if !args.quiet {
         eprintln!(
             "objectives: {}",
@@ -363,9 +389,11 @@ fn finish(
         results: Vec::new(),
         failed_to_save: None,
         streamed: None,
+        live,
     };
     let mut report = go(&mut session, &stop, &mut events).map_err(flags_named)?;
     crate::cmd::generators::path::claim(&mut report, paths.as_ref());
+    events.live.end(&report);
     drop(session);
     if let Some(e) = events.failed_to_save.take() {
         eprintln!("warning: {e}");
@@ -415,21 +443,25 @@ struct Printer<'a> {
     failed_to_save: Option<String>,
     /// The probe going on, written to the store as it goes.
     streamed: Option<StreamedRun>,
+    live: live::Page,
 }
 
 impl Events for Printer<'_> {
     fn stream(&mut self, _index: usize) -> Option<Box<dyn IntervalSink>> {
-        let store = self.store?;
-        let meta = crate::cmd::runs::run_meta(Some(self.tag));
-        let (sink, streamed) = StoreSink::new(store.path(), meta);
-        self.streamed = Some(streamed);
-        Some(Box::new(sink))
+        let sink = self.store.map(|store| {
+            let meta = crate::cmd::runs::run_meta(Some(self.tag));
+            let (sink, streamed) = StoreSink::new(store.path(), meta);
+            self.streamed = Some(streamed);
+            Box::new(sink) as Box<dyn IntervalSink>
+        });
+        self.live.follow(sink)
     }
 
     fn read_back(&mut self, result: &mut RunResult) {
         if let (Some(store), Some(streamed)) = (self.store, &self.streamed) {
             stored::read_back(store, None, streamed, result);
         }
+        self.live.read_back(result);
     }
 
     fn starting(&mut self, index: usize, load: f64, round: Option<usize>) {
@@ -444,6 +476,7 @@ impl Events for Printer<'_> {
                 None => eprint!("probe {index}: {what} ... "),
             }
         }
+        self.live.starting(index, load, round);
     }
 
     fn finished(&mut self, record: &ProbeRecord, result: &RunResult) -> Option<i64> {
@@ -478,6 +511,7 @@ impl Events for Printer<'_> {
         };
         let mut record = record.clone();
         record.run_id = id;
+        self.live.finished(&record, &result);
         self.results.push((record, result));
         id
     }

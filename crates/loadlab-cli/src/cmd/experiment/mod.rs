@@ -7,6 +7,7 @@
 //! made from the kept runs in `comparisons`.
 
 mod comparisons;
+mod live;
 mod progress;
 
 use crate::cmd::gates::{self, GateArgs};
@@ -95,6 +96,9 @@ pub struct ExperimentArgs {
 
     #[command(flatten)]
     pub generators: crate::cmd::generators::GeneratorArgs,
+
+    #[command(flatten)]
+    pub live: crate::live::LiveArgs,
 }
 
 pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
@@ -147,6 +151,8 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return Ok(ExitCode::SUCCESS);
     }
+    // Bound before the first run: a taken --ui port fails in a second.
+    let _page = crate::live::start(&args.live)?;
     let store = args.store.open()?;
     let control = Control::default();
     {
@@ -155,6 +161,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
             .context("cannot install the Ctrl-C handler")?;
     }
     let mut sink = crate::cmd::runs::ExperimentSink::new(&store, &args.file);
+    let mut page = live::Page::new(&experiment, &plan, &control);
     let options = runner::Options {
         resume: args.resume,
         targets: args.targets.clone(),
@@ -193,14 +200,21 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
     let ending = runner::run(
         &experiment,
         &plan,
-        &mut sink,
+        &mut live::Followed {
+            inner: &mut sink,
+            control: control.clone(),
+        },
         &options,
         &control,
-        &mut |e| show(&e),
+        &mut |e| {
+            show(&e);
+            page.event(&e);
+        },
     )?;
     let id = sink.experiment_id();
     let by_arm = crate::cmd::runs::experiment_results(&store, id, &plan)?;
     let comparisons = compare(&experiment, &plan, &by_arm);
+    page.end(&comparisons);
     eprintln!(
         "\n{} runs in {:.0} s, kept in {} (experiment {id})\n",
         by_arm.iter().map(Vec::len).sum::<usize>(),

@@ -1,0 +1,231 @@
+//! `experiment --ui`: what the experiment tells its live page (`crate::live::follow`): the
+//! plan (arms x blocks), each run as it starts and ends (its block, arm and headline
+//! figures), and the comparison of the runs finished so far, marked not final until the
+//! experiment's own comparison ends it. The runs are followed beside the store's sink
+//! ([`Followed`] wraps the experiment's `RunSink`). Does nothing without `--ui`.
+
+use super::comparisons::compare;
+use crate::live::follow;
+use crate::live::hub::command::{Plan as PagePlan, Row, SoFar};
+use loadlab_engine::collector::IntervalSink;
+use loadlab_experiment::analysis::Comparison;
+use loadlab_experiment::plan::{Arm, PlannedRun};
+use loadlab_experiment::runner::{Control, Event, RunSink};
+use loadlab_experiment::table::{self, Format};
+use loadlab_experiment::{Experiment, Plan};
+use loadlab_result::RunResult;
+
+pub(super) struct Page<'a> {
+    on: bool,
+    experiment: &'a Experiment,
+    plan: &'a Plan,
+    /// The runs finished in this process, by arm, their timelines let go (the comparison
+    /// needs only their totals): small and bounded by the plan.
+    by_arm: Vec<Vec<RunResult>>,
+}
+
+const TITLE: &str = "The comparison";
+
+impl<'a> Page<'a> {
+    /// Tells the page the plan; its stop button then stops the experiment as Ctrl-C does.
+    pub fn new(experiment: &'a Experiment, plan: &'a Plan, control: &Control) -> Page<'a> {
+        let on = follow::active();
+        if on {
+            let mut lines = vec![format!(
+                "{}: {} arms x {} blocks = {} runs, in randomized blocks (seed {})",
+                experiment.name,
+                plan.arms.len(),
+                experiment.repetitions,
+                plan.runs.len(),
+                experiment.seed
+            )];
+            lines.extend(plan.arms.iter().map(|a| format!("arm {}", a.label)));
+            let control = control.clone();
+            follow::command(
+                PagePlan {
+                    kind: "experiment".into(),
+                    lines,
+                    columns: [
+                        "run",
+                        "block",
+                        "arm",
+                        "requests/s",
+                        "p50",
+                        "p99",
+                        "failed",
+                        "state",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    generators: Vec::new(),
+                },
+                move || control.stop(),
+            );
+        }
+        Page {
+            on,
+            experiment,
+            plan,
+            by_arm: vec![Vec::new(); plan.arms.len()],
+        }
+    }
+
+    /// A runner's event: a run started or finished.
+    pub fn event(&mut self, e: &Event) {
+        if !self.on {
+            return;
+        }
+        match e {
+            Event::Starting { run, of, label } => {
+                let mut cells = vec![
+                    format!("{}/{of}", run.index + 1),
+                    (run.block + 1).to_string(),
+                    label.clone(),
+                ];
+                cells.extend(["…", "…", "…", "…", "running"].map(String::from));
+                follow::step(row(run, cells, "running"), None);
+            }
+            Event::Finished { run, label, result } => {
+                follow::run_ended(result);
+                let m = &result.measured;
+                let pick = |f: fn(&loadlab_result::LatencySummary) -> f64| {
+                    m.latency_us.as_ref().map_or("–".into(), |l| {
+                        loadlab_experiment::metrics::duration_us(f(l))
+                    })
+                };
+                let cells = vec![
+                    format!("{}/{}", run.index + 1, self.plan.runs.len()),
+                    (run.block + 1).to_string(),
+                    label.clone(),
+                    format!("{:.0}", m.requests.per_second),
+                    pick(|l| l.p50),
+                    pick(|l| l.p99),
+                    m.requests.failed.to_string(),
+                    if result.interrupted {
+                        "interrupted"
+                    } else {
+                        "done"
+                    }
+                    .into(),
+                ];
+                let mut kept = (**result).clone();
+                kept.timeline = Vec::new();
+                if let Some(arm) = self.by_arm.get_mut(run.arm) {
+                    arm.push(kept);
+                }
+                let so_far = self.so_far();
+                follow::step(row(run, cells, "done"), Some(so_far));
+            }
+            _ => {}
+        }
+    }
+
+    /// The experiment's own comparison: the page's answer, now final.
+    pub fn end(&self, comparisons: &[Comparison]) {
+        if self.on {
+            follow::so_far(SoFar {
+                title: TITLE.into(),
+                text: table::render(comparisons, Format::Text),
+                is_final: true,
+            });
+        }
+    }
+
+    /// Each arm against its control over the runs finished so far; without a pair to
+    /// compare yet, each arm's medians so far.
+    fn so_far(&self) -> SoFar {
+        let comparisons = compare(self.experiment, self.plan, &self.by_arm);
+        let text = if comparisons.is_empty() {
+            let mut t = String::from(
+                "no arm and its control both have a run yet; each arm's medians so far:\n",
+            );
+            for (arm, runs) in self.plan.arms.iter().zip(&self.by_arm) {
+                if runs.is_empty() {
+                    continue;
+                }
+                let rates: Vec<f64> = runs
+                    .iter()
+                    .map(|r| r.measured.requests.per_second)
+                    .collect();
+                let p99s: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|r| r.measured.latency_us.as_ref().map(|l| l.p99))
+                    .collect();
+                t.push_str(&format!(
+                    "  {}: {} run{}, median {:.0} requests/s, median p99 {}\n",
+                    arm.label,
+                    runs.len(),
+                    if runs.len() == 1 { "" } else { "s" },
+                    median(rates).unwrap_or(0.0),
+                    median(p99s).map_or("–".into(), loadlab_experiment::metrics::duration_us)
+                ));
+            }
+            t
+        } else {
+            table::render(&comparisons, Format::Text)
+        };
+        SoFar {
+            title: TITLE.into(),
+            text,
+            is_final: false,
+        }
+    }
+}
+
+fn row(run: &PlannedRun, cells: Vec<String>, state: &str) -> Row {
+    Row {
+        key: format!("run {}", run.index + 1),
+        cells,
+        state: state.into(),
+        record: None,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The experiment's sink with the page beside each run's intervals (and, over a fleet, its
+/// generators' own).
+pub(super) struct Followed<'s> {
+    pub inner: &'s mut dyn RunSink,
+    pub control: Control,
+}
+
+impl RunSink for Followed<'_> {
+    fn begin(
+        &mut self,
+        experiment: &Experiment,
+        plan: &Plan,
+        resume: bool,
+    ) -> Result<Vec<(String, usize)>, String> {
+        self.inner.begin(experiment, plan, resume)
+    }
+    fn stream(&mut self, arm: &Arm, run: &PlannedRun) -> Option<Box<dyn IntervalSink>> {
+        let sink = self.inner.stream(arm, run);
+        // Followed only beside the store's sink (which keeps the run's intervals; the
+        // experiment's always gives one).
+        if sink.is_none() || !follow::active() {
+            return sink;
+        }
+        if let Some(control) = self.control.current() {
+            follow::observe_parts(&control);
+        }
+        follow::follow(sink).0
+    }
+    fn save(&mut self, arm: &Arm, run: &PlannedRun, result: &RunResult) -> Result<(), String> {
+        self.inner.save(arm, run, result)
+    }
+    fn finish(&mut self, status: &str) -> Result<(), String> {
+        self.inner.finish(status)
+    }
+}

@@ -1,0 +1,100 @@
+// The part of loadlab's live page for a command of many runs (capacity, sweep, experiment):
+// its plan, a row per step (a probe judged, a run started or finished), what the steps say
+// so far (marked "not final" until the command ends) and a fleet's generators, each as a
+// row. It follows live.js's stream (window.__live.source). Every string (an arm's label, a
+// probe's reason, a server's error) is set as text (textContent), never as markup.
+"use strict";
+(function () {
+  var live = window.__live;
+  var source = live.source;
+  var num = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 4 });
+  var whole = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+  var names = [];
+  live.steps = 0;
+
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text != null) e.textContent = text;
+    if (cls) e.className = cls;
+    return e;
+  }
+  function byId(id) { return document.getElementById(id); }
+  function latency(us) {
+    if (us == null) return "–";
+    return us >= 1000 ? num.format(us / 1000) + " ms" : num.format(us) + " µs";
+  }
+
+  function showPlan(plan) {
+    if (!plan) return;
+    byId("command").hidden = false;
+    byId("run-heading").hidden = false;
+    byId("stop").textContent = "Stop the " + plan.kind + " (as Ctrl-C: what ran is kept and written)";
+    byId("command-kind").textContent = plan.kind;
+    var list = byId("plan");
+    list.replaceChildren();
+    (plan.lines || []).forEach(function (l) { list.appendChild(el("li", l)); });
+    var head = byId("steps-head");
+    head.replaceChildren();
+    (plan.columns || []).forEach(function (c) { head.appendChild(el("th", c)); });
+    names = plan.generators || [];
+  }
+  function rowOf(row) {
+    var tr = el("tr", null, "step " + row.state);
+    tr.dataset.key = row.key;
+    row.cells.forEach(function (c) { tr.appendChild(el("td", c)); });
+    return tr;
+  }
+  function showRow(row) {
+    var body = byId("steps-body");
+    var old = Array.prototype.find.call(body.children, function (tr) { return tr.dataset.key === row.key; });
+    if (old) body.replaceChild(rowOf(row), old);
+    else { body.appendChild(rowOf(row)); live.steps += 1; }
+  }
+  function showSoFar(s) {
+    if (!s) return;
+    byId("sofar").hidden = false;
+    byId("sofar-title").textContent = s.title;
+    byId("sofar-final").textContent = s.final ? "final" : "not final";
+    byId("sofar-final").className = s.final ? "final" : "notfinal";
+    byId("sofar-text").textContent = s.text;
+  }
+  function showPart(part, last) {
+    byId("fleet").hidden = false;
+    var body = byId("parts-body");
+    var key = String(part);
+    var tr = el("tr");
+    tr.dataset.part = key;
+    var secs = Math.max(last.duration_s, 1e-9);
+    [names[part] || "generator " + (part + 1), whole.format(last.offered_per_s == null ? last.achieved_per_s : last.offered_per_s),
+      whole.format(last.achieved_per_s), whole.format(last.failed) + (last.failed ? " (" + num.format(last.failed / secs) + "/s)" : ""),
+      latency(last.p99_us), last.steal == null ? "–" : num.format(last.steal * 100) + "%"]
+      .forEach(function (c) { tr.appendChild(el("td", c)); });
+    var old = Array.prototype.find.call(body.children, function (r) { return r.dataset.part === key; });
+    if (old) body.replaceChild(tr, old); else body.appendChild(tr);
+  }
+
+  source.addEventListener("snapshot", function (e) {
+    var c = JSON.parse(e.data).command;
+    if (!c || !c.plan) return;
+    live.runs = c.runs;
+    showPlan(c.plan);
+    byId("steps-body").replaceChildren();
+    live.steps = 0;
+    c.rows.forEach(showRow);
+    showSoFar(c.so_far);
+    byId("parts-body").replaceChildren();
+    Object.keys(c.parts || {}).forEach(function (p) { showPart(Number(p), c.parts[p]); });
+  });
+  source.addEventListener("plan", function (e) { showPlan(JSON.parse(e.data)); });
+  source.addEventListener("step", function (e) {
+    var m = JSON.parse(e.data);
+    showRow(m.row);
+    showSoFar(m.so_far);
+  });
+  source.addEventListener("sofar", function (e) { showSoFar(JSON.parse(e.data)); });
+  source.addEventListener("part", function (e) {
+    var m = JSON.parse(e.data);
+    showPart(m.part, m.last);
+  });
+  source.addEventListener("run", function () { byId("parts-body").replaceChildren(); });
+})();

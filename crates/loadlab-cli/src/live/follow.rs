@@ -1,0 +1,175 @@
+//! How a command of many runs (`capacity`, `sweep`, `experiment`) feeds its live page: its
+//! plan and steps ([`command`], [`step`]), each run's intervals beside the sink the command
+//! already streams them to ([`follow`]), a fleet's generators' own intervals
+//! ([`observe_parts`]), and the stop button bound to the command's own Ctrl-C.
+//!
+//! Every function here only sends to the page's thread (an unbounded channel: the run never
+//! waits for a browser) and does nothing when `--ui` was not given.
+
+use super::hub::command::{Plan, Row, SoFar, Update as CommandUpdate};
+use super::hub::{LiveSink, Update};
+use super::ACTIVE;
+use loadlab_engine::collector::IntervalSink;
+use loadlab_engine::engine::PartObserver;
+use loadlab_engine::RunControl;
+use loadlab_result::{IntervalSummary, RunResult};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
+
+fn sender() -> Option<UnboundedSender<Update>> {
+    ACTIVE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|(tx, _)| tx.clone())
+}
+
+/// Whether a page is following this process.
+pub fn active() -> bool {
+    sender().is_some()
+}
+
+/// The command's plan; from now on the page's stop button calls `stop` (what the command's
+/// first Ctrl-C does: the run going on ends and is kept, no other starts), not only the
+/// run going on.
+pub fn command(plan: Plan, stop: impl Fn() + Send + Sync + 'static) {
+    let active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((tx, shared)) = active.as_ref() else {
+        return;
+    };
+    *shared
+        .command_stop
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(stop));
+    let _ = tx.send(Update::Command(CommandUpdate::Plan(Box::new(plan))));
+}
+
+/// A step started or ended (a row with an earlier one's key replaces it), with what the
+/// steps say so far when that changed.
+pub fn step(row: Row, so_far: Option<SoFar>) {
+    if let Some(tx) = sender() {
+        let _ = tx.send(Update::Command(CommandUpdate::Step(
+            Box::new(row),
+            so_far.map(Box::new),
+        )));
+    }
+}
+
+/// What the steps say now; `is_final` once the command has its answer.
+pub fn so_far(so_far: SoFar) {
+    if let Some(tx) = sender() {
+        let _ = tx.send(Update::Command(CommandUpdate::SoFar(Box::new(so_far))));
+    }
+}
+
+/// A run of the command ended: its failures by class on the page.
+pub fn run_ended(result: &RunResult) {
+    if let Some(tx) = sender() {
+        let _ = tx.send(Update::Command(CommandUpdate::RunEnded(Box::new(
+            result.clone(),
+        ))));
+    }
+}
+
+/// The sink a run of the command streams its intervals to, with the page beside it. Without
+/// a sink (a search that keeps nothing in the store) the intervals are kept in memory for
+/// the run's timeline ([`Kept::read_back`]): a run must stream to a sink to be followed, and
+/// then the engine keeps only counts.
+pub fn follow(
+    sink: Option<Box<dyn IntervalSink>>,
+) -> (Option<Box<dyn IntervalSink>>, Option<Kept>) {
+    let Some(tx) = sender() else {
+        return (sink, None);
+    };
+    let page = Box::new(LiveSink(tx));
+    match sink {
+        Some(sink) => (Some(Box::new(Beside { sink, page })), None),
+        None => {
+            let kept = Kept::default();
+            let sink = Box::new(Beside {
+                sink: Box::new(kept.clone()),
+                page,
+            });
+            (Some(sink), Some(kept))
+        }
+    }
+}
+
+/// Over a fleet, each generator's own intervals on the page (a row each).
+pub fn observe_parts(control: &RunControl) {
+    if let Some(tx) = sender() {
+        control.observe_parts(Box::new(Parts(tx)));
+    }
+}
+
+struct Parts(UnboundedSender<Update>);
+
+impl PartObserver for Parts {
+    fn interval(&mut self, part: usize, interval: &IntervalSummary) {
+        let mut iv = interval.clone();
+        // The page shows the generator's figures, not its latency's histogram.
+        iv.histogram = None;
+        let _ = self
+            .0
+            .send(Update::Command(CommandUpdate::Part(part, Box::new(iv))));
+    }
+}
+
+/// A sink with the page beside it: the sink's answer is the one that counts (the page's
+/// never fails the run).
+struct Beside {
+    sink: Box<dyn IntervalSink>,
+    page: Box<dyn IntervalSink>,
+}
+
+impl IntervalSink for Beside {
+    fn start(&mut self, header: &RunResult) -> Result<(), String> {
+        let _ = self.page.start(header);
+        self.sink.start(header)
+    }
+    fn interval(&mut self, interval: &IntervalSummary) -> Result<(), String> {
+        let _ = self.page.interval(interval);
+        self.sink.interval(interval)
+    }
+    fn finish(&mut self) -> Result<(), String> {
+        let _ = self.page.finish();
+        self.sink.finish()
+    }
+}
+
+/// A run's intervals kept in memory, for its timeline (a probe's: a few dozen).
+#[derive(Clone, Default)]
+pub struct Kept(Arc<Mutex<Vec<IntervalSummary>>>);
+
+impl IntervalSink for Kept {
+    fn start(&mut self, _: &RunResult) -> Result<(), String> {
+        Ok(())
+    }
+    fn interval(&mut self, interval: &IntervalSummary) -> Result<(), String> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(interval.clone());
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl Kept {
+    /// The result's timeline: the intervals kept, with what only the engine's own summary
+    /// of each knows (as a timeline read back from the store gets it).
+    pub fn read_back(&self, result: &mut RunResult) {
+        let kept = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        if kept.is_empty() {
+            return;
+        }
+        let summary = std::mem::take(&mut result.timeline);
+        result.timeline = kept
+            .into_iter()
+            .enumerate()
+            .map(|(i, iv)| loadlab_session::spill::timeline::with_summary(iv, summary.get(i), 1))
+            .collect();
+    }
+}

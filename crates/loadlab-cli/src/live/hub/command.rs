@@ -1,0 +1,229 @@
+//! The live page of a command that makes many runs (`capacity`, `sweep`, `experiment`): its
+//! plan, a row per step (a probe judged, an experiment's run started then finished), what
+//! the steps say so far (marked not final until the command ends), and, over a fleet, each
+//! generator's last interval. Each run's own intervals are the hub's as for `loadlab run`:
+//! a new run's start begins its figures anew (a `run` event tells the page to clear).
+//!
+//! Memory: [`MAX_ROWS`] rows and one interval per generator at most. The rows' cells are
+//! made by the command (text: the page sets them as text, never as markup).
+
+use super::{Event, Hub};
+use loadlab_result::{IntervalSummary, RunResult};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Rows kept: far more than a search's probes or most experiments' runs; the oldest go first.
+pub const MAX_ROWS: usize = 2_000;
+
+/// What the command tells the page, besides its runs' intervals.
+pub enum Update {
+    /// What will run (sent once, before the first run).
+    Plan(Box<Plan>),
+    /// A step started or ended: a row with the key of an earlier one replaces it.
+    Step(Box<Row>, Option<Box<SoFar>>),
+    /// What the steps say now (the final answer once the command ends).
+    SoFar(Box<SoFar>),
+    /// A run of the command ended: its failures by class, and whether it was stopped.
+    RunEnded(Box<RunResult>),
+    /// Generator `part` of a fleet finished an interval of the run going on.
+    Part(usize, Box<IntervalSummary>),
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Plan {
+    /// `capacity`, `sweep` or `experiment`.
+    pub kind: String,
+    /// The plan in a few lines (objectives, arms, blocks).
+    pub lines: Vec<String>,
+    /// The rows' column names.
+    pub columns: Vec<String>,
+    /// A fleet's generators, by part.
+    pub generators: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// A row with the same key replaces this one (a run started, then finished).
+    pub key: String,
+    pub cells: Vec<String>,
+    /// `running`, `pass`, `fail`, `other` or `done`: how the page marks the row.
+    pub state: String,
+    /// The step as the command's document has it (a capacity probe's record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SoFar {
+    pub title: String,
+    pub text: String,
+    /// The command has ended and this is its answer; until then it is marked not final.
+    #[serde(rename = "final")]
+    pub is_final: bool,
+}
+
+/// The command's part of the hub.
+#[derive(Debug, Default, Serialize)]
+pub struct State {
+    pub plan: Option<Plan>,
+    pub rows: VecDeque<Row>,
+    pub so_far: Option<SoFar>,
+    /// Each generator's last interval in the run going on.
+    pub parts: BTreeMap<usize, IntervalSummary>,
+    /// Runs started so far.
+    pub runs: u64,
+}
+
+#[derive(Serialize)]
+struct StepEvent<'a> {
+    row: &'a Row,
+    so_far: Option<&'a SoFar>,
+}
+
+#[derive(Serialize)]
+struct PartEvent<'a> {
+    part: usize,
+    last: &'a IntervalSummary,
+}
+
+#[derive(Serialize)]
+struct RunEvent<'a> {
+    run: u64,
+    target: Option<String>,
+    errors: &'a super::Errors,
+}
+
+impl State {
+    fn upsert(&mut self, row: Row) {
+        match self.rows.iter_mut().rev().find(|r| r.key == row.key) {
+            Some(kept) => *kept = row,
+            None => {
+                if self.rows.len() >= MAX_ROWS {
+                    self.rows.pop_front();
+                }
+                self.rows.push_back(row);
+            }
+        }
+    }
+}
+
+impl Hub {
+    /// A run's start (its header). For a command of many runs, the figures of the one before
+    /// are let go and the page told to clear its charts.
+    pub(super) fn start_run(&mut self, header: RunResult) -> Option<Event> {
+        let again = self.header.is_some();
+        self.header = Some(header);
+        if self.command.plan.is_none() && !again {
+            return None;
+        }
+        self.command.runs += 1;
+        self.command.parts.clear();
+        self.window.clear();
+        self.coarse.clear();
+        self.coarse_group = 0;
+        self.histogram = None;
+        self.offered_weighted = 0.0;
+        self.server_cpu_s = (0.0, 0.0);
+        self.since = Default::default();
+        self.errors = Default::default();
+        self.load_ended = false;
+        let json = serde_json::to_string(&RunEvent {
+            run: self.command.runs,
+            target: self.target(),
+            errors: &self.errors,
+        })
+        .unwrap_or_default();
+        Some(self.emit("run", &json))
+    }
+
+    pub(super) fn command(&mut self, update: Update) -> Option<Event> {
+        let c = &mut self.command;
+        let (kind, json) = match update {
+            Update::Plan(plan) => {
+                c.plan = Some(*plan);
+                ("plan", serde_json::to_string(&c.plan))
+            }
+            Update::Step(row, so_far) => {
+                let key = row.key.clone();
+                c.upsert(*row);
+                if let Some(s) = so_far {
+                    c.so_far = Some(*s);
+                }
+                let row = c.rows.iter().rev().find(|r| r.key == key)?;
+                let event = StepEvent {
+                    row,
+                    so_far: c.so_far.as_ref(),
+                };
+                ("step", serde_json::to_string(&event))
+            }
+            Update::SoFar(s) => {
+                c.so_far = Some(*s);
+                ("sofar", serde_json::to_string(&c.so_far))
+            }
+            Update::RunEnded(result) => {
+                self.errors = super::Errors {
+                    by_class: result.measured.errors.clone(),
+                    details: result.measured.error_details.clone(),
+                };
+                self.interrupted = result.interrupted;
+                ("errors", serde_json::to_string(&self.errors))
+            }
+            Update::Part(part, iv) => {
+                c.parts.insert(part, *iv);
+                let last = c.parts.get(&part)?;
+                ("part", serde_json::to_string(&PartEvent { part, last }))
+            }
+        };
+        Some(self.emit(kind, &json.unwrap_or_default()))
+    }
+
+    /// The next event of the stream, kept for pages that reconnect.
+    pub(super) fn emit(&mut self, kind: &str, json: &str) -> Event {
+        self.next_id += 1;
+        let event = Event {
+            id: self.next_id,
+            text: format!("id: {}\nevent: {kind}\ndata: {json}\n\n", self.next_id).into(),
+        };
+        if self.events.len() >= self.window_cap {
+            self.events.pop_front();
+        }
+        self.events.push_back(event.clone());
+        event
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str, state: &str) -> Update {
+        Update::Step(
+            Box::new(Row {
+                key: key.into(),
+                cells: vec![key.into(), "<b>x</b>".into()],
+                state: state.into(),
+                record: None,
+            }),
+            None,
+        )
+    }
+
+    /// A row started then ended is one row; the rows stay bounded; a reloaded page's
+    /// snapshot holds them.
+    #[test]
+    fn rows_replace_by_key_and_stay_bounded() {
+        let mut hub = Hub::default();
+        hub.apply(super::super::Update::Command(Update::Plan(Box::default())));
+        hub.apply(super::super::Update::Command(row("run 1", "running")));
+        hub.apply(super::super::Update::Command(row("run 1", "done")));
+        assert_eq!(hub.command.rows.len(), 1);
+        assert_eq!(hub.command.rows[0].state, "done");
+        for i in 0..MAX_ROWS + 5 {
+            hub.apply(super::super::Update::Command(row(&format!("p{i}"), "pass")));
+        }
+        assert_eq!(hub.command.rows.len(), MAX_ROWS);
+        let snapshot = hub.snapshot();
+        assert!(snapshot.text.contains(&format!("\"p{}\"", MAX_ROWS + 4)));
+        assert!(hub.events.len() <= super::super::WINDOW);
+    }
+}
