@@ -3,8 +3,8 @@
 // /upstream. Over HTTPS (TLS_CERT, TLS_KEY) the same server runs ServeTLS with crypto/tls
 // (HTTP/1.1 and HTTP/2 by ALPN, session tickets on, as the standard library defaults); an
 // https:// UPSTREAM_URL is called trusting UPSTREAM_CA. Nothing outside the standard library,
-// but grpc-go for /upstream-grpc (upstream_grpc.go) and Prometheus's client_golang for
-// /metrics (metrics.go).
+// but grpc-go for /upstream-grpc (upstream_grpc.go) and the contract's gRPC service on the
+// same port (workload_grpc.go), and Prometheus's client_golang for /metrics (metrics.go).
 package main
 
 import (
@@ -240,13 +240,7 @@ func routes(s *site, c config) http.Handler {
 		if !ok {
 			return
 		}
-		numbers := make([]uint32, n)
-		x := uint32(42)
-		for i := range numbers {
-			x = (x*1103515245 + 12345) & 0x7fffffff
-			numbers[i] = x
-		}
-		jsonReply(w, numbers)
+		jsonReply(w, compute(int(n)))
 	})
 	mux.HandleFunc("GET /bytes", func(w http.ResponseWriter, r *http.Request) {
 		n, ok := param(w, r, "n", uint64(len(bytesBuf)))
@@ -333,6 +327,17 @@ func routes(s *site, c config) http.Handler {
 	})
 }
 
+// compute is the contract's generator: its first n numbers (/compute, and the gRPC Compute).
+func compute(n int) []uint32 {
+	numbers := make([]uint32, n)
+	x := uint32(42)
+	for i := range numbers {
+		x = (x*1103515245 + 12345) & 0x7fffffff
+		numbers[i] = x
+	}
+	return numbers
+}
+
 func main() {
 	c := readConfig()
 	runtime.GOMAXPROCS(c.workers)
@@ -346,7 +351,13 @@ func main() {
 	if err != nil {
 		configError("cannot listen on %s: %v (pick another PORT or HOST)", net.JoinHostPort(c.host, c.port), err)
 	}
-	server := &http.Server{Handler: routes(s, c)}
+	server := &http.Server{Handler: withWorkloadGRPC(routes(s, c))}
+	// HTTP/2 without TLS too (prior knowledge, h2c): the gRPC service's plain transport. An
+	// HTTP/1.1 connection is served as before (the server only looks for HTTP/2's preface).
+	server.Protocols = new(http.Protocols)
+	server.Protocols.SetHTTP1(true)
+	server.Protocols.SetHTTP2(true)
+	server.Protocols.SetUnencryptedHTTP2(true)
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 		if err != nil {

@@ -19,8 +19,12 @@ pub const METRICS: &str = "metrics";
 /// HTTP/3 over QUIC beside HTTPS, on the same port number over UDP (targets/CONTRACT.md).
 pub const HTTP3: &str = "http3";
 
+/// The contract's gRPC service, `loadlab.lab.v1.Workload`, on the target's own port
+/// (targets/CONTRACT.md; `targets/common/proto/workload.proto`).
+pub const GRPC: &str = "grpc";
+
 /// Every capability a manifest may declare: the contract's optional parts.
-pub const CAPABILITIES: &[&str] = &[UPSTREAM_GRPC, METRICS, HTTP3];
+pub const CAPABILITIES: &[&str] = &[UPSTREAM_GRPC, METRICS, HTTP3, GRPC];
 
 /// The parsed manifest, as written.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]

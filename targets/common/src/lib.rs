@@ -9,6 +9,8 @@
 //! - [`params`]: query-string parsing with the contract's maxima; bad input becomes a
 //!   [`params::BadParam`] that targets turn into a 400.
 //! - [`workload`]: the bodies of `/plaintext`, `/json`, `/compute`, `/bytes`.
+//! - [`workload_grpc`]: the contract's gRPC service (`loadlab.lab.v1.Workload`, capability
+//!   `grpc`), which a target routes inside its own HTTP/2 server.
 //! - [`site`]: the portfolio (templates and Markdown posts from `targets/content`).
 //! - [`upstream`]: the pooled and per-call clients behind `/upstream` (HTTP or HTTPS).
 //! - [`upstream_grpc`]: the pooled and per-call gRPC channels behind `/upstream-grpc`, and the
@@ -30,6 +32,7 @@ pub mod tls;
 pub mod upstream;
 pub mod upstream_grpc;
 pub mod workload;
+pub mod workload_grpc;
 
 pub use config::{Config, TlsFiles};
 pub use params::{BadParam, Params};

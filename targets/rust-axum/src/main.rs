@@ -4,7 +4,8 @@
 //! `TLS_KEY`) the same `Router` is served by hyper-util over tokio-rustls, as axum's
 //! `low-level-rustls` example does (`axum::serve` speaks plain TCP only), and over HTTP/3 on
 //! the same port number over UDP (`lab_common::h3`: quinn and the h3 crates, the same
-//! `Router` as a service).
+//! `Router` as a service). The contract's gRPC service (`lab_common::workload_grpc`) is two
+//! more routes of the same `Router`.
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
@@ -51,6 +52,9 @@ fn app(state: Arc<AppState>) -> Router {
         .route("/echo", post(echo))
         .route("/upstream", get(upstream))
         .route("/upstream-grpc", get(upstream_grpc::upstream_grpc))
+        // The contract's gRPC service (capability `grpc`), on the same port: over h2c
+        // (axum::serve's hyper-util builder takes HTTP/2's prior-knowledge preface) or ALPN h2.
+        .route("/loadlab.lab.v1.Workload/{method}", post(workload_grpc))
         .route("/healthz", get(healthz))
         .route("/", get(home))
         .route("/blogs", get(blogs))
@@ -140,6 +144,10 @@ async fn upstream(State(state): Shared, RawQuery(query): RawQuery) -> Response {
         }
         Err(err) => (StatusCode::BAD_GATEWAY, err.to_string()).into_response(),
     }
+}
+
+async fn workload_grpc(req: axum::extract::Request) -> Response {
+    lab_common::workload_grpc::serve(req).await.into_response()
 }
 
 async fn healthz() -> &'static str {

@@ -83,6 +83,10 @@ pub enum LabCommand {
         /// `capabilities` in target.toml say so), so it is checked.
         #[arg(long)]
         metrics: bool,
+        /// With a URL: the server serves the contract's gRPC service on its port (by name,
+        /// the target's `capabilities` in target.toml say so), so it is checked.
+        #[arg(long)]
+        grpc: bool,
         /// Print the report as JSON (every check, passed or not).
         #[arg(long)]
         json: bool,
@@ -188,6 +192,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             upstream,
             no_upstream_grpc,
             metrics,
+            grpc,
             json,
             tls,
             cacert,
@@ -201,6 +206,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
             }
             if !is_url && *metrics {
                 bail!("--metrics is for `verify URL`; `verify {target}` reads the target's capabilities from its target.toml");
+            }
+            if !is_url && *grpc {
+                bail!("--grpc is for `verify URL`; `verify {target}` reads the target's capabilities from its target.toml");
             }
             if is_url && *tls {
                 bail!("--tls is for `verify NAME` (loadlab makes the certificate); to verify a running https:// server, give its URL and --cacert FILE");
@@ -223,6 +231,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
                 upstream_url: upstream.clone(),
                 upstream_grpc: !no_upstream_grpc,
                 metrics: *metrics,
+                grpc: *grpc,
                 tls: *tls,
                 ca_pem,
                 ..VerifyOptions::default()

@@ -82,6 +82,8 @@ pub(super) async fn run(
         .upstream_grpc(grpc_upstream, options.upstream_grpc)
         .await;
     runner.metrics(options.metrics).await;
+    let ca_pem = target_tls.as_ref().map(|t| t.ca_pem.clone());
+    runner.grpc(ca_pem, options.grpc).await;
     runner.bad_inputs().await;
     Report {
         target,

@@ -5,11 +5,13 @@
 //! generate load. Over HTTPS (`--tls`, issue 19) every check runs over TLS, plus the TLS
 //! checks of [`tls_checks`] (ALPN, the certificate served, session resumption, and, for a
 //! target by name, that only one of `TLS_CERT`/`TLS_KEY` is a configuration error), and,
-//! for a target that serves HTTP/3, [`h3_checks`] over QUIC on the same port number.
+//! for a target that serves HTTP/3, [`h3_checks`] over QUIC on the same port number. A
+//! target that serves the contract's gRPC service gets [`grpc_checks`], over h2c or TLS.
 
 mod cases;
 pub mod client;
 pub mod expect;
+mod grpc_checks;
 mod h3_checks;
 mod half_config;
 mod metrics_checks;
@@ -49,6 +51,10 @@ pub struct VerifyOptions {
     /// Whether the server serves HTTP/3 beside HTTPS (the manifest's `http3` capability;
     /// `verify_target` reads it from there). Checked over HTTPS only; skipped otherwise.
     pub http3: bool,
+    /// Whether the server serves the contract's gRPC service on its port (the manifest's
+    /// `grpc` capability; `verify_target` reads it from there). When false its checks are
+    /// skipped.
+    pub grpc: bool,
     /// Longest wait for any one response.
     pub request_timeout: Duration,
     /// Longest wait for `Date` to change, counted after the first second.
@@ -70,6 +76,7 @@ impl Default for VerifyOptions {
             upstream_grpc: true,
             metrics: false,
             http3: false,
+            grpc: false,
             request_timeout: Duration::from_secs(10),
             date_change_timeout: Duration::from_secs(2),
             tls: false,
@@ -232,6 +239,7 @@ pub async fn verify_target(
     options.upstream_grpc = lab.target(name)?.has(crate::manifest::UPSTREAM_GRPC);
     options.metrics = lab.target(name)?.has(crate::manifest::METRICS);
     options.http3 = lab.target(name)?.has(crate::manifest::HTTP3);
+    options.grpc = lab.target(name)?.has(crate::manifest::GRPC);
     let options = &options;
     // The throwaway CA and certificate live as long as this call: the target, its mock
     // upstream and the checks all use them; the files are removed when it returns.

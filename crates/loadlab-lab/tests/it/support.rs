@@ -1,6 +1,6 @@
 //! Shared fixtures: the repository's lab, built once; serving a target with a test upstream.
 
-use loadlab_lab::manifest::{HTTP3, METRICS, UPSTREAM_GRPC};
+use loadlab_lab::manifest::{GRPC, HTTP3, METRICS, UPSTREAM_GRPC};
 use loadlab_lab::{toolchain, Check, Lab, LabError, Outcome, Report, ServeOptions, ServedTarget};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -103,6 +103,7 @@ pub fn assert_skips_and_grpc(
     let (_, _, skipped) = report.counts();
     let has_grpc = lab.target(name).unwrap().has(UPSTREAM_GRPC);
     let has_metrics = lab.target(name).unwrap().has(METRICS);
+    let has_service = lab.target(name).unwrap().has(GRPC);
     // HTTP/3 is served beside HTTPS only.
     let http3_checked = lab.target(name).unwrap().has(HTTP3) && over == "over HTTPS";
     let skips: Vec<&Check> = report
@@ -115,15 +116,25 @@ pub fn assert_skips_and_grpc(
             .iter()
             .all(|c| (!has_grpc && c.endpoint.contains("/upstream-grpc"))
                 || (!has_metrics && c.endpoint == "GET /metrics")
-                || (!http3_checked && c.endpoint.contains("(HTTP/3"))),
-        "{name}: nothing but /upstream-grpc, /metrics (not declared) and HTTP/3 (not \
-         declared, or not over HTTPS) may be skipped {over}: {skips:?}"
+                || (!http3_checked && c.endpoint.contains("(HTTP/3"))
+                || (!has_service && c.endpoint.starts_with("gRPC Workload/"))),
+        "{name}: nothing but /upstream-grpc, /metrics, the gRPC service (not declared) and \
+         HTTP/3 (not declared, or not over HTTPS) may be skipped {over}: {skips:?}"
     );
     assert_eq!(
         skipped == 0,
-        has_grpc && has_metrics && http3_checked,
+        has_grpc && has_metrics && http3_checked && has_service,
         "{name}: {skips:?}"
     );
+    if has_service {
+        // The reply read whole, 40 calls, the status past the maximum, the echo stream.
+        let passed = report
+            .checks
+            .iter()
+            .filter(|c| c.endpoint.starts_with("gRPC Workload/") && c.outcome == Outcome::Pass)
+            .count();
+        assert_eq!(passed, 4, "{name} {over}: gRPC checks {:?}", report.checks);
+    }
     if http3_checked {
         // Three requests, each held to status, Server, Date, framing, Content-Type and body.
         let passed = report

@@ -362,3 +362,47 @@ async fn portfolio_pages_are_byte_identical_across_targets() {
     }
     assert!(reference.pages.len() >= 7);
 }
+
+/// `lab verify URL --grpc` against a server that does not serve the contract's gRPC service
+/// (rust-hyper speaks HTTP/1.1 alone over plain TCP): the first call fails saying what came
+/// back, the three loads after it are skipped saying why (not run into the same refusal),
+/// and the checks after them still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grpc_checks_fail_on_a_server_without_the_service() {
+    let lab = built_lab();
+    let target = serve("rust-hyper", None);
+    let options = VerifyOptions {
+        content_dir: Some(lab.content_dir()),
+        grpc: true,
+        request_timeout: std::time::Duration::from_secs(2),
+        ..VerifyOptions::default()
+    };
+    let report = loadlab_lab::verify::verify_url(&target.base_url(), &options)
+        .await
+        .unwrap();
+    let grpc: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.endpoint.starts_with("gRPC Workload/"))
+        .collect();
+    assert_eq!(grpc.len(), 4, "{grpc:?}");
+    let loadlab_lab::Outcome::Fail { got, .. } = &grpc[0].outcome else {
+        panic!("the first call passed on a server without the service: {grpc:?}");
+    };
+    assert!(got.contains("the call failed"), "{got}");
+    for check in &grpc[1..] {
+        let loadlab_lab::Outcome::Skip { reason } = &check.outcome else {
+            panic!("{check:?}");
+        };
+        assert!(reason.contains("the first call got no answer"), "{reason}");
+    }
+    assert!(!report.passed());
+    assert!(
+        report
+            .checks
+            .iter()
+            .any(|c| c.endpoint.contains("/compute?n=100001")),
+        "the bad inputs ran after them: {:?}",
+        report.checks
+    );
+}
