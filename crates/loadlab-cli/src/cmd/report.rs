@@ -196,16 +196,21 @@ pub fn experiment_arms(
 }
 
 /// The HTML report of runs with the comparisons on top: `loadlab report`'s page, and
-/// `loadlab ui`'s pages of an experiment and of two runs (one renderer for all).
+/// `loadlab ui`'s pages of an experiment and of two runs (one renderer for all). `caveat`,
+/// when given, heads each comparison's notes (an experiment still going: not final).
 pub fn html_page(
     runs: &[(String, RunResult)],
     comparisons: &[Comparison],
+    caveat: Option<&str>,
 ) -> std::io::Result<Vec<u8>> {
     let labelled: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     let sections: Vec<Section> = comparisons
         .iter()
         .map(|c| {
             let (title, columns, rows, mut notes) = table::plain(c);
+            if let Some(caveat) = caveat {
+                notes.insert(0, caveat.to_string());
+            }
             notes.push(table::method_note().to_string());
             Section {
                 title,
@@ -229,7 +234,7 @@ fn write(
     let labelled: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     let mut out = Vec::new();
     match kind {
-        Kind::Html => out = html_page(runs, comparisons)?,
+        Kind::Html => out = html_page(runs, comparisons, None)?,
         Kind::Markdown => {
             if !comparisons.is_empty() {
                 out.extend(table::render(comparisons, Format::Markdown).into_bytes());

@@ -378,15 +378,19 @@ pub fn read_experiment(
     })
 }
 
-/// "revision 1a2b3c4d5e6f on main": what a run measured, shortened as git shortens a commit
-/// (a revision that is not a commit hash is shown whole).
-fn revision_of(r: &loadlab_store::RunRow) -> Option<String> {
-    let rev = r.revision.as_deref()?;
-    let short = if rev.len() > 12 && rev.bytes().all(|b| b.is_ascii_hexdigit()) {
+/// A revision as git shortens a commit (12 hex digits); one that is not a commit hash whole.
+pub fn short_revision(rev: &str) -> &str {
+    if rev.len() > 12 && rev.bytes().all(|b| b.is_ascii_hexdigit()) {
         &rev[..12]
     } else {
         rev
-    };
+    }
+}
+
+/// "revision 1a2b3c4d5e6f on main": what a run measured, shortened as git shortens a commit
+/// (a revision that is not a commit hash is shown whole).
+fn revision_of(r: &loadlab_store::RunRow) -> Option<String> {
+    let short = short_revision(r.revision.as_deref()?);
     // Escaped: a store may hold runs saved before control characters were refused.
     let short = short.escape_debug();
     Some(match &r.branch {

@@ -7,7 +7,7 @@
 
 use crate::common::loadlab;
 use loadlab_result::RunResult;
-use loadlab_store::{RunMeta, Store};
+use loadlab_store::{ExperimentId, ExperimentStatus, RunMeta, Store};
 use loadlab_testkit::{response, Behavior, ScratchDir, TestServer};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -19,10 +19,10 @@ use std::time::Duration;
 pub(crate) const HOSTILE_TAG: &str = "\"><img/src/onerror=alert(1)>";
 pub(crate) const HOSTILE_TARGET: &str = "http://x.test/<script>alert(2)</script>";
 
-/// `loadlab ui --db DB` with `env`; its address once printed.
-pub(crate) fn start_ui(db: &Path, env: &[(&str, &Path)]) -> (Child, String) {
+/// `loadlab ui --db DB ARGS` with `env`; its address once printed.
+pub(crate) fn start_ui(db: &Path, args: &[&str], env: &[(&str, &Path)]) -> (Child, String) {
     let mut cmd = loadlab();
-    cmd.args(["ui", "--db", db.to_str().unwrap()]);
+    cmd.args(["ui", "--db", db.to_str().unwrap()]).args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -188,7 +188,7 @@ fn every_page_of_the_store_answers_with_its_content_and_filters_select() {
     let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
     let dir = ScratchDir::new("store-ui");
     let db = fixture_store(&dir, &server);
-    let (mut child, addr) = start_ui(&db, &[("XDG_RUNTIME_DIR", &dir.join("none"))]);
+    let (mut child, addr) = start_ui(&db, &[], &[("XDG_RUNTIME_DIR", &dir.join("none"))]);
     let page = |path: &str| get(&addr, path);
 
     // The runs: 1 real, 2 of the experiment, the history's, 3 probes, 1 hostile.
@@ -265,6 +265,7 @@ fn every_page_of_the_store_answers_with_its_content_and_filters_select() {
         exp.contains("pair:b against pair:a"),
         "the comparison: {exp}"
     );
+    assert!(!exp.contains("Not final"), "{exp}");
 
     // Histories: the list, and the step found where it is.
     let (status, histories) = page("/histories");
@@ -306,11 +307,55 @@ fn every_page_of_the_store_answers_with_its_content_and_filters_select() {
             "{path}: {text}"
         );
     }
+    // An experiment not finished: its comparison said to be of the runs so far.
+    Store::open(&db)
+        .unwrap()
+        .set_experiment_status(ExperimentId(1), ExperimentStatus::Interrupted)
+        .unwrap();
+    let (_, stopped) = page("/experiment/1");
+    assert!(
+        stopped.contains("Not final: the experiment was stopped"),
+        "{stopped}"
+    );
     assert_eq!(page("/compare?a=1").0, 400);
     assert_eq!(page("/run/x").0, 400);
     assert_eq!(page("/nothing").0, 404);
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// With a token (required off loopback, here given on loopback), a request without it is
+/// refused, and every link and form of a page keeps it.
+#[test]
+fn with_a_token_every_link_and_form_keeps_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = ScratchDir::new("store-ui-token");
+    let file = dir.join("token");
+    let token = "0f3a9c27d41b86e5a0f3a9c27d41b86e";
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let db = dir.join("one.db");
+    let store = Store::open(&db).unwrap();
+    store.save_run(&fixture(), &RunMeta::default()).unwrap();
+    drop(store);
+    let args = ["--ui-token-file", file.to_str().unwrap()];
+    let (mut child, addr) = start_ui(&db, &args, &[("XDG_RUNTIME_DIR", &dir.join("none"))]);
+    let (refused, _) = get(&addr, "/");
+    let (status, page) = get(&addr, &format!("/?token={token}"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(refused, 401);
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains(&format!("href=\"/run/1?token={token}\"")),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("href=\"/experiments?token={token}\"")),
+        "{page}"
+    );
+    let hidden = format!("<input type=\"hidden\" name=\"token\" value=\"{token}\">");
+    assert_eq!(page.matches(&hidden).count(), 2, "both forms: {page}");
 }
 
 /// The process start `/proc/PID/stat` gives (field 22), as the registry keeps it.
@@ -387,7 +432,7 @@ fn a_run_with_a_page_is_listed_live_and_stale_or_remote_entries_are_not() {
     .unwrap();
     std::fs::write(registry.join("junk.json"), "{not json").unwrap();
 
-    let (mut ui, addr) = start_ui(&db, &[("XDG_RUNTIME_DIR", &runtime)]);
+    let (mut ui, addr) = start_ui(&db, &[], &[("XDG_RUNTIME_DIR", &runtime)]);
     let (status, page) = get(&addr, "/");
     ui.kill().unwrap();
     ui.wait().unwrap();

@@ -46,7 +46,8 @@ fn an_experiment_and_a_history_draw_their_charts_in_a_browser() {
     let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
     let dir = ScratchDir::new("store-ui-browser");
     let db = super::store_ui::fixture_store(&dir, &server);
-    let (mut ui, addr) = super::store_ui::start_ui(&db, &[("XDG_RUNTIME_DIR", &dir.join("none"))]);
+    let (mut ui, addr) =
+        super::store_ui::start_ui(&db, &[], &[("XDG_RUNTIME_DIR", &dir.join("none"))]);
 
     let driver = webdriver::Driver::start(Path::new(CHROMEDRIVER), &dir.join("chromedriver.log"))
         .expect("chromedriver starts");

@@ -10,7 +10,7 @@ use super::shell::{self, Query};
 use crate::cmd::report::{experiment_arms, html_page, two_arms};
 use hyper::Response;
 use loadlab_report::html::escape_html;
-use loadlab_store::{ExperimentId, RunId, Store};
+use loadlab_store::{ExperimentId, ExperimentStatus, RunId, Store};
 
 pub fn list(store: &Store, q: &Query) -> Response<Body> {
     let experiments = match store.experiments() {
@@ -67,12 +67,22 @@ pub fn page(store: &Store, id: ExperimentId) -> Response<Body> {
             return shell::not_found(&format!("{e} (the list of experiments is at /experiments)"))
         }
     };
+    // The comparison of an experiment still going (or stopped) is of the runs so far.
+    let caveat = match stored.status {
+        ExperimentStatus::Complete => None,
+        ExperimentStatus::Running => Some(
+            "Not final: the experiment is still running (or was killed); this compares the \
+             runs stored so far.",
+        ),
+        ExperimentStatus::Interrupted => Some(
+            "Not final: the experiment was stopped before its last run (`loadlab experiment \
+             FILE --resume` goes on); this compares the runs stored.",
+        ),
+    };
     let rendered = crate::cmd::runs::read_experiment(store, &stored).and_then(|e| {
         let comparisons = crate::cmd::experiment::compare(&e.experiment, &e.plan, &e.by_arm);
-        Ok(html_page(
-            &experiment_arms(&e.plan, &e.by_arm)?,
-            &comparisons,
-        )?)
+        let arms = experiment_arms(&e.plan, &e.by_arm)?;
+        Ok(html_page(&arms, &comparisons, caveat)?)
     });
     match rendered {
         Ok(html) => shell::report_page(html),
@@ -102,7 +112,7 @@ pub fn compare(store: &Store, q: &Query) -> Response<Body> {
     }
     let (a, b) = (format!("run {}", ids[0].0), format!("run {}", ids[1].0));
     let rendered = two_arms((&a, &runs[..1]), (&b, &runs[1..]))
-        .and_then(|(arms, comparisons)| Ok(html_page(&arms, &comparisons)?));
+        .and_then(|(arms, comparisons)| Ok(html_page(&arms, &comparisons, None)?));
     match rendered {
         Ok(html) => shell::report_page(html),
         Err(e) => shell::not_found(&format!("runs {a} and {b} could not be compared: {e:#}")),

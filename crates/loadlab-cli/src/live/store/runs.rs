@@ -68,10 +68,10 @@ pub fn index(store: &Store, q: &Query) -> Response<Body> {
         q.href("/", &[]),
         q.hidden_token()
     ));
-    let shown = if rows.len() == LISTED {
-        format!("The newest {LISTED} runs that match.")
-    } else {
-        format!("{} runs.", rows.len())
+    let shown = match rows.len() {
+        LISTED => format!("The newest {LISTED} runs that match."),
+        1 => "1 run.".to_string(),
+        n => format!("{n} runs."),
     };
     body.push_str(&format!("<p class=\"hint\">{shown}</p>\n"));
     let rows: Vec<Vec<String>> = rows.iter().map(|r| run_cells(q, r)).collect();
@@ -105,7 +105,11 @@ pub fn run_cells(q: &Query, r: &RunRow) -> Vec<String> {
         escape_html(&s.target_url),
         format!(
             "<code>{}</code>",
-            escape_html(r.revision.as_deref().unwrap_or(""))
+            escape_html(
+                r.revision
+                    .as_deref()
+                    .map_or("", crate::cmd::runs::short_revision)
+            )
         ),
         loadlab_report::rate(s.rps),
         shell::p99(s.latency_p99_us),
