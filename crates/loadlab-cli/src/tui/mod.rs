@@ -209,7 +209,11 @@ const LEAVE: &[u8] = b"\x1b[?25h\x1b[?1049l";
 
 impl Terminal {
     fn enter() -> Terminal {
-        let keys = std::io::stdin().is_terminal();
+        // Keys only from a terminal loadlab has in the foreground: a read (or a change of
+        // its settings) from the background would stop loadlab (SIGTTIN, SIGTTOU).
+        // SAFETY: both only return process group ids.
+        let keys = std::io::stdin().is_terminal()
+            && unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) == libc::getpgrp() };
         if keys {
             // SAFETY: tcgetattr and tcsetattr read and write the termios passed, of fd 0.
             unsafe {
