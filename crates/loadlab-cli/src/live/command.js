@@ -28,7 +28,8 @@
     if (!plan) return;
     byId("command").hidden = false;
     byId("run-heading").hidden = false;
-    byId("stop").textContent = "Stop the " + plan.kind + " (as Ctrl-C: what ran is kept and written)";
+    var what = plan.kind === "capacity" ? "search" : plan.kind;
+    byId("stop").textContent = "Stop the " + what + " (as Ctrl-C: what ran is kept and written)";
     byId("command-kind").textContent = plan.kind;
     var list = byId("plan");
     list.replaceChildren();
