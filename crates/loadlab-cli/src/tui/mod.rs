@@ -128,12 +128,22 @@ fn draw(
     mut updates: UnboundedReceiver<Update>,
     control: std::sync::Arc<Mutex<Option<RunControl>>>,
 ) {
-    let terminal = Terminal::enter();
+    // Taken when the run starts, not before: what loadlab prints while it prepares (the
+    // plan, notes, a launched server's start) stays on the screen, and a run that never
+    // starts never touches the terminal.
+    let mut terminal: Option<Terminal> = None;
     let mut hub = Hub::with_limits(KEPT, 2);
     let mut stage = Stage::Running;
     let mut drawn: Option<Instant> = None;
     loop {
-        if terminal.key_pressed(TICK) == Some(b'q') {
+        let key = match &terminal {
+            Some(t) => t.key_pressed(TICK),
+            None => {
+                std::thread::sleep(TICK);
+                None
+            }
+        };
+        if key == Some(b'q') {
             if stage == Stage::Running {
                 stage = Stage::Stopping;
             }
@@ -148,6 +158,9 @@ fn draw(
                 Ok(update) => {
                     news = true;
                     let end = matches!(update, Update::Result(_));
+                    if matches!(update, Update::Start(_)) && terminal.is_none() {
+                        terminal = Some(Terminal::enter());
+                    }
                     if matches!(update, Update::LoadEnded) && stage == Stage::Running {
                         stage = Stage::LoadEnded;
                     }
@@ -164,6 +177,12 @@ fn draw(
         if over {
             stage = Stage::Ended;
         }
+        let Some(terminal) = &terminal else {
+            if over {
+                return;
+            }
+            continue;
+        };
         if news || over || drawn.is_none_or(|at| at.elapsed() >= REDRAW) {
             let elapsed = control
                 .lock()
