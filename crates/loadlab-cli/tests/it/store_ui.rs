@@ -7,7 +7,7 @@
 
 use crate::common::loadlab;
 use loadlab_result::RunResult;
-use loadlab_store::{ExperimentId, ExperimentStatus, RunMeta, Store};
+use loadlab_store::{ExperimentId, ExperimentStatus, RunId, RunMeta, Store};
 use loadlab_testkit::{response, Behavior, ScratchDir, TestServer};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -367,9 +367,19 @@ fn proc_start(pid: u32) -> u64 {
 
 /// `loadlab run --ui` of a minute in `runtime`; its page's address once it is registered
 /// (the address is printed before the run registers it).
-fn start_run(server: &TestServer, runtime: &Path) -> (Child, String) {
+fn start_run(server: &TestServer, runtime: &Path, db: &Path) -> (Child, String) {
     let mut run = loadlab()
-        .args(["run", "--ui=127.0.0.1:0", "-r", "50", "-d", "60s"])
+        .args([
+            "run",
+            "--ui=127.0.0.1:0",
+            "-r",
+            "50",
+            "-d",
+            "60s",
+            "--save",
+            "--db",
+        ])
+        .arg(db)
         .arg(server.url("/live"))
         .env("XDG_RUNTIME_DIR", runtime)
         .stdout(Stdio::null())
@@ -397,10 +407,9 @@ fn a_run_with_a_page_is_listed_live_and_stale_or_remote_entries_are_not() {
     let runtime = dir.join("runtime");
     std::fs::create_dir(&runtime).unwrap();
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let db = dir.join("empty.db");
-    Store::open(&db).unwrap();
+    let db = dir.join("live.db");
 
-    let (mut run, live_addr) = start_run(&server, &runtime);
+    let (mut run, live_addr) = start_run(&server, &runtime, &db);
     let registry = runtime.join("loadlab-live");
     let own = registry.join(format!("{}.json", run.id()));
     // A run killed before it could remove its entry: its pid is gone.
@@ -433,9 +442,25 @@ fn a_run_with_a_page_is_listed_live_and_stale_or_remote_entries_are_not() {
     std::fs::write(registry.join("junk.json"), "{not json").unwrap();
 
     let (mut ui, addr) = start_ui(&db, &[], &[("XDG_RUNTIME_DIR", &runtime)]);
+    // The run is saved as it goes (`--save`): once it has written an interval, its row is
+    // running and its page its intervals so far.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while Store::open(&db)
+        .ok()
+        .and_then(|s| s.interval_count(RunId(1)).ok())
+        .unwrap_or(0)
+        == 0
+    {
+        assert!(std::time::Instant::now() < deadline, "no interval written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let (status, page) = get(&addr, "/");
+    let (run_status, run_page) = get(&addr, "/run/1");
     ui.kill().unwrap();
     ui.wait().unwrap();
+    assert_eq!(run_status, 200, "{run_page}");
+    assert!(run_page.contains("id=\"charts\""), "{run_page}");
+    assert!(page.contains("<strong>running now</strong>"), "{page}");
     assert_eq!(status, 200);
     assert!(page.contains("Live now"), "{page}");
     assert!(
@@ -468,7 +493,7 @@ fn a_run_with_a_page_is_listed_live_and_stale_or_remote_entries_are_not() {
     assert_eq!(run.wait().unwrap().code(), Some(130));
     assert!(!own.exists(), "the entry removed at the end");
     // A run that registers clears the entries of processes gone (and no other).
-    let (mut next, _) = start_run(&server, &runtime);
+    let (mut next, _) = start_run(&server, &runtime, &db);
     assert!(
         !registry.join(format!("{gone_pid}.json")).exists(),
         "stale entry cleared"

@@ -1,8 +1,9 @@
 //! `loadlab ui`'s runs: `GET /` lists the runs live on this machine (the registry's), then
 //! the store's newest runs, filtered by `?tag=`, `?target=` (part of it), `?revision=` (its
 //! start), `?since=` and `?until=` (days, `YYYY-MM-DD`), from a GET form; a second form picks
-//! two runs to see side by side. `GET /run/ID` is the run's page as the offline HTML report
-//! renders it.
+//! two runs to see side by side. A run being written into the store now (`--save`, by a
+//! process alive) is said to be running. `GET /run/ID` is the run's page as the offline
+//! HTML report renders it (a running one's: its intervals so far).
 
 use super::super::http::Body;
 use super::registry::{self, LiveRun};
@@ -11,6 +12,7 @@ use hyper::Response;
 use loadlab_report::html::escape_html;
 use loadlab_report::Exporter as _;
 use loadlab_store::{Filter, RunId, RunRow, Store};
+use std::collections::HashMap;
 
 /// The newest runs the list shows.
 const LISTED: usize = 500;
@@ -74,7 +76,17 @@ pub fn index(store: &Store, q: &Query) -> Response<Body> {
         n => format!("{n} runs."),
     };
     body.push_str(&format!("<p class=\"hint\">{shown}</p>\n"));
-    let rows: Vec<Vec<String>> = rows.iter().map(|r| run_cells(q, r)).collect();
+    let going = going(store);
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut cells = run_cells(q, r);
+            if let (Some(n), Some(status)) = (going.get(&r.id), cells.last_mut()) {
+                *status = format!("<strong>running now</strong>: {n} intervals so far");
+            }
+            cells
+        })
+        .collect();
     body.push_str(&shell::table(
         &[
             "run",
@@ -148,11 +160,32 @@ pub fn run_page(store: &Store, id: RunId) -> Response<Body> {
         Ok(s) => s,
         Err(e) => return shell::not_found(&format!("{e}")),
     };
+    // A run still being written (`--save` streams it): its intervals so far, merged as a
+    // killed run's are (read only: nothing is sealed).
+    let result = match going(store).contains_key(&id) {
+        true => match loadlab_session::spill::stored::recover_run(store, id) {
+            Ok(so_far) => so_far,
+            Err(e) => return shell::not_found(&format!("run {id} is running: {e:#}")),
+        },
+        false => stored.result,
+    };
     let mut page = Vec::new();
-    if let Err(e) = loadlab_report::HtmlExporter.export(&stored.result, &mut page) {
+    if let Err(e) = loadlab_report::HtmlExporter.export(&result, &mut page) {
         return shell::not_found(&format!("run {} could not be rendered: {e}", id.0));
     }
     shell::report_page(page)
+}
+
+/// The runs being written into the store now, by a process still alive, with the number of
+/// intervals they wrote.
+fn going(store: &Store) -> HashMap<RunId, u64> {
+    store
+        .open_streams()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| loadlab_session::spill::stored::writer_alive(&s.writer))
+        .map(|s| (s.run, s.intervals))
+        .collect()
 }
 
 /// `YYYY-MM-DD` (the store compares the start's first ten characters with it).
