@@ -238,16 +238,16 @@ pub struct IntervalSummary {
     /// The server's CPU and memory in this interval, when loadlab sampled it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::server::IntervalResources>,
-}
-
-impl IntervalSummary {
-    /// Bytes sent per second over this interval, for a measured one with a length (what a
     /// This interval's failures by class (the names of [`crate::failure::FAILURE_CLASSES`],
     /// only those that occurred, so at most that many keys): they add up to `failed`, and
     /// over the timeline to the phases' `errors`. Absent in documents made before it was
     /// kept, and when nothing failed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
+}
+
+impl IntervalSummary {
+    /// Bytes sent per second over this interval, for a measured one with a length (what a
     /// merge takes the busiest of, beside the parts' own busiest seconds).
     pub fn measured_sent_per_s(&self) -> Option<u64> {
         (!self.warmup && self.duration_s > 0.0)

@@ -503,6 +503,7 @@ fn empty_like(iv: &IntervalSummary) -> IntervalSummary {
     empty.bytes_received = 0;
     empty.steal = None;
     empty.server = None;
+    empty.errors.clear();
     empty
 }
 
@@ -520,7 +521,7 @@ fn accumulate(
     m.achieved_per_s += iv.achieved_per_s;
     m.completed += iv.completed;
     m.failed += iv.failed;
-    empty.errors.clear();
+    crate::failure::add_counts(&mut m.errors, &iv.errors);
     m.bytes_sent += iv.bytes_sent;
     m.bytes_received += iv.bytes_received;
     m.steal = max_opt(m.steal, iv.steal);
@@ -538,7 +539,6 @@ fn finish_interval(mut m: IntervalSummary, h: &Histogram<u64>) -> IntervalSummar
     m
 }
 
-    crate::failure::add_counts(&mut m.errors, &iv.errors);
 fn sum_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a + b),
