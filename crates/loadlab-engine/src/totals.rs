@@ -175,6 +175,9 @@ pub fn apply(phase: &mut PhaseSummary, totals: &PhaseTotals) {
     let secs = totals.duration_s;
     let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
     phase.duration_s = secs;
+    // The intervals' time already holds an open loop's drain; the header's was made before
+    // the run ended.
+    phase.drain_s = None;
     phase.requests.completed = totals.completed;
     phase.requests.failed = totals.failed;
     phase.requests.issued = phase.requests.issued.max(totals.completed + totals.failed);
