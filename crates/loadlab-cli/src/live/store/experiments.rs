@@ -12,13 +12,16 @@ use hyper::Response;
 use loadlab_report::html::escape_html;
 use loadlab_store::{ExperimentId, ExperimentStatus, RunId, Store};
 
+/// The newest experiments listed (each costs a query of its runs).
+const LISTED: usize = 500;
+
 pub fn list(store: &Store, q: &Query) -> Response<Body> {
     let experiments = match store.experiments() {
         Ok(e) => e,
         Err(e) => return shell::not_found(&format!("the store could not be read: {e}")),
     };
     let mut rows = Vec::new();
-    for e in &experiments {
+    for e in experiments.iter().take(LISTED) {
         let runs = store.experiment_runs(e.id).unwrap_or_default();
         let done = runs.values().flatten().filter(|r| !r.interrupted).count();
         let id = e.id.0.to_string();
