@@ -36,7 +36,9 @@ const DRAIN: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, clap::Args)]
 pub struct LiveArgs {
     /// Show the run live in a browser while it goes: requests/s, latency percentiles, errors,
-    /// the server's CPU and memory, and a stop button (docs/live.md). ADDR defaults to
+    /// the server's CPU and memory, and a stop button (docs/live.md); for capacity, sweep and
+    /// experiment, the whole command: each probe or run as it ends and the answer so far,
+    /// the stop ending the command as Ctrl-C does. ADDR defaults to
     /// 127.0.0.1 and a free port; the page's address is printed. Give ADDR with `=`
     /// (--ui=127.0.0.1:8089). Off loopback, --ui-token-file is required.
     #[arg(
