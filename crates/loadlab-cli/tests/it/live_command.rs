@@ -250,3 +250,54 @@ fn an_experiments_stream_names_each_run() {
     assert_eq!(so_far.last().unwrap()["final"], true);
     assert!(so_far.iter().rev().skip(1).all(|s| s["final"] == false));
 }
+
+/// Over a fleet, each generator's own intervals reach the page as it goes (a `part` event
+/// each, before the merge), and what they count adds up to the merged stream's.
+#[test]
+fn a_fleets_generators_are_each_a_row() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let dir = ScratchDir::new("live-fleet");
+    let (_generators, fleet) = super::generators::loopback_fleet(dir.path(), 2);
+    let (child, addr) = start_command(
+        "run",
+        &[
+            "--generators",
+            fleet.to_str().unwrap(),
+            "-q",
+            "-c",
+            "2",
+            "-d",
+            "2s",
+            &server.url("/"),
+        ],
+    );
+    let events = all_events(&addr);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let parts: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.kind == "part")
+        .map(|e| &e.data)
+        .collect();
+    for part in [0, 1] {
+        let mine: Vec<&&Value> = parts.iter().filter(|p| p["part"] == part).collect();
+        assert!(!mine.is_empty(), "no interval of generator {part}");
+        assert!(mine
+            .iter()
+            .any(|p| p["last"]["completed"].as_u64() > Some(0)));
+    }
+    let by_parts: u64 = parts
+        .iter()
+        .filter(|p| p["last"]["warmup"] == false)
+        .map(|p| p["last"]["completed"].as_u64().unwrap())
+        .sum();
+    let merged: u64 = events
+        .iter()
+        .filter(|e| e.kind == "interval" && e.data["last"]["warmup"] == false)
+        .map(|e| e.data["last"]["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        by_parts, merged,
+        "the generators' rows add up to the merged stream"
+    );
+}

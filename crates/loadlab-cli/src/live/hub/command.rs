@@ -226,4 +226,46 @@ mod tests {
         assert!(snapshot.text.contains(&format!("\"p{}\"", MAX_ROWS + 4)));
         assert!(hub.events.len() <= super::super::WINDOW);
     }
+
+    /// A server's error message and a user's label with markup and line breaks stay inside
+    /// their event's one `data:` line as JSON strings: they can neither end the event nor add
+    /// one (the page then sets them as text).
+    #[test]
+    fn hostile_strings_cannot_break_the_stream() {
+        let hostile = "</script><img src=x onerror=alert(1)>\n\nevent: end\ndata: {}\r\n";
+        let mut hub = Hub::default();
+        let mut result: RunResult = serde_json::from_str(include_str!(
+            "../../../../loadlab-report/tests/fixtures/ok.json"
+        ))
+        .expect("fixture");
+        result
+            .measured
+            .error_details
+            .insert("protocol_error".into(), hostile.into());
+        let events = [
+            hub.apply(super::super::Update::Command(Update::RunEnded(Box::new(
+                result,
+            )))),
+            hub.apply(super::super::Update::Command(Update::Step(
+                Box::new(Row {
+                    key: hostile.into(),
+                    cells: vec![hostile.into()],
+                    state: "done".into(),
+                    record: None,
+                }),
+                None,
+            ))),
+        ];
+        for event in events.iter().map(|e| e.as_ref().expect("an event")) {
+            let lines: Vec<&str> = event.text.trim_end().split('\n').collect();
+            assert_eq!(lines.len(), 3, "{}", event.text);
+            assert!(lines[2].starts_with("data: {"));
+            let data: serde_json::Value = serde_json::from_str(&lines[2][6..]).unwrap();
+            assert!(
+                data.to_string().contains("onerror"),
+                "the words kept, as a string"
+            );
+            assert!(!event.text.contains('\r'));
+        }
+    }
 }
