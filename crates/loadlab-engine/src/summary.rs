@@ -128,10 +128,9 @@ pub(crate) fn stamp_start(result: &mut RunResult, config: &RunConfig, started_at
 /// Turns a run's raw outcome into its result, with warnings a careful reader needs.
 pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
     let warmup_len = outcome.warmup.min(outcome.elapsed);
-    // The measured time is the planned one. A closed loop's rates are per planned second:
-    // its stop abandons the requests then in flight, and the instant its threads take to
-    // stop does not stretch the measured time. An open loop's rates count its drain too
-    // (see `drain`).
+    // A closed loop's rates are per planned second: its stop abandons the requests in flight
+    // (it has no backlog), and its threads' instant to stop does not stretch the time. An
+    // open loop's count its drain too (see `drain`).
     let measured_len = match config.stop {
         Stop::Duration(d) if !outcome.interrupted => d,
         _ => outcome.elapsed.saturating_sub(outcome.warmup),
@@ -267,13 +266,10 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
 }
 
 /// An open loop's drain: from the planned end of its load to when its last request ended
-/// (answered, failed, or given up at the drain's deadline: `Recorder::last_end`). Its rates
-/// count it, as vegeta's throughput does (successes over the attack plus the wait for the
-/// last answers): answers that arrive after the load's end were counted over the planned
-/// seconds alone, so a target that could not keep up showed the rate it was offered (98/s
-/// carried read as 194/s of 200/s offered). `None` for a closed loop, whose stop leaves only
-/// the requests then in flight, abandoned by design (a closed loop has no backlog that
-/// outlives its load), and for a run stopped early (its measured time is what it lasted).
+/// (answered, failed, or given up: `Recorder::last_end`). Its rates count it, as vegeta's
+/// throughput does: over the planned seconds alone, a backlog answered after the end made a
+/// target that carried 98/s read 194/s of 200/s offered. `None` for a run stopped early and
+/// for a closed loop (see `summarize`).
 fn drain(config: &RunConfig, outcome: &RunOutcome) -> Option<Duration> {
     match (&config.model, config.stop) {
         (Model::Open { .. }, Stop::Duration(d)) if !outcome.interrupted => {

@@ -294,9 +294,8 @@ fn merge_phases(
             .fold(0.0, f64::max),
         Mode::Sequential => present.iter().map(|(_, p)| p.duration_s).sum(),
     };
-    // An open loop's rates count its drain (`PhaseSummary::drain_s`): shards that ran together
-    // end with the latest of them, repetitions each after its own drain. The merged rate is
-    // then all completions over that span, as each part's was over its own.
+    // Rates count an open loop's drain (`drain_s`): shards end with the latest one's,
+    // repetitions each after its own; all completions over that span, as in each part.
     let span_s = match mode {
         Mode::Concurrent => present
             .iter()
