@@ -169,3 +169,33 @@ fn a_websocket_step_is_refused_with_http2_and_an_http_url() {
         "{err}"
     );
 }
+
+/// An open loop: 20 iterations in the first second, then none; the run ends with the last
+/// iteration, every message counted by the server, every WebSocket closed with a goodbye
+/// (finished behind the user, awaited before the run ends).
+#[test]
+fn an_open_loop_sends_every_iterations_messages_and_says_every_goodbye() {
+    let server = WsServer::start(WsBehavior::Echo);
+    let text = format!(
+        "name = \"o\"\nbase_url = \"http://{}\"\n\
+         [[steps]]\nname = \"a\"\nws = \"/a\"\nmessages = [\"one\", \"two\"]\n\
+         [[steps]]\nname = \"b\"\nws = \"/b\"\nmessages = [\"{{{{USER}}}}\"]\n\
+         [[feeders]]\nfile = \"users.csv\"",
+        server.addr()
+    );
+    let r = run(RunSpec {
+        requests: None,
+        connections: None,
+        stages: Some("1s:20, 60s:0".into()),
+        max_connections: Some(20),
+        ..spec("open", &text, 1, 1)
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
+    assert_eq!((m.requests.completed, m.requests.not_sent), (60, 0));
+    assert_eq!(r.scenario.as_ref().unwrap().iterations, 20);
+    let c = server.counters();
+    assert_eq!(WsCounters::get(&c.messages), 60);
+    assert_eq!(WsCounters::get(&c.upgraded), 40);
+    assert_eq!(WsCounters::get(&c.closes), 40, "every goodbye said");
+}

@@ -99,6 +99,8 @@ struct User {
     /// Open loop: the user lives for one iteration, and think time moves `due` on instead
     /// of being slept through.
     open: bool,
+    /// WebSocket steps' goodbyes still under way (see `ws`): awaited when the user ends.
+    closing: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// When an open loop's step is due.
@@ -123,6 +125,7 @@ impl User {
                 .map(|every| Pacer::new(ctx.start, every, index, run.users)),
             due: None,
             open: false,
+            closing: Vec::new(),
         }
     }
 }
@@ -150,6 +153,9 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, index: usiz
             break;
         }
         iteration += 1;
+    }
+    for goodbye in user.closing {
+        let _ = goodbye.await;
     }
     let live = ctx.live_connections.get() - 1;
     ctx.live_connections.set(live);

@@ -76,6 +76,8 @@ async fn iterate(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, pool: Rc<Pool>, mut 
         .borrow_mut()
         .pop()
         .unwrap_or_else(|| Carrier::new(&ctx));
+    // WebSocket steps' goodbyes, finished in the background while iterations go on.
+    let mut closing = Vec::new();
     loop {
         let index = pool.next_index();
         let mut user = User::new(&ctx, &run, index, carrier);
@@ -83,6 +85,8 @@ async fn iterate(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, pool: Rc<Pool>, mut 
         user.due = Some(slot);
         run.scenario.feed(index, 0, &mut user.rng, &mut user.values);
         let on = run_iteration(&ctx, &run, &mut user).await;
+        closing.retain(|h: &tokio::task::JoinHandle<()>| !h.is_finished());
+        closing.append(&mut user.closing);
         carrier = user.carrier;
         let now = Instant::now();
         if !on || ctx.over(now) {
@@ -92,6 +96,9 @@ async fn iterate(ctx: Rc<ThreadCtx>, run: Arc<ScenarioRun>, pool: Rc<Pool>, mut 
             Some(at) => slot = Slot { at, waited: true },
             None => break,
         }
+    }
+    for goodbye in closing {
+        let _ = goodbye.await;
     }
     pool.idle.borrow_mut().push(carrier);
     pool.running.set(pool.running.get() - 1);

@@ -177,7 +177,7 @@ pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: 
             });
         }
         if !passed {
-            goodbye(&mut socket).await;
+            close_behind(user, socket);
             return StepEnd::Done {
                 passed: false,
                 start,
@@ -185,7 +185,7 @@ pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: 
             };
         }
     }
-    goodbye(&mut socket).await;
+    close_behind(user, socket);
     if measured {
         let ns = end.saturating_duration_since(start).as_nanos() as u64;
         with_step(ctx, i, |s| s.latency.saturating_record(ns));
@@ -232,6 +232,16 @@ fn upgrade_request(
         upgrade.headers_mut().insert(field, value);
     }
     Ok(upgrade)
+}
+
+/// Closes the WebSocket (code 1000, the server's close awaited a little) while the user goes
+/// on: a browser's next action does not wait for a closing handshake, and the user's next
+/// step, due when this one's last answer came, must not be charged for it. The user awaits
+/// its goodbyes when it ends (`User::closing`), so that servers count them.
+fn close_behind(user: &mut User, mut socket: WebSocketStream<Stream>) {
+    user.closing.retain(|h| !h.is_finished());
+    let closing = tokio::task::spawn_local(async move { goodbye(&mut socket).await });
+    user.closing.push(closing);
 }
 
 /// The message as a frame of the step's kind.
