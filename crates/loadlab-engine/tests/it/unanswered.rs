@@ -244,6 +244,11 @@ fn an_open_loop_that_never_connects_ends_within_its_duration_and_one_connect_tim
             "{name}: {took_ms:.0} ms > {bound_ms:.0} ms"
         );
         nothing_succeeded(name, &r);
+        // Its drain is the wait for the connects after the load's end (each failed or given
+        // up): one connect timeout at most, which its rates then count.
+        let drain = r.measured.drain_s.expect("an open loop has a drain");
+        let most_s = connect_timeout.as_secs_f64() + 0.1 + common::stalls_ms(&r) / 1_000.0;
+        assert!(drain <= most_s, "{name}: drain {drain} s > {most_s} s");
         let q = &r.measured.requests;
         assert!(q.issued + q.not_sent > 0, "{name}: {q:?}");
         assert!(
