@@ -37,7 +37,6 @@
     var head = byId("steps-head");
     head.replaceChildren();
     (plan.columns || []).forEach(function (c) { head.appendChild(el("th", c)); });
-    names = plan.generators || [];
   }
   function rowOf(row) {
     var tr = el("tr", null, "step " + row.state);
@@ -59,14 +58,14 @@
     byId("sofar-final").className = s.final ? "final" : "notfinal";
     byId("sofar-text").textContent = s.text;
   }
-  function showPart(part, last) {
+  function showPart(part, last, name) {
     byId("fleet").hidden = false;
     var body = byId("parts-body");
     var key = String(part);
     var tr = el("tr");
     tr.dataset.part = key;
     var secs = Math.max(last.duration_s, 1e-9);
-    [names[part] || "generator " + (part + 1), whole.format(last.offered_per_s == null ? last.achieved_per_s : last.offered_per_s),
+    [name || names[part] || "generator " + (part + 1), whole.format(last.offered_per_s == null ? last.achieved_per_s : last.offered_per_s),
       whole.format(last.achieved_per_s), whole.format(last.failed) + (last.failed ? " (" + num.format(last.failed / secs) + "/s)" : ""),
       latency(last.p99_us), last.steal == null ? "–" : num.format(last.steal * 100) + "%"]
       .forEach(function (c) { tr.appendChild(el("td", c)); });
@@ -76,16 +75,19 @@
 
   source.addEventListener("snapshot", function (e) {
     var c = JSON.parse(e.data).command;
-    if (!c || !c.plan) return;
+    if (!c) return;
+    names = c.generators || [];
+    byId("parts-body").replaceChildren();
+    Object.keys(c.parts || {}).forEach(function (p) { showPart(Number(p), c.parts[p]); });
+    if (!c.plan) return;
     live.runs = c.runs;
     showPlan(c.plan);
     byId("steps-body").replaceChildren();
     live.steps = 0;
     c.rows.forEach(showRow);
     showSoFar(c.so_far);
-    byId("parts-body").replaceChildren();
-    Object.keys(c.parts || {}).forEach(function (p) { showPart(Number(p), c.parts[p]); });
   });
+  source.addEventListener("generators", function (e) { names = JSON.parse(e.data) || []; });
   source.addEventListener("plan", function (e) { showPlan(JSON.parse(e.data)); });
   source.addEventListener("step", function (e) {
     var m = JSON.parse(e.data);
@@ -95,7 +97,7 @@
   source.addEventListener("sofar", function (e) { showSoFar(JSON.parse(e.data)); });
   source.addEventListener("part", function (e) {
     var m = JSON.parse(e.data);
-    showPart(m.part, m.last);
+    showPart(m.part, m.last, m.name);
   });
   source.addEventListener("run", function () { byId("parts-body").replaceChildren(); });
 })();

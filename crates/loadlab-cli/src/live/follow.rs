@@ -95,6 +95,14 @@ pub fn follow(
     }
 }
 
+/// The fleet's generators, by part, as the page names their rows.
+pub fn generators(fleet: &loadlab_session::fleet::Fleet) {
+    if let Some(tx) = sender() {
+        let names = fleet.generators.iter().map(|g| g.name.clone()).collect();
+        let _ = tx.send(Update::Command(CommandUpdate::Generators(names)));
+    }
+}
+
 /// Over a fleet, each generator's own intervals on the page (a row each).
 pub fn observe_parts(control: &RunControl) {
     if let Some(tx) = sender() {

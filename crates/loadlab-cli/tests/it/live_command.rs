@@ -282,6 +282,8 @@ fn a_fleets_generators_are_each_a_row() {
     for part in [0, 1] {
         let mine: Vec<&&Value> = parts.iter().filter(|p| p["part"] == part).collect();
         assert!(!mine.is_empty(), "no interval of generator {part}");
+        // Named as the fleet file names it.
+        assert_eq!(mine[0]["name"], format!("gen{part}"));
         assert!(mine
             .iter()
             .any(|p| p["last"]["completed"].as_u64() > Some(0)));

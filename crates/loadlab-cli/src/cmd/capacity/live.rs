@@ -80,7 +80,6 @@ impl Page {
                     ]
                     .map(String::from)
                     .to_vec(),
-                    generators: Vec::new(),
                 },
                 move || stop.stop(),
             );

@@ -28,7 +28,12 @@ const TITLE: &str = "The comparison";
 
 impl<'a> Page<'a> {
     /// Tells the page the plan; its stop button then stops the experiment as Ctrl-C does.
-    pub fn new(experiment: &'a Experiment, plan: &'a Plan, control: &Control) -> Page<'a> {
+    pub fn new(
+        experiment: &'a Experiment,
+        plan: &'a Plan,
+        control: &Control,
+        fleet: Option<&loadlab_session::fleet::Fleet>,
+    ) -> Page<'a> {
         let on = follow::active();
         if on {
             let mut lines = vec![format!(
@@ -40,6 +45,9 @@ impl<'a> Page<'a> {
                 experiment.seed
             )];
             lines.extend(plan.arms.iter().map(|a| format!("arm {}", a.label)));
+            if let Some(fleet) = fleet {
+                follow::generators(fleet);
+            }
             let control = control.clone();
             follow::command(
                 PagePlan {
@@ -57,7 +65,6 @@ impl<'a> Page<'a> {
                     ]
                     .map(String::from)
                     .to_vec(),
-                    generators: Vec::new(),
                 },
                 move || control.stop(),
             );

@@ -161,7 +161,6 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
             .context("cannot install the Ctrl-C handler")?;
     }
     let mut sink = crate::cmd::runs::ExperimentSink::new(&store, &args.file);
-    let mut page = live::Page::new(&experiment, &plan, &control);
     let options = runner::Options {
         resume: args.resume,
         targets: args.targets.clone(),
@@ -196,6 +195,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
             None => None,
         },
     };
+    let mut page = live::Page::new(&experiment, &plan, &control, options.fleet.as_ref());
     let started = std::time::Instant::now();
     let ending = runner::run(
         &experiment,

@@ -90,6 +90,7 @@ pub fn apply(
     let Some(fleet) = fleet else {
         return Ok(None);
     };
+    crate::live::follow::generators(&fleet);
     let config = session.config();
     let check = fleet.check(config.connections, Some(config.url.port))?;
     if !quiet {

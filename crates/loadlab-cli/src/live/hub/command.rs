@@ -27,6 +27,8 @@ pub enum Update {
     RunEnded(Box<RunResult>),
     /// Generator `part` of a fleet finished an interval of the run going on.
     Part(usize, Box<IntervalSummary>),
+    /// The fleet's generators' names, by part.
+    Generators(Vec<String>),
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -37,8 +39,6 @@ pub struct Plan {
     pub lines: Vec<String>,
     /// The rows' column names.
     pub columns: Vec<String>,
-    /// A fleet's generators, by part.
-    pub generators: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -70,6 +70,8 @@ pub struct State {
     pub so_far: Option<SoFar>,
     /// Each generator's last interval in the run going on.
     pub parts: BTreeMap<usize, IntervalSummary>,
+    /// A fleet's generators' names, by part (as its file names them).
+    pub generators: Vec<String>,
     /// Runs started so far.
     pub runs: u64,
 }
@@ -83,6 +85,7 @@ struct StepEvent<'a> {
 #[derive(Serialize)]
 struct PartEvent<'a> {
     part: usize,
+    name: Option<&'a String>,
     last: &'a IntervalSummary,
 }
 
@@ -171,7 +174,15 @@ impl Hub {
             Update::Part(part, iv) => {
                 c.parts.insert(part, *iv);
                 let last = c.parts.get(&part)?;
-                ("part", serde_json::to_string(&PartEvent { part, last }))
+                let name = c.generators.get(part);
+                (
+                    "part",
+                    serde_json::to_string(&PartEvent { part, name, last }),
+                )
+            }
+            Update::Generators(names) => {
+                c.generators = names;
+                ("generators", serde_json::to_string(&c.generators))
             }
         };
         Some(self.emit(kind, &json.unwrap_or_default()))
