@@ -246,6 +246,7 @@ fn a_torn_last_record_is_left_out_and_counted() {
     // A header is summarized before the run, so an open loop's says it drained for 0 s.
     let mut head = header();
     head.measured.drain_s = Some(0.0);
+    assert_schema_valid(&head);
     let mut w = SpillWriter::create(&path, &head, t0).expect("created");
     for i in 0..3 {
         w.append(&interval(i), t0).expect("appended");
