@@ -181,3 +181,40 @@ impl Kept {
             .collect();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A probe followed without a store: its timeline is the intervals the sink kept (whole,
+    /// histograms and all), with what only the engine's summary knows (steal) laid on them.
+    #[test]
+    fn kept_intervals_are_the_results_timeline() {
+        let mut result: RunResult = serde_json::from_str(include_str!(
+            "../../../loadlab-report/tests/fixtures/open.json"
+        ))
+        .expect("fixture");
+        let mut whole = result.timeline.clone();
+        assert!(whole.len() >= 2);
+        for (i, iv) in whole.iter_mut().enumerate() {
+            iv.histogram = Some(format!("histogram {i}"));
+        }
+        let mut kept = Kept::default();
+        for iv in &whole {
+            let mut counts_only = iv.clone();
+            counts_only.steal = None;
+            kept.interval(&counts_only).unwrap();
+        }
+        // What the engine leaves when a sink takes the intervals: counts, no histograms.
+        for (i, iv) in result.timeline.iter_mut().enumerate() {
+            iv.histogram = None;
+            iv.steal = Some(i as f64 / 100.0);
+        }
+        kept.read_back(&mut result);
+        assert_eq!(result.timeline.len(), whole.len());
+        for (i, iv) in result.timeline.iter().enumerate() {
+            assert_eq!(iv.histogram, whole[i].histogram);
+            assert_eq!(iv.steal, Some(i as f64 / 100.0));
+        }
+    }
+}
