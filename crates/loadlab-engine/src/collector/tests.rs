@@ -216,9 +216,23 @@ fn empty_intervals_are_written_and_a_failing_sink_stops_being_written() {
 #[test]
 fn each_interval_carries_its_failures_by_class_summed_over_threads() {
     let (mut c, seen) = collector(2, None);
+    // The buckets count the same failures (the totals refuse classes beyond them).
     let with = |thread: usize, index: usize, failures: Vec<(usize, ClassCounts)>| Batch {
         thread,
         below: index + 1,
+        buckets: failures
+            .iter()
+            .map(|(i, classes)| {
+                let failed = classes.iter().map(|(_, n)| n).sum();
+                (
+                    *i,
+                    vec![Bucket {
+                        failed,
+                        ..Bucket::default()
+                    }],
+                )
+            })
+            .collect(),
         failures,
         ..Batch::default()
     };
