@@ -267,7 +267,9 @@ fn a_fleets_generators_are_each_a_row() {
             "-c",
             "2",
             "-d",
-            "2s",
+            "1s",
+            "--interval",
+            "500ms",
             &server.url("/"),
         ],
     );
