@@ -525,6 +525,6 @@ fn show_ms(us: f64) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
-#[cfg(test)]
 mod drain_tests;
+#[cfg(test)]
+pub(crate) mod tests;

@@ -200,9 +200,11 @@ impl WireLoad {
         };
         if spec.ws.held.is_some_and(|n| n > 0) {
             // The wire has no field for it: a generator would run the echo load alone.
-            return Err("--ws-held cannot go to a fleet's generators yet (docs/websocket.md); \
+            return Err(
+                "--ws-held cannot go to a fleet's generators yet (docs/websocket.md); \
                  run it from one loadlab"
-                .into());
+                    .into(),
+            );
         }
         // Sent with an HTTP URL too when set, for the generator to refuse as locally.
         let ws = (is_websocket(&spec.url) || spec.ws != WsSpec::default()).then(|| WireWs {

@@ -146,8 +146,8 @@ pub fn merge_with(parts: &[RunResult], mode: Mode) -> Result<RunResult, MergeErr
     let grpc: Vec<_> = parts.iter().filter_map(|p| p.grpc.as_ref()).collect();
     merged.grpc = crate::grpc::merge(&grpc).map_err(MergeError::Grpc)?;
     let ws: Vec<_> = parts.iter().filter_map(|p| p.websocket.as_ref()).collect();
-    merged.websocket = crate::ws::merge(&ws, matches!(mode, Mode::Concurrent))
-        .map_err(MergeError::WebSocket)?;
+    merged.websocket =
+        crate::ws::merge(&ws, matches!(mode, Mode::Concurrent)).map_err(MergeError::WebSocket)?;
     merged.generator = generator::merge(parts, merged.measured.requests.completed);
     match mode {
         Mode::Concurrent => {
