@@ -190,6 +190,11 @@ impl Hub {
                         details: r.measured.error_details.clone(),
                     };
                     self.interrupted = r.interrupted;
+                    // The result's rate is the authority: an open loop's counts the drain
+                    // after the load's end (drain_s), which no interval's time holds.
+                    let m = &r.measured;
+                    self.since.measured_s = m.rate_span_s();
+                    self.since.per_s = m.requests.per_second;
                 }
                 self.load_ended = true;
                 self.ended = true;

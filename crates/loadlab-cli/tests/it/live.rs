@@ -140,7 +140,7 @@ fn the_stream_follows_the_run_and_ends_with_the_results_figures() {
         "-c",
         "2",
         "-d",
-        "2s",
+        "3s",
         "--json",
         json.to_str().unwrap(),
         &url,
@@ -149,14 +149,20 @@ fn the_stream_follows_the_run_and_ends_with_the_results_figures() {
     let mut stream = open_events(&addr, "");
     let first = next_event(&mut stream).expect("a snapshot first");
     assert_eq!(first.kind, "snapshot");
-    let (mut intervals, mut end, mut page) = (Vec::new(), None, None);
+    let (mut intervals, mut end, mut page, mut again) = (Vec::new(), None, None, None);
     while let Some(e) = next_event(&mut stream) {
         match e.kind.as_str() {
             "interval" => {
-                intervals.push(e);
                 if page.is_none() {
+                    // The first came while the load went, not with the end: the run has
+                    // not written its result yet (it does so once the load has ended).
+                    assert!(!json.exists(), "the first interval came with the end");
                     page = Some(read_page(&addr));
+                    // A page reconnecting after the first interval, while the run goes:
+                    // read once the run has ended (the page's server may be gone then).
+                    again = Some(open_events(&addr, &format!("Last-Event-ID: {}\r\n", e.id)));
                 }
+                intervals.push(e);
             }
             "end" => {
                 end = Some(e);
@@ -167,24 +173,19 @@ fn the_stream_follows_the_run_and_ends_with_the_results_figures() {
     }
     let end = end.expect("an end event");
     let page = page.expect("the page was read");
-    assert!(intervals.len() >= 2, "{} intervals in 2 s", intervals.len());
+    assert!(intervals.len() >= 3, "{} intervals in 3 s", intervals.len());
     // An event a second, each as its interval ends: the bound leaves room for a busy
-    // machine (the other tests of this binary load the CPUs), not for a page that waits for
-    // the end of the run.
+    // machine (the other tests of this binary load the CPUs: 2.9 s was seen at a load
+    // average of 7), not for a page that waits for the end of the run.
     for pair in intervals.windows(2) {
         let gap = pair[1].at - pair[0].at;
         assert!(
-            gap < Duration::from_millis(2_000),
+            gap < Duration::from_millis(3_000),
             "an interval {gap:?} after the last"
         );
         assert_eq!(pair[1].id, pair[0].id + 1);
     }
-    // The first came while the load went, not with the end.
-    assert!(
-        end.at - intervals[0].at > Duration::from_millis(500),
-        "the first interval came {:?} before the end",
-        end.at - intervals[0].at
-    );
+    assert!(end.at >= intervals[0].at);
     // Each figure says which it is; the interval's chart point is the report's data.
     let last = &intervals[0].data;
     assert!(last["last"]["completed"].as_u64().unwrap() > 0);
@@ -196,8 +197,8 @@ fn the_stream_follows_the_run_and_ends_with_the_results_figures() {
         1
     );
 
-    // A page reconnecting after the first interval gets the rest, not a snapshot.
-    let mut again = open_events(&addr, &format!("Last-Event-ID: {}\r\n", intervals[0].id));
+    // The page that reconnected after the first interval got the rest, not a snapshot.
+    let mut again = again.expect("reconnected after the first interval");
     let resumed = next_event(&mut again).unwrap();
     assert_eq!(
         (resumed.kind.as_str(), resumed.id),
@@ -213,6 +214,7 @@ fn the_stream_follows_the_run_and_ends_with_the_results_figures() {
     let measured = &result["measured"];
     assert_eq!(since["completed"], measured["requests"]["completed"]);
     assert_eq!(since["failed"], measured["requests"]["failed"]);
+    assert_eq!(since["per_s"], measured["requests"]["per_second"]);
     for p in ["p50", "p90", "p99", "max", "count"] {
         assert_eq!(
             since["latency_us"][p], measured["latency_us"][p],
