@@ -5,7 +5,7 @@
 
 use crate::objective::{Metric, Objective};
 use loadlab_engine::verdicts::{BUSY_THRESHOLD, LATE_SCHEDULER_P99_US, MIN_LATE_REQUESTS};
-use loadlab_result::{decode_histogram, RunResult};
+use loadlab_result::{decode_histogram, median, RunResult};
 use serde::{Deserialize, Serialize};
 
 pub use crate::path_evidence::PathEvidence;
@@ -268,8 +268,8 @@ fn trend_of(p50s: &[f64]) -> (Option<f64>, Option<f64>, Option<f64>) {
     }
     let third = p50s.len() / 3;
     (
-        Some(median(&p50s[..third])),
-        Some(median(&p50s[p50s.len() - third..])),
+        median(&p50s[..third]),
+        median(&p50s[p50s.len() - third..]),
         Some(kendall_tau(p50s)),
     )
 }
@@ -295,17 +295,6 @@ pub fn kendall_tau(values: &[f64]) -> f64 {
         }
     }
     s as f64 / (n * (n - 1) / 2) as f64
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// The count of CPUs in a pin such as "CPUs 0-1,3".

@@ -110,6 +110,32 @@ impl WsConfig {
 /// A failure of one exchange: its class and what to show of it.
 pub type Failure = (ErrorClass, Option<String>);
 
+/// A tungstenite error as the failure of the exchange it ended (as [`classify`] classes it).
+pub(crate) fn failure(e: &WsError) -> Failure {
+    let (class, detail, _) = classify(e);
+    (class, detail)
+}
+
+/// The next message on a WebSocket; an error is its failure, and the end of the stream a
+/// connection closed without a close frame. One reader for the echo loads and the
+/// scenarios' WebSocket steps.
+pub(crate) async fn next_message<S>(
+    socket: &mut tokio_tungstenite::WebSocketStream<S>,
+) -> Result<tokio_tungstenite::tungstenite::Message, Failure>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures_util::StreamExt as _;
+    match socket.next().await {
+        Some(Ok(m)) => Ok(m),
+        Some(Err(e)) => Err(failure(&e)),
+        None => Err((
+            ErrorClass::ClosedBeforeResponse,
+            Some("the server closed the connection without a close frame".into()),
+        )),
+    }
+}
+
 /// An error from tungstenite, during the handshake or after it, as a failure class. A
 /// refused upgrade also gives its HTTP status (counted among the status codes).
 pub fn classify(err: &WsError) -> (ErrorClass, Option<String>, Option<u16>) {

@@ -12,6 +12,7 @@ pub mod cliff_rows;
 
 use crate::metrics::{self, Family, Metric, Sense, METRICS};
 use loadlab_compare::{Better, MetricComparison, Options, Verdict};
+pub(crate) use loadlab_result::median;
 use loadlab_result::RunResult;
 use serde::Serialize;
 
@@ -70,18 +71,6 @@ pub struct StartupSummary {
 
 fn values(runs: &[RunResult], key: &str) -> Vec<Option<f64>> {
     runs.iter().map(|r| metrics::value(r, key)).collect()
-}
-
-/// The median of some values (the mean of the middle two for an even count).
-pub(crate) fn median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 /// Compares every test arm with its control, all at once: each metric family is one Holm

@@ -40,6 +40,7 @@ pub mod grpc;
 pub mod histogram;
 pub mod latency;
 pub mod machine;
+pub mod median;
 pub mod merge;
 pub mod metrics;
 pub mod parts;
@@ -55,6 +56,7 @@ pub use cliff::Cliff;
 pub use histogram::{decode_histogram, encode_histogram, new_histogram};
 pub use latency::LatencySummary;
 pub use machine::{Check, CheckStatus, KernelCounters, LinkReport};
+pub use median::median;
 pub use merge::{
     merge, merge_concurrent_intervals, merge_repetitions, merge_with, MergeError, Mode,
 };

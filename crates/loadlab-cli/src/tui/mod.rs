@@ -6,7 +6,10 @@
 //! same handler ends it and writes the result); Ctrl-C itself is left to the terminal.
 //!
 //! Off, with a note, when standard output or error is not a terminal. No crate of its own:
-//! escape sequences (the alternate screen, a hidden cursor) and termios through `libc`.
+//! escape sequences (the alternate screen, a hidden cursor) and termios through `libc`. Why
+//! not ratatui and crossterm: what is drawn is one fixed layout of text repainted once an
+//! interval, with one key read, and those crates' cold build would go to a CI run already at
+//! its time limit; a screen with panes, scrolling or the mouse would want them.
 //! It must not change the run; the terminal is put back as it was however loadlab leaves
 //! (at the end, on an error, or on a second Ctrl-C's `exit`, through `atexit`).
 

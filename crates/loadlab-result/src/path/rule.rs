@@ -27,6 +27,7 @@
 //! that limits leaves them idle between answers.
 
 use super::{PathInterval, PathReport};
+use crate::median;
 
 /// The queue's delay (round trip less its minimum) past which it can be the path's: above
 /// Linux's delayed-ACK bound (40 ms), with margin.
@@ -97,7 +98,7 @@ impl Evidence {
         Evidence {
             generator: generator.generator.clone(),
             goodput_per_s: per_second(&mine),
-            rtt_us: median(mine.iter().filter_map(|i| i.rtt_us).collect()),
+            rtt_us: median(&mine.iter().filter_map(|i| i.rtt_us).collect::<Vec<_>>()),
             min_rtt_us: generator.min_rtt_us,
             response_p50_us: generator.response_p50_us,
             sender_busy_share: mean(theirs.iter().filter_map(|i| i.busy_share).collect()),
@@ -155,7 +156,7 @@ impl Evidence {
 
     /// The goodput's figure: the median of the busier half of the intervals, bytes/s.
     pub fn goodput(&self) -> Option<f64> {
-        median(self.busiest())
+        median(&self.busiest())
     }
 
     /// Flat at one figure: the busier half of the intervals all within [`FLAT_SHARE`] of
@@ -427,19 +428,6 @@ pub fn server_side(result: &crate::RunResult) -> Option<String> {
             "the server's sockets were network-limited {:.0}% of the time",
             network * 100.0
         ),
-    })
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
 }
 

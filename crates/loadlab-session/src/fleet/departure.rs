@@ -5,6 +5,8 @@
 //!
 //! Pure: [`departures`] takes each generator's figures and gives the verdicts, in words.
 
+use loadlab_result::median;
+
 /// One generator's figures over the measured phase.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareFigures {
@@ -22,19 +24,6 @@ pub const SLOWER_BY_US: f64 = 10_000.0;
 /// A goodput under this share of the others' median departs.
 pub const LESS_GOODPUT: f64 = 0.5;
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 /// The generators that departed from the others at the same share, each named with the
 /// figure and the others' median. Needs at least three generators: with two, which one
 /// departed is not known (both are named as differing, neither blamed).
@@ -45,8 +34,8 @@ pub fn departures(shares: &[ShareFigures]) -> Vec<String> {
     }
     for (i, me) in shares.iter().enumerate() {
         let others = || shares.iter().enumerate().filter(move |(j, _)| *j != i);
-        let p50 = median(others().filter_map(|(_, s)| s.p50_us).collect());
-        let goodput = median(others().map(|(_, s)| s.received_per_s).collect());
+        let p50 = median(&others().filter_map(|(_, s)| s.p50_us).collect::<Vec<_>>());
+        let goodput = median(&others().map(|(_, s)| s.received_per_s).collect::<Vec<_>>());
         let blame = if shares.len() >= 3 {
             ": its path, not the server, which served the others at that share"
         } else {

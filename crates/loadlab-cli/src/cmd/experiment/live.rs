@@ -13,7 +13,7 @@ use loadlab_experiment::plan::{Arm, PlannedRun};
 use loadlab_experiment::runner::{Control, Event, RunSink};
 use loadlab_experiment::table::{self, Format};
 use loadlab_experiment::{Experiment, Plan};
-use loadlab_result::RunResult;
+use loadlab_result::{median, RunResult};
 
 pub(super) struct Page<'a> {
     on: bool,
@@ -163,8 +163,8 @@ impl<'a> Page<'a> {
                     arm.label,
                     runs.len(),
                     if runs.len() == 1 { "" } else { "s" },
-                    median(rates).unwrap_or(0.0),
-                    median(p99s).map_or("–".into(), loadlab_experiment::metrics::duration_us)
+                    median(&rates).unwrap_or(0.0),
+                    median(&p99s).map_or("–".into(), loadlab_experiment::metrics::duration_us)
                 ));
             }
             t
@@ -186,19 +186,6 @@ fn row(run: &PlannedRun, cells: Vec<String>, state: &str) -> Row {
         state: state.into(),
         record: None,
     }
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 /// The experiment's sink with the page beside each run's intervals (and, over a fleet, its

@@ -6,7 +6,7 @@
 //! linked to its page.
 
 use super::super::http::Body;
-use super::runs::run_cells;
+use super::runs::{run_cells, RUN_COLUMNS};
 use super::shell::{self, Query};
 use hyper::Response;
 use loadlab_report::html::escape_html;
@@ -64,19 +64,7 @@ pub fn list(store: &Store, q: &Query) -> Response<Body> {
         ));
         // Oldest probe first, as the search went.
         let rows: Vec<Vec<String>> = probes.iter().rev().map(|r| run_cells(q, r)).collect();
-        body.push_str(&shell::table(
-            &[
-                "run",
-                "started",
-                "tag",
-                "target",
-                "revision",
-                "requests/s",
-                "p99",
-                "status",
-            ],
-            &rows,
-        ));
+        body.push_str(&shell::table(&RUN_COLUMNS, &rows));
     }
     shell::page(q, "Capacity searches", &body)
 }

@@ -87,21 +87,21 @@ pub fn index(store: &Store, q: &Query) -> Response<Body> {
             cells
         })
         .collect();
-    body.push_str(&shell::table(
-        &[
-            "run",
-            "started",
-            "tag",
-            "target",
-            "revision",
-            "requests/s",
-            "p99",
-            "status",
-        ],
-        &rows,
-    ));
+    body.push_str(&shell::table(&RUN_COLUMNS, &rows));
     shell::page(q, "Runs", &body)
 }
+
+/// The columns of [`run_cells`]' rows.
+pub const RUN_COLUMNS: [&str; 8] = [
+    "run",
+    "started",
+    "tag",
+    "target",
+    "revision",
+    "requests/s",
+    "p99",
+    "status",
+];
 
 /// A run's row, as the run list and an experiment's runs show it.
 pub fn run_cells(q: &Query, r: &RunRow) -> Vec<String> {

@@ -19,8 +19,8 @@ use super::{wait_until_due, with_step, StepEnd, User};
 use crate::config::ScenarioRun;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
-use crate::ws::{classify, closed, Failure, MAX_MESSAGE_BYTES};
-use futures_util::{SinkExt as _, StreamExt as _};
+use crate::ws::{closed, failure, next_message, Failure, MAX_MESSAGE_BYTES};
+use futures_util::SinkExt as _;
 use loadlab_scenario::ws::{WsAnswer, WsStep};
 use loadlab_scenario::{Response, Step, Verdict};
 use std::time::Instant;
@@ -253,11 +253,6 @@ fn frame(w: &WsStep, payload: &[u8]) -> Message {
     }
 }
 
-fn failure(e: &tokio_tungstenite::tungstenite::Error) -> Failure {
-    let (class, detail, _) = classify(e);
-    (class, detail)
-}
-
 /// An answer: its length, and its bytes when the step's checks read them.
 struct Answer {
     len: usize,
@@ -273,16 +268,7 @@ async fn await_answer(
     keep: bool,
 ) -> Result<(Answer, Instant), Failure> {
     loop {
-        let message = match socket.next().await {
-            Some(Ok(m)) => m,
-            Some(Err(e)) => return Err(failure(&e)),
-            None => {
-                return Err((
-                    ErrorClass::ClosedBeforeResponse,
-                    Some("the server closed the connection without a close frame".into()),
-                ))
-            }
-        };
+        let message = next_message(socket).await?;
         let data: &[u8] = match &message {
             Message::Text(t) if w.answer == WsAnswer::Next || !w.binary => t.as_bytes(),
             Message::Binary(b) if w.answer == WsAnswer::Next || w.binary => b,

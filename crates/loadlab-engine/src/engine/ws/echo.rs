@@ -11,8 +11,8 @@ use crate::engine::exchange::{
 use crate::engine::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
-use crate::ws::{classify, closed, Failure};
-use futures_util::{SinkExt as _, StreamExt as _};
+use crate::ws::{closed, failure, next_message, Failure};
+use futures_util::SinkExt as _;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
@@ -100,26 +100,12 @@ fn fail(ctx: &ThreadCtx, phase: Phase, class: ErrorClass, detail: Option<String>
     note_detail(ctx, phase, class, detail);
 }
 
-fn failure(e: &tokio_tungstenite::tungstenite::Error) -> Failure {
-    let (class, detail, _) = classify(e);
-    (class, detail)
-}
-
 /// Reads until the echo of the message sent arrives (when it ends), counting pushes.
 async fn await_echo(ctx: &ThreadCtx, socket: &mut Socket) -> Result<Instant, Failure> {
     let ws = ctx.ws.as_ref().expect("a WebSocket run");
     let payload = &ws.config.payload;
     loop {
-        let message = match socket.next().await {
-            Some(Ok(m)) => m,
-            Some(Err(e)) => return Err(failure(&e)),
-            None => {
-                return Err((
-                    ErrorClass::ClosedBeforeResponse,
-                    Some("the server closed the connection without a close frame".into()),
-                ))
-            }
-        };
+        let message = next_message(&mut **socket).await?;
         let echoed = match &message {
             Message::Text(t) => !ws.config.binary && t.as_bytes() == &payload[..],
             Message::Binary(b) => ws.config.binary && b == payload,
