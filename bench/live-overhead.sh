@@ -5,9 +5,9 @@
 # page takes from it shows in the rate. Two arms, interleaved in ROUNDS paired rounds of SECS
 # seconds (bench/lib.sh's `alternate`, bench/paired.py's ratio and its exact 95% interval):
 #
-#   plain   loadlab run -c CONNS -t 1 -d SECS URL
-#   page    the same with --ui, and PAGES readers of its event stream attached for the whole
-#           run (curl -N on /events, pinned to the server's core: a browser is elsewhere)
+#   no-page       loadlab run -c CONNS -t 1 -d SECS URL
+#   loadlab-page  the same with --ui, and PAGES readers of its event stream attached for the whole
+#                 run (curl -N on /events, pinned to the server's core: a browser is elsewhere)
 #
 # Then one run with the page of SOAK_S seconds: loadlab's RSS every 5 s, the pages attached
 # all along (memory must be flat: the page keeps a bounded window, docs/live.md).
@@ -55,12 +55,12 @@ attach_pages() {
 detach_pages() { for p in "${READERS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
 
 # Each prints "requests cpu_seconds" for bench/lib.sh's `alternate`.
-run_plain() {
+run_no-page() {
     timed "$LOADLAB" run -q -c "$CONNS" -t 1 -d "${SECS}s" --no-save --json "$OUT/plain.json" "$URL" \
         >/dev/null 2>&1
     echo "$(loadlab_completed "$OUT/plain.json") $(cpu_seconds)"
 }
-run_page() {
+run_loadlab-page() {
     local ui
     ui=127.0.0.1:$(free_port)
     timed "$LOADLAB" run -q -c "$CONNS" -t 1 -d "${SECS}s" --no-save --ui="$ui" \
@@ -74,7 +74,7 @@ run_page() {
 
 echo "live-overhead: $(machine); $LOADLAB; nginx on core $SERVER_CPU, loadlab on core $LOAD_CPU;"
 echo "  $CONNS connections, $ROUNDS rounds of $SECS s, $PAGES pages attached in the page arm"
-alternate plain page | tee "$OUT/table.txt"
+alternate no-page loadlab-page | tee "$OUT/table.txt"
 
 if [ "$SOAK_S" -gt 0 ]; then
     ui=127.0.0.1:$(free_port)
