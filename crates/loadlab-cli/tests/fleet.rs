@@ -12,7 +12,7 @@
 mod common;
 mod netns;
 
-use common::{serial, shared};
+use common::{serial, shared, Killed};
 use loadlab_testkit::ScratchDir;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -521,16 +521,6 @@ fn an_experiment_over_the_fleet_is_exact_and_decides_as_one_generator_does() {
     fleet.generators.clear();
 }
 
-/// A process killed (by PID) when dropped, also when the test fails.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `--generators ansible:INVENTORY:GROUP` end to end, with ansible-core against three
 /// namespaced hosts (`ansible_connection: local`, each agent entered into its host's network
 /// namespace by the playbook): the first run starts an agent on each host of the group and
@@ -811,14 +801,6 @@ fn a_capped_downlink_is_named_as_the_path_and_a_cpu_bound_server_behind_a_wide_o
     }
     let dir = ScratchDir::new("fleet-path-verdict");
     let (sns, saddr) = lab.server.clone();
-    // A server listening in the server's namespace, killed when dropped.
-    struct Server(Child);
-    impl Drop for Server {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let serve = |port: &str, args: &[&str]| {
         let mut child = in_ns(&sns, FIXTURE)
             .args(args)
@@ -836,7 +818,7 @@ fn a_capped_downlink_is_named_as_the_path_and_a_cpu_bound_server_behind_a_wide_o
         )
         .unwrap();
         assert!(line.starts_with("listening on"), "{line}");
-        Server(child)
+        Killed(child)
     };
     let _fast = serve("8081", &[]);
     let _serial_server = serve("8082", &["--service-us", "4166"]);

@@ -123,3 +123,14 @@ impl Drop for Upstream {
         let _ = self.thread.take().map(|t| t.join());
     }
 }
+
+/// A process the test started, killed (by its PID) and reaped when dropped: also when the
+/// test fails before its end, so that no server outlives it.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

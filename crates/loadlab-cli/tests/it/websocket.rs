@@ -139,14 +139,17 @@ fn against_websocketd_the_counts_are_the_servers() {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&echo, std::fs::Permissions::from_mode(0o755)).unwrap();
     let port = loadlab_testkit::closed_port();
-    let mut server = Command::new("websocketd")
-        .arg(format!("--port={port}"))
-        .args(["--address=127.0.0.1", "--loglevel=error"])
-        .arg(&echo)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Killed when the test ends, failed or not (a failed assertion once left it running).
+    let _server = crate::common::Killed(
+        Command::new("websocketd")
+            .arg(format!("--port={port}"))
+            .args(["--address=127.0.0.1", "--loglevel=error"])
+            .arg(&echo)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let url = format!("ws://127.0.0.1:{port}/");
     // Until it listens.
     let started = std::time::Instant::now();
@@ -164,8 +167,6 @@ fn against_websocketd_the_counts_are_the_servers() {
             .count()
     };
     assert_eq!(lines(), 1_000);
-    let _ = server.kill();
-    let _ = server.wait();
 }
 
 #[test]
