@@ -72,6 +72,11 @@ impl Lab {
                 install: target.manifest.toolchain_install.clone(),
             });
         }
+        // One build of a target at a time, across processes: a second `lab build` of the same
+        // target (CI builds the lab's targets beside its own compile while the lab tests may
+        // ask for them too) waits for the first, then finds the target up to date, instead of
+        // running a second compiler in the same directory. Released when this returns.
+        let _lock = self.build_lock(target)?;
         let fingerprint = fingerprint::of(target)?;
         let artifacts_present = target.artifacts().iter().all(|a| a.exists());
         if !force && artifacts_present && self.stamp(target).as_deref() == Some(&fingerprint) {
@@ -130,6 +135,29 @@ impl Lab {
             duration: started.elapsed(),
             fingerprint,
         })
+    }
+
+    /// Takes `target`'s build lock (an exclusive lock on a file beside the stamps), waiting
+    /// for another process's build of it to end.
+    fn build_lock(&self, target: &Target) -> Result<std::fs::File, LabError> {
+        let path = self.stamp_dir().join(format!("{}.lock", target.name()));
+        let io = |source| LabError::Io {
+            context: format!(
+                "cannot take the build lock of {} ({})",
+                target.name(),
+                path.display()
+            ),
+            source,
+        };
+        std::fs::create_dir_all(self.stamp_dir()).map_err(io)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        file.lock().map_err(io)?;
+        Ok(file)
     }
 
     /// Builds `NAME`, or every target for `all`, stopping at the first failure.

@@ -102,6 +102,42 @@ fn builds_are_cached_until_a_source_changes() {
 }
 
 #[test]
+fn two_builds_of_one_target_at_once_run_its_build_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A build that fails if another is running in the same directory (`mkdir` is atomic).
+    fake_target_built_by(
+        tmp.path(),
+        "once",
+        "\"sh\"",
+        "mkdir busy || exit 7; sleep 0.3; echo run >> builds.log; mkdir -p out; \
+         cp src/main.txt out/artifact; rmdir busy",
+        "out/artifact",
+        "exit 0",
+    );
+    let actions: Vec<BuildAction> = std::thread::scope(|scope| {
+        let builds: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    // Each its own Lab, as two processes would have.
+                    let lab = Lab::open(tmp.path()).unwrap();
+                    let target = lab.target("once").unwrap().clone();
+                    lab.build(&target, false).unwrap().action
+                })
+            })
+            .collect();
+        builds.into_iter().map(|b| b.join().unwrap()).collect()
+    });
+    let mut sorted = actions.clone();
+    sorted.sort_by_key(|a| *a == BuildAction::Cached);
+    assert_eq!(
+        sorted,
+        [BuildAction::Built, BuildAction::Cached],
+        "{actions:?}"
+    );
+    assert_eq!(builds_logged(tmp.path(), "once"), 1);
+}
+
+#[test]
 fn a_missing_toolchain_is_a_state_and_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     fake_target(
