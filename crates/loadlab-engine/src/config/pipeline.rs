@@ -77,13 +77,6 @@ impl RunSpec {
                  last one's answer (captures, checks, cookies); give more users (-c) instead",
             ));
         }
-        if self.closed_stages {
-            return Err(reject(
-                "pipeline",
-                "cannot stage connections yet; drop --stages --closed (a closed loop with -c, \
-                 or an open loop's --rate or --stages, pipeline)",
-            ));
-        }
         let method = self.method.to_ascii_uppercase();
         if matches!(method.as_str(), "POST" | "PATCH" | "CONNECT") {
             return Err(reject(
@@ -182,6 +175,13 @@ mod tests {
             ..spec(16)
         };
         assert!(refusal(paced).contains("a virtual user sends its steps one after another"));
+        // Staged connections pipeline, each while its stage has it working.
+        let staged = RunSpec {
+            stages: Some("1s:2, 1s:4".into()),
+            closed_stages: true,
+            ..spec(16)
+        };
+        assert_eq!(staged.validate().unwrap().pipeline, 16);
         // HTTP/1.1 over TLS pipelines too.
         let tls = RunSpec {
             url: "https://127.0.0.1:8443/".into(),

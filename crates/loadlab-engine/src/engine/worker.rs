@@ -132,7 +132,7 @@ pub(super) fn thread(
             } else if ctx.h2.is_some() {
                 spawn_guarded(&ctx, h2::drive(ctx.clone()));
             } else if ctx.pipeline > 1 {
-                spawn_guarded(&ctx, pipeline::drive(ctx.clone()));
+                spawn_guarded(&ctx, pipeline::drive(ctx.clone(), first + k * step));
             } else {
                 spawn_guarded(&ctx, closed::drive(ctx.clone(), first + k * step));
             }

@@ -95,7 +95,15 @@ pub(super) fn load_model(config: &RunConfig) -> LoadModel {
         Model::Closed {
             stages: Some(profile),
         } => {
-            let plan = format!("closed loop: {}", profile.describe("connections"));
+            let plan = if config.pipeline > 1 {
+                format!(
+                    "closed loop over HTTP/1.1 (each connection x {} pipelined): {}",
+                    config.pipeline,
+                    profile.describe("connections")
+                )
+            } else {
+                format!("closed loop: {}", profile.describe("connections"))
+            };
             ("closed_loop", None, None, Some(profile), plan)
         }
         Model::Closed { stages: None } => {
