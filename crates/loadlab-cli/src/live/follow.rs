@@ -3,8 +3,9 @@
 //! already streams them to ([`follow`]), a fleet's generators' own intervals
 //! ([`observe_parts`]), and the stop button bound to the command's own Ctrl-C.
 //!
-//! Every function here only sends to the page's thread (an unbounded channel: the run never
-//! waits for a browser) and does nothing when `--ui` was not given.
+//! Every function here only sends to the page's thread and the terminal's (`--tui`): unbounded
+//! channels, the run never waits for a browser or a terminal; and does nothing when neither
+//! `--ui` nor `--tui` was given.
 
 use super::hub::command::{Plan, Row, SoFar, Update as CommandUpdate};
 use super::hub::{LiveSink, Update};
@@ -16,56 +17,58 @@ use loadlab_result::{IntervalSummary, RunResult};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
 
-fn sender() -> Option<UnboundedSender<Update>> {
-    ACTIVE
+/// Who follows this process's runs: the page (`--ui`) and the terminal (`--tui`), either,
+/// both or none.
+fn listeners() -> LiveSink {
+    let mut to: Vec<UnboundedSender<Update>> = ACTIVE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .as_ref()
         .map(|(tx, _)| tx.clone())
+        .into_iter()
+        .collect();
+    to.extend(crate::tui::updates());
+    LiveSink(to)
 }
 
-/// Whether a page is following this process.
+/// Whether a page or the terminal is following this process.
 pub fn active() -> bool {
-    sender().is_some()
+    !listeners().is_empty()
 }
 
 /// The command's plan; from now on the page's stop button calls `stop` (what the command's
 /// first Ctrl-C does: the run going on ends and is kept, no other starts), not only the
 /// run going on.
+/// (The terminal's `q` raises SIGINT: the command's own handler stops it.)
 pub fn command(plan: Plan, stop: impl Fn() + Send + Sync + 'static) {
-    let active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
-    let Some((tx, shared)) = active.as_ref() else {
-        return;
-    };
-    *shared
-        .command_stop
-        .lock()
-        .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(stop));
-    let _ = tx.send(Update::Command(CommandUpdate::Plan(Box::new(plan))));
+    if let Some((_, shared)) = ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        *shared
+            .command_stop
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(stop));
+    }
+    listeners().send(Update::Command(CommandUpdate::Plan(Box::new(plan))));
 }
 
 /// A step started or ended (a row with an earlier one's key replaces it), with what the
 /// steps say so far when that changed.
 pub fn step(row: Row, so_far: Option<SoFar>) {
-    if let Some(tx) = sender() {
-        let _ = tx.send(Update::Command(CommandUpdate::Step(
-            Box::new(row),
-            so_far.map(Box::new),
-        )));
-    }
+    listeners().send(Update::Command(CommandUpdate::Step(
+        Box::new(row),
+        so_far.map(Box::new),
+    )));
 }
 
 /// What the steps say now; `is_final` once the command has its answer.
 pub fn so_far(so_far: SoFar) {
-    if let Some(tx) = sender() {
-        let _ = tx.send(Update::Command(CommandUpdate::SoFar(Box::new(so_far))));
-    }
+    listeners().send(Update::Command(CommandUpdate::SoFar(Box::new(so_far))));
 }
 
 /// A run of the command ended: its failures by class on the page.
 pub fn run_ended(result: &RunResult) {
-    if let Some(tx) = sender() {
-        let _ = tx.send(Update::Command(CommandUpdate::RunEnded(Box::new(
+    let to = listeners();
+    if !to.is_empty() {
+        to.send(Update::Command(CommandUpdate::RunEnded(Box::new(
             result.clone(),
         ))));
     }
@@ -78,10 +81,11 @@ pub fn run_ended(result: &RunResult) {
 pub fn follow(
     sink: Option<Box<dyn IntervalSink>>,
 ) -> (Option<Box<dyn IntervalSink>>, Option<Kept>) {
-    let Some(tx) = sender() else {
+    let to = listeners();
+    if to.is_empty() {
         return (sink, None);
-    };
-    let page = Box::new(LiveSink(tx));
+    }
+    let page = Box::new(to);
     match sink {
         Some(sink) => (Some(Box::new(Beside { sink, page })), None),
         None => {
@@ -97,28 +101,28 @@ pub fn follow(
 
 /// The fleet's generators, by part, as the page names their rows.
 pub fn generators(fleet: &loadlab_session::fleet::Fleet) {
-    if let Some(tx) = sender() {
-        let names = fleet.generators.iter().map(|g| g.name.clone()).collect();
-        let _ = tx.send(Update::Command(CommandUpdate::Generators(names)));
-    }
+    let names = fleet.generators.iter().map(|g| g.name.clone()).collect();
+    listeners().send(Update::Command(CommandUpdate::Generators(names)));
 }
 
-/// Over a fleet, each generator's own intervals on the page (a row each).
+/// The run going on: over a fleet, each generator's own intervals on the page (a row each);
+/// its elapsed time on the terminal's title.
 pub fn observe_parts(control: &RunControl) {
-    if let Some(tx) = sender() {
-        control.observe_parts(Box::new(Parts(tx)));
+    crate::tui::follow_control(control);
+    let to = listeners();
+    if !to.is_empty() {
+        control.observe_parts(Box::new(Parts(to)));
     }
 }
 
-struct Parts(UnboundedSender<Update>);
+struct Parts(LiveSink);
 
 impl PartObserver for Parts {
     fn interval(&mut self, part: usize, interval: &IntervalSummary) {
         let mut iv = interval.clone();
         // The page shows the generator's figures, not its latency's histogram.
         iv.histogram = None;
-        let _ = self
-            .0
+        self.0
             .send(Update::Command(CommandUpdate::Part(part, Box::new(iv))));
     }
 }

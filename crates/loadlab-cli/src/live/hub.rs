@@ -25,7 +25,8 @@ pub const WINDOW: usize = 900;
 /// At most this many downsampled intervals before the window; past it, pairs are merged.
 pub const COARSE: usize = 600;
 
-/// What the run's collector hands the page.
+/// What the run's collector hands the page (and the terminal's `--tui`: each gets a copy).
+#[derive(Clone)]
 pub enum Update {
     Start(Box<RunResult>),
     Interval(Box<IntervalSummary>),
@@ -37,20 +38,38 @@ pub enum Update {
     Command(command::Update),
 }
 
-/// The run's side: an [`IntervalSink`] that only sends (its answer never fails the run).
-pub struct LiveSink(pub UnboundedSender<Update>);
+/// The run's side: an [`IntervalSink`] that only sends (its answer never fails the run), to
+/// each that follows the run: the page's thread, the terminal's (`--tui`), or both.
+#[derive(Clone, Default)]
+pub struct LiveSink(pub Vec<UnboundedSender<Update>>);
+
+impl LiveSink {
+    /// Sends `update` to each (a copy to all but the last); one gone is skipped.
+    pub fn send(&self, update: Update) {
+        if let Some((last, rest)) = self.0.split_last() {
+            for tx in rest {
+                let _ = tx.send(update.clone());
+            }
+            let _ = last.send(update);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 impl IntervalSink for LiveSink {
     fn start(&mut self, header: &RunResult) -> Result<(), String> {
-        let _ = self.0.send(Update::Start(Box::new(header.clone())));
+        self.send(Update::Start(Box::new(header.clone())));
         Ok(())
     }
     fn interval(&mut self, interval: &IntervalSummary) -> Result<(), String> {
-        let _ = self.0.send(Update::Interval(Box::new(interval.clone())));
+        self.send(Update::Interval(Box::new(interval.clone())));
         Ok(())
     }
     fn finish(&mut self) -> Result<(), String> {
-        let _ = self.0.send(Update::LoadEnded);
+        self.send(Update::LoadEnded);
         Ok(())
     }
 }

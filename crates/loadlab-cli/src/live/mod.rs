@@ -168,10 +168,8 @@ pub fn attach(control: &RunControl, session: &Session) {
         return;
     };
     *shared.control.lock().unwrap_or_else(|p| p.into_inner()) = Some(control.clone());
-    let sink = Box::new(LiveSink(updates.clone()));
+    let sink = Box::new(LiveSink(vec![updates.clone()]));
     control.observe_intervals(session.with_server_samples(sink, control));
-    drop(active);
-    follow::observe_parts(control);
 }
 
 /// The run's result, once made: the page's last event (errors by class, interrupted).

@@ -2,7 +2,9 @@
 //! figures drawn on standard error: the run's intervals reach a thread of its own through the
 //! live page's [`LiveSink`] (an unbounded channel: the collector never waits for a drawing),
 //! are kept by the page's own [`Hub`] (one since-the-start, merged from histograms), and
-//! [`screen`] makes each frame. `q` stops the run as Ctrl-C does (it raises SIGINT, so the
+//! [`screen`] makes each frame. A command of many runs (`capacity`, `sweep`, `experiment`)
+//! sends its plan, rows and answer so far here too, as to its page (`crate::live::follow`),
+//! and its runs' intervals one run after another. `q` stops the run as Ctrl-C does (it raises SIGINT, so the
 //! same handler ends it and writes the result); Ctrl-C itself is left to the terminal.
 //!
 //! Off, with a note, when standard output or error is not a terminal. No crate of its own:
@@ -33,7 +35,8 @@ pub struct TuiArgs {
     /// p50/p90/p99/max (last interval and since the start), errors by class, a requests/s
     /// chart, the server's CPU and memory when sampled. `q` or Ctrl-C stops the run (the
     /// result is written). Off, with a note, when standard output or error is not a terminal
-    /// (docs/live.md).
+    /// (docs/live.md). For capacity, sweep and experiment, the whole command: a row per
+    /// probe or run and the answer so far, `q` stopping the command as Ctrl-C does.
     #[arg(long, help_heading = "Live page")]
     pub tui: bool,
 }
@@ -99,8 +102,22 @@ pub fn attach(control: &RunControl, session: &Session) {
         return;
     };
     *a.control.lock().unwrap_or_else(|p| p.into_inner()) = Some(control.clone());
-    let sink = Box::new(LiveSink(a.updates.clone()));
+    let sink = Box::new(LiveSink(vec![a.updates.clone()]));
     control.observe_intervals(session.with_server_samples(sink, control));
+}
+
+/// The terminal's channel, when it is drawn: a command of many runs (`capacity`, `sweep`,
+/// `experiment`) sends its plan, rows and answer so far there as to its page
+/// (`crate::live::follow`).
+pub fn updates() -> Option<UnboundedSender<Update>> {
+    active().as_ref().map(|a| a.updates.clone())
+}
+
+/// The run going on, for the elapsed time on the title (a command's runs, one after another).
+pub fn follow_control(control: &RunControl) {
+    if let Some(a) = active().as_ref() {
+        *a.control.lock().unwrap_or_else(|p| p.into_inner()) = Some(control.clone());
+    }
 }
 
 /// The run's result, once made: the last frame, then the terminal is put back before
@@ -161,8 +178,14 @@ fn draw(
                 Ok(update) => {
                     news = true;
                     let end = matches!(update, Update::Result(_));
-                    if matches!(update, Update::Start(_)) && terminal.is_none() {
-                        terminal = Some(Terminal::enter());
+                    if matches!(update, Update::Start(_)) {
+                        if terminal.is_none() {
+                            terminal = Some(Terminal::enter());
+                        }
+                        // A command's next run.
+                        if stage == Stage::LoadEnded {
+                            stage = Stage::Running;
+                        }
                     }
                     if matches!(update, Update::LoadEnded) && stage == Stage::Running {
                         stage = Stage::LoadEnded;

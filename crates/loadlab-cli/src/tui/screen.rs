@@ -1,10 +1,13 @@
 //! One frame of `--tui`, as lines of text: the live page's figures (last interval and since
 //! the start, from the page's own [`Hub`]: percentiles merged from the intervals'
 //! histograms, never averaged), errors by class, a chart of requests/s over the last
-//! intervals and the server's CPU and memory when sampled. Pure: no terminal, no clock, so
-//! a test reads a frame as a string. Every string a user or a server gave (the target) goes
-//! through [`shown`]; the rest is loadlab's own words and numbers.
+//! intervals and the server's CPU and memory when sampled; for a command of many runs, above
+//! them, what its page shows: the plan, a row per probe or run, the answer so far (marked not
+//! final) and a fleet's generators. Pure: no terminal, no clock, so a test reads a frame as a
+//! string. Every string a user or a server gave (the target, a row's cells, an arm's label)
+//! goes through [`shown`]; the rest is loadlab's own words and numbers.
 
+use crate::live::hub::command::State;
 use crate::live::hub::Hub;
 use loadlab_result::format::{bytes, shown};
 use loadlab_result::IntervalSummary;
@@ -26,6 +29,11 @@ const CHART_ROWS: usize = 6;
 const BLOCKS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 const LABEL: usize = 24;
 const COLUMN: usize = 20;
+/// A row's cell is cut to this width (but the last, which runs to the line's end).
+const CELL: usize = 32;
+/// Rows shown however small the terminal; and lines of the answer so far at most.
+const MIN_ROWS: usize = 3;
+const SO_FAR_LINES: usize = 12;
 
 /// Latency as the frame shows it: milliseconds to the microsecond.
 pub fn ms(us: Option<f64>) -> String {
@@ -43,16 +51,46 @@ pub fn frame(
 ) -> Vec<String> {
     let since = hub.since_start();
     let last = hub.recent().next_back();
+    let command = hub.command_state();
     let mut lines = Vec::new();
-    let state = match stage {
-        Stage::Running => "running; q or Ctrl-C stops it (the result is written)",
-        Stage::Stopping => "stopping: the result is being written",
-        Stage::LoadEnded => "load ended: the result is being made",
-        Stage::Ended => "ended: the result is written",
-    };
-    let target = hub.target().unwrap_or_default();
     let elapsed = elapsed_s.map_or(String::new(), |s| format!(" {s:.1} s,"));
-    lines.push(format!("loadlab {}:{elapsed} {state}", shown(&target)));
+    let mut above = Vec::new();
+    match &command.plan {
+        None => {
+            let state = match stage {
+                Stage::Running => "running; q or Ctrl-C stops it (the result is written)",
+                Stage::Stopping => "stopping: the result is being written",
+                Stage::LoadEnded => "load ended: the result is being made",
+                Stage::Ended => "ended: the result is written",
+            };
+            let target = hub.target().unwrap_or_default();
+            lines.push(format!("loadlab {}:{elapsed} {state}", shown(&target)));
+        }
+        Some(plan) => {
+            let state = match stage {
+                Stage::Running | Stage::LoadEnded => {
+                    "running; q or Ctrl-C stops it (what was measured is kept, the document \
+                     written)"
+                }
+                Stage::Stopping => "stopping: the run going on ends, no other starts",
+                Stage::Ended => "ended",
+            };
+            above.push(format!("loadlab {}: {state}", plan.kind));
+            above.extend(plan.lines.iter().map(|l| shown(l).into_owned()));
+            lines.push(match hub.target() {
+                None => "no run yet".into(),
+                Some(target) => format!(
+                    "run {}: {}:{elapsed} {}",
+                    command.runs,
+                    shown(&target),
+                    match (stage, hub.load_ended) {
+                        (Stage::Ended, _) | (_, true) => "ended",
+                        _ => "running",
+                    }
+                ),
+            });
+        }
+    }
     lines.push(String::new());
     let partial = last.is_some_and(|l| l.partial);
     lines.push(row(
@@ -152,6 +190,16 @@ pub fn frame(
             ));
         }
     }
+    if command.plan.is_some() {
+        lines.extend(generators(command));
+        // The rows take what room the figures leave (the newest kept), the chart the rest.
+        let room = height.saturating_sub(lines.len() + above.len() + 1);
+        above.push(String::new());
+        above.extend(steps(command, room));
+        above.push(String::new());
+        above.extend(lines);
+        lines = above;
+    }
     // The chart takes what room is left, the newest interval at the right.
     let room = height.saturating_sub(lines.len() + 3);
     if room >= 2 {
@@ -178,6 +226,99 @@ pub fn frame(
         .take(height.max(1))
         .map(|l| l.chars().take(width).collect())
         .collect()
+}
+
+/// The rows (the newest that fit in `room` lines), then the answer so far.
+fn steps(command: &State, room: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let columns = command.plan.as_ref().map_or(&[][..], |p| &p.columns[..]);
+    let answer: Vec<String> = match &command.so_far {
+        Some(s) => {
+            let mark = if s.is_final {
+                "final"
+            } else {
+                "so far, not final"
+            };
+            std::iter::once(format!("{} ({mark}):", shown(&s.title)))
+                .chain(
+                    s.text
+                        .lines()
+                        .take(SO_FAR_LINES)
+                        .map(|l| format!("  {}", shown(l))),
+                )
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let fit = room.saturating_sub(answer.len() + 2).max(MIN_ROWS);
+    let skipped = command.rows.len().saturating_sub(fit);
+    let rows: Vec<Vec<String>> = command
+        .rows
+        .iter()
+        .skip(skipped)
+        .map(|r| r.cells.iter().map(|c| shown(c).into_owned()).collect())
+        .collect();
+    let header: Vec<String> = columns.to_vec();
+    let width = |i: usize| {
+        std::iter::once(&header)
+            .chain(&rows)
+            .filter_map(|cells| cells.get(i))
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(CELL)
+    };
+    let widths: Vec<usize> = (0..header
+        .len()
+        .max(rows.iter().map(Vec::len).max().unwrap_or(0)))
+        .map(width)
+        .collect();
+    let line = |cells: &[String]| {
+        let mut text = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(c);
+            } else {
+                let cut: String = c.chars().take(widths[i]).collect();
+                text.push_str(&format!("{cut:<w$}  ", w = widths[i]));
+            }
+        }
+        text
+    };
+    out.push(line(&header));
+    if skipped > 0 {
+        out.push(format!("({skipped} earlier not shown)"));
+    }
+    out.extend(rows.iter().map(|r| line(r)));
+    out.extend(answer);
+    out
+}
+
+/// A fleet's generators, each one's last interval (as the page's rows).
+fn generators(command: &State) -> Vec<String> {
+    if command.parts.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![String::new(), row("generator", "last interval", "")];
+    for (part, iv) in &command.parts {
+        let name = command
+            .generators
+            .get(*part)
+            .map_or(format!("generator {}", part + 1), |n| shown(n).into_owned());
+        let offered = iv
+            .offered_per_s
+            .map_or(String::new(), |o| format!(" of {o:.1}"));
+        out.push(format!(
+            "{:<LABEL$}{:.1}/s{offered}, {} failed, p99 {}{}",
+            name.chars().take(LABEL - 1).collect::<String>(),
+            iv.achieved_per_s,
+            iv.failed,
+            ms(iv.p99_us),
+            iv.steal
+                .map_or(String::new(), |s| format!(", steal {:.1}%", s * 100.0))
+        ));
+    }
+    out
 }
 
 fn row(label: &str, last: &str, since: &str) -> String {
@@ -276,6 +417,48 @@ mod tests {
         let small = frame(&hub, Stage::Ended, None, 30, 5);
         assert_eq!(small.len(), 5);
         assert!(small.iter().all(|l| l.chars().count() <= 30));
+    }
+
+    /// A command's frame: its plan, the newest rows that fit (the rest counted), the answer
+    /// so far marked not final; a hostile cell is shown inert.
+    #[test]
+    fn a_commands_frame_has_its_rows_and_answer_so_far() {
+        use crate::live::hub::command::{Plan, Row, SoFar, Update as C};
+        let mut hub = Hub::with_limits(100, 2);
+        hub.apply(Update::Command(C::Plan(Box::new(Plan {
+            kind: "experiment".into(),
+            lines: vec!["e: 2 arms x 30 blocks".into()],
+            columns: vec!["run".into(), "arm".into(), "state".into()],
+        }))));
+        for i in 1..=30 {
+            hub.apply(Update::Command(C::Step(
+                Box::new(Row {
+                    key: format!("run {i}"),
+                    cells: vec![i.to_string(), "a\u{1b}[2Jb".into(), "done".into()],
+                    state: "done".into(),
+                    record: None,
+                }),
+                Some(Box::new(SoFar {
+                    title: "The comparison".into(),
+                    text: "b against a: faster".into(),
+                    is_final: false,
+                })),
+            )));
+        }
+        let text = frame(&hub, Stage::Running, None, 100, 40).join("\n");
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert!(text.starts_with("loadlab experiment: running"), "{text}");
+        assert!(text.contains("\ne: 2 arms x 30 blocks\n"), "{text}");
+        assert!(text.contains("\nrun  arm          state\n"), "{text}");
+        assert!(text.contains("\n30   a\\u{1b}[2Jb  done\n"), "{text}");
+        let shown = text.lines().filter(|l| l.ends_with("  done")).count();
+        assert!((3..30).contains(&shown), "{shown} rows: {text}");
+        assert!(text.contains(&format!("({} earlier not shown)", 30 - shown)));
+        assert!(text.contains("The comparison (so far, not final):\n  b against a: faster"));
+        assert!(
+            text.contains("requests/s"),
+            "the run's figures below: {text}"
+        );
     }
 
     #[test]

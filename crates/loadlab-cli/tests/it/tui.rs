@@ -2,6 +2,7 @@
 //! live figures and its last frame's since-the-start figures are the result file's; with no
 //! terminal it says it is off and the run goes on. And the result's intervals carry their
 //! failures by class, which add up to the result's classes (a server failing in two ways).
+//! `capacity --tui`: a row per probe, its last frame's rows the document's probes.
 
 use crate::common::{assert_valid, loadlab};
 use loadlab_testkit::{response, Behavior, ScratchDir, TestServer};
@@ -253,4 +254,103 @@ fn q_stops_the_run_as_ctrl_c_does() {
             > 0
     );
     assert!(result["measured"]["duration_s"].as_f64().unwrap() < 20.0);
+}
+
+/// `capacity --tui`: the command's page in the terminal. Its last frame (drawn once the
+/// search has its answer) has a row per probe equal to the document's probes (number, round,
+/// rate, rate answered, errors, verdict in the document's words) and the document's verdict,
+/// final; no probe line of the progress is drawn over it.
+#[test]
+fn capacity_tui_draws_a_row_per_probe_and_its_last_frame_is_the_documents() {
+    use loadlab_capacity::search::rate;
+    use loadlab_capacity::ProbeRecord;
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let dir = ScratchDir::new("tui-capacity");
+    let json = dir.join("capacity.json");
+    // Wide enough for a verdict's whole words.
+    let command = format!(
+        "stty cols 220 rows 50; {} capacity --tui --no-save -d 500ms --warmup 0s --cooldown 0s \
+         --repeats 1 --start 50 --max-rate 100 --min-rate 40 --json {} {}",
+        env!("CARGO_BIN_EXE_loadlab"),
+        json.display(),
+        server.url("/")
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+    // 0: a capacity; 4: none in the bounds (it held at --max-rate on a quiet machine).
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{screen}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let probes: Vec<ProbeRecord> = serde_json::from_value(doc["probes"].clone()).unwrap();
+    assert!(!probes.is_empty());
+    let back = screen
+        .rfind("\u{1b}[?1049l")
+        .unwrap_or_else(|| panic!("the terminal put back: {screen}"));
+    let last = screen[..back]
+        .rsplit("\u{1b}[H")
+        .next()
+        .unwrap()
+        .replace("\u{1b}[K", "")
+        .replace("\u{1b}[J", "")
+        .replace('\r', "");
+    assert!(last.starts_with("loadlab capacity: ended"), "{last}");
+    let lines: Vec<&str> = last.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("probe  round  offered/s"))
+        .unwrap_or_else(|| panic!("no rows: {last}"));
+    let rows: Vec<Vec<&str>> = lines[header + 1..]
+        .iter()
+        .take_while(|l| !l.is_empty() && !l.starts_with("The search's answer"))
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    let expected: Vec<Vec<String>> = probes
+        .iter()
+        .map(|p| {
+            vec![
+                p.index.to_string(),
+                p.round.map_or("–".into(), |r| (r + 1).to_string()),
+                rate(p.load()),
+                rate(p.measure.achieved_per_s),
+                format!(
+                    "{} ({:.2}%)",
+                    p.measure.errors,
+                    p.measure.error_share * 100.0
+                ),
+                p.verdict(),
+            ]
+        })
+        .collect();
+    let seen: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            // All but the objective's percentile (its own format, the page's).
+            assert_eq!(r.len(), 7, "{r:?} in {last}");
+            [0, 1, 2, 3, 5, 6]
+                .iter()
+                .map(|&i| r[i].to_string())
+                .collect()
+        })
+        .collect();
+    assert_eq!(seen, expected, "{last}");
+    let answer = last
+        .split("The search's answer (final):\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no final answer: {last}"));
+    assert!(
+        answer.starts_with(&format!("  {}", doc["verdict"].as_str().unwrap())),
+        "{answer}"
+    );
+    // The progress's probe lines were not drawn: the rows say it.
+    assert!(!screen[..back].contains("probe 1: "), "{screen}");
+    // The table follows on the terminal put back.
+    assert!(screen[back..].contains("round"), "{}", &screen[back..]);
 }

@@ -91,6 +91,9 @@ pub struct ProbeArgs {
 
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
+
+    #[command(flatten)]
+    pub tui: crate::tui::TuiArgs,
 }
 
 #[derive(Debug, Args)]
@@ -254,6 +257,8 @@ struct Prepared {
     unit: Unit,
     /// `--ui`: the page, for the whole search (ended when dropped).
     page: Option<crate::live::LiveUi>,
+    /// `--tui`: the terminal, for the whole search (put back before the table is printed).
+    tui: Option<crate::tui::Tui>,
 }
 
 /// Checks every flag and output path, then prepares the session (the server starts here).
@@ -294,6 +299,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
     let metrics = crate::cmd::run::metrics_plan(&args.metrics, Some(&tag), None)?;
     // Bound before the server starts: a taken --ui port fails in a second.
     let page = crate::live::start(&args.live)?;
+    let tui = crate::tui::start(&args.tui);
     let mut session = Session::prepare(spec).map_err(flags_named)?;
     session.set_metrics(metrics);
     let paths = crate::cmd::generators::apply(args.generators.fleet()?, &mut session, args.quiet)?;
@@ -322,6 +328,7 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
         tag,
         paths,
         page,
+        tui,
         unit: Unit::Rate,
     })
 }
@@ -363,6 +370,7 @@ fn finish(
         tag,
         paths,
         page: _page,
+        tui,
         unit,
         ..
     } = prepared;
@@ -394,6 +402,8 @@ fn finish(
     let mut report = go(&mut session, &stop, &mut events).map_err(flags_named)?;
     crate::cmd::generators::path::claim(&mut report, paths.as_ref());
     events.live.end(&report);
+    // The terminal put back (its last frame the final answer) before the table is printed.
+    drop(tui);
     drop(session);
     if let Some(e) = events.failed_to_save.take() {
         eprintln!("warning: {e}");
@@ -465,7 +475,8 @@ impl Events for Printer<'_> {
     }
 
     fn starting(&mut self, index: usize, load: f64, round: Option<usize>) {
-        if !self.quiet {
+        // With --tui the probes are its rows (a line here would be drawn over).
+        if !self.quiet && !crate::tui::is_on() {
             let what = if self.closed {
                 format!("{load} connections")
             } else {
@@ -483,7 +494,7 @@ impl Events for Printer<'_> {
         let mut result = result.clone();
         result.command = std::env::args().collect();
         crate::cmd::runs::redact(&mut result);
-        if !self.quiet {
+        if !self.quiet && !crate::tui::is_on() {
             let m = &record.measure;
             eprintln!(
                 "{}/s answered, p99 {}: {}",

@@ -99,6 +99,9 @@ pub struct ExperimentArgs {
 
     #[command(flatten)]
     pub live: crate::live::LiveArgs,
+
+    #[command(flatten)]
+    pub tui: crate::tui::TuiArgs,
 }
 
 pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
@@ -153,6 +156,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
     }
     // Bound before the first run: a taken --ui port fails in a second.
     let _page = crate::live::start(&args.live)?;
+    let tui = crate::tui::start(&args.tui);
     let store = args.store.open()?;
     let control = Control::default();
     {
@@ -207,7 +211,15 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         &options,
         &control,
         &mut |e| {
-            show(&e);
+            // With --tui the runs are its rows (a line here would be drawn over).
+            if !crate::tui::is_on()
+                || !matches!(
+                    e,
+                    runner::Event::Starting { .. } | runner::Event::Finished { .. }
+                )
+            {
+                show(&e);
+            }
             page.event(&e);
         },
     )?;
@@ -215,6 +227,8 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
     let by_arm = crate::cmd::runs::experiment_results(&store, id, &plan)?;
     let comparisons = compare(&experiment, &plan, &by_arm);
     page.end(&comparisons);
+    // The terminal put back (its last frame the final comparison) before anything is printed.
+    drop(tui);
     eprintln!(
         "\n{} runs in {:.0} s, kept in {} (experiment {id})\n",
         by_arm.iter().map(Vec::len).sum::<usize>(),

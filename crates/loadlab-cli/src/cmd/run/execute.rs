@@ -50,6 +50,8 @@ pub fn execute_saving(
     let spill = Spill::start(&control, &outputs, quiet, save, session);
     crate::live::attach(&control, session);
     crate::tui::attach(&control, session);
+    // Over a fleet, its generators' rows on the page and the terminal (once for both).
+    crate::live::follow::observe_parts(&control);
     install_ctrlc()?;
     *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) = Some(control.clone());
     let progress = Progress::start(session.config(), &control);

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 pub const MAX_ROWS: usize = 2_000;
 
 /// What the command tells the page, besides its runs' intervals.
+#[derive(Clone)]
 pub enum Update {
     /// What will run (sent once, before the first run).
     Plan(Box<Plan>),
@@ -111,6 +112,11 @@ impl State {
 }
 
 impl Hub {
+    /// The command's plan, rows, answer so far and generators (as the terminal draws them).
+    pub fn command_state(&self) -> &State {
+        &self.command
+    }
+
     /// A run's start (its header). For a command of many runs, the figures of the one before
     /// are let go and the page told to clear its charts.
     pub(super) fn start_run(&mut self, header: RunResult) -> Option<Event> {
