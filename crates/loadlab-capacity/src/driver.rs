@@ -540,3 +540,6 @@ mod tests {
         assert_eq!(shape(10_000).interval(), Duration::from_secs(1));
     }
 }
+
+#[cfg(test)]
+mod grpc_tests;

@@ -69,7 +69,14 @@ pub enum GrpcSchema {
     },
     /// Asked of the server (server reflection), once, before the run.
     Reflect,
+    /// Resolved where the scenario was loaded: the `.proto` files compiled, or the server's
+    /// reflection asked, once ([`crate::Scenario::with_grpc_descriptors`]).
+    Compiled(GrpcDescriptors),
 }
+
+/// A compiled schema: a `FileDescriptorSet` in protobuf bytes (this crate only carries it;
+/// the engine reads it).
+pub type GrpcDescriptors = std::sync::Arc<[u8]>;
 
 /// What a gRPC step sends.
 #[derive(Debug, Clone)]

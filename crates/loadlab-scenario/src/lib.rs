@@ -209,6 +209,10 @@ pub struct ScenarioSource {
     pub text: String,
     pub overrides: Vec<(String, String)>,
     pub files: std::collections::BTreeMap<String, Vec<u8>>,
+    /// The gRPC steps' schema compiled where the scenario was loaded
+    /// ([`Scenario::with_grpc_descriptors`]): a generator uses it instead of the `.proto`
+    /// files (which do not travel) or a reflection of its own.
+    pub grpc_descriptors: Option<grpc::GrpcDescriptors>,
 }
 
 impl Scenario {
@@ -264,9 +268,18 @@ impl Scenario {
             })?;
         compile::compile(
             &file,
-            compile::Files::Given(&source.files),
+            compile::Files::Given(&source.files, source.grpc_descriptors.as_ref()),
             &source.overrides,
         )
+    }
+
+    /// This scenario with its gRPC schema resolved to `set` (a `FileDescriptorSet`, its
+    /// `.proto` files compiled or the server's reflection asked): every run of it (each probe
+    /// of a search) reads the schema from there, and it travels with the scenario's source.
+    pub fn with_grpc_descriptors(mut self, set: grpc::GrpcDescriptors) -> Scenario {
+        self.source.grpc_descriptors = Some(set.clone());
+        self.grpc = Some(grpc::GrpcSchema::Compiled(set));
+        self
     }
 
     /// Whether any step is a WebSocket (the scenario then runs over HTTP/1.1).

@@ -177,6 +177,8 @@ impl Session {
             }
         }
         run.busy_poll = busy_poll == BusyPoll::On;
+        // Once per session: a search's probes then validate from the descriptors.
+        run.resolve_grpc_schema()?;
         let config = run.validate()?;
         let (plan, checks) = machine::preflight(
             &config,
@@ -256,6 +258,8 @@ impl Session {
             run.tls.ca_from = Some("the agent's throwaway CA (--tls on its host)".into());
         }
         run.busy_poll = busy_poll == BusyPoll::On;
+        // Once per session: a search's probes then validate from the descriptors.
+        run.resolve_grpc_schema()?;
         let config = run.validate()?;
         // The machine checked is this one, the generator's; the server's host is the agent's.
         let (_plan, mut checks) = machine::preflight(&config, None, false, options, &mut notes)?;

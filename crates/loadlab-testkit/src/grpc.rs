@@ -97,6 +97,8 @@ pub struct GrpcCounters {
     pub last_headers: std::sync::Mutex<Vec<(String, String)>>,
     /// Bytes of request DATA received, over all calls.
     pub request_bytes: AtomicU64,
+    /// Reflection calls received (not among `calls`): how often a client asked the schema.
+    pub reflections: AtomicU64,
 }
 
 pub struct GrpcServer {
@@ -269,6 +271,7 @@ where
         let path = request.uri().path().to_string();
         let reflection = path.starts_with("/grpc.reflection.");
         let mut answer = if reflection {
+            c.reflections.fetch_add(1, Ordering::SeqCst);
             GrpcAnswer::ok()
         } else {
             let n = c.calls.fetch_add(1, Ordering::SeqCst);

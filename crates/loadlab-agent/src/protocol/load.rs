@@ -116,6 +116,12 @@ pub struct WireScenario {
     pub text: String,
     pub overrides: Vec<(String, String)>,
     pub files: Vec<WireFile>,
+    /// The gRPC steps' schema as the coordinator resolved it (a `FileDescriptorSet`,
+    /// base64): its `.proto` files compiled, or the server's reflection asked once, there.
+    /// Left out of a scenario without gRPC steps, so that one reads the same to an older
+    /// generator (which would refuse `.proto` files, saying they did not come).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_descriptors_b64: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -390,7 +396,9 @@ impl WireScenario {
     /// A compiled scenario's source, ready to travel; too large a one is refused, saying so.
     pub fn of(source: &loadlab_engine::scenario::ScenarioSource) -> Result<WireScenario, String> {
         use base64::Engine as _;
-        let total: usize = source.files.values().map(Vec::len).sum::<usize>() + source.text.len();
+        let total: usize = source.files.values().map(Vec::len).sum::<usize>()
+            + source.text.len()
+            + source.grpc_descriptors.as_ref().map_or(0, |d| d.len());
         if total > MAX_SCENARIO_FILE_BYTES {
             return Err(format!(
                 "the scenario and the files it names weigh {:.1} MiB, more than a generator \
@@ -410,6 +418,10 @@ impl WireScenario {
                     b64: base64::engine::general_purpose::STANDARD.encode(bytes),
                 })
                 .collect(),
+            grpc_descriptors_b64: source
+                .grpc_descriptors
+                .as_ref()
+                .map(|d| base64::engine::general_purpose::STANDARD.encode(d)),
         })
     }
 
@@ -423,10 +435,20 @@ impl WireScenario {
                 .map_err(|e| format!("load.scenario.files[{:?}] is not base64: {e}", f.name))?;
             files.insert(f.name.clone(), bytes);
         }
+        let grpc_descriptors = match &self.grpc_descriptors_b64 {
+            None => None,
+            Some(b64) => Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .map_err(|e| format!("load.scenario.grpc_descriptors_b64 is not base64: {e}"))?
+                    .into(),
+            ),
+        };
         loadlab_engine::scenario::Scenario::from_source(&loadlab_engine::scenario::ScenarioSource {
             text: self.text.clone(),
             overrides: self.overrides.clone(),
             files,
+            grpc_descriptors,
         })
         .map_err(|e| format!("load.scenario: {e}"))
     }

@@ -112,3 +112,62 @@ fn grpc_loads_over_a_fleet_are_exact_against_the_servers_counts() {
     assert_eq!(issued_per_part(&bidi).iter().sum::<u64>(), 200);
     drop(generators);
 }
+
+/// A scenario's gRPC steps over the fleet: the `.proto` beside the scenario is compiled on
+/// the coordinator and its descriptors travel in the load (the generators run in folders of
+/// their own, where `upstream.proto` names nothing). A capture from the first call's answer
+/// goes out as the second's metadata; every call the generators complete is one the
+/// upstream counted.
+#[test]
+fn a_scenarios_grpc_steps_with_proto_files_run_over_a_fleet() {
+    let dir = ScratchDir::new("cli-fleet-grpc-scenario");
+    let (generators, fleet) = loopback_fleet(&dir, 2);
+    let server = loadlab_upstream::Upstream::start_on_thread(Default::default()).unwrap();
+    let proto =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../loadlab-upstream/proto/upstream.proto");
+    std::fs::copy(proto, dir.join("upstream.proto")).unwrap();
+    let scenario = dir.join("calls.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"name = "calls"
+base_url = "{url}"
+[grpc]
+proto = ["upstream.proto"]
+[[steps]]
+name = "first"
+grpc = "loadlab.upstream.v1.Upstream/Call"
+[[steps.captures]]
+var = "OK"
+json = "$"
+[[steps]]
+name = "second"
+grpc = "loadlab.upstream.v1.Upstream/Call"
+metadata = {{ x-ok = "{{{{OK}}}}" }}
+[[steps.checks]]
+body_contains = "b2s="
+"#,
+            url = server.grpc_url()
+        ),
+    )
+    .unwrap();
+    let result = run_fleet(
+        &fleet,
+        &dir.join("scenario.json"),
+        &[
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "-c",
+            "4",
+            "-n",
+            "400",
+        ],
+    );
+    let stats = server.stop();
+    assert_eq!(requests(&result, "failed"), 0, "{result:#}");
+    assert_eq!(requests(&result, "completed"), 400, "{result:#}");
+    assert_eq!(stats.grpc_requests, 400);
+    assert_eq!(stats.grpc_connections, 4, "one HTTP/2 connection per user");
+    assert_eq!(issued_per_part(&result).iter().sum::<u64>(), 400);
+    drop(generators);
+}

@@ -106,20 +106,57 @@ impl RunSpec {
     }
 
     /// A scenario's gRPC steps prepared (see [`crate::grpc::steps`]): the schema compiled, or
-    /// asked of the server by reflection (once, here, on a connection of its own).
+    /// asked of the server by reflection (once, here, on a connection of its own), unless
+    /// [`RunSpec::resolve_grpc_schema`] resolved it before.
     fn grpc_steps(&self, scenario: &Scenario) -> Result<Vec<Option<GrpcStep>>, ConfigError> {
         if !scenario.has_grpc() {
             return Ok(Vec::new());
         }
-        let target = match scenario.grpc {
-            Some(loadlab_scenario::grpc::GrpcSchema::Reflect) => Some(
-                crate::grpc::reflect::Target::new(&self.effective_url(), &self.tls, self.timeout)
-                    .map_err(|e| reject("scenario", e.to_string()))?,
-            ),
-            _ => None,
-        };
+        let target = self.reflect_target(scenario)?;
         crate::grpc::steps::prepare(scenario, self.timeout, target.as_ref())
             .map_err(|m| reject("scenario", m))
+    }
+
+    /// Resolves the scenario's gRPC schema once, where the run is set up (the session's
+    /// preparation): its `.proto` files compiled, or the server asked by reflection, into
+    /// descriptors the scenario then carries ([`Scenario::with_grpc_descriptors`]). Every
+    /// later validation (each probe of a search or sweep) reads them, and a fleet's load
+    /// carries them to its generators; no reflection is asked again. A reflecting scenario
+    /// whose URL is still a path (a server loadlab has yet to start) is left as it is: its
+    /// validation says what to do.
+    pub fn resolve_grpc_schema(&mut self) -> Result<(), ConfigError> {
+        use loadlab_scenario::grpc::GrpcSchema;
+        let Some(scenario) = &self.scenario else {
+            return Ok(());
+        };
+        match &scenario.grpc {
+            Some(GrpcSchema::Compiled(_)) | None => return Ok(()),
+            Some(GrpcSchema::Reflect) if self.effective_url().starts_with('/') => return Ok(()),
+            Some(_) => {}
+        }
+        let target = self.reflect_target(scenario)?;
+        let set = crate::grpc::steps::resolve(scenario, target.as_ref())
+            .map_err(|m| reject("scenario", m))?;
+        if let Some(set) = set {
+            let resolved = Scenario::clone(scenario).with_grpc_descriptors(set);
+            self.scenario = Some(Arc::new(resolved));
+        }
+        Ok(())
+    }
+
+    /// Where a reflecting scenario asks for its schema (`None` for any other).
+    fn reflect_target(
+        &self,
+        scenario: &Scenario,
+    ) -> Result<Option<crate::grpc::reflect::Target>, ConfigError> {
+        match scenario.grpc {
+            Some(loadlab_scenario::grpc::GrpcSchema::Reflect) => Some(
+                crate::grpc::reflect::Target::new(&self.effective_url(), &self.tls, self.timeout)
+                    .map_err(|e| reject("scenario", e.to_string())),
+            )
+            .transpose(),
+            _ => Ok(None),
+        }
     }
 
     /// The single request as a one-step scenario. `{{` is doubled: a URL or body is sent as

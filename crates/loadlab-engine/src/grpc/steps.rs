@@ -17,7 +17,6 @@ use loadlab_scenario::grpc::GrpcSchema;
 use loadlab_scenario::{Check, Scenario, Step};
 use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, Kind, MessageDescriptor, SerializeOptions};
-use std::collections::HashMap;
 use std::io::Read as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -105,14 +104,7 @@ pub fn prepare(
     if !scenario.has_grpc() {
         return Ok(Vec::new());
     }
-    let mut pools: HashMap<String, DescriptorPool> = HashMap::new();
-    let compiled = match &scenario.grpc {
-        Some(GrpcSchema::Protos {
-            protos,
-            import_paths,
-        }) => Some(schema::compile(protos, import_paths).map_err(|e| format!("[grpc]: {e}"))?),
-        _ => None,
-    };
+    let pool = pool_of(scenario, reflect_at)?;
     let probe = probe_values(scenario);
     let mut out = Vec::with_capacity(scenario.steps.len());
     for step in &scenario.steps {
@@ -121,27 +113,6 @@ pub fn prepare(
             continue;
         };
         let item = format!("step `{}`", step.name);
-        let pool = match &compiled {
-            Some(pool) => pool.clone(),
-            None => {
-                let service = g.method.split('/').next().unwrap_or_default().to_string();
-                match pools.get(&service) {
-                    Some(pool) => pool.clone(),
-                    None => {
-                        let target = reflect_at.ok_or_else(|| {
-                            format!(
-                                "{item}: [grpc] reflect = true needs the server's address \
-                                 before the run: give the scenario's .proto files instead"
-                            )
-                        })?;
-                        let pool = reflect::fetch(target, &g.method)
-                            .map_err(|e| format!("{item}: grpc: {e}"))?;
-                        pools.insert(service, pool.clone());
-                        pool
-                    }
-                }
-            }
-        };
         let method = schema::find_method(&pool, &g.method)
             .map_err(|e| format!("{item}: grpc: {}", without_flag(&e.to_string())))?;
         let kind = schema::kind(&method);
@@ -201,6 +172,64 @@ pub fn prepare(
         })));
     }
     Ok(out)
+}
+
+/// The scenario's gRPC schema resolved once (a `FileDescriptorSet`), for
+/// [`Scenario::with_grpc_descriptors`]: every later run of it (each probe of a search, each
+/// generator of a fleet) reads the schema from there, with no file and no reflection;
+/// `None` when no step is a gRPC call. Errors as [`prepare`]'s.
+pub fn resolve(scenario: &Scenario, reflect_at: ReflectAt) -> Result<Option<Arc<[u8]>>, String> {
+    if !scenario.has_grpc() {
+        return Ok(None);
+    }
+    if let Some(GrpcSchema::Compiled(set)) = &scenario.grpc {
+        return Ok(Some(set.clone()));
+    }
+    Ok(Some(pool_of(scenario, reflect_at)?.encode_to_vec().into()))
+}
+
+/// The schema every gRPC step is found in: the `.proto` files compiled, the descriptors
+/// resolved before, or the server's reflection asked once per service the steps call (the
+/// files of each merged into one pool).
+fn pool_of(scenario: &Scenario, reflect_at: ReflectAt) -> Result<DescriptorPool, String> {
+    match &scenario.grpc {
+        Some(GrpcSchema::Protos {
+            protos,
+            import_paths,
+        }) => return schema::compile(protos, import_paths).map_err(|e| format!("[grpc]: {e}")),
+        Some(GrpcSchema::Compiled(set)) => {
+            return DescriptorPool::decode(&set[..]).map_err(|e| {
+                format!("[grpc]: the compiled schema is not a valid descriptor set: {e}")
+            })
+        }
+        Some(GrpcSchema::Reflect) | None => {}
+    }
+    let mut pool = DescriptorPool::new();
+    for step in &scenario.steps {
+        let Some(g) = &step.grpc else { continue };
+        let service = g.method.split('/').next().unwrap_or_default();
+        if pool.get_service_by_name(service).is_some() {
+            continue;
+        }
+        let item = format!("step `{}`", step.name);
+        let target = reflect_at.ok_or_else(|| {
+            format!(
+                "{item}: [grpc] reflect = true needs the server's address before the run: \
+                 give the scenario's .proto files instead"
+            )
+        })?;
+        let asked = reflect::fetch(target, &g.method).map_err(|e| format!("{item}: grpc: {e}"))?;
+        // Files two services share (an import) are in the pool once.
+        let new: Vec<_> = asked
+            .file_descriptor_protos()
+            .filter(|f| pool.get_file_by_name(f.name()).is_none())
+            .cloned()
+            .collect();
+        pool.add_file_descriptor_protos(new).map_err(|e| {
+            format!("{item}: grpc: the server's schema does not fit the one asked before: {e}")
+        })?;
+    }
+    Ok(pool)
 }
 
 /// `--data: ...` without the flag's name: in a scenario the step and field say where.

@@ -25,6 +25,10 @@ pub(super) fn schema(
         return Ok(None);
     };
     let item = "[grpc]";
+    let travelled = match files {
+        Files::Given(_, Some(set)) => Some((*set).clone()),
+        _ => None,
+    };
     match (g.proto.is_empty(), g.reflect.unwrap_or(false)) {
         (false, true) => Err(invalid(
             item,
@@ -43,14 +47,18 @@ pub(super) fn schema(
             "import_paths",
             "given with reflect = true; import paths are for .proto files",
         )),
+        // Compiled where the scenario was loaded, and sent with it: no path read, no
+        // reflection asked again here.
+        _ if travelled.is_some() => Ok(travelled.map(GrpcSchema::Compiled)),
         (true, true) => Ok(Some(GrpcSchema::Reflect)),
         (false, false) => {
             let Files::Dir { base, .. } = files else {
                 return Err(invalid(
                     item,
                     "proto",
-                    "a scenario's .proto files do not travel to a fleet's generators yet: run \
-                     this scenario without --generators, or use reflect = true",
+                    "the scenario's .proto files came without their compiled schema (the \
+                     coordinator's loadlab is older than scenario gRPC steps over a fleet); \
+                     run the same loadlab version on the coordinator and the generators",
                 ));
             };
             let resolve = |names: &[String]| names.iter().map(|n| base.join(n)).collect();

@@ -17,6 +17,7 @@ mod ws;
 use crate::error::{invalid, ScenarioError};
 use crate::feeder::{parse_csv, Feeder, Order};
 use crate::file::{ScenarioFile, ThinkFile};
+use crate::grpc::GrpcDescriptors;
 use crate::origin::parse_origin;
 use crate::template::{Escape, Lookup, Template};
 use crate::think::{parse_duration, Think};
@@ -35,8 +36,9 @@ pub(crate) enum Files<'a> {
         base: &'a Path,
         read: RefCell<BTreeMap<String, Vec<u8>>>,
     },
-    /// Only these, by the name the scenario gives: the files that came with it.
-    Given(&'a BTreeMap<String, Vec<u8>>),
+    /// Only these, by the name the scenario gives: the files that came with it, and its
+    /// gRPC schema compiled where it was loaded (a `FileDescriptorSet`), when it has one.
+    Given(&'a BTreeMap<String, Vec<u8>>, Option<&'a GrpcDescriptors>),
 }
 
 impl Files<'_> {
@@ -64,7 +66,7 @@ impl Files<'_> {
                 read.borrow_mut().insert(name.to_string(), bytes.clone());
                 Ok(bytes)
             }
-            Files::Given(files) => files.get(name).cloned().ok_or_else(|| {
+            Files::Given(files, _) => files.get(name).cloned().ok_or_else(|| {
                 format!(
                     "{name} did not come with the scenario (its coordinator sends every file \
                      the scenario names): send the scenario again from a current loadlab"
@@ -77,7 +79,15 @@ impl Files<'_> {
     fn into_read(self) -> BTreeMap<String, Vec<u8>> {
         match self {
             Files::Dir { read, .. } => read.into_inner(),
-            Files::Given(files) => files.clone(),
+            Files::Given(files, _) => files.clone(),
+        }
+    }
+
+    /// The compiled gRPC schema that came with the scenario.
+    fn grpc_descriptors(&self) -> Option<GrpcDescriptors> {
+        match self {
+            Files::Dir { .. } => None,
+            Files::Given(_, set) => set.cloned(),
         }
     }
 }
@@ -398,6 +408,7 @@ pub(crate) fn compile(
         source: crate::ScenarioSource {
             text,
             overrides: overrides.to_vec(),
+            grpc_descriptors: files.grpc_descriptors(),
             files: files.into_read(),
         },
     })

@@ -82,6 +82,7 @@ fn a_scenario_crosses_the_wire_with_its_files_and_too_big_a_one_is_refused() {
             .into(),
         overrides: vec![("X".into(), "1".into())],
         files: [("u.csv".to_string(), b"USER\nann\nbob\n".to_vec())].into(),
+        grpc_descriptors: None,
     };
     let here = std::sync::Arc::new(Scenario::from_source(&source).unwrap());
     let spec = RunSpec {
@@ -105,6 +106,33 @@ fn a_scenario_crosses_the_wire_with_its_files_and_too_big_a_one_is_refused() {
     renamed.files[0].name = "/etc/passwd".into();
     let e = renamed.compile().unwrap_err();
     assert!(e.contains("u.csv did not come with the scenario"), "{e}");
+}
+
+/// A scenario's gRPC steps cross with the schema the coordinator resolved (its `.proto`
+/// files compiled there): the generator's scenario reads the descriptors, no path. Without
+/// them (an older coordinator) the `.proto` files are refused, saying why.
+#[test]
+fn a_scenarios_grpc_schema_crosses_as_descriptors() {
+    use loadlab_engine::scenario::grpc::GrpcSchema;
+    use loadlab_engine::scenario::{Scenario, ScenarioSource};
+    let source = ScenarioSource {
+        text: "name = \"s\"\nbase_url = \"http://127.0.0.1:1\"\n[grpc]\nproto = [\"a.proto\"]\n\
+               [[steps]]\nname = \"a\"\ngrpc = \"t.v1.S/M\"\n"
+            .into(),
+        ..ScenarioSource::default()
+    };
+    let e = Scenario::from_source(&source).unwrap_err().to_string();
+    assert!(e.contains("came without their compiled schema"), "{e}");
+    let set: std::sync::Arc<[u8]> = vec![0x0a, 0x01, b'x'].into();
+    let mut here = source.clone();
+    here.grpc_descriptors = Some(set.clone());
+    let wire = WireScenario::of(&here).unwrap();
+    let back: WireScenario = serde_json::from_slice(&serde_json::to_vec(&wire).unwrap()).unwrap();
+    let there = back.compile().unwrap();
+    assert_eq!(there.grpc, Some(GrpcSchema::Compiled(set)));
+    // A scenario without gRPC steps carries no such field (it reads as before).
+    let json = serde_json::to_string(&WireScenario::of(&ScenarioSource::default()).unwrap());
+    assert!(!json.unwrap().contains("grpc_descriptors"));
 }
 
 /// A WebSocket load's settings cross whole (a generator that dropped them ran a hold or a
