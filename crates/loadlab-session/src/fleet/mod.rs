@@ -45,6 +45,9 @@ pub struct Generator {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fleet {
     pub generators: Vec<Generator>,
+    /// How long the last run took to hand every generator its shard: the next run's start
+    /// lead is made from it (see `run`).
+    posting: run::Posting,
 }
 
 /// The fleet file, as written.
@@ -71,6 +74,14 @@ struct Entry {
 pub const MAX_GENERATORS: usize = 256;
 
 impl Fleet {
+    /// A fleet of these generators.
+    pub fn of(generators: Vec<Generator>) -> Fleet {
+        Fleet {
+            generators,
+            posting: run::Posting::default(),
+        }
+    }
+
     /// Parses a fleet file's `text`; relative paths in it are relative to `dir` (the file's
     /// directory). Each mistake names the generator and the field.
     pub fn parse(text: &str, dir: &Path) -> Result<Fleet, SessionError> {
@@ -135,7 +146,7 @@ impl Fleet {
                 },
             });
         }
-        Ok(Fleet { generators })
+        Ok(Fleet::of(generators))
     }
 
     /// Says hello to every generator: each must answer, speak this protocol, have the

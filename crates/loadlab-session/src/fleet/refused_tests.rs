@@ -205,9 +205,7 @@ fn an_endless_batch_of_intervals_fails_that_generator_and_the_run_goes_on() {
     let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
     let (real, g_real) = generator(&dir, "gen0");
     let fake = FakeAgent::start(Endless::Intervals);
-    let fleet = Fleet {
-        generators: vec![g_real, fake.generator(&dir)],
-    };
+    let fleet = Fleet::of(vec![g_real, fake.generator(&dir)]);
     let spec = RunSpec {
         url: server.url("/"),
         connections: Some(2),
@@ -249,9 +247,7 @@ fn an_endless_batch_of_intervals_fails_that_generator_and_the_run_goes_on() {
 fn an_endless_hello_is_refused_at_its_bound() {
     let dir = ScratchDir::new("fleet-endless-hello");
     let fake = FakeAgent::start(Endless::Hello);
-    let fleet = Fleet {
-        generators: vec![fake.generator(&dir)],
-    };
+    let fleet = Fleet::of(vec![fake.generator(&dir)]);
     let err = fleet.check(1, None).unwrap_err().to_string();
     assert!(err.starts_with("generator fake"), "{err}");
     assert!(err.contains(&fake.addr.to_string()), "{err}");
@@ -271,9 +267,7 @@ fn an_endless_hello_is_refused_at_its_bound() {
 fn a_generators_words_come_back_escaped() {
     let dir = ScratchDir::new("fleet-escaped-hello");
     let fake = FakeAgent::start(Endless::Intervals);
-    let fleet = Fleet {
-        generators: vec![fake.generator(&dir)],
-    };
+    let fleet = Fleet::of(vec![fake.generator(&dir)]);
     let check = fleet.check(1, None).unwrap();
     let note = &check.notes[0];
     assert!(
@@ -290,9 +284,7 @@ fn a_generators_words_come_back_escaped() {
 fn an_older_generator_is_refused_a_websocket_load() {
     let dir = ScratchDir::new("fleet-old-ws");
     let fake = FakeAgent::start(Endless::Intervals);
-    let fleet = Fleet {
-        generators: vec![fake.generator(&dir)],
-    };
+    let fleet = Fleet::of(vec![fake.generator(&dir)]);
     let spec = RunSpec {
         url: "ws://127.0.0.1:9/live".into(),
         connections: Some(2),
@@ -322,9 +314,7 @@ fn an_older_generator_is_refused_a_websocket_load() {
 fn an_older_generator_is_refused_a_pipelined_load() {
     let dir = ScratchDir::new("fleet-old-pipeline");
     let fake = FakeAgent::start(Endless::Intervals);
-    let fleet = Fleet {
-        generators: vec![fake.generator(&dir)],
-    };
+    let fleet = Fleet::of(vec![fake.generator(&dir)]);
     let spec = RunSpec {
         url: "http://127.0.0.1:9/".into(),
         connections: Some(2),
@@ -370,9 +360,7 @@ fn an_older_generator_is_refused_a_grpc_load() {
     .prepare()
     .unwrap();
     let fake = FakeAgent::start(Endless::Intervals);
-    let fleet = Fleet {
-        generators: vec![fake.generator(&dir)],
-    };
+    let fleet = Fleet::of(vec![fake.generator(&dir)]);
     let spec = RunSpec {
         url: "http://127.0.0.1:9".into(),
         connections: Some(2),

@@ -4,6 +4,7 @@
 //! read back as for one generator, every one of them, a lost generator's too, each count
 //! exact against the server's.
 
+use super::run::lead_after;
 use super::{Fleet, Generator};
 use crate::spill::sink::SpillSink;
 use crate::spill::timeline::rebuild;
@@ -139,9 +140,7 @@ fn a_fleet_runs_timeline_is_what_its_sink_was_given() {
     let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
     let (a, ga) = generator(&dir, "gen0");
     let (b, gb) = generator(&dir, "gen1");
-    let fleet = Fleet {
-        generators: vec![ga, gb],
-    };
+    let fleet = Fleet::of(vec![ga, gb]);
     let path = dir.path().join("run.spill");
     let control = RunControl::new();
     let written = Arc::new(AtomicU64::new(0));
@@ -195,9 +194,7 @@ fn without_a_sink_the_fleets_result_keeps_whole_intervals() {
     let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
     let (a, ga) = generator(&dir, "gen0");
     let (b, gb) = generator(&dir, "gen1");
-    let fleet = Fleet {
-        generators: vec![ga, gb],
-    };
+    let fleet = Fleet::of(vec![ga, gb]);
     let result = fleet.run(&spec(&server), &RunControl::new()).unwrap();
     assert!(result.timeline.len() >= 10, "{}", result.timeline.len());
     assert_eq!(
@@ -218,6 +215,44 @@ fn without_a_sink_the_fleets_result_keeps_whole_intervals() {
     drop((a, b));
 }
 
+/// A fleet's first run starts its shards 1.5 s ahead; the next run of the same fleet knows how
+/// long the first took to hand them out, and starts a quarter of a second or so ahead, every
+/// shard on time and every request counted.
+#[test]
+fn a_fleets_later_runs_start_as_soon_as_handing_out_their_shards_allows() {
+    assert_eq!(lead_after(None), Duration::from_millis(1500));
+    assert_eq!(
+        lead_after(Some(Duration::from_millis(2))),
+        Duration::from_millis(250)
+    );
+    assert_eq!(
+        lead_after(Some(Duration::from_millis(400))),
+        Duration::from_millis(1300)
+    );
+    assert_eq!(
+        lead_after(Some(Duration::from_secs(20))),
+        Duration::from_secs(30)
+    );
+    let dir = ScratchDir::new("fleet-lead");
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let (a, ga) = generator(&dir, "gen0");
+    let (b, gb) = generator(&dir, "gen1");
+    let fleet = Fleet::of(vec![ga, gb]);
+    for run in 1..=2 {
+        let result = fleet.run(&spec(&server), &RunControl::new()).unwrap();
+        assert_eq!(result.measured.requests.completed, 600, "run {run}");
+        let shards = result.shards.as_ref().expect("shards");
+        assert!(
+            shards.missing.is_empty() && shards.failed.is_empty(),
+            "run {run}"
+        );
+    }
+    assert_eq!(server.counters().requests(), 1200);
+    // Two posts to agents on this machine take milliseconds, even a busy one's.
+    assert!(lead_after(fleet.posting.last()) < Duration::from_secs(1));
+    drop((a, b));
+}
+
 /// A generator lost mid-run: its shard is missing from the merged totals, but every interval
 /// it sent before is in the timeline (counted in the sink's, and in the result's).
 #[test]
@@ -226,9 +261,7 @@ fn a_lost_generators_intervals_received_stay_in_the_timeline() {
     let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
     let (a, ga) = generator(&dir, "gen0");
     let (b, gb) = generator(&dir, "gen1");
-    let fleet = Fleet {
-        generators: vec![ga, gb],
-    };
+    let fleet = Fleet::of(vec![ga, gb]);
     let spec = RunSpec {
         requests: None,
         duration: Some(Duration::from_secs(60)),

@@ -95,7 +95,7 @@ pub fn fleet(name: &str, namespace: Option<&str>, skip_unready: bool) -> anyhow:
             },
         });
     }
-    Ok(Fleet { generators })
+    Ok(Fleet::of(generators))
 }
 
 /// `bytes` in a sealed anonymous in-memory file kept open for the rest of the process, and
