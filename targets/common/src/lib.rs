@@ -10,11 +10,14 @@
 //!   [`params::BadParam`] that targets turn into a 400.
 //! - [`workload`]: the bodies of `/plaintext`, `/json`, `/compute`, `/bytes`.
 //! - [`workload_grpc`]: the contract's gRPC service (`loadlab.lab.v1.Workload`, capability
-//!   `grpc`), which a target routes inside its own HTTP/2 server.
+//!   `grpc`), which a target routes inside its own HTTP/2 server, or puts in front of its
+//!   routes ([`workload_grpc::WithGrpc`]).
 //! - [`site`]: the portfolio (templates and Markdown posts from `targets/content`).
 //! - [`upstream`]: the pooled and per-call clients behind `/upstream` (HTTP or HTTPS).
 //! - [`upstream_grpc`]: the pooled and per-call gRPC channels behind `/upstream-grpc`, and the
 //!   endpoint itself ([`upstream_grpc::respond`]).
+//! - [`plain`]: plain HTTP from an accept loop of the target's own, HTTP/1.1 or h2c (the
+//!   gRPC service's transport without TLS).
 //! - [`tls`]: HTTPS: the rustls server configuration, the TLS accept loop (HTTP/1.1 and
 //!   HTTP/2 by ALPN), and the roots an `https://` upstream client trusts.
 //! - [`h3`] (feature `http3`): HTTP/3 over QUIC beside HTTPS, on the same port number over
@@ -26,6 +29,7 @@ pub mod config;
 #[cfg(feature = "http3")]
 pub mod h3;
 pub mod params;
+pub mod plain;
 pub mod site;
 pub mod startup;
 pub mod tls;

@@ -20,7 +20,6 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpListener;
 
 /// The crypto provider every configuration here is built with.
@@ -84,16 +83,7 @@ where
 {
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
     loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            // Out of file descriptors and the like: keep serving the connections we have.
-            Err(err) => {
-                eprintln!("accept failed: {err}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+        let stream = crate::plain::accept(&listener).await;
         let acceptor = acceptor.clone();
         let service = make_service();
         tokio::spawn(async move {

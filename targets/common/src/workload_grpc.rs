@@ -7,10 +7,18 @@
 //!
 //! The messages are protobuf's well-known `UInt32Value`, `StringValue` and `BytesValue`,
 //! which prost implements as `u32`, `String` and `Bytes`: no code generation.
+//!
+//! A framework whose routes can answer with a streaming body and trailers routes the paths
+//! itself (axum: two `Router` routes). One whose replies cannot carry trailers (warp's reply
+//! body is data only; `grpc-status` is a trailer) is wrapped in [`WithGrpc`], which takes the
+//! service's calls before the framework's routes see them: the same server, port and
+//! connections.
 
 use crate::{params, workload};
 use bytes::Bytes;
-use std::future::{ready, Ready};
+use http_body_util::Either;
+use hyper::service::Service;
+use std::future::{ready, Future, Ready};
 use std::pin::Pin;
 use tonic::codegen::tokio_stream::Stream;
 use tonic::codegen::{http, Body};
@@ -29,7 +37,7 @@ pub async fn serve<B>(req: http::Request<B>) -> http::Response<tonic::body::Body
 where
     B: Body + Send + 'static,
     B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send,
+    B::Error: Into<BoxError> + Send,
 {
     match req.uri().path() {
         COMPUTE_PATH => {
@@ -45,6 +53,43 @@ where
             "loadlab.lab.v1.Workload serves Compute and Echo; got {other}"
         ))
         .into_http(),
+    }
+}
+
+/// Whether `req` is a call of the service: a `POST` under its prefix (other methods there go
+/// to the framework, which answers them as any unknown route).
+pub fn is_call<B>(req: &http::Request<B>) -> bool {
+    req.method() == http::Method::POST && req.uri().path().starts_with(SERVICE_PREFIX)
+}
+
+/// A target's HTTP service `S` with the contract's gRPC service in front of it: calls of the
+/// service ([`is_call`]) are answered by [`serve`], everything else by `S`, unchanged (its
+/// body on the left of the answer's [`Either`]).
+#[derive(Clone)]
+pub struct WithGrpc<S>(pub S);
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl<S, B, R> Service<http::Request<B>> for WithGrpc<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>>,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    R: Send + 'static,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError> + Send,
+{
+    type Response = http::Response<Either<R, tonic::body::Body>>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn call(&self, req: http::Request<B>) -> Self::Future {
+        if is_call(&req) {
+            return Box::pin(async move { Ok(serve(req).await.map(Either::Right)) });
+        }
+        let answer = self.0.call(req);
+        Box::pin(async move { Ok(answer.await?.map(Either::Left)) })
     }
 }
 

@@ -1,19 +1,20 @@
 //! loadlab reference target: the workload contract (`targets/CONTRACT.md`) served with bare
 //! hyper 1, the way hyper's server guide recommends: a tokio accept loop, one task per
-//! connection, `http1::Builder::serve_connection` with a `service_fn`, routing by `match`.
-//! Over HTTPS (`TLS_CERT`, `TLS_KEY`) the same service is served over tokio-rustls by
-//! hyper-util's `auto` builder (HTTP/1.1 or HTTP/2, as ALPN chose), and over HTTP/3 on the
-//! same port number over UDP (`lab_common::h3`: quinn and the h3 crates), by one [`App`]
-//! service for either body.
+//! connection, a `service_fn`, routing by `match`. Each connection is served by hyper-util's
+//! `auto` builder (`lab_common::plain`), HTTP/1.1 or HTTP/2 by prior knowledge (h2c), so that
+//! gRPC clients reach the contract's gRPC service, which `lab_common::workload_grpc::WithGrpc`
+//! puts in front of the routes (capability `grpc`). Over HTTPS (`TLS_CERT`, `TLS_KEY`) the
+//! same service is served over tokio-rustls by the same builder (HTTP/1.1 or HTTP/2, as ALPN
+//! chose), and over HTTP/3 on the same port number over UDP (`lab_common::h3`: quinn and the
+//! h3 crates), by one [`App`] service for either body.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Body;
 use hyper::header::{self, HeaderValue};
-use hyper::server::conn::http1;
 use hyper::service::{service_fn, Service};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use lab_common::workload_grpc::WithGrpc;
 use lab_common::{params, startup, workload, AppState, BadParam, UpstreamError};
 use std::convert::Infallible;
 use std::future::Future;
@@ -29,36 +30,22 @@ fn main() -> ExitCode {
     startup::run_tokio("rust-hyper", serve)
 }
 
-/// The accept loop: one task per connection. It never returns.
+/// Serves the listener forever, one task per connection (`lab_common::plain`, or its TLS
+/// counterpart): the gRPC service's calls first, then the routes.
 async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> Result<(), startup::Error> {
     if let Some(tls) = tls {
-        let app = App(state);
+        let app = WithGrpc(App(state));
         return lab_common::h3::serve_with_tls(listener, tls, move || app.clone()).await;
     }
-    loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            // Out of file descriptors and the like: keep serving the connections we have.
-            Err(err) => {
-                eprintln!("rust-hyper: accept failed: {err}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+    lab_common::plain::serve(listener, move || {
         let state = state.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| handle(state.clone(), req));
-            // Errors here are a client going away mid-request; nothing to do about them.
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+        WithGrpc(service_fn(move |req| handle(state.clone(), req)))
+    })
+    .await
 }
 
 type Reply = Response<Full<Bytes>>;

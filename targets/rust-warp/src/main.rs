@@ -1,15 +1,18 @@
 //! loadlab reference target: the workload contract (`targets/CONTRACT.md`) served with warp,
 //! the way warp's documentation recommends: routes composed from filters with `or`, shared
-//! state injected by a filter, rejections turned into responses by `recover`, and
-//! `warp::serve(...).incoming(listener)` on a tokio multi-thread runtime. Over HTTPS
-//! (`TLS_CERT`, `TLS_KEY`; warp 0.4 has no TLS of its own) the same filter, as
-//! `warp::service`, is served by hyper-util over tokio-rustls, exactly as `warp::serve` serves
-//! it over TCP, and over HTTP/3 on the same port number over UDP (`lab_common::h3`: quinn and
-//! the h3 crates).
+//! state injected by a filter, rejections turned into responses by `recover`, on a tokio
+//! multi-thread runtime. The filter is served as `warp::service` by hyper-util's `auto`
+//! builder, exactly as `warp::serve` serves it (`lab_common::plain`: HTTP/1.1, or h2c), behind
+//! the contract's gRPC service (`lab_common::workload_grpc::WithGrpc`, capability `grpc`): a
+//! warp reply's body is data only, and a gRPC answer ends with trailers, so the service's
+//! calls are taken before the filter. Over HTTPS (`TLS_CERT`, `TLS_KEY`; warp 0.4 has no TLS
+//! of its own) the same service is served over tokio-rustls, and over HTTP/3 on the same port
+//! number over UDP (`lab_common::h3`: quinn and the h3 crates).
 
 use bytes::{Buf, BufMut, Bytes};
 use futures_util::{Stream, StreamExt};
 use hyper_util::service::TowerToHyperService;
+use lab_common::workload_grpc::WithGrpc;
 use lab_common::{params, startup, workload, AppState, BadParam, UpstreamError};
 use std::convert::Infallible;
 use std::process::ExitCode;
@@ -26,18 +29,13 @@ type Shared = Arc<AppState>;
 fn main() -> ExitCode {
     startup::run_tokio("rust-warp", |listener, state, tls| async move {
         let routes = routes(state);
+        let service = move || WithGrpc(TowerToHyperService::new(warp::service(routes.clone())));
         match tls {
-            None => warp::serve(routes).incoming(listener).run().await,
+            None => lab_common::plain::serve(listener, service).await,
             // HTTPS, and HTTP/3 beside it on the same port number over UDP (capability
-            // `http3`), the same filter as a service.
-            Some(tls) => {
-                lab_common::h3::serve_with_tls(listener, tls, move || {
-                    TowerToHyperService::new(warp::service(routes.clone()))
-                })
-                .await?
-            }
+            // `http3`).
+            Some(tls) => lab_common::h3::serve_with_tls(listener, tls, service).await,
         }
-        Ok(())
     })
 }
 
