@@ -259,7 +259,15 @@ pub fn summarize(config: &RunConfig, outcome: &RunOutcome) -> RunResult {
             measured_len + drain.unwrap_or_default(),
         ),
         grpc: crate::grpc::stats::summarize(config, outcome.recorder.grpc.as_ref()),
-        websocket: outcome.ws.as_ref().map(|w| w.summary(outcome.elapsed)),
+        websocket: outcome.ws.as_ref().map(|w| {
+            let planned = match config.stop {
+                Stop::Duration(d) if !outcome.interrupted => {
+                    Some(outcome.warmup + d + drain.unwrap_or_default())
+                }
+                _ => None,
+            };
+            w.summary(planned, outcome.elapsed)
+        }),
         server_metrics: None,
         path: Vec::new(),
         path_check: None,

@@ -286,6 +286,15 @@ pub struct WsTotals {
     /// were open (0: not read).
     pub rss_before: AtomicU64,
     pub rss_held: AtomicU64,
+    /// When the first held connection began opening, and how long after it all were open
+    /// (nanoseconds; 0: not all at once): the ramp a held load took.
+    pub opening_since: std::sync::OnceLock<std::time::Instant>,
+    pub all_open_after_ns: AtomicU64,
+    /// Held connections' handshakes (TCP, TLS, upgrade), nanoseconds each.
+    pub handshakes: Mutex<Option<Histogram<u64>>>,
+    /// When the last connection's load ended, before its goodbye (nanoseconds from the
+    /// run's start; 0: none ended so).
+    pub load_over_ns: AtomicU64,
 }
 
 /// A WebSocket run's own figures, read from [`WsTotals`] when it ends.
@@ -301,6 +310,12 @@ pub struct WsReport {
     /// Resident memory before and with every held connection open, in bytes.
     pub rss_before_bytes: Option<u64>,
     pub rss_held_bytes: Option<u64>,
+    /// From the first held connection's start until all were open.
+    pub all_open_after: Option<Duration>,
+    /// Held connections' handshakes, nanoseconds each.
+    pub handshakes: Histogram<u64>,
+    /// From the run's start until the last connection's load ended, before the goodbyes.
+    pub load_over: Option<Duration>,
 }
 
 impl WsTotals {
@@ -319,32 +334,54 @@ impl WsTotals {
         }
     }
 
+    /// A held connection's handshake took `took`.
+    pub fn handshake(&self, took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let mut h = self.handshakes.lock().unwrap_or_else(|e| e.into_inner());
+        h.get_or_insert_with(loadlab_result::histogram::new_histogram)
+            .saturating_record(ns.clamp(1, loadlab_result::histogram::HIST_MAX_NS));
+    }
+
     pub fn report(&self, mode: WsMode) -> WsReport {
+        let histogram = |h: &Mutex<Option<Histogram<u64>>>| {
+            h.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .unwrap_or_else(loadlab_result::histogram::new_histogram)
+        };
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let nonzero = |v: u64| (v > 0).then_some(v);
         WsReport {
             mode,
             pushed: get(&self.pushed),
             pushed_bytes: get(&self.pushed_bytes),
-            push_gaps: self
-                .push_gaps
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone()
-                .unwrap_or_else(loadlab_result::histogram::new_histogram),
+            push_gaps: histogram(&self.push_gaps),
             server_pings: get(&self.server_pings),
             held_peak: get(&self.held_peak),
             rss_before_bytes: nonzero(get(&self.rss_before)),
             rss_held_bytes: nonzero(get(&self.rss_held)),
+            all_open_after: nonzero(get(&self.all_open_after_ns)).map(Duration::from_nanos),
+            handshakes: histogram(&self.handshakes),
+            load_over: nonzero(get(&self.load_over_ns)).map(Duration::from_nanos),
         }
     }
 }
 
 impl WsReport {
-    /// The result's WebSocket section: pushes, their rate over `elapsed` and their gaps,
-    /// the server's pings, the held connections.
-    pub fn summary(&self, elapsed: Duration) -> loadlab_result::ws::WsSummary {
-        let over_s = elapsed.as_secs_f64();
+    /// The result's WebSocket section: pushes, their rate over the load's time and their
+    /// gaps, the server's pings, the held connections. The load's time is `planned` (a run
+    /// of `-d` that went to its end: its warm-up, its duration and an open loop's drain, as
+    /// the other rates), else until the last connection's load ended, else `elapsed`: never
+    /// the goodbyes' grace after it (up to 300 ms, in which no load is made).
+    pub fn summary(
+        &self,
+        planned: Option<Duration>,
+        elapsed: Duration,
+    ) -> loadlab_result::ws::WsSummary {
+        let over_s = planned
+            .or(self.load_over.map(|at| at.min(elapsed)))
+            .unwrap_or(elapsed)
+            .as_secs_f64();
         let mut s = loadlab_result::ws::WsSummary {
             mode: self.mode.name().to_string(),
             pushed: self.pushed,
@@ -376,13 +413,48 @@ impl WsReport {
                 _ => "; not all were open at once, so no memory per connection".to_string(),
             };
             notes.push(format!(
-                "WebSocket: {} connections held open at most{memory}",
-                self.held_peak
+                "WebSocket: {} connections held open at most{}{memory}",
+                self.held_peak,
+                self.ramp()
             ));
         }
         notes
     }
 }
+
+impl WsReport {
+    /// How the held connections opened: how long until all were, and their handshakes'
+    /// times (at most [`HANDSHAKES_AT_ONCE`] at a time, so a listen backlog of that many
+    /// never overflows).
+    fn ramp(&self) -> String {
+        let h = &self.handshakes;
+        if h.is_empty() {
+            return String::new();
+        }
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let all = match self.all_open_after {
+            Some(after) => format!(
+                ", all open {:.2} s after the first began",
+                after.as_secs_f64()
+            ),
+            None => String::new(),
+        };
+        format!(
+            "{all}; {} handshakes (at most {HANDSHAKES_AT_ONCE} at once): p50 {:.1} ms, p99 {:.1} \
+             ms, max {:.1} ms",
+            h.len(),
+            ms(h.value_at_quantile(0.5)),
+            ms(h.value_at_quantile(0.99)),
+            ms(h.max()),
+        )
+    }
+}
+
+/// Held connections' handshakes in flight at once, over a run's threads: a server's listen
+/// backlog of this many (Python's `websockets` has 100, nginx and Node 511) never overflows,
+/// where opening tens of thousands at once left connections in SYN retries for seconds. It
+/// also bounds the handshakes' buffers held at once (8 KiB each).
+pub const HANDSHAKES_AT_ONCE: usize = 64;
 
 #[cfg(test)]
 mod tests {

@@ -86,6 +86,42 @@ impl WsServer {
         }
     }
 
+    /// [`WsServer::start`] with a listen backlog of `backlog` and an accept loop that takes
+    /// at most `per_second` connections a second (in batches every 10 ms): a server slower
+    /// to accept than clients are to connect, whose backlog overflows (the kernel then drops
+    /// the SYNs; the client retries a second later) if more arrive at once.
+    pub fn start_slow_accept(behavior: WsBehavior, backlog: i32, per_second: u32) -> WsServer {
+        use std::os::fd::AsRawFd as _;
+        let counters = Arc::new(WsCounters::default());
+        let c = counters.clone();
+        let (ready, listening) = std::sync::mpsc::channel();
+        let batch = (per_second / 100).max(1);
+        let background = Background::start(move |listener| async move {
+            // SAFETY: listen(2) on the socket this listener owns; calling it again on a
+            // listening socket only sets its backlog.
+            let set = unsafe { libc::listen(listener.as_raw_fd(), backlog) };
+            let _ = ready.send(set == 0);
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(10));
+            // A wait for the next connection is not a reason to take the next ones faster.
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                for _ in 0..batch {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(serve(stream, behavior.clone(), c.clone()));
+                }
+            }
+        });
+        assert_eq!(listening.recv().ok(), Some(true), "listen({backlog})");
+        WsServer {
+            background,
+            counters,
+        }
+    }
+
     /// [`WsServer::start`] over TLS (`wss://`), presenting `tls`'s certificate (e.g.
     /// [`crate::TestCa::server_config`]).
     pub fn start_tls(behavior: WsBehavior, tls: Arc<rustls::ServerConfig>) -> WsServer {

@@ -125,27 +125,21 @@ pub struct RunOutcome {
 
 /// Spawns a task on the thread's set; a panic in it stops the run instead of vanishing with
 /// the task (tokio would otherwise drop it silently, leaving counts that do not add up).
+/// The task is polled in place (`catch_unwind` wraps it): pinning a moved copy inside an
+/// `async` block kept both copies in the task, twice the memory of every connection's.
 pub(crate) fn spawn_guarded(
     ctx: &Rc<ThreadCtx>,
     task: impl std::future::Future<Output = ()> + 'static,
 ) {
+    use futures_util::FutureExt as _;
     let ctx = ctx.clone();
-    tokio::task::spawn_local(async move {
-        let mut task = std::pin::pin!(task);
-        let outcome = std::future::poll_fn(|cx| {
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.as_mut().poll(cx)))
-            {
-                Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-                Ok(std::task::Poll::Ready(())) => std::task::Poll::Ready(Ok(())),
-                Err(_) => std::task::Poll::Ready(Err(())),
-            }
-        })
-        .await;
+    let task = std::panic::AssertUnwindSafe(task).catch_unwind();
+    tokio::task::spawn_local(task.map(move |outcome| {
         if outcome.is_err() {
             ctx.crashed.set(true);
             ctx.stop.stop();
         }
-    });
+    }));
 }
 
 /// Runs the load described by `config` until it ends or `control` stops it.

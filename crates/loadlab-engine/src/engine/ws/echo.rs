@@ -4,7 +4,7 @@
 //! a protocol error, no echo within `--timeout`) fails the message and drops the connection,
 //! so that a late echo is never taken for the next message's.
 
-use super::{close, open_socket, record_open_failure, traffic, Socket, SWITCHING_PROTOCOLS};
+use super::{close, open_socket, record_open_failure, traffic, Reads, Socket, SWITCHING_PROTOCOLS};
 use crate::engine::exchange::{
     note_detail, record_failure, record_sent, record_success, Due, Traffic,
 };
@@ -31,7 +31,7 @@ pub(super) async fn drive(ctx: &ThreadCtx) {
         };
         let phase = due.phase;
         if socket.is_none() {
-            match open_socket(ctx, phase).await {
+            match open_socket(ctx, phase, Reads::Echoes).await {
                 Ok(s) => {
                     failures = 0;
                     socket = Some(s);
@@ -49,6 +49,7 @@ pub(super) async fn drive(ctx: &ThreadCtx) {
             socket = None;
         }
     }
+    super::load_over(ctx);
     if let Some(s) = socket {
         close(s).await;
     }

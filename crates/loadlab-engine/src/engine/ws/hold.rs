@@ -12,7 +12,7 @@
 //! opens and once all are open (see [`crate::ws::WsTotals`]).
 
 use super::{close, open_socket, record_open_failure, rss_bytes, traffic};
-use super::{Socket, SWITCHING_PROTOCOLS};
+use super::{Reads, Socket, SWITCHING_PROTOCOLS};
 use crate::engine::exchange::{
     note_detail, record_failure, record_sent, record_success, Due, Traffic,
 };
@@ -53,6 +53,7 @@ pub(super) async fn drive(ctx: &ThreadCtx, index: usize, role: Role) {
             .rss_before
             .compare_exchange(0, rss, Ordering::Relaxed, Ordering::Relaxed);
     }
+    ws.totals.opening_since.get_or_init(Instant::now);
     let mut failures = 0u32;
     let mut pings = 0u64;
     loop {
@@ -61,7 +62,22 @@ pub(super) async fn drive(ctx: &ThreadCtx, index: usize, role: Role) {
             break;
         }
         let phase = ctx.phase_at(now);
-        let mut socket = match open_socket(ctx, phase).await {
+        let opened = {
+            // Closed only when the run ends: then no connection opens any more.
+            let Ok(_turn) = ws.handshakes.acquire().await else {
+                break;
+            };
+            let started = Instant::now();
+            if ctx.over(started) {
+                break;
+            }
+            let opened = open_socket(ctx, phase, Reads::Idle).await;
+            if opened.is_ok() {
+                ws.totals.handshake(started.elapsed());
+            }
+            opened
+        };
+        let mut socket = match opened {
             Ok(s) => s,
             Err(failed) => {
                 record_open_failure(ctx, phase, failed);
@@ -76,6 +92,7 @@ pub(super) async fn drive(ctx: &ThreadCtx, index: usize, role: Role) {
         held(ctx, -1, role);
         match outcome {
             Ok(()) => {
+                super::load_over(ctx);
                 close(socket).await;
                 break;
             }
@@ -110,6 +127,10 @@ fn held(ctx: &ThreadCtx, change: i64, role: Role) {
     if now == all as u64 && peak == now && t.rss_held.load(Ordering::Relaxed) == 0 {
         if let Some(rss) = rss_bytes() {
             t.rss_held.store(rss, Ordering::Relaxed);
+        }
+        if let Some(since) = t.opening_since.get() {
+            let after = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            t.all_open_after_ns.store(after.max(1), Ordering::Relaxed);
         }
     }
 }

@@ -74,6 +74,9 @@ pub(crate) struct WsShared {
     pub totals: Arc<WsTotals>,
     /// The run's connections (held ones: when this many are open, the memory is read).
     connections: usize,
+    /// Held connections' handshakes in flight, at most `HANDSHAKES_AT_ONCE` over the run's
+    /// threads.
+    handshakes: Arc<tokio::sync::Semaphore>,
 }
 
 impl WsShared {
@@ -94,22 +97,35 @@ impl WsShared {
             headers,
             totals: Arc::new(WsTotals::default()),
             connections: config.connections,
+            handshakes: Arc::new(tokio::sync::Semaphore::new(crate::ws::HANDSHAKES_AT_ONCE)),
         })
     }
 
-    fn tungstenite_config(&self) -> WebSocketConfig {
+    fn tungstenite_config(&self, reads: Reads) -> WebSocketConfig {
         let c = &self.config;
-        // Reads of a held connection's few bytes need no large buffer: it is allocated per
-        // connection, and tens of thousands are held.
-        let read = match c.mode {
-            WsMode::Echo => (c.payload.len() + 16).clamp(4096, 64 << 10),
-            WsMode::Hold | WsMode::Connect => 4096,
+        // tungstenite allocates (and zero-fills) the read buffer per connection: an echo's
+        // holds its message in one read; an idle one's few bytes (a pong, a close, a small
+        // push) need no more than `IDLE_READ_BYTES`, and tens of thousands are held.
+        let read = match (reads, c.mode) {
+            (Reads::Echoes, WsMode::Echo) => (c.payload.len() + 16).clamp(4096, 64 << 10),
+            _ => IDLE_READ_BYTES,
         };
         WebSocketConfig::default()
             .read_buffer_size(read)
             .max_message_size(Some(c.max_message_bytes))
             .max_frame_size(Some(c.max_message_bytes))
     }
+}
+
+/// The read buffer of a connection that only waits: held idle, or closed once opened. A
+/// larger message is still read whole, in reads of this size.
+const IDLE_READ_BYTES: usize = 512;
+
+/// What a connection will read: echoes of the run's message, or next to nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reads {
+    Echoes,
+    Idle,
 }
 
 /// Why a connection could not be opened and upgraded.
@@ -121,8 +137,18 @@ pub(super) struct OpenFailed {
 }
 
 /// Opens a connection and upgrades it, within `--connect-timeout` for both; the TCP connect
-/// (and TLS handshake) go in `phase`'s connect figures as an HTTP connection's do.
-pub(super) async fn open_socket(ctx: &ThreadCtx, phase: Phase) -> Result<Socket, OpenFailed> {
+/// (and TLS handshake) go in `phase`'s connect figures as an HTTP connection's do. The
+/// opening is boxed: its state (dial, TLS, handshake: kilobytes) lives only while it runs,
+/// not for as long as the task that holds the connection afterwards.
+pub(super) async fn open_socket(
+    ctx: &ThreadCtx,
+    phase: Phase,
+    reads: Reads,
+) -> Result<Socket, OpenFailed> {
+    Box::pin(open(ctx, phase, reads)).await
+}
+
+async fn open(ctx: &ThreadCtx, phase: Phase, reads: Reads) -> Result<Socket, OpenFailed> {
     let ws = ctx.ws.as_ref().expect("a WebSocket run");
     let mut request = match ws.config.uri.as_str().into_client_request() {
         Ok(r) => r,
@@ -138,7 +164,7 @@ pub(super) async fn open_socket(ctx: &ThreadCtx, phase: Phase) -> Result<Socket,
     for (name, value) in &ws.headers {
         request.headers_mut().append(name.clone(), value.clone());
     }
-    let ws = upgrade::upgrade(ctx, phase, request, ws.tungstenite_config()).await?;
+    let ws = upgrade::upgrade(ctx, phase, request, ws.tungstenite_config(reads)).await?;
     Ok(Socket {
         ws,
         last_push: None,
@@ -182,7 +208,10 @@ pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
     match mode {
         WsMode::Echo => echo::drive(&ctx).await,
         WsMode::Hold => hold::drive(&ctx, index, hold::Role::Pinged).await,
-        WsMode::Connect => storm::drive(&ctx).await,
+        WsMode::Connect => {
+            storm::drive(&ctx).await;
+            load_over(&ctx);
+        }
     }
     let live = ctx.live_connections.get() - 1;
     ctx.live_connections.set(live);
@@ -229,6 +258,16 @@ async fn after_failures(ctx: &ThreadCtx, failures: u32) {
     if let Some(wait) = backoff_after(failures) {
         back_off(ctx, wait).await;
     }
+}
+
+/// This connection's load is over (its goodbye comes next): the load's time, which the
+/// pushes' rate is over, ends at the last connection's (see [`crate::ws::WsTotals`]).
+fn load_over(ctx: &ThreadCtx) {
+    let ws = ctx.ws.as_ref().expect("a WebSocket run");
+    let at = u64::try_from(ctx.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    ws.totals
+        .load_over_ns
+        .fetch_max(at, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Says goodbye (close code 1000) and waits a little for the server's close in answer, so

@@ -7,7 +7,7 @@
 //! latency. Echo workers keep their connections open for the next worker (one message at a
 //! time on each: an echo is matched to the one message owed).
 
-use super::{close, echo, open_socket, record_open_failure, storm, Socket};
+use super::{close, echo, open_socket, record_open_failure, storm, Reads, Socket};
 use crate::engine::exchange::Due;
 use crate::engine::open::dispatch::dispatch;
 use crate::engine::ThreadCtx;
@@ -35,6 +35,7 @@ pub(in crate::engine) async fn run(ctx: Rc<ThreadCtx>) {
         super::super::spawn_guarded(&ctx, work(ctx.clone(), pool.clone(), at));
     })
     .await;
+    super::load_over(&ctx);
     let idle = std::mem::take(&mut *pool.idle.borrow_mut());
     for socket in idle {
         close(socket).await;
@@ -61,7 +62,7 @@ async fn work(ctx: Rc<ThreadCtx>, pool: Rc<Pool>, mut at: Instant) {
             WsMode::Hold => {}
             WsMode::Echo => {
                 if socket.is_none() {
-                    match open_socket(&ctx, due.phase).await {
+                    match open_socket(&ctx, due.phase, Reads::Echoes).await {
                         Ok(s) => socket = Some(s),
                         Err(failed) => record_open_failure(&ctx, due.phase, failed),
                     }

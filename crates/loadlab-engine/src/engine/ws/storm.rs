@@ -3,7 +3,7 @@
 //! connections per second), then closed with code 1000. A refused upgrade is a failure
 //! (`ws_refused`) with its HTTP status counted.
 
-use super::{close, open_socket, record_open_failure, traffic, SWITCHING_PROTOCOLS};
+use super::{close, open_socket, record_open_failure, traffic, Reads, SWITCHING_PROTOCOLS};
 use crate::engine::exchange::{record_sent, record_success, Due};
 use crate::engine::ThreadCtx;
 use std::time::Instant;
@@ -31,7 +31,7 @@ pub(super) async fn drive(ctx: &ThreadCtx) {
 /// One handshake, recorded; whether it worked.
 pub(super) async fn handshake(ctx: &ThreadCtx, due: &Due) -> bool {
     let started = Instant::now();
-    match open_socket(ctx, due.phase).await {
+    match open_socket(ctx, due.phase, Reads::Idle).await {
         Ok(socket) => {
             let end = Instant::now();
             // Counted as sent once it worked (a failed one is counted by its failure).
