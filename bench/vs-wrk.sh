@@ -18,6 +18,7 @@
 #   BUSY_POLL=1 bash bench/vs-wrk.sh       # also loadlab --busy-poll (polling for responses)
 #   NO_FLOOR=1 bash bench/vs-wrk.sh        # without the floor (no io_uring here)
 #   PIPELINE=0 bash bench/vs-wrk.sh        # without the pipelined rounds (PIPELINE=N: N deep)
+#   LOADLAB=target/release/loadlab bash bench/vs-wrk.sh   # that build, as it is (no cargo build)
 #
 # Do not run it while anything else (a build) uses the CPU: the numbers would be noise.
 set -euo pipefail
@@ -42,13 +43,22 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# NO_BUILD=1: the binaries as they are (LOADLAB= another loadlab, e.g. a debug one for a
-# smoke run of the script).
+# LOADLAB=: that loadlab as it is (a release build made before, or another one), not built
+# here; else this tree's release build, built first. NO_BUILD=1: nothing built (the floor
+# as it is too).
 if [ "${NO_BUILD:-0}" != 1 ]; then
-    cargo build --release -q -p loadlab-cli
+    [ -n "${LOADLAB:-}" ] || cargo build --release -q -p loadlab-cli
     [ "${NO_FLOOR:-0}" = 1 ] || cargo build --release -q --manifest-path bench/uring-floor/Cargo.toml
 fi
 LOADLAB=${LOADLAB:-$PWD/target/release/loadlab}
+if [ ! -x "$LOADLAB" ]; then
+    echo "LOADLAB=$LOADLAB is not an executable: give a loadlab binary (cargo build --release -p loadlab-cli makes target/release/loadlab)" >&2
+    exit 2
+fi
+if [ "$PIPELINE" -gt 1 ] && ! "$LOADLAB" run --help | grep -q -- '--pipeline'; then
+    echo "$LOADLAB has no --pipeline (older than issue 54): give a newer LOADLAB, or PIPELINE=0" >&2
+    exit 2
+fi
 FLOOR=$PWD/bench/uring-floor/target/release/uring-floor
 OUT=$PWD/bench/out/vs-wrk-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
