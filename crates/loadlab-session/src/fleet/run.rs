@@ -56,9 +56,10 @@ pub(crate) fn lead_after(posting: Option<Duration>) -> Duration {
 }
 
 /// How long a fleet's last run took to hand out its shards (nanoseconds; 0 before its first
-/// run). A measurement kept between runs, not part of what a fleet is: every two are equal.
-#[derive(Debug, Default)]
-pub(crate) struct Posting(std::sync::atomic::AtomicU64);
+/// run). A measurement kept between runs, not part of what a fleet is: every two are equal,
+/// and a clone shares it (an experiment hands each run a clone of its fleet).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Posting(Arc<std::sync::atomic::AtomicU64>);
 
 impl Posting {
     pub(super) fn last(&self) -> Option<Duration> {
@@ -71,14 +72,6 @@ impl Posting {
     fn record(&self, took: Duration) {
         let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
         self.0.store(ns, Ordering::Relaxed);
-    }
-}
-
-impl Clone for Posting {
-    fn clone(&self) -> Posting {
-        Posting(std::sync::atomic::AtomicU64::new(
-            self.0.load(Ordering::Relaxed),
-        ))
     }
 }
 
