@@ -15,6 +15,10 @@
 #   bash bench/live-overhead.sh                    # 8 rounds of 10 s, a soak of 120 s
 #   ROUNDS=6 SECS=5 SOAK_S=30 bash bench/live-overhead.sh
 #   SOAK_S=3600 ROUNDS=6 bash bench/live-overhead.sh   # the issue's hour
+#   SOAK_S=3600 SOAK_RATE=500 ROUNDS=0 bash bench/live-overhead.sh
+#       # the hour as an open loop of 500 requests/s: the page's memory and its event stream
+#       # over an hour at a few percent of a core, so it can run beside other work (the
+#       # page's cost to the rate is the rounds' question, on a quiet machine)
 #   LOADLAB=target/debug/loadlab NO_BUILD=1 bash bench/live-overhead.sh
 #
 # Loopback only. Do not run it while anything else (a build) uses the CPU.
@@ -73,16 +77,25 @@ run_loadlab-page() {
 }
 
 echo "live-overhead: $(machine); $LOADLAB; nginx on core $SERVER_CPU, loadlab on core $LOAD_CPU;"
-echo "  $CONNS connections, $ROUNDS rounds of $SECS s, $PAGES pages attached in the page arm"
-alternate no-page loadlab-page | tee "$OUT/table.txt"
+if [ "$ROUNDS" -gt 0 ]; then
+    echo "  $CONNS connections, $ROUNDS rounds of $SECS s, $PAGES pages attached in the page arm"
+    alternate no-page loadlab-page | tee "$OUT/table.txt"
+fi
 
 if [ "$SOAK_S" -gt 0 ]; then
     ui=127.0.0.1:$(free_port)
-    taskset -c "$LOAD_CPU" "$LOADLAB" run -q -c "$CONNS" -t 1 -d "${SOAK_S}s" --no-save \
+    load=(-c "$CONNS")
+    [ -n "${SOAK_RATE:-}" ] && load=(--rate "$SOAK_RATE" --max-connections "$CONNS")
+    taskset -c "$LOAD_CPU" "$LOADLAB" run -q "${load[@]}" -t 1 -d "${SOAK_S}s" --no-save \
         --ui="$ui" --json "$OUT/soak.json" "$URL" >/dev/null 2>&1 &
     gen=$!
     attach_pages "$ui"
-    echo "soak with $PAGES pages attached: $SOAK_S s; loadlab pid $gen"
+    # One more reader keeps what it is sent: the intervals it got per minute are the page's
+    # delivery over the whole soak.
+    curl -sN "http://$ui/events" 2>/dev/null \
+        | awk '/^event: interval$/ { n++ } END { print n + 0 }' > "$OUT/intervals-read.txt" &
+    kept=$!
+    echo "soak with $((PAGES + 1)) pages attached: $SOAK_S s (${load[*]}); loadlab pid $gen"
     t=0
     while kill -0 "$gen" 2>/dev/null; do
         rss=$(awk '/VmRSS/ {print $2}' "/proc/$gen/status" 2>/dev/null || echo "")
@@ -92,6 +105,8 @@ if [ "$SOAK_S" -gt 0 ]; then
     done
     wait "$gen" || true
     detach_pages
+    wait "$kept" 2>/dev/null || true
+    echo "soak: the kept page read $(cat "$OUT/intervals-read.txt") intervals over $SOAK_S s"
     python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['measured']['requests']; print(f\"soak: {r['completed']} completed, {r['per_second']:.0f} requests/s, {r['failed']} failed\")" "$OUT/soak.json"
 fi
 echo "kept in $OUT"
