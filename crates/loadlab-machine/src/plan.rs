@@ -33,6 +33,21 @@ pub struct PlannedRun {
     /// An HTTP/3 run: the receive buffer loadlab asks for each worker thread's UDP socket,
     /// bytes. `None` over TCP.
     pub udp_receive_buffer_bytes: Option<u64>,
+    /// How new connections arrive, for the listen backlog's check.
+    pub arrivals: Arrivals,
+}
+
+/// How a run's connections arrive at the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Arrivals {
+    /// HTTP's: a closed loop's all at the start, an open loop's opened before it starts.
+    #[default]
+    AtStart,
+    /// At most this many handshakes in flight at once (a WebSocket run's closed loop).
+    AtMostAtOnce(u64),
+    /// Opened as the schedule needs them, one per exchange due while none is free (a
+    /// WebSocket open loop), up to `--max-connections`.
+    AsNeeded,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

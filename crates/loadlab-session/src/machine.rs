@@ -7,7 +7,7 @@ use crate::server::{ServerKind, ServerSpec};
 use crate::SessionError;
 use loadlab_engine::{RunConfig, RunControl};
 use loadlab_machine::counters::{self, Snapshot};
-use loadlab_machine::plan::{Backlog, OpenLoop, Target, WantedControllers};
+use loadlab_machine::plan::{Arrivals, Backlog, OpenLoop, Target, WantedControllers};
 use loadlab_machine::{Link, PlannedRun, Scope};
 use loadlab_result::machine::QdiscStats;
 use loadlab_result::{Check, CheckStatus, RunResult};
@@ -81,10 +81,22 @@ pub fn planned_run(
         }) => loadlab_probe::affinity::of_process(*pid),
         _ => None,
     };
+    // A WebSocket run's connections: a closed loop opens a bounded number at a time, an open
+    // loop as its messages fall due; a connection storm's are new for each handshake.
+    let arrivals = match (&config.ws, &open_loop) {
+        (None, _) => Arrivals::AtStart,
+        (Some(_), Some(_)) => Arrivals::AsNeeded,
+        (Some(_), None) => Arrivals::AtMostAtOnce(loadlab_engine::ws::HANDSHAKES_AT_ONCE as u64),
+    };
+    let storm = config
+        .ws
+        .as_ref()
+        .is_some_and(|w| w.mode == loadlab_engine::ws::WsMode::Connect);
     PlannedRun {
         connections: config.connections as u64,
         open_loop,
-        keepalive: config.keepalive,
+        keepalive: config.keepalive && !storm,
+        arrivals,
         target,
         backlog: server.and_then(backlog_env).and_then(|raw| {
             Some(Backlog {

@@ -199,21 +199,36 @@ pub fn listen_backlog(r: &Readings, p: &PlannedRun) -> Check {
         backlog.value, backlog.source
     ));
     let effective = somaxconn.map_or(backlog.value, |m| backlog.value.min(m));
-    // Connections that may arrive together: all of a closed loop's at the start; with a new
-    // connection per request, as many as are open at once, again and again.
-    let burst = p.peak_connections().min(match p.open_loop {
-        Some(o) if p.keepalive => o.peak_rate.ceil() as u64,
-        _ => u64::MAX,
-    });
-    let needs = format!(
-        "up to {} connections arriving at once{}",
-        thousands(burst),
-        if p.keepalive {
-            " (at the start)"
-        } else {
-            " (a new connection per request, all run long)"
+    // Connections that may arrive together: all of a closed loop's at the start (a
+    // WebSocket one's a bounded number of handshakes at a time); an open loop's opened as it
+    // needs them, at most its rate's worth in a second; with a new connection per request,
+    // as many as are open at once, again and again.
+    let peak = p.peak_connections();
+    let at_once = |n: u64, how: &str| {
+        let text = format!(
+            "up to {} connections arriving at once ({how})",
+            thousands(n)
+        );
+        (n, text)
+    };
+    let (burst, needs) = match (p.keepalive, p.arrivals, p.open_loop) {
+        (false, _, _) => at_once(peak, "a new connection per request, all run long"),
+        (true, crate::plan::Arrivals::AtMostAtOnce(n), _) => at_once(
+            peak.min(n),
+            &format!("at most {n} handshakes in flight at once"),
+        ),
+        (true, crate::plan::Arrivals::AsNeeded, Some(o)) => {
+            let n = peak.min(o.peak_rate.ceil() as u64);
+            let text = format!(
+                "up to {} connections opening in a second (an open loop opens one as a \
+                 message falls due with none free, not all at the start)",
+                thousands(n)
+            );
+            (n, text)
         }
-    );
+        (true, _, Some(o)) => at_once(peak.min(o.peak_rate.ceil() as u64), "at the start"),
+        (true, _, None) => at_once(peak, "at the start"),
+    };
     if let Some(m) = somaxconn.filter(|m| backlog.value > *m) {
         return check(
             "listen_backlog",

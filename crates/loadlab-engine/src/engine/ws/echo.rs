@@ -31,7 +31,20 @@ pub(super) async fn drive(ctx: &ThreadCtx) {
         };
         let phase = due.phase;
         if socket.is_none() {
-            match open_socket(ctx, phase, Reads::Echoes).await {
+            // At most `HANDSHAKES_AT_ONCE` at a time, as held connections open (see
+            // `WsShared::handshakes`): `-c` thousands at once would overflow a backlog.
+            let opened = match ctx
+                .ws
+                .as_ref()
+                .expect("a WebSocket run")
+                .handshakes
+                .acquire()
+                .await
+            {
+                Ok(_turn) => open_socket(ctx, phase, Reads::Echoes).await,
+                Err(_) => break,
+            };
+            match opened {
                 Ok(s) => {
                     failures = 0;
                     socket = Some(s);

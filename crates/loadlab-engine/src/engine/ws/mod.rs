@@ -74,8 +74,9 @@ pub(crate) struct WsShared {
     pub totals: Arc<WsTotals>,
     /// The run's connections (held ones: when this many are open, the memory is read).
     connections: usize,
-    /// Held connections' handshakes in flight, at most `HANDSHAKES_AT_ONCE` over the run's
-    /// threads.
+    /// A closed loop's handshakes in flight (held connections', echo connections'), at most
+    /// `HANDSHAKES_AT_ONCE` over the run's threads. An open loop's are not held back: they
+    /// open as messages fall due, and a wait would be charged to the message.
     handshakes: Arc<tokio::sync::Semaphore>,
 }
 

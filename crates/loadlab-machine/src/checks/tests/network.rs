@@ -2,7 +2,7 @@
 //! tables of machines and plans.
 
 use super::*;
-use crate::plan::{Backlog, Target};
+use crate::plan::{Arrivals, Backlog, Target};
 use crate::readings::{Conntrack, Listener};
 use CheckStatus::{Fail, Pass, Warn};
 
@@ -160,6 +160,31 @@ fn listen_backlog() {
                 closed(50),
                 Warn,
                 &["16 (its listening socket)", "BACKLOG=50"],
+            ),
+            // A WebSocket closed loop: at most 64 handshakes at once, whatever -c.
+            (
+                machine(),
+                plan(closed(2000), |p| {
+                    p.backlog = backlog(100, "BACKLOG=100");
+                    p.arrivals = Arrivals::AtMostAtOnce(64);
+                }),
+                Pass,
+                &["up to 64 connections arriving at once (at most 64 handshakes in flight"],
+            ),
+            // A WebSocket open loop opens its connections as messages fall due, not at the
+            // start: a second's worth, said so.
+            (
+                machine(),
+                plan(open(1000.0, 200), |p| {
+                    p.backlog = backlog(100, "BACKLOG=100");
+                    p.arrivals = Arrivals::AsNeeded;
+                }),
+                Warn,
+                &[
+                    "up to 200 connections opening in a second (an open loop opens one as a \
+                     message falls due",
+                    "more than the backlog of 100",
+                ],
             ),
             // An open loop with keep-alive opens at most about a second's arrivals at once.
             (
