@@ -12,6 +12,7 @@ use crate::error::ErrorClass;
 use crate::stats::new_histogram;
 use hdrhistogram::Histogram;
 use histogram::StepHistogram;
+use loadlab_result::scenario::StepMessages;
 use loadlab_scenario::Scenario;
 use std::collections::BTreeMap;
 
@@ -34,6 +35,8 @@ pub struct StepStats {
     pub bytes_decoded: u64,
     /// Responses per `Content-Encoding` (`identity` when none).
     pub encodings: BTreeMap<String, u64>,
+    /// A streaming gRPC step's messages each way (`None` for any other step).
+    pub messages: Option<StepMessages>,
 }
 
 impl StepStats {
@@ -52,7 +55,15 @@ impl StepStats {
             bytes_received: 0,
             bytes_decoded: 0,
             encodings: BTreeMap::new(),
+            messages: None,
         }
+    }
+
+    /// A streaming gRPC call's messages: `sent` request messages, `received` answers.
+    pub fn add_messages(&mut self, sent: u64, received: u64) {
+        let m = self.messages.get_or_insert_with(StepMessages::default);
+        m.sent += sent;
+        m.received += received;
     }
 
     /// Counts a response's status and encoding (no allocation once both were seen).
@@ -130,6 +141,9 @@ impl StepStats {
         self.bytes_decoded += o.bytes_decoded;
         for (k, v) in &o.encodings {
             *self.encodings.entry(k.clone()).or_insert(0) += v;
+        }
+        if let Some(m) = &o.messages {
+            self.add_messages(m.sent, m.received);
         }
     }
 }
@@ -224,6 +238,7 @@ pub fn summarize(
                     decoded: s.bytes_decoded,
                 },
                 content_encodings: s.encodings.clone().into_iter().collect(),
+                messages: s.messages,
             }
         })
         .collect();

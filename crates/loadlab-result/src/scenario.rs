@@ -85,6 +85,17 @@ pub struct StepSummary {
     pub bytes: StepBytes,
     /// Responses by the `Content-Encoding` they came with (`identity` when none).
     pub content_encodings: BTreeMap<String, u64>,
+    /// A streaming gRPC step: its messages each way, over every call (a `--grpc` run's
+    /// `messages_sent` and `messages_received`); absent on any other step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<StepMessages>,
+}
+
+/// A streaming gRPC step's messages: request messages sent, answer messages read whole.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepMessages {
+    pub sent: u64,
+    pub received: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -98,10 +98,14 @@ pub struct StepFile {
     /// A gRPC call instead of an HTTP request: `package.Service/Method`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<String>,
-    /// A gRPC step's request message: any TOML value, written as protobuf's JSON mapping
-    /// (strings templated).
+    /// A gRPC step's request message: a TOML table, written as protobuf's JSON mapping
+    /// (strings templated); a client or bidirectional stream's messages: a list of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<toml::Value>,
+    /// A streaming gRPC step: the answer message (from 0) its captures and checks read
+    /// [default: the last].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_index: Option<u64>,
     /// A gRPC step's metadata; values templated.
     #[serde(default, skip_serializing_if = "OrderedMap::is_empty")]
     pub metadata: OrderedMap<String>,

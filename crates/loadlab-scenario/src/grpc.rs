@@ -83,8 +83,12 @@ pub type GrpcDescriptors = std::sync::Arc<[u8]>;
 pub struct GrpcStep {
     /// `package.Service/Method`, as written.
     pub method: String,
-    /// The request message as JSON text (protobuf's JSON mapping), its strings templated.
-    pub message: Template,
+    /// The request messages as JSON text (protobuf's JSON mapping), their strings
+    /// templated: one, or a client or bidirectional stream's, in order (at least one).
+    pub messages: Vec<Template>,
+    /// A streaming call: the answer message (from 0) captures and checks read; `None`: the
+    /// last.
+    pub answer_index: Option<u64>,
     /// Metadata: names as written (checked tokens), values templated.
     pub metadata: Vec<(String, Template)>,
     /// Sent as `grpc-timeout`.

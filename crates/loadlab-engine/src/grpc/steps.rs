@@ -12,14 +12,16 @@
 
 use super::{frame, reflect, schema, status, CallKind, RESERVED_HEADERS};
 use bytes::Bytes;
-use loadlab_scenario::capture::{JsonPath, PathStep, Source};
 use loadlab_scenario::grpc::GrpcSchema;
-use loadlab_scenario::{Check, Scenario, Step};
+use loadlab_scenario::Scenario;
+use paths::check_paths;
 use prost::Message as _;
-use prost_reflect::{DescriptorPool, DynamicMessage, Kind, MessageDescriptor, SerializeOptions};
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, SerializeOptions};
 use std::io::Read as _;
 use std::sync::Arc;
 use std::time::Duration;
+
+mod paths;
 
 /// A gRPC step's call, ready.
 #[derive(Debug)]
@@ -32,9 +34,16 @@ pub struct StepCall {
     pub max_message_bytes: u32,
     pub input: MessageDescriptor,
     pub output: MessageDescriptor,
-    /// The framed message when it never changes during the run (sent as is), else `None`:
-    /// encoded per call by [`StepCall::message`].
+    /// How the method streams: a client or bidirectional stream sends the step's messages
+    /// back to back; a server or bidirectional stream's answers are all read.
+    pub kind: CallKind,
+    /// A streaming answer: the message (from 0) captures and checks read; `None`: the last.
+    pub answer_index: Option<u64>,
+    /// The framed messages, back to back, when none changes during the run (sent as is),
+    /// else `None`: encoded per call by [`StepCall::message`].
     pub constant: Option<Bytes>,
+    /// The messages each call sends.
+    pub messages: u64,
 }
 
 impl StepCall {
@@ -116,10 +125,20 @@ pub fn prepare(
         let method = schema::find_method(&pool, &g.method)
             .map_err(|e| format!("{item}: grpc: {}", without_flag(&e.to_string())))?;
         let kind = schema::kind(&method);
-        if kind != CallKind::Unary {
+        let one_message = !kind.client_streams();
+        if one_message && g.messages.len() > 1 {
             return Err(format!(
-                "{item}: grpc: {} is a {} method; a scenario step calls unary methods only \
-                 for now (load a streaming method with loadlab run --grpc)",
+                "{item}: message: {} is a {} method: the client sends one message; give a \
+                 table, not a list of {}",
+                g.method,
+                kind.describe(),
+                g.messages.len()
+            ));
+        }
+        if let (Some(_), CallKind::Unary | CallKind::ClientStreaming) = (g.answer_index, kind) {
+            return Err(format!(
+                "{item}: answer_index: {} is a {} method: its call has one answer; remove \
+                 answer_index",
                 g.method,
                 kind.describe()
             ));
@@ -142,20 +161,28 @@ pub fn prepare(
                  the deadline"
             ));
         }
-        let mut json = Vec::new();
-        g.message.render(&probe, &mut json);
-        let message =
-            schema::message_from_json(&method, &String::from_utf8_lossy(&json)).map_err(|e| {
-                let hint = if g.message.is_constant() {
-                    String::new()
-                } else {
-                    " (checked with the values the run starts with: [variables], --var, each \
-                     feeder's first row; give a captured variable a default of the field's \
-                     type in [variables])"
-                        .to_string()
-                };
-                format!("{item}: message: {}{hint}", without_flag(&e.to_string()))
-            })?;
+        let mut framed = Vec::new();
+        for (k, message) in g.messages.iter().enumerate() {
+            let field = match g.messages.len() {
+                1 => "message".to_string(),
+                _ => format!("message[{k}]"),
+            };
+            let mut json = Vec::new();
+            message.render(&probe, &mut json);
+            let encoded = schema::message_from_json(&method, &String::from_utf8_lossy(&json))
+                .map_err(|e| {
+                    let hint = if message.is_constant() {
+                        String::new()
+                    } else {
+                        " (checked with the values the run starts with: [variables], --var, \
+                         each feeder's first row; give a captured variable a default of the \
+                         field's type in [variables])"
+                            .to_string()
+                    };
+                    format!("{item}: {field}: {}{hint}", without_flag(&e.to_string()))
+                })?;
+            framed.extend_from_slice(&frame::encode(&encoded, false));
+        }
         check_paths(step, &method.output()).map_err(|m| format!("{item}: {m}"))?;
         let mut headers = Vec::new();
         super::push_call_headers(&mut headers, g.deadline, false);
@@ -165,10 +192,14 @@ pub fn prepare(
             max_message_bytes: super::DEFAULT_MAX_MESSAGE_BYTES,
             input: method.input(),
             output: method.output(),
+            kind,
+            answer_index: g.answer_index,
+            messages: g.messages.len() as u64,
             constant: g
-                .message
-                .is_constant()
-                .then(|| frame::encode(&message, false)),
+                .messages
+                .iter()
+                .all(|m| m.is_constant())
+                .then(|| Bytes::from(framed)),
         })));
     }
     Ok(out)
@@ -248,116 +279,6 @@ fn probe_values(scenario: &Scenario) -> Vec<String> {
         }
     }
     values
-}
-
-/// Every JSON path of the step's captures and checks walked through `output`, the answer's
-/// type: a field it does not have, an index into a field that is not a list, is an error
-/// naming the path and what the type does have.
-fn check_paths(step: &Step, output: &MessageDescriptor) -> Result<(), String> {
-    for (k, c) in step.captures.iter().enumerate() {
-        if let Source::Json(path) = &c.source {
-            walk(path, output).map_err(|m| format!("captures[{k}].json: {m}"))?;
-        }
-    }
-    for (k, c) in step.checks.iter().enumerate() {
-        if let Check::Json { path, .. } = c {
-            walk(path, output).map_err(|m| format!("checks[{k}].json: {m}"))?;
-        }
-    }
-    Ok(())
-}
-
-/// What a place in an answer's JSON holds.
-enum Node {
-    Message(MessageDescriptor),
-    /// A repeated field: its elements'.
-    List(Kind),
-    /// A map field: its values'.
-    Map(Kind),
-    /// A number, a string, a bool, an enum, bytes, or a well-known type written as one.
-    Scalar(String),
-    /// `Struct`, `Value`, `ListValue`, `Any`: any JSON; not walked further.
-    Free,
-}
-
-fn node_of(kind: &Kind) -> Node {
-    match kind {
-        Kind::Message(m) => match m.full_name() {
-            "google.protobuf.Struct"
-            | "google.protobuf.Value"
-            | "google.protobuf.ListValue"
-            | "google.protobuf.Any" => Node::Free,
-            name if name.starts_with("google.protobuf.") && name != "google.protobuf.Empty" => {
-                Node::Scalar(name.to_string())
-            }
-            _ => Node::Message(m.clone()),
-        },
-        other => Node::Scalar(format!("{other:?}").to_lowercase()),
-    }
-}
-
-fn walk(path: &JsonPath, output: &MessageDescriptor) -> Result<(), String> {
-    let mut at = node_of(&Kind::Message(output.clone()));
-    for step in path.steps() {
-        at = match (at, step) {
-            (Node::Free, _) => return Ok(()),
-            (Node::Message(m), PathStep::Key(key)) => {
-                let field = m.get_field_by_name(key).ok_or_else(|| {
-                    if let Some(f) = m.fields().find(|f| f.json_name() == key) {
-                        return format!(
-                            "`{}`: `{key}` is the JSON name of field `{}` of {}; paths use \
-                             the .proto's names: write {}",
-                            path.text,
-                            f.name(),
-                            m.full_name(),
-                            path.text.replace(key, f.name())
-                        );
-                    }
-                    let names: Vec<String> = m.fields().map(|f| f.name().to_string()).collect();
-                    format!(
-                        "`{}` cannot match the answer: {} has no field `{key}` (it has: {})",
-                        path.text,
-                        m.full_name(),
-                        if names.is_empty() {
-                            "none".to_string()
-                        } else {
-                            names.join(", ")
-                        }
-                    )
-                })?;
-                if field.is_map() {
-                    match field.kind() {
-                        Kind::Message(entry) => Node::Map(entry.map_entry_value_field().kind()),
-                        _ => Node::Free,
-                    }
-                } else if field.is_list() {
-                    Node::List(field.kind())
-                } else {
-                    node_of(&field.kind())
-                }
-            }
-            (Node::Map(value), PathStep::Key(_)) => node_of(&value),
-            (Node::List(element), PathStep::Index(_)) => node_of(&element),
-            (node, step) => {
-                let what = match &node {
-                    Node::Message(m) => format!("a message ({})", m.full_name()),
-                    Node::List(_) => "a list (take an element with [0])".into(),
-                    Node::Map(_) => "a map (take a value with ['key'])".into(),
-                    Node::Scalar(s) => format!("a single value ({s})"),
-                    Node::Free => unreachable!("returned above"),
-                };
-                let step = match step {
-                    PathStep::Key(k) => format!("key `{k}`"),
-                    PathStep::Index(i) => format!("index [{i}]"),
-                };
-                return Err(format!(
-                    "`{}` cannot match the answer: its {step} goes into {what}",
-                    path.text
-                ));
-            }
-        };
-    }
-    Ok(())
 }
 
 /// The failure class of a gRPC step's call that ended with `code` (not OK): the code's own,

@@ -242,6 +242,70 @@ body_contains = "b2s="
     );
 }
 
+/// Streaming steps against the mock upstream, which counts every message each way: a
+/// server stream's answers all read (the capture from the last), a client stream's three
+/// templated messages (its one answer, the count it read, checked), a bidirectional
+/// stream's four messages answered one each (the capture from answer 2). The step's
+/// `messages` and the upstream's counts agree exactly.
+#[test]
+fn streaming_steps_count_every_message_as_the_upstream_does() {
+    let server = loadlab_upstream::Upstream::start_on_thread(Default::default()).unwrap();
+    let proto =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../loadlab-upstream/proto/upstream.proto");
+    let dir = Dir::new("streams", &[]);
+    let s = dir.scenario(&format!(
+        r#"
+name = "streams"
+base_url = "{url}"
+[variables]
+N = "5"
+[grpc]
+proto = ["{proto}"]
+[[steps]]
+name = "watch"
+grpc = "loadlab.upstream.v1.Upstream/Stream"
+message = "{{{{N}}}}"
+[[steps.captures]]
+var = "LAST"
+json = "$"
+[[steps]]
+name = "collect"
+grpc = "loadlab.upstream.v1.Upstream/Collect"
+message = [{{}}, {{}}, {{}}]
+metadata = {{ x-last = "{{{{LAST}}}}" }}
+[[steps.checks]]
+json = "$"
+equals = 3
+[[steps]]
+name = "chat"
+grpc = "loadlab.upstream.v1.Upstream/Chat"
+message = [{{}}, {{}}, {{}}, {{}}]
+answer_index = 2
+[[steps.checks]]
+body_contains = "b2s="
+"#,
+        url = server.grpc_url(),
+        proto = proto.display()
+    ));
+    let r = run(spec(s, 1, 30));
+    let up = server.stop();
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
+    assert_eq!(m.requests.completed, 30);
+    assert_eq!(up.grpc_requests, 30);
+    let messages = |name: &str| {
+        let s = step(&r, name);
+        assert_eq!((s.completed, s.failed), (10, 0), "{name}");
+        let m = s.messages.expect("a streaming step's messages");
+        (m.sent, m.received)
+    };
+    assert_eq!(messages("watch"), (10, 50));
+    assert_eq!(messages("collect"), (30, 10));
+    assert_eq!(messages("chat"), (40, 40));
+    assert_eq!(up.grpc_messages_received, 10 + 30 + 40);
+    assert_eq!(up.grpc_messages_sent, 50 + 10 + 40);
+}
+
 #[test]
 fn a_schema_by_reflection_is_asked_once_before_the_run() {
     let v1 = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";

@@ -118,6 +118,7 @@ fn merge_step(
         status_codes: BTreeMap::new(),
         errors: BTreeMap::new(),
         content_encodings: BTreeMap::new(),
+        messages: None,
         bytes: StepBytes {
             sent: 0,
             received: 0,
@@ -141,6 +142,11 @@ fn merge_step(
         merged.bytes.sent += step.bytes.sent;
         merged.bytes.received += step.bytes.received;
         merged.bytes.decoded += step.bytes.decoded;
+        if let Some(m) = &step.messages {
+            let into = merged.messages.get_or_insert_with(Default::default);
+            into.sent += m.sent;
+            into.received += m.received;
+        }
         if i > 0 {
             for (into, c) in merged.checks.iter_mut().zip(&step.checks) {
                 into.failed += c.failed;

@@ -206,6 +206,10 @@ fn scenario_part(
             decoded: 300 * n,
         },
         content_encodings: [("gzip".to_string(), n)].into(),
+        messages: (!page).then_some(loadlab_result::scenario::StepMessages {
+            sent: 3 * n,
+            received: 2 * n,
+        }),
     };
     r.scenario = Some(ScenarioSummary {
         name: "journey".into(),
@@ -273,6 +277,10 @@ fn scenario_steps_merge_as_all_their_values_together() {
     }
     let page = &m.scenario.as_ref().unwrap().steps[1];
     assert_eq!(page.request_latency_us.as_ref().unwrap().p50, us(0.5));
+    // A streaming gRPC step's messages add up; a step without them has none.
+    let stream = m.scenario.as_ref().unwrap().steps[0].messages.unwrap();
+    assert_eq!((stream.sent, stream.received), (9_000, 6_000));
+    assert_eq!(page.messages, None);
     assert_eq!(
         m.scenario.as_ref().unwrap().steps[0].request_latency_us,
         None

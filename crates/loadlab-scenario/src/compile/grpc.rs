@@ -139,21 +139,7 @@ pub(super) fn compile_step(
         ));
     };
     same_origin(origin, base, &base.url(), item, "grpc")?;
-    let mut message = Template::default();
-    match &step.message {
-        Some(value) if value.is_table() => {
-            json_template(value, ctx.vars, item, "message", &mut message)?
-        }
-        Some(_) => {
-            return Err(invalid(
-                item,
-                "message",
-                "not a table; a message is written as a TOML table in protobuf's JSON mapping, \
-                 e.g. message = { sku = \"{{SKU}}\", qty = 2 }",
-            ))
-        }
-        None => message.push_lit(b"{}"),
-    }
+    let messages = compile_messages(step.message.as_ref(), ctx)?;
     let mut metadata: Vec<(String, Template)> = Vec::new();
     for (name, value) in &step.metadata.0 {
         let field = format!("metadata.{name}");
@@ -175,24 +161,79 @@ pub(super) fn compile_step(
         "POST".into(),
         Template::literal(format!("/{path}")),
         metadata.clone(),
-        message.clone(),
+        messages[0].clone(),
         Some("application/grpc".into()),
         path.to_string(),
         base.authority.clone(),
     );
     let call = GrpcStep {
         method: path.to_string(),
-        message,
+        messages,
+        answer_index: step.answer_index,
         metadata,
         deadline,
     };
     Ok((request, call))
 }
 
+/// The most messages one step's call sends (each is rendered, and maybe encoded, per call).
+const MAX_MESSAGES: usize = 10_000;
+
+/// `message`: one table, or a list of them (a stream's messages, in order); none is `{}`.
+fn compile_messages(
+    value: Option<&toml::Value>,
+    ctx: &RequestCtx,
+) -> Result<Vec<Template>, ScenarioError> {
+    let item = ctx.item;
+    let one = |value: &toml::Value, field: &str| {
+        // A table, or a single value: a well-known wrapper's JSON is its value alone
+        // (`UInt32Value` is `5`).
+        if value.is_array() || value.is_datetime() {
+            return Err(invalid(
+                item,
+                field,
+                "not a message; a message is written as a TOML table in protobuf's JSON \
+                 mapping, e.g. message = { sku = \"{{SKU}}\", qty = 2 } (a wrapper type's as \
+                 its value, message = 5), and a stream's messages as a list of them, message \
+                 = [{ n = 1 }, { n = 2 }]",
+            ));
+        }
+        let mut t = Template::default();
+        json_template(value, ctx.vars, item, field, &mut t)?;
+        Ok(t)
+    };
+    match value {
+        None => {
+            let mut t = Template::default();
+            t.push_lit(b"{}");
+            Ok(vec![t])
+        }
+        Some(toml::Value::Array(list)) => {
+            if list.is_empty() || list.len() > MAX_MESSAGES {
+                return Err(invalid(
+                    item,
+                    "message",
+                    format!(
+                        "a list of {} messages; a stream sends 1 to {MAX_MESSAGES} (for more, \
+                         more calls)",
+                        list.len()
+                    ),
+                ));
+            }
+            list.iter()
+                .enumerate()
+                .map(|(k, v)| one(v, &format!("message[{k}]")))
+                .collect()
+        }
+        Some(v) => Ok(vec![one(v, "message")?]),
+    }
+}
+
 /// An HTTP step given a field only a gRPC step takes.
 pub(super) fn refuse_call_fields(step: &StepFile, item: &str) -> Result<(), ScenarioError> {
     for (field, given) in [
         ("message", step.message.is_some()),
+        ("answer_index", step.answer_index.is_some()),
         ("metadata", !step.metadata.is_empty()),
         ("deadline", step.deadline.is_some()),
     ] {

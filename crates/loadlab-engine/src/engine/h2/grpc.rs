@@ -42,21 +42,69 @@ pub(in crate::engine) struct Answer<'a> {
     pub kept: Option<Box<Kept>>,
 }
 
-/// A scenario step's answer as its captures read it: the DATA up to one message's bound
-/// (the first message is what is decoded) and the header fields and trailers, names and
-/// values as received.
+/// A scenario step's answer as its captures read it: one message of the DATA (the first,
+/// the `want`-th, or the last: each new one replaces the one before), prefix included, up
+/// to one message's bound, and the header fields and trailers, names and values as
+/// received.
 #[derive(Default)]
 pub(in crate::engine) struct Kept {
     pub data: Vec<u8>,
     pub fields: Vec<(http::HeaderName, http::HeaderValue)>,
     /// Bytes past which DATA is not kept: a prefix and the largest message accepted.
     cap: usize,
+    /// The message kept (from 0); `None`: the last.
+    want: Option<u64>,
+    /// Where the walk is: the prefix's bytes so far, the message's bytes still to come,
+    /// the message's index, whether it is the one kept.
+    prefix: [u8; 5],
+    have: usize,
+    left: usize,
+    index: u64,
+    keeping: bool,
 }
 
 impl Kept {
     fn fields(&mut self, map: &http::HeaderMap) {
         for (name, value) in map {
             self.fields.push((name.clone(), value.clone()));
+        }
+    }
+
+    /// Walks `chunk` message by message, keeping the wanted one's bytes (bounded by `cap`).
+    fn data(&mut self, mut chunk: &[u8]) {
+        while !chunk.is_empty() {
+            if self.have < 5 {
+                let take = (5 - self.have).min(chunk.len());
+                self.prefix[self.have..self.have + take].copy_from_slice(&chunk[..take]);
+                self.have += take;
+                chunk = &chunk[take..];
+                if self.have == 5 {
+                    let [_, a, b, c, d] = self.prefix;
+                    self.left = u32::from_be_bytes([a, b, c, d]) as usize;
+                    self.keeping = self.want.is_none_or(|w| w == self.index);
+                    if self.keeping {
+                        self.data.clear();
+                        self.data.extend_from_slice(&self.prefix);
+                    }
+                    self.next_if_whole();
+                }
+                continue;
+            }
+            let take = self.left.min(chunk.len());
+            if self.keeping {
+                let room = self.cap.saturating_sub(self.data.len());
+                self.data.extend_from_slice(&chunk[..take.min(room)]);
+            }
+            self.left -= take;
+            chunk = &chunk[take..];
+            self.next_if_whole();
+        }
+    }
+
+    fn next_if_whole(&mut self) {
+        if self.have == 5 && self.left == 0 {
+            self.have = 0;
+            self.index += 1;
         }
     }
 }
@@ -73,9 +121,9 @@ impl<'a> Answer<'a> {
         }
     }
 
-    /// For a scenario step's unary call, answer messages up to `max_message_bytes`: its
-    /// answer's first message and fields kept.
-    pub(in crate::engine) fn keeping(max_message_bytes: u32) -> Answer<'a> {
+    /// For a scenario step's call, answer messages up to `max_message_bytes`: its answer's
+    /// `want`-th message (from 0; `None`: the last) and fields kept.
+    pub(in crate::engine) fn keeping(max_message_bytes: u32, want: Option<u64>) -> Answer<'a> {
         Answer {
             decoder: Decoder::new(max_message_bytes),
             grpc_content_type: false,
@@ -84,9 +132,15 @@ impl<'a> Answer<'a> {
             watch: None,
             kept: Some(Box::new(Kept {
                 cap: crate::grpc::frame::PREFIX_BYTES + max_message_bytes as usize,
+                want,
                 ..Kept::default()
             })),
         }
+    }
+
+    /// Answer messages read whole so far.
+    pub(in crate::engine) fn messages(&self) -> u64 {
+        self.decoder.messages
     }
 
     fn take_status(&mut self, fields: &mut http::HeaderMap) {
@@ -119,8 +173,7 @@ impl FieldSink for Answer<'_> {
 
     fn data(&mut self, chunk: &[u8]) {
         if let Some(k) = &mut self.kept {
-            let room = k.cap.saturating_sub(k.data.len());
-            k.data.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            k.data(chunk);
         }
         let before = self.decoder.messages;
         self.decoder.feed(chunk);
@@ -244,16 +297,17 @@ fn judge<'a>(
     Ok(())
 }
 
-/// A scenario step's unary answer judged as a `--grpc` run's call is, the server's status
+/// A scenario step's answer judged as a `--grpc` run's call of `kind` is, the server's status
 /// code given back apart: `Ok((code, why))`, `why` saying what the server answered when
 /// the code is not OK (the step's checks decide whether that fails it), or `Err` with the
 /// failure's class and why for an answer that is no gRPC answer at all (an HTTP status,
 /// broken framing, no message).
 pub(in crate::engine) fn step_verdict(
+    kind: CallKind,
     http_status: u16,
     answer: &mut Answer,
 ) -> Result<(u32, Option<String>), (ErrorClass, String)> {
-    match judge(CallKind::Unary, http_status, answer, false) {
+    match judge(kind, http_status, answer, false) {
         Ok(()) => Ok((0, None)),
         Err((_, why @ Why::Code(code, _))) => Ok((code, Some(why.text()))),
         Err((class, why)) => Err((class, why.text())),
@@ -394,6 +448,33 @@ mod tests {
         let (class, why) = verdict(503, &[], b"<html>", &[]).unwrap_err();
         assert_eq!(class, ErrorClass::GrpcUnavailable);
         assert!(why.contains("HTTP status 503"), "{why}");
+    }
+
+    /// A streaming step's kept answer: the wanted message, or the last, whole with its
+    /// prefix, however the DATA is cut (here a byte at a time and all at once).
+    #[test]
+    fn the_wanted_or_the_last_message_is_kept_across_chunks() {
+        let stream = [
+            encode(b"a", false),
+            encode(b"", false),
+            encode(b"ccc", false),
+        ]
+        .concat();
+        for (want, kept) in [
+            (Some(0), encode(b"a", false)),
+            (Some(1), encode(b"", false)),
+            (None, encode(b"ccc", false)),
+            (Some(3), Bytes::new()),
+        ] {
+            for size in [1, stream.len()] {
+                let mut a = Answer::keeping(100, want);
+                for chunk in stream.chunks(size) {
+                    a.data(chunk);
+                }
+                assert_eq!(a.messages(), 3);
+                assert_eq!(a.kept.unwrap().data, kept.to_vec(), "{want:?} by {size}");
+            }
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::judge::{Kept, Read};
 use super::mux::{MuxLane, Outgoing};
 use crate::error::ErrorClass;
 use crate::grpc::steps::{class_of, StepCall};
+use crate::grpc::CallKind;
 use crate::stats::Phase;
 use http::header::{HeaderName, HeaderValue};
 use loadlab_scenario::{Check, CookieJar, Response, Step};
@@ -58,10 +59,12 @@ impl Kept for CallRead {
 /// Sends step `step`'s call on the user's connection and reads its answer: what
 /// `scenario::finish` records. `None`: the run ended while a call the server did not
 /// process waited to go again.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn call(
     ctx: &ThreadCtx,
     phase: Phase,
     step: &Step,
+    i: usize,
     call: &StepCall,
     lane: &mut MuxLane,
     values: &[String],
@@ -77,8 +80,16 @@ pub(super) async fn call(
             return Some((Sent::Unsent(class), read));
         }
     };
-    let mut answer = Answer::keeping(call.max_message_bytes);
+    let mut answer = Answer::keeping(call.max_message_bytes, call.answer_index);
     let sent = lane.mux.send(ctx, phase, &out, close, &mut answer).await?;
+    if call.kind != CallKind::Unary && phase == Phase::Measured {
+        // A stream's messages each way, as a `--grpc` run counts them (sent: the call went
+        // out whole, its messages in its body).
+        if matches!(sent, Sent::Done { .. } | Sent::Failed { .. }) {
+            let received = answer.messages();
+            super::with_step(ctx, i, |s| s.add_messages(call.messages, received));
+        }
+    }
     let Sent::Done {
         status,
         sent_at,
@@ -92,7 +103,7 @@ pub(super) async fn call(
         note_detail(ctx, phase, class, Some(why));
         Some((Sent::Failed { class, traffic }, CallRead::default()))
     };
-    match step_verdict(status, &mut answer) {
+    match step_verdict(call.kind, status, &mut answer) {
         Err((class, why)) => return failed(class, why, traffic),
         Ok((code, why)) => {
             read.code = code;
@@ -107,6 +118,14 @@ pub(super) async fn call(
     }
     let kept = answer.kept.take().unwrap_or_default();
     if step.needs_body() && read.code == 0 {
+        let answers = answer.messages();
+        if let Some(k) = call.answer_index.filter(|k| *k >= answers) {
+            let why = format!(
+                "answer_index = {k} reads the answer's message {k} (from 0), and the call \
+                 was answered with {answers}"
+            );
+            return failed(ErrorClass::CheckFailed, why, traffic);
+        }
         if let Err(why) = call.answer_json(&kept.data, &mut read.json) {
             return failed(ErrorClass::MalformedResponse, why, traffic);
         }
@@ -176,9 +195,14 @@ fn outgoing(
     let body = match &call.constant {
         Some(framed) => framed.clone(),
         None => {
-            buf.clear();
-            g.message.render(values, buf);
-            call.message(buf)?
+            // A stream's messages go back to back in the one body.
+            let mut framed = Vec::new();
+            for message in &g.messages {
+                buf.clear();
+                message.render(values, buf);
+                framed.extend_from_slice(&call.message(buf)?);
+            }
+            bytes::Bytes::from(framed)
         }
     };
     Ok(Outgoing::new(head, body))

@@ -337,7 +337,7 @@ async fn run_step(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize)
                 .grpc_call(i)
                 .expect("a gRPC step's call is prepared with the run");
             let Some((sent, mut read)) =
-                grpc::call(ctx, phase, step, call, lane, values, close).await
+                grpc::call(ctx, phase, step, i, call, lane, values, close).await
             else {
                 return StepEnd::Stop;
             };

@@ -97,12 +97,24 @@ fn bad_steps_are_refused_naming_the_step_and_the_fix() {
         ),
         (
             "stream",
-            "[[steps]]\nname = \"a\"\ngrpc = \"t.v1.Shop/Watch\"".to_string(),
+            "[[steps]]\nname = \"a\"\ngrpc = \"t.v1.Shop/Watch\"\nmessage = [{}, {}]".to_string(),
             &[
+                "step `a`: message:",
                 "server streaming",
-                "unary methods only",
-                "loadlab run --grpc",
+                "one message",
+                "not a list of 2",
             ],
+        ),
+        (
+            "answer",
+            step("answer_index = 1"),
+            &["step `a`: answer_index:", "unary", "one answer"],
+        ),
+        (
+            "item",
+            "[[steps]]\nname = \"a\"\ngrpc = \"t.v1.Shop/Watch\"\nmessage = [{ nme = 1 }]"
+                .to_string(),
+            &["step `a`: message:", "nme"],
         ),
         (
             "field",

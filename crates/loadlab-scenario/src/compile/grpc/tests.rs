@@ -28,7 +28,7 @@ fn a_call_compiles_with_its_message_metadata_deadline_and_status_check() {
     let g = step.grpc.as_ref().unwrap();
     assert_eq!(g.method, "t.v1.Shop/Get");
     assert_eq!(
-        String::from_utf8(g.message.constant_bytes()).unwrap(),
+        String::from_utf8(g.messages[0].constant_bytes()).unwrap(),
         r#"{"name":"ann","tags":["x"]}"#
     );
     assert_eq!(g.metadata[0].0, "x-who");
@@ -86,7 +86,18 @@ fn what_a_call_cannot_take_is_refused_with_the_fix() {
         ),
         (step("headers = { a = \"b\" }"), &["headers:", "metadata"]),
         (step("body.raw = \"x\""), &["body:", "`message`"]),
-        (step("message = \"x\""), &["message:", "not a table"]),
+        (
+            step("message = 1979-05-27"),
+            &["message:", "not a message", "message = 5"],
+        ),
+        (
+            step("message = []"),
+            &["message:", "a list of 0 messages", "1 to 10000"],
+        ),
+        (
+            step("message = [{}, [1]]"),
+            &["message[1]:", "not a message"],
+        ),
         (
             step("message = { a = \"{{NOPE}}\" }"),
             &["message", "unknown variable `{{NOPE}}`"],
