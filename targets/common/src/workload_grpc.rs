@@ -20,6 +20,7 @@ use http_body_util::Either;
 use hyper::service::Service;
 use std::future::{ready, Future, Ready};
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use tonic::codegen::tokio_stream::Stream;
 use tonic::codegen::{http, Body};
 use tonic::server::{Grpc, StreamingService, UnaryService};
@@ -73,23 +74,49 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 impl<S, B, R> Service<http::Request<B>> for WithGrpc<S>
 where
     S: Service<http::Request<B>, Response = http::Response<R>>,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    R: Send + 'static,
     B: Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<BoxError> + Send,
 {
     type Response = http::Response<Either<R, tonic::body::Body>>;
     type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+    type Future = Answer<S::Future>;
 
     fn call(&self, req: http::Request<B>) -> Self::Future {
         if is_call(&req) {
-            return Box::pin(async move { Ok(serve(req).await.map(Either::Right)) });
+            return Answer::Grpc {
+                call: Box::pin(serve(req)),
+            };
         }
-        let answer = self.0.call(req);
-        Box::pin(async move { Ok(answer.await?.map(Either::Left)) })
+        Answer::Routes {
+            answer: self.0.call(req),
+        }
+    }
+}
+
+type Call = Pin<Box<dyn Future<Output = http::Response<tonic::body::Body>> + Send>>;
+
+pin_project_lite::pin_project! {
+    /// [`WithGrpc`]'s answer: the routes' own future as it is (no box on their path), or a
+    /// call of the service.
+    #[project = AnswerProj]
+    pub enum Answer<F> {
+        Routes { #[pin] answer: F },
+        Grpc { call: Call },
+    }
+}
+
+impl<F, R, E> Future for Answer<F>
+where
+    F: Future<Output = Result<http::Response<R>, E>>,
+{
+    type Output = Result<http::Response<Either<R, tonic::body::Body>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            AnswerProj::Routes { answer } => answer.poll(cx).map_ok(|r| r.map(Either::Left)),
+            AnswerProj::Grpc { call } => call.as_mut().poll(cx).map(|r| Ok(r.map(Either::Right))),
+        }
     }
 }
 
