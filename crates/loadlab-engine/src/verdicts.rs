@@ -39,6 +39,14 @@ pub(crate) fn verdicts(
     let lived: f64 = outcome.threads.iter().map(|t| t.wall.as_secs_f64()).sum();
     let crowded = waited >= CROWDED_WAIT_S.max(lived * CROWDED_WAIT_SHARE);
     let behind = busy || late.is_some();
+    // An open loop that fell behind is judged first: whether the generator's lateness
+    // explains it decides what the generator's own verdict says.
+    let schedule = match &config.model {
+        Model::Open { profile, .. } => {
+            fell_behind(config, measured, outcome, profile.duration(), busy, behind)
+        }
+        Model::Closed { .. } => None,
+    };
     if behind {
         let mut why = Vec::new();
         if let Some(l) = late {
@@ -60,7 +68,19 @@ pub(crate) fn verdicts(
                 seconds_or_ms(waited)
             ));
         }
-        out.push(if busy || !crowded {
+        let said = if let Some(excused) = schedule.as_ref().and_then(|s| s.excused) {
+            // Late, with CPU to spare, into a target that set the pace: the lateness is a
+            // fact about the latencies, not the reason for the shortfall.
+            format!(
+                "the generator noticed some requests late ({}), but that accounts for at most \
+                 {:.0} of the {} requests that fell behind the schedule (below): the target \
+                 set this pace, not the generator; its response times include the \
+                 generator's lateness (cores of its own for loadlab make them cleaner)",
+                why.join(", "),
+                excused.own,
+                excused.shortfall
+            )
+        } else if busy || !crowded {
             format!(
                 "the generator was saturated ({}): the target may be faster than these numbers \
                  say; give loadlab more threads (-t) or cores",
@@ -75,7 +95,8 @@ pub(crate) fn verdicts(
                  else ran there)",
                 why.join(", ")
             )
-        });
+        };
+        out.push(said);
     }
     if let Some(g) = &outcome.gave_up {
         out.push(format!(
@@ -108,113 +129,192 @@ pub(crate) fn verdicts(
             answered
         ));
     }
-    if let Model::Open { profile, .. } = &config.model {
-        // Compare what completed while the schedule ran with what fell due in that time (not
-        // with the nominal rate: Poisson arrivals vary by themselves).
-        // A run stopped early is judged on the time that ran; the requests it abandoned in
-        // flight were sent on time and are no evidence either way.
-        let ran = if outcome.interrupted {
-            profile
-                .duration()
-                .min(outcome.elapsed.saturating_sub(config.warmup))
-        } else {
-            profile.duration()
-        };
-        let abandoned = if outcome.interrupted {
-            outcome.recorder.in_flight
-        } else {
-            0
-        };
-        // Stopped early, a request that fell due but was still waiting to be sent when the stop
-        // came is the stop's doing too (on a busy machine the thread notices it late).
-        let unsent_due = if outcome.interrupted {
-            0
-        } else {
-            measured.requests.not_sent
-        };
-        let due = (measured.requests.issued + unsent_due).saturating_sub(abandoned);
-        // A run stopped part-way through a bucket keeps that bucket: its completions all came
-        // before the stop.
-        let in_time = if !outcome.interrupted {
-            outcome.traffic.completed_in_schedule(false)
-        } else if ran < profile.duration() {
-            outcome.traffic.completed_since_warmup()
-        } else {
-            outcome.traffic.completed_in_schedule(true)
-        };
-        let unsent = measured.requests.not_sent;
-        // Stopped early, a request left waiting for its connection is the stop's doing.
-        let unsent_blames = unsent > 0 && !outcome.interrupted;
-        // A generator behind its schedule with connections to spare (fewer ever opened than
-        // the cap) held the requests back itself: the target is not to blame.
-        let opened: u64 = outcome
-            .recorder
-            .phases
-            .iter()
-            .map(|p| p.connections_opened)
-            .sum();
-        let held_back = behind && config.scenario.is_none() && opened < config.connections as u64;
-        // No connection ever opened (a port nothing answers on, a handshake never finished):
-        // every request sent failed to connect, and what fell due waited for connects, not
-        // for busy connections.
-        let r = &measured.requests;
-        let unreachable =
-            r.completed == 0 && r.failed == r.issued && r.failed == measured.connections_failed;
-        if due > 0 && unreachable {
-            let mut line = format!(
-                "no connection to the target opened: of {due} requests that fell due none was \
-                 answered"
-            );
-            if unsent > 0 && config.scenario.is_some() {
-                line.push_str(&format!("; {unsent} iterations were never started"));
-            } else if unsent > 0 {
-                line.push_str(&format!(
-                    "; {unsent} were never sent because they waited for a connection that \
-                     failed to open or was still opening when the run ended, not for a busy one"
-                ));
-            }
-            line.push_str(" (see the errors and warnings: is the target reachable?)");
-            out.push(line);
-        } else if due > 0 && (unsent_blames || (in_time as f64) < due as f64 * KEEP_UP_SHARE) {
-            let secs = ran.as_secs_f64().max(1e-9);
-            let (completed_per_s, due_per_s) = (in_time as f64 / secs, due as f64 / secs);
-            let mut line = if held_back {
-                format!(
-                    "the load fell behind its schedule: {completed_per_s:.1} requests/s completed \
-                     while {due_per_s:.1}/s fell due, with the generator behind (above) and \
-                     connections to spare: the generator's doing, not the target's"
-                )
-            } else {
-                format!(
-                    "{TARGET_BEHIND}: {completed_per_s:.1} requests/s completed while \
-                     {due_per_s:.1}/s fell due"
-                )
-            };
-            if unsent > 0 && config.scenario.is_some() {
-                line.push_str(&format!(
-                    "; {unsent} iterations were never started because every iteration slot was \
-                     busy (cap {}: raise --max-connections)",
-                    config.connections
-                ));
-            } else if unsent > 0 && held_back {
-                line.push_str(&format!("; {unsent} requests were never sent"));
-            } else if unsent > 0 && measured.connections_failed > 0 {
-                line.push_str(&format!(
-                    "; {unsent} requests were never sent because every connection was busy (cap \
-                     {}) or failed to open ({} connects failed: see the errors)",
-                    config.connections, measured.connections_failed
-                ));
-            } else if unsent > 0 {
-                line.push_str(&format!(
-                    "; {unsent} requests were never sent because every connection was busy (cap {})",
-                    config.connections
-                ));
-            }
-            out.push(line);
-        }
+    if let Some(s) = schedule {
+        out.push(s.line);
     }
     out
 }
+
+/// An open loop that fell behind its schedule: the verdict that says so, and whether the
+/// generator's lateness was too little to explain it.
+struct FellBehind {
+    line: String,
+    excused: Option<Excused>,
+}
+
+/// A late generator's part in a shortfall it did not cause.
+#[derive(Clone, Copy)]
+struct Excused {
+    /// The most requests its own lateness could have kept from completing in time.
+    own: f64,
+    /// Requests that fell due in the schedule and did not complete in it.
+    shortfall: u64,
+}
+
+/// Whether an open loop fell behind its schedule (fewer completed in it than fell due), and
+/// whose doing that was. The generator's own lateness (`behind`: late or `busy`) explains
+/// a shortfall only as far as it goes: noticed at most the scheduler lag's max late, it kept
+/// at most the requests due in that last stretch of the schedule from going out in it, plus
+/// those it never sent while connections were to spare. A shortfall beyond that went out on
+/// time and was not answered in time, or waited for connections all busy with the target:
+/// the target's limit, not the generator's, however late the generator was besides (a
+/// 200/s loop into a server of 95/s on a busy machine was blamed on the generator).
+fn fell_behind(
+    config: &RunConfig,
+    measured: &PhaseSummary,
+    outcome: &RunOutcome,
+    planned: Duration,
+    busy: bool,
+    behind: bool,
+) -> Option<FellBehind> {
+    // Compare what completed while the schedule ran with what fell due in that time (not
+    // with the nominal rate: Poisson arrivals vary by themselves).
+    // A run stopped early is judged on the time that ran; the requests it abandoned in
+    // flight were sent on time and are no evidence either way.
+    let ran = if outcome.interrupted {
+        planned.min(outcome.elapsed.saturating_sub(config.warmup))
+    } else {
+        planned
+    };
+    let abandoned = if outcome.interrupted {
+        outcome.recorder.in_flight
+    } else {
+        0
+    };
+    // Stopped early, a request that fell due but was still waiting to be sent when the stop
+    // came is the stop's doing too (on a busy machine the thread notices it late).
+    let unsent_due = if outcome.interrupted {
+        0
+    } else {
+        measured.requests.not_sent
+    };
+    let due = (measured.requests.issued + unsent_due).saturating_sub(abandoned);
+    // A run stopped part-way through a bucket keeps that bucket: its completions all came
+    // before the stop.
+    let in_time = if !outcome.interrupted {
+        outcome.traffic.completed_in_schedule(false)
+    } else if ran < planned {
+        outcome.traffic.completed_since_warmup()
+    } else {
+        outcome.traffic.completed_in_schedule(true)
+    };
+    let unsent = measured.requests.not_sent;
+    // Stopped early, a request left waiting for its connection is the stop's doing.
+    let unsent_blames = unsent > 0 && !outcome.interrupted;
+    // Fewer connections ever opened than the cap: a request never sent had one to spare.
+    let opened: u64 = outcome
+        .recorder
+        .phases
+        .iter()
+        .map(|p| p.connections_opened)
+        .sum();
+    let spare = config.scenario.is_none() && opened < config.connections as u64;
+    let secs = ran.as_secs_f64().max(1e-9);
+    let shortfall = due.saturating_sub(in_time);
+    let lag_max_s = measured
+        .scheduler_lag_us
+        .as_ref()
+        .map_or(0.0, |l| l.max / 1e6)
+        .min(secs);
+    // Requests never sent with connections to spare are the generator's when the target
+    // answered sooner than the generator was late (a starved thread's unread answers kept
+    // its connections busy); when the target held each request longer than that, they
+    // waited for connections busy with the target, which the open loop opens only as fast
+    // as its answers say it needs (`growth`), not for the generator.
+    let target_held = measured
+        .service_time_us
+        .as_ref()
+        .is_some_and(|s| s.p50 / 1e6 > lag_max_s);
+    let unsent_own = if spare && unsent_blames && !target_held {
+        unsent
+    } else {
+        0
+    };
+    let own = due as f64 / secs * lag_max_s + unsent_own as f64;
+    // A busy generator could not keep up at all (its lag only shows the requests it got to).
+    let generators = behind && (busy || own >= shortfall as f64 * OWN_LATENESS_SHARE);
+    let held_back = generators && spare;
+    // No connection ever opened (a port nothing answers on, a handshake never finished):
+    // every request sent failed to connect, and what fell due waited for connects, not
+    // for busy connections.
+    let r = &measured.requests;
+    let unreachable =
+        r.completed == 0 && r.failed == r.issued && r.failed == measured.connections_failed;
+    if due > 0 && unreachable {
+        let mut line = format!(
+            "no connection to the target opened: of {due} requests that fell due none was \
+             answered"
+        );
+        if unsent > 0 && config.scenario.is_some() {
+            line.push_str(&format!("; {unsent} iterations were never started"));
+        } else if unsent > 0 {
+            line.push_str(&format!(
+                "; {unsent} were never sent because they waited for a connection that \
+                 failed to open or was still opening when the run ended, not for a busy one"
+            ));
+        }
+        line.push_str(" (see the errors and warnings: is the target reachable?)");
+        return Some(FellBehind {
+            line,
+            excused: None,
+        });
+    }
+    if due == 0 || !(unsent_blames || (in_time as f64) < due as f64 * KEEP_UP_SHARE) {
+        return None;
+    }
+    let (completed_per_s, due_per_s) = (in_time as f64 / secs, due as f64 / secs);
+    let mut line = if held_back {
+        format!(
+            "the load fell behind its schedule: {completed_per_s:.1} requests/s completed \
+             while {due_per_s:.1}/s fell due, with the generator behind (above) and \
+             connections to spare: the generator's doing, not the target's"
+        )
+    } else {
+        format!(
+            "{TARGET_BEHIND}: {completed_per_s:.1} requests/s completed while \
+             {due_per_s:.1}/s fell due"
+        )
+    };
+    if unsent > 0 && config.scenario.is_some() {
+        line.push_str(&format!(
+            "; {unsent} iterations were never started because every iteration slot was \
+             busy (cap {}: raise --max-connections)",
+            config.connections
+        ));
+    } else if unsent > 0 && held_back {
+        line.push_str(&format!("; {unsent} requests were never sent"));
+    } else if unsent > 0 && measured.connections_failed > 0 {
+        line.push_str(&format!(
+            "; {unsent} requests were never sent because every connection was busy (cap \
+             {}) or failed to open ({} connects failed: see the errors)",
+            config.connections, measured.connections_failed
+        ));
+    } else if unsent > 0 && spare {
+        line.push_str(&format!(
+            "; {unsent} requests were never sent because every connection open was busy \
+             waiting for the target ({opened} opened, under the cap of {})",
+            config.connections
+        ));
+    } else if unsent > 0 {
+        line.push_str(&format!(
+            "; {unsent} requests were never sent because every connection was busy (cap {})",
+            config.connections
+        ));
+    } else if behind && !generators {
+        line.push_str(
+            "; the requests went out, their answers did not come in time: the target's \
+             limit, not the generator's (above)",
+        );
+    }
+    Some(FellBehind {
+        line,
+        excused: (behind && !generators).then_some(Excused { own, shortfall }),
+    })
+}
+
+/// The share of an open loop's shortfall the generator's own lateness must be able to
+/// explain for the shortfall to count as its doing (see [`fell_behind`]).
+pub const OWN_LATENESS_SHARE: f64 = 0.5;
 
 /// How the verdict that blames the target for an open loop falling behind begins.
 pub const TARGET_BEHIND: &str = "the target could not keep up";

@@ -2,7 +2,7 @@
 
 use crate::config::RunSpec;
 use crate::engine::{RunOutcome, ThreadReport};
-use crate::stats::{Phase, Recorder};
+use crate::stats::{Bucket, Phase, Recorder};
 use crate::sys::CpuTime;
 use std::time::{Duration, SystemTime};
 
@@ -23,6 +23,28 @@ fn verdicts_of(
     unsent: u64,
     wall: Duration,
 ) -> Vec<String> {
+    verdicts_served(
+        cpu,
+        waited,
+        opened,
+        unsent,
+        wall,
+        Duration::from_micros(200),
+        2_000,
+    )
+}
+
+/// As [`verdicts_of`], with each request holding its connection `service` from its send to
+/// its answer, and `in_time` of the 2,000 sent completing within the schedule.
+fn verdicts_served(
+    cpu: Duration,
+    waited: Duration,
+    opened: u64,
+    unsent: u64,
+    wall: Duration,
+    service: Duration,
+    in_time: u64,
+) -> Vec<String> {
     let config = RunSpec {
         url: "http://127.0.0.1:1/".into(),
         rate: Some(1_000.0),
@@ -41,9 +63,18 @@ fn verdicts_of(
         measured.scheduler_lag.record(lag_ns).unwrap();
         measured.send_lag.record(lag_ns).unwrap();
         measured.latency.record(200_000).unwrap();
+        measured.service.record(service.as_nanos() as u64).unwrap();
         measured.issued += 1;
         measured.completed += 1;
     }
+    let mut traffic = crate::timeline::TrafficLog::new(&config);
+    traffic.push(
+        0,
+        &[Bucket {
+            completed: in_time,
+            ..Bucket::default()
+        }],
+    );
     let thread = ThreadReport {
         recorder: Recorder::default(),
         crashed: false,
@@ -63,7 +94,7 @@ fn verdicts_of(
         interrupted: false,
         gave_up: None,
         recorder,
-        traffic: crate::timeline::TrafficLog::new(&config),
+        traffic,
         intervals: Vec::new(),
         threads: vec![thread],
         nofile: None,
@@ -143,6 +174,55 @@ fn requests_a_late_generator_never_sent_are_not_blamed_on_the_target() {
                 )),
         "{capped:?}"
     );
+}
+
+/// A late generator with CPU to spare whose requests went out, into a target that held
+/// each for 400 ms and answered half of them within the schedule: the target set the pace
+/// (the generator's 5 ms of lateness explains 5 of the 1,000 short), and requests never
+/// sent waited for connections busy with the target, though fewer were open than the cap.
+#[test]
+fn a_late_generators_shortfall_the_target_explains_is_the_targets() {
+    let slow = |unsent| {
+        verdicts_served(
+            Duration::from_millis(100),
+            Duration::from_millis(300),
+            10,
+            unsent,
+            Duration::from_secs(2),
+            Duration::from_millis(400),
+            1_000,
+        )
+    };
+    let sent = slow(0);
+    let all = sent.join("\n");
+    assert!(
+        sent.iter().any(|v| v.starts_with(super::TARGET_BEHIND)
+            && v.ends_with(
+                "the requests went out, their answers did not come in time: the target's \
+                 limit, not the generator's (above)"
+            )),
+        "{all}"
+    );
+    assert!(
+        sent.iter().any(|v| v.starts_with(
+            "the generator noticed some requests late (it noticed due requests 5.00 ms late \
+             at p99, its worker threads were ready but waited 300 ms in all"
+        ) && v.contains("at most 5 of the 1000 requests that fell behind")),
+        "{all}"
+    );
+    assert!(!all.contains("the generator's doing"), "{all}");
+    assert!(!all.contains("may be faster than these numbers"), "{all}");
+    let unsent = slow(500);
+    let all = unsent.join("\n");
+    assert!(
+        unsent.iter().any(|v| v.starts_with(super::TARGET_BEHIND)
+            && v.contains(
+                "500 requests were never sent because every connection open was busy waiting \
+                 for the target (10 opened, under the cap of 100)"
+            )),
+        "{all}"
+    );
+    assert!(!all.contains("the generator's doing"), "{all}");
 }
 
 /// Over a long run, a few milliseconds' wait is not what made the generator late: the wait

@@ -10,6 +10,7 @@
 mod common;
 
 mod alt_svc;
+mod behind;
 mod cacert_openssl;
 mod drain;
 mod engine;
