@@ -49,8 +49,17 @@ pub const FEATURE_PIPELINE: &str = "pipeline";
 /// ([`load::WireLoad::grpc`]). An older agent would ignore it and send the load's plain
 /// HTTP requests, not the calls, so a gRPC load goes only to one that names this.
 pub const FEATURE_GRPC: &str = "grpc";
+/// In [`Hello::features`]: the generator role reads a WebSocket load's held connections
+/// (`--ws-held`, [`load::WireWs::held`]). An older agent would ignore them and run the echo
+/// load alone, with no connection held, so such a load goes only to one that names this.
+pub const FEATURE_WS_HELD: &str = "ws-held";
 /// What this build's agent names in [`Hello::features`].
-pub const FEATURES: &[&str] = &[FEATURE_WEBSOCKET, FEATURE_PIPELINE, FEATURE_GRPC];
+pub const FEATURES: &[&str] = &[
+    FEATURE_WEBSOCKET,
+    FEATURE_PIPELINE,
+    FEATURE_GRPC,
+    FEATURE_WS_HELD,
+];
 /// On every request and every response: the protocol version, in decimal.
 pub const HEADER_PROTOCOL: &str = "x-loadlab-agent-protocol";
 /// On every POST and DELETE: 32 hexadecimal characters, never reused (replay protection).

@@ -87,7 +87,7 @@ pub struct WireLoad {
     pub grpc: Option<WireGrpc>,
 }
 
-/// `--ws-mode`, `--ws-binary`, `--ws-size` and `--ws-ping`, as they travel.
+/// `--ws-mode`, `--ws-binary`, `--ws-size`, `--ws-ping` and `--ws-held`, as they travel.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct WireWs {
     /// `"echo"`, `"hold"` or `"connect"`.
@@ -95,6 +95,11 @@ pub struct WireWs {
     pub binary: bool,
     pub size: Option<usize>,
     pub ping_ns: Option<u64>,
+    /// `--ws-held`: the whole run's count (each shard holds its share). Left out when not
+    /// asked, so that a load reads the same to an older generator; one that could not read
+    /// it is not sent it ([`crate::protocol::FEATURE_WS_HELD`] missing from its hello).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<usize>,
 }
 
 /// Whether `url` is a WebSocket run's (`ws://` or `wss://`, in any case).
@@ -204,20 +209,13 @@ impl WireLoad {
             None => None,
             Some(call) => Some(WireGrpc::of(call)?),
         };
-        if spec.ws.held.is_some_and(|n| n > 0) {
-            // The wire has no field for it: a generator would run the echo load alone.
-            return Err(
-                "--ws-held cannot go to a fleet's generators yet (docs/websocket.md); \
-                 run it from one loadlab"
-                    .into(),
-            );
-        }
         // Sent with an HTTP URL too when set, for the generator to refuse as locally.
         let ws = (is_websocket(&spec.url) || spec.ws != WsSpec::default()).then(|| WireWs {
             mode: spec.ws.mode.name().to_string(),
             binary: spec.ws.binary,
             size: spec.ws.size,
             ping_ns: spec.ws.ping.map(ns),
+            held: spec.ws.held,
         });
         let scenario = match &spec.scenario {
             None => None,
@@ -324,7 +322,7 @@ impl WireLoad {
                 binary: w.binary,
                 size: w.size,
                 ping: w.ping_ns.map(d),
-                held: None,
+                held: w.held,
             },
         };
         Ok(RunSpec {

@@ -3,7 +3,8 @@
 //! server, which counts the upgrades, messages and pings it read. The merged result must
 //! equal the server's counts: an echo load's messages, and a hold load's connections and
 //! pings (a generator that dropped `--ws-mode hold` would have sent echo messages instead),
-//! each generator's held connections noted as its own.
+//! each generator's held connections noted as its own; `--ws-held`'s connections held beside
+//! an echo load, each generator its share.
 
 use crate::generators::{loopback_fleet, run_fleet};
 use loadlab_testkit::{ScratchDir, WsBehavior, WsCounters, WsServer};
@@ -109,5 +110,35 @@ fn websocket_loads_over_a_fleet_are_exact_against_the_servers_counts() {
         let held = format!("shard {shard}: WebSocket: 3 connections held open at most");
         assert!(notes.contains(&held), "{notes}");
     }
+
+    // Echo beside held connections: `--ws-held 8` crosses the wire, each generator holds its
+    // 4 beside its echo connection (one that dropped it would have held none), all open at
+    // once, so each notes its memory per held connection.
+    let beside = run_fleet(
+        &fleet,
+        &dir.join("held.json"),
+        &[
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--ws-held",
+            "8",
+            &server.url("/echo"),
+        ],
+    );
+    assert_eq!(requests(&beside, "failed"), 0, "{beside:#}");
+    assert!(requests(&beside, "completed") > 0, "{beside:#}");
+    assert_eq!(
+        settled(&c.upgraded, 20),
+        20,
+        "2 echo and 8 held connections more"
+    );
+    let notes = beside["notes"].to_string();
+    for shard in ["1/2", "2/2"] {
+        let held = format!("shard {shard}: WebSocket: 4 connections held open at most, all open");
+        assert!(notes.contains(&held), "{notes}");
+    }
+    assert_eq!(notes.matches("per held connection").count(), 2, "{notes}");
     drop(generators);
 }

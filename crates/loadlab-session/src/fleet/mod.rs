@@ -294,7 +294,9 @@ impl Generator {
         hello: &loadlab_agent::protocol::Hello,
         spec: &loadlab_engine::RunSpec,
     ) -> Result<(), SessionError> {
-        use loadlab_agent::protocol::{FEATURE_GRPC, FEATURE_PIPELINE, FEATURE_WEBSOCKET};
+        use loadlab_agent::protocol::{
+            FEATURE_GRPC, FEATURE_PIPELINE, FEATURE_WEBSOCKET, FEATURE_WS_HELD,
+        };
         let needs = [
             (
                 loadlab_agent::protocol::load::is_websocket(&spec.url),
@@ -310,6 +312,11 @@ impl Generator {
                 spec.grpc.is_some(),
                 FEATURE_GRPC,
                 "a gRPC load (it would send plain HTTP requests, not the calls)",
+            ),
+            (
+                spec.ws.held.is_some_and(|n| n > 0),
+                FEATURE_WS_HELD,
+                "--ws-held (it would run the echo load alone, with no connection held)",
             ),
         ];
         for (needed, feature, what) in needs {

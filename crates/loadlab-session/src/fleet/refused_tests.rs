@@ -380,3 +380,40 @@ fn an_older_generator_is_refused_a_grpc_load() {
         "{err}"
     );
 }
+
+/// A generator whose agent reads WebSocket loads but not `--ws-held` (its hello names
+/// `websocket` and no `ws-held`) would run the echo load alone, holding nothing: it is
+/// refused such a load, naming its version and the fix; a load without `--ws-held` still goes.
+#[test]
+fn a_generator_without_ws_held_is_refused_a_load_that_holds() {
+    let dir = ScratchDir::new("fleet-old-ws-held");
+    let generator = FakeAgent::start(Endless::Intervals).generator(&dir);
+    let hello: loadlab_agent::protocol::Hello = serde_json::from_value(serde_json::json!({
+        "protocol": PROTOCOL, "agent_version": "0.9.1", "hostname": "gen1",
+        "cpus": 1, "kernel": "fake", "cgroup": null, "allow_exec": false,
+        "lease_ms": 10_000, "busy": null, "default_server": null,
+        "generator": true, "load_busy": null, "features": ["websocket"],
+    }))
+    .unwrap();
+    let spec = RunSpec {
+        url: "ws://127.0.0.1:9/echo".into(),
+        connections: Some(2),
+        duration: Some(Duration::from_secs(1)),
+        ws: loadlab_engine::ws::WsSpec {
+            held: Some(100),
+            ..Default::default()
+        },
+        ..RunSpec::default()
+    };
+    let err = generator.can_send(&hello, &spec).unwrap_err().to_string();
+    assert!(
+        err.contains("runs loadlab agent 0.9.1 on gen1, too old for --ws-held")
+            && err.contains("run the same loadlab version"),
+        "{err}"
+    );
+    let echo_only = RunSpec {
+        ws: loadlab_engine::ws::WsSpec::default(),
+        ..spec
+    };
+    assert!(generator.can_send(&hello, &echo_only).is_ok());
+}

@@ -212,10 +212,10 @@ fn a_websocket_load_crosses_with_its_settings_and_an_older_ones_is_refused() {
     assert_eq!(read.to_spec().unwrap().ws, WsSpec::default());
 }
 
-/// `--ws-held` has no field on the wire: a load with it is refused for a fleet, not sent
-/// without it (each generator would run the echo load alone, with no connection held).
+/// `--ws-held` travels as the whole run's count (each shard holds its share), and is left
+/// out of a load without it, which then reads as before to an older generator.
 #[test]
-fn a_load_with_ws_held_is_refused_for_a_fleet() {
+fn a_load_with_ws_held_crosses_with_its_count() {
     let spec = RunSpec {
         url: "ws://127.0.0.1:1/".into(),
         rate: Some(100.0),
@@ -226,8 +226,19 @@ fn a_load_with_ws_held_is_refused_for_a_fleet() {
         },
         ..RunSpec::default()
     };
-    let e = WireLoad::from_spec(&spec, Shard { index: 0, count: 2 }).unwrap_err();
-    assert!(e.contains("--ws-held cannot go to a fleet"), "{e}");
+    let wire = WireLoad::from_spec(&spec, Shard { index: 0, count: 2 }).unwrap();
+    let json = serde_json::to_value(&wire).unwrap();
+    assert_eq!(json["ws"]["held"], 500);
+    let back: WireLoad = serde_json::from_value(json).unwrap();
+    assert_eq!(back.to_spec().unwrap().ws.held, Some(500));
+    let plain = RunSpec {
+        ws: WsSpec::default(),
+        ..spec
+    };
+    let json =
+        serde_json::to_value(WireLoad::from_spec(&plain, Shard { index: 0, count: 2 }).unwrap())
+            .unwrap();
+    assert!(json["ws"].get("held").is_none(), "{json}");
 }
 
 /// A gRPC run's call travels with its schema (the descriptor set, no path) and its message,

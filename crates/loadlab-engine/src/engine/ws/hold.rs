@@ -122,7 +122,7 @@ fn held(ctx: &ThreadCtx, change: i64, role: Role) {
     let peak = t.held_peak.fetch_max(now, Ordering::Relaxed).max(now);
     let all = match role {
         Role::Pinged => ws.connections,
-        Role::Beside => ws.config.held,
+        Role::Beside => ws.held_share,
     };
     if now == all as u64 && peak == now && t.rss_held.load(Ordering::Relaxed) == 0 {
         if let Some(rss) = rss_bytes() {

@@ -74,6 +74,8 @@ pub(crate) struct WsShared {
     pub totals: Arc<WsTotals>,
     /// The run's connections (held ones: when this many are open, the memory is read).
     connections: usize,
+    /// This run's share of `--ws-held` (a fleet's shard holds only its own).
+    held_share: usize,
     /// A closed loop's handshakes in flight (held connections', echo connections'), at most
     /// `HANDSHAKES_AT_ONCE` over the run's threads. An open loop's are not held back: they
     /// open as messages fall due, and a wait would be charged to the message.
@@ -83,6 +85,7 @@ pub(crate) struct WsShared {
 impl WsShared {
     pub fn from_config(config: &crate::config::RunConfig) -> Option<WsShared> {
         let ws = config.ws.clone()?;
+        let ws_held = ws.held;
         let headers = config
             .headers
             .iter()
@@ -98,6 +101,7 @@ impl WsShared {
             headers,
             totals: Arc::new(WsTotals::default()),
             connections: config.connections,
+            held_share: held_share(config, ws_held),
             handshakes: Arc::new(tokio::sync::Semaphore::new(crate::ws::HANDSHAKES_AT_ONCE)),
         })
     }
@@ -127,6 +131,25 @@ const IDLE_READ_BYTES: usize = 512;
 pub(super) enum Reads {
     Echoes,
     Idle,
+}
+
+/// How many of `held` connections this run's threads hold: connection `i` is the thread's
+/// whose slot is `i` modulo the slots (see `spawn_held`), the slots running across shards.
+fn held_share(config: &crate::config::RunConfig, held: usize) -> usize {
+    let threads = config.threads.max(1);
+    (0..threads)
+        .map(|thread| {
+            let (slot, slots) = config
+                .shard
+                .as_ref()
+                .map_or((thread, threads), |p| p.shard.slot(thread, threads));
+            if slot >= held {
+                0
+            } else {
+                (held - slot - 1) / slots.max(1) + 1
+            }
+        })
+        .sum()
 }
 
 /// Why a connection could not be opened and upgraded.
