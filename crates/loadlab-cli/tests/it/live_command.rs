@@ -305,3 +305,100 @@ fn a_fleets_generators_are_each_a_row() {
         "the generators' rows add up to the merged stream"
     );
 }
+
+/// A `--resume`d experiment's runs kept before are rows of its page (marked so, with their
+/// figures as the first process's page showed them), and count in the comparison so far.
+#[test]
+fn a_resumed_experiments_earlier_runs_are_rows() {
+    let server = TestServer::start(Behavior::Fixed(response(200, "ok")));
+    let dir = ScratchDir::new("live-resume");
+    let file = dir.join("exp.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"resumed\"\nrepetitions = 1\nseed = 3\nwarmup = \"0s\"\n\
+             duration = \"300ms\"\ncooldown = \"0s\"\n[load]\nrate = 100\n[[variant]]\n\
+             name = \"a\"\nurl = \"{0}\"\n[[variant]]\nname = \"b\"\nurl = \"{0}\"\n",
+            server.url("/")
+        ),
+    )
+    .unwrap();
+    let db = dir.join("runs.db");
+    let args = [
+        file.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--limits",
+        "best-effort",
+    ];
+    // The first process stopped once its first run is done: one run kept, one not.
+    let (child, addr) = start_command("experiment", &args);
+    let page = whole(request(
+        &addr,
+        &format!("GET / HTTP/1.0\r\nHost: {addr}\r\n"),
+    ));
+    let csrf = page
+        .split("\"csrf\":\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_string();
+    let mut stream = open_events(&addr, "");
+    let first = std::iter::from_fn(|| next_event(&mut stream))
+        .find(|e| e.kind == "step" && e.data["row"]["state"] == "done")
+        .expect("a run done");
+    let stopped = whole(request(
+        &addr,
+        &format!(
+            "POST /stop HTTP/1.0\r\nHost: {addr}\r\nOrigin: http://{addr}\r\nX-Loadlab-Csrf: \
+             {csrf}\r\nContent-Length: 0\r\n"
+        ),
+    ));
+    assert!(stopped.starts_with("HTTP/1.0 202"), "{stopped}");
+    while next_event(&mut stream).is_some_and(|e| e.kind != "end") {}
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+
+    let mut again = args.to_vec();
+    again.push("--resume");
+    let (child, addr) = start_command("experiment", &again);
+    let events = all_events(&addr);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let rows: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.kind == "step" && e.data["row"]["state"] == "done")
+        .map(|e| &e.data["row"])
+        .collect();
+    assert_eq!(rows.len(), 2, "the run kept before and the one run now");
+    let kept = &rows[0]["cells"];
+    let before = &first.data["row"]["cells"];
+    assert_eq!(rows[0]["key"], first.data["row"]["key"]);
+    // Run, block, arm, requests/s, p50, p99, failed: as the first page showed them.
+    assert_eq!(
+        kept.as_array().unwrap()[..7],
+        before.as_array().unwrap()[..7]
+    );
+    assert!(
+        kept[7].as_str().unwrap().starts_with("kept before (run "),
+        "{kept}"
+    );
+    assert_eq!(rows[1]["cells"][7], "done");
+    // Both runs counted: the comparison so far already pairs the arms after the second.
+    let so_far = &events
+        .iter()
+        .find(|e| {
+            e.kind == "step"
+                && e.data["row"]["key"] == rows[1]["key"]
+                && e.data["row"]["state"] == "done"
+        })
+        .unwrap()
+        .data["so_far"];
+    assert!(
+        !so_far["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("no arm and its control"),
+        "{so_far}"
+    );
+}

@@ -2,7 +2,8 @@
 //! plan (arms x blocks), each run as it starts and ends (its block, arm and headline
 //! figures), and the comparison of the runs finished so far, marked not final until the
 //! experiment's own comparison ends it. The runs are followed beside the store's sink
-//! ([`Followed`] wraps the experiment's `RunSink`). Does nothing without `--ui`.
+//! ([`Followed`] wraps the experiment's `RunSink`); a `--resume`d experiment's runs kept
+//! before are rows too, read back from the store. Does nothing without `--ui` or `--tui`.
 
 use super::comparisons::compare;
 use crate::live::follow;
@@ -14,11 +15,14 @@ use loadlab_experiment::runner::{Control, Event, RunSink};
 use loadlab_experiment::table::{self, Format};
 use loadlab_experiment::{Experiment, Plan};
 use loadlab_result::{median, RunResult};
+use loadlab_store::Store;
 
 pub(super) struct Page<'a> {
     on: bool,
     experiment: &'a Experiment,
     plan: &'a Plan,
+    /// Where a `--resume`d experiment's earlier runs are kept.
+    store: &'a Store,
     /// The runs finished in this process, by arm, their timelines let go (the comparison
     /// needs only their totals): small and bounded by the plan.
     by_arm: Vec<Vec<RunResult>>,
@@ -31,6 +35,7 @@ impl<'a> Page<'a> {
     pub fn new(
         experiment: &'a Experiment,
         plan: &'a Plan,
+        store: &'a Store,
         control: &Control,
         fleet: Option<&loadlab_session::fleet::Fleet>,
     ) -> Page<'a> {
@@ -73,6 +78,7 @@ impl<'a> Page<'a> {
             on,
             experiment,
             plan,
+            store,
             by_arm: vec![Vec::new(); plan.arms.len()],
         }
     }
@@ -94,37 +100,67 @@ impl<'a> Page<'a> {
             }
             Event::Finished { run, label, result } => {
                 follow::run_ended(result);
-                let m = &result.measured;
-                let pick = |f: fn(&loadlab_result::LatencySummary) -> f64| {
-                    m.latency_us.as_ref().map_or("–".into(), |l| {
-                        loadlab_experiment::metrics::duration_us(f(l))
-                    })
-                };
-                let cells = vec![
-                    format!("{}/{}", run.index + 1, self.plan.runs.len()),
-                    (run.block + 1).to_string(),
-                    label.clone(),
-                    format!("{:.0}", m.requests.per_second),
-                    pick(|l| l.p50),
-                    pick(|l| l.p99),
-                    m.requests.failed.to_string(),
-                    if result.interrupted {
-                        "interrupted"
-                    } else {
-                        "done"
-                    }
-                    .into(),
-                ];
-                let mut kept = (**result).clone();
-                kept.timeline = Vec::new();
-                if let Some(arm) = self.by_arm.get_mut(run.arm) {
-                    arm.push(kept);
-                }
-                let so_far = self.so_far();
-                follow::step(row(run, cells, "done"), Some(so_far));
+                self.done(run, label, result, None);
             }
+            Event::Resumed { .. } => self.resumed(),
             _ => {}
         }
+    }
+
+    /// A `--resume`d experiment: the runs it kept before, each a row (marked so) and in the
+    /// comparison so far, as if they had run in this process.
+    fn resumed(&mut self) {
+        let Ok(Some(kept)) = self
+            .store
+            .find_resumable(&self.experiment.name, &self.plan.hash)
+        else {
+            return;
+        };
+        for c in kept.completed {
+            let plan = self.plan;
+            let Some(run) = plan
+                .runs
+                .iter()
+                .find(|r| plan.arms[r.arm].label == c.variant && r.block == c.block as usize)
+            else {
+                continue;
+            };
+            if let Ok(stored) = self.store.run(c.run) {
+                self.done(run, &c.variant, &stored.result, Some(c.run.0));
+            }
+        }
+    }
+
+    /// A run finished (in this process, or kept before as run `earlier` of the store): its
+    /// row, and the comparison so far with it.
+    fn done(&mut self, run: &PlannedRun, label: &str, result: &RunResult, earlier: Option<i64>) {
+        let m = &result.measured;
+        let pick = |f: fn(&loadlab_result::LatencySummary) -> f64| {
+            m.latency_us.as_ref().map_or("–".into(), |l| {
+                loadlab_experiment::metrics::duration_us(f(l))
+            })
+        };
+        let cells = vec![
+            format!("{}/{}", run.index + 1, self.plan.runs.len()),
+            (run.block + 1).to_string(),
+            label.to_string(),
+            format!("{:.0}", m.requests.per_second),
+            pick(|l| l.p50),
+            pick(|l| l.p99),
+            m.requests.failed.to_string(),
+            match earlier {
+                Some(id) => format!("kept before (run {id})"),
+                None if result.interrupted => "interrupted".into(),
+                None => "done".into(),
+            },
+        ];
+        let mut kept = result.clone();
+        kept.timeline = Vec::new();
+        if let Some(arm) = self.by_arm.get_mut(run.arm) {
+            arm.push(kept);
+        }
+        let so_far = self.so_far();
+        follow::step(row(run, cells, "done"), Some(so_far));
     }
 
     /// The experiment's own comparison: the page's answer, now final.

@@ -199,7 +199,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
             None => None,
         },
     };
-    let mut page = live::Page::new(&experiment, &plan, &control, options.fleet.as_ref());
+    let mut page = live::Page::new(&experiment, &plan, &store, &control, options.fleet.as_ref());
     let started = std::time::Instant::now();
     let ending = runner::run(
         &experiment,
