@@ -9,7 +9,7 @@
 
 use crate::netns::Scope;
 use loadlab_engine::RunControl;
-use loadlab_probe::sockets::{self, SocketInfo};
+use loadlab_probe::sockets;
 use loadlab_probe::tcp_info::TcpStats;
 use loadlab_result::path::PathWindow;
 use std::collections::HashMap;
@@ -29,13 +29,10 @@ pub enum Side {
 }
 
 impl Side {
-    fn sockets(self) -> std::io::Result<Vec<SocketInfo>> {
+    fn connections(self) -> sockets::Connections {
         match self {
-            Side::Generator { port } => sockets::tcp_sockets_to(port),
-            Side::Server { port } => Ok(sockets::tcp_sockets(Some(port))?
-                .into_iter()
-                .filter(|s| !s.listening)
-                .collect()),
+            Side::Generator { port } => sockets::Connections::To(port),
+            Side::Server { port } => sockets::Connections::On(port),
         }
     }
 }
@@ -63,9 +60,9 @@ impl Counters {
 }
 
 /// Where a sampler reads: one side's TCP sockets, or the engine's QUIC connections.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum Source {
-    Tcp(Side),
+    Tcp(Side, sockets::ConnectionDump),
     Quic(Arc<loadlab_engine::engine::QuicPaths>),
 }
 
@@ -79,7 +76,7 @@ pub struct PathSampler {
 
 impl PathSampler {
     pub fn new(side: Side) -> PathSampler {
-        PathSampler::of(Source::Tcp(side))
+        PathSampler::of(Source::Tcp(side, sockets::ConnectionDump::default()))
     }
 
     /// The generator's QUIC connections of an HTTP/3 run (the run's
@@ -100,8 +97,8 @@ impl PathSampler {
     /// first call (the baseline), or when the kernel's socket diagnostics are unavailable.
     pub fn sample(&mut self) -> Option<PathWindow> {
         let now = Instant::now();
-        let side = match &self.source {
-            Source::Tcp(side) => *side,
+        let (side, dump) = match &mut self.source {
+            Source::Tcp(side, dump) => (*side, dump),
             Source::Quic(paths) => {
                 let window = quic::window(paths.take());
                 let before = self.last_at.replace(now)?;
@@ -111,7 +108,7 @@ impl PathSampler {
                 });
             }
         };
-        let found = side.sockets().ok()?;
+        let found = dump.dump(side.connections()).ok()?;
         let seen: Vec<(u64, TcpStats, u32)> = found
             .iter()
             .filter_map(|s| Some((s.cookie, s.tcp?, s.send_queue_bytes)))
@@ -235,7 +232,12 @@ impl PathWatch {
     /// [`PathWatch::start`] with the sockets read in `scope`'s network namespace (a server
     /// behind a shaped link has one of its own): the thread enters it first.
     pub fn start_in(scope: Scope, side: Side, control: &RunControl, period: Duration) -> PathWatch {
-        PathWatch::watch(scope, Source::Tcp(side), control, period)
+        PathWatch::watch(
+            scope,
+            Source::Tcp(side, Default::default()),
+            control,
+            period,
+        )
     }
 
     fn watch(scope: Scope, source: Source, control: &RunControl, period: Duration) -> PathWatch {
@@ -297,9 +299,12 @@ impl PathWatch {
         let source = if config.http3 {
             Source::Quic(control.quic_paths().clone())
         } else {
-            Source::Tcp(Side::Generator {
-                port: config.url.port,
-            })
+            Source::Tcp(
+                Side::Generator {
+                    port: config.url.port,
+                },
+                Default::default(),
+            )
         };
         Some(PathWatch::watch(Scope::Own, source, control, PERIOD))
     }

@@ -10,6 +10,9 @@
 
 use std::collections::HashMap;
 
+mod connections;
+pub use connections::{ConnectionDump, Connections};
+
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
@@ -135,6 +138,19 @@ struct Parsed {
 }
 
 fn dump(family: u8, states: u32, filter: Filter) -> std::io::Result<Vec<Parsed>> {
+    let fd = diag_socket()?;
+    let mut out = Vec::new();
+    exchange(
+        &fd,
+        &request(family, states, filter),
+        &mut vec![0u8; 64 * 1024],
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+/// A fresh `NETLINK_SOCK_DIAG` socket.
+fn diag_socket() -> std::io::Result<std::os::fd::OwnedFd> {
     // SAFETY: a plain socket(2) call; the descriptor is owned below.
     let fd = unsafe {
         libc::socket(
@@ -147,9 +163,18 @@ fn dump(family: u8, states: u32, filter: Filter) -> std::io::Result<Vec<Parsed>>
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: fd is a fresh descriptor nothing else owns.
-    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    let request = request(family, states, filter);
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// Sends one dump `request` on `fd` and parses the whole answer into `out`, reading through
+/// `buf`. The socket can take the next request once this returned `Ok`.
+fn exchange(
+    fd: &std::os::fd::OwnedFd,
+    request: &[u8],
+    buf: &mut [u8],
+    out: &mut Vec<Parsed>,
+) -> std::io::Result<()> {
+    let raw = std::os::fd::AsRawFd::as_raw_fd(fd);
     // SAFETY: the buffer is valid for its length; the kernel is the destination (pid 0).
     let sent = unsafe {
         let mut addr: libc::sockaddr_nl = std::mem::zeroed();
@@ -166,16 +191,14 @@ fn dump(family: u8, states: u32, filter: Filter) -> std::io::Result<Vec<Parsed>>
     if sent < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
     loop {
         // SAFETY: recv writes at most buf.len() bytes into buf.
         let n = unsafe { libc::recv(raw, buf.as_mut_ptr().cast(), buf.len(), 0) };
         if n < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        if parse(&buf[..n as usize], &mut out)? {
-            return Ok(out);
+        if parse(&buf[..n as usize], out)? {
+            return Ok(());
         }
     }
 }
@@ -193,6 +216,11 @@ fn request(family: u8, states: u32, filter: Filter) -> Vec<u8> {
     body.push(0);
     body.extend_from_slice(&states.to_ne_bytes());
     body.extend_from_slice(&[0u8; 48]); // socket id: any
+    message(SOCK_DIAG_BY_FAMILY, body, filter)
+}
+
+/// `nlmsghdr` of `kind` + `body` + the bytecode of `filter`, as a dump request.
+fn message(kind: u16, mut body: Vec<u8>, filter: Filter) -> Vec<u8> {
     let op = |ops: &mut Vec<u8>, code: u8, yes: u8, no: u16, port: u16| {
         ops.extend_from_slice(&[code, yes]);
         ops.extend_from_slice(&no.to_ne_bytes());
@@ -219,7 +247,7 @@ fn request(family: u8, states: u32, filter: Filter) -> Vec<u8> {
     }
     let mut msg = Vec::with_capacity(16 + body.len());
     msg.extend_from_slice(&((16 + body.len()) as u32).to_ne_bytes());
-    msg.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    msg.extend_from_slice(&kind.to_ne_bytes());
     msg.extend_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16).to_ne_bytes());
     msg.extend_from_slice(&1u32.to_ne_bytes()); // sequence
     msg.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel fills it in
@@ -424,7 +452,7 @@ mod tests {
     /// TCP tables there hold only what `f` makes: a machine whose TIME_WAIT table is full
     /// (`net.ipv4.tcp_max_tw_buckets`: load tests that close their connections fill it, for a
     /// minute) creates no TIME_WAIT socket at all, and other tests' sockets would count.
-    fn in_a_netns_of_its_own(f: impl FnOnce() + Send + 'static) {
+    pub(super) fn in_a_netns_of_its_own(f: impl FnOnce() + Send + 'static) {
         std::thread::spawn(move || {
             // SAFETY: unshare(2) moves only this thread into a new network namespace.
             let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
