@@ -220,9 +220,11 @@ pub fn value(r: &RunResult, key: &str) -> Option<f64> {
         "max" => lat.map(|l| l.max),
         "mean" => lat.map(|l| l.mean),
         "errors" => error_rate(r),
+        // The server is sampled to the run's end, an open loop's drain included, and the
+        // requests counted are all those answered: both over `rate_span_s`.
         "server.cpu_per_request" => server.and_then(|s| {
             let completed = m.requests.completed;
-            (completed > 0).then(|| s.cpu_cores.mean * m.duration_s * 1e6 / completed as f64)
+            (completed > 0).then(|| s.cpu_cores.mean * m.rate_span_s() * 1e6 / completed as f64)
         }),
         // Under a quota, whole seconds are what the quota is held to (see the server report).
         "server.cpu.p99" => server.map(|s| s.cpu_cores_per_s.unwrap_or(s.cpu_cores).p99),
@@ -289,5 +291,28 @@ mod tests {
         assert_eq!(format(Bytes, 2.3 * 1024.0 * 1024.0), "2.3 MiB");
         assert_eq!(format(Cores, 0.084), "0.08 cores");
         assert!(METRICS.iter().all(|m| metric(m.key) == Some(m)));
+    }
+
+    /// An open loop's server CPU per request counts the drain's CPU and the drain's answers
+    /// alike: 0.5 cores over 2 s planned and 2 s of drain for 400 answers is 5 ms each (over
+    /// the planned 2 s alone it read half that).
+    #[test]
+    fn server_cpu_per_request_is_over_the_drain_too() {
+        let path = format!(
+            "{}/../loadlab-report/tests/fixtures/server.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut r: RunResult =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let m = &mut r.measured;
+        (m.duration_s, m.drain_s, m.requests.completed) = (2.0, Some(2.0), 400);
+        let server = r.server.as_mut().and_then(|s| s.summary.as_mut()).unwrap();
+        server.cpu_cores.mean = 0.5;
+        let cpu_us = value(&r, "server.cpu_per_request").unwrap();
+        assert!((cpu_us - 5_000.0).abs() < 1e-6, "{cpu_us}");
+        // A closed loop (no drain): over its duration, as before.
+        r.measured.drain_s = None;
+        let cpu_us = value(&r, "server.cpu_per_request").unwrap();
+        assert!((cpu_us - 2_500.0).abs() < 1e-6, "{cpu_us}");
     }
 }
