@@ -212,6 +212,8 @@ fn measured(w: &mut Rows, r: &RunResult) -> io::Result<()> {
     let m = &r.measured;
     w.section = "summary";
     w.put("duration_s", m.duration_s)?;
+    // An open loop's rates are over the duration and this (see `PhaseSummary::drain_s`).
+    w.opt("drain_s", m.drain_s)?;
     w.put("requests_issued", m.requests.issued)?;
     w.put("requests_completed", m.requests.completed)?;
     w.put("requests_failed", m.requests.failed)?;

@@ -33,8 +33,14 @@ pub(super) fn summary(runs: &[Run]) -> Table {
             rate(r.measured.requests.per_second)
         ))
     });
+    // The throughput above is over this and an open loop's drain: both named, so that the
+    // rate times the time is the count.
     f.row("Measured for", |r| {
-        Some(format!("{:.2} s", r.measured.duration_s))
+        Some(format!(
+            "{:.2} s{}",
+            r.measured.duration_s,
+            crate::text::drain_words(&r.measured)
+        ))
     });
     f.row("Latency measured from", |r| {
         Some(if r.load.model == "open_loop" {

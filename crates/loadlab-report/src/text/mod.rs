@@ -490,8 +490,9 @@ fn early_data_line(e: &loadlab_result::EarlyData) -> String {
 
 /// An open loop's drain, when it is a real part of the time its rate is over (over 5% of the
 /// planned time: a target that could not keep up answering its backlog after the load's
-/// end); one response time after a load that was kept up is not worth a word.
-fn drain_words(m: &PhaseSummary) -> String {
+/// end); one response time after a load that was kept up is not worth a word. The report's
+/// tables say it beside the measured time too.
+pub(crate) fn drain_words(m: &PhaseSummary) -> String {
     match m.drain_s {
         Some(d) if d > m.duration_s * 0.05 => {
             format!(" plus the last answers' {d:.2}s after the load's end")

@@ -42,6 +42,23 @@ fn markdown_of_a_run_with_a_server() {
     insta::assert_snapshot!(render(&MarkdownExporter, &fixture("server.json")));
 }
 
+/// An open loop's drain beside its measured time, where its rate is given: the Markdown's
+/// "Measured for" and the CSV's `drain_s` (it said 3.00 s beside a rate over 5.5 s).
+#[test]
+fn the_markdown_and_csv_give_an_open_loops_drain() {
+    let mut result = fixture("open.json");
+    result.measured.drain_s = Some(2.5);
+    let markdown = render(&MarkdownExporter, &result);
+    assert!(
+        markdown.contains(
+            "| Measured for | 3.00 s plus the last answers' 2.50s after the load's end |"
+        ),
+        "{markdown}"
+    );
+    let csv = render(&CsvExporter, &result);
+    assert!(csv.contains(",,drain_s,2.5\r\n"), "{csv}");
+}
+
 #[test]
 fn csv_of_a_healthy_run() {
     insta::assert_snapshot!(csv("ok.json"));
