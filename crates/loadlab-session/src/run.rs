@@ -69,8 +69,7 @@ impl Session {
         // hosts' figures come with each shard).
         let ran = match &self.fleet {
             Some(fleet) => fleet.run(&self.run, control).map(|result| {
-                let warmup = result.warmup.as_ref().map_or(0.0, |w| w.duration_s);
-                let span = (warmup, warmup + result.measured.duration_s);
+                let span = fleet_span(&result);
                 (result, span, None)
             }),
             None => {
@@ -196,5 +195,35 @@ impl Session {
             server_died,
             metrics_notes,
         })
+    }
+}
+
+/// The span a fleet's server samples are summarised over, in seconds from the start: the
+/// measured part and an open loop's drain, as a run on this machine's is (to its end), so
+/// that the server's CPU and the requests answered are over the same time (over the
+/// planned time alone, a backlog's answers counted with none of the CPU they took).
+fn fleet_span(result: &loadlab_result::RunResult) -> (f64, f64) {
+    let warmup = result.warmup.as_ref().map_or(0.0, |w| w.duration_s);
+    (warmup, warmup + result.measured.rate_span_s())
+}
+
+#[cfg(test)]
+mod tests {
+    /// A fleet's open loop of 2 s after 1 s of warm-up, whose last answers came 1.5 s after
+    /// the load's end: its server is summarised to then, not to the planned end.
+    #[test]
+    fn a_fleets_server_span_holds_the_drain() {
+        let path = format!(
+            "{}/../loadlab-report/tests/fixtures/open.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut r: loadlab_result::RunResult =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        r.measured.duration_s = 2.0;
+        r.measured.drain_s = Some(1.5);
+        r.warmup.as_mut().expect("a warm-up").duration_s = 1.0;
+        assert_eq!(super::fleet_span(&r), (1.0, 4.5));
+        r.measured.drain_s = None;
+        assert_eq!(super::fleet_span(&r), (1.0, 3.0));
     }
 }
