@@ -11,7 +11,9 @@
 use std::collections::HashMap;
 
 mod connections;
+mod own;
 pub use connections::{ConnectionDump, Connections};
+pub use own::own_connections_to;
 
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const NLMSG_ERROR: u16 = 2;
