@@ -22,6 +22,21 @@ pub enum StoreError {
         known: i64,
     },
     #[error(
+        "the results store {path} has schema version {found}, older than this loadlab's \
+         ({known}), and is opened here to read only: `loadlab runs list --db {path}` migrates \
+         it (as any command that writes to the store does), then try again"
+    )]
+    NeedsMigration {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error(
+        "there is no results store at {path}: give the file with --db (or $LOADLAB_DB); \
+         `loadlab run --save` makes one"
+    )]
+    Missing { path: PathBuf },
+    #[error(
         "{path} is not a loadlab results store (an SQLite file with the tables {tables}, and \
          no `runs`); it was left untouched: give loadlab a file of its own with --db"
     )]

@@ -124,6 +124,45 @@ impl Store {
         })
     }
 
+    /// Opens the store at `path` to read only (SQLite's read-only open): nothing in the file
+    /// is changed, not its journal mode, not its schema, not a killed run's row, for pages
+    /// that only show it. SQLite may make the WAL's two side files beside it, as any reader
+    /// of a WAL file does. Refused: a file that is not there, another program's, a newer
+    /// loadlab's, and one at an older schema (migrating writes), naming the command that
+    /// migrates it.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
+        use rusqlite::OpenFlags;
+        let path = path.as_ref();
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        let open = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(open)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
+        schema::check_before_opening(&conn, path)?;
+        let found = schema::version(&conn).map_err(|e| match e {
+            StoreError::Sqlite(e) => locked_or(path, e, open),
+            e => e,
+        })?;
+        if found < schema::latest_version() {
+            return Err(StoreError::NeedsMigration {
+                path: path.to_path_buf(),
+                found,
+                known: schema::latest_version(),
+            });
+        }
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
     /// The file this store is kept in.
     pub fn path(&self) -> &Path {
         &self.path
@@ -184,6 +223,48 @@ mod tests {
         let conn = Connection::open(path).unwrap();
         conn.pragma_query_value(None, "journal_mode", |r| r.get(0))
             .unwrap()
+    }
+
+    /// The file's bytes and modification time.
+    fn as_found(path: &Path) -> (Vec<u8>, std::time::SystemTime) {
+        let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+        (std::fs::read(path).unwrap(), modified)
+    }
+
+    /// A read-only open changes nothing: a current file is read with its bytes and mtime
+    /// as they were; one at an older schema is refused, naming the command that migrates
+    /// it, and left as it was; a missing one is not made.
+    #[test]
+    fn a_read_only_open_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        drop(Store::open(&path).unwrap());
+        let before = as_found(&path);
+        let store = Store::open_read_only(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), schema::latest_version());
+        drop(store);
+        assert!(as_found(&path) == before);
+
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        drop(conn);
+        let before = as_found(&path);
+        let err = Store::open_read_only(&path).unwrap_err();
+        assert!(
+            matches!(err, StoreError::NeedsMigration { found: 1, .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("opened here to read only: `loadlab runs list --db "),
+            "{err}"
+        );
+        assert!(as_found(&path) == before);
+
+        let missing = dir.path().join("none.db");
+        let err = Store::open_read_only(&missing).unwrap_err();
+        assert!(matches!(err, StoreError::Missing { .. }), "{err}");
+        assert!(!missing.exists());
     }
 
     /// Issue 46 item 10: another program's database, or one from a newer loadlab, was

@@ -113,7 +113,7 @@ pub fn start(args: &LiveArgs) -> anyhow::Result<Option<LiveUi>> {
         updates,
         shutdown: Some(shutdown),
         thread: Some(thread),
-        _registered: store::registry::register(local),
+        _registered: store::registry::register(local, args.ui_token_file.as_deref()),
     }))
 }
 

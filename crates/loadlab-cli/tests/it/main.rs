@@ -39,5 +39,6 @@ mod scenario;
 mod server_path;
 mod store_ui;
 mod store_ui_browser;
+mod store_ui_readonly;
 mod tui;
 mod websocket;

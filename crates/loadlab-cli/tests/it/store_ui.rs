@@ -32,7 +32,7 @@ pub(crate) fn start_ui(db: &Path, args: &[&str], env: &[(&str, &Path)]) -> (Chil
 }
 
 /// The address after `prefix` on the child's stderr; the rest drained.
-fn address_printed(child: &mut Child, prefix: &str) -> String {
+pub(crate) fn address_printed(child: &mut Child, prefix: &str) -> String {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     let addr = loop {
@@ -61,7 +61,7 @@ pub(crate) fn get(addr: &str, path: &str) -> (u16, String) {
     (status, text)
 }
 
-fn fixture() -> RunResult {
+pub(crate) fn fixture() -> RunResult {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../loadlab-report/tests/fixtures/ok.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

@@ -8,7 +8,8 @@
 //! Layout: `shell` the frame of the lists and the query; `runs` the run list and a run's
 //! page; `experiments` experiments and two runs side by side; `history` the histories;
 //! `capacity` the probes; `registry` the live runs' entries (written by `--ui`, read here).
-//! It must not write to the store, and must not put a stored string into a page unescaped.
+//! It must not write to the store (it opens it read-only), and must not put a stored string
+//! into a page unescaped.
 
 mod capacity;
 mod experiments;
@@ -57,7 +58,9 @@ struct Shared {
 }
 
 pub fn run(args: UiArgs) -> anyhow::Result<ExitCode> {
-    let store = args.db.open()?;
+    // Read-only, as SQLite opens it: no migration and no sealing of killed runs (what the
+    // other commands do as they open the store) from a page that only shows it.
+    let store = Store::open_read_only(args.db.path())?;
     let bound = super::bind(&args.addr, args.ui_token_file.as_deref())?;
     let shared = Arc::new(Shared {
         store: Mutex::new(store),

@@ -1,6 +1,7 @@
 //! Runs with a live page on this machine, for `loadlab ui` to list as live: a run with `--ui`
 //! writes a small file (its page's address, pid, the process's start, target and command,
-//! redacted as the store redacts them) into a directory of this user's (`$XDG_RUNTIME_DIR/
+//! redacted as the store redacts them; with `--ui-token-file`, that file's name, never the
+//! token) into a directory of this user's (`$XDG_RUNTIME_DIR/
 //! loadlab-live`, else `loadlab-live-UID` in the temporary directory; mode 0700, refused when
 //! another user owns it or may read it) and removes it as it ends; a run that registers
 //! clears the entries of runs gone (killed, or left before their load started).
@@ -33,6 +34,11 @@ pub struct LiveRun {
     pub started_at: String,
     pub target: String,
     pub command: String,
+    /// The file the page's token is in (`--ui-token-file`), when every request to it needs
+    /// the token; never the token itself, which this file must not keep. Without it the
+    /// listing has no link that would answer 401: it names the file instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<String>,
 }
 
 /// The entry of this process's run, removed when dropped.
@@ -66,8 +72,9 @@ fn private_dir(make: bool) -> Option<PathBuf> {
 }
 
 /// Registers the run whose page listens on `addr` (loopback only: a page elsewhere needs a
-/// token the listing could not give). Best effort: `None` when it cannot be written.
-pub fn register(addr: SocketAddr) -> Option<Registration> {
+/// token the listing could not give), with the file its token is in when it has one
+/// (`token_file`: named, not read). Best effort: `None` when it cannot be written.
+pub fn register(addr: SocketAddr, token_file: Option<&Path>) -> Option<Registration> {
     if !addr.ip().is_loopback() {
         return None;
     }
@@ -90,6 +97,13 @@ pub fn register(addr: SocketAddr) -> Option<Registration> {
             .cloned()
             .unwrap_or_default(),
         command: command.join(" "),
+        // Absolute, so that it reads the same from `loadlab ui` started elsewhere.
+        token_file: token_file.map(|f| {
+            std::path::absolute(f)
+                .unwrap_or_else(|_| f.to_path_buf())
+                .display()
+                .to_string()
+        }),
     };
     let path = dir.join(format!("{pid}.json"));
     let partial = dir.join(format!(".{pid}.json.partial"));

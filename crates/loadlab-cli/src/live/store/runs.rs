@@ -2,8 +2,9 @@
 //! the store's newest runs, filtered by `?tag=`, `?target=` (part of it), `?revision=` (its
 //! start), `?since=` and `?until=` (days, `YYYY-MM-DD`), from a GET form; a second form picks
 //! two runs to see side by side. A run being written into the store now (`--save`, by a
-//! process alive) is said to be running. `GET /run/ID` is the run's page as the offline
-//! HTML report renders it (a running one's: its intervals so far).
+//! process alive) is said to be running; one whose writer was killed, as killed (this page
+//! reads only: sealing it is for the commands that write). `GET /run/ID` is the run's page
+//! as the offline HTML report renders it (a running or killed one's: its intervals so far).
 
 use super::super::http::Body;
 use super::registry::{self, LiveRun};
@@ -81,8 +82,17 @@ pub fn index(store: &Store, q: &Query) -> Response<Body> {
         .iter()
         .map(|r| {
             let mut cells = run_cells(q, r);
-            if let (Some(n), Some(status)) = (going.get(&r.id), cells.last_mut()) {
-                *status = format!("<strong>running now</strong>: {n} intervals so far");
+            if let (Some(&(n, alive)), Some(status)) = (going.get(&r.id), cells.last_mut()) {
+                *status = if alive {
+                    format!("<strong>running now</strong>: {n} intervals so far")
+                } else {
+                    // Shown as it is: the page does not seal it (it only reads the store).
+                    format!(
+                        "<strong>killed while written</strong>: {n} intervals; the next \
+                         command that writes to the store (<code>loadlab runs list</code>) \
+                         keeps it as an interrupted, partial result"
+                    )
+                };
             }
             cells
         })
@@ -130,7 +140,8 @@ pub fn run_cells(q: &Query, r: &RunRow) -> Vec<String> {
 }
 
 /// The runs going on now, each linked to its own page (on loopback: the registry keeps no
-/// other).
+/// other); a page that needs its token (`--ui-token-file`) is not linked (the link would
+/// answer 401: the registry does not keep the token), and its file is named instead.
 fn live_section(live: &[LiveRun]) -> String {
     if live.is_empty() {
         return String::new();
@@ -139,8 +150,17 @@ fn live_section(live: &[LiveRun]) -> String {
         .iter()
         .map(|r| {
             let url = format!("http://{}/", r.addr);
+            let page = match &r.token_file {
+                None => format!("<a href=\"{url}\">{url}</a>", url = escape_html(&url)),
+                Some(file) => format!(
+                    "{url} needs its token: open {url}?token=TOKEN, with the token in \
+                     <code>{file}</code>",
+                    url = escape_html(&url),
+                    file = escape_html(file)
+                ),
+            };
             vec![
-                format!("<a href=\"{url}\">{url}</a>", url = escape_html(&url)),
+                page,
                 escape_html(&r.started_at),
                 escape_html(&r.target),
                 r.pid.to_string(),
@@ -160,12 +180,13 @@ pub fn run_page(store: &Store, id: RunId) -> Response<Body> {
         Ok(s) => s,
         Err(e) => return shell::not_found(&format!("{e}")),
     };
-    // A run still being written (`--save` streams it): its intervals so far, merged as a
-    // killed run's are (read only: nothing is sealed).
+    // A run still being written (`--save` streams it), or killed while it was and not yet
+    // sealed: its intervals so far, merged as a killed run's are (read only: nothing is
+    // sealed).
     let result = match going(store).contains_key(&id) {
         true => match loadlab_session::spill::stored::recover_run(store, id) {
             Ok(so_far) => so_far,
-            Err(e) => return shell::not_found(&format!("run {id} is running: {e:#}")),
+            Err(e) => return shell::not_found(&format!("run {id} is not finished: {e:#}")),
         },
         false => stored.result,
     };
@@ -176,15 +197,17 @@ pub fn run_page(store: &Store, id: RunId) -> Response<Body> {
     shell::report_page(page)
 }
 
-/// The runs being written into the store now, by a process still alive, with the number of
-/// intervals they wrote.
-fn going(store: &Store) -> HashMap<RunId, u64> {
+/// The runs streamed into the store and not finished, with the number of intervals they
+/// wrote and whether their writer is alive (not: killed while it wrote, not yet sealed).
+fn going(store: &Store) -> HashMap<RunId, (u64, bool)> {
     store
         .open_streams()
         .unwrap_or_default()
         .into_iter()
-        .filter(|s| loadlab_session::spill::stored::writer_alive(&s.writer))
-        .map(|s| (s.run, s.intervals))
+        .map(|s| {
+            let alive = loadlab_session::spill::stored::writer_alive(&s.writer);
+            (s.run, (s.intervals, alive))
+        })
         .collect()
 }
 
