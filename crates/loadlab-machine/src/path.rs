@@ -22,19 +22,13 @@ mod quic;
 /// Whose sockets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
-    /// Connections whose remote port is this (a generator's, to the server).
+    /// This process's connections whose remote port is this (the generator's own, to the
+    /// server), read from its descriptors: a kernel dump walks every socket of the machine,
+    /// and one with tens of thousands in TIME_WAIT made the sampler cost more than the run
+    /// (`sockets::own_connections_to`).
     Generator { port: u16 },
     /// Connections on this local port (the server's), listeners left out.
     Server { port: u16 },
-}
-
-impl Side {
-    fn connections(self) -> sockets::Connections {
-        match self {
-            Side::Generator { port } => sockets::Connections::To(port),
-            Side::Server { port } => sockets::Connections::On(port),
-        }
-    }
 }
 
 /// The counters a window is the delta of, per connection.
@@ -72,6 +66,8 @@ pub struct PathSampler {
     source: Source,
     last: HashMap<u64, Counters>,
     last_at: Option<Instant>,
+    /// The generator's connections as last read (kept for its buffer).
+    own: Vec<sockets::SocketInfo>,
 }
 
 impl PathSampler {
@@ -90,6 +86,7 @@ impl PathSampler {
             source,
             last: HashMap::new(),
             last_at: None,
+            own: Vec::new(),
         }
     }
 
@@ -108,7 +105,13 @@ impl PathSampler {
                 });
             }
         };
-        let found = dump.dump(side.connections()).ok()?;
+        let found = match side {
+            Side::Generator { port } => {
+                sockets::own_connections_to(port, &mut self.own).ok()?;
+                &self.own[..]
+            }
+            Side::Server { port } => dump.dump(sockets::Connections::On(port)).ok()?,
+        };
         let seen: Vec<(u64, TcpStats, u32)> = found
             .iter()
             .filter_map(|s| Some((s.cookie, s.tcp?, s.send_queue_bytes)))
@@ -237,10 +240,20 @@ impl PathWatch {
             Source::Tcp(side, Default::default()),
             control,
             period,
+            None,
         )
     }
 
-    fn watch(scope: Scope, source: Source, control: &RunControl, period: Duration) -> PathWatch {
+    /// `fold`: the run's interval, when known: each interval's windows are folded into one
+    /// once the next interval's first arrives ([`fold_slots`]), so a day's run keeps a window
+    /// per interval, not ten a second.
+    fn watch(
+        scope: Scope,
+        source: Source,
+        control: &RunControl,
+        period: Duration,
+        fold: Option<Duration>,
+    ) -> PathWatch {
         let done = Arc::new(AtomicBool::new(false));
         let (flag, control) = (done.clone(), control.clone());
         let thread = std::thread::Builder::new()
@@ -270,11 +283,16 @@ impl PathWatch {
                 };
                 let mut sampler = PathSampler::of(source);
                 let mut windows = Vec::new();
+                // Where the windows not folded yet (the current interval's) begin.
+                let mut unfolded = 0;
                 let mut next = origin;
                 loop {
                     if let Some(mut w) = sampler.sample() {
                         w.t_s = origin.elapsed().as_secs_f64();
                         windows.push(w);
+                        if let Some(len) = fold {
+                            unfolded = fold_slots(&mut windows, unfolded, len.as_secs_f64());
+                        }
                     }
                     if quit() {
                         return windows;
@@ -306,7 +324,13 @@ impl PathWatch {
                 Default::default(),
             )
         };
-        Some(PathWatch::watch(Scope::Own, source, control, PERIOD))
+        Some(PathWatch::watch(
+            Scope::Own,
+            source,
+            control,
+            PERIOD,
+            Some(config.interval),
+        ))
     }
 
     /// The server's connections through a run of `config`, when the server is on this
@@ -317,13 +341,17 @@ impl PathWatch {
         scope: Scope,
     ) -> Option<PathWatch> {
         (!config.http3).then(|| {
-            PathWatch::start_in(
+            PathWatch::watch(
                 scope,
-                Side::Server {
-                    port: config.url.port,
-                },
+                Source::Tcp(
+                    Side::Server {
+                        port: config.url.port,
+                    },
+                    Default::default(),
+                ),
                 control,
                 PERIOD,
+                Some(config.interval),
             )
         })
     }
@@ -337,6 +365,33 @@ impl PathWatch {
             .and_then(|t| t.join().ok())
             .unwrap_or_default()
     }
+}
+
+/// Folds each interval of `len` seconds (the run's timeline's: the `k`-th holds the windows
+/// ending in `(k·len, (k+1)·len]`, as `loadlab_result::path::intervals` joins them) into one
+/// window ending at the interval's end, once a window of a later interval has come: the
+/// windows from `unfolded` on are not folded yet. Returns where the unfolded ones now begin.
+/// The last interval is never folded (a run's last is cut short by its end, and its windows
+/// stay as they are).
+fn fold_slots(windows: &mut Vec<PathWindow>, unfolded: usize, len: f64) -> usize {
+    let slot = |w: &PathWindow| ((w.t_s / len).ceil() as i64 - 1).max(0);
+    let Some(newest) = windows.last().map(slot) else {
+        return unfolded;
+    };
+    let mut done = Vec::new();
+    let mut rest = windows.split_off(unfolded);
+    while let Some(first) = rest.first().map(slot).filter(|&k| k < newest) {
+        let n = rest.iter().take_while(|w| slot(w) == first).count();
+        let interval: Vec<PathWindow> = rest.drain(..n).collect();
+        done.push(loadlab_result::path::fold(
+            &interval,
+            (first + 1) as f64 * len,
+        ));
+    }
+    windows.extend(done);
+    let unfolded = windows.len();
+    windows.extend(rest);
+    unfolded
 }
 
 impl Drop for PathWatch {
@@ -360,6 +415,35 @@ mod tests {
             sndbuf_limited_us: Some(0),
             ..TcpStats::default()
         }
+    }
+
+    #[test]
+    fn each_finished_interval_is_folded_into_one_window_and_the_last_is_left() {
+        let mut windows = Vec::new();
+        let mut unfolded = 0;
+        // Ten windows a second for 2.45 s, intervals of 1 s.
+        for i in 1..=24u32 {
+            windows.push(PathWindow {
+                t_s: f64::from(i) * 0.1 + 0.001,
+                dt_s: 0.1,
+                sockets: 1,
+                received_bytes: 100,
+                ..PathWindow::default()
+            });
+            unfolded = fold_slots(&mut windows, unfolded, 1.0);
+        }
+        // Two intervals folded (ten windows each: the first ends at 1.001 s, in the second),
+        // four windows of the third as they came.
+        assert_eq!(windows.len(), 2 + 5, "{windows:?}");
+        assert_eq!(unfolded, 2);
+        let folded: Vec<u32> = windows[..2]
+            .iter()
+            .map(|w| w.folded.unwrap().windows)
+            .collect();
+        assert_eq!(folded, [9, 10]);
+        assert_eq!((windows[0].t_s, windows[1].t_s), (1.0, 2.0));
+        assert_eq!(windows.iter().map(|w| w.received_bytes).sum::<u64>(), 2_400);
+        assert!(windows[2..].iter().all(|w| w.folded.is_none()));
     }
 
     #[test]

@@ -10,7 +10,10 @@
 use serde::{Deserialize, Serialize};
 
 pub mod check;
+mod fold;
 pub mod rule;
+
+pub use fold::{fold, Folded};
 
 pub use check::PathCheck;
 pub use rule::{judge, run_verdicts, verdicts, Evidence, PathVerdict};
@@ -43,6 +46,28 @@ pub struct PathWindow {
     pub send_queue_bytes: u64,
     /// The connections' delivery rates summed, bytes/s.
     pub delivery_rate: Option<u64>,
+    /// Set when this window is several folded into one ([`fold`]): what [`intervals`] needs
+    /// to join it exactly as it would have joined them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded: Option<Folded>,
+}
+
+impl PathWindow {
+    /// Socket-time: its connections over its length (a folded window's, summed).
+    fn socket_s(&self) -> f64 {
+        self.folded
+            .map_or(self.sockets as f64 * self.dt_s, |f| f.socket_s)
+    }
+
+    /// How many windows' figures a mean over windows counts `value` of this one as: the
+    /// windows folded into it that had one, or one.
+    fn weight(&self, value: Option<f64>, count: fn(&Folded) -> u32) -> f64 {
+        match (value, self.folded) {
+            (None, _) => 0.0,
+            (Some(_), None) => 1.0,
+            (Some(_), Some(f)) => f64::from(count(&f)),
+        }
+    }
 }
 
 /// One end's path figures within one interval of the run's timeline.
@@ -121,9 +146,14 @@ pub fn intervals(windows: &[PathWindow], timeline: &[(f64, f64, bool)]) -> Vec<P
             if inside.is_empty() || time <= 0.0 {
                 return None;
             }
-            let mean = |f: fn(&PathWindow) -> Option<f64>| {
-                let v: Vec<f64> = inside.iter().filter_map(|w| f(w)).collect();
-                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            // The mean over the windows that have the figure (a folded window counts as the
+            // windows it holds that had it).
+            let mean = |f: fn(&PathWindow) -> Option<f64>, count: fn(&Folded) -> u32| {
+                let (sum, n) = inside.iter().fold((0.0, 0.0), |(sum, n), w| {
+                    let weight = w.weight(f(w), count);
+                    (sum + f(w).unwrap_or(0.0) * weight, n + weight)
+                });
+                (n > 0.0).then(|| sum / n)
             };
             // Over the windows that have the figure: one with no connection at its sample
             // (before the load's first, after its last) has no chrono stats, and costs no
@@ -132,7 +162,7 @@ pub fn intervals(windows: &[PathWindow], timeline: &[(f64, f64, bool)]) -> Vec<P
                 inside.iter().filter_map(|w| f(w)).reduce(|a, b| a + b)
             };
             // Socket-time: each window's connections over its length.
-            let socket_us: f64 = inside.iter().map(|w| w.sockets as f64 * w.dt_s * 1e6).sum();
+            let socket_us: f64 = inside.iter().map(|w| w.socket_s() * 1e6).sum();
             let busy = sum(|w| w.busy_us);
             let limited = sum(|w| Some(w.rwnd_limited_us? + w.sndbuf_limited_us?));
             Some(PathInterval {
@@ -142,12 +172,12 @@ pub fn intervals(windows: &[PathWindow], timeline: &[(f64, f64, bool)]) -> Vec<P
                 sockets: inside.iter().map(|w| w.sockets).max().unwrap_or(0),
                 received_per_s: inside.iter().map(|w| w.received_bytes).sum::<u64>() as f64 / time,
                 acked_per_s: inside.iter().map(|w| w.acked_bytes).sum::<u64>() as f64 / time,
-                rtt_us: mean(|w| w.rtt_us),
+                rtt_us: mean(|w| w.rtt_us, |f| f.rtt),
                 min_rtt_us: inside
                     .iter()
                     .filter_map(|w| w.min_rtt_us)
                     .min_by(f64::total_cmp),
-                rcv_rtt_us: mean(|w| w.rcv_rtt_us),
+                rcv_rtt_us: mean(|w| w.rcv_rtt_us, |f| f.rcv_rtt),
                 busy_share: busy
                     .filter(|_| socket_us > 0.0)
                     .map(|b| (b as f64 / socket_us).min(1.0)),
@@ -157,7 +187,7 @@ pub fn intervals(windows: &[PathWindow], timeline: &[(f64, f64, bool)]) -> Vec<P
                 },
                 notsent_bytes: inside.iter().filter_map(|w| w.notsent_bytes).max(),
                 send_queue_bytes: inside.iter().map(|w| w.send_queue_bytes).max(),
-                delivery_rate_per_s: mean(|w| w.delivery_rate.map(|r| r as f64)),
+                delivery_rate_per_s: mean(|w| w.delivery_rate.map(|r| r as f64), |f| f.delivery),
             })
         })
         .collect()
