@@ -101,7 +101,14 @@ fn websocket_loads_over_a_fleet_are_exact_against_the_servers_counts() {
     );
     let pongs = requests(&hold, "completed");
     assert!(pongs >= 6 * 3, "each held connection pinged: {hold:#}");
-    assert_eq!(settled(&c.pings, pongs), pongs, "{hold:#}");
+    // A ping sent just before the end is read by the server with its pong never awaited:
+    // the result counts it in flight at the end.
+    let in_flight = hold["in_flight_at_end"].as_u64().unwrap_or(0);
+    let pings = settled(&c.pings, pongs);
+    assert!(
+        (pongs..=pongs + in_flight).contains(&pings),
+        "server {pings} pings, {pongs} pongs, {in_flight} in flight: {hold:#}"
+    );
     assert_eq!(issued_per_part(&hold).len(), 2, "{hold:#}");
     // Each generator's held connections, named as its own: a union of two alike notes
     // would have read as 3 held in all.
