@@ -70,7 +70,9 @@
       latency(last.p99_us), last.steal == null ? "–" : num.format(last.steal * 100) + "%"]
       .forEach(function (c) { tr.appendChild(el("td", c)); });
     var old = Array.prototype.find.call(body.children, function (r) { return r.dataset.part === key; });
-    if (old) body.replaceChild(tr, old); else body.appendChild(tr);
+    // In the fleet's order, whichever generator's interval came first.
+    var after = Array.prototype.find.call(body.children, function (r) { return Number(r.dataset.part) > part; });
+    if (old) body.replaceChild(tr, old); else body.insertBefore(tr, after || null);
   }
 
   source.addEventListener("snapshot", function (e) {

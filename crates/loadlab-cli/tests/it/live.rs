@@ -168,6 +168,11 @@ fn the_stream_follows_the_run_and_ends_with_the_results_figures() {
                 end = Some(e);
                 break;
             }
+            // The run's start, naming its target (for a page opened before it).
+            "run" => {
+                assert!(intervals.is_empty(), "the start after an interval");
+                assert_eq!(e.data["run"], 1);
+            }
             other => panic!("unexpected event {other}"),
         }
     }

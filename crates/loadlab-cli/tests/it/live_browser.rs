@@ -127,9 +127,10 @@ fn keep_screenshot(session: &webdriver::Session, name: &str) {
     }
 }
 
-/// `capacity --ui` and `experiment --ui` in Chromium: the probes' table grows with their
-/// figures and the answer marked not final; the experiment's runs are named, a hostile arm
-/// label stays text; no script error, nothing refused by the policy.
+/// `capacity --ui`, `experiment --ui` and `run --ui --generators` in Chromium: the probes'
+/// table grows with their figures and the answer marked not final; the experiment's runs are
+/// named, a hostile arm label stays text; a fleet's generators are a row each; no script
+/// error, nothing refused by the policy.
 #[test]
 fn the_pages_of_a_capacity_search_and_an_experiment() {
     let dir = ScratchDir::new("live-browser-command");
@@ -238,6 +239,56 @@ fn the_pages_of_a_capacity_search_and_an_experiment() {
     assert_eq!(images, 0, "no markup from a label");
     keep_screenshot(&session, "live-experiment.png");
     let out = experiment.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+
+    // A run over a fleet of two loopback generators: a row each, named as the fleet names
+    // them, beside the merged figures.
+    let fleet_dir = ScratchDir::new("live-browser-fleet");
+    let (_generators, fleet) = super::generators::loopback_fleet(fleet_dir.path(), 2);
+    let (run, addr) = super::live::start_command(
+        "run",
+        &[
+            "--generators",
+            fleet.to_str().unwrap(),
+            "-q",
+            "-c",
+            "4",
+            "-d",
+            "3s",
+            "--interval",
+            "500ms",
+            &url,
+        ],
+    );
+    session
+        .goto(&format!("http://{addr}/"))
+        .expect("the page loads");
+    let names = until(
+        &session,
+        "var rows = document.querySelectorAll('#parts-body tr'); \
+         return rows.length === 2 && window.__loadlab.charts.length > 0 \
+         && Number(document.getElementById('last-completed').textContent.replace(/,/g, '')) > 0 \
+         && Array.from(rows).map(function (r) { return r.children[0].textContent; })",
+        "both generators' rows and the merged figures",
+    );
+    assert_eq!(names, serde_json::json!(["gen0", "gen1"]));
+    // The picture once the run has ended (its every interval on the charts), so that it is
+    // the same picture each time.
+    until(
+        &session,
+        "return document.getElementById('status').textContent.indexOf('ended') === 0",
+        "the run's end",
+    );
+    let target = session
+        .execute("return document.getElementById('target').textContent")
+        .unwrap();
+    assert_eq!(
+        target,
+        format!("GET {url}"),
+        "a page opened before the run started"
+    );
+    keep_screenshot(&session, "live-fleet.png");
+    let out = run.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
 
     let errors = session.execute("return window.__loadlab.errors").unwrap();

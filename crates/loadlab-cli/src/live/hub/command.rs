@@ -117,25 +117,26 @@ impl Hub {
         &self.command
     }
 
-    /// A run's start (its header). For a command of many runs, the figures of the one before
-    /// are let go and the page told to clear its charts.
+    /// A run's start (its header): the page told its target (a page opened before the run
+    /// started has none yet: a fleet's takes seconds to start). For a command of many runs,
+    /// the figures of the one before are let go and the page told to clear its charts.
     pub(super) fn start_run(&mut self, header: RunResult) -> Option<Event> {
         let again = self.header.is_some();
         self.header = Some(header);
-        if self.command.plan.is_none() && !again {
-            return None;
-        }
         self.command.runs += 1;
-        self.command.parts.clear();
-        self.window.clear();
-        self.coarse.clear();
-        self.coarse_group = 0;
-        self.histogram = None;
-        self.offered_weighted = 0.0;
-        self.server_cpu_s = (0.0, 0.0);
-        self.since = Default::default();
-        self.errors = Default::default();
-        self.load_ended = false;
+        // (A fleet's generators' first intervals may come before the merged run's start.)
+        if again {
+            self.command.parts.clear();
+            self.window.clear();
+            self.coarse.clear();
+            self.coarse_group = 0;
+            self.histogram = None;
+            self.offered_weighted = 0.0;
+            self.server_cpu_s = (0.0, 0.0);
+            self.since = Default::default();
+            self.errors = Default::default();
+            self.load_ended = false;
+        }
         let json = serde_json::to_string(&RunEvent {
             run: self.command.runs,
             target: self.target(),
