@@ -1,6 +1,7 @@
-//! A thread's traffic on the run's clock, in buckets of [`BUCKET`]: bytes, completions and
-//! failures by when they happened, for the timeline's counts and the busiest second. Plain
-//! data and arithmetic: no clock is read here, the caller says when.
+//! A thread's traffic on the run's clock, in buckets of [`BUCKET`]: bytes, completions,
+//! failures (and a gRPC run's stream messages) by when they happened, for the timeline's
+//! counts and the busiest second. Plain data and arithmetic: no clock is read here, the
+//! caller says when.
 
 use std::time::Duration;
 
@@ -31,6 +32,12 @@ pub fn add_classes(into: &mut ClassCounts, from: &[(u8, u64)]) {
     }
 }
 
+/// Adds messages `[sent, received]` into `into`.
+pub fn add_messages(into: &mut [u64; 2], from: &[u64; 2]) {
+    into[0] += from[0];
+    into[1] += from[1];
+}
+
 /// One thread's traffic per [`BUCKET`]. With an interval collector, buckets leave with their
 /// interval (`drain_below`), so a day-long run holds only the open interval's; without one,
 /// the whole run stays here for the end-of-run timeline.
@@ -43,6 +50,9 @@ pub struct Timeline {
     /// buckets (which are `Copy` and 32 bytes) because most buckets of most runs have none,
     /// and a class array in each would be ten times their size.
     failures: Vec<(usize, u8, u64)>,
+    /// A gRPC run's stream messages as `(bucket index, [sent, received])`, in bucket order:
+    /// apart from the buckets for the same reason (only gRPC runs count any).
+    messages: Vec<(usize, [u64; 2])>,
     /// The first bucket still open: those before it were handed to the interval collector,
     /// so a late write (a moment taken before the hand-over) lands here instead.
     pub floor: usize,
@@ -78,6 +88,41 @@ impl Timeline {
         let bucket = self.at(since_start);
         bucket.failed += 1;
         bucket
+    }
+
+    /// A gRPC call ended at `since_start` having sent `sent` messages and read `received`.
+    pub fn messages(&mut self, since_start: Duration, sent: u64, received: u64) {
+        let index = self.index(since_start);
+        // Kept in bucket order even for a moment clamped to the floor behind later ones.
+        let at = self.messages.partition_point(|m| m.0 <= index);
+        match at.checked_sub(1).map(|k| &mut self.messages[k]) {
+            Some((i, m)) if *i == index => add_messages(m, &[sent, received]),
+            _ => self.messages.insert(at, (index, [sent, received])),
+        }
+        // Its bucket exists, so the timeline's end (what is handed over last) covers it.
+        self.at(since_start);
+    }
+
+    /// Messages `[sent, received]` in each interval of `per` buckets from `from` to before
+    /// `to` (interval indices), only the intervals that had some, in order.
+    pub fn messages_by_interval(
+        &self,
+        per: usize,
+        from: usize,
+        to: usize,
+    ) -> Vec<(usize, [u64; 2])> {
+        let mut out: Vec<(usize, [u64; 2])> = Vec::new();
+        for &(bucket, [sent, received]) in &self.messages {
+            let i = bucket / per;
+            if i < from || i >= to {
+                continue;
+            }
+            match out.last_mut() {
+                Some((j, m)) if *j == i => add_messages(m, &[sent, received]),
+                _ => out.push((i, [sent, received])),
+            }
+        }
+        out
     }
 
     fn index(&self, since_start: Duration) -> usize {
@@ -135,6 +180,8 @@ impl Timeline {
         self.first += n;
         let gone = self.failures.partition_point(|f| f.0 < index);
         self.failures.drain(..gone);
+        let gone = self.messages.partition_point(|m| m.0 < index);
+        self.messages.drain(..gone);
     }
 
     pub fn merge(&mut self, other: &Timeline) {
@@ -155,6 +202,8 @@ impl Timeline {
         self.failures.extend_from_slice(&other.failures);
         // Stable: each thread's entries stay in its order, and bucket order is kept.
         self.failures.sort_by_key(|f| f.0);
+        self.messages.extend_from_slice(&other.messages);
+        self.messages.sort_by_key(|m| m.0);
         self.floor = self.floor.max(other.floor);
     }
 }

@@ -8,7 +8,7 @@
 //! clock: it moves when batches arrive, so tests drive it with as many intervals as they
 //! like in no time.
 
-use crate::stats::{add_classes, Bucket, ClassCounts};
+use crate::stats::{add_classes, add_messages, Bucket, ClassCounts};
 use crate::timeline::{IntervalCounts, TrafficLog};
 use crate::totals::Totals;
 use hdrhistogram::Histogram;
@@ -67,6 +67,9 @@ pub struct Batch {
     pub buckets: Vec<(usize, Vec<Bucket>)>,
     /// Failures by class, by interval index (only intervals that had some).
     pub failures: Vec<(usize, ClassCounts)>,
+    /// A gRPC run's stream messages `[sent, received]`, by interval index (only intervals
+    /// that had some).
+    pub messages: Vec<(usize, [u64; 2])>,
     /// The thread's last batch: how long the run had lasted when it ended.
     pub ended: Option<Duration>,
 }
@@ -93,6 +96,7 @@ struct Pending {
     /// Summed over the threads.
     buckets: Vec<Bucket>,
     failures: ClassCounts,
+    messages: Option<[u64; 2]>,
 }
 
 pub struct Collector {
@@ -158,6 +162,10 @@ impl Collector {
         for (index, failures) in batch.failures {
             add_classes(&mut self.slot(index).failures, &failures);
         }
+        for (index, messages) in batch.messages {
+            let slot = &mut self.slot(index).messages;
+            add_messages(slot.get_or_insert([0, 0]), &messages);
+        }
         if let Some(ended) = batch.ended {
             self.ended = Some(self.ended.map_or(ended, |e| e.max(ended)));
         }
@@ -209,6 +217,10 @@ impl Collector {
             let mut summary = (self.build)(i, elapsed, counts, p.hist.as_ref());
             summary.errors = crate::timeline::class_names(&p.failures);
             self.traffic.keep_failures(i, p.failures);
+            if let Some(m) = p.messages {
+                summary.messages = Some(crate::timeline::step_messages(m));
+                self.traffic.keep_messages(i, m);
+            }
             self.next += 1;
             if let Err(e) = self.totals.add(&summary) {
                 self.report.error.get_or_insert(e);

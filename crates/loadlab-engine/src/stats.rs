@@ -8,7 +8,7 @@ use std::time::Duration;
 pub use loadlab_result::histogram::{new_histogram, HIST_MAX_NS};
 
 pub use crate::buckets::{
-    add_classes, Bucket, Busiest, ClassCounts, Timeline, BUCKET, BUCKETS_PER_SECOND,
+    add_classes, add_messages, Bucket, Busiest, ClassCounts, Timeline, BUCKET, BUCKETS_PER_SECOND,
 };
 
 /// Whether a request belongs to the warm-up or to the measured part of the run.

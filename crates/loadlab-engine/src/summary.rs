@@ -327,6 +327,12 @@ fn timeline_summary(config: &RunConfig, outcome: &RunOutcome) -> Vec<IntervalSum
             if let Some(classes) = outcome.traffic.failures.get(&i) {
                 iv.errors = crate::timeline::class_names(classes);
             }
+            iv.messages = outcome
+                .traffic
+                .messages
+                .get(&i)
+                .copied()
+                .map(crate::timeline::step_messages);
             iv
         })
         .collect()

@@ -5,8 +5,9 @@
 
 use crate::config::{Model, RunConfig};
 use crate::error::ErrorClass;
-use crate::stats::{add_classes, Bucket, Busiest, ClassCounts, Timeline, BUCKET};
+use crate::stats::{add_classes, add_messages, Bucket, Busiest, ClassCounts, Timeline, BUCKET};
 use hdrhistogram::Histogram;
+use loadlab_result::scenario::StepMessages;
 use loadlab_result::{encode_histogram, IntervalSummary};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -49,6 +50,11 @@ pub fn class_names(classes: &[(u8, u64)]) -> BTreeMap<String, u64> {
             Some((class.key().to_string(), n))
         })
         .collect()
+}
+
+/// Messages `[sent, received]` as the result names them.
+pub fn step_messages([sent, received]: [u64; 2]) -> StepMessages {
+    StepMessages { sent, received }
 }
 
 /// How many of the timeline's buckets make one interval of `length`.
@@ -137,6 +143,7 @@ pub fn interval_summary(
         histogram: hist.map(encode_histogram),
         server: None,
         errors: BTreeMap::new(),
+        messages: None,
     }
 }
 
@@ -157,6 +164,8 @@ pub struct TrafficLog {
     /// Failures by class of the intervals that had some, by interval index (kept apart from
     /// `intervals`: a class array in each would make them ten times bigger).
     pub failures: BTreeMap<usize, ClassCounts>,
+    /// A gRPC run's stream messages `[sent, received]` of the intervals that had some.
+    pub messages: BTreeMap<usize, [u64; 2]>,
 }
 
 impl TrafficLog {
@@ -189,6 +198,7 @@ impl TrafficLog {
             busiest: [Busiest::new(0, from), Busiest::new(from, usize::MAX)],
             intervals: Vec::new(),
             failures: BTreeMap::new(),
+            messages: BTreeMap::new(),
         }
     }
 
@@ -200,6 +210,9 @@ impl TrafficLog {
         }
         for (i, classes) in timeline.failures_by_interval(log.per, 0, intervals) {
             log.keep_failures(i, classes);
+        }
+        for (i, messages) in timeline.messages_by_interval(log.per, 0, intervals) {
+            log.keep_messages(i, messages);
         }
         log
     }
@@ -232,6 +245,11 @@ impl TrafficLog {
         if !classes.is_empty() {
             add_classes(self.failures.entry(i).or_default(), &classes);
         }
+    }
+
+    /// Interval `i`'s gRPC messages `[sent, received]`.
+    pub fn keep_messages(&mut self, i: usize, messages: [u64; 2]) {
+        add_messages(self.messages.entry(i).or_default(), &messages);
     }
 
     /// The most bytes sent and received in one second: of the warm-up, of the measured part.
@@ -322,6 +340,40 @@ mod tests {
             drained.span(60, 61)[0].completed,
             11,
             "a late write lands in the open bucket"
+        );
+    }
+
+    /// gRPC messages by the interval their call ended in: two threads' merged exactly, a
+    /// late one (after its interval was handed over) in the open bucket, and an interval
+    /// with none has no entry.
+    #[test]
+    fn grpc_messages_are_counted_in_the_interval_their_call_ended() {
+        let mut a = Timeline::default();
+        let mut b = Timeline::default();
+        for (ms, sent, received) in [(100, 3, 5), (150, 1, 1), (2_300, 10, 0)] {
+            a.messages(Duration::from_millis(ms), sent, received);
+        }
+        b.messages(Duration::from_millis(900), 2, 2);
+        b.messages(Duration::from_millis(2_950), 4, 40);
+        assert_eq!(
+            a.end(),
+            24,
+            "its bucket exists, so the last hand-over covers it"
+        );
+        a.merge(&b);
+        let each = [(0, [6, 8]), (2, [14, 40])];
+        assert_eq!(a.messages_by_interval(10, 0, 3), each);
+        assert_eq!(a.messages_by_interval(10, 1, 3), each[1..]);
+        let mut log = TrafficLog::with(Duration::from_secs(1), Duration::ZERO, None);
+        for (i, m) in a.messages_by_interval(10, 0, 3).into_iter().chain(each) {
+            log.keep_messages(i, m);
+        }
+        assert_eq!(log.messages, BTreeMap::from([(0, [12, 16]), (2, [28, 80])]));
+        a.drain_below(10);
+        a.messages(Duration::from_millis(500), 1, 0);
+        assert_eq!(
+            a.messages_by_interval(10, 0, 3),
+            [(1, [1, 0]), (2, [14, 40])]
         );
     }
 }

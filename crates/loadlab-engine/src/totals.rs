@@ -225,6 +225,7 @@ mod tests {
             histogram: Some(encode_histogram(&h)),
             server: None,
             errors: Default::default(),
+            messages: None,
         }
     }
 

@@ -33,6 +33,10 @@ pub struct IntervalFigures {
     /// Connections open at that moment; absent when not known.
     pub connections_open: Option<u64>,
     pub generator_cpu_cores: Option<f64>,
+    /// A gRPC run's stream messages so far `(sent, received)`, measured part only (as the
+    /// result's `grpc` section counts them); absent for other runs (the series are then not
+    /// sent).
+    pub grpc_messages_total: Option<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +125,20 @@ impl IntervalFigures {
         }
         if let Some(cpu) = self.generator_cpu_cores {
             push("loadlab_generator_cpu_cores", Gauge, cpu, None);
+        }
+        if let Some((sent, received)) = self.grpc_messages_total {
+            push(
+                "loadlab_grpc_messages_sent_total",
+                Counter,
+                sent as f64,
+                None,
+            );
+            push(
+                "loadlab_grpc_messages_received_total",
+                Counter,
+                received as f64,
+                None,
+            );
         }
         out
     }

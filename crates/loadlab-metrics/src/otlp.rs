@@ -91,6 +91,7 @@ mod tests {
             completed_total: 900,
             achieved_per_s: 450.0,
             failed_total_by_class: vec![("connect".into(), 2)],
+            grpc_messages_total: Some((1_200, 3_000)),
             ..Default::default()
         };
         let labels = RunLabels {
@@ -120,5 +121,20 @@ mod tests {
             .find(|m| m.name == "loadlab_achieved_rate_per_second")
             .unwrap();
         assert!(matches!(rate.data, Some(metric::Data::Gauge(_))));
+        // A gRPC run's messages are counters too: cumulative monotonic sums.
+        for (name, n) in [
+            ("loadlab_grpc_messages_sent_total", 1_200.0),
+            ("loadlab_grpc_messages_received_total", 3_000.0),
+        ] {
+            let metric = metrics.iter().find(|m| m.name == name).unwrap();
+            let Some(metric::Data::Sum(sum)) = &metric.data else {
+                panic!("{name} must be a Sum")
+            };
+            assert!(sum.is_monotonic, "{name}");
+            let value = sum.data_points[0].value;
+            assert_eq!(value, Some(number_data_point::Value::AsDouble(n)));
+        }
+        let plain = IntervalFigures::default().to_series(&labels);
+        assert!(plain.iter().all(|s| !s.name.starts_with("loadlab_grpc_")));
     }
 }

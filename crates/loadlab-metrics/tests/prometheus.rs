@@ -31,6 +31,7 @@ fn intervals(end_ms: i64) -> Vec<IntervalFigures> {
             latency_quantiles_s: vec![(0.5, 0.002), (0.99, 0.011)],
             connections_open: Some(16),
             generator_cpu_cores: Some(0.4),
+            grpc_messages_total: None,
         })
         .collect()
 }

@@ -244,6 +244,13 @@ pub struct IntervalSummary {
     /// kept, and when nothing failed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
+    /// A gRPC run's stream messages each way in this interval (a `--grpc` run's calls, a
+    /// scenario's streaming gRPC steps), counted when each call ended, measured part only:
+    /// over the timeline they add up to the `grpc` section's `messages_sent` and
+    /// `messages_received` (or the steps' `messages`). Absent when the interval counted none,
+    /// and in documents made before intervals kept them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<crate::scenario::StepMessages>,
 }
 
 impl IntervalSummary {

@@ -98,6 +98,25 @@ pub struct StepMessages {
     pub received: u64,
 }
 
+impl StepMessages {
+    /// Adds `other` into these (a merge's sum, exact).
+    pub fn add(&mut self, other: &StepMessages) {
+        self.sent += other.sent;
+        self.received += other.received;
+    }
+
+    /// `a` and `b` added, `None` only when neither counted any.
+    pub fn sum(a: Option<StepMessages>, b: Option<StepMessages>) -> Option<StepMessages> {
+        match (a, b) {
+            (Some(mut a), Some(b)) => {
+                a.add(&b);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckSummary {
     /// `status 404`, `body contains "ok"`, `$.ok == true`, `capture TOKEN`.

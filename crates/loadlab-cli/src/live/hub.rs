@@ -424,6 +424,7 @@ mod tests {
             histogram: Some(encode_histogram(&h)),
             server: None,
             errors: Default::default(),
+            messages: None,
         }
     }
 

@@ -361,3 +361,72 @@ fn the_text_summary_shows_grpc_statuses_and_messages() {
         (150, 150)
     );
 }
+
+/// Issue 53, a gRPC run is a run: a bidirectional-stream run's messages each way reach
+/// Prometheus as `loadlab_grpc_messages_{sent,received}_total` (remote write, read back with
+/// PromQL) equal to the result's `grpc` totals, which its timeline's intervals add up to.
+#[test]
+fn a_bidi_grpc_runs_message_counters_reach_prometheus_as_its_totals() {
+    let Some(prom) = crate::programs::prometheus() else {
+        return;
+    };
+    let server = loadlab_upstream::Upstream::start_on_thread(Default::default()).unwrap();
+    let url = server.grpc_url().to_string();
+    let run_id = format!("grpc-messages-{}", std::process::id());
+    let json = std::env::temp_dir().join(format!("loadlab-cli-{run_id}.json"));
+    let out = loadlab()
+        .args(["run", "--grpc", "loadlab.upstream.v1.Upstream/Chat"])
+        .arg("--proto")
+        .arg(upstream_proto())
+        .args(["--grpc-messages", "3", "--rate", "100", "-d", "1s"])
+        .args(["--interval", "500ms", "-q", "--json"])
+        .arg(&json)
+        .arg("--metrics-out")
+        .arg(format!(
+            "prometheus+remote-write://{}/api/v1/write",
+            prom.addr
+        ))
+        .args(["--metrics-label", &format!("run_id={run_id}"), &url])
+        .output()
+        .unwrap();
+    let stats = server.stop();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    assert_valid(&r);
+    let totals = ["messages_sent", "messages_received"].map(|k| r["grpc"][k].as_u64().unwrap());
+    assert_eq!(
+        totals[0],
+        3 * r["measured"]["requests"]["completed"].as_u64().unwrap()
+    );
+    assert_eq!(
+        totals,
+        [stats.grpc_messages_received, stats.grpc_messages_sent]
+    );
+    let intervals = r["timeline"].as_array().unwrap();
+    let over_timeline = ["sent", "received"].map(|k| {
+        intervals
+            .iter()
+            .filter_map(|i| i["messages"][k].as_u64())
+            .sum::<u64>()
+    });
+    assert_eq!(over_timeline, totals, "{}", r["timeline"]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    for (way, total) in ["sent", "received"].into_iter().zip(totals) {
+        let q =
+            format!("max_over_time(loadlab_grpc_messages_{way}_total{{run_id=\"{run_id}\"}}[1m])");
+        assert_eq!(
+            crate::programs::query(&prom.addr, &q, now),
+            Some(total as f64),
+            "{q}"
+        );
+    }
+}

@@ -14,6 +14,8 @@ struct Seen {
     finished: bool,
     /// Each interval's failures by class, as written.
     errors: Vec<std::collections::BTreeMap<String, u64>>,
+    /// Each interval's gRPC messages, as written.
+    messages: Vec<Option<loadlab_result::scenario::StepMessages>>,
 }
 
 struct TestSink {
@@ -35,6 +37,7 @@ impl IntervalSink for TestSink {
         seen.completed += iv.completed;
         seen.histograms += u64::from(iv.histogram.is_some());
         seen.errors.push(iv.errors.clone());
+        seen.messages.push(iv.messages);
         Ok(())
     }
     fn finish(&mut self) -> Result<(), String> {
@@ -64,6 +67,7 @@ fn build() -> Build {
         histogram: hist.map(encode_histogram),
         server: None,
         errors: Default::default(),
+        messages: None,
     })
 }
 
@@ -114,6 +118,7 @@ fn batch(thread: usize, index: usize, n: u64, all: &mut Histogram<u64>) -> Batch
         histograms: vec![(index, bytes)],
         buckets: vec![(index, vec![bucket])],
         failures: Vec::new(),
+        messages: Vec::new(),
         ended: None,
     }
 }
@@ -257,4 +262,26 @@ fn each_interval_carries_its_failures_by_class_summed_over_threads() {
     // The traffic log keeps the same, for the end-of-run summary.
     assert_eq!(traffic.failures.get(&1), Some(&vec![(0, 6)]));
     assert_eq!(traffic.failures.get(&2), None);
+}
+
+/// Two threads' gRPC messages: each interval is written with both threads' sum, a late
+/// record joins the next interval, and one with none has none; the traffic log keeps the same.
+#[test]
+fn each_interval_carries_its_grpc_messages_summed_over_threads() {
+    let (mut c, seen) = collector(2, None);
+    let with = |thread: usize, index: usize, messages: Vec<(usize, [u64; 2])>| Batch {
+        thread,
+        below: index + 1,
+        messages,
+        ..Batch::default()
+    };
+    c.receive(with(0, 0, vec![(0, [3, 30])]));
+    c.receive(with(1, 0, vec![(0, [4, 40])]));
+    c.receive(with(0, 1, vec![]));
+    // Thread 1's record for interval 0, handed over after it was written: it joins 1.
+    c.receive(with(1, 1, vec![(0, [1, 0])]));
+    let (_, _, traffic) = c.finish(3);
+    let m = |sent, received| Some(loadlab_result::scenario::StepMessages { sent, received });
+    assert_eq!(seen.lock().unwrap().messages, [m(7, 70), m(1, 0), None]);
+    assert_eq!(traffic.messages, [(0, [7, 70]), (1, [1, 0])].into());
 }

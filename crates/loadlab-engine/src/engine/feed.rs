@@ -47,6 +47,7 @@ impl Feed {
             .filter(|(_, span)| span.iter().any(|b| *b != Bucket::default()))
             .collect();
         let failures = rec.timeline.failures_by_interval(per, from, upto);
+        let messages = rec.timeline.messages_by_interval(per, from, upto);
         self.counted_below.set(upto.max(from));
         rec.timeline.drain_below(upto.max(from) * per);
         Batch {
@@ -55,6 +56,7 @@ impl Feed {
             histograms,
             buckets,
             failures,
+            messages,
             ended,
         }
     }

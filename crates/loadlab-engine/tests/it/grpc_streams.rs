@@ -1,8 +1,8 @@
 //! Streaming gRPC calls against the mock upstream's streaming methods (tonic's server side,
 //! every message counted): for each kind, the calls completed equal the server's calls and
-//! the messages each way equal the server's messages, closed and open loop; a server stream
-//! ended at loadlab's cap, a bidirectional stream on a rate's schedule, and an endless stream
-//! without a cap bounded by --timeout.
+//! the messages each way equal the server's messages (and the timeline's intervals add up to
+//! them), closed and open loop; a server stream ended at loadlab's cap, a bidirectional
+//! stream on a rate's schedule, and an endless stream without a cap bounded by --timeout.
 
 use super::grpc::{against_upstream, grpc, upstream_call};
 use crate::common;
@@ -16,6 +16,13 @@ fn method(name: &str, json: &str) -> GrpcSpec {
         data: Data::Json(json.into()),
         ..upstream_call()
     }
+}
+
+/// The messages each way over the result's timeline (each interval counts those of the calls
+/// that ended in it).
+fn timeline_messages(r: &loadlab_engine::RunResult) -> (u64, u64) {
+    let each = r.timeline.iter().filter_map(|i| i.messages);
+    each.fold((0, 0), |(s, r), m| (s + m.sent, r + m.received))
 }
 
 /// A closed loop of `calls` calls of `spec`, on 2 connections x 4 streams.
@@ -100,11 +107,13 @@ fn bidirectional_ping_pong_times_every_answer() {
     let m = &r.measured;
     assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
     assert_eq!((m.requests.completed, up.grpc_requests), (120, 120));
+    let seen = timeline_messages(&r);
     let g = r.grpc.unwrap();
     assert_eq!(g.message_rate_per_s, None);
     assert_eq!((g.messages_sent, up.grpc_messages_received), (600, 600));
     assert_eq!((g.messages_received, up.grpc_messages_sent), (600, 600));
     assert_eq!(g.message_latency_us.unwrap().count, 600);
+    assert_eq!(seen, (600, 600));
 }
 
 /// Messages on a rate's schedule: a call of 4 messages 20 ms apart lasts at least 60 ms
@@ -127,9 +136,12 @@ fn bidirectional_streams_on_a_rate_in_an_open_loop() {
     assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
     assert!(m.requests.completed >= 30, "{}", m.requests.completed);
     assert_eq!(m.requests.completed, up.grpc_requests);
+    let seen = timeline_messages(&r);
     let g = r.grpc.unwrap();
     assert_eq!(g.message_rate_per_s, Some(50.0));
     assert_eq!(g.messages_sent, 4 * m.requests.completed);
+    let totals = (g.messages_sent, g.messages_received);
+    assert_eq!(seen, totals);
     assert_eq!(
         (g.messages_sent, g.messages_received),
         (up.grpc_messages_received, up.grpc_messages_sent)

@@ -304,6 +304,10 @@ body_contains = "b2s="
     assert_eq!(messages("chat"), (40, 40));
     assert_eq!(up.grpc_messages_received, 10 + 30 + 40);
     assert_eq!(up.grpc_messages_sent, 50 + 10 + 40);
+    // The timeline's intervals count the same (what `--metrics-out` sends).
+    let each = r.timeline.iter().filter_map(|i| i.messages);
+    let over_timeline = each.fold((0, 0), |(s, r), m| (s + m.sent, r + m.received));
+    assert_eq!(over_timeline, (80, 100), "{:?}", r.timeline);
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The timelines of a merge: intervals with the same start added (histograms, counts,
-//! failures by class), or, for repetitions that ran one after another, their mean; and a
+//! failures by class, gRPC messages), or, for repetitions that ran one after another, their mean; and a
 //! fleet's concurrent intervals added as they come ([`merge_concurrent_intervals`]).
 
 use super::{add_encoded, MergeError, Mode};
@@ -37,6 +37,10 @@ pub(super) fn merge_timelines(
                 m.failed /= n64;
                 m.bytes_sent /= n64;
                 m.bytes_received /= n64;
+                if let Some(messages) = m.messages.as_mut() {
+                    messages.sent /= n64;
+                    messages.received /= n64;
+                }
             }
             finish_interval(m, &h)
         })
@@ -73,6 +77,7 @@ fn empty_like(iv: &IntervalSummary) -> IntervalSummary {
     empty.steal = None;
     empty.server = None;
     empty.errors.clear();
+    empty.messages = None;
     empty
 }
 
@@ -91,6 +96,7 @@ fn accumulate(
     m.completed += iv.completed;
     m.failed += iv.failed;
     crate::failure::add_counts(&mut m.errors, &iv.errors);
+    m.messages = crate::scenario::StepMessages::sum(m.messages, iv.messages);
     m.bytes_sent += iv.bytes_sent;
     m.bytes_received += iv.bytes_received;
     m.steal = max_opt(m.steal, iv.steal);

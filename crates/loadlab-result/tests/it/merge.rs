@@ -322,3 +322,38 @@ fn concurrent_intervals_add_their_failures_by_class() {
         [("connect_refused".into(), 2), ("request_timeout".into(), 5)].into();
     assert_eq!((merged.errors, merged.failed), (expected, 7));
 }
+
+/// A gRPC run's shards: each interval's stream messages each way are the exact sum of the
+/// shards' (a shard with none there adds nothing; an interval no shard counted any in stays
+/// without, as a document without gRPC reads), live as at the end; repetitions take the mean
+/// as their other counts do.
+#[test]
+fn shards_grpc_messages_per_interval_add_up_exactly() {
+    use loadlab_result::scenario::StepMessages;
+    let m = |sent, received| Some(StepMessages { sent, received });
+    let shard = |first: Option<StepMessages>| {
+        let mut r = part(1..=10, "2026-11-22T00:00:00Z");
+        r.timeline[0].messages = first;
+        r
+    };
+    let big = u64::from(u32::MAX) + 3;
+    let parts = [shard(m(1_000_001, 999_999)), shard(None), shard(m(big, 7))];
+    let merged = loadlab_result::merge(&parts).unwrap();
+    assert_eq!(merged.timeline[0].messages, m(big + 1_000_001, 1_000_006));
+    assert_eq!(merged.timeline[1].messages, None);
+    let json = serde_json::to_value(&merged.timeline[1]).unwrap();
+    assert!(json.get("messages").is_none(), "{json}");
+
+    let live = [
+        &parts[0].timeline[0],
+        &parts[1].timeline[0],
+        &parts[2].timeline[0],
+    ];
+    let live = loadlab_result::merge_concurrent_intervals(&live)
+        .unwrap()
+        .unwrap();
+    assert_eq!(live.messages, merged.timeline[0].messages);
+
+    let twice = loadlab_result::merge_repetitions(&[parts[0].clone(), parts[0].clone()]);
+    assert_eq!(twice.unwrap().timeline[0].messages, m(1_000_001, 999_999));
+}

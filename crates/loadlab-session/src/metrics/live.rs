@@ -1,13 +1,14 @@
 //! The figures `--metrics-out` sends: while the run goes, its progress counters (requests
 //! completed, failed and in flight, connections open) and loadlab's own CPU, with the last
-//! finished interval's exact rate, offered rate and percentiles; at its end, its final
-//! figures. Reading them must never block the load: only counters and a
-//! lock held for a clone.
+//! finished interval's exact rate, offered rate and percentiles and a gRPC run's messages over
+//! the finished intervals; at its end, its final figures. Reading them must never block the
+//! load: only counters and a lock held for a clone.
 
 use loadlab_engine::collector::IntervalSink;
 use loadlab_engine::PartObserver;
 use loadlab_engine::{RunControl, RunResult};
 use loadlab_metrics::IntervalFigures;
+use loadlab_result::scenario::StepMessages;
 use loadlab_result::IntervalSummary;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -19,11 +20,13 @@ pub fn unix_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// The last intervals the run showed: the last whole one, and the last of any kind.
+/// The last intervals the run showed: the last whole one, and the last of any kind; and a
+/// gRPC run's messages over all it showed (each interval is shown once).
 #[derive(Default)]
 pub struct Latest {
     whole: Option<IntervalSummary>,
     any: Option<IntervalSummary>,
+    messages: Option<StepMessages>,
 }
 
 impl Latest {
@@ -52,6 +55,7 @@ impl IntervalSink for LatestInterval {
 
 fn keep(latest: &Mutex<Latest>, interval: &IntervalSummary) {
     if let Ok(mut latest) = latest.lock() {
+        latest.messages = StepMessages::sum(latest.messages, interval.messages);
         let mut kept = interval.clone();
         kept.histogram = None;
         kept.server = None;
@@ -130,10 +134,13 @@ pub fn live_figures(
             generator_cpu_cores,
             ..IntervalFigures::default()
         };
-        if let Some(i) = latest.lock().ok().and_then(|l| l.best().cloned()) {
-            figures.achieved_per_s = i.achieved_per_s;
-            figures.offered_per_s = i.offered_per_s;
-            figures.latency_quantiles_s = quantiles(&i);
+        if let Ok(latest) = latest.lock() {
+            if let Some(i) = latest.best() {
+                figures.achieved_per_s = i.achieved_per_s;
+                figures.offered_per_s = i.offered_per_s;
+                figures.latency_quantiles_s = quantiles(i);
+            }
+            figures.grpc_messages_total = latest.messages.map(|m| (m.sent, m.received));
         }
         figures
     }
@@ -199,7 +206,19 @@ pub fn final_figures(
         latency_quantiles_s: last.as_ref().map(quantiles).unwrap_or_default(),
         generator_cpu_cores: None,
         connections_open,
+        grpc_messages_total: grpc_messages(result).map(|m| (m.sent, m.received)),
     }
+}
+
+/// A gRPC run's messages each way (measured part only, as its intervals count them): the
+/// `grpc` section's, or a scenario's streaming steps' added; `None` for a run with neither.
+fn grpc_messages(result: &RunResult) -> Option<StepMessages> {
+    let section = result.grpc.as_ref().map(|g| StepMessages {
+        sent: g.messages_sent,
+        received: g.messages_received,
+    });
+    let steps = result.scenario.iter().flat_map(|s| &s.steps);
+    steps.fold(section, |all, step| StepMessages::sum(all, step.messages))
 }
 
 #[cfg(test)]
@@ -227,6 +246,7 @@ mod tests {
             histogram: None,
             server: None,
             errors: Default::default(),
+            messages: None,
         }
     }
 

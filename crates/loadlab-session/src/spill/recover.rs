@@ -1,6 +1,7 @@
 //! A killed run's result rebuilt from what it wrote as it went, streaming: running totals
 //! over the written intervals (their histograms merged exactly, their counts summed) laid
-//! over the header, marked interrupted with the end of the last interval written. One code
+//! over the header (a gRPC run's messages each way too), marked interrupted with the end of
+//! the last interval written. One code
 //! path for both homes of a timeline: a spill file ([`recover`], `loadlab recover FILE`) and
 //! the results store ([`super::stored`], `loadlab runs show` of a killed run). It must not
 //! hold intervals beyond the timeline the result document itself carries.
@@ -9,6 +10,7 @@ use super::timeline::TimelineBuilder;
 use super::{Damage, SpillReader};
 use loadlab_engine::totals::LATEST_END_S;
 pub use loadlab_engine::totals::{apply, Totals};
+use loadlab_result::scenario::StepMessages;
 use loadlab_result::{decode_histogram, IntervalSummary, RunResult};
 use std::io::BufRead;
 use std::path::Path;
@@ -41,6 +43,8 @@ pub struct Recovery {
     /// The first interval [`check`] refused: said once every interval has been through the
     /// totals' own checks, so that a count that overflows is named as such wherever it is.
     not_a_runs: Option<String>,
+    /// A gRPC run's messages each way over the intervals (its `grpc` section's, exactly).
+    messages: Option<StepMessages>,
 }
 
 impl Recovery {
@@ -64,6 +68,7 @@ impl Recovery {
             ),
             interval_s,
             not_a_runs: None,
+            messages: None,
         })
     }
 
@@ -71,6 +76,7 @@ impl Recovery {
     /// [`check`]'s when the recovery finishes (no result is made then either).
     pub fn push(&mut self, iv: IntervalSummary) -> Result<(), String> {
         self.totals.add(&iv)?;
+        self.messages = StepMessages::sum(self.messages, iv.messages);
         if let Err(why) = check(&iv, self.interval_s) {
             self.not_a_runs.get_or_insert(why);
         }
@@ -89,6 +95,10 @@ impl Recovery {
             anyhow::bail!(why);
         }
         let totals = self.totals;
+        if let (Some(grpc), Some(m)) = (result.grpc.as_mut(), self.messages) {
+            grpc.messages_sent = m.sent;
+            grpc.messages_received = m.received;
+        }
         let rebuilt = self.timeline.finish()?;
         result.timeline = rebuilt.timeline;
         apply(&mut result.measured, &totals.measured);

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod grpc;
+
 const CHILD_ENV: &str = "LOADLAB_SPILL_CHILD";
 const SOAK_INTERVALS: u64 = 20_000;
 

@@ -6,6 +6,7 @@
 //! It holds at most one group of intervals besides the timeline it returns.
 
 use super::SpillReader;
+use loadlab_result::scenario::StepMessages;
 use loadlab_result::{decode_histogram, encode_histogram, new_histogram, IntervalSummary};
 use std::path::Path;
 
@@ -162,6 +163,9 @@ pub fn merge(group: &mut Vec<IntervalSummary>) -> anyhow::Result<IntervalSummary
             loadlab_result::failure::add_counts(&mut all, &i.errors);
             all
         }),
+        messages: group
+            .iter()
+            .fold(None, |all, i| StepMessages::sum(all, i.messages)),
     };
     group.clear();
     Ok(merged)
@@ -178,14 +182,20 @@ mod tests {
         for v in values_ns {
             h.record(*v).unwrap();
         }
-        serde_json::from_value(serde_json::json!({
+        let mut iv: IntervalSummary = serde_json::from_value(serde_json::json!({
             "start_s": i as f64, "duration_s": 1.0, "warmup": false, "offered_per_s": 10.0,
             "connections": null, "achieved_per_s": values_ns.len() as f64,
             "completed": values_ns.len(), "failed": i % 2, "p50_us": null, "p90_us": null,
             "p99_us": null, "max_us": null, "bytes_sent": 80, "bytes_received": 120 + i,
             "steal": null, "histogram": encode_histogram(&h),
         }))
-        .unwrap()
+        .unwrap();
+        // gRPC messages in intervals 1 to 5 only.
+        iv.messages = (1..6).contains(&i).then_some(StepMessages {
+            sent: i,
+            received: 10 * i,
+        });
+        iv
     }
 
     #[test]
@@ -216,6 +226,10 @@ mod tests {
         assert_eq!(t[8].start_s, 24.0);
         assert_eq!(t[0].failed, 1);
         assert_eq!(t[0].bytes_received, 3 * 120 + 3);
+        // gRPC messages summed exactly; a group that counted none has none.
+        let m = |sent, received| Some(StepMessages { sent, received });
+        assert_eq!((t[0].messages, t[1].messages), (m(3, 30), m(12, 120)));
+        assert_eq!(t[2].messages, None);
         let completed: u64 = t.iter().map(|i| i.completed).sum();
         assert_eq!(completed, all.len());
         let mut merged = new_histogram();

@@ -199,11 +199,15 @@ impl<'a> Watch<'a> {
     pub fn finish(&self, capped: bool) {
         if self.measured {
             let mut rec = self.ctx.recorder.borrow_mut();
+            let (sent, received) = (self.progress.sent.get(), self.progress.received.get());
             if let Some(g) = rec.grpc.as_mut() {
-                g.messages_sent += self.progress.sent.get();
-                g.messages_received += self.progress.received.get();
+                g.messages_sent += sent;
+                g.messages_received += received;
                 g.capped += u64::from(capped);
             }
+            // The interval the call ended in counts them too (what `--metrics-out` sends).
+            rec.timeline
+                .messages(self.ctx.start.elapsed(), sent, received);
         }
     }
 }

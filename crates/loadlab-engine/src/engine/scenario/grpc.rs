@@ -88,6 +88,8 @@ pub(super) async fn call(
         if matches!(sent, Sent::Done { .. } | Sent::Failed { .. }) {
             let received = answer.messages();
             super::with_step(ctx, i, |s| s.add_messages(call.messages, received));
+            let at = ctx.start.elapsed();
+            (ctx.recorder.borrow_mut().timeline).messages(at, call.messages, received);
         }
     }
     let Sent::Done {
