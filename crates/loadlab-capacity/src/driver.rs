@@ -224,7 +224,7 @@ pub fn run_search(
     // figure: what the search found below it is no capacity of the server's.
     let finding = crate::path::overrule(finding, &records);
     let about = about.unwrap_or_default();
-    let said = finding.text(spec.policy.unit);
+    let said = about.said(finding.text(spec.policy.unit));
     let mut verdict = match &stopped_by {
         Some(why) => format!("{said} (stopped: {why})"),
         None => said,
@@ -264,6 +264,7 @@ pub fn run_search(
         started_at: about.started_at,
         url: about.url,
         server: about.server,
+        scenario: about.scenario,
         objectives: spec
             .criteria
             .objectives
@@ -334,9 +335,11 @@ pub fn run_sweep(
     }
     let about = about.unwrap_or_default();
     let mut report = sweep_report(records, &spec.criteria, spec.knee_factor, stopped_by);
+    report.verdict = about.said(report.verdict);
     report.started_at = about.started_at;
     report.url = about.url;
     report.server = about.server;
+    report.scenario = about.scenario;
     report.warmup_s = spec.shape.warmup.as_secs_f64();
     report.probe_s = spec.shape.duration.as_secs_f64();
     report.elapsed_s = began.elapsed().as_secs_f64();
@@ -364,6 +367,7 @@ pub fn sweep_report(
         started_at: String::new(),
         url: String::new(),
         server: None,
+        scenario: None,
         objectives: criteria.objectives.iter().map(|o| o.to_string()).collect(),
         criteria: criteria.clone(),
         policy: None,
@@ -445,6 +449,8 @@ struct About {
     started_at: String,
     url: String,
     server: Option<String>,
+    /// The scenario's name, when the probes ran one.
+    scenario: Option<String>,
 }
 
 impl About {
@@ -453,6 +459,18 @@ impl About {
             started_at: result.started_at.clone(),
             url: result.target.url.clone(),
             server: result.server.as_ref().map(|s| s.description.clone()),
+            scenario: result.scenario.as_ref().map(|s| s.name.clone()),
+        }
+    }
+
+    /// The verdict, naming the scenario whose iterations the loads are.
+    fn said(&self, verdict: String) -> String {
+        match &self.scenario {
+            Some(name) => format!(
+                "scenario {}, in iterations/s: {verdict}",
+                loadlab_result::format::shown(name)
+            ),
+            None => verdict,
         }
     }
 }
@@ -516,30 +534,6 @@ pub fn estimate(report: &CapacityReport) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_probe_starts_only_if_it_ends_within_the_budget() {
-        let s = Duration::from_secs;
-        assert!(fits(s(50), s(5), None));
-        assert!(fits(s(50), s(10), Some(s(60))));
-        assert!(!fits(s(51), s(10), Some(s(60))));
-    }
-
-    #[test]
-    fn intervals_are_a_tenth_of_the_probe() {
-        let shape = |d| ProbeShape {
-            warmup: Duration::ZERO,
-            duration: Duration::from_millis(d),
-            cooldown: Duration::ZERO,
-            first_warmup: Duration::ZERO,
-        };
-        assert_eq!(shape(3_000).interval(), Duration::from_millis(300));
-        assert_eq!(shape(500).interval(), Duration::from_millis(100));
-        assert_eq!(shape(10_000).interval(), Duration::from_secs(1));
-    }
-}
-
-#[cfg(test)]
 mod grpc_tests;
+#[cfg(test)]
+mod tests;

@@ -81,6 +81,11 @@ pub struct Measure {
     pub path: Vec<PathEvidence>,
     pub interrupted: bool,
     pub server_died: bool,
+    /// A scenario's probe: `due`, `completed`, `achieved_per_s` and the errors count its
+    /// iterations (an iteration with a failed step is an error), the response times its
+    /// steps' requests (`probe/iterations.rs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub iterations: bool,
 }
 
 impl Measure {
@@ -104,7 +109,13 @@ impl Measure {
         // a drain well past its median, and that part counts.
         let typical_s = m.latency_us.as_ref().map_or(0.0, |l| l.p50 / 1e6);
         let drain_s = (m.drain_s.unwrap_or(0.0) - typical_s).max(0.0);
-        let span_s = (m.duration_s + drain_s).max(1e-9);
+        let mut span_s = (m.duration_s + drain_s).max(1e-9);
+        let (mut due, mut completed, mut errors) = (due, m.requests.completed, errors);
+        let counts = iterations::of(result);
+        if let Some(c) = &counts {
+            (due, completed, errors) = (c.due, c.completed, c.errors);
+            span_s = c.span_s + drain_s;
+        }
         let latency = m.latency_us.as_ref();
         let histogram = decode_histogram(&m.histograms.latency).ok();
         let percentiles_us = percentiles
@@ -139,8 +150,8 @@ impl Measure {
             connections: (result.load.model != "open_loop").then_some(result.load.connections),
             duration_s: m.duration_s,
             due,
-            completed: m.requests.completed,
-            achieved_per_s: m.requests.completed as f64 / span_s,
+            completed,
+            achieved_per_s: completed as f64 / span_s,
             errors,
             error_share: if due == 0 {
                 0.0
@@ -205,6 +216,16 @@ impl Measure {
             path: PathEvidence::of(result),
             interrupted: result.interrupted || result.partial().is_some(),
             server_died,
+            iterations: counts.is_some(),
+        }
+    }
+
+    /// What `achieved_per_s` counts, for a line: "answered" or "iterations done".
+    pub fn done(&self) -> &'static str {
+        if self.iterations {
+            "iterations done"
+        } else {
+            "answered"
         }
     }
 
@@ -474,8 +495,13 @@ pub fn judge(m: &Measure, c: &Criteria) -> Judgment {
     if let Some(offered) = m.offered_per_s.filter(|&o| o > 0.0) {
         if m.achieved_per_s < offered * c.keep_up_share {
             missed.push(format!(
-                "it did not keep up: {:.0} responses/s of {:.0} offered ({:.1}%, needs {:.0}%)",
+                "it did not keep up: {:.0} {}/s of {:.0} offered ({:.1}%, needs {:.0}%)",
                 m.achieved_per_s,
+                if m.iterations {
+                    "iterations"
+                } else {
+                    "responses"
+                },
                 offered,
                 m.achieved_per_s * 100.0 / offered,
                 c.keep_up_share * 100.0
@@ -512,6 +538,8 @@ fn show_ms(us: f64) -> String {
         format!("{us:.0} us")
     }
 }
+
+mod iterations;
 
 #[cfg(test)]
 mod drain_tests;

@@ -23,6 +23,10 @@ pub struct CapacityReport {
     /// The server loadlab launched or watched, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// The scenario each probe ran (`--scenario`), by its name: the loads are then its
+    /// iterations per second, and each probe's counts its iterations (`Measure::iterations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
     pub criteria: Criteria,
     /// The objectives as written, e.g. `p99<50ms`.
     pub objectives: Vec<String>,
@@ -208,7 +212,17 @@ impl CapacityReport {
     /// The table and the verdict for a terminal.
     pub fn text(&self) -> String {
         let (columns, rows) = self.table();
-        let mut out = loadlab_report::text::grid(&columns, &rows, 0);
+        let mut out = String::new();
+        if let Some(name) = &self.scenario {
+            // The name is the scenario file's (over a fleet, as a generator sent it back).
+            out.push_str(&format!(
+                "scenario {}: loads are iterations/s (each a new user); achieved and errors \
+                 count iterations (one with a failed step is an error), response times its \
+                 steps' requests\n",
+                loadlab_result::format::shown(name)
+            ));
+        }
+        out.push_str(&loadlab_report::text::grid(&columns, &rows, 0));
         if let Some(k) = &self.knee {
             let at = if self.closed_loop() {
                 format!("{} connections", k.load)

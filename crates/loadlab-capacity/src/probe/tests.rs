@@ -34,6 +34,7 @@ pub(crate) fn probe(offered: f64, achieved: f64, p99_ms: f64, errors: f64) -> Me
         path: Vec::new(),
         interrupted: false,
         server_died: false,
+        iterations: false,
     }
 }
 

@@ -236,7 +236,7 @@ fn check_run_flags(raw: &[String], shards: u32, engine_sets: &[&str]) -> anyhow:
             );
         }
     }
-    if args.scenario.is_some() {
+    if args.scenario.file.is_some() {
         anyhow::bail!(
             "--scenario: `loadlab dist` does not carry scenario files to other machines yet; \
              run `loadlab run --scenario FILE --shard I/N --start-at T` on each"

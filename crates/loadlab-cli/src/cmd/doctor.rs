@@ -174,7 +174,7 @@ fn describe(a: &RunArgs) -> String {
         } else {
             "keep-alive"
         },
-        match (&a.url, &a.scenario) {
+        match (&a.url, &a.scenario.file) {
             (Some(url), _) if !url.is_empty() => format!(", against {url}"),
             (_, Some(file)) => format!(", scenario {}", file.display()),
             _ => String::new(),

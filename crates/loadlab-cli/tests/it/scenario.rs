@@ -1,6 +1,7 @@
 //! `loadlab run --scenario` as a user runs it: a real process against a loopback server that
 //! counts what it receives; the JSON follows the schema, the summary has a row per step, and
-//! a `--var` value never reaches the output.
+//! a `--var` value never reaches the output. `capacity` and `sweep --scenario` too: their
+//! probes counted in iterations against a server of known capacity.
 
 use crate::common;
 use loadlab_testkit::ScratchDir;
@@ -200,4 +201,167 @@ fn a_scenario_travels_to_a_fleet_whole_and_its_shards_draw_different_feeder_rows
         per_route.len()
     );
     drop(generators);
+}
+
+/// A server that answers `per_s` requests a second, at most `burst` at once (a token bucket
+/// full at the start); a request beyond it gets a 503.
+fn token_bucket(per_s: f64, burst: f64) -> RouteServer {
+    let bucket = std::sync::Mutex::new((burst, std::time::Instant::now()));
+    RouteServer::start(move |_: &Seen| {
+        let mut b = bucket.lock().unwrap();
+        let now = std::time::Instant::now();
+        b.0 = (b.0 + now.duration_since(b.1).as_secs_f64() * per_s).min(burst);
+        b.1 = now;
+        if b.0 >= 1.0 {
+            b.0 -= 1.0;
+            response(200, "ok").into()
+        } else {
+            response(503, "busy").into()
+        }
+    })
+}
+
+/// A two-step journey (`/a` then `/b`, `think` between them) against `server`.
+fn two_steps(dir: &std::path::Path, server: &RouteServer, think: &str) -> std::path::PathBuf {
+    let file = dir.join("journey.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"checkout\"\nbase_url = \"{}\"\n[[steps]]\nname = \"a\"\nurl = \"/a\"\n\
+             think = {{ fixed = \"{think}\" }}\n[[steps]]\nname = \"b\"\nurl = \"/b\"\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// `loadlab capacity|sweep ... --json FILE` with short probes, quiet and unsaved: its exit
+/// code, its terminal text and the document.
+fn probes(args: &[&str], dir: &std::path::Path) -> (Option<i32>, String, serde_json::Value) {
+    let json = dir.join("doc.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_loadlab"))
+        .args(args)
+        .args([
+            "--no-save",
+            "-q",
+            "-t",
+            "1",
+            "--no-pm-qos",
+            "--warmup",
+            "0s",
+        ])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let doc = std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (out.status.code(), text, serde_json::from_str(&doc).unwrap())
+}
+
+/// "How many iterations a second of my journey before the objectives break": two requests an
+/// iteration into a server that answers 50 a second is 25 iterations a second. The search
+/// counts iterations (a probe of 40/s is 80 requests/s), finds the boundary within its
+/// tolerance (20/s held, 40/s failed, then 28/s, which the bucket's 20 spare requests carry
+/// over a probe of 1 s), names the scenario, and every iteration it counts is one the server
+/// saw whole. The spare requests absorb loadlab's catch-up after a stall of 200 ms or more
+/// on a busy machine (0.5 s probes with 10 spare failed there once in four runs); 40/s still
+/// misses 10 of its 80 requests. The pause after a failed probe (`--cooldown`) refills the
+/// bucket, as a real search's lets a queue drain.
+#[test]
+fn capacity_over_a_scenario_finds_the_iterations_per_second_the_server_sustains() {
+    let dir = tempdir("capacity-scenario");
+    let server = token_bucket(50.0, 20.0);
+    let file = two_steps(&dir, &server, "0s");
+    let (code, text, doc) = probes(
+        &[
+            "capacity",
+            "--scenario",
+            file.to_str().unwrap(),
+            "--start",
+            "20",
+            "--tolerance",
+            "0.5",
+            "--repeats",
+            "1",
+            "-d",
+            "1s",
+            "--cooldown",
+            "500ms",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let estimate = doc["finding"]["estimate"].as_f64().unwrap();
+    assert!((20.0..=30.0).contains(&estimate), "{doc:#}");
+    assert_eq!(doc["scenario"], "checkout", "{doc:#}");
+    let verdict = doc["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("scenario checkout, in iterations/s: capacity "),
+        "{verdict}"
+    );
+    assert!(
+        text.contains("scenario checkout: loads are iterations/s"),
+        "{text}"
+    );
+    let probes = doc["probes"].as_array().unwrap();
+    let mut completed = 0;
+    for p in probes {
+        let m = &p["measure"];
+        assert_eq!(m["iterations"], true, "{p:#}");
+        completed += m["completed"].as_u64().unwrap();
+        // At 40/s the bucket refuses requests: those iterations failed.
+        if m["offered_per_s"].as_f64().unwrap() >= 40.0 {
+            assert_eq!(p["judgment"]["pass"], false, "{p:#}");
+            assert!(m["errors"].as_u64().unwrap() > 0, "{p:#}");
+        }
+    }
+    // Each iteration counted sent `/b` last; a probe may end with one more in flight.
+    let seen = server.counters().requests_to("/b");
+    assert!(
+        seen >= completed && seen <= completed + probes.len() as u64,
+        "server saw {seen} iterations end, the probes counted {completed}"
+    );
+}
+
+/// A journey that thinks 100 ms between its steps: the iterations that began in a probe's
+/// last 100 ms were still thinking when it ended, and are counted nowhere. Counted over the
+/// probe's time less one median iteration, the probe carries its 40/s (over the whole probe
+/// it read 36/s, "did not keep up", however fast the server); 37 leaves room for two
+/// iterations a busy machine's stall may push past the probe's end.
+#[test]
+fn a_sweep_over_a_journey_with_think_times_keeps_up_with_its_rate() {
+    let dir = tempdir("sweep-scenario");
+    let server = RouteServer::start(|_: &Seen| response(200, "ok").into());
+    let file = two_steps(&dir, &server, "100ms");
+    let (code, text, doc) = probes(
+        &[
+            "sweep",
+            "--scenario",
+            file.to_str().unwrap(),
+            "--rates",
+            "40",
+            "-d",
+            "1s",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let p = &doc["probes"][0];
+    assert_eq!(p["measure"]["iterations"], true, "{p:#}");
+    assert!(
+        p["measure"]["achieved_per_s"].as_f64().unwrap() >= 37.0,
+        "{p:#}"
+    );
+    let completed = p["measure"]["completed"].as_u64().unwrap();
+    let seen = server.counters().requests_to("/b");
+    assert!(seen >= completed && seen <= completed + 1, "{seen} {p:#}");
+    assert!(
+        doc["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("scenario checkout, in iterations/s: sweep: "),
+        "{doc:#}"
+    );
 }

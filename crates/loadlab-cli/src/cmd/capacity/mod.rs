@@ -31,8 +31,13 @@ use report::{report_kind, write_report};
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
     /// The URL to load, e.g. http://127.0.0.1:8080/plaintext; with --target or --exec, a
-    /// path such as /plaintext.
-    pub url: String,
+    /// path such as /plaintext. With --scenario, none: the scenario names its URLs.
+    #[arg(required_unless_present = "scenario")]
+    pub url: Option<String>,
+
+    /// --scenario and --var: each probe an open loop of the scenario's iterations.
+    #[command(flatten)]
+    pub scenario: crate::cmd::run::ScenarioArgs,
 
     /// Objectives each probe must hold, e.g. "p99<50ms, errors<1%" (pNN for any percentile,
     /// mean, max, errors). Without an errors objective, errors<1% is added.
@@ -283,14 +288,17 @@ fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> {
         report_kind(p)?;
     }
     let store = args.store.open_if_saving(true)?;
-    let mut run = args.request.spec(&args.url)?;
+    let server = args.server.spec()?;
+    let mut run = args
+        .scenario
+        .spec(&args.request, args.url.as_deref(), server.is_some())?;
     // The first probe's shape, so the spec validates now; each probe sets its own.
     run.rate = Some(1.0);
     run.duration = Some(args.duration);
     run.warmup = args.warmup;
     let spec = SessionSpec {
         run,
-        server: args.server.spec()?,
+        server,
         busy_poll: BusyPoll::Off,
     };
     let first_warmup = recommended_warmup(args);
@@ -497,8 +505,9 @@ impl Events for Printer<'_> {
         if !self.quiet && !crate::tui::is_on() {
             let m = &record.measure;
             eprintln!(
-                "{}/s answered, p99 {}: {}",
+                "{}/s {}, p99 {}: {}",
                 rate(m.achieved_per_s),
+                m.done(),
                 m.p99_us.map_or("-".into(), loadlab_report::duration_us),
                 record.verdict()
             );

@@ -50,22 +50,9 @@ pub struct RunArgs {
     #[arg(required_unless_present = "scenario")]
     pub url: Option<String>,
 
-    /// Run a scenario file (docs/scenario-format.md): -c virtual users, each with its own
-    /// connection and cookie jar, run its steps over and over; or with --rate, that many
-    /// iterations per second, each a new user, every step timed from when it was due. The
-    /// result has a row per step.
-    #[arg(long, value_name = "FILE", help_heading = "Scenarios")]
-    pub scenario: Option<PathBuf>,
-
-    /// A scenario variable, NAME=VALUE, over the file's [variables] (repeat for more). Its
-    /// value is never written to a result or the store.
-    #[arg(
-        long = "var",
-        value_name = "NAME=VALUE",
-        requires = "scenario",
-        help_heading = "Scenarios"
-    )]
-    pub vars: Vec<String>,
+    /// --scenario and --var.
+    #[command(flatten)]
+    pub scenario: super::scenario_args::ScenarioArgs,
 
     /// Closed loop: each connection (virtual user) sends one request per this long, measured
     /// from when it was due (post 003's "a request per connection per second"); reported with

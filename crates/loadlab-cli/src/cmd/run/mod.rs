@@ -4,8 +4,8 @@
 //! a second, not after a long run.
 //!
 //! `args.rs` declares the flags (`grpc_args.rs` the gRPC group, `ws_args.rs` the WebSocket
-//! one), `parse.rs` turns them into
-//! a session spec, `execute.rs` runs a prepared session; `metrics_args.rs` declares the flags
+//! one, `scenario_args.rs` --scenario's, shared with capacity and sweep), `parse.rs` turns
+//! them into a session spec, `execute.rs` runs a prepared session; `metrics_args.rs` declares the flags
 //! that wire it to Prometheus and OTLP (`--server-metrics`, `--metrics-out`, `--prometheus
 //! --query`), shared with experiment, capacity and sweep (the session runs them); this glues
 //! them.
@@ -15,12 +15,14 @@ mod execute;
 mod grpc_args;
 mod metrics_args;
 mod parse;
+mod scenario_args;
 mod ws_args;
 
 pub use args::{RequestArgs, RunArgs};
 pub use execute::{execute, execute_saving, install_ctrlc};
 pub use metrics_args::{plan as metrics_plan, MetricsArgs};
 pub use parse::{count, flag_for, flags_named, parse_duration, rate, session_spec};
+pub use scenario_args::ScenarioArgs;
 
 use crate::cmd::gates;
 use crate::output::{Destination, Outputs};

@@ -163,16 +163,6 @@ pub fn parse_vars(vars: &[String]) -> anyhow::Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// The scenario of `--scenario FILE` with its `--var`s, loaded and checked.
-pub fn load_scenario(
-    path: &std::path::Path,
-    vars: &[String],
-) -> anyhow::Result<std::sync::Arc<loadlab_engine::scenario::Scenario>> {
-    let vars = parse_vars(vars)?;
-    let scenario = loadlab_engine::scenario::Scenario::load(path, &vars)?;
-    Ok(std::sync::Arc::new(scenario))
-}
-
 /// The session the flags describe (nothing started yet).
 pub fn session_spec(args: &RunArgs) -> anyhow::Result<SessionSpec> {
     let mut server = args.server.spec()?;
@@ -183,22 +173,7 @@ pub fn session_spec(args: &RunArgs) -> anyhow::Result<SessionSpec> {
     {
         server = None;
     }
-    let scenario = args
-        .scenario
-        .as_deref()
-        .map(|p| load_scenario(p, &args.vars))
-        .transpose()?;
-    let url = match (&args.url, &scenario) {
-        (Some(url), _) => url.clone(),
-        // A launched server: the scenario's requests go to it.
-        (None, Some(_)) if server.is_some() => "/".to_string(),
-        (None, Some(_)) => String::new(),
-        (None, None) => {
-            anyhow::bail!("give a URL to load, e.g. http://127.0.0.1:8080/, or --scenario FILE")
-        }
-    };
     let run = RunSpec {
-        scenario,
         pace: args.pace,
         new_connection_share: args.new_connection_share,
         seed: args.request.seed,
@@ -212,7 +187,9 @@ pub fn session_spec(args: &RunArgs) -> anyhow::Result<SessionSpec> {
         interval: args.interval,
         shard: args.shard.shard,
         start_at: args.shard.start_at,
-        ..args.request.spec(&url)?
+        ..args
+            .scenario
+            .spec(&args.request, args.url.as_deref(), server.is_some())?
     };
     Ok(SessionSpec {
         run,
