@@ -365,3 +365,72 @@ fn a_sweep_over_a_journey_with_think_times_keeps_up_with_its_rate() {
         "{doc:#}"
     );
 }
+
+/// A sweep of a scenario over a fleet of two generators: each probe's iterations are split
+/// between them (the file travels with the load, as for `run`), the probe counts them
+/// merged, and the server saw every one counted.
+#[test]
+fn a_sweep_of_a_scenario_over_a_fleet_counts_both_generators_iterations() {
+    let dir = tempdir("sweep-scenario-fleet");
+    let (generators, fleet) = crate::generators::loopback_fleet(&dir, 2);
+    let server = RouteServer::start(|_: &Seen| response(200, "ok").into());
+    let file = two_steps(&dir, &server, "0s");
+    let (code, text, doc) = probes(
+        &[
+            "sweep",
+            "--generators",
+            fleet.to_str().unwrap(),
+            "--scenario",
+            file.to_str().unwrap(),
+            "--rates",
+            "40",
+            "-d",
+            "500ms",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let m = &doc["probes"][0]["measure"];
+    assert_eq!(m["iterations"], true, "{m:#}");
+    let completed = m["completed"].as_u64().unwrap();
+    assert!(completed >= 15, "{m:#}");
+    let seen = server.counters().requests_to("/b");
+    assert!(seen >= completed && seen <= completed + 2, "{seen} {m:#}");
+    assert_eq!(doc["scenario"], "checkout", "{doc:#}");
+    drop(generators);
+}
+
+/// What a scenario cannot take is refused before anything runs, naming the fix: a file that
+/// is not there, and flags a scenario's steps set or a virtual user cannot do.
+#[test]
+fn capacity_refuses_a_missing_scenario_or_flags_it_cannot_take_with_the_fix() {
+    let dir = tempdir("capacity-scenario-refused");
+    let server = RouteServer::start(|_: &Seen| response(200, "ok").into());
+    let file = two_steps(&dir, &server, "0s");
+    let file = file.to_str().unwrap();
+    let missing = dir.join("missing.toml");
+    for (args, says) in [
+        (
+            vec!["capacity", "--scenario", missing.to_str().unwrap()],
+            "check the path",
+        ),
+        (
+            vec!["capacity", "--scenario", file, "--pipeline", "4"],
+            "--pipeline: does not apply to a scenario",
+        ),
+        (
+            vec!["sweep", "--rates", "10", "--scenario", file, "-m", "POST"],
+            "drop -m, -H and --body",
+        ),
+        (
+            vec!["capacity", "--var", "A=1", "http://127.0.0.1:9/"],
+            "--scenario",
+        ),
+    ] {
+        let out = run(&[&args[..], &["--no-save"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert_eq!(server.counters().requests(), 0);
+}
