@@ -6,7 +6,7 @@ use std::net::{TcpListener, TcpStream};
 
 /// In a namespace where every socket is this process's, its descriptors give the very
 /// connections and figures a kernel dump of the port gives (both families), and nothing of
-/// another port, of a listener, or in TIME_WAIT.
+/// another port, of a listener, in TIME_WAIT or over UDP.
 #[test]
 fn own_descriptors_give_what_the_kernels_dump_gives() {
     in_a_netns_of_its_own(|| {
@@ -26,6 +26,9 @@ fn own_descriptors_give_what_the_kernels_dump_gives() {
         let _s6 = v6.accept().unwrap();
         let _co = TcpStream::connect(other.local_addr().unwrap()).unwrap();
         let _so = other.accept().unwrap();
+        // A UDP socket connected to the same port (a QUIC client's) is no TCP connection.
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        udp.connect(("127.0.0.1", port)).unwrap();
         let figures = |found: &[SocketInfo]| -> BTreeMap<u64, (u16, u32, u32, Option<u64>)> {
             let f = |s: &SocketInfo| {
                 (
