@@ -298,8 +298,10 @@ mod tests {
     fn many_steps_cost_kilobytes_each() {
         let n = 5_000;
         let mut stats = ScenarioStats::new(&scenario(&steps_toml(n)));
+        // A step's fixed figures (its counts, its messages each way since gRPC streaming
+        // steps) and two empty histograms: about half a kilobyte.
         assert!(
-            stats.steps_heap_bytes() / n <= 512,
+            stats.steps_heap_bytes() / n <= 640,
             "{} bytes a step before any request",
             stats.steps_heap_bytes() / n
         );

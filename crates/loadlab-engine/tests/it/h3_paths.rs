@@ -85,8 +85,9 @@ fn quic_windows_add_up_to_every_byte_of_connections_that_come_and_go() {
     assert!(received >= wire.received, "windows {received}, {wire:?}");
     // What the server sent is what the connections received, but what crossed after a client
     // closed (the server's last acknowledgement: about 300 bytes a connection here), as for
-    // the wire bytes: under a datagram each.
-    let datagrams = conns * 1_200;
+    // the wire bytes. Under two datagrams a connection: on a busy machine the close is acknowledged, or a probe
+    // sent, once more (76,413 bytes for 60 connections, 1,273 each, was seen in a CI run).
+    let datagrams = conns * 2 * 1_200;
     assert!(
         received <= server_sent && server_sent - received < datagrams,
         "windows {received}, the server sent {server_sent}, {conns} connections"

@@ -364,13 +364,14 @@ async fn portfolio_pages_are_byte_identical_across_targets() {
 }
 
 /// `lab verify URL --grpc` against a server that does not serve the contract's gRPC service
-/// (rust-hyper speaks HTTP/1.1 alone over plain TCP): the first call fails saying what came
+/// (rust-actix-web, whose HTTP/2 sends no trailers, speaks HTTP/1.1 alone over plain TCP;
+/// rust-hyper, which this test used, serves the service now): the first call fails saying what came
 /// back, the three loads after it are skipped saying why (not run into the same refusal),
 /// and the checks after them still run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_grpc_checks_fail_on_a_server_without_the_service() {
     let lab = built_lab();
-    let target = serve("rust-hyper", None);
+    let target = serve("rust-actix-web", None);
     let options = VerifyOptions {
         content_dir: Some(lab.content_dir()),
         grpc: true,
