@@ -181,29 +181,6 @@ else
     step build "cargo test --no-run, linted by clippy as it compiles (-D warnings)"
     cargo test --workspace --locked --no-run
 
-    # The lab's other targets (Java and Kotlin by Maven, Go, Erlang, Node, Python) are built
-    # from now on, by the loadlab just compiled, under SCHED_IDLE: on a CPU only when nothing
-    # else wants it, so through the tools' and Rust targets' last minute and then the first
-    # test binaries' waits on sockets and clocks, never in a measuring test's way (a task of
-    # the normal class preempts it at once). Their downloads and JVMs were the lab tests'
-    # first minutes of a cold run; waited for here, they lengthened this step by as much as
-    # they saved there (the cores are busy until the tests begin). Per-target locks in `lab
-    # build` make the lab tests, which come later, wait for a target still building rather
-    # than build it twice; a target whose toolchain is missing or whose build fails is theirs
-    # to report (they build every target again, and say why).
-    idle=(nice -n 19)
-    if chrt --idle 0 true 2>/dev/null; then idle=(chrt --idle 0); fi
-    others_log=$(mktemp)
-    (
-        for manifest in targets/*/target.toml; do
-            name=${manifest#targets/}
-            name=${name%/target.toml}
-            [[ $name == rust-* ]] && continue
-            "${idle[@]}" target/debug/loadlab lab build "$name" || echo "lab build $name: exit $?"
-        done
-    ) > "$others_log" 2>&1 &
-    others_pid=$!
-
     step tools "scripts/setup.sh --tools and the lab's Rust targets (started with the build): waited for"
     tools_status=0
     wait "$tools_pid" || tools_status=$?
@@ -225,6 +202,29 @@ else
         tail -n 30 "$targets_log" >&2
     fi
     rm -f "$targets_log"
+
+    # The lab's other targets (Java and Kotlin by Maven, Go, Erlang, Node, Python) are built
+    # from now on, by the loadlab just compiled, under SCHED_IDLE: on a CPU only when nothing
+    # else wants it, so in the first test binaries' waits on sockets and clocks, never in a
+    # measuring test's way (a task of the normal class preempts it at once). Their downloads
+    # and JVMs were the lab tests' first minutes of a cold run; built before the tests, they
+    # lengthened the tools' step by as much as they saved there (118 s waited for; 53 s
+    # beside the Rust targets' build, which they slowed): the cores are busy until the tests
+    # begin. Per-target locks in `lab build` make the lab tests, which come later, wait for a
+    # target still building rather than build it twice; a target whose toolchain is missing
+    # or whose build fails is theirs to report (they build every target again, and say why).
+    idle=(nice -n 19)
+    if chrt --idle 0 true 2>/dev/null; then idle=(chrt --idle 0); fi
+    others_log=$(mktemp)
+    (
+        for manifest in targets/*/target.toml; do
+            name=${manifest#targets/}
+            name=${name%/target.toml}
+            [[ $name == rust-* ]] && continue
+            "${idle[@]}" target/debug/loadlab lab build "$name" || echo "lab build $name: exit $?"
+        done
+    ) > "$others_log" 2>&1 &
+    others_pid=$!
 
     step test "cargo test"
     # Every test binary runs even after one fails, so a failure never hides the others' results.
