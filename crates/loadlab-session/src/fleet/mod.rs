@@ -19,6 +19,7 @@
 //! agent client) nor print: what a person should know comes back as notes and warnings.
 
 pub mod departure;
+mod lead;
 pub mod path;
 #[cfg(test)]
 mod refused_tests;
@@ -47,7 +48,7 @@ pub struct Fleet {
     pub generators: Vec<Generator>,
     /// How long the last run took to hand every generator its shard: the next run's start
     /// lead is made from it (see `run`).
-    posting: run::Posting,
+    posting: lead::Posting,
 }
 
 /// The fleet file, as written.
@@ -78,7 +79,7 @@ impl Fleet {
     pub fn of(generators: Vec<Generator>) -> Fleet {
         Fleet {
             generators,
-            posting: run::Posting::default(),
+            posting: lead::Posting::default(),
         }
     }
 

@@ -4,7 +4,7 @@
 //! read back as for one generator, every one of them, a lost generator's too, each count
 //! exact against the server's.
 
-use super::run::lead_after;
+use super::lead::lead_after;
 use super::{Fleet, Generator};
 use crate::spill::sink::SpillSink;
 use crate::spill::timeline::rebuild;
