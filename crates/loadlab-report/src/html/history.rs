@@ -46,7 +46,7 @@ pub struct HistoryPage {
     pub environments: Vec<String>,
 }
 
-/// What report.js reads: no runs, the history's charts.
+/// What the report's script (js/) reads: no runs, the history's charts.
 #[derive(Serialize)]
 struct Data<'a> {
     runs: [(); 0],
@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(
             html.matches("</script>").count(),
             3,
-            "data, uPlot, report.js"
+            "data, uPlot, the report's script"
         );
         assert!(html.contains("<tr id=\"rev-1\"><td><code>r2&lt;/script&gt;</code>"));
         for id in 1..=3 {

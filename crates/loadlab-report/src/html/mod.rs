@@ -17,10 +17,13 @@
 //! - [`series`]: the server's own metrics (`--server-metrics`, `--query`), a chart per
 //!   selector or query.
 //! - `page`: the document, its header and tables, and all escaping.
-//! - `assets`: the embedded uPlot, `report.js`, `report.css`, and the policy's script hashes.
-//! - `report.js`: draws the charts from the embedded data, inserting text only as text; the
-//!   live page of a run (`loadlab run --ui`) embeds the same script and calls its `render`
-//!   with [`data::chart_data`]'s output as intervals arrive (one renderer for both).
+//! - `assets`: the embedded uPlot, the report's script, `report.css`, and the policy's script
+//!   hashes.
+//! - `js/*.js` (one inline script, [`REPORT_JS`], a file per concept: state, formats, a chart's
+//!   frame, a run's charts, the curve against load, history, drawing): draws the charts from
+//!   the embedded data, inserting text only as text; the live page of a run (`loadlab run
+//!   --ui`) and `loadlab ui` embed the same script, and the live page calls its `render` with
+//!   [`data::chart_data`]'s output as intervals arrive (one renderer for all).
 //!
 //! This module must not reach the network, and must not put a result's strings into the page
 //! unescaped.

@@ -1,7 +1,7 @@
 //! The server's own metrics for the HTML report's charts (`--server-metrics` series and
 //! `--query` results): one family per selector or query, each series a line on the run's
-//! time axis. Prepared here, drawn by `report.js` on the same axis as latency; this module
-//! must not write HTML.
+//! time axis. Prepared here, drawn by the report's script (`js/runs.js`) on the same axis as
+//! latency; this module must not write HTML.
 
 use loadlab_result::RunResult;
 use serde::Serialize;
