@@ -42,6 +42,18 @@ pub enum StoreError {
     )]
     Foreign { path: PathBuf, tables: String },
     #[error(
+        "{path} is not a loadlab results store (not an SQLite file); it was left untouched: \
+         give loadlab a file of its own with --db"
+    )]
+    NotSqlite { path: PathBuf },
+    /// A file with nothing in it, opened to read only: a command that writes would make it
+    /// a store (as it makes a missing file one), a page that reads cannot.
+    #[error(
+        "{path} is not a loadlab results store yet ({what}), and is opened here to read only: \
+         `loadlab run --save --db {path} URL` makes it one, or give the store's file with --db"
+    )]
+    Empty { path: PathBuf, what: &'static str },
+    #[error(
         "the results store {path} is locked by another process (a loadlab run saving to it, or \
          another program holding it open) past a {waited_s} s wait; it was left untouched: wait \
          for that process to finish (fuser {path} names it), or give another file with --db"
@@ -110,6 +122,15 @@ pub enum StoreError {
         variant: String,
         block: u32,
     },
+    #[error("no capacity search with id {0}: see `loadlab runs capacity`")]
+    NoCapacity(crate::CapacityId),
+    #[error(
+        "capacity search {id} is damaged in the store ({why}): its probes' runs are still \
+         there (`loadlab runs capacity {id}` lists them)"
+    )]
+    CapacityCorrupt { id: crate::CapacityId, why: String },
+    #[error("a capacity search's document could not be kept: {0}")]
+    Document(String),
     #[error("run {id} is damaged in the store ({why}): delete it with `loadlab runs delete {id}`")]
     Corrupt { id: RunId, why: String },
     #[error("the results store failed its integrity check: {0}; restore it from a copy")]

@@ -16,6 +16,8 @@
 //! - [`document`]: a result document as kept: `run --json`'s exact bytes, compressed.
 //! - [`stream`]: runs written as they go (`--save`, experiments): the row made at the start,
 //!   each finished interval appended, the result laid over it at the end or after a kill.
+//! - [`capacity`](mod@capacity): capacity searches and sweeps, their documents (what
+//!   `capacity --json` writes) and their probes' runs in order.
 //! - [`experiments`]: experiments, their status, their runs by variant, and resuming one.
 //! - [`history`]: the runs of a series (a tag, an experiment's variant) with their revision,
 //!   branch and environment, for `loadlab history`.
@@ -25,6 +27,7 @@
 //! Of loadlab's crates this one depends on the result crate only: it must not run, compare
 //! or print anything.
 
+pub mod capacity;
 pub mod document;
 pub mod error;
 pub mod experiments;
@@ -37,6 +40,7 @@ pub mod stream;
 pub mod summary;
 mod write;
 
+pub use capacity::{CapacityId, CapacityMeta, CapacityRow};
 pub use document::export_text;
 pub use error::{Result, StoreError};
 pub use experiments::{CompletedRun, Experiment, ExperimentStatus, Resumable};
@@ -109,6 +113,7 @@ impl Store {
         // What the file is, before anything is changed in it: another program's database or
         // one from a newer loadlab is refused as it was found (switching it to WAL first
         // would change its journal for every program that uses it).
+        refuse_non_store(&conn, path, false)?;
         schema::check_before_opening(&conn, path)?;
         // journal_mode answers with the mode it set; a file that cannot do WAL (some network
         // file systems) still works, in the default rollback journal.
@@ -145,6 +150,7 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(open)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open)?;
+        refuse_non_store(&conn, path, true)?;
         schema::check_before_opening(&conn, path)?;
         let found = schema::version(&conn).map_err(|e| match e {
             StoreError::Sqlite(e) => locked_or(path, e, open),
@@ -199,6 +205,36 @@ impl Store {
 
 /// `e`, unless it says another process holds the file's lock past [`BUSY_TIMEOUT`]: then
 /// [`StoreError::Locked`], which says so and what to do.
+/// Refuses a file that is no results store at all, whatever opens it, before anything reads
+/// its schema: a file that is not SQLite's (its own error, "file is not a database", named no
+/// fix); and, opened to read only, one with nothing in it (zero bytes, or an SQLite file
+/// without a table), which SQLite reads as schema version 0, "older" than this loadlab's. A
+/// command that writes makes such a file a store, as it makes a missing one.
+fn refuse_non_store(conn: &Connection, path: &Path, read_only: bool) -> Result<()> {
+    let entries = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    });
+    match entries {
+        Ok(0) if read_only => Err(StoreError::Empty {
+            path: path.to_path_buf(),
+            what: match std::fs::metadata(path).map(|m| m.len()) {
+                Ok(0) => "an empty file",
+                _ => "an SQLite file without a table",
+            },
+        }),
+        Ok(_) => Ok(()),
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
+            Err(StoreError::NotSqlite {
+                path: path.to_path_buf(),
+            })
+        }
+        Err(e) => Err(locked_or(path, e, |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })),
+    }
+}
+
 pub(crate) fn locked_or(
     path: &Path,
     e: rusqlite::Error,
@@ -305,6 +341,57 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(version, 0, "not migrated");
+    }
+
+    /// A file that is no store at all is named as such with the fix, not as "schema version
+    /// 0" (an empty file opened to read only) or SQLite's bare "file is not a database";
+    /// to write, an empty file becomes a store, as a missing one does.
+    #[test]
+    fn an_empty_or_non_sqlite_file_is_said_to_be_no_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.db");
+        std::fs::write(&empty, b"").unwrap();
+        let bare = dir.path().join("bare.db");
+        Connection::open(&bare)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x); DROP TABLE t;")
+            .unwrap();
+        for (path, what) in [
+            (&empty, "an empty file"),
+            (&bare, "an SQLite file without a table"),
+        ] {
+            let before = as_found(path);
+            let err = Store::open_read_only(path).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{p} is not a loadlab results store yet ({what}), and is opened here to \
+                     read only: `loadlab run --save --db {p} URL` makes it one, or give the \
+                     store's file with --db",
+                    p = path.display()
+                )
+            );
+            assert!(as_found(path) == before, "left as it was");
+        }
+        let text = dir.path().join("notes.txt");
+        std::fs::write(&text, "not a database, some notes\n".repeat(200)).unwrap();
+        for read_only in [true, false] {
+            let err = match read_only {
+                true => Store::open_read_only(&text).unwrap_err(),
+                false => Store::open(&text).unwrap_err(),
+            };
+            assert!(matches!(err, StoreError::NotSqlite { .. }), "{err}");
+            assert!(
+                err.to_string().ends_with(
+                    "notes.txt is not a loadlab results store (not an SQLite file); it was \
+                     left untouched: give loadlab a file of its own with --db"
+                ),
+                "{err}"
+            );
+        }
+        assert_eq!(std::fs::read(&text).unwrap().len(), 5400, "untouched");
+        let store = Store::open(&empty).unwrap();
+        assert_eq!(store.schema_version().unwrap(), schema::latest_version());
     }
 
     /// Issue 46 item 10: a file another process holds locked was reported as "could not be
