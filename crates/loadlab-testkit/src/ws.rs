@@ -43,6 +43,13 @@ pub enum WsBehavior {
         count: u64,
         every: std::time::Duration,
     },
+    /// Echo each message `echo_after` it was read, and answer a client's close frame only
+    /// `goodbye_after` it arrived: a slow server, whose goodbyes a client must not await
+    /// one after another.
+    Slow {
+        echo_after: std::time::Duration,
+        goodbye_after: std::time::Duration,
+    },
 }
 
 /// What the server saw, counted as it happens.
@@ -202,6 +209,12 @@ where
             }
             Message::Close(_) => {
                 c.closes.fetch_add(1, Ordering::SeqCst);
+                if let WsBehavior::Slow { goodbye_after, .. } = behavior {
+                    // tungstenite queued the answering close as it read this one: it leaves
+                    // with the flush.
+                    tokio::time::sleep(goodbye_after).await;
+                    let _ = ws.flush().await;
+                }
                 break;
             }
             Message::Pong(_) | Message::Frame(_) => continue,
@@ -210,6 +223,10 @@ where
         let sent = match &behavior {
             // Push is served by `push` (above).
             WsBehavior::Echo | WsBehavior::EchoAtMost(_) | WsBehavior::Push { .. } => {
+                ws.send(message).await
+            }
+            WsBehavior::Slow { echo_after, .. } => {
+                tokio::time::sleep(*echo_after).await;
                 ws.send(message).await
             }
             WsBehavior::EchoAndPush { every } => {

@@ -37,3 +37,4 @@ mod tls;
 mod tls_advice;
 mod unanswered;
 mod ws;
+mod ws_ramp;
