@@ -6,7 +6,7 @@
 //! schema by appending one. This module must not read or write runs itself; migrations may
 //! only reshape what is there (a data migration in SQL, as migration 2's back-fill).
 //!
-//! # Layout (after migration 5)
+//! # Layout (after migration 6)
 //!
 //! `experiments`: one row per `loadlab experiment` invocation (a resumed one continues its
 //! row). `runs`: one row per run; the measured phase's figures as columns SQL can query, the
@@ -19,6 +19,8 @@
 //! `revision` and `branch` (migration 4): the code a run measured, so runs can be read as a
 //! history over revisions (`loadlab history`); absent for runs saved before. `scenario`
 //! (migration 5): the name of the scenario a run ran, a history's third kind of series.
+//! `capacity_searches` and `capacity_probes` (migration 6): a capacity search or sweep, its
+//! document (what `--json` writes) and its probes' runs in order; see [`crate::capacity`].
 
 use crate::error::{Result, StoreError};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
@@ -181,6 +183,40 @@ ALTER TABLE runs ADD COLUMN scenario TEXT;
 UPDATE runs SET scenario =
     json_extract(loadlab_result_json(result_encoding, result), '$.scenario.name');
 CREATE INDEX runs_by_scenario ON runs (scenario, id) WHERE scenario IS NOT NULL;
+"#,
+    },
+    Migration {
+        version: 6,
+        what: "capacity searches and sweeps: their documents and their probes' runs",
+        sql: r#"
+-- A `loadlab capacity` search or `loadlab sweep`: its document (the bytes `--json` writes,
+-- redacted; `document_encoding` says how it is kept), and as columns what the lists show.
+-- Stores made before this version kept the probes' runs alone; they have no rows here.
+CREATE TABLE capacity_searches (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    started_at        TEXT NOT NULL,
+    kind              TEXT NOT NULL CHECK (kind IN ('capacity', 'sweep')),
+    target_url        TEXT NOT NULL,
+    tag               TEXT,
+    revision          TEXT,
+    branch            TEXT,
+    capacity          REAL,
+    verdict           TEXT NOT NULL,
+    stopped_by        TEXT,
+    document          BLOB NOT NULL,
+    document_encoding TEXT NOT NULL DEFAULT 'zlib'
+                      CHECK (document_encoding IN ('json', 'zlib'))
+);
+-- Its probes in the order run, each with its run (NULL when the run was not kept, or was
+-- deleted since: the document still holds the probe's figures).
+CREATE TABLE capacity_probes (
+    search_id  INTEGER NOT NULL REFERENCES capacity_searches (id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    run_id     INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+    PRIMARY KEY (search_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX capacity_probes_by_run ON capacity_probes (run_id) WHERE run_id IS NOT NULL;
 "#,
     },
 ];

@@ -152,10 +152,11 @@ fn runs_saved_before_the_scenario_column_are_found_after_the_migration() {
     store.save_run(&scenario, &RunMeta::default()).unwrap();
     store.save_run(&fixture("ok"), &RunMeta::default()).unwrap();
     drop(store);
-    // The file as version 4 left it: no scenario column.
+    // The file as version 4 left it: no scenario column, no capacity searches.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP INDEX runs_by_scenario; ALTER TABLE runs DROP COLUMN scenario; \
+        "DROP TABLE capacity_probes; DROP TABLE capacity_searches; \
+         DROP INDEX runs_by_scenario; ALTER TABLE runs DROP COLUMN scenario; \
          PRAGMA user_version = 4;",
     )
     .unwrap();

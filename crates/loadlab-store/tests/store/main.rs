@@ -2,6 +2,7 @@
 //! temporary directories, the report crate's real result fixtures, and a child process
 //! killed in the middle of writing.
 
+mod capacity;
 mod crash;
 mod experiments;
 mod history;
