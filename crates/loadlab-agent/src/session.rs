@@ -172,6 +172,8 @@ impl Session {
             probe,
             Box::new(|| {}),
             sink,
+            // Streamed to the ring only: a session of a day would otherwise keep every sample.
+            false,
         );
         *lock(&self.sampling) = Some(Sampling {
             sampler,

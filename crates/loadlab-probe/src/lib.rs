@@ -12,6 +12,8 @@
 //!   health check, and kills it (by PID) when dropped.
 //! - [`sampler`]: a thread that samples the server and loadlab itself every 100 ms and notices
 //!   when the server dies.
+//! - [`sample_log`]: the run's samples kept for its report out of memory (an anonymous file,
+//!   varint differences), so that a day-long run's memory stays flat.
 //! - [`shell`]: the `sh -c` line a launched command runs as (a lone command is `exec`ed).
 //! - [`report`]: the samples as the result carries them: a series aligned with the latency
 //!   timeline and p50/p99/max summaries (pure functions, tested with synthetic samples).
@@ -29,6 +31,7 @@ pub mod limits;
 pub mod pidfd;
 pub mod procfs;
 pub mod report;
+pub mod sample_log;
 pub mod sampler;
 pub mod shell;
 pub mod sockets;

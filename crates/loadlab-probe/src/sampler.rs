@@ -3,6 +3,7 @@
 
 use crate::cgroup::{Cgroup, Throttling};
 use crate::procfs;
+use crate::sample_log::SampleLog;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -162,7 +163,8 @@ pub type ExitProbe = Box<dyn FnMut() -> Option<String> + Send>;
 /// Receives each sample as it is taken, and the exit with the sample that saw it.
 pub type SampleSink = Box<dyn FnMut(&Sample, Option<&Exit>) + Send>;
 
-/// What a finished sampler hands back.
+/// What a finished sampler hands back: every sample it took (kept in a [`SampleLog`] while
+/// it ran, not in memory), and how the server ended.
 #[derive(Debug, Clone, Default)]
 pub struct Samples {
     pub samples: Vec<Sample>,
@@ -202,12 +204,14 @@ impl Sampler {
             exit_probe,
             on_exit,
             Box::new(|_, _| {}),
+            true,
         )
     }
 
     /// [`Sampler::start_in`] that also hands each sample to `sink` as it is taken (with the
     /// exit, on the sample that saw the server gone), for a consumer that reads the series
-    /// while it grows (the agent).
+    /// while it grows (the agent). `keep`: whether [`Sampler::finish`] hands the samples back
+    /// (a consumer that only streams them keeps none: a day of samples is 864,000).
     pub fn start_streaming(
         netns: Option<std::fs::File>,
         source: Source,
@@ -215,6 +219,7 @@ impl Sampler {
         mut exit_probe: Option<ExitProbe>,
         on_exit: Box<dyn FnOnce() + Send>,
         mut sink: SampleSink,
+        keep: bool,
     ) -> Sampler {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
@@ -229,7 +234,12 @@ impl Sampler {
                         libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET)
                     };
                 }
-                let mut out = Samples::default();
+                // Kept out of memory as they come: see `SampleLog`.
+                let mut log = if keep {
+                    SampleLog::new()
+                } else {
+                    SampleLog::off()
+                };
                 let oom_before = source.group().and_then(Cgroup::oom_kills).unwrap_or(0);
                 let mut on_exit = Some(on_exit);
                 let mut next = Instant::now();
@@ -238,7 +248,7 @@ impl Sampler {
                 let mut sent = crate::sockets::SentBytes::default();
                 loop {
                     let sample = source.sample_tracked(&mut tracker, Some(&mut sent));
-                    out.samples.push(sample);
+                    log.push(&sample);
                     let status = match (&mut exit_probe, source.main_pid()) {
                         (Some(probe), _) => probe(),
                         (None, Some(pid)) if !procfs::alive(pid) => {
@@ -255,15 +265,20 @@ impl Sampler {
                             oom_killed: oom > oom_before,
                         };
                         sink(&sample, Some(&exit));
-                        out.exit = Some(exit);
                         if let Some(f) = on_exit.take() {
                             f();
                         }
-                        return out;
+                        return Samples {
+                            samples: log.samples(),
+                            exit: Some(exit),
+                        };
                     }
                     sink(&sample, None);
                     if flag.load(Ordering::Acquire) {
-                        return out;
+                        return Samples {
+                            samples: log.samples(),
+                            exit: None,
+                        };
                     }
                     next += every;
                     if let Some(group) = source.group() {

@@ -421,6 +421,7 @@ impl Server {
             probe,
             on_exit,
             Box::new(move |sample, _| live.push(*sample)),
+            true,
         ));
     }
 
