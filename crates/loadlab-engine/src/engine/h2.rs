@@ -517,6 +517,24 @@ pub(super) async fn handshake(
     tls: bool,
     wire: Rc<WireBytes>,
 ) -> Result<SendRequest<Bytes>, (ErrorClass, String)> {
+    let (send, connection) = handshake_unspawned(io, tls, wire).await?;
+    tokio::task::spawn_local(async move {
+        let _ = connection.await;
+    });
+    Ok(send)
+}
+
+/// An HTTP/2 connection's driver, as [`handshake_unspawned`] gives it.
+pub(super) type Driver =
+    h2::client::Connection<super::h2_preface::CheckedPreface<counted::Counted<Stream>>, Bytes>;
+
+/// [`handshake`], its driver given back unspawned: a caller that needs its ping handle
+/// (WebSockets over HTTP/2 wait for the server's SETTINGS by a ping) takes it first.
+pub(super) async fn handshake_unspawned(
+    io: Stream,
+    tls: bool,
+    wire: Rc<WireBytes>,
+) -> Result<(SendRequest<Bytes>, Driver), (ErrorClass, String)> {
     if let Io::Tls(tls) = &io.io {
         if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
             return Err((
@@ -533,13 +551,8 @@ pub(super) async fn handshake(
     let mut builder = h2::client::Builder::new();
     builder.initial_max_send_streams(1);
     builder.data_frame_budget(SMALL_DATA_FRAME_BUDGET);
-    match builder.handshake::<_, Bytes>(io).await {
-        Ok((send, connection)) => {
-            tokio::task::spawn_local(async move {
-                let _ = connection.await;
-            });
-            Ok(send)
-        }
-        Err(e) => Err((ErrorClass::from_h2(&e), format!("HTTP/2 handshake: {e}"))),
-    }
+    builder
+        .handshake::<_, Bytes>(io)
+        .await
+        .map_err(|e| (ErrorClass::from_h2(&e), format!("HTTP/2 handshake: {e}")))
 }

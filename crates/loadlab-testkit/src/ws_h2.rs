@@ -1,0 +1,228 @@
+//! A WebSocket server over HTTP/2 (RFC 8441; h2c by prior knowledge, or h2 over TLS) for
+//! tests: it offers extended CONNECT (SETTINGS_ENABLE_CONNECT_PROTOCOL), answers each
+//! `CONNECT :protocol websocket` with 200 and echoes the WebSocket's messages over the
+//! stream (tungstenite's server role), and counts what a client's figures are held to: TCP
+//! connections, WebSockets (streams), messages, closes, the most streams one connection had
+//! open. It can leave extended CONNECT out of its SETTINGS, refuse every CONNECT with a
+//! status, or allow few streams at once.
+//!
+//! It must not listen anywhere but 127.0.0.1.
+
+use crate::background::Background;
+use crate::TestCa;
+use bytes::Bytes;
+use futures_util::{SinkExt as _, StreamExt as _};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+#[derive(Debug, Clone, Copy)]
+pub struct WsH2Behavior {
+    /// Offer extended CONNECT in the SETTINGS (false: a plain HTTP/2 server).
+    pub connect_protocol: bool,
+    /// Answer every CONNECT with this status instead of 200.
+    pub refuse: Option<u16>,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub max_concurrent_streams: Option<u32>,
+}
+
+impl Default for WsH2Behavior {
+    fn default() -> Self {
+        WsH2Behavior {
+            connect_protocol: true,
+            refuse: None,
+            max_concurrent_streams: None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct WsH2Counters {
+    /// TCP connections accepted.
+    pub connections: AtomicU64,
+    /// CONNECTs answered 200: WebSockets opened.
+    pub upgraded: AtomicU64,
+    /// CONNECTs refused (with the behaviour's status).
+    pub refused: AtomicU64,
+    /// Text and binary messages read (each echoed).
+    pub messages: AtomicU64,
+    pub pings: AtomicU64,
+    /// Close frames read.
+    pub closes: AtomicU64,
+    /// The most WebSockets one connection had open at once.
+    pub max_streams_on_one_connection: AtomicU64,
+}
+
+pub struct WsH2Server {
+    counters: Arc<WsH2Counters>,
+    /// Stops the server when dropped.
+    background: Background,
+}
+
+impl WsH2Server {
+    /// h2c: HTTP/2 over plain TCP, prior knowledge.
+    pub fn start(behavior: WsH2Behavior) -> WsH2Server {
+        Self::start_with(behavior, None)
+    }
+
+    /// h2 over TLS, agreed by ALPN, with a certificate from `ca`.
+    pub fn start_tls(behavior: WsH2Behavior, ca: &TestCa) -> WsH2Server {
+        let mut config = (*ca.server_config()).clone();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Self::start_with(behavior, Some(Arc::new(config)))
+    }
+
+    fn start_with(behavior: WsH2Behavior, tls: Option<Arc<rustls::ServerConfig>>) -> WsH2Server {
+        let counters = Arc::new(WsH2Counters::default());
+        let c = counters.clone();
+        let background = Background::start(move |listener| async move {
+            let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                c.connections.fetch_add(1, Ordering::SeqCst);
+                let (c, acceptor) = (c.clone(), acceptor.clone());
+                tokio::spawn(async move {
+                    match acceptor {
+                        Some(a) => {
+                            if let Ok(tls) = a.accept(tcp).await {
+                                serve(tls, behavior, c).await;
+                            }
+                        }
+                        None => serve(tcp, behavior, c).await,
+                    }
+                });
+            }
+        });
+        WsH2Server {
+            counters,
+            background,
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.background.addr
+    }
+
+    pub fn counters(&self) -> &WsH2Counters {
+        &self.counters
+    }
+}
+
+async fn serve<T>(io: T, behavior: WsH2Behavior, c: Arc<WsH2Counters>)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = h2::server::Builder::new();
+    if behavior.connect_protocol {
+        builder.enable_connect_protocol();
+    }
+    if let Some(n) = behavior.max_concurrent_streams {
+        builder.max_concurrent_streams(n);
+    }
+    let Ok(mut conn) = builder.handshake::<_, Bytes>(io).await else {
+        return;
+    };
+    let open = Arc::new(AtomicU64::new(0));
+    while let Some(Ok((request, mut respond))) = conn.accept().await {
+        let websocket = request.method() == http::Method::CONNECT
+            && request
+                .extensions()
+                .get::<h2::ext::Protocol>()
+                .is_some_and(|p| p.as_str() == "websocket");
+        let status = match behavior.refuse {
+            Some(status) => status,
+            None if websocket => 200,
+            None => 400,
+        };
+        let response = http::Response::builder().status(status).body(()).unwrap();
+        if status != 200 {
+            c.refused.fetch_add(1, Ordering::SeqCst);
+            let _ = respond.send_response(response, true);
+            continue;
+        }
+        let Ok(send) = respond.send_response(response, false) else {
+            continue;
+        };
+        c.upgraded.fetch_add(1, Ordering::SeqCst);
+        let now_open = open.fetch_add(1, Ordering::SeqCst) + 1;
+        c.max_streams_on_one_connection
+            .fetch_max(now_open, Ordering::SeqCst);
+        let (c, open) = (c.clone(), open.clone());
+        tokio::spawn(async move {
+            echo(send, request.into_body(), &c).await;
+            open.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+}
+
+/// Serves one WebSocket over its stream: tungstenite's server role over a pipe whose other
+/// end two pumps join to the stream's DATA frames.
+async fn echo(mut send: h2::SendStream<Bytes>, mut recv: h2::RecvStream, c: &WsH2Counters) {
+    let (ours, theirs) = tokio::io::duplex(64 << 10);
+    let (mut from_pipe, mut to_pipe) = tokio::io::split(theirs);
+    let inbound = async move {
+        while let Some(Ok(data)) = recv.data().await {
+            let _ = recv.flow_control().release_capacity(data.len());
+            if to_pipe.write_all(&data).await.is_err() {
+                break;
+            }
+        }
+        let _ = to_pipe.shutdown().await;
+    };
+    let outbound = async move {
+        let mut buf = vec![0; 16 << 10];
+        loop {
+            let n = match from_pipe.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let mut at = 0;
+            while at < n {
+                send.reserve_capacity(n - at);
+                let granted = std::future::poll_fn(|cx| send.poll_capacity(cx)).await;
+                let Some(Ok(granted)) = granted else {
+                    return;
+                };
+                let granted = granted.min(n - at);
+                let data = Bytes::copy_from_slice(&buf[at..at + granted]);
+                if send.send_data(data, false).is_err() {
+                    return;
+                }
+                at += granted;
+            }
+        }
+        let _ = send.send_data(Bytes::new(), true);
+    };
+    let socket = async {
+        let mut ws = WebSocketStream::from_raw_socket(ours, Role::Server, None).await;
+        while let Some(Ok(message)) = ws.next().await {
+            match message {
+                Message::Text(_) | Message::Binary(_) => {
+                    c.messages.fetch_add(1, Ordering::SeqCst);
+                    if ws.send(message).await.is_err() {
+                        break;
+                    }
+                }
+                Message::Ping(_) => {
+                    c.pings.fetch_add(1, Ordering::SeqCst);
+                }
+                Message::Close(_) => {
+                    c.closes.fetch_add(1, Ordering::SeqCst);
+                    // tungstenite queued the answering close as it read this one.
+                    let _ = ws.flush().await;
+                    break;
+                }
+                Message::Pong(_) | Message::Frame(_) => {}
+            }
+        }
+        // The pipe's end: the outbound pump ends the stream.
+        drop(ws);
+    };
+    tokio::join!(inbound, outbound, socket);
+}
