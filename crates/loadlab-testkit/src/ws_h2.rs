@@ -4,7 +4,7 @@
 //! stream (tungstenite's server role), and counts what a client's figures are held to: TCP
 //! connections, WebSockets (streams), messages, closes, the most streams one connection had
 //! open. It can leave extended CONNECT out of its SETTINGS, refuse every CONNECT with a
-//! status, or allow few streams at once.
+//! status, allow few streams at once, or reset each stream at its first message.
 //!
 //! It must not listen anywhere but 127.0.0.1.
 
@@ -28,6 +28,8 @@ pub struct WsH2Behavior {
     pub refuse: Option<u16>,
     /// SETTINGS_MAX_CONCURRENT_STREAMS.
     pub max_concurrent_streams: Option<u32>,
+    /// Reset each WebSocket's stream (RST_STREAM INTERNAL_ERROR) at its first bytes.
+    pub reset_at_first: bool,
 }
 
 impl Default for WsH2Behavior {
@@ -36,6 +38,7 @@ impl Default for WsH2Behavior {
             connect_protocol: true,
             refuse: None,
             max_concurrent_streams: None,
+            reset_at_first: false,
         }
     }
 }
@@ -155,7 +158,14 @@ where
             .fetch_max(now_open, Ordering::SeqCst);
         let (c, open) = (c.clone(), open.clone());
         tokio::spawn(async move {
-            echo(send, request.into_body(), &c).await;
+            let mut recv = request.into_body();
+            if behavior.reset_at_first {
+                let mut send = send;
+                let _ = recv.data().await;
+                send.send_reset(h2::Reason::INTERNAL_ERROR);
+            } else {
+                echo(send, recv, &c).await;
+            }
             open.fetch_sub(1, Ordering::SeqCst);
         });
     }

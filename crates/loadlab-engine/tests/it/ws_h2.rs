@@ -2,7 +2,8 @@
 //! testkit's extended-CONNECT server: echoes completed equal the server's messages over h2c
 //! and h2 over TLS; `-c` connections carry `--streams` WebSockets each, the server counting
 //! both; a server's stream limit makes WebSockets wait, not fail; a server that does not
-//! offer extended CONNECT, or refuses it, is a named failure with its fix or its status.
+//! offer extended CONNECT, or refuses it, or resets the stream, is a named failure with its
+//! fix or its status.
 
 use loadlab_engine::ws::{WsMode, WsSpec};
 use loadlab_engine::{RunResult, RunSpec};
@@ -183,4 +184,22 @@ fn a_refused_connect_is_classed_by_its_status() {
     assert_eq!(get(&server.counters().refused), 3);
     // The refusals were streams of one connection, not a connection each.
     assert_eq!(get(&server.counters().connections), 1);
+}
+
+/// RST_STREAM on a WebSocket's stream is the server's reset of it, `stream_reset` as for an
+/// HTTP/2 request, and the next WebSocket opens on the same connection.
+#[test]
+fn a_reset_stream_fails_as_stream_reset() {
+    let server = WsH2Server::start(WsH2Behavior {
+        reset_at_first: true,
+        ..WsH2Behavior::default()
+    });
+    let r = three(&server);
+    let m = &r.measured;
+    assert_eq!(m.requests.completed, 0);
+    assert_eq!(m.errors.get("stream_reset"), Some(&3), "{:?}", m.errors);
+    let detail = &m.error_details["stream_reset"];
+    assert!(detail.contains("HTTP/2 stream"), "{detail}");
+    let c = server.counters();
+    assert_eq!((get(&c.connections), get(&c.upgraded)), (1, 3));
 }
