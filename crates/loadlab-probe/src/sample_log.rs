@@ -1,6 +1,6 @@
 //! The samples a run keeps for its end-of-run report, in little memory (issue 55: memory
 //! flat over a day-long soak). Each sample is written as it is taken, as the varint
-//! differences of its fields from the sample before (about 25 bytes, against the 152 of a
+//! differences of its fields from the sample before (about 25 bytes, against the 144 of a
 //! [`Sample`] in a vector that doubles), to an anonymous file in the temporary directory
 //! (`O_TMPFILE`: it has no name, so nothing is left behind however loadlab ends), and read
 //! back whole when the run ends.
