@@ -409,7 +409,8 @@ fn a_run_with_a_page_is_listed_live_and_stale_or_remote_entries_are_not() {
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
     let db = dir.join("live.db");
 
-    let (mut run, live_addr) = start_run(&server, &runtime, &db);
+    // The store named another way than `loadlab ui` names it: the same file.
+    let (mut run, live_addr) = start_run(&server, &runtime, &dir.join(".").join("live.db"));
     let registry = runtime.join("loadlab-live");
     let own = registry.join(format!("{}.json", run.id()));
     // A run killed before it could remove its entry: its pid is gone.
@@ -440,6 +441,16 @@ fn a_run_with_a_page_is_listed_live_and_stale_or_remote_entries_are_not() {
     )
     .unwrap();
     std::fs::write(registry.join("junk.json"), "{not json").unwrap();
+    // A live process saving to another store: listed apart, with its store.
+    let mut elsewhere: serde_json::Value = serde_json::from_str(&entry(
+        "127.0.0.1:3",
+        me,
+        proc_start(me),
+        "http://else.test/",
+    ))
+    .unwrap();
+    elsewhere["store"] = "/elsewhere/other.db".into();
+    std::fs::write(registry.join("else.json"), elsewhere.to_string()).unwrap();
 
     let (mut ui, addr) = start_ui(&db, &[], &[("XDG_RUNTIME_DIR", &runtime)]);
     // The run is saved as it goes (`--save`): once it has written an interval, its row is
@@ -456,18 +467,48 @@ fn a_run_with_a_page_is_listed_live_and_stale_or_remote_entries_are_not() {
     }
     let (status, page) = get(&addr, "/");
     let (run_status, run_page) = get(&addr, "/run/1");
+    // Side by side (with itself), it is its intervals so far too, said to be not final.
+    let (cmp_status, cmp_page) = get(&addr, "/compare?a=1&b=1");
     ui.kill().unwrap();
     ui.wait().unwrap();
     assert_eq!(run_status, 200, "{run_page}");
     assert!(run_page.contains("id=\"charts\""), "{run_page}");
-    assert!(page.contains("<strong>running now</strong>"), "{page}");
-    assert_eq!(status, 200);
-    assert!(page.contains("Live now"), "{page}");
+    assert_eq!(cmp_status, 200, "{cmp_page}");
     assert!(
-        page.contains(&format!("href=\"http://{live_addr}/\"")),
-        "the run's page linked: {page}"
+        cmp_page.contains(
+            "Not final: run 1 is still being written (its intervals so far); run 1 is still \
+             being written (its intervals so far)."
+        ),
+        "{cmp_page}"
     );
-    assert!(page.contains(&server.url("/live")), "its target: {page}");
+    assert_eq!(status, 200);
+    // This store's live run first, with its run here, then the others apart; its row says
+    // it runs, with its live page.
+    let (ours, rest) = page
+        .split_once("Other runs live on this machine")
+        .expect("the other runs' section");
+    let rows = rest.split_once("<form").map_or("", |(_, r)| r);
+    assert!(ours.contains("Live now, saving to this store"), "{page}");
+    let link = format!("<a href=\"http://{live_addr}/\">http://{live_addr}/</a>");
+    assert!(ours.contains(&link), "the run's page linked: {page}");
+    assert!(ours.contains(&server.url("/live")), "its target: {page}");
+    assert!(
+        ours.contains("<a href=\"/run/1\">run 1</a>, being written"),
+        "{page}"
+    );
+    assert!(
+        rows.contains("<strong>running now</strong>: ")
+            && rows.contains(&format!(" intervals so far; live page: {link}")),
+        "{page}"
+    );
+    assert!(
+        rest.contains("else.test") && rest.contains("<code>/elsewhere/other.db</code>"),
+        "{page}"
+    );
+    assert!(
+        !ours.contains("else.test") && !ours.contains("alert(2)"),
+        "{page}"
+    );
     assert!(
         !page.contains("stale.test") && !page.contains("127.0.0.1:1/"),
         "{page}"

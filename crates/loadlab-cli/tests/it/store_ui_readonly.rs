@@ -3,7 +3,8 @@
 //! shown as it is (killed, not sealed: sealing is for the commands that write), and a store
 //! that would need migrating is refused, naming the command that migrates it. And a live
 //! page that needs its token (`--ui-token-file`) is listed as needing it, not linked (the
-//! link answered 401), the registry keeping the token's file, never the token.
+//! link answered 401), the registry keeping the token's file, never the token. A file that
+//! is no store (empty, or not SQLite) is refused as what it is, with the fix.
 
 use super::store_ui::{address_printed, fixture, get, start_ui};
 use crate::common::loadlab;
@@ -48,6 +49,7 @@ fn the_store_page_changes_nothing_and_shows_a_killed_run_as_it_is() {
         "/experiments",
         "/histories",
         "/capacity",
+        &format!("/compare?a=1&b={killed}"),
     ]
     .iter()
     .map(|p| get(&addr, p))
@@ -65,22 +67,17 @@ fn the_store_page_changes_nothing_and_shows_a_killed_run_as_it_is() {
         pages[0].1
     );
     assert!(pages[2].1.contains("id=\"charts\""), "its intervals so far");
+    // Beside another, its intervals too (not its row's header, which has none), not final.
+    assert!(
+        pages[6].1.contains(&format!(
+            "Not final: run {killed} was killed while it was written (the intervals it wrote)."
+        )),
+        "{}",
+        pages[6].1
+    );
     assert!(as_found(&db) == before, "the store's file changed");
     let store = Store::open_read_only(&db).unwrap();
     assert_eq!(store.open_streams().unwrap().len(), 1, "not sealed");
-
-    // A file no loadlab has written to yet (its schema at 0): refused, the file left empty.
-    let empty = dir.join("empty.db");
-    std::fs::write(&empty, b"").unwrap();
-    let out = loadlab().args(["ui", "--db"]).arg(&empty).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("opened here to read only: `loadlab runs list --db ")
-            && stderr.contains("migrates it"),
-        "{stderr}"
-    );
-    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
 }
 
 #[test]
@@ -128,7 +125,9 @@ fn a_live_page_behind_its_token_is_listed_as_needing_it() {
     ui.kill().unwrap();
     ui.wait().unwrap();
     assert_eq!(status, 200, "{page}");
-    assert!(page.contains("Live now"), "{page}");
+    // It keeps nothing (no --save): listed apart from this store's own.
+    assert!(page.contains("Other runs live on this machine"), "{page}");
+    assert!(!page.contains("Live now, saving to this store"), "{page}");
     assert!(
         !page.contains(&format!("href=\"http://{live_addr}/")),
         "a link that answers 401: {page}"
@@ -147,4 +146,45 @@ fn a_live_page_behind_its_token_is_listed_as_needing_it() {
         !kept.contains(&token),
         "the registry kept the token: {kept}"
     );
+}
+
+/// `loadlab ui --db FILE` of a file that is no store said "schema version 0, older than this
+/// loadlab's" (an empty file) or SQLite's bare "file is not a database" with "check the path
+/// and its permissions" (a text file): each is named for what it is, with the fix, and left
+/// as it was; `loadlab runs list` says the same of the text file (an empty one it makes a
+/// store, as it makes a missing one).
+#[test]
+fn a_file_that_is_no_store_is_named_with_the_fix() {
+    let dir = ScratchDir::new("store-ui-nostore");
+    let empty = dir.join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let text = dir.join("notes.txt");
+    std::fs::write(&text, "some notes\n").unwrap();
+    let said = |args: &[&str], db: &Path| {
+        let out = loadlab().args(args).arg("--db").arg(db).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let e = empty.display();
+    assert_eq!(
+        said(&["ui"], &empty),
+        format!(
+            "error: {e} is not a loadlab results store yet (an empty file), and is opened here \
+             to read only: `loadlab run --save --db {e} URL` makes it one, or give the store's \
+             file with --db\n"
+        )
+    );
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "left empty");
+    for args in [&["ui"][..], &["runs", "list"][..]] {
+        assert_eq!(
+            said(args, &text),
+            format!(
+                "error: {} is not a loadlab results store (not an SQLite file); it was left \
+                 untouched: give loadlab a file of its own with --db\n",
+                text.display()
+            ),
+            "{args:?}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&text).unwrap(), "some notes\n");
 }

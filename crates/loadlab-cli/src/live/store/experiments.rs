@@ -106,18 +106,27 @@ pub fn compare(store: &Store, q: &Query) -> Response<Body> {
             }
         }
     }
+    // A run not finished as its own page shows it (its intervals so far, not the header
+    // its row holds until it ends, which has none), and the comparison said to be not final.
     let mut runs = Vec::new();
+    let mut unfinished = Vec::new();
     for id in &ids {
-        match store.run(*id) {
-            Ok(s) => runs.push(s.result),
-            Err(e) => return shell::not_found(&format!("{e}")),
+        match super::runs::shown(store, *id) {
+            Ok((result, what)) => {
+                runs.push(result);
+                if let Some(what) = what {
+                    unfinished.push(format!("run {id} {what}"));
+                }
+            }
+            Err(e) => return shell::not_found(&e),
         }
     }
+    let caveat = (!unfinished.is_empty()).then(|| format!("Not final: {}.", unfinished.join("; ")));
     let (a, b) = (format!("run {}", ids[0].0), format!("run {}", ids[1].0));
     let rendered = two_arms((&a, &runs[..1]), (&b, &runs[1..]))
-        .and_then(|(arms, comparisons)| Ok(html_page(&arms, &comparisons, None)?));
+        .and_then(|(arms, comparisons)| Ok(html_page(&arms, &comparisons, caveat.as_deref())?));
     match rendered {
         Ok(html) => shell::report_page(html),
-        Err(e) => shell::not_found(&format!("runs {a} and {b} could not be compared: {e:#}")),
+        Err(e) => shell::not_found(&format!("{a} and {b} could not be compared: {e:#}")),
     }
 }

@@ -1,7 +1,7 @@
 //! Runs with a live page on this machine, for `loadlab ui` to list as live: a run with `--ui`
 //! writes a small file (its page's address, pid, the process's start, target and command,
-//! redacted as the store redacts them; with `--ui-token-file`, that file's name, never the
-//! token) into a directory of this user's (`$XDG_RUNTIME_DIR/
+//! redacted as the store redacts them; the results store it keeps its runs in, if any; with
+//! `--ui-token-file`, that file's name, never the token) into a directory of this user's (`$XDG_RUNTIME_DIR/
 //! loadlab-live`, else `loadlab-live-UID` in the temporary directory; mode 0700, refused when
 //! another user owns it or may read it) and removes it as it ends; a run that registers
 //! clears the entries of runs gone (killed, or left before their load started).
@@ -39,6 +39,11 @@ pub struct LiveRun {
     /// listing has no link that would answer 401: it names the file instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_file: Option<String>,
+    /// The results store the run keeps its runs in (`--save`, an experiment), as
+    /// [`store_key`] names it: `loadlab ui` of that store lists the run as its own, the
+    /// others as runs elsewhere on this machine. `None`: it keeps none, or did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 /// The entry of this process's run, removed when dropped.
@@ -71,10 +76,27 @@ fn private_dir(make: bool) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// A store's file as every process names it, wherever it was started and however the path
+/// was written (`./a.db`, a symbolic link): its canonical path, or, for a file not made yet,
+/// its directory's with its name.
+pub fn store_key(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let canonical = std::fs::canonicalize(&absolute).ok().or_else(|| {
+        let dir = std::fs::canonicalize(absolute.parent()?).ok()?;
+        Some(dir.join(absolute.file_name()?))
+    });
+    canonical.unwrap_or(absolute).display().to_string()
+}
+
 /// Registers the run whose page listens on `addr` (loopback only: a page elsewhere needs a
 /// token the listing could not give), with the file its token is in when it has one
-/// (`token_file`: named, not read). Best effort: `None` when it cannot be written.
-pub fn register(addr: SocketAddr, token_file: Option<&Path>) -> Option<Registration> {
+/// (`token_file`: named, not read) and the results store it keeps its runs in (`store`).
+/// Best effort: `None` when it cannot be written.
+pub fn register(
+    addr: SocketAddr,
+    token_file: Option<&Path>,
+    store: Option<&Path>,
+) -> Option<Registration> {
     if !addr.ip().is_loopback() {
         return None;
     }
@@ -104,6 +126,7 @@ pub fn register(addr: SocketAddr, token_file: Option<&Path>) -> Option<Registrat
                 .display()
                 .to_string()
         }),
+        store: store.map(store_key),
     };
     let path = dir.join(format!("{pid}.json"));
     let partial = dir.join(format!(".{pid}.json.partial"));
@@ -202,5 +225,23 @@ mod tests {
         assert!(me.is_some());
         assert_eq!(me, proc_start(std::process::id()));
         assert_eq!(proc_start(u32::MAX), None);
+    }
+
+    #[test]
+    fn a_store_is_named_alike_however_its_path_is_written() {
+        let dir = loadlab_testkit::ScratchDir::new("store-key");
+        let real = dir.join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("a.db"), b"").unwrap();
+        std::os::unix::fs::symlink(&real, dir.join("link")).unwrap();
+        let key = store_key(&real.join("a.db"));
+        assert_eq!(store_key(&dir.join("link/./a.db")), key);
+        assert_eq!(store_key(&dir.join("link/../real/a.db")), key);
+        // Not made yet (an experiment registers before it opens its store).
+        assert_eq!(
+            store_key(&dir.join("link/new.db")),
+            store_key(&real.join("new.db"))
+        );
+        assert!(store_key(&real.join("new.db")).ends_with("/real/new.db"));
     }
 }

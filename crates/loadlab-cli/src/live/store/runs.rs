@@ -1,10 +1,12 @@
-//! `loadlab ui`'s runs: `GET /` lists the runs live on this machine (the registry's), then
-//! the store's newest runs, filtered by `?tag=`, `?target=` (part of it), `?revision=` (its
-//! start), `?since=` and `?until=` (days, `YYYY-MM-DD`), from a GET form; a second form picks
-//! two runs to see side by side. A run being written into the store now (`--save`, by a
-//! process alive) is said to be running; one whose writer was killed, as killed (this page
-//! reads only: sealing it is for the commands that write). `GET /run/ID` is the run's page
-//! as the offline HTML report renders it (a running or killed one's: its intervals so far).
+//! `loadlab ui`'s runs: `GET /` lists the runs live on this machine (the registry's: first
+//! those keeping their runs in this store, then the others apart), then the store's newest
+//! runs, filtered by `?tag=`, `?target=` (part of it), `?revision=` (its start), `?since=`
+//! and `?until=` (days, `YYYY-MM-DD`), from a GET form; a second form picks two runs to see
+//! side by side. A run being written into the store now (`--save`, by a process alive) is
+//! said to be running, with its live page when it has one; one whose writer was killed, as
+//! killed (this page reads only: sealing it is for the commands that write). `GET /run/ID`
+//! is the run's page as the offline HTML report renders it (a running or killed one's: its
+//! intervals so far).
 
 use super::super::http::Body;
 use super::registry::{self, LiveRun};
@@ -12,6 +14,7 @@ use super::shell::{self, Query};
 use hyper::Response;
 use loadlab_report::html::escape_html;
 use loadlab_report::Exporter as _;
+use loadlab_result::RunResult;
 use loadlab_store::{Filter, RunId, RunRow, Store};
 use std::collections::HashMap;
 
@@ -51,7 +54,9 @@ pub fn index(store: &Store, q: &Query) -> Response<Body> {
         Ok(rows) => rows,
         Err(e) => return shell::not_found(&format!("the store could not be read: {e}")),
     };
-    let mut body = live_section(&registry::live_runs());
+    let going = going(store);
+    let live = registry::live_runs();
+    let mut body = live_sections(store, q, &live, &going);
     body.push_str(&format!(
         "<form method=\"get\" action=\"/\">{}",
         q.hidden_token()
@@ -77,14 +82,18 @@ pub fn index(store: &Store, q: &Query) -> Response<Body> {
         n => format!("{n} runs."),
     };
     body.push_str(&format!("<p class=\"hint\">{shown}</p>\n"));
-    let going = going(store);
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let mut cells = run_cells(q, r);
-            if let (Some(&(n, alive)), Some(status)) = (going.get(&r.id), cells.last_mut()) {
-                *status = if alive {
-                    format!("<strong>running now</strong>: {n} intervals so far")
+            if let (Some(g), Some(status)) = (going.get(&r.id), cells.last_mut()) {
+                let n = g.intervals;
+                *status = if g.alive {
+                    let page = live.iter().find(|l| l.pid == g.pid);
+                    format!(
+                        "<strong>running now</strong>: {n} intervals so far{}",
+                        page.map_or(String::new(), |l| format!("; live page: {}", page_cell(l)))
+                    )
                 } else {
                     // Shown as it is: the page does not seal it (it only reads the store).
                     format!(
@@ -139,56 +148,106 @@ pub fn run_cells(q: &Query, r: &RunRow) -> Vec<String> {
     ]
 }
 
-/// The runs going on now, each linked to its own page (on loopback: the registry keeps no
-/// other); a page that needs its token (`--ui-token-file`) is not linked (the link would
-/// answer 401: the registry does not keep the token), and its file is named instead.
-fn live_section(live: &[LiveRun]) -> String {
-    if live.is_empty() {
-        return String::new();
+/// A live run's page, linked (on loopback: the registry keeps no other); a page that needs
+/// its token (`--ui-token-file`) is not linked (the link would answer 401: the registry does
+/// not keep the token), and its file is named instead.
+fn page_cell(r: &LiveRun) -> String {
+    let url = escape_html(&format!("http://{}/", r.addr));
+    match &r.token_file {
+        None => format!("<a href=\"{url}\">{url}</a>"),
+        Some(file) => format!(
+            "{url} needs its token: open {url}?token=TOKEN, with the token in <code>{}</code>",
+            escape_html(file)
+        ),
     }
-    let rows: Vec<Vec<String>> = live
+}
+
+/// The runs going on now, in two sections: those keeping their runs in this store (named
+/// so in their entry, or writing one of its runs now), with their run here when it has
+/// begun; then the other runs live on this machine, with the store each keeps its runs in.
+/// A person looking at one store sees its runs first, and the others as what they are.
+fn live_sections(
+    store: &Store,
+    q: &Query,
+    live: &[LiveRun],
+    going: &HashMap<RunId, Going>,
+) -> String {
+    let here = registry::store_key(store.path());
+    let writing = |r: &LiveRun| {
+        let mut runs: Vec<RunId> = going
+            .iter()
+            .filter(|(_, g)| g.alive && g.pid == r.pid)
+            .map(|(id, _)| *id)
+            .collect();
+        runs.sort();
+        runs
+    };
+    let (ours, others): (Vec<&LiveRun>, Vec<&LiveRun>) = live
         .iter()
-        .map(|r| {
-            let url = format!("http://{}/", r.addr);
-            let page = match &r.token_file {
-                None => format!("<a href=\"{url}\">{url}</a>", url = escape_html(&url)),
-                Some(file) => format!(
-                    "{url} needs its token: open {url}?token=TOKEN, with the token in \
-                     <code>{file}</code>",
-                    url = escape_html(&url),
-                    file = escape_html(file)
-                ),
-            };
-            vec![
-                page,
-                escape_html(&r.started_at),
-                escape_html(&r.target),
-                r.pid.to_string(),
-                format!("<code>{}</code>", escape_html(&r.command)),
-            ]
-        })
-        .collect();
-    format!(
-        "<section class=\"live\"><h2>Live now</h2>\n{}</section>\n",
-        shell::table(&["page", "started", "target", "pid", "command"], &rows)
-    )
+        .partition(|r| r.store.as_deref() == Some(here.as_str()) || !writing(r).is_empty());
+    let cells = |r: &LiveRun, last: String| {
+        vec![
+            page_cell(r),
+            escape_html(&r.started_at),
+            escape_html(&r.target),
+            r.pid.to_string(),
+            format!("<code>{}</code>", escape_html(&r.command)),
+            last,
+        ]
+    };
+    let columns = |last| ["page", "started", "target", "pid", "command", last];
+    let mut out = String::new();
+    if !ours.is_empty() {
+        let rows: Vec<Vec<String>> = ours
+            .iter()
+            .map(|r| {
+                let runs = writing(r);
+                let row = match runs.as_slice() {
+                    [] => "no run here yet: listed below once its load starts".to_string(),
+                    ids => {
+                        let ids: Vec<String> = ids
+                            .iter()
+                            .map(|id| {
+                                let href = q.href(&format!("/run/{id}"), &[]);
+                                format!("<a href=\"{href}\">run {id}</a>")
+                            })
+                            .collect();
+                        format!("{}, being written", ids.join(", "))
+                    }
+                };
+                cells(r, row)
+            })
+            .collect();
+        out.push_str(&format!(
+            "<section class=\"live\"><h2>Live now, saving to this store</h2>\n{}</section>\n",
+            shell::table(&columns("in this store"), &rows)
+        ));
+    }
+    if !others.is_empty() {
+        let rows: Vec<Vec<String>> = others
+            .iter()
+            .map(|r| {
+                let kept = r.store.as_deref().map_or("–".to_string(), |s| {
+                    format!("<code>{}</code>", escape_html(s))
+                });
+                cells(r, kept)
+            })
+            .collect();
+        out.push_str(&format!(
+            "<section class=\"live\"><h2>Other runs live on this machine</h2>\n\
+             <p class=\"hint\">Not saving to this store: their runs are kept in the store \
+             named, or in none (–).</p>\n{}</section>\n",
+            shell::table(&columns("saving to"), &rows)
+        ));
+    }
+    out
 }
 
 /// The run's page: the offline HTML report of its stored result.
 pub fn run_page(store: &Store, id: RunId) -> Response<Body> {
-    let stored = match store.run(id) {
-        Ok(s) => s,
-        Err(e) => return shell::not_found(&format!("{e}")),
-    };
-    // A run still being written (`--save` streams it), or killed while it was and not yet
-    // sealed: its intervals so far, merged as a killed run's are (read only: nothing is
-    // sealed).
-    let result = match going(store).contains_key(&id) {
-        true => match loadlab_session::spill::stored::recover_run(store, id) {
-            Ok(so_far) => so_far,
-            Err(e) => return shell::not_found(&format!("run {id} is not finished: {e:#}")),
-        },
-        false => stored.result,
+    let result = match shown(store, id) {
+        Ok((result, _)) => result,
+        Err(e) => return shell::not_found(&e),
     };
     let mut page = Vec::new();
     if let Err(e) = loadlab_report::HtmlExporter.export(&result, &mut page) {
@@ -197,16 +256,51 @@ pub fn run_page(store: &Store, id: RunId) -> Response<Body> {
     shell::report_page(page)
 }
 
-/// The runs streamed into the store and not finished, with the number of intervals they
-/// wrote and whether their writer is alive (not: killed while it wrote, not yet sealed).
-fn going(store: &Store) -> HashMap<RunId, (u64, bool)> {
+/// A run as the pages show it, and, for one not finished, what it is: its stored result; a
+/// run still being written (`--save` streams it), or killed while it was and not yet sealed,
+/// has only its header stored (no interval): its intervals so far, merged as a killed run's
+/// are (read only: nothing is sealed). The error names the run.
+pub fn shown(store: &Store, id: RunId) -> Result<(RunResult, Option<&'static str>), String> {
+    let stored = store.run(id).map_err(|e| e.to_string())?;
+    match going(store).get(&id) {
+        None => Ok((stored.result, None)),
+        Some(g) => match loadlab_session::spill::stored::recover_run(store, id) {
+            Ok(so_far) => Ok((
+                so_far,
+                Some(match g.alive {
+                    true => "is still being written (its intervals so far)",
+                    false => "was killed while it was written (the intervals it wrote)",
+                }),
+            )),
+            Err(e) => Err(format!("run {id} is not finished: {e:#}")),
+        },
+    }
+}
+
+/// A run streamed into the store and not finished.
+struct Going {
+    /// The intervals it wrote so far.
+    intervals: u64,
+    /// Whether its writer is alive (not: killed while it wrote, not yet sealed).
+    alive: bool,
+    /// Its writer's process, as the live runs' entries name theirs.
+    pid: u32,
+}
+
+/// The runs streamed into the store and not finished.
+fn going(store: &Store) -> HashMap<RunId, Going> {
     store
         .open_streams()
         .unwrap_or_default()
         .into_iter()
         .map(|s| {
             let alive = loadlab_session::spill::stored::writer_alive(&s.writer);
-            (s.run, (s.intervals, alive))
+            let going = Going {
+                intervals: s.intervals,
+                alive,
+                pid: s.writer.pid,
+            };
+            (s.run, going)
         })
         .collect()
 }
