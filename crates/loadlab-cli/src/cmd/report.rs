@@ -217,6 +217,7 @@ pub fn html_page(
                 columns,
                 rows,
                 notes,
+                links: Vec::new(),
             }
         })
         .collect();

@@ -73,6 +73,10 @@ pub struct Section {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
     pub notes: Vec<String>,
+    /// Each row's link, by row (shorter than `rows`, or `None`, for rows without one): its
+    /// first cell is made a link to this page of the same site (a path beginning with one
+    /// `/`, such as `loadlab ui`'s `/run/42`; anything else is left as text).
+    pub links: Vec<Option<String>>,
 }
 
 /// [`render_runs`] with sections of the caller's above the charts.

@@ -242,7 +242,8 @@ fn table(t: &Table, out: &mut dyn Write, figures: bool) -> io::Result<()> {
     out.write_all(b"</tbody></table></div></section>\n")
 }
 
-/// A section the caller supplies (a comparison): every cell and note is escaped here.
+/// A section the caller supplies (a comparison): every cell and note is escaped here, and a
+/// row's link kept only when it is a path of this site.
 fn extra_section(section: &super::Section, out: &mut dyn Write) -> io::Result<()> {
     write!(
         out,
@@ -253,10 +254,23 @@ fn extra_section(section: &super::Section, out: &mut dyn Write) -> io::Result<()
         write!(out, "<th>{}</th>", escape_html(c))?;
     }
     out.write_all(b"</tr></thead><tbody>\n")?;
-    for row in &section.rows {
+    for (i, row) in section.rows.iter().enumerate() {
         out.write_all(b"<tr>")?;
-        for cell in row {
-            write!(out, "<td>{}</td>", escape_html(cell))?;
+        let link = section
+            .links
+            .get(i)
+            .and_then(Option::as_deref)
+            .filter(|l| l.starts_with('/') && !l.starts_with("//"));
+        for (j, cell) in row.iter().enumerate() {
+            match link.filter(|_| j == 0) {
+                Some(href) => write!(
+                    out,
+                    "<td><a href=\"{}\">{}</a></td>",
+                    escape_html(href),
+                    escape_html(cell)
+                )?,
+                None => write!(out, "<td>{}</td>", escape_html(cell))?,
+            }
         }
         out.write_all(b"</tr>\n")?;
     }
@@ -334,5 +348,34 @@ mod tests {
         assert!(!safe.contains('\u{2028}'));
         let back: String = serde_json::from_str(&safe).unwrap();
         assert_eq!(back, "</script><!-- \u{2028} & ]]>");
+    }
+    /// A section's row links: a path of this site, escaped; any other (a script URL,
+    /// another site) left out, its cell text.
+    #[test]
+    fn a_sections_links_are_paths_of_this_site_only() {
+        let section = super::super::Section {
+            title: "t".into(),
+            columns: vec!["#".into(), "v".into()],
+            rows: ["1", "2", "3", "<4>"]
+                .iter()
+                .map(|c| vec![c.to_string(), "x".into()])
+                .collect(),
+            notes: Vec::new(),
+            links: vec![
+                Some("/run/7?token=a&b=\"".into()),
+                Some("javascript:alert(1)".into()),
+                Some("//evil.test/".into()),
+            ],
+        };
+        let mut out = Vec::new();
+        extra_section(&section, &mut out).unwrap();
+        let html = String::from_utf8(out).unwrap();
+        assert!(
+            html.contains("<td><a href=\"/run/7?token=a&amp;b=&quot;\">1</a></td>"),
+            "{html}"
+        );
+        assert!(html.contains("<td>2</td>") && html.contains("<td>3</td>"));
+        assert!(html.contains("<td>&lt;4&gt;</td>"));
+        assert_eq!(html.matches("<a ").count(), 1, "{html}");
     }
 }

@@ -302,6 +302,7 @@ fn reports_draw_in_a_real_browser() {
         columns: vec!["offered/s".into(), "verdict".into()],
         rows: vec![vec!["500".into(), "held".into()]],
         notes: vec!["capacity 500/s".into()],
+        links: Vec::new(),
     };
     let mut page = Vec::new();
     html::render_curve_report(&[("500/s (held)", &open)], &[section], &curve, &mut page).unwrap();
