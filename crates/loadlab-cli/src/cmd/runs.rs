@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
-#[command(about = "Runs kept in the results store: list, show, delete, export")]
+#[command(about = "Runs kept in the results store: list, show, delete, export; capacity searches")]
 pub struct RunsArgs {
     #[command(flatten)]
     pub store: crate::cmd::store_args::DbArgs,
@@ -55,6 +55,9 @@ pub enum RunsCommand {
         #[arg(long)]
         intervals: bool,
     },
+    /// Capacity searches and sweeps: the newest, or one (ID) as `loadlab capacity` printed
+    /// it, or its document (ID --json).
+    Capacity(crate::cmd::capacity::StoredArgs),
 }
 
 /// The store's file: `--db`, else `$LOADLAB_DB`, else `loadlab.db` in the working directory.
@@ -504,6 +507,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<ExitCode> {
                 None => print!("{text}"),
             }
         }
+        RunsCommand::Capacity(args) => crate::cmd::capacity::stored::run(&store, args)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,9 @@
 //!
 //! Layout: `args` the flags; `prepare` everything checked and started before the first
 //! probe; `printer` each probe printed and kept as it ends; `live` the live page's view of
-//! the search; `report` the HTML or Markdown report; `vary` what a search varies.
+//! the search; `report` the HTML or Markdown report (and `loadlab ui`'s page of a kept one);
+//! `stored` the search kept in the store, and `loadlab runs capacity`; `vary` what a search
+//! varies.
 
 use crate::cmd::run::flags_named;
 use crate::output::write_atomically;
@@ -21,12 +23,14 @@ mod args;
 mod live;
 mod prepare;
 mod printer;
-mod report;
+pub(crate) mod report;
+pub(crate) mod stored;
 mod vary;
 pub use args::{CapacityArgs, ProbeArgs, SweepArgs};
 use prepare::{prepare, Prepared};
 use printer::Printer;
 use report::write_report;
+pub use stored::StoredArgs;
 
 pub fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
     let variable = args
@@ -156,9 +160,11 @@ fn finish(
         eprintln!("warning: {e}");
     }
     print!("{}", report.text());
+    // The document as the store keeps it (redacted as a run's result is): --json writes the
+    // same bytes, so the kept search exports to exactly them.
+    let document = loadlab_store::capacity::document_text(&report)?;
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&report)? + "\n";
-        write_atomically(path, json.as_bytes())
+        write_atomically(path, document.as_bytes())
             .with_context(|| format!("--json: cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.report {
@@ -167,10 +173,15 @@ fn finish(
             eprintln!("report written to {}", path.display());
         }
     }
-    if let (Some(_), false) = (&store, args.quiet) {
-        eprintln!(
-            "probes kept in the store under tag {tag} (loadlab runs list; loadlab report {tag}@all)"
-        );
+    if let Some(store) = &store {
+        match store.save_capacity(&report, &stored::meta(&report, &tag)) {
+            Ok(id) if !args.quiet => eprintln!(
+                "kept in the store as {} {id} (loadlab runs capacity {id}; loadlab ui), its                  probes under tag {tag} (loadlab report {tag}@all)",
+                report.kind
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!("warning: the {} was not kept in the store: {e}", report.kind),
+        }
     }
     Ok(exit_code(&report))
 }

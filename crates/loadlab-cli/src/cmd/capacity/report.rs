@@ -29,55 +29,14 @@ pub(super) fn write_report(
     report: &CapacityReport,
     results: &[(ProbeRecord, RunResult)],
 ) -> anyhow::Result<()> {
-    let (columns, rows) = report.table();
-    let title = if report.kind == "capacity" {
-        format!("Capacity of {}", report.url)
-    } else {
-        format!("Sweep of {}", report.url)
-    };
-    let mut notes = vec![report.verdict.clone()];
-    notes.push(format!(
-        "Objectives: {}. Each probe warmed up {:.1} s, then measured {:.1} s.",
-        report.objectives.join(", "),
-        report.warmup_s,
-        report.probe_s
-    ));
-    let section = Section {
-        title,
-        columns,
-        rows,
-        notes,
-    };
-    let shown = shown_runs(report, results);
-    let labelled: Vec<(&str, &RunResult)> = shown.iter().map(|(l, r)| (l.as_str(), *r)).collect();
-    let mut out = Vec::new();
-    match report_kind(path)? {
-        ReportKind::Html => {
-            let mut sorted: Vec<&ProbeRecord> = report.probes.iter().collect();
-            sorted.sort_by(|a, b| a.load().total_cmp(&b.load()));
-            let curve = Curve {
-                load_label: if report.closed_loop() {
-                    "connections".into()
-                } else {
-                    "offered requests/s".into()
-                },
-                open_loop: !report.closed_loop(),
-                load: sorted.iter().map(|p| p.load()).collect(),
-                achieved_per_s: sorted.iter().map(|p| p.measure.achieved_per_s).collect(),
-                p50_us: sorted.iter().map(|p| p.measure.p50_us).collect(),
-                p99_us: sorted.iter().map(|p| p.measure.p99_us).collect(),
-                held: sorted.iter().map(|p| p.judgment.pass).collect(),
-                marker: match (&report.finding, &report.knee) {
-                    (Some(loadlab_capacity::Finding::Capacity { estimate, .. }), _) => {
-                        Some(("capacity".into(), *estimate))
-                    }
-                    (_, Some(k)) => Some(("knee".into(), k.load)),
-                    _ => None,
-                },
-            };
-            html::render_curve_report(&labelled, &[section], &curve, &mut out)?;
-        }
+    let out = match report_kind(path)? {
+        ReportKind::Html => html_page(report, results, Vec::new())?,
         ReportKind::Markdown => {
+            let section = section(report, Vec::new());
+            let shown = shown_runs(report, results);
+            let labelled: Vec<(&str, &RunResult)> =
+                shown.iter().map(|(l, r)| (l.as_str(), *r)).collect();
+            let mut out = Vec::new();
             let md = |s: &str| s.replace('|', "\\|");
             out.extend(format!("# {}\n\n", md(&section.title)).into_bytes());
             out.extend(format!("| {} |\n", section.columns.join(" | ")).into_bytes());
@@ -91,10 +50,75 @@ pub(super) fn write_report(
                 out.extend(format!("{}\n\n", md(n)).into_bytes());
             }
             loadlab_report::markdown::render_runs(&labelled, &mut out)?;
+            out
         }
-    }
+    };
     write_atomically(path, &out)
         .with_context(|| format!("--report: cannot write {}", path.display()))
+}
+
+/// The HTML report of a search or sweep: `--report FILE.html`'s page, and `loadlab ui`'s
+/// page of a stored one (the one renderer of both), `links` each probe's row's link (the
+/// ui's to the probe's run page; none in a file).
+pub(crate) fn html_page(
+    report: &CapacityReport,
+    results: &[(ProbeRecord, RunResult)],
+    links: Vec<Option<String>>,
+) -> std::io::Result<Vec<u8>> {
+    let section = section(report, links);
+    let shown = shown_runs(report, results);
+    let labelled: Vec<(&str, &RunResult)> = shown.iter().map(|(l, r)| (l.as_str(), *r)).collect();
+    let mut sorted: Vec<&ProbeRecord> = report.probes.iter().collect();
+    sorted.sort_by(|a, b| a.load().total_cmp(&b.load()));
+    let curve = Curve {
+        load_label: if report.closed_loop() {
+            "connections".into()
+        } else {
+            "offered requests/s".into()
+        },
+        open_loop: !report.closed_loop(),
+        load: sorted.iter().map(|p| p.load()).collect(),
+        achieved_per_s: sorted.iter().map(|p| p.measure.achieved_per_s).collect(),
+        p50_us: sorted.iter().map(|p| p.measure.p50_us).collect(),
+        p99_us: sorted.iter().map(|p| p.measure.p99_us).collect(),
+        held: sorted.iter().map(|p| p.judgment.pass).collect(),
+        marker: match (&report.finding, &report.knee) {
+            (Some(loadlab_capacity::Finding::Capacity { estimate, .. }), _) => {
+                Some(("capacity".into(), *estimate))
+            }
+            (_, Some(k)) => Some(("knee".into(), k.load)),
+            _ => None,
+        },
+    };
+    let mut out = Vec::new();
+    html::render_curve_report(&labelled, &[section], &curve, &mut out)?;
+    Ok(out)
+}
+
+/// The probes' table, titled, with the verdict and the objectives as its notes.
+fn section(report: &CapacityReport, links: Vec<Option<String>>) -> Section {
+    let (columns, rows) = report.table();
+    let title = if report.kind == "capacity" {
+        format!("Capacity of {}", report.url)
+    } else {
+        format!("Sweep of {}", report.url)
+    };
+    let notes = vec![
+        report.verdict.clone(),
+        format!(
+            "Objectives: {}. Each probe warmed up {:.1} s, then measured {:.1} s.",
+            report.objectives.join(", "),
+            report.warmup_s,
+            report.probe_s
+        ),
+    ];
+    Section {
+        title,
+        columns,
+        rows,
+        notes,
+        links,
+    }
 }
 
 fn shown_runs<'a>(

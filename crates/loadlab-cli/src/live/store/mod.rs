@@ -1,13 +1,15 @@
 //! `loadlab ui [--db FILE]`: the results store in a browser, read-only (docs/live.md). The
 //! pages: the runs (filtered) with the runs live on this machine, a run's page, the
 //! experiments and each one's report, two runs side by side, the histories and each one's
-//! page, and the capacity searches' probes. Pages of runs, experiments and histories are the
-//! report crate's, under its own policy: a run looks the same here, on its live page and in
-//! its offline report. Same Host and token rules as the live page.
+//! page, and the capacity searches and each one's report. Pages of runs, experiments,
+//! histories and capacity searches are the report crate's, under its own policy: a run looks
+//! the same here, on its live page and in its offline report. Same Host and token rules as
+//! the live page.
 //!
 //! Layout: `shell` the frame of the lists and the query; `runs` the run list and a run's
 //! page; `experiments` experiments and two runs side by side; `history` the histories;
-//! `capacity` the probes; `registry` the live runs' entries (written by `--ui`, read here).
+//! `capacity` the capacity searches; `registry` the live runs' entries (written by `--ui`,
+//! read here).
 //! It must not write to the store (it opens it read-only), and must not put a stored string
 //! into a page unescaped.
 
@@ -23,7 +25,7 @@ use crate::cmd::store_args::DbArgs;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use loadlab_store::{ExperimentId, RunId, Store};
+use loadlab_store::{CapacityId, ExperimentId, RunId, Store};
 use shell::Query;
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -33,7 +35,7 @@ use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    about = "The results store in a browser, read-only: runs, experiments, histories, capacity probes, live runs",
+    about = "The results store in a browser, read-only: runs, experiments, histories, capacity searches, live runs",
     after_help = "Example:\n  loadlab ui --db loadlab.db   (then open the printed address)"
 )]
 pub struct UiArgs {
@@ -129,11 +131,14 @@ fn route(store: &Store, path: &str, q: &Query) -> Response<Body> {
         "/histories" => history::list(store, q),
         "/history" => history::page(store, q),
         "/capacity" => capacity::list(store, q),
-        _ => match (id("/run/"), id("/experiment/")) {
-            (Some(Ok(id)), _) => runs::run_page(store, RunId(id)),
-            (_, Some(Ok(id))) => experiments::page(store, ExperimentId(id)),
-            (Some(Err(_)), _) | (_, Some(Err(_))) => {
-                shell::bad_request("a run's or experiment's id is a number: /run/42")
+        _ => match (id("/run/"), id("/experiment/"), id("/capacity/")) {
+            (Some(Ok(id)), _, _) => runs::run_page(store, RunId(id)),
+            (_, Some(Ok(id)), _) => experiments::page(store, ExperimentId(id)),
+            (_, _, Some(Ok(id))) => capacity::page(store, CapacityId(id), q),
+            (Some(Err(_)), _, _) | (_, Some(Err(_)), _) | (_, _, Some(Err(_))) => {
+                shell::bad_request(
+                    "a run's, experiment's or capacity search's id is a number: /run/42",
+                )
             }
             _ => plain(
                 StatusCode::NOT_FOUND,

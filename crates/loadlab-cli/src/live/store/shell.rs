@@ -54,6 +54,12 @@ impl Query {
     /// A link to `path` with `params` (and the token, when the page has one), escaped for
     /// an attribute.
     pub fn href(&self, path: &str, params: &[(&str, &str)]) -> String {
+        escape_html(&self.url(path, params))
+    }
+
+    /// [`Query::href`]'s link unescaped, for a renderer that escapes what it is given (the
+    /// report's).
+    pub fn url(&self, path: &str, params: &[(&str, &str)]) -> String {
         let mut q = url::form_urlencoded::Serializer::new(String::new());
         for (k, v) in params {
             q.append_pair(k, v);
@@ -62,12 +68,11 @@ impl Query {
             q.append_pair("token", t);
         }
         let q = q.finish();
-        let url = if q.is_empty() {
+        if q.is_empty() {
             path.to_string()
         } else {
             format!("{path}?{q}")
-        };
-        escape_html(&url)
+        }
     }
 
     /// The token as a form's hidden field, so a GET form keeps it.
