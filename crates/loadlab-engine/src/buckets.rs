@@ -1,6 +1,6 @@
 //! A thread's traffic on the run's clock, in buckets of [`BUCKET`]: bytes, completions,
-//! failures (and a gRPC run's stream messages) by when they happened, for the timeline's
-//! counts and the busiest second. Plain data and arithmetic: no clock is read here, the
+//! failures (and a gRPC run's stream messages, an open loop's lateness) by when they
+//! happened, for the timeline's counts and the busiest second. Plain data and arithmetic: no clock is read here, the
 //! caller says when.
 
 use std::time::Duration;
@@ -16,6 +16,12 @@ pub struct Bucket {
     pub bytes_received: u64,
     pub completed: u64,
     pub failed: u64,
+    /// Open loop: of the requests completed here, those noticed more than
+    /// [`crate::verdicts::LATE_SCHEDULER_P99_US`] after they were due.
+    pub late: u32,
+    /// Open loop: the most any request completed here waited, once due, to be noticed (µs;
+    /// 32 bits keep the bucket at 40 bytes and hold 71 minutes).
+    pub lag_max_us: u32,
 }
 
 /// Failures by class: `(ErrorClass index, count)`, only the classes that occurred (so at
@@ -47,7 +53,7 @@ pub struct Timeline {
     buckets: Vec<Bucket>,
     first: usize,
     /// Failures by class as `(bucket index, class, count)`, in bucket order: apart from the
-    /// buckets (which are `Copy` and 32 bytes) because most buckets of most runs have none,
+    /// buckets (which are `Copy` and 40 bytes) because most buckets of most runs have none,
     /// and a class array in each would be ten times their size.
     failures: Vec<(usize, u8, u64)>,
     /// A gRPC run's stream messages as `(bucket index, [sent, received])`, in bucket order:
@@ -214,6 +220,26 @@ impl Bucket {
         self.bytes_received += other.bytes_received;
         self.completed += other.completed;
         self.failed += other.failed;
+        self.late = self.late.saturating_add(other.late);
+        self.lag_max_us = self.lag_max_us.max(other.lag_max_us);
+    }
+
+    /// A request completed in this bucket was noticed `lag` after it was due (the same
+    /// moment the phase's scheduler lag records).
+    #[inline]
+    pub fn noticed(&mut self, lag: Duration) {
+        let us = u32::try_from(lag.as_micros()).unwrap_or(u32::MAX);
+        self.lag_max_us = self.lag_max_us.max(us);
+        if lag.as_nanos() > (crate::verdicts::LATE_SCHEDULER_P99_US * 1_000.0) as u128 {
+            self.late = self.late.saturating_add(1);
+        }
+    }
+
+    /// `buckets`' lateness: late requests summed, the worst lag (µs).
+    pub fn lateness(buckets: &[Bucket]) -> (u64, u32) {
+        buckets.iter().fold((0, 0), |(late, most), b| {
+            (late + u64::from(b.late), most.max(b.lag_max_us))
+        })
     }
 }
 

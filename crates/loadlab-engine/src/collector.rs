@@ -12,7 +12,7 @@ use crate::stats::{add_classes, add_messages, Bucket, ClassCounts};
 use crate::timeline::{IntervalCounts, TrafficLog};
 use crate::totals::Totals;
 use hdrhistogram::Histogram;
-use loadlab_result::{new_histogram, IntervalSummary, RunResult};
+use loadlab_result::{new_histogram, IntervalHealth, IntervalSummary, RunResult};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -70,6 +70,9 @@ pub struct Batch {
     /// A gRPC run's stream messages `[sent, received]`, by interval index (only intervals
     /// that had some).
     pub messages: Vec<(usize, [u64; 2])>,
+    /// The thread's CPU seconds by interval index (see `engine::feed`): the intervals this
+    /// batch closes.
+    pub cpu: Vec<(usize, f64)>,
     /// The thread's last batch: how long the run had lasted when it ended.
     pub ended: Option<Duration>,
 }
@@ -97,6 +100,8 @@ struct Pending {
     buckets: Vec<Bucket>,
     failures: ClassCounts,
     messages: Option<[u64; 2]>,
+    /// The threads' CPU seconds: summed, and the most of one thread.
+    cpu: Option<(f64, f64)>,
 }
 
 pub struct Collector {
@@ -166,6 +171,11 @@ impl Collector {
             let slot = &mut self.slot(index).messages;
             add_messages(slot.get_or_insert([0, 0]), &messages);
         }
+        for (index, cpu_s) in batch.cpu {
+            let (sum, most) = self.slot(index).cpu.get_or_insert((0.0, 0.0));
+            *sum += cpu_s;
+            *most = most.max(cpu_s);
+        }
         if let Some(ended) = batch.ended {
             self.ended = Some(self.ended.map_or(ended, |e| e.max(ended)));
         }
@@ -221,6 +231,7 @@ impl Collector {
                 summary.messages = Some(crate::timeline::step_messages(m));
                 self.traffic.keep_messages(i, m);
             }
+            summary.generator = p.cpu.map(|cpu| health(&summary, cpu, &p.buckets));
             self.next += 1;
             if let Err(e) = self.totals.add(&summary) {
                 self.report.error.get_or_insert(e);
@@ -232,6 +243,24 @@ impl Collector {
                 }
             }
         }
+    }
+}
+
+/// Interval `summary`'s generator health: its threads' CPU `(summed, most of one)` and the
+/// lateness its `buckets` counted (an open loop's: it has an offered rate).
+fn health(
+    summary: &IntervalSummary,
+    (cpu_s, most): (f64, f64),
+    buckets: &[Bucket],
+) -> IntervalHealth {
+    let (late, lag_max_us) = Bucket::lateness(buckets);
+    let open = summary.offered_per_s.is_some() && summary.completed > 0;
+    IntervalHealth {
+        cpu_s,
+        // A hand-over late by a bucket can bill a thread a little more than the interval.
+        busiest_thread: (most / summary.duration_s.max(1e-6)).min(1.0),
+        lag_max_us: open.then_some(f64::from(lag_max_us)),
+        late,
     }
 }
 

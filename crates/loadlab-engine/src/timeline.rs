@@ -144,6 +144,7 @@ pub fn interval_summary(
         server: None,
         errors: BTreeMap::new(),
         messages: None,
+        generator: None,
     }
 }
 

@@ -226,6 +226,7 @@ mod tests {
             server: None,
             errors: Default::default(),
             messages: None,
+            generator: None,
         }
     }
 

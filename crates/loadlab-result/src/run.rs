@@ -251,6 +251,58 @@ pub struct IntervalSummary {
     /// and in documents made before intervals kept them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<crate::scenario::StepMessages>,
+    /// The generator's own health in this interval (its worker threads' CPU, how late it
+    /// noticed due requests), so that a fleet's page shows each generator's as the run goes.
+    /// Absent in intervals not streamed as the run went (a run with no store, page or
+    /// coordinator keeps its timeline to the end), from an older agent, and in documents
+    /// made before intervals kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<IntervalHealth>,
+}
+
+/// A generator's health over one interval: the per-interval counterpart of
+/// [`GeneratorHealth`]'s `thread_busy` and of the measured phase's `scheduler_lag_us`, from
+/// the same measurements. A merge (a fleet's shards, downsampling, repetitions) keeps each
+/// figure exact: CPU seconds and late requests are summed, the busiest thread and the worst
+/// lag are the most of any part's; nothing is averaged, so one late generator is never
+/// diluted by punctual ones (each generator's own stays in its row, and in its result).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IntervalHealth {
+    /// CPU seconds (user and system) of the worker threads between the interval's two
+    /// hand-overs, busy-polling's idle spins left out (summed over threads and generators):
+    /// over `duration_s`, the cores the load used.
+    pub cpu_s: f64,
+    /// The busiest worker thread's CPU over the interval's length (0 to 1; near 1 that thread
+    /// was the limit): the most of any thread.
+    pub busiest_thread: f64,
+    /// Open loop: the most any request completed in this interval had waited, once due,
+    /// before the generator noticed it (its scheduler lag), microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_max_us: Option<f64>,
+    /// Open loop: requests completed in this interval that the generator noticed more than
+    /// 1 ms after they were due (the late-generator verdict's threshold); more than 1% of
+    /// `completed` means the interval's scheduler lag p99 was over 1 ms.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub late: u64,
+}
+
+impl IntervalHealth {
+    /// `a` and `b` over the same time merged (see the type), `None` only when neither was
+    /// measured.
+    pub fn merge(a: Option<IntervalHealth>, b: Option<IntervalHealth>) -> Option<IntervalHealth> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(IntervalHealth {
+                cpu_s: a.cpu_s + b.cpu_s,
+                busiest_thread: a.busiest_thread.max(b.busiest_thread),
+                lag_max_us: match (a.lag_max_us, b.lag_max_us) {
+                    (Some(x), Some(y)) => Some(x.max(y)),
+                    (x, y) => x.or(y),
+                },
+                late: a.late + b.late,
+            }),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 impl IntervalSummary {

@@ -1,7 +1,9 @@
 // The part of loadlab's live page for a command of many runs (capacity, sweep, experiment):
 // its plan, a row per step (a probe judged, a run started or finished), what the steps say
 // so far (marked "not final" until the command ends) and a fleet's generators, each as a
-// row. It follows live.js's stream (window.__live.source). Every string (an arm's label, a
+// row with its own health in its last interval (CPU, lateness, and the verdict they make by
+// the result's thresholds, given in the page's config). It follows live.js's stream
+// (window.__live.source). Every string (an arm's label, a
 // probe's reason, a server's error) is set as text (textContent), never as markup.
 "use strict";
 (function () {
@@ -10,6 +12,7 @@
   var num = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 4 });
   var whole = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
   var names = [];
+  var cfg = JSON.parse(document.getElementById("live").textContent);
   live.steps = 0;
 
   function el(tag, text, cls) {
@@ -58,16 +61,34 @@
     byId("sofar-final").className = s.final ? "final" : "notfinal";
     byId("sofar-text").textContent = s.text;
   }
+  // A generator's health in one interval (IntervalHealth): its cells and its verdict, by
+  // the thresholds of the result's own verdicts (a thread this busy; more than 1% of the
+  // requests noticed late is a lag p99 over the late threshold).
+  function health(last) {
+    var h = last.generator;
+    if (!h) return { cells: ["–", "–", "–"], verdict: "–", cls: "" };
+    var secs = Math.max(last.duration_s, 1e-9);
+    var open = h.lag_max_us != null;
+    var late = h.late || 0;
+    var lateShare = late / Math.max(last.completed, 1);
+    var cells = [num.format(h.cpu_s / secs), whole.format(h.busiest_thread * 100) + "%",
+      open ? whole.format(late) + (late ? " (" + num.format(lateShare * 100) + "%)" : "") + ", worst " + latency(h.lag_max_us) : "–"];
+    var why = [];
+    if (h.busiest_thread >= cfg.busy) why.push("saturated");
+    if (open && lateShare > 0.01 && late >= cfg.min_late) why.push("late");
+    return { cells: cells, verdict: why.length ? why.join(", ") : "ok", cls: why.length ? "fail" : "pass" };
+  }
   function showPart(part, last, name) {
     byId("fleet").hidden = false;
     var body = byId("parts-body");
     var key = String(part);
-    var tr = el("tr");
-    tr.dataset.part = key;
     var secs = Math.max(last.duration_s, 1e-9);
+    var h = health(last);
+    var tr = el("tr", null, h.cls);
+    tr.dataset.part = key;
     [name || names[part] || "generator " + (part + 1), whole.format(last.offered_per_s == null ? last.achieved_per_s : last.offered_per_s),
       whole.format(last.achieved_per_s), whole.format(last.failed) + (last.failed ? " (" + num.format(last.failed / secs) + "/s)" : ""),
-      latency(last.p99_us), last.steal == null ? "–" : num.format(last.steal * 100) + "%"]
+      latency(last.p99_us)].concat(h.cells, [h.verdict, last.steal == null ? "–" : num.format(last.steal * 100) + "%"])
       .forEach(function (c) { tr.appendChild(el("td", c)); });
     var old = Array.prototype.find.call(body.children, function (r) { return r.dataset.part === key; });
     // In the fleet's order, whichever generator's interval came first.

@@ -425,6 +425,7 @@ mod tests {
             server: None,
             errors: Default::default(),
             messages: None,
+            generator: None,
         }
     }
 

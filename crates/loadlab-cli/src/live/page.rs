@@ -6,6 +6,7 @@
 //! It must not put a string from a server or a user into the page unescaped.
 
 use super::hub::Hub;
+use loadlab_engine::verdicts::{BUSY_THRESHOLD, MIN_LATE_REQUESTS};
 use loadlab_report::html::{escape_html, REPORT_CSS, REPORT_JS, UPLOT_CSS, UPLOT_JS};
 
 const LIVE_JS: &str = include_str!("live.js");
@@ -32,7 +33,9 @@ const COMMAND_HTML: &str = "<section id=\"command\" hidden>\n\
 <span id=\"sofar-final\"></span></p><pre id=\"sofar-text\"></pre></div>\n</section>\n\
 <section id=\"fleet\" hidden><h2>Generators (each one's last interval)</h2>\n\
 <table id=\"parts\"><thead><tr><th>generator</th><th>offered/s</th><th>achieved/s</th>\
-<th>failed</th><th>p99</th><th>CPU steal</th></tr></thead><tbody id=\"parts-body\"></tbody>\
+<th>failed</th><th>p99</th><th>CPU (cores)</th><th>busiest thread</th>\
+<th>noticed &gt;1 ms late</th><th>health</th><th>CPU steal</th></tr></thead>\
+<tbody id=\"parts-body\"></tbody>\
 </table></section>\n<h2 id=\"run-heading\" hidden>The run going on</h2>\n";
 
 /// The figures: a row each, a cell for the last interval and one since the start.
@@ -86,7 +89,8 @@ pub fn render(hub: &Hub, csrf: &str, nonce: &str) -> String {
          <table id=\"figures\"><thead><tr><th></th><th>last interval</th>\
          <th>since the start</th></tr></thead>\n<tbody>\n{rows}</tbody></table>\n\
          <p id=\"errors\" class=\"note\"></p>\n<div id=\"charts\"></div>\n</main>\n\
-         <script type=\"application/json\" id=\"live\">{{\"csrf\":\"{csrf}\"}}</script>\n\
+         <script type=\"application/json\" id=\"live\">{{\"csrf\":\"{csrf}\",\
+         \"busy\":{BUSY_THRESHOLD},\"min_late\":{MIN_LATE_REQUESTS}}}</script>\n\
          <script nonce=\"{nonce}\">{UPLOT_JS}</script>\n\
          <script nonce=\"{nonce}\">{REPORT_JS}</script>\n\
          <script nonce=\"{nonce}\">{LIVE_JS}</script>\n\

@@ -16,6 +16,8 @@ struct Seen {
     errors: Vec<std::collections::BTreeMap<String, u64>>,
     /// Each interval's gRPC messages, as written.
     messages: Vec<Option<loadlab_result::scenario::StepMessages>>,
+    /// Each interval's generator health, as written.
+    health: Vec<Option<IntervalHealth>>,
 }
 
 struct TestSink {
@@ -38,6 +40,7 @@ impl IntervalSink for TestSink {
         seen.histograms += u64::from(iv.histogram.is_some());
         seen.errors.push(iv.errors.clone());
         seen.messages.push(iv.messages);
+        seen.health.push(iv.generator);
         Ok(())
     }
     fn finish(&mut self) -> Result<(), String> {
@@ -68,6 +71,7 @@ fn build() -> Build {
         server: None,
         errors: Default::default(),
         messages: None,
+        generator: None,
     })
 }
 
@@ -111,6 +115,7 @@ fn batch(thread: usize, index: usize, n: u64, all: &mut Histogram<u64>) -> Batch
         failed: 0,
         bytes_sent: 100 * n,
         bytes_received: 1_000 * n,
+        ..Bucket::default()
     };
     Batch {
         thread,
@@ -119,6 +124,7 @@ fn batch(thread: usize, index: usize, n: u64, all: &mut Histogram<u64>) -> Batch
         buckets: vec![(index, vec![bucket])],
         failures: Vec::new(),
         messages: Vec::new(),
+        cpu: Vec::new(),
         ended: None,
     }
 }
@@ -284,4 +290,70 @@ fn each_interval_carries_its_grpc_messages_summed_over_threads() {
     let m = |sent, received| Some(loadlab_result::scenario::StepMessages { sent, received });
     assert_eq!(seen.lock().unwrap().messages, [m(7, 70), m(1, 0), None]);
     assert_eq!(traffic.messages, [(0, [7, 70]), (1, [1, 0])].into());
+}
+
+/// An open loop's two threads: each interval's health is their CPU summed, the busier
+/// thread's share, the late requests summed and the worst lag (never a mean); a thread's
+/// record handed over late joins the next interval; an interval no thread billed has none.
+#[test]
+fn each_interval_carries_its_generators_health_merged_over_threads() {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let sink = TestSink {
+        seen: seen.clone(),
+        fail_after: None,
+    };
+    let mut inner = build();
+    let open: Build = Box::new(move |i, elapsed, counts, hist| {
+        let mut iv = inner(i, elapsed, counts, hist);
+        iv.offered_per_s = Some(100.0);
+        iv
+    });
+    let log = TrafficLog::with(Duration::from_secs(1), Duration::ZERO, None);
+    let mut c = Collector::new(2, log, &header(), open, Box::new(sink));
+    let bucket = |completed, late, lag_max_us| Bucket {
+        completed,
+        late,
+        lag_max_us,
+        ..Bucket::default()
+    };
+    let with = |thread, index: usize, b: Bucket, cpu_s: f64| Batch {
+        thread,
+        below: index + 1,
+        buckets: vec![(index, vec![b])],
+        cpu: vec![(index, cpu_s)],
+        ..Batch::default()
+    };
+    c.receive(with(0, 0, bucket(50, 2, 4_000), 0.25));
+    c.receive(with(1, 0, bucket(50, 0, 300), 0.75));
+    c.receive(with(0, 1, bucket(10, 0, 20), 0.5));
+    // Thread 1's interval 0 again, handed over after it was written: it joins interval 1.
+    c.receive(with(1, 0, bucket(10, 1, 9_000), 0.125));
+    c.receive(Batch {
+        thread: 0,
+        below: usize::MAX,
+        ended: Some(Duration::from_millis(2_500)),
+        ..Batch::default()
+    });
+    c.receive(Batch {
+        thread: 1,
+        below: usize::MAX,
+        ..Batch::default()
+    });
+    c.finish(3);
+    let health = |cpu_s, busiest_thread, lag_max_us, late| {
+        Some(IntervalHealth {
+            cpu_s,
+            busiest_thread,
+            lag_max_us: Some(lag_max_us),
+            late,
+        })
+    };
+    assert_eq!(
+        seen.lock().unwrap().health,
+        [
+            health(1.0, 0.75, 4_000.0, 2),
+            health(0.625, 0.5, 9_000.0, 1),
+            None
+        ]
+    );
 }

@@ -1,12 +1,13 @@
 //! A worker thread's side of the interval collector: at every interval boundary (one
 //! timeline bucket late, so responses stamped just before it are in), the thread's finished
-//! intervals (histograms and counts) leave its recorder for the collector. Only the open
-//! interval and the fixed-size totals stay with the thread.
+//! intervals (histograms and counts, and the CPU the thread spent since the last hand-over)
+//! leave its recorder for the collector. Only the open interval and the fixed-size totals
+//! stay with the thread.
 //!
 //! It must not touch the hot path: the recorder floors keep a late record in the open
 //! interval, and this task runs only once an interval.
 
-use super::ThreadCtx;
+use super::{sys, ThreadCtx};
 use crate::collector::Batch;
 use crate::stats::{Bucket, Recorder, BUCKET};
 use crate::timeline::buckets_per_interval;
@@ -20,6 +21,16 @@ pub(super) struct Feed {
     thread: usize,
     pub(super) tx: Sender<Batch>,
     counted_below: Cell<usize>,
+    /// The thread's busy CPU time at its last hand-over (`None` before the run started).
+    busy_at: Cell<Option<Duration>>,
+}
+
+/// The calling worker thread's CPU time so far, busy-polling's idle spins left out: what its
+/// `thread_busy` in the result is made of.
+pub(super) fn busy(ctx: &ThreadCtx) -> Duration {
+    sys::thread_cpu_time()
+        .total()
+        .saturating_sub(ctx.spin_idle.get())
 }
 
 impl Feed {
@@ -28,12 +39,39 @@ impl Feed {
             thread,
             tx,
             counted_below: Cell::new(0),
+            busy_at: Cell::new(None),
         }
     }
 
+    /// The run started: the thread's CPU is counted from `busy` on.
+    pub(super) fn started(&self, busy: Duration) {
+        self.busy_at.set(Some(busy));
+    }
+
+    /// The CPU seconds spent since the last hand-over (the thread's `busy` now), shared
+    /// evenly by intervals `from..upto`, those this hand-over closes (more than one only when
+    /// the thread was too busy to hand over at each boundary). With none closed, it is kept
+    /// for the next hand-over.
+    fn cpu_by_interval(&self, busy: Duration, from: usize, upto: usize) -> Vec<(usize, f64)> {
+        if upto <= from {
+            return Vec::new();
+        }
+        let Some(before) = self.busy_at.replace(Some(busy)) else {
+            return Vec::new();
+        };
+        let each = busy.saturating_sub(before).as_secs_f64() / (upto - from) as f64;
+        (from..upto).map(|i| (i, each)).collect()
+    }
+
     /// Takes every interval before `below` out of the recorder (`usize::MAX`: all of them,
-    /// the thread has ended after `ended`).
-    pub(super) fn take(&self, rec: &mut Recorder, below: usize, ended: Option<Duration>) -> Batch {
+    /// the thread has ended after `ended`), with the thread's CPU, `busy` so far.
+    pub(super) fn take(
+        &self,
+        rec: &mut Recorder,
+        below: usize,
+        ended: Option<Duration>,
+        busy: Duration,
+    ) -> Batch {
         let per = buckets_per_interval(rec.intervals.length);
         let histograms = rec.intervals.take_below(below);
         let from = self.counted_below.get();
@@ -48,6 +86,7 @@ impl Feed {
             .collect();
         let failures = rec.timeline.failures_by_interval(per, from, upto);
         let messages = rec.timeline.messages_by_interval(per, from, upto);
+        let cpu = self.cpu_by_interval(busy, from, upto);
         self.counted_below.set(upto.max(from));
         rec.timeline.drain_below(upto.max(from) * per);
         Batch {
@@ -57,6 +96,7 @@ impl Feed {
             buckets,
             failures,
             messages,
+            cpu,
             ended,
         }
     }
@@ -67,10 +107,16 @@ pub(super) async fn tick(ctx: Rc<ThreadCtx>, feed: Rc<Feed>) {
     let len = ctx.recorder.borrow().intervals.length;
     let closed_below =
         || (ctx.start.elapsed().saturating_sub(BUCKET).as_nanos() / len.as_nanos().max(1)) as usize;
+    feed.started(busy(&ctx));
     loop {
         let next = ctx.start + len * (closed_below() as u32 + 1) + BUCKET;
         tokio::time::sleep_until(next.into()).await;
-        let batch = feed.take(&mut ctx.recorder.borrow_mut(), closed_below(), None);
+        let batch = feed.take(
+            &mut ctx.recorder.borrow_mut(),
+            closed_below(),
+            None,
+            busy(&ctx),
+        );
         // The collector only goes away when the run has ended.
         let _ = feed.tx.send(batch);
     }

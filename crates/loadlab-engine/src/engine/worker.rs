@@ -181,7 +181,10 @@ pub(super) fn thread(
     recorder.intervals.finish();
     if let Some(feed) = &feed {
         let ended = Some(ctx.start.elapsed());
-        let _ = feed.tx.send(feed.take(&mut recorder, usize::MAX, ended));
+        let busy = feed::busy(&ctx);
+        let _ = feed
+            .tx
+            .send(feed.take(&mut recorder, usize::MAX, ended, busy));
     }
     ThreadReport {
         recorder,

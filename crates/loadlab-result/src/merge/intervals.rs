@@ -1,6 +1,7 @@
 //! The timelines of a merge: intervals with the same start added (histograms, counts,
-//! failures by class, gRPC messages), or, for repetitions that ran one after another, their mean; and a
-//! fleet's concurrent intervals added as they come ([`merge_concurrent_intervals`]).
+//! failures by class, gRPC messages, the generators' health by its own rules:
+//! [`crate::IntervalHealth::merge`]), or, for repetitions that ran one after another, their
+//! mean; and a fleet's concurrent intervals added as they come ([`merge_concurrent_intervals`]).
 
 use super::{add_encoded, MergeError, Mode};
 use crate::histogram::{encode_histogram, new_histogram};
@@ -41,6 +42,11 @@ pub(super) fn merge_timelines(
                     messages.sent /= n64;
                     messages.received /= n64;
                 }
+                // The mean of the sums; the busiest thread and the worst lag stay the worst.
+                if let Some(health) = m.generator.as_mut() {
+                    health.cpu_s /= f;
+                    health.late /= n64;
+                }
             }
             finish_interval(m, &h)
         })
@@ -78,6 +84,7 @@ fn empty_like(iv: &IntervalSummary) -> IntervalSummary {
     empty.server = None;
     empty.errors.clear();
     empty.messages = None;
+    empty.generator = None;
     empty
 }
 
@@ -97,6 +104,7 @@ fn accumulate(
     m.failed += iv.failed;
     crate::failure::add_counts(&mut m.errors, &iv.errors);
     m.messages = crate::scenario::StepMessages::sum(m.messages, iv.messages);
+    m.generator = crate::run::IntervalHealth::merge(m.generator, iv.generator);
     m.bytes_sent += iv.bytes_sent;
     m.bytes_received += iv.bytes_received;
     m.steal = max_opt(m.steal, iv.steal);

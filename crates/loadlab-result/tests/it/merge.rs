@@ -357,3 +357,69 @@ fn shards_grpc_messages_per_interval_add_up_exactly() {
     let twice = loadlab_result::merge_repetitions(&[parts[0].clone(), parts[0].clone()]);
     assert_eq!(twice.unwrap().timeline[0].messages, m(1_000_001, 999_999));
 }
+
+/// A fleet's generators' health in one interval, merged: CPU seconds and late requests
+/// summed, the busiest thread and the worst lag the most of any (a punctual generator does
+/// not dilute a late one); an older agent's interval, without health, adds its counts only,
+/// and intervals none of whose parts measured it stay without; repetitions take the mean of
+/// the sums and keep the worst.
+#[test]
+fn generators_health_per_interval_merges_by_its_rules() {
+    use loadlab_result::IntervalHealth;
+    let health = |cpu_s, busiest_thread, lag_max_us: Option<f64>, late| {
+        Some(IntervalHealth {
+            cpu_s,
+            busiest_thread,
+            lag_max_us,
+            late,
+        })
+    };
+    let shard = |h: Option<IntervalHealth>| {
+        let mut r = part(1..=10, "2026-11-22T00:00:00Z");
+        r.timeline[0].generator = h;
+        r
+    };
+    let parts = [
+        shard(health(0.375, 0.75, Some(200.0), 0)),
+        shard(health(0.25, 0.5, Some(5_000.0), 12)),
+        shard(None),
+    ];
+    let expected = health(0.625, 0.75, Some(5_000.0), 12);
+    let live: Vec<_> = parts.iter().map(|p| &p.timeline[0]).collect();
+    let live = loadlab_result::merge_concurrent_intervals(&live)
+        .unwrap()
+        .unwrap();
+    assert_eq!(live.generator, expected);
+    assert_eq!(live.completed, 3 * parts[0].timeline[0].completed);
+    let merged = loadlab_result::merge(&parts).unwrap();
+    assert_eq!(merged.timeline[0].generator, expected);
+    assert_eq!(merged.timeline[1].generator, None);
+    // A closed loop's (no lag) beside an open loop's keeps the lag it has.
+    let closed = health(0.5, 0.25, None, 0).map(|h| IntervalHealth {
+        lag_max_us: None,
+        ..h
+    });
+    assert_eq!(
+        IntervalHealth::merge(closed, parts[1].timeline[0].generator),
+        health(0.75, 0.5, Some(5_000.0), 12)
+    );
+
+    let twice = loadlab_result::merge_repetitions(&[parts[1].clone(), parts[0].clone()]);
+    assert_eq!(
+        twice.unwrap().timeline[0].generator,
+        health(0.3125, 0.75, Some(5_000.0), 6)
+    );
+
+    // The document: absent when not measured (and read so from an older agent's), `late`
+    // left out when none was.
+    let json = serde_json::to_value(&merged.timeline[1]).unwrap();
+    assert!(json.get("generator").is_none(), "{json}");
+    let json = serde_json::to_value(&parts[0].timeline[0]).unwrap();
+    assert_eq!(
+        json["generator"],
+        serde_json::json!({"cpu_s": 0.375, "busiest_thread": 0.75, "lag_max_us": 200.0})
+    );
+    let older: loadlab_result::IntervalSummary =
+        serde_json::from_value(serde_json::to_value(&merged.timeline[1]).unwrap()).unwrap();
+    assert_eq!(older.generator, None);
+}

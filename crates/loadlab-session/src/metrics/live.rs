@@ -247,6 +247,7 @@ mod tests {
             server: None,
             errors: Default::default(),
             messages: None,
+            generator: None,
         }
     }
 

@@ -7,7 +7,9 @@
 
 use super::SpillReader;
 use loadlab_result::scenario::StepMessages;
-use loadlab_result::{decode_histogram, encode_histogram, new_histogram, IntervalSummary};
+use loadlab_result::{
+    decode_histogram, encode_histogram, new_histogram, IntervalHealth, IntervalSummary,
+};
 use std::path::Path;
 
 /// The most intervals a result's timeline carries (an hour of 1 s intervals).
@@ -166,6 +168,9 @@ pub fn merge(group: &mut Vec<IntervalSummary>) -> anyhow::Result<IntervalSummary
         messages: group
             .iter()
             .fold(None, |all, i| StepMessages::sum(all, i.messages)),
+        generator: group
+            .iter()
+            .fold(None, |all, i| IntervalHealth::merge(all, i.generator)),
     };
     group.clear();
     Ok(merged)

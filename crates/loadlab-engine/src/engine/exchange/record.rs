@@ -100,6 +100,10 @@ pub(in crate::engine) fn record_success(
     bucket.bytes_sent += t.sent - t.booked_sent;
     bucket.bytes_received += t.unbooked;
     let open_loop = due.intended.is_some();
+    if open_loop {
+        // The interval's share of the scheduler lag below: the generator's health per interval.
+        bucket.noticed(due.noticed.saturating_duration_since(intended));
+    }
     let stats = rec.phase(due.phase);
     stats.completed += 1;
     stats.status[status as usize % 1000] += 1;
