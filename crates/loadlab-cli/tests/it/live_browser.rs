@@ -254,7 +254,7 @@ fn the_pages_of_a_capacity_search_and_an_experiment() {
             "-c",
             "4",
             "-d",
-            "3s",
+            "4s",
             "--interval",
             "500ms",
             &url,
@@ -272,6 +272,34 @@ fn the_pages_of_a_capacity_search_and_an_experiment() {
         "both generators' rows and the merged figures",
     );
     assert_eq!(names, serde_json::json!(["gen0", "gen1"]));
+    // The merged count rises while the run goes, not all at its end (a saturated closed
+    // loop's generators once held their intervals until the load ended: their collectors
+    // ran only on an idle core), and each generator's row has its health.
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = session
+            .execute(
+                "return [window.__live.completed, \
+                 document.getElementById('status').textContent.indexOf('ended') === 0, \
+                 Array.from(document.querySelectorAll('#parts-body tr')).map(function (r) \
+                 { return r.children[5].textContent; })]",
+            )
+            .unwrap();
+        if now[1] == true || Instant::now() > deadline {
+            break;
+        }
+        let count = now[0].as_u64().unwrap_or(0);
+        if count > 0 && seen.last() != Some(&count) {
+            assert!(
+                now[2].as_array().unwrap().iter().all(|cpu| cpu != "–"),
+                "a generator's CPU: {now}"
+            );
+            seen.push(count);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(seen.len() >= 2, "counts seen before the end: {seen:?}");
     // The picture once the run has ended (its every interval on the charts), so that it is
     // the same picture each time.
     until(

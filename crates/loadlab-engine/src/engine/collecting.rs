@@ -2,15 +2,21 @@
 //! them to the sink (the CLI's spill file: JSON, compressed histograms, a write and an fsync
 //! per interval) while the run goes on.
 //!
-//! It runs at `SCHED_IDLE` ([`sys::yield_to_workers`]): on a generator pinned to one core it
-//! did this work on the worker's core at the worker's priority, about 1 ms per interval on
-//! the 2-core VM, and each time the requests due meanwhile went out late (docs/open-loop.md).
-//! Now it runs when the workers leave the core idle, and under full load falls behind, never
-//! loses an interval: batches wait in the channel, and everything is merged by the end. What
-//! reads intervals as the run goes (the spill file, `--metrics-out`) then lags with it: on a
-//! machine whose every core other work keeps busy, by as long as that lasts. A thread at this
-//! policy still gets a sliver of a busy core (by its weight), so the lag is bounded by the
-//! work, not endless.
+//! An open loop's runs at `SCHED_IDLE` ([`sys::yield_to_workers`]): on a generator pinned to
+//! one core it did this work on the worker's core at the worker's priority, about 1 ms per
+//! interval on the 2-core VM, and each time the requests due meanwhile went out late
+//! (docs/open-loop.md). Now it runs when the workers leave the core idle, and under full load
+//! falls behind, never loses an interval: batches wait in the channel, and everything is
+//! merged by the end. What reads intervals as the run goes (the spill file, `--metrics-out`,
+//! the live page, a fleet's coordinator) then lags with it: on a machine whose every core
+//! other work keeps busy, by as long as that lasts (a sliver of a busy core, by its weight).
+//!
+//! A closed loop's stays at the default policy: it has no due times to be late for, and a
+//! saturated closed loop (its workers busy on every core: the usual case on loopback, and a
+//! fleet's generators at full speed) starved it until the load ended, so that a fleet's page
+//! got every merged interval at the end (a generator's stream waits for its collector, the
+//! coordinator's merge for the slowest generator). At the default weight it takes its
+//! millisecond an interval like any other thread.
 //!
 //! It is started before the clock starts, so that the run's first moments spend nothing on
 //! starting a thread; it learns the start time through [`Collecting::started`].
@@ -47,7 +53,9 @@ impl Collecting {
         let thread = std::thread::Builder::new()
             .name("loadlab-collector".into())
             .spawn(move || {
-                sys::yield_to_workers();
+                if matches!(config.model, crate::config::Model::Open { .. }) {
+                    sys::yield_to_workers();
+                }
                 // No start time: the run did not start, and nothing goes to the sink.
                 let started_at = started.recv().ok()?;
                 let Parts {
