@@ -31,7 +31,7 @@ pub enum Command {
     Experiment(Box<crate::cmd::experiment::ExperimentArgs>),
     /// Compare two arms of runs with honest statistics.
     Compare(crate::cmd::compare::CompareArgs),
-    /// Runs kept in the results store: list, show, delete, export.
+    /// Runs kept in the results store: list, show, delete, export; capacity searches.
     Runs(crate::cmd::runs::RunsArgs),
     /// The results store in a browser, read-only: the runs, and each run's page.
     Ui(crate::live::store::UiArgs),
