@@ -53,12 +53,18 @@ pub const FEATURE_GRPC: &str = "grpc";
 /// (`--ws-held`, [`load::WireWs::held`]). An older agent would ignore them and run the echo
 /// load alone, with no connection held, so such a load goes only to one that names this.
 pub const FEATURE_WS_HELD: &str = "ws-held";
+/// In [`Hello::features`]: the generator role reads a held load's connect rate
+/// (`--ws-connect-rate`, [`load::WireWs::connect_rate`]). An older agent would ignore it and
+/// open every connection at once, not the ramp asked, so such a load goes only to one that
+/// names this.
+pub const FEATURE_WS_CONNECT_RATE: &str = "ws-connect-rate";
 /// What this build's agent names in [`Hello::features`].
 pub const FEATURES: &[&str] = &[
     FEATURE_WEBSOCKET,
     FEATURE_PIPELINE,
     FEATURE_GRPC,
     FEATURE_WS_HELD,
+    FEATURE_WS_CONNECT_RATE,
 ];
 /// On every request and every response: the protocol version, in decimal.
 pub const HEADER_PROTOCOL: &str = "x-loadlab-agent-protocol";

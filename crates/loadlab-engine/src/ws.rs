@@ -1,6 +1,7 @@
-//! WebSocket runs (RFC 6455, `ws://` and `wss://`): what a user asks for ([`WsSpec`]), the
-//! checked form ([`WsConfig`]), and how tungstenite's errors and a server's close frames
-//! become failure classes. The driving is `engine::ws`'s; this module does no I/O.
+//! WebSocket runs (RFC 6455, `ws://` and `wss://`; with `--http2`, over HTTP/2 by RFC 8441):
+//! what a user asks for ([`WsSpec`]), the checked form ([`WsConfig`]), and how tungstenite's
+//! errors and a server's close frames become failure classes. The driving is `engine::ws`'s;
+//! this module does no I/O.
 //!
 //! Three loads, by [`WsMode`]:
 //! - `echo`: each connection sends a message and waits for its echo (closed loop), or
@@ -11,8 +12,12 @@
 //! - `connect`: connection storms: each exchange is a handshake (TCP, TLS, upgrade), timed
 //!   from when it was due, then a clean close.
 //!
-//! tungstenite offers no permessage-deflate (RFC 7692): loadlab does not offer the
-//! extension, so servers send uncompressed frames.
+//! Each upgrade offers permessage-deflate (RFC 7692), as browsers do, unless
+//! `--ws-no-deflate`: tungstenite has no such extension, so `engine::ws::deflate` deflates
+//! and inflates beneath it; [`deflate`] counts what it saved.
+
+pub mod deflate;
+pub mod ramp;
 
 use crate::error::ErrorClass;
 use hdrhistogram::Histogram;
@@ -72,6 +77,11 @@ pub struct WsSpec {
     /// echo load (not pinged, not timed; one refused or broken fails as an exchange), so the
     /// echoes' times say what that many held connections cost the server.
     pub held: Option<usize>,
+    /// `--ws-connect-rate`: held connections (hold's `-c`, or `--ws-held`'s) open at this
+    /// many a second over the whole run, each due `i / rate` after the start.
+    pub connect_rate: Option<f64>,
+    /// `--ws-no-deflate`: the upgrades do not offer permessage-deflate.
+    pub no_deflate: bool,
 }
 
 /// A checked WebSocket run.
@@ -85,10 +95,18 @@ pub struct WsConfig {
     pub ping: Duration,
     /// Echo: connections held idle beside the echo load (`--ws-held`), 0 for none.
     pub held: usize,
+    /// Held connections open at this many a second (`--ws-connect-rate`), over the whole
+    /// run; `None`: as fast as [`HANDSHAKES_AT_ONCE`] in flight allow.
+    pub connect_rate: Option<f64>,
     /// The handshake's URI (`ws://` or `wss://`, host, port, path and query).
     pub uri: String,
-    /// The largest message accepted from the server.
+    /// The largest message accepted from the server (inflated, when compressed).
     pub max_message_bytes: usize,
+    /// Each upgrade offers permessage-deflate (not `--ws-no-deflate`).
+    pub deflate: bool,
+    /// `--http2`: each WebSocket a stream of an HTTP/2 connection (RFC 8441's extended
+    /// CONNECT), `--streams` of them a connection.
+    pub http2: bool,
 }
 
 impl WsConfig {
@@ -198,7 +216,20 @@ pub fn classify(err: &WsError) -> (ErrorClass, Option<String>, Option<u16>) {
             Some(format!("the upgrade could not be made: {e}")),
             None,
         ),
-        WsError::Io(e) => (ErrorClass::from_io(e), None, None),
+        WsError::Io(e) if e.get_ref().is_some_and(|r| r.is::<deflate::Broken>()) => (
+            ErrorClass::WsProtocolError,
+            Some(format!("the server broke RFC 7692 (permessage-deflate): {e}")),
+            None,
+        ),
+        WsError::Io(e) => match e.get_ref().and_then(|e| e.downcast_ref::<h2::Error>()) {
+            // Over HTTP/2: the server's RST_STREAM or GOAWAY, or its broken framing.
+            Some(h2) => (
+                ErrorClass::from_h2(h2),
+                Some(format!("the WebSocket's HTTP/2 stream: {h2}")),
+                None,
+            ),
+            None => (ErrorClass::from_io(e), None, None),
+        },
         WsError::ConnectionClosed | WsError::AlreadyClosed => (
             ErrorClass::ClosedBeforeResponse,
             Some("the WebSocket was already closed".into()),
@@ -286,15 +317,17 @@ pub struct WsTotals {
     /// were open (0: not read).
     pub rss_before: AtomicU64,
     pub rss_held: AtomicU64,
-    /// When the first held connection began opening, and how long after it all were open
-    /// (nanoseconds; 0: not all at once): the ramp a held load took.
-    pub opening_since: std::sync::OnceLock<std::time::Instant>,
-    pub all_open_after_ns: AtomicU64,
-    /// Held connections' handshakes (TCP, TLS, upgrade), nanoseconds each.
-    pub handshakes: Mutex<Option<Histogram<u64>>>,
+    /// How the held connections opened: the ramp a held load took.
+    pub ramp: ramp::RampTotals,
     /// When the last connection's load ended, before its goodbye (nanoseconds from the
     /// run's start; 0: none ended so).
     pub load_over_ns: AtomicU64,
+    /// Over HTTP/2: WebSockets that waited for a free stream, and the fewest streams a
+    /// connection allowed when below `--streams` (0: none was).
+    pub h2_waits: AtomicU64,
+    pub h2_limit: AtomicU64,
+    /// permessage-deflate's counts.
+    pub deflate: std::sync::Arc<deflate::DeflateTotals>,
 }
 
 /// A WebSocket run's own figures, read from [`WsTotals`] when it ends.
@@ -310,12 +343,15 @@ pub struct WsReport {
     /// Resident memory before and with every held connection open, in bytes.
     pub rss_before_bytes: Option<u64>,
     pub rss_held_bytes: Option<u64>,
-    /// From the first held connection's start until all were open.
-    pub all_open_after: Option<Duration>,
-    /// Held connections' handshakes, nanoseconds each.
-    pub handshakes: Histogram<u64>,
+    /// How the held connections opened.
+    pub ramp: ramp::Ramp,
     /// From the run's start until the last connection's load ended, before the goodbyes.
     pub load_over: Option<Duration>,
+    /// Over HTTP/2: WebSockets that waited for a stream, and the server's stream limit.
+    pub h2_waits: u64,
+    pub h2_limit: Option<u64>,
+    /// permessage-deflate's note (see [`deflate::DeflateTotals::note`]).
+    pub deflate: Option<String>,
 }
 
 impl WsTotals {
@@ -334,12 +370,14 @@ impl WsTotals {
         }
     }
 
-    /// A held connection's handshake took `took`.
-    pub fn handshake(&self, took: Duration) {
-        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        let mut h = self.handshakes.lock().unwrap_or_else(|e| e.into_inner());
-        h.get_or_insert_with(loadlab_result::histogram::new_histogram)
-            .saturating_record(ns.clamp(1, loadlab_result::histogram::HIST_MAX_NS));
+    /// An HTTP/2 connection allows only `limit` streams, fewer than `--streams`.
+    pub fn h2_limited(&self, limit: usize) {
+        let limit = u64::try_from(limit).unwrap_or(u64::MAX).max(1);
+        let _ = self
+            .h2_limit
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |was| {
+                Some(if was == 0 { limit } else { was.min(limit) })
+            });
     }
 
     pub fn report(&self, mode: WsMode) -> WsReport {
@@ -360,9 +398,11 @@ impl WsTotals {
             held_peak: get(&self.held_peak),
             rss_before_bytes: nonzero(get(&self.rss_before)),
             rss_held_bytes: nonzero(get(&self.rss_held)),
-            all_open_after: nonzero(get(&self.all_open_after_ns)).map(Duration::from_nanos),
-            handshakes: histogram(&self.handshakes),
+            ramp: self.ramp.report(),
             load_over: nonzero(get(&self.load_over_ns)).map(Duration::from_nanos),
+            h2_waits: get(&self.h2_waits),
+            h2_limit: nonzero(get(&self.h2_limit)),
+            deflate: self.deflate.note(),
         }
     }
 }
@@ -400,7 +440,7 @@ impl WsReport {
     /// The result's notes: the held connections and the memory each took (a shard's own
     /// figure, said as such by the caller; pushes and pings are in [`WsReport::summary`]).
     pub fn notes(&self) -> Vec<String> {
-        let mut notes = Vec::new();
+        let mut notes: Vec<String> = self.deflate.iter().cloned().collect();
         if self.mode == WsMode::Hold || self.held_peak > 0 {
             let memory = match (self.rss_before_bytes, self.rss_held_bytes) {
                 (Some(before), Some(held)) if self.held_peak > 0 => format!(
@@ -415,38 +455,19 @@ impl WsReport {
             notes.push(format!(
                 "WebSocket: {} connections held open at most{}{memory}",
                 self.held_peak,
-                self.ramp()
+                self.ramp.note()
+            ));
+        }
+        if let Some(limit) = self.h2_limit {
+            notes.push(format!(
+                "WebSocket over HTTP/2: the server allows {limit} streams at once on a \
+                 connection (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than --streams; {} \
+                 WebSockets waited for a free stream rather than fail: give fewer --streams \
+                 and more connections (-c)",
+                self.h2_waits
             ));
         }
         notes
-    }
-}
-
-impl WsReport {
-    /// How the held connections opened: how long until all were, and their handshakes'
-    /// times (at most [`HANDSHAKES_AT_ONCE`] at a time, so a listen backlog of that many
-    /// never overflows).
-    fn ramp(&self) -> String {
-        let h = &self.handshakes;
-        if h.is_empty() {
-            return String::new();
-        }
-        let ms = |ns: u64| ns as f64 / 1e6;
-        let all = match self.all_open_after {
-            Some(after) => format!(
-                ", all open {:.2} s after the first began",
-                after.as_secs_f64()
-            ),
-            None => String::new(),
-        };
-        format!(
-            "{all}; {} handshakes (at most {HANDSHAKES_AT_ONCE} at once): p50 {:.1} ms, p99 {:.1} \
-             ms, max {:.1} ms",
-            h.len(),
-            ms(h.value_at_quantile(0.5)),
-            ms(h.value_at_quantile(0.99)),
-            ms(h.max()),
-        )
     }
 }
 

@@ -9,7 +9,8 @@
 //! For hostile servers written step by step, [`ScriptedServer`] plays a [`Script`] of
 //! HTTP/1.1 bytes, waits and closes on every connection, and [`H2FrameServer`] an
 //! [`H2Script`] of raw HTTP/2 frames. [`H3Server`] answers HTTP/3 over QUIC and counts.
-//! [`WsServer`] is a WebSocket server that echoes (or misbehaves) and counts.
+//! [`WsServer`] is a WebSocket server that echoes (or misbehaves) and counts; [`WsH2Server`]
+//! the same over HTTP/2 (RFC 8441).
 //!
 //! It must not be a dependency of anything but tests, nor listen anywhere but 127.0.0.1.
 
@@ -25,6 +26,8 @@ mod scripted;
 mod timed;
 mod tls;
 mod ws;
+mod ws_deflate;
+mod ws_h2;
 pub use grpc::{grpc_frame, GrpcAnswer, GrpcCounters, GrpcServer};
 pub use h2frames::{H2FrameServer, H2Script, H2Step};
 pub use h2server::{H2Behavior, H2Counters, H2Server};
@@ -36,6 +39,8 @@ pub use scripted::{closed_port, random_bytes, Script, ScriptCounters, ScriptedSe
 pub use timed::{TimedServer, Timing};
 pub use tls::{NoTickets, TestCa};
 pub use ws::{WsBehavior, WsCounters, WsServer};
+pub use ws_deflate::{DeflateBehavior, DeflateCounters, DeflateServer};
+pub use ws_h2::{WsH2Behavior, WsH2Counters, WsH2Server};
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -87,7 +87,8 @@ pub struct WireLoad {
     pub grpc: Option<WireGrpc>,
 }
 
-/// `--ws-mode`, `--ws-binary`, `--ws-size`, `--ws-ping` and `--ws-held`, as they travel.
+/// `--ws-mode`, `--ws-binary`, `--ws-size`, `--ws-ping`, `--ws-held` and `--ws-connect-rate`,
+/// as they travel.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct WireWs {
     /// `"echo"`, `"hold"` or `"connect"`.
@@ -100,6 +101,15 @@ pub struct WireWs {
     /// it is not sent it ([`crate::protocol::FEATURE_WS_HELD`] missing from its hello).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<usize>,
+    /// `--ws-connect-rate`: the whole run's, per second (each shard opens its connections'
+    /// places in the whole schedule). Left out when not asked; one that could not read it is
+    /// not sent it ([`crate::protocol::FEATURE_WS_CONNECT_RATE`] missing from its hello).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<f64>,
+    /// `--ws-no-deflate`: left out when not asked (an older generator offers
+    /// permessage-deflate whatever it was sent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_deflate: bool,
 }
 
 /// Whether `url` is a WebSocket run's (`ws://` or `wss://`, in any case).
@@ -216,6 +226,8 @@ impl WireLoad {
             size: spec.ws.size,
             ping_ns: spec.ws.ping.map(ns),
             held: spec.ws.held,
+            connect_rate: spec.ws.connect_rate,
+            no_deflate: spec.ws.no_deflate,
         });
         let scenario = match &spec.scenario {
             None => None,
@@ -323,6 +335,8 @@ impl WireLoad {
                 size: w.size,
                 ping: w.ping_ns.map(d),
                 held: w.held,
+                connect_rate: w.connect_rate,
+                no_deflate: w.no_deflate,
             },
         };
         Ok(RunSpec {

@@ -46,14 +46,10 @@ impl RunSpec {
         }
         let conflicts = [
             (
-                self.http2,
-                "http2",
-                "a WebSocket runs over HTTP/1.1 (RFC 6455); drop --http2",
-            ),
-            (
                 self.http3,
                 "http3",
-                "a WebSocket runs over HTTP/1.1 (RFC 6455); drop --http3",
+                "WebSockets run over HTTP/1.1 (RFC 6455) or HTTP/2 (RFC 8441, --http2); drop \
+                 --http3",
             ),
             (
                 self.grpc.is_some(),
@@ -66,9 +62,10 @@ impl RunSpec {
                 "a scenario's steps are HTTP requests; drop --scenario",
             ),
             (
-                self.streams > 1,
+                self.streams > 1 && !self.http2,
                 "streams",
-                "a WebSocket has no streams; drop --streams (more connections: -c)",
+                "puts that many WebSockets on one HTTP/2 connection (RFC 8441); add --http2, or \
+                 drop --streams (more connections: -c)",
             ),
             (
                 !self.paths.is_empty(),
@@ -160,6 +157,22 @@ impl RunSpec {
                 ));
             }
         }
+        if let Some(rate) = ws.connect_rate {
+            if ws.mode != WsMode::Hold && held == 0 {
+                return Err(reject(
+                    "ws_connect_rate",
+                    "paces the opening of held connections; add --ws-mode hold (-c of them) or \
+                     --ws-held N, or drop it (a connection storm's rate is --ws-mode connect \
+                     --rate N)",
+                ));
+            }
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(reject(
+                    "ws_connect_rate",
+                    format!("{rate} connections a second: give more than 0, e.g. 500/s"),
+                ));
+            }
+        }
         let ping = ws.ping.unwrap_or(DEFAULT_PING);
         if ping.is_zero() {
             return Err(reject(
@@ -199,7 +212,10 @@ impl RunSpec {
             payload: payload.into(),
             ping,
             held,
+            connect_rate: ws.connect_rate,
             uri: format!("{scheme}://{}{}", url.authority, url.path_and_query),
+            http2: self.http2,
+            deflate: !ws.no_deflate,
         })))
     }
 }

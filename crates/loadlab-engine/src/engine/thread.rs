@@ -158,6 +158,8 @@ pub(crate) struct ThreadCtx {
     pub alt_svc: Option<advert::Watch>,
     /// A WebSocket run: what its connections do, and the counts its threads share.
     pub ws: Option<super::ws::WsShared>,
+    /// WebSockets over HTTP/2: the thread's connections, each carrying `--streams` of them.
+    pub ws_h2: super::ws::h2::Conns,
 }
 
 impl ThreadCtx {
@@ -234,6 +236,7 @@ impl ThreadCtx {
             first_left: Cell::new(true),
             scenario: shared.scenario,
             ws: shared.ws,
+            ws_h2: Default::default(),
             alt_svc: shared
                 .alt_svc
                 .map(|found| advert::Watch::new(found, plan.connections)),

@@ -37,4 +37,6 @@ mod tls;
 mod tls_advice;
 mod unanswered;
 mod ws;
+mod ws_deflate;
+mod ws_h2;
 mod ws_ramp;

@@ -435,12 +435,13 @@ fn nonsense_combinations_are_refused_with_the_fix() {
     let url = "ws://127.0.0.1:9/".to_string();
     let cases: Vec<(RunSpec, &str, &str)> = vec![
         (
+            // Streams are HTTP/2's (RFC 8441): with --http2 they are WebSockets a connection.
             RunSpec {
-                http2: true,
+                streams: 4,
                 ..ws(url.clone(), WsMode::Echo)
             },
-            "http2",
-            "drop --http2",
+            "streams",
+            "add --http2",
         ),
         (
             RunSpec {

@@ -203,3 +203,31 @@ fn a_reset_stream_fails_as_stream_reset() {
     let c = server.counters();
     assert_eq!((get(&c.connections), get(&c.upgraded)), (1, 3));
 }
+
+/// Messages larger than HTTP/2's windows (65,535 bytes at first, each way): a write waits
+/// for the window the server opens as it reads, a read releases what it took, so 300 KB
+/// messages go and come back whole.
+#[test]
+fn messages_larger_than_the_flow_control_window_cross_whole() {
+    let server = WsH2Server::start(WsH2Behavior::default());
+    let r = run(RunSpec {
+        connections: Some(1),
+        streams: 2,
+        threads: Some(1),
+        requests: Some(20),
+        ws: WsSpec {
+            size: Some(300_000),
+            binary: true,
+            ..WsSpec::default()
+        },
+        ..ws_h2(url(&server, "ws", "127.0.0.1"), WsMode::Echo)
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
+    assert_eq!(m.requests.completed, 20);
+    assert_eq!(get(&server.counters().messages), 20);
+    assert_eq!(
+        (m.bytes.sent, m.bytes.received),
+        (20 * 300_000, 20 * 300_000)
+    );
+}

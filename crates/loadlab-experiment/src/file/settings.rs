@@ -130,6 +130,11 @@ impl WsSettings {
             size: self.size,
             ping: self.ping_s.map(std::time::Duration::from_secs_f64),
             held: self.held,
+            // Not yet a `[load]` key: an arm's held connections open as fast as 64 in flight
+            // allow.
+            connect_rate: None,
+            // An arm's upgrades offer permessage-deflate as a browser's do.
+            no_deflate: false,
         }
     }
 }

@@ -296,7 +296,8 @@ impl Generator {
         spec: &loadlab_engine::RunSpec,
     ) -> Result<(), SessionError> {
         use loadlab_agent::protocol::{
-            FEATURE_GRPC, FEATURE_PIPELINE, FEATURE_WEBSOCKET, FEATURE_WS_HELD,
+            FEATURE_GRPC, FEATURE_PIPELINE, FEATURE_WEBSOCKET, FEATURE_WS_CONNECT_RATE,
+            FEATURE_WS_HELD,
         };
         let needs = [
             (
@@ -318,6 +319,11 @@ impl Generator {
                 spec.ws.held.is_some_and(|n| n > 0),
                 FEATURE_WS_HELD,
                 "--ws-held (it would run the echo load alone, with no connection held)",
+            ),
+            (
+                spec.ws.connect_rate.is_some(),
+                FEATURE_WS_CONNECT_RATE,
+                "--ws-connect-rate (it would open every held connection at once)",
             ),
         ];
         for (needed, feature, what) in needs {

@@ -417,3 +417,44 @@ fn a_generator_without_ws_held_is_refused_a_load_that_holds() {
     };
     assert!(generator.can_send(&hello, &echo_only).is_ok());
 }
+
+/// A generator whose agent holds connections but knows no `--ws-connect-rate` (its hello
+/// names `ws-held`, not `ws-connect-rate`) would open them all at once, not the ramp asked:
+/// it is refused such a load, naming its version and the fix.
+#[test]
+fn a_generator_without_ws_connect_rate_is_refused_a_paced_load() {
+    let dir = ScratchDir::new("fleet-old-ws-connect-rate");
+    let generator = FakeAgent::start(Endless::Intervals).generator(&dir);
+    let hello: loadlab_agent::protocol::Hello = serde_json::from_value(serde_json::json!({
+        "protocol": PROTOCOL, "agent_version": "0.9.2", "hostname": "gen1",
+        "cpus": 1, "kernel": "fake", "cgroup": null, "allow_exec": false,
+        "lease_ms": 10_000, "busy": null, "default_server": null,
+        "generator": true, "load_busy": null, "features": ["websocket", "ws-held"],
+    }))
+    .unwrap();
+    let spec = RunSpec {
+        url: "ws://127.0.0.1:9/".into(),
+        connections: Some(100),
+        duration: Some(Duration::from_secs(1)),
+        ws: loadlab_engine::ws::WsSpec {
+            mode: loadlab_engine::ws::WsMode::Hold,
+            connect_rate: Some(50.0),
+            ..Default::default()
+        },
+        ..RunSpec::default()
+    };
+    let err = generator.can_send(&hello, &spec).unwrap_err().to_string();
+    assert!(
+        err.contains("runs loadlab agent 0.9.2 on gen1, too old for --ws-connect-rate")
+            && err.contains("run the same loadlab version"),
+        "{err}"
+    );
+    let at_once = RunSpec {
+        ws: loadlab_engine::ws::WsSpec {
+            connect_rate: None,
+            ..spec.ws.clone()
+        },
+        ..spec
+    };
+    assert!(generator.can_send(&hello, &at_once).is_ok());
+}

@@ -151,6 +151,8 @@ fn a_websocket_load_crosses_with_its_settings_and_an_older_ones_is_refused() {
             size: Some(512),
             ping: Some(Duration::from_millis(1500)),
             held: None,
+            connect_rate: Some(250.0),
+            no_deflate: true,
         },
         ..RunSpec::default()
     };
@@ -239,6 +241,30 @@ fn a_load_with_ws_held_crosses_with_its_count() {
         serde_json::to_value(WireLoad::from_spec(&plain, Shard { index: 0, count: 2 }).unwrap())
             .unwrap();
     assert!(json["ws"].get("held").is_none(), "{json}");
+    assert!(json["ws"].get("connect_rate").is_none(), "{json}");
+}
+
+/// `--ws-connect-rate` travels as the whole run's rate (each shard opens its connections'
+/// places in the whole schedule).
+#[test]
+fn a_held_load_crosses_with_its_connect_rate() {
+    let spec = RunSpec {
+        url: "ws://127.0.0.1:1/".into(),
+        connections: Some(1_000),
+        duration: Some(Duration::from_secs(3)),
+        ws: WsSpec {
+            mode: WsMode::Hold,
+            connect_rate: Some(500.0),
+            ..WsSpec::default()
+        },
+        ..RunSpec::default()
+    };
+    let json =
+        serde_json::to_value(WireLoad::from_spec(&spec, Shard { index: 1, count: 2 }).unwrap())
+            .unwrap();
+    assert_eq!(json["ws"]["connect_rate"], 500.0);
+    let back: WireLoad = serde_json::from_value(json).unwrap();
+    assert_eq!(back.to_spec().unwrap().ws.connect_rate, Some(500.0));
 }
 
 /// A gRPC run's call travels with its schema (the descriptor set, no path) and its message,

@@ -234,7 +234,8 @@ pub struct RequestArgs {
     #[arg(long)]
     pub no_pm_qos: bool,
 
-    /// Speak HTTP/2: over https by ALPN (h2), over http by prior knowledge (h2c).
+    /// Speak HTTP/2: over https by ALPN (h2), over http by prior knowledge (h2c). With a
+    /// wss:// or ws:// URL: WebSockets over HTTP/2 (RFC 8441), --streams of them a connection.
     #[arg(long, help_heading = "HTTP/2")]
     pub http2: bool,
 
@@ -251,7 +252,8 @@ pub struct RequestArgs {
     #[arg(long = "http3-0rtt", help_heading = "HTTP/2")]
     pub http3_0rtt: bool,
 
-    /// HTTP/2 and HTTP/3: concurrent streams per connection; the concurrency is -c x --streams.
+    /// HTTP/2 and HTTP/3: concurrent streams per connection; the concurrency is -c x --streams
+    /// (WebSockets over HTTP/2: -c x --streams WebSockets over -c connections).
     #[arg(long, default_value_t = 1, help_heading = "HTTP/2", allow_hyphen_values = true, value_parser = count::<usize>)]
     pub streams: usize,
 

@@ -248,6 +248,7 @@ pub fn flag_for(setting: &str) -> &str {
         "ws_size" => "--ws-size",
         "ws_binary" => "--ws-binary",
         "ws_held" => "--ws-held",
+        "ws_connect_rate" => "--ws-connect-rate",
         "grpc" => "--grpc",
         "grpc_message_rate" => "--grpc-message-rate",
         other => other,

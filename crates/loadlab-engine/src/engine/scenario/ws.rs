@@ -10,10 +10,10 @@
 //! last answer is what the step's captures and checks read.
 
 use super::super::exchange::{
-    note_detail, record_failure, record_sent, record_success, Due, Stream, Traffic,
+    note_detail, record_failure, record_sent, record_success, Due, Traffic,
 };
-use super::super::ws::record_open_failure;
 use super::super::ws::upgrade::{goodbye, upgrade};
+use super::super::ws::{record_open_failure, WsIo};
 use super::super::ThreadCtx;
 use super::{wait_until_due, with_step, StepEnd, User};
 use crate::config::ScenarioRun;
@@ -238,7 +238,7 @@ fn upgrade_request(
 /// on: a browser's next action does not wait for a closing handshake, and the user's next
 /// step, due when this one's last answer came, must not be charged for it. The user awaits
 /// its goodbyes when it ends (`User::closing`), so that servers count them.
-fn close_behind(user: &mut User, mut socket: WebSocketStream<Stream>) {
+fn close_behind(user: &mut User, mut socket: WebSocketStream<WsIo>) {
     user.closing.retain(|h| !h.is_finished());
     let closing = tokio::task::spawn_local(async move { goodbye(&mut socket).await });
     user.closing.push(closing);
@@ -262,7 +262,7 @@ struct Answer {
 /// Reads until the message's answer arrives (its echo, or the server's next message), and
 /// when it ended; a close frame, a protocol error or a connection closed without one fails.
 async fn await_answer(
-    socket: &mut WebSocketStream<Stream>,
+    socket: &mut WebSocketStream<WsIo>,
     w: &WsStep,
     sent: &[u8],
     keep: bool,

@@ -8,8 +8,10 @@
 //! `--ws-held`'s connections, held beside an echo load, are held here too, but never pinged:
 //! the echoes are what that load times. A refused or broken one still fails as an exchange.
 //!
-//! The memory held connections take is read here: the process's RSS before the first one
-//! opens and once all are open (see [`crate::ws::WsTotals`]).
+//! Both open at most `HANDSHAKES_AT_ONCE` at a time, as fast as that allows, or with
+//! `--ws-connect-rate` each at its place in the run's schedule (`crate::ws::ramp`), its
+//! handshake timed from then. The memory held connections take is read here: the process's
+//! RSS before the first one opens and once all are open (see [`crate::ws::WsTotals`]).
 
 use super::{close, open_socket, record_open_failure, rss_bytes, traffic};
 use super::{Reads, Socket, SWITCHING_PROTOCOLS};
@@ -18,6 +20,7 @@ use crate::engine::exchange::{
 };
 use crate::engine::ThreadCtx;
 use crate::error::ErrorClass;
+use crate::ws::ramp::due_after;
 use crate::ws::{classify, closed, Failure};
 use futures_util::{SinkExt as _, StreamExt as _};
 use std::sync::atomic::Ordering;
@@ -53,10 +56,25 @@ pub(super) async fn drive(ctx: &ThreadCtx, index: usize, role: Role) {
             .rss_before
             .compare_exchange(0, rss, Ordering::Relaxed, Ordering::Relaxed);
     }
-    ws.totals.opening_since.get_or_init(Instant::now);
+    ws.totals.ramp.opening_since.get_or_init(Instant::now);
+    // `--ws-connect-rate`: the first opening is due at the connection's place in the whole
+    // run's schedule (one never due within a run waits for its end); one after a failure
+    // follows its back-off.
+    let mut due = match ws.config.connect_rate {
+        None => None,
+        Some(rate) => match due_after(index, rate).and_then(|d| ctx.start.checked_add(d)) {
+            Some(at) => Some(at),
+            None => return,
+        },
+    };
     let mut failures = 0u32;
     let mut pings = 0u64;
     loop {
+        if let Some(at) = due {
+            if !wait_until(ctx, at).await {
+                break;
+            }
+        }
         let now = Instant::now();
         if ctx.over(now) {
             break;
@@ -73,10 +91,13 @@ pub(super) async fn drive(ctx: &ThreadCtx, index: usize, role: Role) {
             }
             let opened = open_socket(ctx, phase, Reads::Idle).await;
             if opened.is_ok() {
-                ws.totals.handshake(started.elapsed());
+                // Paced, from when it was due (the engine's rule): a wait for a turn among
+                // the handshakes in flight, or a late thread, is in it.
+                ws.totals.ramp.opened(due.unwrap_or(started).elapsed());
             }
             opened
         };
+        due = None;
         let mut socket = match opened {
             Ok(s) => s,
             Err(failed) => {
@@ -110,6 +131,17 @@ pub(super) async fn drive(ctx: &ThreadCtx, index: usize, role: Role) {
     }
 }
 
+/// Waits until `at`; false if the run ends first.
+async fn wait_until(ctx: &ThreadCtx, at: Instant) -> bool {
+    let wake = ctx.deadline.map_or(at, |end| end.min(at));
+    tokio::select! {
+        biased;
+        _ = ctx.stop.stopped() => return false,
+        _ = tokio::time::sleep_until(wake.into()) => {}
+    }
+    !ctx.over(Instant::now())
+}
+
 /// One more (or one fewer) connection held; with all of them open, the memory is read.
 fn held(ctx: &ThreadCtx, change: i64, role: Role) {
     let ws = ctx.ws.as_ref().expect("a WebSocket run");
@@ -128,9 +160,11 @@ fn held(ctx: &ThreadCtx, change: i64, role: Role) {
         if let Some(rss) = rss_bytes() {
             t.rss_held.store(rss, Ordering::Relaxed);
         }
-        if let Some(since) = t.opening_since.get() {
+        if let Some(since) = t.ramp.opening_since.get() {
             let after = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            t.all_open_after_ns.store(after.max(1), Ordering::Relaxed);
+            t.ramp
+                .all_open_after_ns
+                .store(after.max(1), Ordering::Relaxed);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! WebSocket connections (see [`crate::ws`] for the three loads): opened as HTTP/1.1 ones are
 //! (`exchange::dial`: TCP, then TLS from the run's one TLS configuration), upgraded by
-//! tungstenite's client handshake within `--connect-timeout`, then driven here: `echo` a
+//! tungstenite's client handshake within `--connect-timeout` (or with `--http2`, each a
+//! stream of an HTTP/2 connection: `h2`, RFC 8441), then driven here: `echo` a
 //! message and its echo, `hold` a held connection and its pings, `storm` a handshake as the
 //! exchange; `open` hands the open loop's due messages or handshakes to them.
 //!
@@ -12,13 +13,16 @@
 //! It must not read a message it did not ask for as an answer: an echo is the message sent,
 //! byte for byte, and anything else is a push.
 
+mod deflate;
 mod echo;
+pub(super) mod h2;
 mod hold;
+mod io;
 pub(super) mod open;
 mod storm;
 pub(super) mod upgrade;
 
-use super::exchange::{back_off, backoff_after, note_detail, record_failure, Stream, Traffic};
+use super::exchange::{back_off, backoff_after, note_detail, record_failure, Traffic};
 use super::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
@@ -30,15 +34,17 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::WebSocketStream;
 
+pub(super) use io::WsIo;
+
 /// One open WebSocket, and when the server last pushed on it (the next push's gap is from
 /// then).
 pub(super) struct Socket {
-    ws: WebSocketStream<Stream>,
+    ws: WebSocketStream<WsIo>,
     last_push: Option<Instant>,
 }
 
 impl std::ops::Deref for Socket {
-    type Target = WebSocketStream<Stream>;
+    type Target = WebSocketStream<WsIo>;
     fn deref(&self) -> &Self::Target {
         &self.ws
     }
@@ -72,7 +78,8 @@ pub(crate) struct WsShared {
     /// `-H` header fields, sent with every upgrade.
     headers: Vec<(http::HeaderName, http::HeaderValue)>,
     pub totals: Arc<WsTotals>,
-    /// The run's connections (held ones: when this many are open, the memory is read).
+    /// The run's WebSockets (held ones: when this many are open, the memory is read): its
+    /// connections, or over HTTP/2 its connections' streams.
     connections: usize,
     /// This run's share of `--ws-held` (a fleet's shard holds only its own).
     held_share: usize,
@@ -123,6 +130,7 @@ impl WsShared {
     pub fn from_config(config: &crate::config::RunConfig) -> Option<WsShared> {
         let ws = config.ws.clone()?;
         let ws_held = ws.held;
+        let per_connection = if ws.http2 { config.streams } else { 1 };
         let holds = ws.mode == WsMode::Hold || ws_held > 0;
         let headers = config
             .headers
@@ -137,8 +145,8 @@ impl WsShared {
         Some(WsShared {
             config: ws,
             headers,
-            totals: Arc::new(WsTotals::default()),
-            connections: config.connections,
+            totals: Arc::new(totals(config)),
+            connections: config.connections * per_connection,
             held_share: held_share(config, ws_held),
             _arena: holds.then(OneArena::take).flatten(),
             handshakes: Arc::new(tokio::sync::Semaphore::new(crate::ws::HANDSHAKES_AT_ONCE)),
@@ -170,6 +178,17 @@ const IDLE_READ_BYTES: usize = 512;
 pub(super) enum Reads {
     Echoes,
     Idle,
+}
+
+/// The run's totals, told the connect rate asked of it: a shard opens its connections'
+/// numbers of the whole run's schedule, so its share of the rate is one shard's.
+fn totals(config: &crate::config::RunConfig) -> WsTotals {
+    let totals = WsTotals::default();
+    if let Some(rate) = config.ws.as_ref().and_then(|w| w.connect_rate) {
+        let shards = config.shard.as_ref().map_or(1, |p| p.shard.count);
+        totals.ramp.asked(rate / f64::from(shards.max(1)), rate);
+    }
+    totals
 }
 
 /// How many of `held` connections this run's threads hold: connection `i` is the thread's
@@ -227,7 +246,12 @@ async fn open(ctx: &ThreadCtx, phase: Phase, reads: Reads) -> Result<Socket, Ope
     for (name, value) in &ws.headers {
         request.headers_mut().append(name.clone(), value.clone());
     }
-    let ws = upgrade::upgrade(ctx, phase, request, ws.tungstenite_config(reads)).await?;
+    let config = ws.tungstenite_config(reads);
+    let ws = if ws.config.http2 {
+        h2::open(ctx, phase, &ws.config.uri, &ws.headers, config).await?
+    } else {
+        upgrade::upgrade(ctx, phase, request, config).await?
+    };
     Ok(Socket {
         ws,
         last_push: None,
@@ -265,17 +289,25 @@ pub(crate) fn rss_bytes() -> Option<u64> {
     Some(pages * u64::try_from(page).ok()?)
 }
 
-/// Drives closed-loop connection number `index` (global, across threads) until the run ends.
+/// Drives closed-loop connection number `index` (global, across threads) until the run ends:
+/// one WebSocket, or over HTTP/2 `--streams` of them (numbered on from `index * streams`).
 pub(super) async fn drive(ctx: Rc<ThreadCtx>, index: usize) {
-    let mode = ctx.ws.as_ref().expect("a WebSocket run").config.mode;
-    match mode {
-        WsMode::Echo => echo::drive(&ctx).await,
-        WsMode::Hold => hold::drive(&ctx, index, hold::Role::Pinged).await,
-        WsMode::Connect => {
-            storm::drive(&ctx).await;
-            load_over(&ctx);
+    let config = &ctx.ws.as_ref().expect("a WebSocket run").config;
+    let (mode, streams) = (config.mode, if config.http2 { ctx.streams } else { 1 });
+    let one = |index| {
+        let ctx = &ctx;
+        async move {
+            match mode {
+                WsMode::Echo => echo::drive(ctx).await,
+                WsMode::Hold => hold::drive(ctx, index, hold::Role::Pinged).await,
+                WsMode::Connect => {
+                    storm::drive(ctx).await;
+                    load_over(ctx);
+                }
+            }
         }
-    }
+    };
+    futures_util::future::join_all((0..streams).map(|j| one(index * streams + j))).await;
     let live = ctx.live_connections.get() - 1;
     ctx.live_connections.set(live);
     if live == 0 {

@@ -4,8 +4,8 @@
 //! `--connect-timeout`, each failure classed as a `--ws-mode` run's (`crate::ws::classify`);
 //! and its goodbye. It records nothing but the connect's figures.
 
-use super::OpenFailed;
-use crate::engine::exchange::{dial, Dialer, Stream};
+use super::{deflate, OpenFailed, WsIo};
+use crate::engine::exchange::{dial, Dialer};
 use crate::engine::ThreadCtx;
 use crate::error::ErrorClass;
 use crate::stats::Phase;
@@ -18,9 +18,11 @@ use tokio_tungstenite::WebSocketStream;
 pub(in crate::engine) async fn upgrade(
     ctx: &ThreadCtx,
     phase: Phase,
-    request: http::Request<()>,
+    mut request: http::Request<()>,
     config: WebSocketConfig,
-) -> Result<WebSocketStream<Stream>, OpenFailed> {
+) -> Result<WebSocketStream<WsIo>, OpenFailed> {
+    let offered = deflate::offer(ctx, request.headers_mut());
+    let limit = config.max_message_size.unwrap_or(crate::ws::MAX_MESSAGE_BYTES);
     let started = Instant::now();
     let (dialed, stream) = dial(&Dialer::of(ctx)).await;
     if let Some(d) = dialed {
@@ -32,9 +34,13 @@ pub(in crate::engine) async fn upgrade(
         status: None,
     })?;
     let budget = ctx.connect_timeout.saturating_sub(started.elapsed());
+    let stream = WsIo::Dialled(deflate::Deflated::new(stream));
     let upgrade = tokio_tungstenite::client_async_with_config(request, stream, Some(config));
     match tokio::time::timeout(budget, upgrade).await {
-        Ok(Ok((ws, _response))) => Ok(ws),
+        Ok(Ok((mut ws, response))) => {
+            deflate::settle(ctx, &mut ws, offered.as_deref(), response.headers(), limit)?;
+            Ok(ws)
+        }
         Ok(Err(e)) => {
             let (class, detail, status) = classify(&e);
             Err(OpenFailed {
@@ -53,7 +59,7 @@ pub(in crate::engine) async fn upgrade(
 
 /// Says goodbye (close code 1000) and waits a little for the server's close in answer, so
 /// that neither side resets the connection.
-pub(in crate::engine) async fn goodbye(ws: &mut WebSocketStream<Stream>) {
+pub(in crate::engine) async fn goodbye(ws: &mut WebSocketStream<WsIo>) {
     use futures_util::StreamExt as _;
     let _ = tokio::time::timeout(Duration::from_millis(200), async {
         ws.close(None).await?;

@@ -98,17 +98,6 @@ impl<S> Deflated<S> {
         }
     }
 
-    /// A connection whose upgrade was answered elsewhere (over HTTP/2, RFC 8441: no bytes of
-    /// an answer come through here); [`Deflated::agreed`] then says what was agreed.
-    #[allow(dead_code)]
-    pub(in crate::engine) fn upgraded(inner: S) -> Deflated<S> {
-        Deflated {
-            inner,
-            input: InBuf::default(),
-            mode: Mode::Plain,
-        }
-    }
-
     /// The upgrade was answered: from now on, messages are deflated as `agreed` says (none
     /// when `None`), a message from the server inflating to at most `limit` bytes.
     pub(in crate::engine) fn agreed(
@@ -117,6 +106,11 @@ impl<S> Deflated<S> {
         limit: usize,
         totals: Option<Arc<DeflateTotals>>,
     ) {
+        if self.input.data().is_empty() {
+            // The answer's read buffer, kept no longer than the handshake (idle connections
+            // read a few bytes at a time from now on).
+            self.input = InBuf::default();
+        }
         self.mode = match agreed {
             None => Mode::Plain,
             Some(a) => Mode::Deflate(Box::new(Deflate {
@@ -255,8 +249,11 @@ pub(super) struct InBuf {
     start: usize,
 }
 
-/// The least a read from the connection asks for.
+/// The least and the most a read from the connection asks for: the most bounds what this
+/// layer holds beside tungstenite's own read buffer (64 KiB for large echoes), one a
+/// connection; an uncompressed frame's payload is read straight into tungstenite's.
 const MIN_READ_BYTES: usize = 512;
+const MAX_READ_BYTES: usize = 16 << 10;
 
 impl InBuf {
     fn data(&self) -> &[u8] {
@@ -271,8 +268,8 @@ impl InBuf {
         }
     }
 
-    /// Reads up to `want` more bytes (at least [`MIN_READ_BYTES`]); `Ready(Ok(0))` at the
-    /// connection's end.
+    /// Reads up to `want` more bytes (within [`MIN_READ_BYTES`] and [`MAX_READ_BYTES`]);
+    /// `Ready(Ok(0))` at the connection's end.
     fn poll_fill<S: AsyncRead + Unpin>(
         &mut self,
         inner: &mut S,
@@ -283,7 +280,7 @@ impl InBuf {
             self.bytes.drain(..self.start);
             self.start = 0;
         }
-        let want = want.max(MIN_READ_BYTES);
+        let want = want.clamp(MIN_READ_BYTES, MAX_READ_BYTES);
         self.bytes.reserve(want);
         let len = self.bytes.len();
         let spare = &mut self.bytes.spare_capacity_mut()[..want];

@@ -95,10 +95,14 @@ impl AsyncWrite for H2Io {
             return Poll::Ready(Ok(0));
         }
         self.send.reserve_capacity(buf.len());
-        let granted = match ready!(self.send.poll_capacity(cx)) {
-            Some(Ok(n)) if n > 0 => n.min(buf.len()),
-            // No window after all, or the stream is gone: why, from its reset.
-            _ => return self.poll_why(cx).map(Err),
+        let granted = loop {
+            match ready!(self.send.poll_capacity(cx)) {
+                // Granted, then taken back: wait for the next grant.
+                Some(Ok(0)) => continue,
+                Some(Ok(n)) => break n.min(buf.len()),
+                // The stream is gone: why, from its reset.
+                _ => return self.poll_why(cx).map(Err),
+            }
         };
         let data = Bytes::copy_from_slice(&buf[..granted]);
         match self.send.send_data(data, false) {
