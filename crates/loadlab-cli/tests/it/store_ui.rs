@@ -473,6 +473,13 @@ fn a_run_with_a_page_is_listed_live_and_stale_or_remote_entries_are_not() {
     ui.wait().unwrap();
     assert_eq!(run_status, 200, "{run_page}");
     assert!(run_page.contains("id=\"charts\""), "{run_page}");
+    assert!(
+        run_page.contains(
+            "<h2>Not final</h2><p class=\"note\">Run 1 is still being written (its intervals \
+             so far): its verdict below says interrupted because the run is not over yet"
+        ),
+        "{run_page}"
+    );
     assert_eq!(cmp_status, 200, "{cmp_page}");
     assert!(
         cmp_page.contains(

@@ -67,6 +67,15 @@ fn the_store_page_changes_nothing_and_shows_a_killed_run_as_it_is() {
         pages[0].1
     );
     assert!(pages[2].1.contains("id=\"charts\""), "its intervals so far");
+    assert!(
+        pages[2].1.contains(&format!(
+            "Run {killed} was killed while it was written (the intervals it wrote): the next \
+             command that writes to the store"
+        )),
+        "{}",
+        pages[2].1
+    );
+    assert!(!pages[1].1.contains("Not final"), "a finished run is final");
     // Beside another, its intervals too (not its row's header, which has none), not final.
     assert!(
         pages[6].1.contains(&format!(

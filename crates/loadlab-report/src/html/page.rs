@@ -247,9 +247,22 @@ fn table(t: &Table, out: &mut dyn Write, figures: bool) -> io::Result<()> {
 fn extra_section(section: &super::Section, out: &mut dyn Write) -> io::Result<()> {
     write!(
         out,
-        "<section class=\"table\"><h2>{}</h2><div class=\"scroll\"><table><thead><tr>",
+        "<section class=\"table\"><h2>{}</h2>",
         escape_html(&section.title)
     )?;
+    // A section of notes alone (`loadlab ui`'s "not final" on a run's page): no empty table.
+    if !section.columns.is_empty() || !section.rows.is_empty() {
+        section_table(section, out)?;
+    }
+    for note in &section.notes {
+        write!(out, "<p class=\"note\">{}</p>", escape_html(note))?;
+    }
+    out.write_all(b"</section>\n")
+}
+
+/// A section's table, each row's first cell linked when it has a link of this site.
+fn section_table(section: &super::Section, out: &mut dyn Write) -> io::Result<()> {
+    out.write_all(b"<div class=\"scroll\"><table><thead><tr>")?;
     for c in &section.columns {
         write!(out, "<th>{}</th>", escape_html(c))?;
     }
@@ -274,11 +287,7 @@ fn extra_section(section: &super::Section, out: &mut dyn Write) -> io::Result<()
         }
         out.write_all(b"</tr>\n")?;
     }
-    out.write_all(b"</tbody></table></div>")?;
-    for note in &section.notes {
-        write!(out, "<p class=\"note\">{}</p>", escape_html(note))?;
-    }
-    out.write_all(b"</section>\n")
+    out.write_all(b"</tbody></table></div>")
 }
 
 fn footer(runs: &[Run], out: &mut dyn Write) -> io::Result<()> {

@@ -13,7 +13,6 @@ use super::registry::{self, LiveRun};
 use super::shell::{self, Query};
 use hyper::Response;
 use loadlab_report::html::escape_html;
-use loadlab_report::Exporter as _;
 use loadlab_result::RunResult;
 use loadlab_store::{Filter, RunId, RunRow, Store};
 use std::collections::HashMap;
@@ -243,18 +242,38 @@ fn live_sections(
     out
 }
 
-/// The run's page: the offline HTML report of its stored result.
+/// The run's page: the offline HTML report of its stored result; a run not finished with a
+/// note on top saying so (its verdict reads "interrupted", as its result so far is marked).
 pub fn run_page(store: &Store, id: RunId) -> Response<Body> {
-    let result = match shown(store, id) {
-        Ok((result, _)) => result,
+    let (result, unfinished) = match shown(store, id) {
+        Ok(shown) => shown,
         Err(e) => return shell::not_found(&e),
     };
+    let note = unfinished.map(|what| loadlab_report::html::Section {
+        title: "Not final".into(),
+        notes: vec![match what {
+            STILL_WRITTEN => format!(
+                "Run {id} {what}: its verdict below says interrupted because the run is not \
+                 over yet; reload the page for the intervals since."
+            ),
+            _ => format!(
+                "Run {id} {what}: the next command that writes to the store (loadlab runs \
+                 list) keeps them as its interrupted, partial result."
+            ),
+        }],
+        ..Default::default()
+    });
     let mut page = Vec::new();
-    if let Err(e) = loadlab_report::HtmlExporter.export(&result, &mut page) {
+    let runs = [(result.started_at.as_str(), &result)];
+    let sections: Vec<_> = note.into_iter().collect();
+    if let Err(e) = loadlab_report::html::render_report(&runs, &sections, &mut page) {
         return shell::not_found(&format!("run {} could not be rendered: {e}", id.0));
     }
     shell::report_page(page)
 }
+
+/// What [`shown`] says of a run whose writer is alive.
+const STILL_WRITTEN: &str = "is still being written (its intervals so far)";
 
 /// A run as the pages show it, and, for one not finished, what it is: its stored result; a
 /// run still being written (`--save` streams it), or killed while it was and not yet sealed,
@@ -268,7 +287,7 @@ pub fn shown(store: &Store, id: RunId) -> Result<(RunResult, Option<&'static str
             Ok(so_far) => Ok((
                 so_far,
                 Some(match g.alive {
-                    true => "is still being written (its intervals so far)",
+                    true => STILL_WRITTEN,
                     false => "was killed while it was written (the intervals it wrote)",
                 }),
             )),
