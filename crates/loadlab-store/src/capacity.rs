@@ -67,14 +67,18 @@ const COLUMNS: &str = "id, created_at, started_at, kind, target_url, tag, revisi
 
 /// The bytes a capacity document is kept and written as (`capacity --json`): the document
 /// redacted, read back into its type (so its fields keep their order), pretty JSON and a
-/// newline. Fails only for a document whose redaction no longer fits its type (a secret key
-/// holding a number).
+/// newline. A document whose redacted form no longer reads as its type (a NaN, which JSON
+/// writes as null; a secret key holding a number) is kept as the redacted JSON itself, its
+/// keys in order of name: a search's document is never lost to its redaction.
 pub fn document_text<T: Serialize + DeserializeOwned>(document: &T) -> Result<String> {
     let bad = |e: serde_json::Error| StoreError::Document(e.to_string());
     let mut value = serde_json::to_value(document).map_err(bad)?;
     redact_json(&mut value);
-    let redacted: T = serde_json::from_value(value).map_err(bad)?;
-    let mut text = serde_json::to_string_pretty(&redacted).map_err(bad)?;
+    let mut text = match serde_json::from_value::<T>(value.clone()) {
+        Ok(redacted) => serde_json::to_string_pretty(&redacted),
+        Err(_) => serde_json::to_string_pretty(&value),
+    }
+    .map_err(bad)?;
     text.push('\n');
     Ok(text)
 }

@@ -68,6 +68,9 @@ fn a_search_is_kept_redacted_with_its_probes_runs() {
         .unwrap_err();
     assert!(matches!(err, StoreError::NoRun(RunId(99))), "{err}");
     assert_eq!(store.capacity_searches(10).unwrap().len(), 1);
+    // A document whose redacted form does not read back as its type (a NaN is written as
+    // null) is kept as the redacted JSON, not lost.
+    assert_eq!(document_text(&f64::NAN).unwrap(), "null\n");
     let err = store
         .capacity_search(loadlab_store::CapacityId(7))
         .unwrap_err();
