@@ -8,9 +8,16 @@ use crate::server::ServerReport;
 /// Adds what loadlab saw of the server to a result: the report itself, its figures on each
 /// timeline interval, and the verdicts they call for.
 pub fn attach_server(result: &mut RunResult, report: ServerReport) {
+    // A sampler's windows come in time order: each interval's are then found by binary search
+    // (a day's run has 86,400 intervals and 864,000 windows).
+    let in_order = crate::server::in_order(&report.samples);
     for interval in &mut result.timeline {
-        interval.server =
-            crate::server::interval(&report.samples, interval.start_s, interval.duration_s);
+        let (start, len) = (interval.start_s, interval.duration_s);
+        interval.server = if in_order {
+            crate::server::interval_in_order(&report.samples, start, len)
+        } else {
+            crate::server::interval(&report.samples, start, len)
+        };
     }
     if let Some(exit) = &report.exit {
         // The run ended because the server did, not because someone stopped it.
