@@ -210,3 +210,44 @@ fn no_deflate_offers_nothing_and_frames_go_plain() {
         r.notes
     );
 }
+
+/// A scenario's WebSocket step offers the extension too (as a browser's does): its messages
+/// go deflated, their compressed echoes are inflated before the checks read them.
+#[test]
+fn a_scenario_step_deflates_and_its_checks_read_the_inflated_answer() {
+    let server = DeflateServer::start(DeflateBehavior::Echo, "permessage-deflate");
+    let text = format!(
+        r#"
+name = "chat"
+base_url = "http://{}"
+[[steps]]
+name = "say"
+ws = "/say"
+messages = ['{{"quote": "ACME ACME ACME ACME"}}', "again again again"]
+[[steps.checks]]
+body_contains = "again again"
+"#,
+        server.addr()
+    );
+    let dir = std::env::temp_dir();
+    let scenario = loadlab_engine::scenario::Scenario::from_toml_str(&text, &dir).unwrap();
+    let r = run(RunSpec {
+        scenario: Some(std::sync::Arc::new(scenario)),
+        connections: Some(2),
+        threads: Some(1),
+        requests: Some(40),
+        timeout: Duration::from_secs(5),
+        ..RunSpec::default()
+    });
+    ok(&r, 40);
+    let c = server.counters();
+    assert_eq!(
+        (get(&c.messages), get(&c.compressed), get(&c.bad)),
+        (40, 40, 0)
+    );
+    let offers = c.offers.lock().unwrap().clone();
+    assert!(
+        !offers.is_empty() && offers.iter().all(|o| o == "permessage-deflate"),
+        "{offers:?}"
+    );
+}
