@@ -167,6 +167,10 @@ fn a_capacity_search_is_kept_listed_and_shown_by_the_cli_and_the_ui() {
         page.contains("&lt;script&gt;alert(2)&lt;/script&gt;"),
         "{page}"
     );
+    // The page drawn in Chromium: its curve, no script error, nothing refused by its policy.
+    if crate::store_ui_browser::browser_here() {
+        crate::store_ui_browser::draw_pages(&dir, &addr, &[("/capacity/1", "ui-capacity.png")]);
+    }
     assert_eq!(get(&addr, "/capacity/x").0, 400);
     let (status, missing) = get(&addr, "/capacity/99");
     assert_eq!(status, 404);
