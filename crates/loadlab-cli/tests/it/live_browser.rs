@@ -272,34 +272,46 @@ fn the_pages_of_a_capacity_search_and_an_experiment() {
         "both generators' rows and the merged figures",
     );
     assert_eq!(names, serde_json::json!(["gen0", "gen1"]));
-    // The merged count rises while the run goes, not all at its end (a saturated closed
-    // loop's generators once held their intervals until the load ended: their collectors
-    // ran only on an idle core), and each generator's row has its health.
-    let mut seen = Vec::new();
+    // The merged figures come as the run goes, not all at its end (a saturated closed loop's
+    // generators once held their intervals until the load ended: their collectors ran only
+    // on an idle core): at least half the intervals are on the page a second before the end
+    // is. And each generator's row has its health.
+    let mut seen: Vec<(Instant, u64)> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let ended_at = loop {
         let now = session
             .execute(
-                "return [window.__live.completed, \
+                "return [window.__live.intervals, \
                  document.getElementById('status').textContent.indexOf('ended') === 0, \
                  Array.from(document.querySelectorAll('#parts-body tr')).map(function (r) \
                  { return r.children[5].textContent; })]",
             )
             .unwrap();
         if now[1] == true || Instant::now() > deadline {
-            break;
+            break Instant::now();
         }
-        let count = now[0].as_u64().unwrap_or(0);
-        if count > 0 && seen.last() != Some(&count) {
+        let intervals = now[0].as_u64().unwrap_or(0);
+        if seen.last().map(|s| s.1) != Some(intervals) {
             assert!(
                 now[2].as_array().unwrap().iter().all(|cpu| cpu != "–"),
                 "a generator's CPU: {now}"
             );
-            seen.push(count);
+            seen.push((Instant::now(), intervals));
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(seen.len() >= 2, "counts seen before the end: {seen:?}");
+    };
+    let all = session.execute("return window.__live.intervals").unwrap();
+    let early = seen
+        .iter()
+        .filter(|s| s.0 + Duration::from_secs(1) <= ended_at)
+        .map(|s| s.1)
+        .max()
+        .unwrap_or(0);
+    let steps: Vec<_> = seen.iter().map(|s| (ended_at - s.0, s.1)).collect();
+    assert!(
+        2 * early >= all.as_u64().unwrap(),
+        "{early} of {all} intervals a second before the end (before the end, intervals): {steps:?}"
+    );
     // The picture once the run has ended (its every interval on the charts), so that it is
     // the same picture each time.
     until(
