@@ -4,7 +4,7 @@
 //! equal the server's counts: an echo load's messages, and a hold load's connections and
 //! pings (a generator that dropped `--ws-mode hold` would have sent echo messages instead),
 //! each generator's held connections noted as its own; `--ws-held`'s connections held beside
-//! an echo load, each generator its share.
+//! an echo load, each generator its share, opened at its share of `--ws-connect-rate`.
 
 use crate::generators::{loopback_fleet, run_fleet};
 use loadlab_testkit::{ScratchDir, WsBehavior, WsCounters, WsServer};
@@ -120,7 +120,8 @@ fn websocket_loads_over_a_fleet_are_exact_against_the_servers_counts() {
 
     // Echo beside held connections: `--ws-held 8` crosses the wire, each generator holds its
     // 4 beside its echo connection (one that dropped it would have held none), all open at
-    // once, so each notes its memory per held connection.
+    // once, so each notes its memory per held connection. `--ws-connect-rate 40/s` crosses
+    // too: each generator opens its 4 at its share, 20 a second.
     let beside = run_fleet(
         &fleet,
         &dir.join("held.json"),
@@ -131,6 +132,8 @@ fn websocket_loads_over_a_fleet_are_exact_against_the_servers_counts() {
             "1s",
             "--ws-held",
             "8",
+            "--ws-connect-rate",
+            "40/s",
             &server.url("/echo"),
         ],
     );
@@ -147,5 +150,8 @@ fn websocket_loads_over_a_fleet_are_exact_against_the_servers_counts() {
         assert!(notes.contains(&held), "{notes}");
     }
     assert_eq!(notes.matches("per held connection").count(), 2, "{notes}");
+    let paced = "(--ws-connect-rate 20/s, this shard's share of 40/s); 4 handshakes (at most 64 \
+                 at once), timed from when each was due";
+    assert_eq!(notes.matches(paced).count(), 2, "{notes}");
     drop(generators);
 }

@@ -148,9 +148,9 @@ impl Ramp {
     }
 }
 
-/// A rate as the notes write it: whole above 100, else to a tenth.
+/// A rate as the notes write it: whole when it is or above 100, else to a tenth.
 fn per_s(rate: f64) -> String {
-    if rate >= 100.0 {
+    if rate >= 100.0 || rate.fract() == 0.0 {
         format!("{rate:.0}")
     } else {
         format!("{rate:.1}")
@@ -178,6 +178,8 @@ mod tests {
             };
             assert!(close, "{index} at {rate}/s: {got:?}, not {due:?}");
         }
+        let shown: Vec<String> = [20.0, 12.5, 19.96, 1234.6].into_iter().map(per_s).collect();
+        assert_eq!(shown, ["20", "12.5", "20.0", "1235"]);
     }
 
     /// Four handshakes ending 10 ms apart: 100/s, over the three gaps; the note names the
