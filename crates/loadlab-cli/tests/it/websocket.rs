@@ -278,6 +278,30 @@ fn websocket_flags_that_make_no_sense_exit_2_with_the_fix() {
             &["--ws-mode", "hold", "--rate", "5", "ws://127.0.0.1:9/"],
             "--ws-mode connect",
         ),
+        (
+            &["--ws-connect-rate", "500/s", "ws://127.0.0.1:9/"],
+            "--ws-connect-rate: paces the opening of held connections; add --ws-mode hold",
+        ),
+        (
+            &[
+                "--ws-mode",
+                "hold",
+                "--ws-connect-rate",
+                "0/s",
+                "ws://127.0.0.1:9/",
+            ],
+            "--ws-connect-rate: 0 connections a second: give more than 0",
+        ),
+        (
+            &[
+                "--ws-mode",
+                "hold",
+                "--ws-connect-rate",
+                "fast",
+                "ws://127.0.0.1:9/",
+            ],
+            "`fast` is not a rate: give connections per second above 0",
+        ),
     ] {
         let out = loadlab().arg("run").args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
