@@ -62,7 +62,10 @@ fn a_capacity_search_is_kept_listed_and_shown_by_the_cli_and_the_ui() {
     // 4 would be a verdict bent by a busy machine; the document is kept either way.
     assert!(matches!(code, Some(0 | 4)), "{code:?}: {stderr}");
     assert!(
-        stderr.contains("kept in the store as capacity 1 (loadlab runs capacity 1;"),
+        stderr.contains(
+            "kept in the store as capacity 1 (loadlab runs capacity 1; loadlab ui), its probes \
+             under tag capacity"
+        ),
         "{stderr}"
     );
     let written = std::fs::read_to_string(&json).unwrap();

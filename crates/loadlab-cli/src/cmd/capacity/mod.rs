@@ -176,7 +176,8 @@ fn finish(
     if let Some(store) = &store {
         match store.save_capacity(&report, &stored::meta(&report, &tag)) {
             Ok(id) if !args.quiet => eprintln!(
-                "kept in the store as {} {id} (loadlab runs capacity {id}; loadlab ui), its                  probes under tag {tag} (loadlab report {tag}@all)",
+                "kept in the store as {} {id} (loadlab runs capacity {id}; loadlab ui), its \
+                 probes under tag {tag} (loadlab report {tag}@all)",
                 report.kind
             ),
             Ok(_) => {}
