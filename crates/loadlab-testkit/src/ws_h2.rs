@@ -4,7 +4,8 @@
 //! stream (tungstenite's server role), and counts what a client's figures are held to: TCP
 //! connections, WebSockets (streams), messages, closes, the most streams one connection had
 //! open. It can leave extended CONNECT out of its SETTINGS, refuse every CONNECT with a
-//! status, allow few streams at once, or reset each stream at its first message.
+//! status, allow few streams at once, or reset each stream (or go away from the connection)
+//! at its first message.
 //!
 //! It must not listen anywhere but 127.0.0.1.
 
@@ -30,6 +31,8 @@ pub struct WsH2Behavior {
     pub max_concurrent_streams: Option<u32>,
     /// Reset each WebSocket's stream (RST_STREAM INTERNAL_ERROR) at its first bytes.
     pub reset_at_first: bool,
+    /// Send GOAWAY (INTERNAL_ERROR) and close the connection at a WebSocket's first bytes.
+    pub go_away_at_first: bool,
 }
 
 impl Default for WsH2Behavior {
@@ -39,6 +42,7 @@ impl Default for WsH2Behavior {
             refuse: None,
             max_concurrent_streams: None,
             reset_at_first: false,
+            go_away_at_first: false,
         }
     }
 }
@@ -132,7 +136,23 @@ where
         return;
     };
     let open = Arc::new(AtomicU64::new(0));
-    while let Some(Ok((request, mut respond))) = conn.accept().await {
+    let go_away = Arc::new(tokio::sync::Notify::new());
+    loop {
+        let next = tokio::select! {
+            next = conn.accept() => next,
+            _ = go_away.notified() => {
+                conn.abrupt_shutdown(h2::Reason::INTERNAL_ERROR);
+                // Driven until the GOAWAY is written, then held open a moment: closed at
+                // once with the client's bytes unread, the kernel would reset it (RST)
+                // before the client read the GOAWAY.
+                while let Some(Ok(_)) = conn.accept().await {}
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                return;
+            }
+        };
+        let Some(Ok((request, mut respond))) = next else {
+            return;
+        };
         let websocket = request.method() == http::Method::CONNECT
             && request
                 .extensions()
@@ -156,10 +176,17 @@ where
         let now_open = open.fetch_add(1, Ordering::SeqCst) + 1;
         c.max_streams_on_one_connection
             .fetch_max(now_open, Ordering::SeqCst);
-        let (c, open) = (c.clone(), open.clone());
+        let (c, open, go_away) = (c.clone(), open.clone(), go_away.clone());
         tokio::spawn(async move {
             let mut recv = request.into_body();
-            if behavior.reset_at_first {
+            if behavior.go_away_at_first {
+                let _ = recv.data().await;
+                go_away.notify_one();
+                // The stream kept until the connection ends: dropped, it would be reset
+                // (CANCEL) before the client read the GOAWAY.
+                while let Some(Ok(_)) = recv.data().await {}
+                drop(send);
+            } else if behavior.reset_at_first {
                 let mut send = send;
                 let _ = recv.data().await;
                 send.send_reset(h2::Reason::INTERNAL_ERROR);

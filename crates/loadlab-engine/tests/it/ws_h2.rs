@@ -204,6 +204,26 @@ fn a_reset_stream_fails_as_stream_reset() {
     assert_eq!((get(&c.connections), get(&c.upgraded)), (1, 3));
 }
 
+/// A connection the server ends (GOAWAY INTERNAL_ERROR, then its close) fails the WebSocket
+/// on it, by the class h2 gives the stream (the connection's reset here), and the next
+/// WebSocket opens on a new connection rather than on the dead one.
+#[test]
+fn a_connection_gone_away_fails_its_websocket_and_the_next_opens_a_new_one() {
+    let server = WsH2Server::start(WsH2Behavior {
+        go_away_at_first: true,
+        ..WsH2Behavior::default()
+    });
+    let r = three(&server);
+    let m = &r.measured;
+    assert_eq!((m.requests.completed, m.requests.failed), (0, 3));
+    let gone = ["goaway", "connection_reset"];
+    let failed: u64 = gone.iter().filter_map(|c| m.errors.get(*c)).sum();
+    assert_eq!(failed, 3, "{:?} {:?}", m.errors, m.error_details);
+    let c = server.counters();
+    assert_eq!((get(&c.connections), get(&c.upgraded)), (3, 3));
+    assert_eq!(m.connections_opened, 3);
+}
+
 /// Messages larger than HTTP/2's windows (65,535 bytes at first, each way): a write waits
 /// for the window the server opens as it reads, a read releases what it took, so 200 KB
 /// messages go and come back whole.
