@@ -163,6 +163,9 @@
   function finish(interrupted) {
     ended = true;
     source.close();
+    // Every interval is in: the charts show them all now, not at the next redraw's tick.
+    dirty = true;
+    draw();
     text("status", interrupted ? "stopped: the result is written" : "ended: the result is written");
     document.getElementById("stop").disabled = true;
   }

@@ -48,19 +48,43 @@ impl Feed {
         self.busy_at.set(Some(busy));
     }
 
-    /// The CPU seconds spent since the last hand-over (the thread's `busy` now), shared
-    /// evenly by intervals `from..upto`, those this hand-over closes (more than one only when
-    /// the thread was too busy to hand over at each boundary). With none closed, it is kept
-    /// for the next hand-over.
-    fn cpu_by_interval(&self, busy: Duration, from: usize, upto: usize) -> Vec<(usize, f64)> {
+    /// The CPU seconds spent since the last hand-over (the thread's `busy` now), shared by
+    /// intervals `from..upto`, those this hand-over closes (more than one when the thread was
+    /// too busy to hand over at each boundary, or at its end), in proportion to how much of
+    /// each the run lasted (`ended`; each whole while it goes): the partial interval a run
+    /// ends in gets its share, not half of its whole neighbour's. With none closed, it is
+    /// kept for the next hand-over.
+    fn cpu_by_interval(
+        &self,
+        busy: Duration,
+        (from, upto): (usize, usize),
+        length: Duration,
+        ended: Option<Duration>,
+    ) -> Vec<(usize, f64)> {
         if upto <= from {
             return Vec::new();
         }
         let Some(before) = self.busy_at.replace(Some(busy)) else {
             return Vec::new();
         };
-        let each = busy.saturating_sub(before).as_secs_f64() / (upto - from) as f64;
-        (from..upto).map(|i| (i, each)).collect()
+        let spent = busy.saturating_sub(before).as_secs_f64();
+        let share = |i: usize| {
+            ended.map_or(1.0, |end| {
+                let lived = end.saturating_sub(length * i as u32);
+                (lived.as_secs_f64() / length.as_secs_f64().max(1e-9)).min(1.0)
+            })
+        };
+        let all: f64 = (from..upto).map(share).sum();
+        (from..upto)
+            .map(|i| {
+                let each = if all > 0.0 {
+                    spent * share(i) / all
+                } else {
+                    spent / (upto - from) as f64
+                };
+                (i, each)
+            })
+            .collect()
     }
 
     /// Takes every interval before `below` out of the recorder (`usize::MAX`: all of them,
@@ -86,7 +110,7 @@ impl Feed {
             .collect();
         let failures = rec.timeline.failures_by_interval(per, from, upto);
         let messages = rec.timeline.messages_by_interval(per, from, upto);
-        let cpu = self.cpu_by_interval(busy, from, upto);
+        let cpu = self.cpu_by_interval(busy, (from, upto), rec.intervals.length, ended);
         self.counted_below.set(upto.max(from));
         rec.timeline.drain_below(upto.max(from) * per);
         Batch {
@@ -119,5 +143,34 @@ pub(super) async fn tick(ctx: Rc<ThreadCtx>, feed: Rc<Feed>) {
         );
         // The collector only goes away when the run has ended.
         let _ = feed.tx.send(batch);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hand-over's CPU: each interval it closes gets its share while the run goes; at the
+    /// end, the partial interval the run ended in gets only the part it lasted; with nothing
+    /// closed, the CPU waits for the next hand-over.
+    #[test]
+    fn a_threads_cpu_is_shared_by_the_intervals_each_hand_over_closes() {
+        let feed = Feed::new(0, std::sync::mpsc::channel().0);
+        let ms = Duration::from_millis;
+        let len = ms(500);
+        assert_eq!(feed.cpu_by_interval(ms(10), (0, 1), len, None), []);
+        feed.started(ms(100));
+        assert_eq!(
+            feed.cpu_by_interval(ms(400), (0, 2), len, None),
+            [(0, 0.15), (1, 0.15)]
+        );
+        assert_eq!(feed.cpu_by_interval(ms(900), (2, 2), len, None), []);
+        // Ended 0.1 s into interval 3: 1 of 1.2 interval-lengths for 2, 0.2 for 3.
+        let last = feed.cpu_by_interval(ms(1_000), (2, 4), len, Some(ms(1_600)));
+        assert_eq!(last.len(), 2);
+        assert!(
+            (last[0].1 - 0.5).abs() < 1e-9 && (last[1].1 - 0.1).abs() < 1e-9,
+            "{last:?}"
+        );
     }
 }
