@@ -224,6 +224,26 @@ fn a_connection_gone_away_fails_its_websocket_and_the_next_opens_a_new_one() {
     assert_eq!(m.connections_opened, 3);
 }
 
+/// `--ws-mode connect` over HTTP/2 is a storm of streams: each exchange a CONNECT and a
+/// goodbye, on a connection that stays open.
+#[test]
+fn a_connect_storm_is_a_storm_of_streams_on_one_connection() {
+    let server = WsH2Server::start(WsH2Behavior::default());
+    let r = run(RunSpec {
+        connections: Some(1),
+        streams: 2,
+        threads: Some(1),
+        requests: Some(50),
+        ..ws_h2(url(&server, "ws", "127.0.0.1"), WsMode::Connect)
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
+    assert_eq!(m.requests.completed, 50);
+    let c = server.counters();
+    assert_eq!((get(&c.connections), get(&c.upgraded)), (1, 50));
+    assert_eq!(get(&c.closes), 50, "a goodbye from each");
+}
+
 /// Messages larger than HTTP/2's windows (65,535 bytes at first, each way): a write waits
 /// for the window the server opens as it reads, a read releases what it took, so 200 KB
 /// messages go and come back whole.
