@@ -58,6 +58,11 @@ pub const FEATURE_WS_HELD: &str = "ws-held";
 /// open every connection at once, not the ramp asked, so such a load goes only to one that
 /// names this.
 pub const FEATURE_WS_CONNECT_RATE: &str = "ws-connect-rate";
+/// In [`Hello::features`]: the generator role runs a WebSocket load over HTTP/2 (RFC 8441,
+/// [`load::WireLoad::http2`] with a `ws://` or `wss://` URL). An older agent refuses such a
+/// load only once its shard starts ("a WebSocket runs over HTTP/1.1"), so it goes only to
+/// one that names this.
+pub const FEATURE_WS_H2: &str = "ws-h2";
 /// What this build's agent names in [`Hello::features`].
 pub const FEATURES: &[&str] = &[
     FEATURE_WEBSOCKET,
@@ -65,6 +70,7 @@ pub const FEATURES: &[&str] = &[
     FEATURE_GRPC,
     FEATURE_WS_HELD,
     FEATURE_WS_CONNECT_RATE,
+    FEATURE_WS_H2,
 ];
 /// On every request and every response: the protocol version, in decimal.
 pub const HEADER_PROTOCOL: &str = "x-loadlab-agent-protocol";

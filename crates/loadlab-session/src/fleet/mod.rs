@@ -297,11 +297,12 @@ impl Generator {
     ) -> Result<(), SessionError> {
         use loadlab_agent::protocol::{
             FEATURE_GRPC, FEATURE_PIPELINE, FEATURE_WEBSOCKET, FEATURE_WS_CONNECT_RATE,
-            FEATURE_WS_HELD,
+            FEATURE_WS_H2, FEATURE_WS_HELD,
         };
+        let websocket = loadlab_agent::protocol::load::is_websocket(&spec.url);
         let needs = [
             (
-                loadlab_agent::protocol::load::is_websocket(&spec.url),
+                websocket,
                 FEATURE_WEBSOCKET,
                 "a WebSocket load (it would run any one as echo)",
             ),
@@ -324,6 +325,11 @@ impl Generator {
                 spec.ws.connect_rate.is_some(),
                 FEATURE_WS_CONNECT_RATE,
                 "--ws-connect-rate (it would open every held connection at once)",
+            ),
+            (
+                websocket && spec.http2,
+                FEATURE_WS_H2,
+                "a WebSocket load over --http2 (it refuses one at its start)",
             ),
         ];
         for (needed, feature, what) in needs {

@@ -458,3 +458,45 @@ fn a_generator_without_ws_connect_rate_is_refused_a_paced_load() {
     };
     assert!(generator.can_send(&hello, &at_once).is_ok());
 }
+
+/// A generator whose agent reads WebSocket loads but knows no WebSockets over HTTP/2 (its
+/// hello names `websocket`, not `ws-h2`) would refuse a `--http2` WebSocket load at its start
+/// ("a WebSocket runs over HTTP/1.1"): it is refused up front, naming its version and the fix;
+/// the same load over HTTP/1.1 still goes.
+#[test]
+fn a_generator_without_ws_h2_is_refused_a_websocket_load_over_http2() {
+    let dir = ScratchDir::new("fleet-old-ws-h2");
+    let generator = FakeAgent::start(Endless::Intervals).generator(&dir);
+    let hello: loadlab_agent::protocol::Hello = serde_json::from_value(serde_json::json!({
+        "protocol": PROTOCOL, "agent_version": "0.9.3", "hostname": "gen1",
+        "cpus": 1, "kernel": "fake", "cgroup": null, "allow_exec": false,
+        "lease_ms": 10_000, "busy": null, "default_server": null,
+        "generator": true, "load_busy": null,
+        "features": ["websocket", "ws-held", "ws-connect-rate"],
+    }))
+    .unwrap();
+    let spec = RunSpec {
+        url: "ws://127.0.0.1:9/echo".into(),
+        connections: Some(2),
+        duration: Some(Duration::from_secs(1)),
+        http2: true,
+        ..RunSpec::default()
+    };
+    let err = generator.can_send(&hello, &spec).unwrap_err().to_string();
+    assert!(
+        err.contains("runs loadlab agent 0.9.3 on gen1, too old for a WebSocket load over --http2")
+            && err.contains("run the same loadlab version"),
+        "{err}"
+    );
+    let over_h1 = RunSpec {
+        http2: false,
+        ..spec
+    };
+    assert!(generator.can_send(&hello, &over_h1).is_ok());
+    let http = RunSpec {
+        url: "http://127.0.0.1:9/".into(),
+        http2: true,
+        ..over_h1
+    };
+    assert!(generator.can_send(&hello, &http).is_ok());
+}
