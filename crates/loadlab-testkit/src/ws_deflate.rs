@@ -6,6 +6,8 @@
 //! client's messages it could not inflate. It echoes each message compressed, or in
 //! fragments with a ping between them, or answers the first with a decompression bomb.
 //!
+//! Its frames' side (`serve_frames`) also serves `crate::ws_h2`'s WebSockets over HTTP/2.
+//!
 //! It must not listen anywhere but 127.0.0.1.
 
 use crate::background::Background;
@@ -13,7 +15,7 @@ use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 
@@ -97,7 +99,7 @@ async fn serve(
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        if offer.contains("permessage-deflate") && !answered.is_empty() {
+        if offered_and_answered(&offer, &answered) {
             res.headers_mut()
                 .insert("sec-websocket-extensions", answered.parse().unwrap());
         }
@@ -107,14 +109,30 @@ async fn serve(
     let Ok(ws) = tokio_tungstenite::accept_hdr_async(stream, callback).await else {
         return;
     };
-    c.upgraded.fetch_add(1, Ordering::SeqCst);
     let offer = offered.lock().unwrap().clone();
-    c.offers.lock().unwrap().push(offer.clone());
-    let agreed = offer.contains("permessage-deflate") && !answer.is_empty();
     // The frames from here are this server's: tungstenite read nothing past the upgrade
     // (a client sends no frame before the 101).
+    serve_frames(ws.into_inner(), &offer, &answer, &behavior, &c).await;
+}
+
+/// Serves one upgraded WebSocket's frames on `io` as `behavior` says, deflated when `offer`
+/// (the client's `Sec-WebSocket-Extensions`) named permessage-deflate and `answer` (the
+/// server's) agreed it; counted in `c`. Also a WebSocket over an HTTP/2 stream's
+/// (`crate::ws_h2`), RFC 8441 carrying the same negotiation.
+pub(crate) async fn serve_frames<T>(
+    io: T,
+    offer: &str,
+    answer: &str,
+    behavior: &DeflateBehavior,
+    c: &DeflateCounters,
+) where
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    c.upgraded.fetch_add(1, Ordering::SeqCst);
+    c.offers.lock().unwrap().push(offer.to_string());
+    let agreed = offered_and_answered(offer, answer);
     let mut peer = Peer {
-        io: ws.into_inner(),
+        io,
         inflate: Decompress::new(false),
         deflate: Compress::new(Compression::fast(), false),
         agreed,
@@ -124,7 +142,13 @@ async fn serve(
         reset_inflate: agreed && answer.contains("client_no_context_takeover"),
         reset_deflate: agreed && answer.contains("server_no_context_takeover"),
     };
-    let _ = peer.run(&behavior, &c).await;
+    let _ = peer.run(behavior, c).await;
+}
+
+/// Whether the server's `answer` is given: the client offered the extension and the server
+/// has an answer to give.
+pub(crate) fn offered_and_answered(offer: &str, answer: &str) -> bool {
+    offer.contains("permessage-deflate") && !answer.is_empty()
 }
 
 /// One frame as read: its first byte's bits and its payload, unmasked.
@@ -135,8 +159,8 @@ struct Frame {
     payload: Vec<u8>,
 }
 
-struct Peer {
-    io: TcpStream,
+struct Peer<T> {
+    io: T,
     inflate: Decompress,
     deflate: Compress,
     agreed: bool,
@@ -147,7 +171,7 @@ struct Peer {
 /// The tail a compressed message's sender strips, and its receiver adds back.
 const TAIL: [u8; 4] = [0, 0, 0xff, 0xff];
 
-impl Peer {
+impl<T: AsyncRead + AsyncWrite + Unpin> Peer<T> {
     async fn run(
         &mut self,
         behavior: &DeflateBehavior,

@@ -5,7 +5,9 @@
 //! connections, WebSockets (streams), messages, closes, the most streams one connection had
 //! open. It can leave extended CONNECT out of its SETTINGS, refuse every CONNECT with a
 //! status, allow few streams at once, or reset each stream (or go away from the connection)
-//! at its first message.
+//! at its first message. With an extension answer, it negotiates permessage-deflate as
+//! RFC 8441 carries it (the CONNECT's `sec-websocket-extensions`, the answer's on the 200)
+//! and serves the frames by `crate::ws_deflate`'s echo, counted in its counters.
 //!
 //! It must not listen anywhere but 127.0.0.1.
 
@@ -33,6 +35,10 @@ pub struct WsH2Behavior {
     pub reset_at_first: bool,
     /// Send GOAWAY (INTERNAL_ERROR) and close the connection at a WebSocket's first bytes.
     pub go_away_at_first: bool,
+    /// The answer's `sec-websocket-extensions` to a permessage-deflate offer (e.g.
+    /// `permessage-deflate`): WebSockets are then echoed by `crate::ws_deflate`, deflated
+    /// when agreed, counted in [`WsH2Counters::deflate`] (not `messages`).
+    pub deflate: Option<&'static str>,
 }
 
 impl Default for WsH2Behavior {
@@ -43,6 +49,7 @@ impl Default for WsH2Behavior {
             max_concurrent_streams: None,
             reset_at_first: false,
             go_away_at_first: false,
+            deflate: None,
         }
     }
 }
@@ -62,6 +69,9 @@ pub struct WsH2Counters {
     pub closes: AtomicU64,
     /// The most WebSockets one connection had open at once.
     pub max_streams_on_one_connection: AtomicU64,
+    /// With [`WsH2Behavior::deflate`]: the WebSockets' offers, messages, compressed ones and
+    /// their bytes on the wire.
+    pub deflate: crate::DeflateCounters,
 }
 
 pub struct WsH2Server {
@@ -163,7 +173,19 @@ where
             None if websocket => 200,
             None => 400,
         };
-        let response = http::Response::builder().status(status).body(()).unwrap();
+        let offer = request
+            .headers()
+            .get(http::header::SEC_WEBSOCKET_EXTENSIONS)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let mut response = http::Response::builder().status(status);
+        if let Some(answer) = behavior.deflate {
+            if crate::ws_deflate::offered_and_answered(&offer, answer) {
+                response = response.header(http::header::SEC_WEBSOCKET_EXTENSIONS, answer);
+            }
+        }
+        let response = response.body(()).unwrap();
         if status != 200 {
             c.refused.fetch_add(1, Ordering::SeqCst);
             let _ = respond.send_response(response, true);
@@ -191,7 +213,8 @@ where
                 let _ = recv.data().await;
                 send.send_reset(h2::Reason::INTERNAL_ERROR);
             } else {
-                echo(send, recv, &c).await;
+                let deflate = behavior.deflate.map(|answer| (offer.as_str(), answer));
+                echo(send, recv, &c, deflate).await;
             }
             open.fetch_sub(1, Ordering::SeqCst);
         });
@@ -199,8 +222,14 @@ where
 }
 
 /// Serves one WebSocket over its stream: tungstenite's server role over a pipe whose other
-/// end two pumps join to the stream's DATA frames.
-async fn echo(mut send: h2::SendStream<Bytes>, mut recv: h2::RecvStream, c: &WsH2Counters) {
+/// end two pumps join to the stream's DATA frames; with `deflate` (the client's offer, the
+/// server's answer), `crate::ws_deflate`'s frames instead.
+async fn echo(
+    mut send: h2::SendStream<Bytes>,
+    mut recv: h2::RecvStream,
+    c: &WsH2Counters,
+    deflate: Option<(&str, &str)>,
+) {
     let (ours, theirs) = tokio::io::duplex(64 << 10);
     let (mut from_pipe, mut to_pipe) = tokio::io::split(theirs);
     let inbound = async move {
@@ -237,6 +266,11 @@ async fn echo(mut send: h2::SendStream<Bytes>, mut recv: h2::RecvStream, c: &WsH
         let _ = send.send_data(Bytes::new(), true);
     };
     let socket = async {
+        if let Some((offer, answer)) = deflate {
+            let echo = crate::DeflateBehavior::Echo;
+            crate::ws_deflate::serve_frames(ours, offer, answer, &echo, &c.deflate).await;
+            return;
+        }
         let mut ws = WebSocketStream::from_raw_socket(ours, Role::Server, None).await;
         while let Some(Ok(message)) = ws.next().await {
             match message {

@@ -268,3 +268,80 @@ fn messages_larger_than_the_flow_control_window_cross_whole() {
     assert_eq!(get(&server.counters().messages), 6);
     assert_eq!((m.bytes.sent, m.bytes.received), (6 * 200_000, 6 * 200_000));
 }
+
+/// permessage-deflate over HTTP/2 (RFC 8441 carries the offer on the CONNECT and the answer
+/// on its 200): echoes go compressed both ways, the server's counts exact and its bytes on
+/// the wire fewer than the messages'; a `-H Sec-WebSocket-Extensions` replaces the offer and
+/// `--ws-no-deflate` makes none, as over HTTP/1.1.
+#[test]
+fn echo_over_h2c_deflated_when_agreed() {
+    let deflating = WsH2Behavior {
+        deflate: Some("permessage-deflate"),
+        ..WsH2Behavior::default()
+    };
+    let echo = |server: &WsH2Server, ws: WsSpec, headers: Vec<String>| {
+        run(RunSpec {
+            connections: Some(1),
+            streams: 2,
+            threads: Some(1),
+            requests: Some(200),
+            headers,
+            ws: WsSpec {
+                size: Some(64),
+                ..ws
+            },
+            ..ws_h2(url(server, "ws", "127.0.0.1"), WsMode::Echo)
+        })
+    };
+    let server = WsH2Server::start(deflating);
+    let r = echo(&server, WsSpec::default(), vec![]);
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
+    assert_eq!(m.requests.completed, 200);
+    let d = &server.counters().deflate;
+    assert_eq!(
+        (get(&d.messages), get(&d.compressed), get(&d.bad)),
+        (200, 200, 0)
+    );
+    assert_eq!(get(&d.payload_bytes), 200 * 64);
+    assert!(get(&d.wire_bytes) < 200 * 16, "{}", get(&d.wire_bytes));
+    assert_eq!(
+        d.offers.lock().unwrap().clone(),
+        vec!["permessage-deflate"; 2]
+    );
+    let note = r.notes.iter().find(|n| n.contains("permessage-deflate"));
+    let note = note.unwrap_or_else(|| panic!("{:?}", r.notes));
+    assert!(note.contains("agreed on 2 of 2 connections"), "{note}");
+    assert!(note.contains("200 compressed messages received"), "{note}");
+
+    let own = "permessage-deflate; client_no_context_takeover";
+    let server = WsH2Server::start(deflating);
+    let r = echo(
+        &server,
+        WsSpec::default(),
+        vec![format!("Sec-WebSocket-Extensions: {own}")],
+    );
+    assert_eq!(
+        r.measured.requests.completed, 200,
+        "{:?}",
+        r.measured.errors
+    );
+    let d = &server.counters().deflate;
+    assert_eq!(d.offers.lock().unwrap().clone(), vec![own; 2]);
+    assert_eq!(get(&d.compressed), 200);
+
+    let server = WsH2Server::start(deflating);
+    let plain = WsSpec {
+        no_deflate: true,
+        ..WsSpec::default()
+    };
+    let r = echo(&server, plain, vec![]);
+    assert_eq!(
+        r.measured.requests.completed, 200,
+        "{:?}",
+        r.measured.errors
+    );
+    let d = &server.counters().deflate;
+    assert_eq!((get(&d.messages), get(&d.compressed)), (200, 0));
+    assert_eq!(d.offers.lock().unwrap().clone(), vec![""; 2]);
+}

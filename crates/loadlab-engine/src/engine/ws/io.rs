@@ -1,6 +1,7 @@
 //! The byte stream under a WebSocket: a dialled connection, upgraded by HTTP/1.1 (RFC 6455),
-//! or a stream of an HTTP/2 connection, opened by an extended CONNECT (RFC 8441). tungstenite
-//! reads and writes either alike.
+//! or a stream of an HTTP/2 connection, opened by an extended CONNECT (RFC 8441); either
+//! through permessage-deflate's layer (RFC 8441 section 4 carries extensions over HTTP/2 as
+//! over HTTP/1.1). tungstenite reads and writes both alike.
 
 use super::deflate::Deflated;
 use super::h2::H2Io;
@@ -13,7 +14,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub(in crate::engine) enum WsIo {
     /// Through permessage-deflate's layer (which passes bytes as they are unless agreed).
     Dialled(Deflated<Stream>),
-    H2(Box<H2Io>),
+    /// The same layer over an HTTP/2 stream, its mode set from the CONNECT's 2xx before
+    /// tungstenite reads a byte (the answer's header fields never pass through the stream).
+    H2(Box<Deflated<H2Io>>),
 }
 
 impl AsyncRead for WsIo {

@@ -58,8 +58,9 @@ pub(in crate::engine) fn settle(
     if let (Some(t), Some(_)) = (&totals, offered) {
         t.upgraded(agreed.is_some());
     }
-    if let WsIo::Dialled(d) = ws.get_mut() {
-        d.agreed(agreed, limit, totals);
+    match ws.get_mut() {
+        WsIo::Dialled(d) => d.agreed(agreed, limit, totals),
+        WsIo::H2(d) => d.agreed(agreed, limit, totals),
     }
     Ok(())
 }

@@ -4,7 +4,9 @@
 //! `sec-websocket-version: 13`, no key: RFC 8441 section 4); a 2xx answer opens it, any
 //! other status is a refused upgrade, counted by its status as an HTTP/1.1 upgrade's. The
 //! stream then carries the WebSocket's frames ([`H2Io`]), so every load above it (echo,
-//! hold, connect, the open loop) runs unchanged.
+//! hold, connect, the open loop) runs unchanged. permessage-deflate is offered as over
+//! HTTP/1.1 (`sec-websocket-extensions` on the CONNECT, the answer's on the 2xx: RFC 8441
+//! section 4), and its layer (`super::deflate`) wraps the stream as it does a connection.
 //!
 //! It records nothing but a new connection's connect figures; the caller records each
 //! WebSocket's outcome, as for an HTTP/1.1 upgrade.
@@ -33,11 +35,13 @@ pub(in crate::engine) async fn open(
     headers: &[(http::HeaderName, http::HeaderValue)],
     config: WebSocketConfig,
 ) -> Result<WebSocketStream<WsIo>, OpenFailed> {
-    let request = connect_request(uri, headers).ok_or_else(|| OpenFailed {
+    let mut request = connect_request(uri, headers).ok_or_else(|| OpenFailed {
         class: ErrorClass::WsBadHandshake,
         detail: Some(format!("`{}` is not a WebSocket URL", shown(uri))),
         status: None,
     })?;
+    let offered = super::deflate::offer(ctx, request.headers_mut());
+    let limit = config.max_message_size.unwrap_or(crate::ws::MAX_MESSAGE_BYTES);
     let (send, held) = ctx.ws_h2.stream(ctx, phase).await?;
     let connect = async {
         let mut send = send.ready().await.map_err(h2_failed)?;
@@ -56,9 +60,10 @@ pub(in crate::engine) async fn open(
                 status: Some(status.as_u16()),
             });
         }
-        Ok((send_stream, response.into_body()))
+        let (answer, recv) = response.into_parts();
+        Ok((send_stream, recv, answer.headers))
     };
-    let (send_stream, recv) =
+    let (send_stream, recv, answer) =
         match tokio::time::timeout(ctx.connect_timeout, connect).await {
             Ok(opened) => opened?,
             Err(_) => return Err(OpenFailed {
@@ -70,8 +75,11 @@ pub(in crate::engine) async fn open(
                 status: None,
             }),
         };
-    let io = WsIo::H2(Box::new(H2Io::new(send_stream, recv, held)));
-    Ok(WebSocketStream::from_raw_socket(io, Role::Client, Some(config)).await)
+    let io = H2Io::new(send_stream, recv, held);
+    let io = WsIo::H2(Box::new(super::deflate::Deflated::new(io)));
+    let mut ws = WebSocketStream::from_raw_socket(io, Role::Client, Some(config)).await;
+    super::deflate::settle(ctx, &mut ws, offered.as_deref(), &answer, limit)?;
+    Ok(ws)
 }
 
 fn h2_failed(e: h2::Error) -> OpenFailed {
