@@ -202,6 +202,14 @@ impl Inflating {
             self.state = State::Pass(h.len);
             return Ok(());
         }
+        if h.len > self.limit as u64 {
+            // tungstenite's bound on a frame, which it never sees of a compressed one.
+            return Err(broken(format!(
+                "the server announced a compressed frame of {} bytes, over the {} loadlab \
+                 accepts",
+                h.len, self.limit
+            )));
+        }
         input.consume(h.size);
         if h.opcode != CONTINUATION {
             self.inflated = 0;

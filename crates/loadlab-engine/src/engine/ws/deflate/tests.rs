@@ -195,7 +195,10 @@ async fn messages_deflate_and_inflate_both_ways() {
         .concat();
         let mut ws = upgraded(&mut server, client, answer_value, reply).await;
         assert_eq!(ws.next().await.unwrap().unwrap(), Message::text(text));
-        assert_eq!(ws.next().await.unwrap().unwrap(), Message::Ping("ping".into()));
+        assert_eq!(
+            ws.next().await.unwrap().unwrap(),
+            Message::Ping("ping".into())
+        );
         assert_eq!(ws.next().await.unwrap().unwrap(), Message::text(text));
 
         // Two identical binary messages from the client: RSV1 set, inflating to them; with
@@ -250,6 +253,30 @@ async fn rsv1_on_a_control_frame_is_a_breach() {
     let (class, detail, _) = crate::ws::classify(&e);
     assert_eq!(class, ErrorClass::WsProtocolError);
     assert!(detail.unwrap().contains("RSV1 on a control frame"));
+}
+
+#[tokio::test]
+async fn a_compressed_frame_over_the_limit_fails_unread() {
+    let (client, mut server) = tokio::io::duplex(1 << 16);
+    let mut head = [0u8; frame::MAX_HEADER];
+    let size = frame::encode(true, true, frame::BINARY, None, 1 << 40, &mut head);
+    let mut ws = upgraded(
+        &mut server,
+        client,
+        "permessage-deflate",
+        head[..size].to_vec(),
+    )
+    .await;
+    // The server goes: without the bound the layer would wait for the frame's payload.
+    drop(server);
+    let e = ws.next().await.unwrap().unwrap_err();
+    let (class, detail, _) = crate::ws::classify(&e);
+    assert_eq!(class, ErrorClass::WsProtocolError);
+    let detail = detail.unwrap();
+    assert!(
+        detail.contains("compressed frame of 1099511627776 bytes, over the 1048576"),
+        "{detail}"
+    );
 }
 
 /// A bomb: 64 MiB of zeros in about 64 KiB, against a 1 MiB limit. Inflating stops there,
