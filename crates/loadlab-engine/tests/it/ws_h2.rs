@@ -56,6 +56,9 @@ fn echo_over_h2c_completes_what_the_server_counts_on_shared_connections() {
     assert_eq!((get(&c.connections), get(&c.upgraded)), (2, 8));
     assert_eq!(get(&c.max_streams_on_one_connection), 4);
     assert_eq!(m.connections_opened, 2);
+    // Counted under the status the server answered the CONNECTs with, not HTTP/1.1's 101.
+    let statuses: Vec<_> = m.status_codes.iter().collect();
+    assert_eq!(statuses, [(&"200".to_string(), &1_000)]);
 }
 
 #[test]
@@ -108,6 +111,14 @@ fn held_websockets_share_two_connections() {
     // Each pong answered a ping the server counted (one may be in flight at the end).
     assert!(get(&c.pings) >= m.requests.completed, "{}", get(&c.pings));
     assert_eq!(get(&c.closes), 10, "a goodbye from each");
+    let pongs = m.requests.completed;
+    assert_eq!(
+        m.status_codes.get("200"),
+        Some(&pongs),
+        "{:?}",
+        m.status_codes
+    );
+    assert_eq!(m.status_codes.get("101"), None);
 }
 
 /// A server allowing 2 streams a connection, asked for 4: two WebSockets on each
@@ -242,6 +253,7 @@ fn a_connect_storm_is_a_storm_of_streams_on_one_connection() {
     let c = server.counters();
     assert_eq!((get(&c.connections), get(&c.upgraded)), (1, 50));
     assert_eq!(get(&c.closes), 50, "a goodbye from each");
+    assert_eq!(m.status_codes.get("200"), Some(&50), "{:?}", m.status_codes);
 }
 
 /// Messages larger than HTTP/2's windows (65,535 bytes at first, each way): a write waits

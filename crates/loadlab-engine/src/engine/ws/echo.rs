@@ -4,7 +4,7 @@
 //! a protocol error, no echo within `--timeout`) fails the message and drops the connection,
 //! so that a late echo is never taken for the next message's.
 
-use super::{close, open_socket, record_open_failure, traffic, Reads, Socket, SWITCHING_PROTOCOLS};
+use super::{close, open_socket, record_open_failure, traffic, Reads, Socket};
 use crate::engine::exchange::{
     note_detail, record_failure, record_sent, record_success, Due, Traffic,
 };
@@ -85,13 +85,7 @@ pub(super) async fn round_trip(ctx: &ThreadCtx, socket: &mut Socket, due: &Due) 
     .await;
     match answer {
         Ok(Ok(end)) => {
-            record_success(
-                ctx,
-                due,
-                sent_at,
-                SWITCHING_PROTOCOLS,
-                &traffic(size, size, end),
-            );
+            record_success(ctx, due, sent_at, socket.status, &traffic(size, size, end));
             true
         }
         Ok(Err((class, detail))) => {

@@ -14,7 +14,7 @@
 //! RSS before the first one opens and once all are open (see [`crate::ws::WsTotals`]).
 
 use super::{close, open_socket, record_open_failure, rss_bytes, traffic};
-use super::{Reads, Socket, SWITCHING_PROTOCOLS};
+use super::{Reads, Socket};
 use crate::engine::exchange::{
     note_detail, record_failure, record_sent, record_success, Due, Traffic,
 };
@@ -224,7 +224,7 @@ async fn hold(
                     Message::Pong(p) => {
                         if let Some(o) = owed.take_if(|o| p[..] == o.payload[..]) {
                             let end = Instant::now();
-                            record_success(ctx, &o.due, o.sent_at, SWITCHING_PROTOCOLS, &traffic(8, 8, end));
+                            record_success(ctx, &o.due, o.sent_at, socket.status, &traffic(8, 8, end));
                         }
                     }
                     Message::Ping(_) => {

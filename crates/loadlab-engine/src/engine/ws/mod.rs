@@ -6,7 +6,8 @@
 //! exchange; `open` hands the open loop's due messages or handshakes to them.
 //!
 //! Every exchange is recorded as an HTTP request is (`exchange::record_*`): a success with
-//! its latency (from when it was due in an open loop) and status 101, a failure by class.
+//! its latency (from when it was due in an open loop) and its connection's upgrade status
+//! (101; over HTTP/2 the CONNECT's 2xx), a failure by class.
 //! What has no HTTP counterpart (messages the server pushed, pongs, held connections and the
 //! memory they took) is counted in [`crate::ws::WsTotals`], shared by the run's threads.
 //!
@@ -36,10 +37,13 @@ use tokio_tungstenite::WebSocketStream;
 
 pub(super) use io::WsIo;
 
-/// One open WebSocket, and when the server last pushed on it (the next push's gap is from
-/// then).
+/// One open WebSocket, the status it was opened with, and when the server last pushed on it
+/// (the next push's gap is from then).
 pub(super) struct Socket {
     ws: WebSocketStream<WsIo>,
+    /// What its exchanges are counted under: 101, or over HTTP/2 its CONNECT's 2xx (200
+    /// mostly), as the server answered.
+    status: u16,
     last_push: Option<Instant>,
 }
 
@@ -68,7 +72,7 @@ impl Socket {
 /// How long a thread waits, once the run is over, for its WebSockets to close cleanly.
 pub(super) const CLOSE_GRACE: Duration = Duration::from_millis(300);
 
-/// The status a WebSocket exchange is counted under: its connection's upgrade.
+/// The status an HTTP/1.1 WebSocket's exchanges are counted under: its upgrade's.
 const SWITCHING_PROTOCOLS: u16 = 101;
 
 /// What every worker thread of a WebSocket run is given alike.
@@ -247,13 +251,15 @@ async fn open(ctx: &ThreadCtx, phase: Phase, reads: Reads) -> Result<Socket, Ope
         request.headers_mut().append(name.clone(), value.clone());
     }
     let config = ws.tungstenite_config(reads);
-    let ws = if ws.config.http2 {
+    let (ws, status) = if ws.config.http2 {
         h2::open(ctx, phase, &ws.config.uri, &ws.headers, config).await?
     } else {
-        upgrade::upgrade(ctx, phase, request, config).await?
+        let ws = upgrade::upgrade(ctx, phase, request, config).await?;
+        (ws, SWITCHING_PROTOCOLS)
     };
     Ok(Socket {
         ws,
+        status,
         last_push: None,
     })
 }

@@ -1,9 +1,10 @@
 //! Connection storms (`--ws-mode connect`): each exchange is a new connection's TCP connect,
 //! TLS handshake and upgrade, timed from when it was due (in an open loop, `--rate`
-//! connections per second), then closed with code 1000. A refused upgrade is a failure
+//! connections per second), then closed with code 1000, counted under its upgrade's status
+//! (101, or over HTTP/2 its CONNECT's 2xx). A refused upgrade is a failure
 //! (`ws_refused`) with its HTTP status counted.
 
-use super::{close, open_socket, record_open_failure, traffic, Reads, SWITCHING_PROTOCOLS};
+use super::{close, open_socket, record_open_failure, traffic, Reads};
 use crate::engine::exchange::{record_sent, record_success, Due};
 use crate::engine::ThreadCtx;
 use std::time::Instant;
@@ -36,7 +37,7 @@ pub(super) async fn handshake(ctx: &ThreadCtx, due: &Due) -> bool {
             let end = Instant::now();
             // Counted as sent once it worked (a failed one is counted by its failure).
             record_sent(ctx, due.phase);
-            record_success(ctx, due, started, SWITCHING_PROTOCOLS, &traffic(0, 0, end));
+            record_success(ctx, due, started, socket.status, &traffic(0, 0, end));
             close(socket).await;
             true
         }

@@ -2,7 +2,8 @@
 //! `wss://` URL (h2 agreed by ALPN): each WebSocket is a stream of one of the thread's
 //! HTTP/2 connections ([`Conns`]), opened by an extended CONNECT (`:protocol websocket`,
 //! `sec-websocket-version: 13`, no key: RFC 8441 section 4); a 2xx answer opens it, any
-//! other status is a refused upgrade, counted by its status as an HTTP/1.1 upgrade's. The
+//! other status is a refused upgrade, counted by its status as an HTTP/1.1 upgrade's, and the
+//! 2xx is the status its exchanges are counted under (not HTTP/1.1's 101). The
 //! stream then carries the WebSocket's frames ([`H2Io`]), so every load above it (echo,
 //! hold, connect, the open loop) runs unchanged. permessage-deflate is offered as over
 //! HTTP/1.1 (`sec-websocket-extensions` on the CONNECT, the answer's on the 2xx: RFC 8441
@@ -27,21 +28,24 @@ use tokio_tungstenite::WebSocketStream;
 
 /// Opens a WebSocket to `uri` (`ws://` or `wss://`) as a stream of one of the thread's
 /// HTTP/2 connections, its CONNECT answered within `--connect-timeout` from when the stream
-/// was granted (a wait for one, under the server's stream limit, is not the server's delay).
+/// was granted (a wait for one, under the server's stream limit, is not the server's delay);
+/// with the 2xx status it was answered.
 pub(in crate::engine) async fn open(
     ctx: &ThreadCtx,
     phase: Phase,
     uri: &str,
     headers: &[(http::HeaderName, http::HeaderValue)],
     config: WebSocketConfig,
-) -> Result<WebSocketStream<WsIo>, OpenFailed> {
+) -> Result<(WebSocketStream<WsIo>, u16), OpenFailed> {
     let mut request = connect_request(uri, headers).ok_or_else(|| OpenFailed {
         class: ErrorClass::WsBadHandshake,
         detail: Some(format!("`{}` is not a WebSocket URL", shown(uri))),
         status: None,
     })?;
     let offered = super::deflate::offer(ctx, request.headers_mut());
-    let limit = config.max_message_size.unwrap_or(crate::ws::MAX_MESSAGE_BYTES);
+    let limit = config
+        .max_message_size
+        .unwrap_or(crate::ws::MAX_MESSAGE_BYTES);
     let (send, held) = ctx.ws_h2.stream(ctx, phase).await?;
     let connect = async {
         let mut send = send.ready().await.map_err(h2_failed)?;
@@ -61,9 +65,9 @@ pub(in crate::engine) async fn open(
             });
         }
         let (answer, recv) = response.into_parts();
-        Ok((send_stream, recv, answer.headers))
+        Ok((send_stream, recv, answer.headers, status.as_u16()))
     };
-    let (send_stream, recv, answer) =
+    let (send_stream, recv, answer, status) =
         match tokio::time::timeout(ctx.connect_timeout, connect).await {
             Ok(opened) => opened?,
             Err(_) => return Err(OpenFailed {
@@ -79,7 +83,7 @@ pub(in crate::engine) async fn open(
     let io = WsIo::H2(Box::new(super::deflate::Deflated::new(io)));
     let mut ws = WebSocketStream::from_raw_socket(io, Role::Client, Some(config)).await;
     super::deflate::settle(ctx, &mut ws, offered.as_deref(), &answer, limit)?;
-    Ok(ws)
+    Ok((ws, status))
 }
 
 fn h2_failed(e: h2::Error) -> OpenFailed {
