@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod quic;
+mod spool;
 
 /// Whose sockets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,7 +224,11 @@ pub const PERIOD: Duration = Duration::from_millis(100);
 /// [`PathWatch::finish`].
 pub struct PathWatch {
     done: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Vec<PathWindow>>>,
+    /// The finished intervals' folded windows (spooled out of memory), then the windows of
+    /// the interval the run ended in.
+    thread: Option<std::thread::JoinHandle<(spool::Spool, Vec<PathWindow>)>>,
+    /// The run's interval, when the windows are folded by it.
+    fold: Option<Duration>,
 }
 
 impl PathWatch {
@@ -245,8 +250,8 @@ impl PathWatch {
     }
 
     /// `fold`: the run's interval, when known: each interval's windows are folded into one
-    /// once the next interval's first arrives ([`fold_slots`]), so a day's run keeps a window
-    /// per interval, not ten a second.
+    /// once the next interval's first arrives ([`fold_slots`]) and that one goes to a spool
+    /// out of memory, so a day's run keeps in memory only its current interval's windows.
     fn watch(
         scope: Scope,
         source: Source,
@@ -268,7 +273,7 @@ impl PathWatch {
                         rc == 0
                     });
                     if !entered {
-                        return Vec::new();
+                        return (spool::Spool::new(), Vec::new());
                     }
                 }
                 let quit = || flag.load(Ordering::Acquire);
@@ -277,25 +282,25 @@ impl PathWatch {
                         break s;
                     }
                     if quit() || control.is_stopped() {
-                        return Vec::new();
+                        return (spool::Spool::new(), Vec::new());
                     }
                     std::thread::sleep(Duration::from_millis(1));
                 };
                 let mut sampler = PathSampler::of(source);
                 let mut windows = Vec::new();
-                // Where the windows not folded yet (the current interval's) begin.
-                let mut unfolded = 0;
+                let mut spool = spool::Spool::new();
                 let mut next = origin;
                 loop {
                     if let Some(mut w) = sampler.sample() {
                         w.t_s = origin.elapsed().as_secs_f64();
                         windows.push(w);
                         if let Some(len) = fold {
-                            unfolded = fold_slots(&mut windows, unfolded, len.as_secs_f64());
+                            let folded = fold_slots(&mut windows, 0, len.as_secs_f64());
+                            windows.drain(..folded).for_each(|w| spool.push(&w));
                         }
                     }
                     if quit() {
-                        return windows;
+                        return (spool, windows);
                     }
                     next += period;
                     while Instant::now() < next {
@@ -307,7 +312,7 @@ impl PathWatch {
                 }
             })
             .ok();
-        PathWatch { done, thread }
+        PathWatch { done, thread, fold }
     }
 
     /// The generator's own connections through a run of `config`: over TCP (HTTP/1.1 and
@@ -358,12 +363,23 @@ impl PathWatch {
 
     /// Stops watching (one last sample closes the run's last interval) and returns the
     /// windows, `t_s` from the run's start.
-    pub fn finish(mut self) -> Vec<PathWindow> {
+    pub fn finish(self) -> Vec<PathWindow> {
+        self.finish_grouped(1)
+    }
+
+    /// [`PathWatch::finish`] for a timeline shown with `group` consecutive intervals merged
+    /// into one (a run past an hour's intervals, `loadlab_result::path::coarse_spans`): the
+    /// finished intervals' windows are folded again, `group` intervals into one window, as
+    /// they are read back, so that a day's run ends holding as many as an hour's. Joined
+    /// into the merged intervals they give what the unmerged windows would (`fold`).
+    pub fn finish_grouped(mut self, group: u64) -> Vec<PathWindow> {
         self.done.store(true, Ordering::Release);
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+        let Some((spool, tail)) = self.thread.take().and_then(|t| t.join().ok()) else {
+            return Vec::new();
+        };
+        // Spooled windows are folded by interval already: a group of one changes nothing.
+        let len = self.fold.filter(|_| group > 1);
+        regroup(spool, tail, len.map(|f| f.as_secs_f64() * group as f64))
     }
 }
 
@@ -374,7 +390,9 @@ impl PathWatch {
 /// The last interval is never folded (a run's last is cut short by its end, and its windows
 /// stay as they are).
 fn fold_slots(windows: &mut Vec<PathWindow>, unfolded: usize, len: f64) -> usize {
-    let slot = |w: &PathWindow| ((w.t_s / len).ceil() as i64 - 1).max(0);
+    // Within intervals()'s 1e-9 s of an end is that interval's: a folded window ends at
+    // its interval's end exactly, which a span of several intervals must not round past.
+    let slot = |w: &PathWindow| (((w.t_s - 1e-9) / len).ceil() as i64 - 1).max(0);
     let Some(newest) = windows.last().map(slot) else {
         return unfolded;
     };
@@ -394,11 +412,30 @@ fn fold_slots(windows: &mut Vec<PathWindow>, unfolded: usize, len: f64) -> usize
     unfolded
 }
 
+/// The spooled windows then `tail`, each span of `len` seconds (when there is one) folded
+/// into one window as they are read; the last span's stay as they are.
+fn regroup(spool: spool::Spool, tail: Vec<PathWindow>, len: Option<f64>) -> Vec<PathWindow> {
+    let mut out = Vec::new();
+    let mut unfolded = 0;
+    let mut push = |w: PathWindow| {
+        out.push(w);
+        if let Some(len) = len {
+            unfolded = fold_slots(&mut out, unfolded, len);
+        }
+    };
+    spool.drain(&mut push);
+    tail.into_iter().for_each(push);
+    out
+}
+
 impl Drop for PathWatch {
     fn drop(&mut self) {
         self.done.store(true, Ordering::Release);
     }
 }
+
+#[cfg(test)]
+mod regroup_tests;
 
 #[cfg(test)]
 mod tests {

@@ -221,9 +221,10 @@ impl Default for SampleLog {
     }
 }
 
-/// A file with no name in the temporary directory, gone when closed.
+/// A file with no name in the temporary directory, gone when closed (also the path
+/// watches' spool of folded windows, `loadlab-machine`).
 #[cfg(target_os = "linux")]
-fn anonymous_file() -> Option<File> {
+pub fn anonymous_file() -> Option<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
@@ -235,7 +236,7 @@ fn anonymous_file() -> Option<File> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn anonymous_file() -> Option<File> {
+pub fn anonymous_file() -> Option<File> {
     None
 }
 

@@ -85,22 +85,33 @@ impl Session {
                 });
                 let outcome = loadlab_engine::run(&self.config, control);
                 let measured = window.close(self.link.as_ref());
-                let path = path.map(loadlab_machine::path::PathWatch::finish);
-                let server_path = server_path.map(loadlab_machine::path::PathWatch::finish);
+                // A timeline read back from its spill past an hour's intervals is merged
+                // (`spill::timeline`): the path's intervals are merged the same way, and its
+                // windows folded by the merged spans as they are read back (issue 55).
+                let group = match control.stream_report() {
+                    Some(r) if r.error.is_none() => crate::spill::timeline::group_for(
+                        r.intervals_written,
+                        crate::spill::timeline::MAX_TIMELINE_INTERVALS,
+                    ),
+                    _ => 1,
+                };
+                let path = path.map(|p| p.finish_grouped(group));
+                let server_path = server_path.map(|p| p.finish_grouped(group));
                 outcome.map_err(SessionError::from).map(|o| {
                     let mut result = loadlab_engine::summarize(&self.config, &o);
                     if let Some(windows) = path {
-                        let report = loadlab_result::path::PathReport::of(
+                        let report = loadlab_result::path::PathReport::grouped(
                             "generator",
                             loadlab_machine::path::transport(&self.config),
                             &windows,
                             &result,
+                            group,
                         );
                         result.path.push(report);
                     }
                     if let Some(windows) = server_path {
-                        let mut report = loadlab_result::path::PathReport::of(
-                            "server", "tcp", &windows, &result,
+                        let mut report = loadlab_result::path::PathReport::grouped(
+                            "server", "tcp", &windows, &result, group,
                         );
                         report.response_p50_us = None;
                         result.path.push(report);

@@ -193,14 +193,37 @@ pub fn intervals(windows: &[PathWindow], timeline: &[(f64, f64, bool)]) -> Vec<P
         .collect()
 }
 
+/// The spans `(start_s, duration_s, warmup)` of `timeline`'s intervals merged `group`
+/// consecutive ones at a time, the last group possibly shorter: the timeline a run longer
+/// than an hour's intervals shows (its merge: the first's start, the durations summed, warm-up
+/// only when the group starts and ends in it).
+pub fn spans(timeline: &[crate::IntervalSummary], group: u64) -> Vec<(f64, f64, bool)> {
+    timeline
+        .chunks(group.max(1) as usize)
+        .map(|g| {
+            let (first, last) = (&g[0], &g[g.len() - 1]);
+            let duration_s = g.iter().map(|i| i.duration_s).sum();
+            (first.start_s, duration_s, first.warmup && last.warmup)
+        })
+        .collect()
+}
+
 impl PathReport {
     /// A report of `side` from its windows, placed on the run's timeline.
     pub fn of(side: &str, transport: &str, windows: &[PathWindow], run: &crate::RunResult) -> Self {
-        let timeline: Vec<(f64, f64, bool)> = run
-            .timeline
-            .iter()
-            .map(|i| (i.start_s, i.duration_s, i.warmup))
-            .collect();
+        PathReport::grouped(side, transport, windows, run, 1)
+    }
+
+    /// [`PathReport::of`] on the run's timeline merged `group` intervals at a time ([`spans`]),
+    /// as the result shows a timeline past an hour's intervals.
+    pub fn grouped(
+        side: &str,
+        transport: &str,
+        windows: &[PathWindow],
+        run: &crate::RunResult,
+        group: u64,
+    ) -> Self {
+        let timeline = spans(&run.timeline, group);
         PathReport {
             side: side.into(),
             generator: None,

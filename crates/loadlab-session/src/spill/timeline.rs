@@ -15,6 +15,12 @@ use std::path::Path;
 /// The most intervals a result's timeline carries (an hour of 1 s intervals).
 pub const MAX_TIMELINE_INTERVALS: u64 = 3_600;
 
+/// How many of `written` intervals make one of a timeline of `at_most`: what the result's
+/// timeline is merged by, and the path's intervals with it (`loadlab_result::path::spans`).
+pub fn group_for(written: u64, at_most: u64) -> u64 {
+    written.div_ceil(at_most.max(1)).max(1)
+}
+
 pub struct Rebuilt {
     pub timeline: Vec<IntervalSummary>,
     /// How many written intervals make one of the timeline's (1: none merged).
@@ -33,7 +39,7 @@ pub struct TimelineBuilder {
 
 impl TimelineBuilder {
     pub fn new(written: u64, at_most: u64) -> TimelineBuilder {
-        let group = written.div_ceil(at_most.max(1)).max(1);
+        let group = group_for(written, at_most);
         TimelineBuilder {
             group,
             timeline: Vec::with_capacity(written.div_ceil(group).min(at_most) as usize),
