@@ -67,12 +67,13 @@ pub(super) struct RawLoad {
     /// A fleet file (`--generators`): every run's load split across its generators.
     pub(super) generators: Option<String>,
     /// WebSocket arms (a `ws://` or `wss://` variant url): `--ws-mode`, `--ws-binary`,
-    /// `--ws-size`, `--ws-ping`, `--ws-held`.
+    /// `--ws-size`, `--ws-ping`, `--ws-held`, `--ws-no-deflate`.
     pub(super) ws_mode: Option<String>,
     pub(super) ws_binary: Option<bool>,
     pub(super) ws_size: Option<usize>,
     pub(super) ws_ping: Option<String>,
     pub(super) ws_held: Option<usize>,
+    pub(super) ws_no_deflate: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -101,7 +101,8 @@ pub struct Settings {
     pub ws: Option<WsSettings>,
 }
 
-/// `[load] ws_mode`, `ws_binary`, `ws_size`, `ws_ping` and `ws_held`, as `--ws-*` takes them
+/// `[load] ws_mode`, `ws_binary`, `ws_size`, `ws_ping`, `ws_held` and `ws_no_deflate`, as
+/// `--ws-*` takes them
 /// (docs/websocket.md); the engine checks their combinations as for the flags.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WsSettings {
@@ -114,6 +115,9 @@ pub struct WsSettings {
     pub ping_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<usize>,
+    /// Left out when false, so a plan without it hashes as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_deflate: bool,
 }
 
 impl WsSettings {
@@ -133,8 +137,7 @@ impl WsSettings {
             // Not yet a `[load]` key: an arm's held connections open as fast as 64 in flight
             // allow.
             connect_rate: None,
-            // An arm's upgrades offer permessage-deflate as a browser's do.
-            no_deflate: false,
+            no_deflate: self.no_deflate,
         }
     }
 }

@@ -365,6 +365,7 @@ fn ws_settings(l: &super::raw::RawLoad) -> Result<Option<super::WsSettings>, Str
         && l.ws_size.is_none()
         && l.ws_ping.is_none()
         && l.ws_held.is_none()
+        && l.ws_no_deflate.is_none()
     {
         return Ok(None);
     }
@@ -384,5 +385,6 @@ fn ws_settings(l: &super::raw::RawLoad) -> Result<Option<super::WsSettings>, Str
         size: l.ws_size,
         ping_s,
         held: l.ws_held,
+        no_deflate: l.ws_no_deflate.unwrap_or(false),
     }))
 }

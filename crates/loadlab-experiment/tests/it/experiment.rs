@@ -335,13 +335,14 @@ fn websocket_keys_are_checked_and_need_a_ws_url() {
         assert!(e.contains(says), "{load}: {e}");
     }
     let e = Experiment::parse(&file(
-        "ws_mode = \"hold\"\nws_ping = \"5s\"\nconnections = 10",
+        "ws_mode = \"hold\"\nws_ping = \"5s\"\nconnections = 10\nws_no_deflate = true",
         "url = \"wss://h:1/x\"",
     ))
     .unwrap();
     let spec = e.base.ws.as_ref().unwrap().spec();
     assert_eq!(spec.mode, loadlab_engine::ws::WsMode::Hold);
     assert_eq!(spec.ping, Some(Duration::from_secs(5)));
+    assert!(spec.no_deflate);
     // A file without them plans as before (no ws in the plan's hash).
     let plain = Experiment::parse(&file("", "url = \"http://127.0.0.1:1\"")).unwrap();
     assert!(plain.base.ws.is_none());
