@@ -218,7 +218,9 @@ pub fn classify(err: &WsError) -> (ErrorClass, Option<String>, Option<u16>) {
         ),
         WsError::Io(e) if e.get_ref().is_some_and(|r| r.is::<deflate::Broken>()) => (
             ErrorClass::WsProtocolError,
-            Some(format!("the server broke RFC 7692 (permessage-deflate): {e}")),
+            Some(format!(
+                "the server broke RFC 7692 (permessage-deflate): {e}"
+            )),
             None,
         ),
         WsError::Io(e) => match e.get_ref().and_then(|e| e.downcast_ref::<h2::Error>()) {

@@ -22,7 +22,9 @@ pub(in crate::engine) async fn upgrade(
     config: WebSocketConfig,
 ) -> Result<WebSocketStream<WsIo>, OpenFailed> {
     let offered = deflate::offer(ctx, request.headers_mut());
-    let limit = config.max_message_size.unwrap_or(crate::ws::MAX_MESSAGE_BYTES);
+    let limit = config
+        .max_message_size
+        .unwrap_or(crate::ws::MAX_MESSAGE_BYTES);
     let started = Instant::now();
     let (dialed, stream) = dial(&Dialer::of(ctx)).await;
     if let Some(d) = dialed {
