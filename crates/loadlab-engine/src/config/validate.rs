@@ -28,13 +28,13 @@ impl RunSpec {
             return Ok(config);
         }
         if let Some(scenario) = self.scenario.as_ref().filter(|s| s.has_ws()) {
-            // A WebSocket step upgrades a connection of its own: an HTTP/1.1 one.
-            let why = match (self.http2, self.http3, scenario.has_grpc()) {
-                (_, _, true) => {
+            // A WebSocket step opens a WebSocket of its own: an HTTP/1.1 connection upgraded,
+            // or with --http2 a stream by RFC 8441; over HTTP/3 (RFC 9220) loadlab has none.
+            let why = match (self.http3, scenario.has_grpc()) {
+                (_, true) => {
                     Some("gRPC steps, which go over HTTP/2; put them in a scenario of their own")
                 }
-                (true, _, _) => Some("--http2; drop it"),
-                (_, true, _) => Some("--http3; drop it"),
+                (true, _) => Some("--http3; drop it"),
                 _ => None,
             };
             if let Some(why) = why {
@@ -42,7 +42,8 @@ impl RunSpec {
                     "scenario",
                     format!(
                         "scenario {} has WebSocket steps, which open WebSockets over HTTP/1.1 \
-                         connections (RFC 6455), and cannot be combined with {why}",
+                         (RFC 6455) or, with --http2, HTTP/2 (RFC 8441), and cannot be \
+                         combined with {why}",
                         scenario.name
                     ),
                 ));

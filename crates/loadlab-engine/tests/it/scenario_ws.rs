@@ -8,7 +8,7 @@
 use loadlab_engine::result::scenario::StepSummary;
 use loadlab_engine::scenario::Scenario;
 use loadlab_engine::{RunResult, RunSpec};
-use loadlab_testkit::{WsBehavior, WsCounters, WsServer};
+use loadlab_testkit::{WsBehavior, WsCounters, WsH2Behavior, WsH2Server, WsServer};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -144,19 +144,20 @@ fn a_close_frame_fails_the_message_as_ws_closed_with_the_servers_reason() {
     assert_eq!(WsCounters::get(&server.counters().messages), 4);
 }
 
+/// With --http2 a step opens by RFC 8441 (below); over HTTP/3 loadlab has no WebSockets.
 #[test]
-fn a_websocket_step_is_refused_with_http2_and_an_http_url() {
+fn a_websocket_step_is_refused_with_http3_and_an_http_url() {
     let text = "name = \"c\"\nbase_url = \"http://127.0.0.1:1\"\n[[steps]]\nname = \"a\"\n\
                 ws = \"/\"\nmessages = [\"x\"]";
     let err = RunSpec {
-        http2: true,
-        ..spec("http2", text, 1, 1)
+        http3: true,
+        ..spec("http3", text, 1, 1)
     }
     .validate()
     .unwrap_err()
     .to_string();
     assert!(
-        err.contains("WebSocket steps") && err.contains("--http2"),
+        err.contains("WebSocket steps") && err.contains("--http3; drop it"),
         "{err}"
     );
     let http = "name = \"c\"\n[[steps]]\nname = \"a\"\nws = \"http://127.0.0.1:1/\"\n\
@@ -198,4 +199,47 @@ fn an_open_loop_sends_every_iterations_messages_and_says_every_goodbye() {
     assert_eq!(WsCounters::get(&c.messages), 60);
     assert_eq!(WsCounters::get(&c.upgraded), 40);
     assert_eq!(WsCounters::get(&c.closes), 40, "every goodbye said");
+}
+
+/// In an `--http2` run over TLS (ALPN offering h2 only), a WebSocket step opens its
+/// WebSocket by RFC 8441's extended CONNECT, as a `--ws-mode` run does, where an HTTP/1.1
+/// upgrade would reach an h2 server that cannot take it: every message is echoed, counted
+/// under the CONNECT's 200, and each WebSocket says goodbye.
+#[test]
+fn a_websocket_step_in_an_http2_run_opens_by_extended_connect() {
+    let ca = loadlab_testkit::TestCa::new();
+    let server = WsH2Server::start_tls(WsH2Behavior::default(), &ca);
+    let text = format!(
+        r#"
+name = "h2"
+base_url = "https://localhost:{}"
+[[steps]]
+name = "chat"
+ws = "/chat"
+headers = {{ X-User = "ann" }}
+messages = ["hello", "again"]
+[[steps.checks]]
+body_contains = "again"
+"#,
+        server.addr().port()
+    );
+    let r = run(RunSpec {
+        http2: true,
+        tls: loadlab_engine::tls::TlsSpec {
+            ca_pem: Some(ca.pem().into_bytes()),
+            ..Default::default()
+        },
+        ..spec("h2", &text, 2, 20)
+    });
+    let m = &r.measured;
+    assert_eq!(m.requests.failed, 0, "{:?} {:?}", m.errors, m.error_details);
+    assert_eq!(m.requests.completed, 20);
+    let c = server.counters();
+    assert_eq!(WsCounters::get(&c.messages), 20, "every message, once");
+    // Every WebSocket opened said goodbye (a step cut by the end of the count too).
+    let upgraded = WsCounters::get(&c.upgraded);
+    assert!((10..=11).contains(&upgraded), "{upgraded}");
+    assert_eq!(WsCounters::get(&c.closes), upgraded, "a goodbye from each");
+    assert_eq!(m.status_codes.get("200"), Some(&20), "{:?}", m.status_codes);
+    assert_eq!(step(&r, "chat").completed, 20);
 }

@@ -1,9 +1,10 @@
 //! A scenario's WebSocket step: a WebSocket opened on the scenario's host (`ws::upgrade`:
 //! dialled as the run's connections are, upgraded with the step's URL and header fields, the
-//! user's values filled in), each message sent when the last one's answer came and its answer
+//! user's values filled in; in an `--http2` run, a stream of the thread's HTTP/2 connections
+//! for WebSockets by RFC 8441's extended CONNECT, `ws::h2`, as a `--ws-mode` run's), each message sent when the last one's answer came and its answer
 //! awaited (an echo, or the server's next message), then a goodbye (close code 1000). Each
 //! message is a request of the run, timed and classed as a `--ws-mode echo` run's exchange
-//! (status 101; `ws_refused`, `ws_closed`, `ws_protocol_error`, `request_timeout`...): the
+//! (status 101, or over HTTP/2 the CONNECT's 2xx; `ws_refused`, `ws_closed`, `ws_protocol_error`, `request_timeout`...): the
 //! first from when the step was due, each later one from its send, which follows the last
 //! answer at once. The step's latency is its whole time, from when it was due to its last
 //! answer, and each message's goes in its request histogram, as a page's requests do. The
@@ -29,7 +30,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-/// What a WebSocket step's status is counted under: its upgrade's.
+/// What a WebSocket step's status is counted under over HTTP/1.1: its upgrade's.
 const SWITCHING_PROTOCOLS: u16 = 101;
 
 pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: usize) -> StepEnd {
@@ -68,7 +69,17 @@ pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: 
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_MESSAGE_BYTES))
         .max_frame_size(Some(MAX_MESSAGE_BYTES));
-    let mut socket = match upgrade(ctx, phase, request, config).await {
+    let opened = if ctx.h2.is_some() {
+        // The run's TLS offers only h2 by ALPN: an HTTP/1.1 upgrade would not be understood.
+        let uri = request.uri().to_string();
+        let fields = request.headers().iter();
+        let headers: Vec<_> = fields.map(|(n, v)| (n.clone(), v.clone())).collect();
+        super::super::ws::h2::open(ctx, phase, &uri, &headers, config).await
+    } else {
+        let upgraded = upgrade(ctx, phase, request, config).await;
+        upgraded.map(|ws| (ws, SWITCHING_PROTOCOLS))
+    };
+    let (mut socket, status) = match opened {
         Ok(s) => s,
         Err(f) => {
             let class = f.class;
@@ -137,7 +148,7 @@ pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: 
         end = at;
         let verdict = if last {
             let response = Response {
-                status: SWITCHING_PROTOCOLS,
+                status,
                 headers: &[],
                 body: &answer.bytes,
             };
@@ -154,18 +165,18 @@ pub(super) async fn run(ctx: &ThreadCtx, run: &ScenarioRun, user: &mut User, i: 
         };
         let passed = verdict == Verdict::Pass;
         if passed {
-            record_success(ctx, &due, sent_at, SWITCHING_PROTOCOLS, &traffic);
+            record_success(ctx, &due, sent_at, status, &traffic);
         } else {
             record_failure(ctx, phase, ErrorClass::CheckFailed, &traffic, true);
             let mut rec = ctx.recorder.borrow_mut();
-            rec.phase(phase).status[usize::from(SWITCHING_PROTOCOLS)] += 1;
+            rec.phase(phase).status[usize::from(status) % 1000] += 1;
         }
         if measured {
             let from = due.intended.unwrap_or(sent_at);
             let latency_ns = at.saturating_duration_since(from).as_nanos() as u64;
             with_step(ctx, i, |s| {
                 s.issued += 1;
-                s.response(SWITCHING_PROTOCOLS, "identity");
+                s.response(status, "identity");
                 s.bytes_sent += traffic.sent;
                 s.bytes_received += traffic.received;
                 s.bytes_decoded += traffic.received;

@@ -80,8 +80,8 @@ impl Conns {
     ) -> Result<(SendRequest<Bytes>, Held), OpenFailed> {
         let mut placed = self.place(ctx, phase).await?;
         let conn = placed.0.clone().expect("placed");
-        let ws = ctx.ws.as_ref().expect("a WebSocket run");
-        if conn.streams.available_permits() == 0 {
+        // A scenario's WebSocket steps (no `--ws-mode` run, so no totals) wait uncounted.
+        if let (0, Some(ws)) = (conn.streams.available_permits(), ctx.ws.as_ref()) {
             ws.totals.h2_waits.fetch_add(1, Ordering::Relaxed);
         }
         // Placed before the wait (and left if the wait ends), so that later WebSockets go
@@ -217,8 +217,7 @@ async fn open_conn(
     }
     let limit = send.current_max_send_streams().min(ctx.streams.max(1));
     streams.add_permits(limit.clamp(1, Semaphore::MAX_PERMITS));
-    if limit < ctx.streams {
-        let ws = ctx.ws.as_ref().expect("a WebSocket run");
+    if let (true, Some(ws)) = (limit < ctx.streams, ctx.ws.as_ref()) {
         ws.totals.h2_limited(limit);
     }
     Ok(Rc::new(Conn {

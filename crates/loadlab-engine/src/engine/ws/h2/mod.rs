@@ -112,7 +112,11 @@ fn connect_request(
     for (name, value) in headers {
         if name == http::header::HOST {
             authority = value.to_str().ok()?.to_string();
-        } else if !crate::engine::h2::is_connection_specific(name.as_str()) {
+        } else if name != http::header::SEC_WEBSOCKET_KEY
+            && !crate::engine::h2::is_connection_specific(name.as_str())
+        {
+            // No key over HTTP/2 (RFC 8441 section 5): an HTTP/1.1 upgrade request's
+            // (a scenario step's) leaves it behind.
             request.headers_mut().append(name.clone(), value.clone());
         }
     }
