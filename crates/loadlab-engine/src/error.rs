@@ -48,7 +48,8 @@ pub enum ErrorClass {
     GrpcUnavailable,
     GrpcDataLoss,
     GrpcUnauthenticated,
-    /// WebSocket: the server answered the upgrade with a status other than 101.
+    /// WebSocket: the server answered the upgrade with a status other than 101 (over HTTP/2,
+    /// the extended CONNECT with one other than 2xx).
     WsRefused,
     /// WebSocket: a 101 answer that is not a valid upgrade (wrong Sec-WebSocket-Accept...).
     WsBadHandshake,

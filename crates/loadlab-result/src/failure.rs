@@ -50,7 +50,7 @@ pub const FAILURE_CLASSES: &[(&str, &str)] = &[
     ("grpc_unavailable", "gRPC UNAVAILABLE: the service is unavailable (overloaded, restarting, or a proxy found no backend)"),
     ("grpc_data_loss", "gRPC DATA_LOSS: unrecoverable data loss or corruption"),
     ("grpc_unauthenticated", "gRPC UNAUTHENTICATED: the call carried no valid credentials (check the metadata given with -H)"),
-    ("ws_refused", "WebSocket: the server answered the upgrade with a status other than 101 (counted among the status codes; the first in the detail)"),
+    ("ws_refused", "WebSocket: the server answered the upgrade with a status other than 101 (over HTTP/2, the CONNECT with one other than 2xx; counted among the status codes; the first in the detail)"),
     ("ws_bad_handshake", "WebSocket: the server's 101 answer is not a valid upgrade (wrong Sec-WebSocket-Accept, missing Upgrade header: see the detail)"),
     ("ws_closed", "WebSocket: the server closed the connection (a close frame) while a message's echo or a pong was owed (its code and reason in the detail)"),
     ("ws_protocol_error", "WebSocket: the server broke RFC 6455 (a bad frame, text that is not UTF-8, an invalid close code, close code 1002 or 1007, or a message over the size loadlab accepts)"),

@@ -282,7 +282,8 @@ impl Scenario {
         self
     }
 
-    /// Whether any step is a WebSocket (the scenario then runs over HTTP/1.1).
+    /// Whether any step is a WebSocket (the scenario then runs over HTTP/1.1, or with
+    /// `--http2` opens them by RFC 8441; never over HTTP/3).
     pub fn has_ws(&self) -> bool {
         self.steps.iter().any(|s| s.ws.is_some())
     }
