@@ -59,9 +59,9 @@ pub const FEATURE_WS_HELD: &str = "ws-held";
 /// names this.
 pub const FEATURE_WS_CONNECT_RATE: &str = "ws-connect-rate";
 /// In [`Hello::features`]: the generator role runs a WebSocket load over HTTP/2 (RFC 8441,
-/// [`load::WireLoad::http2`] with a `ws://` or `wss://` URL). An older agent refuses such a
-/// load only once its shard starts ("a WebSocket runs over HTTP/1.1"), so it goes only to
-/// one that names this.
+/// [`load::WireLoad::http2`] with a `ws://` or `wss://` URL, or a scenario's WebSocket steps).
+/// An older agent refuses such a load only once its shard starts, so it goes only to one
+/// that names this.
 pub const FEATURE_WS_H2: &str = "ws-h2";
 /// What this build's agent names in [`Hello::features`].
 pub const FEATURES: &[&str] = &[

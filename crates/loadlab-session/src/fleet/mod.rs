@@ -327,7 +327,8 @@ impl Generator {
                 "--ws-connect-rate (it would open every held connection at once)",
             ),
             (
-                websocket && spec.http2,
+                // A scenario's WebSocket steps too: an older agent refuses them with --http2.
+                (websocket || spec.scenario.as_ref().is_some_and(|s| s.has_ws())) && spec.http2,
                 FEATURE_WS_H2,
                 "a WebSocket load over --http2 (it refuses one at its start)",
             ),

@@ -499,4 +499,17 @@ fn a_generator_without_ws_h2_is_refused_a_websocket_load_over_http2() {
         ..over_h1
     };
     assert!(generator.can_send(&hello, &http).is_ok());
+    // A scenario's WebSocket steps over --http2 alike.
+    let text = "name = \"c\"\nbase_url = \"http://127.0.0.1:9\"\n[[steps]]\nname = \"a\"\n\
+                ws = \"/\"\nmessages = [\"x\"]";
+    let scenario = loadlab_engine::scenario::Scenario::from_toml_str(text, dir.path()).unwrap();
+    let steps = RunSpec {
+        scenario: Some(std::sync::Arc::new(scenario)),
+        ..http
+    };
+    let err = generator.can_send(&hello, &steps).unwrap_err().to_string();
+    assert!(
+        err.contains("too old for a WebSocket load over --http2"),
+        "{err}"
+    );
 }
