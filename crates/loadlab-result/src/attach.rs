@@ -8,17 +8,7 @@ use crate::server::ServerReport;
 /// Adds what loadlab saw of the server to a result: the report itself, its figures on each
 /// timeline interval, and the verdicts they call for.
 pub fn attach_server(result: &mut RunResult, report: ServerReport) {
-    // A sampler's windows come in time order: each interval's are then found by binary search
-    // (a day's run has 86,400 intervals and 864,000 windows).
-    let in_order = crate::server::in_order(&report.samples);
-    for interval in &mut result.timeline {
-        let (start, len) = (interval.start_s, interval.duration_s);
-        interval.server = if in_order {
-            crate::server::interval_in_order(&report.samples, start, len)
-        } else {
-            crate::server::interval(&report.samples, start, len)
-        };
-    }
+    join_server(&mut result.timeline, &report.samples);
     if let Some(exit) = &report.exit {
         // The run ended because the server did, not because someone stopped it.
         if !result.interrupted {
@@ -82,6 +72,26 @@ pub fn attach_server(result: &mut RunResult, report: ServerReport) {
         }
     }
     result.server = Some(report);
+}
+
+/// Each interval of `timeline` given the server's figures in it from `samples`; also what
+/// a timeline merged past an hour's intervals gets its figures from, once read back
+/// (`server::fold_by_spans` kept one window per merged interval for it).
+pub fn join_server(
+    timeline: &mut [crate::IntervalSummary],
+    samples: &[crate::server::WindowSample],
+) {
+    // A sampler's windows come in time order: each interval's are then found by binary search
+    // (a day's run has 86,400 intervals and 864,000 windows).
+    let in_order = crate::server::in_order(samples);
+    for interval in timeline {
+        let (start, len) = (interval.start_s, interval.duration_s);
+        interval.server = if in_order {
+            crate::server::interval_in_order(samples, start, len)
+        } else {
+            crate::server::interval(samples, start, len)
+        };
+    }
 }
 
 /// The verdict for a run whose agent was lost while it held a server it had launched: that

@@ -318,6 +318,66 @@ pub fn interval_in_order(
     resources(&inside)
 }
 
+/// `windows` (consecutive) as one window ending at `t_s`: joined into an interval that holds
+/// it, it gives what they give ([`interval`]: CPU weighted by time, sums summed, highest
+/// highest); threads, open files and processes at their highest.
+pub fn fold(windows: &[WindowSample], t_s: f64) -> WindowSample {
+    let dt_s: f64 = windows.iter().map(|w| w.dt_s).sum();
+    let weighted = |f: fn(&WindowSample) -> f64| {
+        windows.iter().map(|w| f(w) * w.dt_s).sum::<f64>() / dt_s.max(f64::MIN_POSITIVE)
+    };
+    let max = |f: fn(&WindowSample) -> u64| windows.iter().map(f).max().unwrap_or(0);
+    WindowSample {
+        t_s,
+        dt_s,
+        cpu_cores: weighted(|w| w.cpu_cores),
+        throttled_periods: windows.iter().map(|w| w.throttled_periods).sum(),
+        rss_bytes: max(|w| w.rss_bytes),
+        memory_bytes: windows.iter().filter_map(|w| w.memory_bytes).max(),
+        threads: max(|w| w.threads),
+        fds: max(|w| w.fds),
+        generator_cpu_cores: weighted(|w| w.generator_cpu_cores),
+        processes: max(|w| w.processes),
+        sent_bytes: windows.iter().map(|w| w.sent_bytes).sum(),
+    }
+}
+
+/// `windows` (in time order) with those ending in each span `(start_s, duration_s, _)` of a
+/// merged timeline (`path::spans`, in order) folded into one ending at the span's end
+/// ([`fold`]), so that a run past an hour's intervals keeps one window per interval of its
+/// timeline, whose server figures stay what every window gives. Windows outside the spans
+/// (before the load's start) are kept as they are; windows out of order are all kept.
+pub fn fold_by_spans(windows: Vec<WindowSample>, spans: &[(f64, f64, bool)]) -> Vec<WindowSample> {
+    if !in_order(&windows) {
+        return windows;
+    }
+    let mut out = Vec::with_capacity(spans.len() + 16);
+    let mut held: Vec<WindowSample> = Vec::new();
+    let mut span = 0;
+    let end = |k: usize| spans[k].0 + spans[k].1;
+    let flush = |held: &mut Vec<WindowSample>, out: &mut Vec<WindowSample>, k: usize| {
+        if !held.is_empty() {
+            out.push(fold(held, end(k)));
+            held.clear();
+        }
+    };
+    for w in windows {
+        while span < spans.len() && w.t_s > end(span) + 1e-9 {
+            flush(&mut held, &mut out, span);
+            span += 1;
+        }
+        if span < spans.len() && w.t_s > spans[span].0 {
+            held.push(w);
+        } else {
+            out.push(w);
+        }
+    }
+    if span < spans.len() {
+        flush(&mut held, &mut out, span);
+    }
+    out
+}
+
 /// Whether `windows` are in time order, for [`interval_in_order`].
 pub fn in_order(windows: &[WindowSample]) -> bool {
     windows.windows(2).all(|p| p[0].t_s <= p[1].t_s)
@@ -378,6 +438,59 @@ mod tests {
         let second = interval(&w, 0.2, 0.2).unwrap();
         assert!((second.cpu_cores - 0.3).abs() < 1e-9);
         assert!(interval(&w, 5.0, 1.0).is_none());
+    }
+
+    /// A run past an hour's intervals (3,700, shown two at a time, its last cut short): its
+    /// windows folded one per merged interval give each merged interval the figures every
+    /// window gives it, and the result keeps as many windows as an hour's run would.
+    #[test]
+    fn windows_folded_by_a_merged_timeline_keep_its_figures() {
+        let raw: Vec<WindowSample> = (-3..=36_994)
+            .map(|i: i32| {
+                let mut x = window(f64::from(i) * 0.1, f64::from(i.rem_euclid(7)) / 10.0, 5);
+                x.dt_s = 0.1 + f64::from(i.rem_euclid(3)) * 1e-3;
+                x.rss_bytes += i.rem_euclid(11) as u64;
+                x.memory_bytes = (i % 4 != 1).then_some(i.rem_euclid(13) as u64);
+                x.throttled_periods = Some(i.rem_euclid(2) as u64);
+                x.generator_cpu_cores = f64::from(i.rem_euclid(5)) / 8.0;
+                x
+            })
+            .collect();
+        let mut spans: Vec<(f64, f64, bool)> = (0..1_850)
+            .map(|k| (2.0 * f64::from(k), 2.0, false))
+            .collect();
+        spans[1_849].1 = 1.5;
+        let kept = fold_by_spans(raw.clone(), &spans);
+        assert_eq!(
+            kept.len(),
+            3 + 1 + 1_850,
+            "the windows before the start, then one a span"
+        );
+        for &(start, len, _) in &spans {
+            let (got, want) = (
+                interval_in_order(&kept, start, len).unwrap(),
+                interval(&raw, start, len).unwrap(),
+            );
+            assert!(
+                (got.cpu_cores - want.cpu_cores).abs() < 1e-9,
+                "{got:?} {want:?}"
+            );
+            assert!((got.generator_cpu_cores - want.generator_cpu_cores).abs() < 1e-9);
+            assert_eq!(
+                (
+                    got.rss_bytes,
+                    got.memory_bytes,
+                    got.throttled_periods,
+                    got.sent_bytes
+                ),
+                (
+                    want.rss_bytes,
+                    want.memory_bytes,
+                    want.throttled_periods,
+                    want.sent_bytes
+                )
+            );
+        }
     }
 
     /// Windows in time order (two at one instant, some on interval boundaries, a gap) joined

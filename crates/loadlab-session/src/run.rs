@@ -88,13 +88,7 @@ impl Session {
                 // A timeline read back from its spill past an hour's intervals is merged
                 // (`spill::timeline`): the path's intervals are merged the same way, and its
                 // windows folded by the merged spans as they are read back (issue 55).
-                let group = match control.stream_report() {
-                    Some(r) if r.error.is_none() => crate::spill::timeline::group_for(
-                        r.intervals_written,
-                        crate::spill::timeline::MAX_TIMELINE_INTERVALS,
-                    ),
-                    _ => 1,
-                };
+                let group = merged_group(control);
                 let path = path.map(|p| p.finish_grouped(group));
                 let server_path = server_path.map(|p| p.finish_grouped(group));
                 outcome.map_err(SessionError::from).map(|o| {
@@ -185,6 +179,14 @@ impl Session {
             if server_died && died.load(Ordering::Acquire) {
                 result.interrupted = false;
             }
+            // Past an hour's intervals, one window per merged interval of the timeline: the
+            // result holds what an hour's does, its figures per interval exact (issue 55).
+            let group = merged_group(control);
+            if group > 1 {
+                let spans = loadlab_result::path::spans(&result.timeline, group);
+                let samples = std::mem::take(&mut report.samples);
+                report.samples = loadlab_result::server::fold_by_spans(samples, &spans);
+            }
             loadlab_result::attach_server(&mut result, report);
         }
         // A queue on the path to a generator is named, whichever end saw it.
@@ -216,6 +218,19 @@ impl Session {
 fn fleet_span(result: &loadlab_result::RunResult) -> (f64, f64) {
     let warmup = result.warmup.as_ref().map_or(0.0, |w| w.duration_s);
     (warmup, warmup + result.measured.rate_span_s())
+}
+
+/// How many of the run's intervals its result's timeline merges into one once read back
+/// from where they streamed (`spill::timeline`): 1 up to an hour's intervals, and when
+/// nothing streamed or streaming failed (the timeline then stays the engine's).
+fn merged_group(control: &RunControl) -> u64 {
+    match control.stream_report() {
+        Some(r) if r.error.is_none() => crate::spill::timeline::group_for(
+            r.intervals_written,
+            crate::spill::timeline::MAX_TIMELINE_INTERVALS,
+        ),
+        _ => 1,
+    }
 }
 
 #[cfg(test)]

@@ -155,6 +155,11 @@ impl Spill {
                     ));
                 }
                 result.timeline = rebuilt.timeline;
+                if let Some(server) = result.server.as_ref().filter(|_| rebuilt.group > 1) {
+                    // Merged intervals have no server figures of their own: from the windows
+                    // kept, one per merged interval (`loadlab_session::run`).
+                    loadlab_result::attach::join_server(&mut result.timeline, &server.samples);
+                }
             }
             Err(e) => {
                 self.keep = true;

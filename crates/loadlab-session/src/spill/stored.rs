@@ -141,6 +141,11 @@ pub fn read_back(
                 ));
             }
             result.timeline = rebuilt.timeline;
+            if let Some(server) = result.server.as_ref().filter(|_| rebuilt.group > 1) {
+                // Merged intervals have no server figures of their own: from the windows
+                // kept, one per merged interval.
+                loadlab_result::attach::join_server(&mut result.timeline, &server.samples);
+            }
         }
         Err(e) => {
             result.timeline = summary;

@@ -507,8 +507,29 @@ fn a_merged_stored_timeline_says_so_and_keeps_every_interval() {
         }
         let mut result = header();
         result.timeline = (0..written).map(interval).collect();
+        // A watched server's windows past an hour, one per merged interval (two intervals
+        // each), as the session keeps them.
+        let samples: Vec<serde_json::Value> = (0..written.div_ceil(2))
+            .map(|k| {
+                serde_json::json!({"t_s": (2 * k + 2).min(written) as f64, "dt_s": 2.0,
+                    "cpu_cores": k as f64, "rss_bytes": 7, "threads": 1, "fds": 3,
+                    "generator_cpu_cores": 0.5, "processes": 1})
+            })
+            .collect();
+        if merged {
+            result.server = Some(
+                serde_json::from_value(serde_json::json!({"source": "pid",
+                    "description": "42", "sample_interval_s": 0.1, "samples": samples}))
+                .unwrap(),
+            );
+        }
         let streamed = StreamedRun::of(run);
         read_back(&store, None, &streamed, &mut result);
+        if merged {
+            // Each merged interval has its server figures, from its window.
+            let server = |k: usize| result.timeline[k].server.map(|s| s.cpu_cores);
+            assert_eq!((server(0), server(7)), (Some(0.0), Some(7.0)));
+        }
         let export = format!("loadlab runs export {} --intervals", run.0);
         assert_eq!(
             result.warnings.iter().any(|w| w.contains(&export)),
