@@ -5,12 +5,16 @@
 # page takes from it shows in the rate. Two arms, interleaved in ROUNDS paired rounds of SECS
 # seconds (bench/lib.sh's `alternate`, bench/paired.py's ratio and its exact 95% interval):
 #
-#   no-page       loadlab run -c CONNS -t 1 -d SECS URL
+#   no-page       loadlab run -c CONNS -t 1 -d SECS --pid NGINX_PID URL
 #   loadlab-page  the same with --ui, and PAGES readers of its event stream attached for the whole
 #                 run (curl -N on /events, pinned to the server's core: a browser is elsewhere)
 #
 # Then one run with the page of SOAK_S seconds: loadlab's RSS every 5 s, the pages attached
-# all along (memory must be flat: the page keeps a bounded window, docs/live.md).
+# all along (memory must be flat: the page keeps a bounded window, docs/live.md). Every run,
+# both arms and the soak alike, watches nginx's master (`--pid`, bench/lib.sh's NGINX_PID), so
+# the soak's memory includes the server sampler's (its windows, and the result's
+# `server.samples` at the end: issue 55, what a long run keeps, docs/limits.md), and both
+# arms pay for it equally.
 #
 #   bash bench/live-overhead.sh                    # 8 rounds of 10 s, a soak of 120 s
 #   ROUNDS=6 SECS=5 SOAK_S=30 bash bench/live-overhead.sh
@@ -60,15 +64,15 @@ detach_pages() { for p in "${READERS[@]}"; do kill "$p" 2>/dev/null || true; wai
 
 # Each prints "requests cpu_seconds" for bench/lib.sh's `alternate`.
 run_no-page() {
-    timed "$LOADLAB" run -q -c "$CONNS" -t 1 -d "${SECS}s" --no-save --json "$OUT/plain.json" "$URL" \
-        >/dev/null 2>&1
+    timed "$LOADLAB" run -q -c "$CONNS" -t 1 -d "${SECS}s" --pid "$NGINX_PID" --no-save \
+        --json "$OUT/plain.json" "$URL" >/dev/null 2>&1
     echo "$(loadlab_completed "$OUT/plain.json") $(cpu_seconds)"
 }
 run_loadlab-page() {
     local ui
     ui=127.0.0.1:$(free_port)
-    timed "$LOADLAB" run -q -c "$CONNS" -t 1 -d "${SECS}s" --no-save --ui="$ui" \
-        --json "$OUT/page.json" "$URL" >/dev/null 2>&1 &
+    timed "$LOADLAB" run -q -c "$CONNS" -t 1 -d "${SECS}s" --pid "$NGINX_PID" --no-save \
+        --ui="$ui" --json "$OUT/page.json" "$URL" >/dev/null 2>&1 &
     local run=$!
     attach_pages "$ui"
     wait "$run"
@@ -86,8 +90,8 @@ if [ "$SOAK_S" -gt 0 ]; then
     ui=127.0.0.1:$(free_port)
     load=(-c "$CONNS")
     [ -n "${SOAK_RATE:-}" ] && load=(--rate "$SOAK_RATE" --max-connections "$CONNS")
-    taskset -c "$LOAD_CPU" "$LOADLAB" run -q "${load[@]}" -t 1 -d "${SOAK_S}s" --no-save \
-        --ui="$ui" --json "$OUT/soak.json" "$URL" >/dev/null 2>&1 &
+    taskset -c "$LOAD_CPU" "$LOADLAB" run -q "${load[@]}" -t 1 -d "${SOAK_S}s" \
+        --pid "$NGINX_PID" --no-save --ui="$ui" --json "$OUT/soak.json" "$URL" >/dev/null 2>&1 &
     gen=$!
     attach_pages "$ui"
     # One more reader keeps what it is sent: the intervals it got per minute are the page's
@@ -95,7 +99,7 @@ if [ "$SOAK_S" -gt 0 ]; then
     curl -sN "http://$ui/events" 2>/dev/null \
         | awk '/^event: interval$/ { n++ } END { print n + 0 }' > "$OUT/intervals-read.txt" &
     kept=$!
-    echo "soak with $((PAGES + 1)) pages attached: $SOAK_S s (${load[*]}); loadlab pid $gen"
+    echo "soak with $((PAGES + 1)) pages attached: $SOAK_S s (${load[*]}, --pid $NGINX_PID); loadlab pid $gen"
     t=0
     while kill -0 "$gen" 2>/dev/null; do
         rss=$(awk '/VmRSS/ {print $2}' "/proc/$gen/status" 2>/dev/null || echo "")
