@@ -71,14 +71,9 @@ pub struct LiveUi {
 static ACTIVE: Mutex<Option<(mpsc::UnboundedSender<Update>, Arc<http::Shared>)>> = Mutex::new(None);
 
 /// Starts the page when `--ui` was given: binds at once (a taken port fails in a second) and
-/// prints the address on stderr.
-pub fn start(args: &LiveArgs) -> anyhow::Result<Option<LiveUi>> {
-    start_keeping(args, None)
-}
-
-/// As [`start`], for a command that keeps its runs in the results store `store`: its entry
-/// among the live runs names the store, so `loadlab ui` of that store lists it as its own.
-pub fn start_keeping(args: &LiveArgs, store: Option<&Path>) -> anyhow::Result<Option<LiveUi>> {
+/// prints the address on stderr. A command that keeps its runs in the results store `store`
+/// names it in its entry among the live runs, so `loadlab ui` of that store lists it as its own.
+pub fn start(args: &LiveArgs, store: Option<&Path>) -> anyhow::Result<Option<LiveUi>> {
     let Some(addr) = &args.ui else {
         return Ok(None);
     };

@@ -69,7 +69,9 @@ pub(super) fn prepare(args: &ProbeArgs, kind: &str) -> anyhow::Result<Prepared> 
     // Every probe scrapes and sends (its series under a run id of its own).
     let metrics = crate::cmd::run::metrics_plan(&args.metrics, Some(&tag), None)?;
     // Bound before the server starts: a taken --ui port fails in a second.
-    let page = crate::live::start(&args.live)?;
+    // A search kept in a store is listed by `loadlab ui` of that store as its own live run.
+    let kept_in = store.is_some().then(|| args.store.db.path());
+    let page = crate::live::start(&args.live, kept_in.as_deref())?;
     let tui = crate::tui::start(&args.tui);
     let mut session = Session::prepare(spec).map_err(flags_named)?;
     session.set_metrics(metrics);

@@ -155,7 +155,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // Bound before the first run: a taken --ui port fails in a second.
-    let _page = crate::live::start_keeping(&args.live, Some(&args.store.path()))?;
+    let _page = crate::live::start(&args.live, Some(&args.store.path()))?;
     let tui = crate::tui::start(&args.tui);
     let store = args.store.open()?;
     let control = Control::default();

@@ -74,7 +74,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     // Bound before the run is prepared: a taken --ui port fails in a second.
     let kept_in = store.is_some().then(|| args.store.db.path());
-    let _live = crate::live::start_keeping(&args.live, kept_in.as_deref())?;
+    let _live = crate::live::start(&args.live, kept_in.as_deref())?;
     let _tui = crate::tui::start(&args.tui);
     let mut session = Session::prepare_with(spec, machine).map_err(flags_named)?;
     if !args.quiet {
