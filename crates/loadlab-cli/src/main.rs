@@ -5,6 +5,7 @@
 mod ansible;
 mod cli;
 mod cmd;
+mod errors;
 mod live;
 mod output;
 mod progress;
@@ -25,7 +26,7 @@ fn main() -> ExitCode {
                 eprintln!("interrupted");
                 return signals::interrupted();
             }
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", errors::shown(&err));
             ExitCode::from(2)
         }
     }

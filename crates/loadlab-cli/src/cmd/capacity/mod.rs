@@ -181,7 +181,10 @@ fn finish(
                 report.kind
             ),
             Ok(_) => {}
-            Err(e) => eprintln!("warning: the {} was not kept in the store: {e}", report.kind),
+            Err(e) => eprintln!(
+                "warning: the {} was not kept in the store: {e}",
+                report.kind
+            ),
         }
     }
     Ok(exit_code(&report))
