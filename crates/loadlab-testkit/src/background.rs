@@ -4,7 +4,13 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+
+/// A served connection: TCP, or TLS over it.
+pub(crate) trait Conn: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Conn for T {}
 
 pub(crate) struct Background {
     pub addr: SocketAddr,
@@ -70,6 +76,42 @@ impl Background {
                 };
                 let _ = stream.set_nodelay(true);
                 tokio::spawn(on_connection(stream));
+            }
+        })
+    }
+
+    /// Binds 127.0.0.1:0 and serves every accepted connection with `serve`, over TLS with
+    /// `tls` when given (a handshake the client aborts is the client's test: dropped), plain
+    /// TCP otherwise; `accepted` is told of each connection as it is accepted, before TLS.
+    pub fn serve_each_tls<A, F, Fut>(
+        tls: Option<Arc<rustls::ServerConfig>>,
+        accepted: A,
+        serve: F,
+    ) -> Background
+    where
+        A: Fn() + Send + 'static,
+        F: Fn(Box<dyn Conn>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let serve = Arc::new(serve);
+        Background::start(move |listener| async move {
+            let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                accepted();
+                let (serve, acceptor) = (serve.clone(), acceptor.clone());
+                tokio::spawn(async move {
+                    match acceptor {
+                        Some(a) => {
+                            if let Ok(tls) = a.accept(tcp).await {
+                                serve(Box::new(tls)).await;
+                            }
+                        }
+                        None => serve(Box::new(tcp)).await,
+                    }
+                });
             }
         })
     }

@@ -159,26 +159,14 @@ impl GrpcServer {
             answers,
             reflection,
         });
-        let background = Background::start(move |listener| async move {
-            let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    continue;
-                };
-                c.connections.fetch_add(1, Ordering::SeqCst);
-                let (answers, c, acceptor) = (answers.clone(), c.clone(), acceptor.clone());
-                tokio::spawn(async move {
-                    match acceptor {
-                        Some(a) => {
-                            if let Ok(tls) = a.accept(tcp).await {
-                                serve(tls, answers, c).await;
-                            }
-                        }
-                        None => serve(tcp, answers, c).await,
-                    }
-                });
-            }
-        });
+        let counted = counters.clone();
+        let background = Background::serve_each_tls(
+            tls,
+            move || {
+                counted.connections.fetch_add(1, Ordering::SeqCst);
+            },
+            move |io| serve(io, answers.clone(), c.clone()),
+        );
         GrpcServer {
             counters,
             background,

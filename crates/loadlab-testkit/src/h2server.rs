@@ -54,27 +54,14 @@ impl H2Server {
     fn start_with(behavior: H2Behavior, tls: Option<Arc<rustls::ServerConfig>>) -> H2Server {
         let counters = Arc::new(H2Counters::default());
         let c = counters.clone();
-        let background = Background::start(move |listener| async move {
-            let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    continue;
-                };
-                c.connections.fetch_add(1, Ordering::SeqCst);
-                let c = c.clone();
-                let acceptor = acceptor.clone();
-                tokio::spawn(async move {
-                    match acceptor {
-                        Some(a) => {
-                            if let Ok(tls) = a.accept(tcp).await {
-                                serve(tls, behavior, c).await;
-                            }
-                        }
-                        None => serve(tcp, behavior, c).await,
-                    }
-                });
-            }
-        });
+        let counted = counters.clone();
+        let background = Background::serve_each_tls(
+            tls,
+            move || {
+                counted.connections.fetch_add(1, Ordering::SeqCst);
+            },
+            move |io| serve(io, behavior, c.clone()),
+        );
         H2Server {
             counters,
             background,
