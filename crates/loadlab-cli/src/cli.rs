@@ -32,7 +32,7 @@ pub enum Command {
     /// Compare two arms of runs with honest statistics.
     Compare(crate::cmd::compare::CompareArgs),
     /// Runs kept in the results store: list, show, delete, export; capacity searches.
-    Runs(crate::cmd::runs::RunsArgs),
+    Runs(crate::cmd::runs_command::RunsArgs),
     /// The results store in a browser, read-only: the runs, and each run's page.
     Ui(crate::live::store::UiArgs),
     /// Each metric over revisions, the change points in it, and a gate on the newest revision.

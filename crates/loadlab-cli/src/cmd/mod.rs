@@ -21,6 +21,7 @@ pub mod recover;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod runs_command;
 pub mod server;
 pub mod shard;
 pub mod store_args;
@@ -44,7 +45,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             experiment::run(*args)
         }
         Command::Compare(args) => compare::run(args),
-        Command::Runs(args) => runs::run(args),
+        Command::Runs(args) => runs_command::run(args),
         Command::Ui(args) => crate::live::store::run(args),
         Command::History(args) => history::run(*args),
         Command::Report(args) => report::run(args),
