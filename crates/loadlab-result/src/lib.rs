@@ -37,6 +37,7 @@ pub mod cliff;
 pub mod failure;
 pub mod format;
 pub mod grpc;
+pub mod health;
 pub mod histogram;
 pub mod latency;
 pub mod machine;
